@@ -1,0 +1,473 @@
+/*
+ * enid: the broker.  Starts as root, checks the configuration, starts
+ * enid-netd and enid-cloudd on socketpairs, opens its sockets and state
+ * directory, then drops to the unprivileged user with no capabilities under
+ * seccomp.  It alone holds pool state.  If either child dies or sends a
+ * malformed message, the whole set goes down (non-zero) and the service
+ * manager restarts it; enid never regains privilege to restart a child.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "enid.h"
+#include "log.h"
+#include "proc.h"
+#include "sandbox.h"
+
+extern char **environ;
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: enid [-dnv] [-f config] [-L helper-dir]\n");
+	exit(1);
+}
+
+/* Variables a child may see; everything else is dropped at exec. */
+static bool
+env_passes(const char *var, enum msg_peer peer)
+{
+	static const char *const common[] = {
+		"ENID_SECCOMP_DEBUG=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
+		"LSAN_OPTIONS=", "TZ=", NULL,
+	};
+	static const char *const cloud[] = {
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+		"AWS_SESSION_TOKEN=", "AWS_REGION=", "AWS_DEFAULT_REGION=",
+		NULL,
+	};
+	const char *const *p;
+
+	for (p = common; *p; p++)
+		if (strncmp(var, *p, strlen(*p)) == 0)
+			return true;
+	if (peer == PEER_CLOUDD)
+		for (p = cloud; *p; p++)
+			if (strncmp(var, *p, strlen(*p)) == 0)
+				return true;
+	return false;
+}
+
+static void
+child_spawn(struct broker *b, struct child *c, const char *helper_dir,
+    bool foreground, int verbose)
+{
+	char path[4096];
+	char *argv[8], *envp[32];
+	int sv[2], i, n, devnull;
+	char **e;
+	pid_t pid;
+
+	if (snprintf(path, sizeof(path), "%s/%s", helper_dir, c->name) >=
+	    (int)sizeof(path))
+		fatalx("%s: helper path too long", c->name);
+	if (path[0] != '/')
+		fatalx("%s: helper directory \"%s\" is not absolute", c->name,
+		    helper_dir);
+	if (access(path, X_OK) == -1)
+		fatal("%s: cannot execute %s", c->name, path);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		fatal("%s: socketpair", c->name);
+
+	n = 0;
+	argv[n++] = (char *)c->name;
+	argv[n++] = "-f";
+	argv[n++] = (char *)b->config_path;
+	if (foreground)
+		argv[n++] = "-d";
+	for (i = 0; i < verbose && i < 2; i++)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+	for (n = 0, e = environ; *e && n < 31; e++)
+		if (env_passes(*e, c->peer))
+			envp[n++] = *e;
+	envp[n] = NULL;
+
+	pid = fork();
+	if (pid == -1)
+		fatal("%s: fork", c->name);
+	if (pid == 0) {
+		/* The child's end on MSG_CHILD_FD; stdin from /dev/null;
+		 * stdout/stderr kept for -d; every other descriptor closed. */
+		if (dup2(sv[1], MSG_CHILD_FD) == -1)
+			_exit(127);
+		devnull = open("/dev/null", O_RDONLY);
+		if (devnull == -1 || dup2(devnull, STDIN_FILENO) == -1)
+			_exit(127);
+		if (close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
+			_exit(127);
+		execve(path, argv, envp);
+		dprintf(STDERR_FILENO, "enid: exec %s: %s\n", path,
+		    strerror(errno));
+		_exit(127);
+	}
+	close(sv[1]);
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1)
+		fatal("%s: fcntl", c->name);
+	c->pid = pid;
+	c->chan.fd = sv[0];
+	c->chan.self = PEER_BROKER;
+	c->chan.peer = c->peer;
+	c->chan.peer_name = c->name;
+	log_debug("%s: started as pid %d", c->name, (int)pid);
+}
+
+/*
+ * A child still starting may be root, which the broker can no longer
+ * signal; closing our end of its channel makes it exit on EOF anyway.
+ */
+static void
+child_terminate(struct child *c, int sig)
+{
+	if (c->pid > 0)
+		kill(c->pid, sig);
+	if (c->chan.fd > 0)
+		shutdown(c->chan.fd, SHUT_RDWR);
+}
+
+static void
+broker_kill_timer(struct loop *l, struct loop_timer *t)
+{
+	struct broker *b = t->arg;
+
+	(void)l;
+	if (b->netd.pid > 0)
+		log_warnx("%s (pid %d) did not exit; killing it", b->netd.name,
+		    (int)b->netd.pid);
+	if (b->cloudd.pid > 0)
+		log_warnx("%s (pid %d) did not exit; killing it",
+		    b->cloudd.name, (int)b->cloudd.pid);
+	child_terminate(&b->netd, SIGKILL);
+	child_terminate(&b->cloudd, SIGKILL);
+	loop_stop(&b->loop, b->exit_code);
+}
+
+void
+broker_shutdown(struct broker *b, int code, const char *why)
+{
+	if (b->shutting_down) {
+		if (code > b->exit_code)
+			b->exit_code = code;
+		return;
+	}
+	b->shutting_down = true;
+	b->exit_code = code;
+	if (code == 0)
+		log_info("%s; shutting down", why);
+	else
+		log_warnx("%s; shutting down", why);
+	loop_timer_cancel(&b->loop, &b->handshake_timer);
+	child_terminate(&b->netd, SIGTERM);
+	child_terminate(&b->cloudd, SIGTERM);
+	if (b->netd.pid <= 0 && b->cloudd.pid <= 0)
+		loop_stop(&b->loop, b->exit_code);
+	else
+		loop_timer_after(&b->loop, &b->kill_timer,
+		    BROKER_KILL_GRACE_MS);
+}
+
+static void
+broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
+{
+	switch (m->hdr.type) {
+	case MSG_HELLO_ACK: {
+		struct msg_hello_ack ack;
+
+		memcpy(&ack, m->u.bytes, sizeof(ack));
+		if (c->ready || m->hdr.id != c->hello_id)
+			fatalx("%s: unexpected HELLO_ACK (id %u)", c->name,
+			    m->hdr.id);
+		if (ack.version != MSG_PROTO_VERSION) {
+			log_warnx("%s: speaks protocol %u, we speak %u",
+			    c->name, ack.version, MSG_PROTO_VERSION);
+			broker_shutdown(b, 1, "protocol version mismatch");
+			return;
+		}
+		c->ready = true;
+		log_info("%s (pid %d) ready", c->name, (int)c->pid);
+		if (b->netd.ready && b->cloudd.ready) {
+			loop_timer_cancel(&b->loop, &b->handshake_timer);
+			log_info("all processes ready in %llu ms",
+			    (unsigned long long)(now_ms() - b->started_ms));
+		}
+		break;
+	}
+	default:
+		/* Valid on the wire but nothing of ours asked for it. */
+		log_warnx("%s: unsolicited %s (id %u)", c->name,
+		    msg_type_name(m->hdr.type), m->hdr.id);
+		broker_shutdown(b, 1, "child sent an unsolicited message");
+	}
+}
+
+static void
+broker_child_cb(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct child *c = io->arg;
+	struct broker *b = c->broker;
+	static struct msg m;
+	const char *why;
+	int budget;
+	char reason[256];
+
+	(void)l;
+	(void)events;
+	for (budget = 0; budget < 64 && !b->shutting_down; budget++) {
+		switch (msg_recv(&c->chan, &m, &why)) {
+		case MSG_RECV_OK:
+			broker_dispatch_child(b, c, &m);
+			break;
+		case MSG_RECV_AGAIN:
+			return;
+		case MSG_RECV_EOF:
+		case MSG_RECV_ERROR:
+			loop_del_io(&b->loop, io);
+			snprintf(reason, sizeof(reason), "%s (pid %d) closed "
+			    "its channel", c->name, (int)c->pid);
+			broker_shutdown(b, 1, reason);
+			return;
+		case MSG_RECV_BAD:
+			loop_del_io(&b->loop, io);
+			snprintf(reason, sizeof(reason), "%s (pid %d) sent a "
+			    "malformed message: %s", c->name, (int)c->pid, why);
+			broker_shutdown(b, 1, reason);
+			return;
+		}
+	}
+}
+
+static void
+broker_handshake_timeout(struct loop *l, struct loop_timer *t)
+{
+	struct broker *b = t->arg;
+	char reason[128];
+
+	(void)l;
+	snprintf(reason, sizeof(reason), "%s did not answer the handshake "
+	    "within %d ms", !b->netd.ready ? b->netd.name : b->cloudd.name,
+	    BROKER_HANDSHAKE_MS);
+	broker_shutdown(b, 1, reason);
+}
+
+static void
+child_describe_exit(const struct child *c, char *buf, size_t len)
+{
+	if (WIFEXITED(c->status))
+		snprintf(buf, len, "%s (pid %d) exited with status %d",
+		    c->name, (int)c->pid, WEXITSTATUS(c->status));
+	else if (WIFSIGNALED(c->status))
+		snprintf(buf, len, "%s (pid %d) was killed by signal %d (%s)%s",
+		    c->name, (int)c->pid, WTERMSIG(c->status),
+		    strsignal(WTERMSIG(c->status)),
+		    WTERMSIG(c->status) == SIGSYS ?
+		    ": a system call outside its seccomp allow list" : "");
+	else
+		snprintf(buf, len, "%s (pid %d) stopped", c->name, (int)c->pid);
+}
+
+static void
+broker_sigchld(struct loop *l, int signo, void *arg)
+{
+	struct broker *b = arg;
+	struct child *kids[2] = { &b->netd, &b->cloudd };
+	int status, i, n;
+	pid_t pid;
+	char reason[256];
+
+	(void)l;
+	(void)signo;
+	for (n = 0; n < 16; n++) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			break;
+		for (i = 0; i < 2; i++) {
+			struct child *c = kids[i];
+
+			if (c->pid != pid)
+				continue;
+			c->status = status;
+			child_describe_exit(c, reason, sizeof(reason));
+			c->pid = 0;
+			if (b->shutting_down)
+				log_debug("%s", reason);
+			else
+				broker_shutdown(b, 1, reason);
+		}
+	}
+	if (b->shutting_down && b->netd.pid <= 0 && b->cloudd.pid <= 0) {
+		loop_timer_cancel(&b->loop, &b->kill_timer);
+		loop_stop(&b->loop, b->exit_code);
+	}
+}
+
+static void
+broker_sigterm(struct loop *l, int signo, void *arg)
+{
+	struct broker *b = arg;
+	char why[64];
+
+	(void)l;
+	snprintf(why, sizeof(why), "%s received", strsignal(signo));
+	broker_shutdown(b, 0, why);
+}
+
+static void
+child_hello(struct broker *b, struct child *c)
+{
+	struct msg_hello hello = { .version = MSG_PROTO_VERSION };
+
+	c->hello_id = ++b->next_id;
+	if (msg_send(&c->chan, MSG_HELLO, c->hello_id, &hello,
+	    sizeof(hello)) == -1)
+		fatal("%s: sending HELLO", c->name);
+}
+
+/* The runtime directory belongs to the user, so the broker can remove its
+ * sockets at exit; the sockets' own modes say who may connect. */
+static void
+prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
+{
+	struct stat st;
+
+	if (mkdir(dir, mode) == -1 && errno != EEXIST)
+		fatal("mkdir %s", dir);
+	if (lstat(dir, &st) == -1)
+		fatal("stat %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("%s exists and is not a directory", dir);
+	if (chown(dir, uid, gid) == -1 || chmod(dir, mode) == -1)
+		fatal("setting owner and mode of %s", dir);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static struct broker b;
+	const char *helper_dir = ENID_HELPER_DIR;
+	bool check_only = false, foreground = false;
+	int ch, verbose = 0, rc;
+	struct passwd *pw;
+	gid_t admin_gid = 0;
+	char err[1024], path[4200];
+
+	b.config_path = ENID_CONF_PATH;
+	while ((ch = getopt(argc, argv, "df:L:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			foreground = true;
+			break;
+		case 'f':
+			b.config_path = optarg;
+			break;
+		case 'L':
+			helper_dir = optarg;
+			break;
+		case 'n':
+			check_only = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+
+	log_init("enid", true, LOG_LVL_INFO);
+	if (config_load(b.config_path, &b.cfg, err, sizeof(err)) == -1) {
+		log_warnx("configuration: %s", err);
+		return 1;
+	}
+	if (check_only) {
+		fprintf(stderr, "enid: configuration %s OK\n", b.config_path);
+		return 0;
+	}
+	if (geteuid() != 0)
+		fatalx("must be started as root (it drops privileges itself)");
+
+	errno = 0;
+	if ((pw = getpwnam(b.cfg.user)) == NULL)
+		fatalx("user \"%s\": %s", b.cfg.user,
+		    errno ? strerror(errno) : "no such user");
+	if (pw->pw_uid == 0)
+		fatalx("user \"%s\" is root; enid must run unprivileged",
+		    b.cfg.user);
+	if (b.cfg.admin_group[0] != '\0') {
+		struct group *gr = getgrnam(b.cfg.admin_group);
+
+		if (gr == NULL)
+			fatalx("admin_group \"%s\": no such group",
+			    b.cfg.admin_group);
+		admin_gid = gr->gr_gid;
+	}
+
+	if (!foreground) {
+		if (daemon(0, 0) == -1)
+			fatal("daemon");
+	}
+	log_init("enid", foreground, child_log_level(&b.cfg, verbose));
+	b.started_ms = now_ms();
+	signal(SIGPIPE, SIG_IGN);
+
+	if (loop_init(&b.loop) == -1)
+		fatal("event loop");
+	/* Signals are routed through the loop before any child exists, so
+	 * no exit can be missed. */
+	if (loop_signal(&b.loop, SIGCHLD, broker_sigchld, &b) == -1 ||
+	    loop_signal(&b.loop, SIGTERM, broker_sigterm, &b) == -1 ||
+	    loop_signal(&b.loop, SIGINT, broker_sigterm, &b) == -1)
+		fatal("signals");
+	loop_timer_init(&b.handshake_timer, broker_handshake_timeout, &b);
+	loop_timer_init(&b.kill_timer, broker_kill_timer, &b);
+
+	b.netd = (struct child){ .broker = &b, .name = "enid-netd",
+	    .peer = PEER_NETD };
+	b.cloudd = (struct child){ .broker = &b, .name = "enid-cloudd",
+	    .peer = PEER_CLOUDD };
+	child_spawn(&b, &b.netd, helper_dir, foreground, verbose);
+	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
+
+	prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
+	prepare_dir(b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
+	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
+	if ((b.ctl = ctl_open(path, admin_gid, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
+
+	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
+	    sizeof(err)) == -1)
+		fatalx("privilege drop: %s", err);
+	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), err,
+	    sizeof(err)) == -1)
+		fatalx("seccomp: %s", err);
+
+	if (loop_add_io(&b.loop, &b.netd.io, b.netd.chan.fd, EPOLLIN,
+	    broker_child_cb, &b.netd) == -1 ||
+	    loop_add_io(&b.loop, &b.cloudd.io, b.cloudd.chan.fd, EPOLLIN,
+	    broker_child_cb, &b.cloudd) == -1)
+		fatal("watching the children");
+	if (ctl_start(&b, b.ctl) == -1)
+		fatal("control socket");
+	child_hello(&b, &b.netd);
+	child_hello(&b, &b.cloudd);
+	loop_timer_after(&b.loop, &b.handshake_timer, BROKER_HANDSHAKE_MS);
+	log_info("started as uid %u; enid-netd pid %d, enid-cloudd pid %d",
+	    (unsigned)getuid(), (int)b.netd.pid, (int)b.cloudd.pid);
+
+	rc = loop_run(&b.loop);
+	ctl_close(&b, b.ctl);
+	log_info("exiting with status %d", rc);
+	return rc;
+}

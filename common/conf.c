@@ -1,0 +1,465 @@
+/*
+ * Configuration parsing (see config.h).  Keys are described by tables: one
+ * row per key with its type, place in struct enid_config and bounds, so the
+ * parser is one walk and every error names "parent.key: reason".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "conf.h"
+#include "log.h"
+
+enum key_type {
+	K_STR,		/* char[size] */
+	K_U32,		/* uint32_t in [min, max] */
+	K_BOOL,
+	K_LEVEL,	/* log level name */
+	K_OBJ,		/* nested table */
+	K_SUBNETS,
+};
+
+struct key {
+	const char		*name;
+	enum key_type		 type;
+	size_t			 off;
+	size_t			 size;		/* K_STR: field size */
+	uint32_t		 min, max;	/* K_U32 */
+	const struct key	*sub;		/* K_OBJ */
+};
+
+#define OFF(f)		offsetof(struct enid_config, f)
+#define STR(n, f)	{ n, K_STR, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
+#define U32(n, f, lo, hi) { n, K_U32, OFF(f), 0, lo, hi, NULL }
+#define BOOL(n, f)	{ n, K_BOOL, OFF(f), 0, 0, 0, NULL }
+#define OBJ(n, t)	{ n, K_OBJ, 0, 0, 0, 0, t }
+#define END		{ NULL, K_STR, 0, 0, 0, 0, NULL }
+
+static const struct key rate_mutating_keys[] = {
+	U32("capacity", cloud.rate_mutating.capacity, 1, 10000),
+	U32("refill_per_s", cloud.rate_mutating.refill_per_s, 1, 10000),
+	END
+};
+
+static const struct key rate_describe_keys[] = {
+	U32("capacity", cloud.rate_describe.capacity, 1, 10000),
+	U32("refill_per_s", cloud.rate_describe.refill_per_s, 1, 10000),
+	END
+};
+
+static const struct key rate_keys[] = {
+	OBJ("mutating", rate_mutating_keys),
+	OBJ("describe", rate_describe_keys),
+	END
+};
+
+static const struct key cloud_keys[] = {
+	STR("provider", cloud.provider),
+	STR("region", cloud.region),
+	STR("ec2_endpoint", cloud.ec2_endpoint),
+	STR("imds_endpoint", cloud.imds_endpoint),
+	BOOL("allow_http", cloud.allow_http),
+	STR("ca_file", cloud.ca_file),
+	STR("access_key_id", cloud.access_key_id),
+	STR("secret_access_key", cloud.secret_access_key),
+	STR("session_token", cloud.session_token),
+	U32("timeout_ms", cloud.timeout_ms, 100, 600000),
+	OBJ("rate", rate_keys),
+	END
+};
+
+static const struct key pool_keys[] = {
+	U32("warm_ip_target", pool.warm_ip_target, 0, 1000),
+	U32("minimum_ip_target", pool.minimum_ip_target, 0, 1000),
+	U32("warm_eni_target", pool.warm_eni_target, 0, 64),
+	U32("max_pods", pool.max_pods, 0, 10000),
+	U32("max_enis", pool.max_enis, 0, 64),
+	U32("ip_cooldown_s", pool.ip_cooldown_s, 0, 3600),
+	U32("add_timeout_s", pool.add_timeout_s, 1, 600),
+	END
+};
+
+/* Tables 253-255 are default, main and local; 0 is unspecified. */
+static const struct key routing_keys[] = {
+	U32("table_base", routing.table_base, 1, 252 - CONF_TABLE_SPAN),
+	U32("rule_priority_to", routing.rule_priority_to, 1, 32765),
+	U32("rule_priority_from", routing.rule_priority_from, 1, 32765),
+	END
+};
+
+static const struct key leak_gc_keys[] = {
+	BOOL("enabled", leak_gc.enabled),
+	U32("grace_s", leak_gc.grace_s, 0, 30 * 86400),
+	END
+};
+
+static const struct key top_keys[] = {
+	STR("user", user),
+	STR("admin_group", admin_group),
+	STR("runtime_dir", runtime_dir),
+	STR("state_dir", state_dir),
+	{ "log_level", K_LEVEL, OFF(log_level), 0, 0, 0, NULL },
+	STR("cluster_name", cluster_name),
+	OBJ("cloud", cloud_keys),
+	OBJ("pool", pool_keys),
+	{ "subnets", K_SUBNETS, 0, 0, 0, 0, NULL },
+	OBJ("routing", routing_keys),
+	U32("reconcile_interval_s", reconcile_interval_s, 5, 86400),
+	OBJ("leak_gc", leak_gc_keys),
+	END
+};
+
+void
+config_defaults(struct enid_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->user, sizeof(cfg->user), "%s", ENID_USER);
+	snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "%s",
+	    ENID_RUNTIME_DIR);
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", ENID_STATE_DIR);
+	cfg->log_level = LOG_LVL_INFO;
+	snprintf(cfg->cluster_name, sizeof(cfg->cluster_name), "kubernetes");
+	snprintf(cfg->cloud.provider, sizeof(cfg->cloud.provider), "ec2");
+	snprintf(cfg->cloud.imds_endpoint, sizeof(cfg->cloud.imds_endpoint),
+	    "%s", ENID_IMDS_ENDPOINT);
+	cfg->cloud.timeout_ms = 10000;
+	/* Per node, well under EC2's account-wide buckets (50/5, 100/20). */
+	cfg->cloud.rate_mutating.capacity = 10;
+	cfg->cloud.rate_mutating.refill_per_s = 2;
+	cfg->cloud.rate_describe.capacity = 20;
+	cfg->cloud.rate_describe.refill_per_s = 4;
+	cfg->pool.warm_ip_target = 1;
+	cfg->pool.minimum_ip_target = 0;
+	cfg->pool.warm_eni_target = 1;
+	cfg->pool.ip_cooldown_s = 30;
+	cfg->pool.add_timeout_s = 10;
+	cfg->routing.table_base = 100;
+	cfg->routing.rule_priority_to = 512;
+	cfg->routing.rule_priority_from = 1536;
+	cfg->reconcile_interval_s = 60;
+	cfg->leak_gc.enabled = true;
+	cfg->leak_gc.grace_s = 3600;
+}
+
+struct perr {
+	char	*buf;
+	size_t	 len;
+};
+
+static int
+fail(struct perr *pe, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(pe->buf, pe->len, "%s%s", path, *path ? ": " : "");
+	if (n < 0 || (size_t)n >= pe->len)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(pe->buf + n, pe->len - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *
+type_name(struct json_object *o)
+{
+	return json_type_to_name(json_object_get_type(o));
+}
+
+static int parse_obj(struct json_object *obj, const struct key *tab,
+    struct enid_config *cfg, const char *path, struct perr *pe);
+
+static int
+parse_str(struct json_object *v, char *dst, size_t size, const char *path,
+    struct perr *pe)
+{
+	const char *s;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_string))
+		return fail(pe, path, "expected a string, got %s", type_name(v));
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	if (strlen(s) != len)
+		return fail(pe, path, "string contains a NUL byte");
+	if (len >= size)
+		return fail(pe, path, "string longer than %zu bytes", size - 1);
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+static int
+parse_subnets(struct json_object *v, struct enid_config *cfg,
+    const char *path, struct perr *pe)
+{
+	size_t i, j, n;
+	char sub[760];
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(pe, path, "expected an array, got %s", type_name(v));
+	n = json_object_array_length(v);
+	if (n > CONF_MAX_SUBNETS)
+		return fail(pe, path, "more than %d subnets", CONF_MAX_SUBNETS);
+	cfg->nsubnets = 0;
+	for (i = 0; i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(v, i);
+		struct conf_subnet *cs = &cfg->subnets[i];
+		struct json_object *id = NULL, *sgs = NULL;
+
+		memset(cs, 0, sizeof(*cs));
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		if (!json_object_is_type(s, json_type_object))
+			return fail(pe, sub, "expected an object, got %s",
+			    type_name(s));
+		json_object_object_foreach(s, k, val) {
+			char kp[1024];
+
+			snprintf(kp, sizeof(kp), "%s.%s", sub, k);
+			if (strcmp(k, "id") == 0)
+				id = val;
+			else if (strcmp(k, "security_groups") == 0)
+				sgs = val;
+			else
+				return fail(pe, kp, "unknown key");
+		}
+		if (id == NULL)
+			return fail(pe, sub, "missing key \"id\"");
+		snprintf(sub, sizeof(sub), "%s[%zu].id", path, i);
+		if (parse_str(id, cs->id, sizeof(cs->id), sub, pe) == -1)
+			return -1;
+		if (strncmp(cs->id, "subnet-", 7) != 0)
+			return fail(pe, sub, "\"%s\" is not a subnet id", cs->id);
+		if (sgs == NULL)
+			continue;
+		snprintf(sub, sizeof(sub), "%s[%zu].security_groups", path, i);
+		if (!json_object_is_type(sgs, json_type_array))
+			return fail(pe, sub, "expected an array, got %s",
+			    type_name(sgs));
+		if (json_object_array_length(sgs) > CONF_MAX_SGS)
+			return fail(pe, sub, "more than %d security groups",
+			    CONF_MAX_SGS);
+		for (j = 0; j < json_object_array_length(sgs); j++) {
+			char gp[1024];
+
+			snprintf(gp, sizeof(gp), "%s[%zu]", sub, j);
+			if (parse_str(json_object_array_get_idx(sgs, j),
+			    cs->sgs[j], sizeof(cs->sgs[j]), gp, pe) == -1)
+				return -1;
+			if (strncmp(cs->sgs[j], "sg-", 3) != 0)
+				return fail(pe, gp, "\"%s\" is not a security "
+				    "group id", cs->sgs[j]);
+		}
+		cs->nsgs = (uint32_t)j;
+		cfg->nsubnets = (uint32_t)i + 1;
+	}
+	cfg->nsubnets = (uint32_t)n;
+	return 0;
+}
+
+static int
+parse_value(struct json_object *v, const struct key *k,
+    struct enid_config *cfg, const char *path, struct perr *pe)
+{
+	char *base = (char *)cfg;
+	int64_t n;
+	int lvl;
+
+	switch (k->type) {
+	case K_STR:
+		return parse_str(v, base + k->off, k->size, path, pe);
+	case K_U32:
+		if (!json_object_is_type(v, json_type_int))
+			return fail(pe, path, "expected an integer, got %s",
+			    type_name(v));
+		errno = 0;
+		n = json_object_get_int64(v);
+		if (errno != 0 || n < (int64_t)k->min || n > (int64_t)k->max)
+			return fail(pe, path, "%s out of range %u..%u",
+			    json_object_get_string(v), k->min, k->max);
+		*(uint32_t *)(void *)(base + k->off) = (uint32_t)n;
+		return 0;
+	case K_BOOL:
+		if (!json_object_is_type(v, json_type_boolean))
+			return fail(pe, path, "expected true or false, got %s",
+			    type_name(v));
+		*(bool *)(base + k->off) = json_object_get_boolean(v);
+		return 0;
+	case K_LEVEL:
+		if (!json_object_is_type(v, json_type_string))
+			return fail(pe, path, "expected a string, got %s",
+			    type_name(v));
+		lvl = log_level_parse(json_object_get_string(v));
+		if (lvl < 0)
+			return fail(pe, path, "unknown level \"%s\" (error, "
+			    "warning, info, debug)", json_object_get_string(v));
+		*(int *)(void *)(base + k->off) = lvl;
+		return 0;
+	case K_OBJ:
+		return parse_obj(v, k->sub, cfg, path, pe);
+	case K_SUBNETS:
+		return parse_subnets(v, cfg, path, pe);
+	}
+	return fail(pe, path, "internal: unknown key type");
+}
+
+static int
+parse_obj(struct json_object *obj, const struct key *tab,
+    struct enid_config *cfg, const char *path, struct perr *pe)
+{
+	if (!json_object_is_type(obj, json_type_object))
+		return fail(pe, path, "expected an object, got %s",
+		    type_name(obj));
+	json_object_object_foreach(obj, name, val) {
+		const struct key *k;
+		char kp[700];
+
+		snprintf(kp, sizeof(kp), "%s%s%s", path, *path ? "." : "", name);
+		for (k = tab; k->name != NULL; k++)
+			if (strcmp(k->name, name) == 0)
+				break;
+		if (k->name == NULL)
+			return fail(pe, kp, "unknown key");
+		if (parse_value(val, k, cfg, kp, pe) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static bool
+absolute_path(const char *p)
+{
+	return p[0] == '/' && strstr(p, "/../") == NULL;
+}
+
+/* Checks that span keys. */
+static int
+check_config(const struct enid_config *cfg, struct perr *pe)
+{
+	if (cfg->user[0] == '\0')
+		return fail(pe, "user", "must not be empty");
+	if (!absolute_path(cfg->runtime_dir))
+		return fail(pe, "runtime_dir", "must be an absolute path");
+	if (!absolute_path(cfg->state_dir))
+		return fail(pe, "state_dir", "must be an absolute path");
+	if (strcmp(cfg->cloud.provider, "ec2") != 0)
+		return fail(pe, "cloud.provider", "unsupported provider \"%s\" "
+		    "(only \"ec2\")", cfg->cloud.provider);
+	if (cfg->cloud.ca_file[0] != '\0' && !absolute_path(cfg->cloud.ca_file))
+		return fail(pe, "cloud.ca_file", "must be an absolute path");
+	if ((cfg->cloud.access_key_id[0] == '\0') !=
+	    (cfg->cloud.secret_access_key[0] == '\0'))
+		return fail(pe, "cloud.access_key_id", "access_key_id and "
+		    "secret_access_key must be given together");
+	if (cfg->cloud.session_token[0] != '\0' &&
+	    cfg->cloud.access_key_id[0] == '\0')
+		return fail(pe, "cloud.session_token", "given without "
+		    "access_key_id");
+	if (cfg->routing.rule_priority_to >= cfg->routing.rule_priority_from)
+		return fail(pe, "routing.rule_priority_to", "must be below "
+		    "rule_priority_from (%u), so that traffic to pods is "
+		    "matched first", cfg->routing.rule_priority_from);
+	if (cfg->pool.minimum_ip_target > 0 && cfg->pool.max_pods > 0 &&
+	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
+		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",
+		    cfg->pool.max_pods);
+	return 0;
+}
+
+int
+config_parse(const char *text, size_t len, struct enid_config *cfg,
+    char *err, size_t errlen)
+{
+	struct perr pe = { err, errlen };
+	struct json_tokener *tok;
+	struct json_object *root;
+	enum json_tokener_error jerr;
+	int rc;
+
+	config_defaults(cfg);
+	if (len > ENID_CONF_MAX_BYTES)
+		return fail(&pe, "", "larger than %d bytes", ENID_CONF_MAX_BYTES);
+	tok = json_tokener_new();
+	if (tok == NULL)
+		return fail(&pe, "", "out of memory");
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	jerr = json_tokener_get_error(tok);
+	if (root == NULL || jerr != json_tokener_success) {
+		if (jerr == json_tokener_continue)
+			fail(&pe, "", "invalid JSON: unexpected end of input");
+		else
+			fail(&pe, "", "invalid JSON at offset %zu: %s",
+			    json_tokener_get_parse_end(tok),
+			    json_tokener_error_desc(jerr));
+		json_object_put(root);
+		json_tokener_free(tok);
+		return -1;
+	}
+	if (json_tokener_get_parse_end(tok) < len &&
+	    strspn(text + json_tokener_get_parse_end(tok), " \t\r\n") !=
+	    len - json_tokener_get_parse_end(tok)) {
+		fail(&pe, "", "trailing data after the JSON object at offset "
+		    "%zu", json_tokener_get_parse_end(tok));
+		json_object_put(root);
+		json_tokener_free(tok);
+		return -1;
+	}
+	json_tokener_free(tok);
+	rc = parse_obj(root, top_keys, cfg, "", &pe);
+	json_object_put(root);
+	if (rc == 0)
+		rc = check_config(cfg, &pe);
+	return rc;
+}
+
+int
+config_load(const char *path, struct enid_config *cfg, char *err,
+    size_t errlen)
+{
+	struct stat st;
+	char *text = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd, rc;
+	char inner[512];
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (st.st_size > ENID_CONF_MAX_BYTES) {
+		snprintf(err, errlen, "%s: larger than %d bytes", path,
+		    ENID_CONF_MAX_BYTES);
+		close(fd);
+		return -1;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (text == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		close(fd);
+		return -1;
+	}
+	while (got < (size_t)st.st_size &&
+	    (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	text[got] = '\0';
+	rc = config_parse(text, got, cfg, inner, sizeof(inner));
+	free(text);
+	if (rc == -1)
+		snprintf(err, errlen, "%s: %s", path, inner);
+	return rc;
+}

@@ -1,0 +1,96 @@
+/*
+ * enid's configuration: one JSON file (enid.conf(5) documents every key).
+ * Parsing is pure (text in, struct out) so the unit tests reach every error;
+ * an error names the key and the reason.  Unknown keys are errors.
+ */
+#ifndef ENID_CONF_H
+#define ENID_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENID_CONF_PATH		"/etc/enid/enid.conf"
+#define ENID_RUNTIME_DIR	"/run/enid"
+#define ENID_STATE_DIR		"/var/lib/enid"
+#define ENID_USER		"enid"
+#define ENID_IMDS_ENDPOINT	"http://169.254.169.254"
+#define ENID_CONF_MAX_BYTES	(1024 * 1024)
+
+#define CONF_STR_LEN		256
+#define CONF_PATH_LEN		4096
+#define CONF_MAX_SUBNETS	16
+#define CONF_MAX_SGS		8
+#define CONF_ID_LEN		64
+/* netd's table range is [table_base, table_base + CONF_TABLE_SPAN). */
+#define CONF_TABLE_SPAN		64
+
+struct conf_rate {
+	uint32_t	capacity;	/* bucket size, calls */
+	uint32_t	refill_per_s;	/* tokens per second */
+};
+
+struct conf_subnet {
+	char		id[CONF_ID_LEN];
+	uint32_t	nsgs;
+	char		sgs[CONF_MAX_SGS][CONF_ID_LEN];
+};
+
+struct enid_config {
+	char		user[CONF_STR_LEN];
+	char		admin_group[CONF_STR_LEN];	/* "" : root only */
+	char		runtime_dir[CONF_PATH_LEN];
+	char		state_dir[CONF_PATH_LEN];
+	int		log_level;			/* enum log_level */
+	char		cluster_name[CONF_STR_LEN];
+
+	struct {
+		char		provider[CONF_STR_LEN];
+		char		region[CONF_STR_LEN];	/* "": from IMDS */
+		char		ec2_endpoint[CONF_STR_LEN]; /* "": regional */
+		char		imds_endpoint[CONF_STR_LEN];
+		bool		allow_http;
+		char		ca_file[CONF_PATH_LEN];
+		char		access_key_id[CONF_STR_LEN];
+		char		secret_access_key[CONF_STR_LEN];
+		char		session_token[2048];
+		uint32_t	timeout_ms;		/* one HTTP call */
+		struct conf_rate rate_mutating;
+		struct conf_rate rate_describe;
+	}		cloud;
+
+	struct {
+		uint32_t	warm_ip_target;
+		uint32_t	minimum_ip_target;
+		uint32_t	warm_eni_target;
+		uint32_t	max_pods;		/* 0: from the cloud */
+		uint32_t	max_enis;		/* 0: from the cloud */
+		uint32_t	ip_cooldown_s;
+		uint32_t	add_timeout_s;
+	}		pool;
+
+	uint32_t	nsubnets;
+	struct conf_subnet subnets[CONF_MAX_SUBNETS];
+
+	struct {
+		uint32_t	table_base;
+		uint32_t	rule_priority_to;
+		uint32_t	rule_priority_from;
+	}		routing;
+
+	uint32_t	reconcile_interval_s;
+	struct {
+		bool		enabled;
+		uint32_t	grace_s;
+	}		leak_gc;
+};
+
+void	config_defaults(struct enid_config *cfg);
+/* Parse text (not necessarily NUL-terminated).  0, or -1 with err set. */
+int	config_parse(const char *text, size_t len, struct enid_config *cfg,
+	    char *err, size_t errlen);
+/* Read and parse a file; errors name the file too. */
+int	config_load(const char *path, struct enid_config *cfg, char *err,
+	    size_t errlen);
+
+#endif /* ENID_CONF_H */

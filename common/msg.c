@@ -1,0 +1,592 @@
+/*
+ * The message table, validation, and the send/receive pair for the internal
+ * protocol (see msg.h).  Validation is pure so the unit tests reach every
+ * rejection without sockets.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "msg.h"
+
+/* Per-type checkers: each is declared by the type list, so a type without
+ * one fails to link. */
+#define MSG_CHECK_DECL(name, type, dirs) \
+	static const char *check_##name(const void *payload);
+MSG_TYPES(MSG_CHECK_DECL)
+#undef MSG_CHECK_DECL
+
+#define MSG_TABLE_ENTRY(name, type, dirs) \
+	[MSG_##name] = { #name, sizeof(type), (dirs), check_##name },
+static const struct msg_type_info msg_table[] = {
+	[MSG_NONE] = { "NONE", 0, 0, NULL },
+	MSG_TYPES(MSG_TABLE_ENTRY)
+};
+#undef MSG_TABLE_ENTRY
+
+_Static_assert(sizeof(msg_table) / sizeof(msg_table[0]) == MSG_TYPE_COUNT,
+    "msg_table must have exactly one entry per message type");
+
+/* Every payload must fit the receive buffer. */
+#define MSG_SIZE_ASSERT(name, type, dirs) \
+	_Static_assert(sizeof(type) <= MSG_MAX_PAYLOAD, #name " too large");
+MSG_TYPES(MSG_SIZE_ASSERT)
+#undef MSG_SIZE_ASSERT
+
+const struct msg_type_info *
+msg_type_info(unsigned int type)
+{
+	if (type == MSG_NONE || type >= MSG_TYPE_COUNT)
+		return NULL;
+	return &msg_table[type];
+}
+
+const char *
+msg_type_name(unsigned int type)
+{
+	const struct msg_type_info *ti = msg_type_info(type);
+
+	return ti ? ti->name : "UNKNOWN";
+}
+
+unsigned int
+msg_dir_bit(enum msg_peer from, enum msg_peer to)
+{
+	if (from == PEER_BROKER && to == PEER_NETD)
+		return DIR_B2N;
+	if (from == PEER_NETD && to == PEER_BROKER)
+		return DIR_N2B;
+	if (from == PEER_BROKER && to == PEER_CLOUDD)
+		return DIR_B2C;
+	if (from == PEER_CLOUDD && to == PEER_BROKER)
+		return DIR_C2B;
+	return 0;
+}
+
+bool
+msg_str_ok(const char *s, size_t size)
+{
+	return memchr(s, '\0', size) != NULL;
+}
+
+void
+msg_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n;
+
+	if (size == 0)
+		return;
+	n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	memset(dst + n, 0, size - n);
+}
+
+static const char *const outcome_names[CO_MAX] = {
+	[CO_OK] = "ok",
+	[CO_THROTTLED] = "throttled",
+	[CO_LIMIT_EXCEEDED] = "limit-exceeded",
+	[CO_SUBNET_FULL] = "subnet-full",
+	[CO_NOT_FOUND] = "not-found",
+	[CO_IN_USE] = "in-use",
+	[CO_TRANSIENT] = "transient",
+	[CO_FATAL] = "fatal",
+};
+
+const char *
+cloud_outcome_name(unsigned int outcome)
+{
+	return outcome < CO_MAX ? outcome_names[outcome] : "unknown";
+}
+
+static const char *const status_names[ST_MAX] = {
+	[ST_OK] = "ok",
+	[ST_NOT_FOUND] = "not-found",
+	[ST_REFUSED] = "refused",
+	[ST_FAILED] = "failed",
+};
+
+const char *
+msg_status_name(unsigned int status)
+{
+	return status < ST_MAX ? status_names[status] : "unknown";
+}
+
+const char *
+msg_validate(const struct msg_chan *chan, const void *buf, size_t n)
+{
+	struct msg_hdr hdr;
+	const struct msg_type_info *ti;
+
+	if (n < sizeof(hdr))
+		return "shorter than a header";
+	memcpy(&hdr, buf, sizeof(hdr));
+	ti = msg_type_info(hdr.type);
+	if (ti == NULL)
+		return "unknown message type";
+	if ((ti->dirs & msg_dir_bit(chan->peer, chan->self)) == 0)
+		return "message type not allowed in this direction";
+	if (hdr.flags != 0 || hdr.reserved != 0)
+		return "reserved header bits set";
+	if (hdr.len != n - sizeof(hdr))
+		return "header length differs from datagram length";
+	if (hdr.len != ti->size)
+		return "payload length differs from its type's size";
+	return ti->check((const unsigned char *)buf + sizeof(hdr));
+}
+
+int
+msg_send(const struct msg_chan *chan, enum msg_type type, uint32_t id,
+    const void *payload, size_t len)
+{
+	const struct msg_type_info *ti = msg_type_info(type);
+	struct msg_hdr hdr;
+	struct iovec iov[2];
+	struct msghdr mh;
+	ssize_t n;
+
+	if (ti == NULL || len != ti->size ||
+	    (ti->dirs & msg_dir_bit(chan->self, chan->peer)) == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = type;
+	hdr.len = len;
+	hdr.id = id;
+	iov[0].iov_base = &hdr;
+	iov[0].iov_len = sizeof(hdr);
+	iov[1].iov_base = (void *)payload;
+	iov[1].iov_len = len;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 2;
+	do {
+		n = sendmsg(chan->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	if ((size_t)n != sizeof(hdr) + len) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return 0;
+}
+
+enum msg_recv_result
+msg_recv(const struct msg_chan *chan, struct msg *m, const char **why)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 8)];
+	} cbuf;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t n;
+	bool had_fds = false;
+
+	*why = NULL;
+	iov.iov_base = m;
+	iov.iov_len = sizeof(*m);
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	do {
+		n = recvmsg(chan->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ?
+		    MSG_RECV_AGAIN : MSG_RECV_ERROR;
+	if (n == 0)
+		return MSG_RECV_EOF;
+
+	/* No message of this protocol carries descriptors: close any. */
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			size_t i, nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int fd;
+
+			for (i = 0; i < nfd; i++) {
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+				    sizeof(int));
+				close(fd);
+			}
+			had_fds = true;
+		}
+	}
+	if (had_fds || (mh.msg_flags & MSG_CTRUNC)) {
+		*why = "message carries file descriptors";
+		return MSG_RECV_BAD;
+	}
+	if (mh.msg_flags & MSG_TRUNC) {
+		*why = "datagram larger than any message";
+		return MSG_RECV_BAD;
+	}
+	*why = msg_validate(chan, m, (size_t)n);
+	return *why ? MSG_RECV_BAD : MSG_RECV_OK;
+}
+
+/* ---- per-type meaning checks ---- */
+
+#define STR_OK(field)	msg_str_ok((field), sizeof(field))
+
+static const char *
+check_none(const void *p)
+{
+	(void)p;
+	return NULL;
+}
+
+static const char *
+check_cidrs(uint32_t n, const struct msg_cidr *c)
+{
+	uint32_t i;
+
+	if (n > MSG_MAX_CIDRS)
+		return "too many CIDRs";
+	for (i = 0; i < n; i++)
+		if (c[i].prefix > 32)
+			return "CIDR prefix over 32";
+	return NULL;
+}
+
+static const char *
+check_status(const struct msg_cloud_status *st)
+{
+	if (st->outcome >= CO_MAX)
+		return "unknown cloud outcome";
+	if (!STR_OK(st->code) || !STR_OK(st->message) ||
+	    !STR_OK(st->request_id))
+		return "unterminated string in cloud status";
+	return NULL;
+}
+
+static const char *
+check_tags(uint32_t n, const struct msg_tag *t)
+{
+	uint32_t i;
+
+	if (n > MSG_MAX_TAGS)
+		return "too many tags";
+	for (i = 0; i < n; i++)
+		if (!STR_OK(t[i].key) || !STR_OK(t[i].value))
+			return "unterminated tag";
+	return NULL;
+}
+
+static const char *
+check_sgs(uint32_t n, const char (*sgs)[MSG_ID_LEN])
+{
+	uint32_t i;
+
+	if (n > MSG_MAX_SGS)
+		return "too many security groups";
+	for (i = 0; i < n; i++)
+		if (!msg_str_ok(sgs[i], MSG_ID_LEN))
+			return "unterminated security group";
+	return NULL;
+}
+
+static const char *
+check_HELLO(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_HELLO_ACK(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_LOG_LEVEL(const void *p)
+{
+	const struct msg_loglevel *m = p;
+
+	return (m->level < 0 || m->level > 3) ? "unknown log level" : NULL;
+}
+
+static const char *
+check_NETD_POLICY(const void *p)
+{
+	const struct msg_netd_policy *m = p;
+
+	return check_cidrs(m->ncidrs, m->cidrs);
+}
+
+static const char *
+check_NETD_DECLARE_ENI(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_FORGET_ENI(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_FIND_LINK(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_SETUP_ENI(const void *p)
+{
+	const struct msg_netd_setup_eni *m = p;
+
+	return m->prefix > 32 ? "address prefix over 32" : NULL;
+}
+
+static const char *
+check_NETD_TEARDOWN_ENI(const void *p)
+{
+	return check_NETD_SETUP_ENI(p);
+}
+
+static const char *
+check_NETD_ADD_POD(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_DEL_POD(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_DUMP_LINKS(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_DUMP_RULES(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_LINK(const void *p)
+{
+	const struct msg_netd_link *m = p;
+
+	return STR_OK(m->name) ? NULL : "unterminated link name";
+}
+
+static const char *
+check_NETD_RULE(const void *p)
+{
+	const struct msg_netd_rule *m = p;
+
+	return (m->src_len > 32 || m->dst_len > 32) ?
+	    "rule prefix over 32" : NULL;
+}
+
+static const char *
+check_NETD_RESULT(const void *p)
+{
+	const struct msg_result *m = p;
+
+	if (m->status >= ST_MAX)
+		return "unknown result status";
+	return STR_OK(m->message) ? NULL : "unterminated result message";
+}
+
+static const char *
+check_NETD_END(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_CLOUD_DESCRIBE_INSTANCE(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_CLOUD_INSTANCE(const void *p)
+{
+	const struct msg_cloud_instance *m = p;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	if (!STR_OK(m->instance_id) || !STR_OK(m->instance_type) ||
+	    !STR_OK(m->az) || !STR_OK(m->region) || !STR_OK(m->primary_eni) ||
+	    !STR_OK(m->subnet_id) || !STR_OK(m->vpc_id))
+		return "unterminated string in instance";
+	if ((why = check_cidrs(m->ncidrs, m->cidrs)) != NULL)
+		return why;
+	return check_sgs(m->nsgs, m->sgs);
+}
+
+static const char *
+check_CLOUD_DESCRIBE_SUBNETS(const void *p)
+{
+	const struct msg_cloud_describe_subnets *m = p;
+	uint32_t i;
+
+	if (m->nids > MSG_MAX_SUBNETS)
+		return "too many subnet ids";
+	for (i = 0; i < m->nids; i++)
+		if (!STR_OK(m->ids[i]))
+			return "unterminated subnet id";
+	return NULL;
+}
+
+static const char *
+check_CLOUD_SUBNET(const void *p)
+{
+	const struct msg_cloud_subnet *m = p;
+
+	if (!STR_OK(m->subnet_id) || !STR_OK(m->az))
+		return "unterminated string in subnet";
+	return check_cidrs(1, &m->cidr);
+}
+
+static const char *
+check_CLOUD_CREATE_ENI(const void *p)
+{
+	const struct msg_cloud_create_eni *m = p;
+	const char *why;
+
+	if (!STR_OK(m->subnet_id) || !STR_OK(m->client_token) ||
+	    !STR_OK(m->description))
+		return "unterminated string in create-eni";
+	if (m->nsecondary > MSG_MAX_ENI_ADDRS)
+		return "too many secondary addresses";
+	if ((why = check_sgs(m->nsgs, m->sgs)) != NULL)
+		return why;
+	return check_tags(m->ntags, m->tags);
+}
+
+static const char *
+check_CLOUD_ENI(const void *p)
+{
+	const struct msg_cloud_eni *m = p;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	if (!STR_OK(m->eni_id) || !STR_OK(m->subnet_id) ||
+	    !STR_OK(m->instance_id) || !STR_OK(m->attachment_id))
+		return "unterminated string in eni";
+	if (m->status >= ENI_ST_MAX || m->attach_status >= ENI_ST_MAX)
+		return "unknown eni status";
+	if (m->naddrs > MSG_MAX_ENI_ADDRS)
+		return "too many eni addresses";
+	return check_tags(m->ntags, m->tags);
+}
+
+static const char *
+check_CLOUD_ATTACH(const void *p)
+{
+	const struct msg_cloud_attach *m = p;
+
+	return STR_OK(m->eni_id) ? NULL : "unterminated eni id";
+}
+
+static const char *
+check_CLOUD_ATTACHED(const void *p)
+{
+	const struct msg_cloud_attached *m = p;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	return STR_OK(m->attachment_id) ? NULL : "unterminated attachment id";
+}
+
+static const char *
+check_CLOUD_SET_DOT(const void *p)
+{
+	const struct msg_cloud_set_dot *m = p;
+
+	if (!STR_OK(m->eni_id) || !STR_OK(m->attachment_id))
+		return "unterminated string in set-dot";
+	return m->value > 1 ? "delete-on-termination not 0 or 1" : NULL;
+}
+
+static const char *
+check_ips(const struct msg_cloud_ips *m)
+{
+	if (!STR_OK(m->eni_id))
+		return "unterminated eni id";
+	if (m->naddrs > MSG_MAX_ENI_ADDRS || m->count > MSG_MAX_ENI_ADDRS)
+		return "too many addresses";
+	return NULL;
+}
+
+static const char *
+check_CLOUD_ASSIGN_IPS(const void *p)
+{
+	return check_ips(p);
+}
+
+static const char *
+check_CLOUD_UNASSIGN_IPS(const void *p)
+{
+	return check_ips(p);
+}
+
+static const char *
+check_CLOUD_ASSIGNED(const void *p)
+{
+	const struct msg_cloud_assigned *m = p;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	return m->naddrs > MSG_MAX_ENI_ADDRS ? "too many addresses" : NULL;
+}
+
+static const char *
+check_CLOUD_DETACH(const void *p)
+{
+	const struct msg_cloud_detach *m = p;
+
+	if (!STR_OK(m->eni_id) || !STR_OK(m->attachment_id))
+		return "unterminated string in detach";
+	return NULL;
+}
+
+static const char *
+check_CLOUD_DELETE(const void *p)
+{
+	const struct msg_cloud_delete *m = p;
+
+	return STR_OK(m->eni_id) ? NULL : "unterminated eni id";
+}
+
+static const char *
+check_CLOUD_DESCRIBE_ENIS(const void *p)
+{
+	const struct msg_cloud_describe_enis *m = p;
+
+	if (m->filter >= ENIS_FILTER_MAX)
+		return "unknown eni filter";
+	if (m->status >= ENI_ST_MAX)
+		return "unknown eni status";
+	if (!STR_OK(m->instance_id))
+		return "unterminated instance id";
+	return check_tags(m->ntags, m->tags);
+}
+
+static const char *
+check_CLOUD_DONE(const void *p)
+{
+	const struct msg_cloud_done *m = p;
+
+	return check_status(&m->st);
+}

@@ -1,0 +1,453 @@
+/*
+ * The internal message protocol between enid (the broker), enid-netd and
+ * enid-cloudd.  One message is one SOCK_SEQPACKET datagram: a fixed header
+ * followed by a fixed-layout payload whose size is fixed by its type.
+ *
+ * Every type is declared once, in MSG_TYPES below: that single list makes
+ * the enum, the table of (name, payload size, allowed directions) and the
+ * per-type checker declarations, so the table has exactly one entry per type
+ * by construction (msg.c also asserts the count at build time).
+ *
+ * A receiver (msg_recv) rejects, before any field is read, a message whose
+ * type is unknown, whose direction is not allowed, whose length is not its
+ * type's size, or that carries file descriptors; then the type's checker
+ * rejects unterminated strings, counts over their array and unknown enum
+ * values.  Between internal peers a rejected message is fatal.
+ */
+#ifndef ENID_MSG_H
+#define ENID_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSG_PROTO_VERSION	1
+#define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
+#define MSG_CHILD_FD		3	/* a child's end of its socketpair */
+
+/* Bounded strings and arrays; every char[] must hold a NUL. */
+#define MSG_NAME_LEN		16	/* IFNAMSIZ */
+#define MSG_ID_LEN		64	/* eni-..., subnet-..., attach-..., i-... */
+#define MSG_ERR_LEN		256
+#define MSG_CODE_LEN		64
+#define MSG_TOKEN_LEN		64	/* ClientToken */
+#define MSG_TAG_KEY_LEN		128
+#define MSG_TAG_VAL_LEN		256
+#define MSG_MAX_TAGS		8
+#define MSG_MAX_CIDRS		8
+#define MSG_MAX_SGS		8
+#define MSG_MAX_SUBNETS		16
+#define MSG_MAX_ENI_ADDRS	64	/* EC2's largest is 50 per ENI */
+
+/* Who is at each end of a channel. */
+enum msg_peer {
+	PEER_BROKER = 0,
+	PEER_NETD,
+	PEER_CLOUDD,
+};
+
+/* Allowed directions, a bit per (sender -> receiver). */
+#define DIR_B2N		0x1u	/* broker -> netd */
+#define DIR_N2B		0x2u	/* netd -> broker */
+#define DIR_B2C		0x4u	/* broker -> cloudd */
+#define DIR_C2B		0x8u	/* cloudd -> broker */
+
+struct msg_hdr {
+	uint16_t	type;
+	uint16_t	flags;		/* must be 0 for now */
+	uint32_t	len;		/* payload bytes after the header */
+	uint32_t	id;		/* request id; answers echo it */
+	uint32_t	reserved;	/* must be 0 */
+};
+
+/* ---- shared ---- */
+
+struct msg_hello {		/* broker -> child: first message */
+	uint32_t	version;
+};
+
+struct msg_hello_ack {		/* child -> broker: answer to hello */
+	uint32_t	version;
+	uint32_t	pid;
+};
+
+struct msg_loglevel {		/* broker -> child */
+	int32_t		level;		/* enum log_level */
+};
+
+/* ---- netd ---- */
+
+struct msg_cidr {
+	uint32_t	addr;		/* network byte order */
+	uint8_t		prefix;		/* 0..32 */
+	uint8_t		pad[3];
+};
+
+/*
+ * The facts netd needs from the cloud to judge requests; sent once, right
+ * after the version handshake, and never again (a second one is fatal).
+ * The table range and rule priorities are not here: netd reads them from the
+ * root-owned configuration itself, so a broker can't widen them.
+ */
+struct msg_netd_policy {
+	uint8_t		primary_mac[6];
+	uint8_t		pad[2];
+	uint32_t	ncidrs;
+	struct msg_cidr	cidrs[MSG_MAX_CIDRS];	/* the VPC's CIDR blocks */
+};
+
+/* Declare (or forget) a MAC as a secondary ENI bound to a table. */
+struct msg_netd_eni {
+	uint8_t		mac[6];
+	uint8_t		pad[2];
+	uint32_t	table;
+};
+
+struct msg_netd_find_link {
+	uint8_t		mac[6];
+	uint8_t		pad[2];
+	uint32_t	deadline_ms;	/* relative: give up after this long */
+};
+
+struct msg_netd_link {		/* answer to find-link; also a dump entry */
+	uint8_t		mac[6];
+	uint8_t		up;
+	uint8_t		pad;
+	uint32_t	ifindex;
+	uint32_t	mtu;
+	char		name[MSG_NAME_LEN];
+};
+
+struct msg_netd_setup_eni {
+	uint8_t		mac[6];
+	uint8_t		pad[2];
+	uint32_t	table;
+	uint32_t	addr;		/* ENI primary address, network order */
+	uint8_t		prefix;
+	uint8_t		pad2[3];
+	uint32_t	gateway;	/* network order */
+	uint32_t	mtu;
+};
+
+struct msg_netd_pod_rule {
+	uint32_t	addr;		/* pod address, network order */
+	uint32_t	table;		/* 0: pod on the primary ENI (no from-rule) */
+};
+
+struct msg_netd_rule {		/* a rule dump entry */
+	uint32_t	priority;
+	uint32_t	table;
+	uint32_t	src;		/* network order, 0 if none */
+	uint8_t		src_len;
+	uint8_t		pad[3];
+	uint32_t	dst;
+	uint8_t		dst_len;
+	uint8_t		pad2[3];
+};
+
+struct msg_netd_dump {		/* request: no fields */
+	uint32_t	unused;
+};
+
+enum msg_status {
+	ST_OK = 0,
+	ST_NOT_FOUND,		/* link never appeared before the deadline */
+	ST_REFUSED,		/* out of policy */
+	ST_FAILED,		/* the kernel said no */
+	ST_MAX
+};
+
+struct msg_result {		/* generic answer from netd */
+	uint32_t	status;		/* enum msg_status */
+	int32_t		error;		/* errno, or 0 */
+	char		message[MSG_ERR_LEN];
+};
+
+struct msg_end {		/* end of a multi-part answer */
+	uint32_t	count;
+};
+
+/* ---- cloudd ---- */
+
+enum cloud_outcome {
+	CO_OK = 0,
+	CO_THROTTLED,
+	CO_LIMIT_EXCEEDED,
+	CO_SUBNET_FULL,
+	CO_NOT_FOUND,
+	CO_IN_USE,
+	CO_TRANSIENT,
+	CO_FATAL,
+	CO_MAX
+};
+
+/* Every cloudd answer starts with this. */
+struct msg_cloud_status {
+	uint32_t	outcome;	/* enum cloud_outcome */
+	uint32_t	http_status;
+	char		code[MSG_CODE_LEN];	/* the cloud's error code */
+	char		message[MSG_ERR_LEN];
+	char		request_id[MSG_ID_LEN];
+};
+
+struct msg_tag {
+	char		key[MSG_TAG_KEY_LEN];
+	char		value[MSG_TAG_VAL_LEN];
+};
+
+struct msg_cloud_describe_instance {
+	uint32_t	deadline_ms;
+};
+
+struct msg_cloud_instance {
+	struct msg_cloud_status st;
+	char		instance_id[MSG_ID_LEN];
+	char		instance_type[MSG_ID_LEN];
+	char		az[MSG_ID_LEN];
+	char		region[MSG_ID_LEN];
+	char		primary_eni[MSG_ID_LEN];
+	uint8_t		primary_mac[6];
+	uint8_t		pad[2];
+	uint32_t	primary_ip;
+	char		subnet_id[MSG_ID_LEN];
+	char		vpc_id[MSG_ID_LEN];
+	uint32_t	ncidrs;
+	struct msg_cidr	cidrs[MSG_MAX_CIDRS];
+	uint32_t	nsgs;
+	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
+	uint32_t	max_enis;
+	uint32_t	ips_per_eni;
+};
+
+struct msg_cloud_describe_subnets {
+	uint32_t	deadline_ms;
+	uint32_t	nids;		/* 0: the subnets of the instance's VPC */
+	char		ids[MSG_MAX_SUBNETS][MSG_ID_LEN];
+};
+
+struct msg_cloud_subnet {	/* a describe-subnets entry */
+	char		subnet_id[MSG_ID_LEN];
+	char		az[MSG_ID_LEN];
+	struct msg_cidr	cidr;
+	uint32_t	available;
+};
+
+struct msg_cloud_create_eni {
+	uint32_t	deadline_ms;
+	char		subnet_id[MSG_ID_LEN];
+	uint32_t	nsgs;
+	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
+	uint32_t	nsecondary;
+	char		client_token[MSG_TOKEN_LEN];
+	char		description[MSG_ERR_LEN];
+	uint32_t	ntags;
+	struct msg_tag	tags[MSG_MAX_TAGS];
+};
+
+enum cloud_eni_status {
+	ENI_ST_UNKNOWN = 0,
+	ENI_ST_AVAILABLE,
+	ENI_ST_IN_USE,
+	ENI_ST_ATTACHING,
+	ENI_ST_DETACHING,
+	ENI_ST_MAX
+};
+
+/* An ENI as the cloud describes it: the answer to create-eni, and one entry
+ * of describe-enis. */
+struct msg_cloud_eni {
+	struct msg_cloud_status st;
+	char		eni_id[MSG_ID_LEN];
+	char		subnet_id[MSG_ID_LEN];
+	char		instance_id[MSG_ID_LEN];	/* attached to, or "" */
+	char		attachment_id[MSG_ID_LEN];
+	uint8_t		mac[6];
+	uint8_t		delete_on_termination;
+	uint8_t		pad;
+	uint32_t	status;		/* enum cloud_eni_status */
+	uint32_t	attach_status;	/* enum cloud_eni_status (attaching...) */
+	int32_t		device_index;	/* -1 if not attached */
+	uint32_t	primary_ip;
+	uint32_t	naddrs;		/* secondary addresses */
+	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+	uint32_t	ntags;
+	struct msg_tag	tags[MSG_MAX_TAGS];
+};
+
+struct msg_cloud_attach {
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+	uint32_t	device_index;
+};
+
+struct msg_cloud_attached {
+	struct msg_cloud_status st;
+	char		attachment_id[MSG_ID_LEN];
+};
+
+struct msg_cloud_set_dot {	/* set DeleteOnTermination */
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+	char		attachment_id[MSG_ID_LEN];
+	uint8_t		value;
+	uint8_t		pad[3];
+};
+
+struct msg_cloud_ips {		/* assign-ips and unassign-ips */
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+	uint32_t	count;		/* assign: how many, when naddrs is 0 */
+	uint32_t	naddrs;
+	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+};
+
+struct msg_cloud_assigned {
+	struct msg_cloud_status st;
+	uint32_t	naddrs;
+	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+};
+
+struct msg_cloud_detach {
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+	char		attachment_id[MSG_ID_LEN];
+};
+
+struct msg_cloud_delete {
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+};
+
+enum cloud_eni_filter {
+	ENIS_BY_INSTANCE = 0,	/* attached to instance_id */
+	ENIS_BY_TAGS,		/* tags (key=value, or key only if value ""), status */
+	ENIS_FILTER_MAX
+};
+
+struct msg_cloud_describe_enis {
+	uint32_t	deadline_ms;
+	uint32_t	filter;		/* enum cloud_eni_filter */
+	char		instance_id[MSG_ID_LEN];
+	uint32_t	status;		/* enum cloud_eni_status, 0: any */
+	uint32_t	ntags;
+	struct msg_tag	tags[MSG_MAX_TAGS];
+};
+
+/* Answer with no data but an outcome; ends describe-* streams too. */
+struct msg_cloud_done {
+	struct msg_cloud_status st;
+	uint32_t	count;		/* entries sent before this, for streams */
+};
+
+/*
+ * The one list of message types: X(NAME, payload struct, directions).
+ * Answers echo the request's id.  Multi-part answers (dumps, describes) are
+ * entries followed by an explicit end marker (NETD_END, CLOUD_DONE).
+ */
+#define MSG_TYPES(X)							\
+	X(HELLO,		struct msg_hello,		DIR_B2N | DIR_B2C) \
+	X(HELLO_ACK,		struct msg_hello_ack,		DIR_N2B | DIR_C2B) \
+	X(LOG_LEVEL,		struct msg_loglevel,		DIR_B2N | DIR_B2C) \
+	X(NETD_POLICY,		struct msg_netd_policy,		DIR_B2N) \
+	X(NETD_DECLARE_ENI,	struct msg_netd_eni,		DIR_B2N) \
+	X(NETD_FORGET_ENI,	struct msg_netd_eni,		DIR_B2N) \
+	X(NETD_FIND_LINK,	struct msg_netd_find_link,	DIR_B2N) \
+	X(NETD_SETUP_ENI,	struct msg_netd_setup_eni,	DIR_B2N) \
+	X(NETD_TEARDOWN_ENI,	struct msg_netd_setup_eni,	DIR_B2N) \
+	X(NETD_ADD_POD,		struct msg_netd_pod_rule,	DIR_B2N) \
+	X(NETD_DEL_POD,		struct msg_netd_pod_rule,	DIR_B2N) \
+	X(NETD_DUMP_LINKS,	struct msg_netd_dump,		DIR_B2N) \
+	X(NETD_DUMP_RULES,	struct msg_netd_dump,		DIR_B2N) \
+	X(NETD_LINK,		struct msg_netd_link,		DIR_N2B) \
+	X(NETD_RULE,		struct msg_netd_rule,		DIR_N2B) \
+	X(NETD_RESULT,		struct msg_result,		DIR_N2B) \
+	X(NETD_END,		struct msg_end,			DIR_N2B) \
+	X(CLOUD_DESCRIBE_INSTANCE, struct msg_cloud_describe_instance, DIR_B2C) \
+	X(CLOUD_INSTANCE,	struct msg_cloud_instance,	DIR_C2B) \
+	X(CLOUD_DESCRIBE_SUBNETS, struct msg_cloud_describe_subnets, DIR_B2C) \
+	X(CLOUD_SUBNET,		struct msg_cloud_subnet,	DIR_C2B) \
+	X(CLOUD_CREATE_ENI,	struct msg_cloud_create_eni,	DIR_B2C) \
+	X(CLOUD_ENI,		struct msg_cloud_eni,		DIR_C2B) \
+	X(CLOUD_ATTACH,		struct msg_cloud_attach,	DIR_B2C) \
+	X(CLOUD_ATTACHED,	struct msg_cloud_attached,	DIR_C2B) \
+	X(CLOUD_SET_DOT,	struct msg_cloud_set_dot,	DIR_B2C) \
+	X(CLOUD_ASSIGN_IPS,	struct msg_cloud_ips,		DIR_B2C) \
+	X(CLOUD_ASSIGNED,	struct msg_cloud_assigned,	DIR_C2B) \
+	X(CLOUD_UNASSIGN_IPS,	struct msg_cloud_ips,		DIR_B2C) \
+	X(CLOUD_DETACH,		struct msg_cloud_detach,	DIR_B2C) \
+	X(CLOUD_DELETE,		struct msg_cloud_delete,	DIR_B2C) \
+	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis,	DIR_B2C) \
+	X(CLOUD_DONE,		struct msg_cloud_done,		DIR_C2B)
+
+#define MSG_ENUM_ENTRY(name, type, dirs)	MSG_##name,
+enum msg_type {
+	MSG_NONE = 0,		/* never valid on the wire */
+	MSG_TYPES(MSG_ENUM_ENTRY)
+	MSG_TYPE_COUNT
+};
+#undef MSG_ENUM_ENTRY
+
+/* A whole message as received: header, then room for any payload. */
+struct msg {
+	struct msg_hdr	hdr;
+	union {
+		unsigned char	bytes[MSG_MAX_PAYLOAD];
+		uint64_t	align;
+	} u;
+};
+
+/* One end of a channel. */
+struct msg_chan {
+	int		fd;
+	enum msg_peer	self;
+	enum msg_peer	peer;
+	const char	*peer_name;	/* for logs: "enid-netd" */
+};
+
+struct msg_type_info {
+	const char	*name;
+	size_t		size;
+	unsigned int	dirs;
+	/* Meaning checks after the size check; NULL message means valid. */
+	const char	*(*check)(const void *payload);
+};
+
+const struct msg_type_info *msg_type_info(unsigned int type);
+const char	*msg_type_name(unsigned int type);
+unsigned int	 msg_dir_bit(enum msg_peer from, enum msg_peer to);
+
+/*
+ * Validate a received datagram of n bytes (header included) arriving on
+ * chan.  Returns NULL if it is acceptable, or a static description of the
+ * first problem found.  Reads no payload field before the size check.
+ */
+const char	*msg_validate(const struct msg_chan *chan, const void *buf,
+		    size_t n);
+
+/* Send one message; payload must be exactly the type's size.  Returns 0, or
+ * -1 with errno set (EAGAIN if the socket is full). */
+int		 msg_send(const struct msg_chan *chan, enum msg_type type,
+		    uint32_t id, const void *payload, size_t len);
+
+enum msg_recv_result {
+	MSG_RECV_OK = 0,
+	MSG_RECV_AGAIN,		/* nothing to read now */
+	MSG_RECV_EOF,		/* the peer closed */
+	MSG_RECV_ERROR,		/* read failed: errno */
+	MSG_RECV_BAD,		/* malformed: *why says how */
+};
+
+/* Receive and validate one message into m. */
+enum msg_recv_result msg_recv(const struct msg_chan *chan, struct msg *m,
+		    const char **why);
+
+/* True if s holds a NUL within size bytes. */
+bool		 msg_str_ok(const char *s, size_t size);
+
+/* Copy a C string into a fixed field, truncating; always NUL-terminates. */
+void		 msg_strlcpy(char *dst, const char *src, size_t size);
+
+const char	*cloud_outcome_name(unsigned int outcome);
+const char	*msg_status_name(unsigned int status);
+
+#endif /* ENID_MSG_H */

@@ -1,0 +1,38 @@
+/*
+ * What enid-netd and enid-cloudd share as exec'd children of enid: their
+ * command line, the check of their socketpair end on MSG_CHILD_FD, and the
+ * version handshake.
+ */
+#ifndef ENID_PROC_H
+#define ENID_PROC_H
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "loop.h"
+#include "msg.h"
+
+struct child_opts {
+	const char	*config_path;
+	bool		 foreground;	/* -d: log to stderr */
+	int		 verbose;	/* -v count: raise the log level */
+};
+
+/* Parse "NAME [-d] [-v] -f CONFIG"; exits 1 with usage on error. */
+void	child_parse_args(int argc, char *argv[], const char *name,
+	    struct child_opts *opts);
+
+/* Make sure MSG_CHILD_FD is a SOCK_SEQPACKET unix socket, non-blocking;
+ * fatal otherwise.  Fills chan. */
+void	child_chan_open(struct msg_chan *chan, enum msg_peer self);
+
+/*
+ * Answer a HELLO: fatal (peer untrusted) on a version mismatch.  Returns
+ * after sending HELLO_ACK.
+ */
+void	child_handshake(const struct msg_chan *chan, const struct msg *m);
+
+/* The log level a child starts with: the config's, raised by -v. */
+int	child_log_level(const struct enid_config *cfg, int verbose);
+
+#endif /* ENID_PROC_H */

@@ -1,0 +1,1 @@
+"""vpcsim internals: EC2 model, HTTP front ends, data plane (see ../README.md)."""

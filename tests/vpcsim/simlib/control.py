@@ -1,0 +1,223 @@
+"""Control API (JSON over HTTP on 127.0.0.1 in the root namespace):
+state, fault injection, link delays, subnet capacity, credentials, rates."""
+import json
+import time
+
+from . import httpbase
+
+VALID_CODE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._")
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _num(v, what, lo=0, hi=None):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise BadRequest("%s must be a number" % what)
+    if v < lo or (hi is not None and v > hi):
+        raise BadRequest("%s out of range [%s, %s]" % (what, lo, hi))
+    return v
+
+
+def _int(v, what, lo=0, hi=None):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadRequest("%s must be an integer" % what)
+    return _num(v, what, lo, hi)
+
+
+def parse_fault(r):
+    if not isinstance(r, dict):
+        raise BadRequest("a fault rule must be an object")
+    allowed = {"action", "code", "count", "probability", "latency_ms", "message",
+               "status"}
+    unknown = set(r) - allowed
+    if unknown:
+        raise BadRequest("unknown key(s) in fault rule: %s" % ", ".join(sorted(unknown)))
+    action = r.get("action")
+    if not isinstance(action, str) or not action or len(action) > 64:
+        raise BadRequest("fault rule needs \"action\" (an EC2 action name or \"*\")")
+    rule = {"action": action}
+    if "latency_ms" in r:
+        lat = r["latency_ms"]
+        if isinstance(lat, (int, float)) and not isinstance(lat, bool):
+            lat = [lat, lat]
+        if not isinstance(lat, list) or len(lat) != 2:
+            raise BadRequest("latency_ms must be a number or [LO, HI]")
+        lo = _num(lat[0], "latency_ms[0]", 0, 600000)
+        hi = _num(lat[1], "latency_ms[1]", lo, 600000)
+        rule["latency_ms"] = [lo, hi]
+        if "code" in r or "probability" in r:
+            raise BadRequest("a latency rule takes no code or probability")
+    else:
+        code = r.get("code")
+        if not isinstance(code, str) or not code or len(code) > 64 or \
+                set(code) - VALID_CODE:
+            raise BadRequest("fault rule needs \"code\" (an EC2 error code)")
+        rule["code"] = code
+        if "probability" in r:
+            rule["probability"] = _num(r["probability"], "probability", 0, 1)
+        elif "count" not in r:
+            raise BadRequest("an error rule needs \"count\" or \"probability\"")
+        if "message" in r:
+            if not isinstance(r["message"], str) or len(r["message"]) > 1000:
+                raise BadRequest("message must be a string")
+            rule["message"] = r["message"]
+        if "status" in r:
+            rule["status"] = _int(r["status"], "status", 400, 599)
+    if "count" in r:
+        rule["count"] = _int(r["count"], "count", 1, 10 ** 9)
+    return rule
+
+
+class ControlHandler(httpbase.Handler):
+    def do_GET(self):
+        self._guard()
+
+    def do_POST(self):
+        self._guard()
+
+    def do_DELETE(self):
+        self._guard()
+
+    def do_PUT(self):
+        self._guard()
+
+    def _guard(self):
+        try:
+            try:
+                body = self.read_body()
+            except httpbase.BodyError as e:
+                return self._json(e.status, {"error": str(e)})
+            data = None
+            if body.strip():
+                try:
+                    data = json.loads(body)
+                except (ValueError, UnicodeDecodeError) as e:
+                    raise BadRequest("body is not valid JSON: %s" % e)
+            status, out = self._route(data)
+            self._json(status, out)
+        except BadRequest as e:
+            self._json(400, {"error": str(e)})
+        except Exception as e:
+            self.server.log("control: internal error: %r" % e)
+            self._json(500, {"error": "internal error: %r" % e})
+
+    def _json(self, status, obj):
+        self.send(status, json.dumps(obj, indent=1, sort_keys=True) + "\n",
+                  "application/json")
+
+    def _route(self, data):
+        sim = self.server.sim
+        path = self.path.split("?")[0].rstrip("/") or "/"
+        m = self.command
+        if path == "/state" and m == "GET":
+            with sim.lock:
+                return 200, sim.state()
+        if path in ("/", "/health") and m == "GET":
+            return 200, {"ok": True}
+        if path == "/endpoints" and m == "GET":
+            return 200, self.server.extra.get("endpoints", {})
+        if path == "/faults":
+            if m == "GET":
+                with sim.lock:
+                    return 200, {"faults": sim.faults}
+            if m == "DELETE":
+                with sim.lock:
+                    sim.faults = []
+                return 200, {"faults": []}
+            if m == "POST":
+                rules = data if isinstance(data, list) else [data]
+                if isinstance(data, dict) and "rules" in data:
+                    rules = data["rules"]
+                if not isinstance(rules, list) or len(rules) > 1000:
+                    raise BadRequest("expected a list of fault rules")
+                parsed = [parse_fault(r) for r in rules]
+                with sim.lock:
+                    sim.faults.extend(parsed)
+                    return 200, {"faults": sim.faults}
+        if path == "/links" and m == "POST":
+            return self._links(sim, data)
+        if path.startswith("/subnets/") and m == "POST":
+            sid = path[len("/subnets/"):]
+            if not isinstance(data, dict) or "free" not in data or set(data) - {"free"}:
+                raise BadRequest("expected {\"free\": N}")
+            free = _int(data["free"], "free", 0, 1 << 20)
+            with sim.lock:
+                s = sim.subnets.get(sid)
+                if s is None:
+                    return 404, {"error": "no subnet %s" % sid}
+                s.cap = min(s.total, len(s.in_use) + free)
+                return 200, {"id": s.id, "free": s.free()}
+        if path == "/credentials" and m == "POST":
+            return self._creds(sim, data)
+        if path == "/rate" and m == "POST":
+            if not isinstance(data, dict) or set(data) != {"scale"}:
+                raise BadRequest("expected {\"scale\": X}")
+            scale = _num(data["scale"], "scale", 0.0001, 1e6)
+            with sim.lock:
+                sim.set_rate_scale(scale)
+            return 200, {"scale": scale}
+        if path == "/delays" and m == "POST":
+            if not isinstance(data, dict) or not data or \
+                    set(data) - {"attach_ms", "detach_ms"}:
+                raise BadRequest("expected {\"attach_ms\": MS, \"detach_ms\": MS}")
+            with sim.lock:
+                if "attach_ms" in data:
+                    sim.attach_delay_ms = _num(data["attach_ms"], "attach_ms", 0, 3.6e6)
+                if "detach_ms" in data:
+                    sim.detach_delay_ms = _num(data["detach_ms"], "detach_ms", 0, 3.6e6)
+                return 200, {"attach_ms": sim.attach_delay_ms,
+                             "detach_ms": sim.detach_delay_ms}
+        return 404, {"error": "no such endpoint: %s %s" % (m, path[:200])}
+
+    def _links(self, sim, data):
+        if not isinstance(data, dict):
+            raise BadRequest("expected an object")
+        if set(data) - {"delay_ms", "never", "next", "eni"}:
+            raise BadRequest("unknown key(s): %s" % ", ".join(
+                sorted(set(data) - {"delay_ms", "never", "next", "eni"})))
+        if ("delay_ms" in data) == bool(data.get("never")):
+            raise BadRequest("give exactly one of \"delay_ms\" or \"never\": true")
+        delay = "never" if data.get("never") else \
+            _num(data["delay_ms"], "delay_ms", 0, 3.6e6)
+        if "next" in data and "eni" in data:
+            raise BadRequest("give at most one of \"next\" and \"eni\"")
+        with sim.lock:
+            if "eni" in data:
+                eni = sim.enis.get(data["eni"]) if isinstance(data["eni"], str) else None
+                if eni is None:
+                    return 404, {"error": "no ENI %r" % (data["eni"],)}
+                eni.link_override = delay
+                # A link still pending appears after the new delay, from now.
+                if eni.attachment and not eni.link_ready:
+                    eni.attachment["link_delay"] = delay
+                    sim._schedule_link(eni, delay)
+                return 200, {"eni": eni.id, "delay_ms": delay}
+            if "next" in data:
+                n = _int(data["next"], "next", 1, 10000)
+                sim.link_next.extend([delay] * n)
+                return 200, {"next": list(sim.link_next)}
+            sim.link_delay = delay
+            return 200, {"delay_ms": delay}
+
+    def _creds(self, sim, data):
+        if not isinstance(data, dict) or not data or \
+                set(data) - {"expire_s", "revoke", "static"}:
+            raise BadRequest("expected {\"expire_s\": S} or {\"revoke\": true}")
+        with sim.lock:
+            now = time.time()
+            if "expire_s" in data:
+                s = _num(data["expire_s"], "expire_s", 0, 10 ** 7)
+                sim.cred_lifetime = float(s) if s > 0 else 1.0
+                # Credentials already handed out expire no later than now + S.
+                for c in sim.creds.values():
+                    if c["node"] and c["expires"] > now + s:
+                        c["expires"] = now + s
+                        c["lifetime"] = sim.cred_lifetime
+            if data.get("revoke"):
+                for c in sim.creds.values():
+                    if c["node"] or data.get("static"):
+                        c["revoked"] = True
+            return 200, {"expire_s": sim.cred_lifetime,
+                         "revoked": sum(1 for c in sim.creds.values() if c["revoked"])}

@@ -1,0 +1,173 @@
+"""The real data plane: a router namespace and one namespace per node.
+
+The model says what should exist (an attached ENI whose link delay has
+passed has a veth; each of its addresses has a /32 route toward it); one
+worker thread makes the kernel match, ENI by ENI, in request order.  The
+worker only ever runs `ip -n <sim namespace> ...`.
+"""
+import collections
+import threading
+import time
+
+from . import netns
+
+VPC_LOCAL = ["198.18.0.1/32", "198.18.0.10/32", "169.254.169.254/32"]
+
+
+class Dataplane:
+    def __init__(self, sim, prefix, log):
+        self.sim = sim
+        self.log = log
+        self.vpc_ns = prefix + "-vpc"
+        self.node_prefix = prefix + "-node-"
+        self.made_ns = []
+        self.links = {}          # eni id -> {vpc_if, node_if, netns, routes:set}
+        self.seq = 0
+        self.cv = threading.Condition()
+        self.queue = collections.deque()
+        self.busy = False
+        self.errors = collections.deque(maxlen=20)
+        self.stopping = False
+        self.thread = None
+
+    # ------------------------------------------------------------ set-up
+
+    def node_ns(self, i):
+        return "%s%d" % (self.node_prefix, i)
+
+    def create_router(self):
+        ns = self.vpc_ns
+        netns.add_netns(ns)
+        self.made_ns.append(ns)
+        netns.ip(ns, "link", "set", "lo", "up")
+        # Defaults first, so every veth created later inherits them.
+        for key, val in (("net.ipv4.ip_forward", 1),
+                         ("net.ipv4.conf.all.rp_filter", 1),
+                         ("net.ipv4.conf.default.rp_filter", 1),
+                         ("net.ipv4.conf.default.proxy_arp", 1),
+                         ("net.ipv4.conf.all.send_redirects", 0),
+                         ("net.ipv4.conf.default.send_redirects", 0)):
+            netns.sysctl(ns, key, val)
+        for addr in VPC_LOCAL:
+            netns.ip(ns, "addr", "add", addr, "dev", "lo")
+        for s in self.sim.subnet_list:
+            netns.ip(ns, "addr", "add", s.gateway + "/32", "dev", "lo")
+
+    def create_node(self, i, eni, prefixlen):
+        ns = self.node_ns(i)
+        netns.add_netns(ns)
+        self.made_ns.append(ns)
+        netns.ip(ns, "link", "set", "lo", "up")
+        vpc_if = self._vpc_ifname()
+        netns.ip(self.vpc_ns, "link", "add", vpc_if, "type", "veth", "peer", "name",
+                 "eth0", "address", eni.mac, "netns", ns)
+        netns.ip(self.vpc_ns, "link", "set", vpc_if, "up")
+        netns.ip(ns, "addr", "add", "%s/%d" % (eni.addresses[0], prefixlen),
+                 "dev", "eth0")
+        netns.ip(ns, "link", "set", "eth0", "up")
+        netns.ip(ns, "route", "add", "default", "via", eni.subnet.gateway,
+                 "dev", "eth0")
+        netns.ip(self.vpc_ns, "route", "replace", eni.addresses[0] + "/32",
+                 "dev", vpc_if)
+        self.links[eni.id] = {"vpc_if": vpc_if, "node_if": "eth0", "netns": ns,
+                              "routes": {eni.addresses[0]}, "created": time.time()}
+
+    def _vpc_ifname(self):
+        self.seq += 1
+        return "enir%d" % self.seq
+
+    def start(self):
+        self.thread = threading.Thread(target=self._run, name="dataplane", daemon=True)
+        self.thread.start()
+
+    def teardown(self):
+        with self.cv:
+            self.stopping = True
+            self.cv.notify_all()
+        if self.thread:
+            self.thread.join(10)
+        for ns in reversed(self.made_ns):
+            netns.del_netns(ns)
+        self.made_ns = []
+
+    # ------------------------------------------------------------ reconcile
+
+    def request(self, eni_id):
+        with self.cv:
+            if eni_id not in self.queue:
+                self.queue.append(eni_id)
+            self.cv.notify_all()
+
+    def snapshot(self):
+        with self.cv:
+            links = {k: {"vpc_ifname": v["vpc_if"], "node_ifname": v["node_if"],
+                         "netns": v["netns"], "routes": sorted(v["routes"]),
+                         "created": v["created"]}
+                     for k, v in self.links.items()}
+            return {"links": links, "pending": len(self.queue) + (1 if self.busy else 0),
+                    "errors": list(self.errors)}
+
+    def _run(self):
+        while True:
+            with self.cv:
+                while not self.queue and not self.stopping:
+                    self.cv.wait(1.0)
+                if self.stopping:
+                    return
+                eni_id = self.queue.popleft()
+                self.busy = True
+            try:
+                self._reconcile(eni_id)
+            except Exception as e:
+                msg = "dataplane %s: %s" % (eni_id, e)
+                self.log(msg)
+                with self.cv:
+                    self.errors.append(msg)
+            finally:
+                with self.cv:
+                    self.busy = False
+                    self.cv.notify_all()
+
+    def _desired(self, eni_id):
+        with self.sim.lock:
+            eni = self.sim.enis.get(eni_id)
+            if eni is None or not eni.attachment or not eni.link_ready:
+                return None
+            inst = self.sim.instances[eni.attachment["instance"]]
+            return {"mac": eni.mac, "netns": self.node_ns(inst.index),
+                    "device_index": eni.attachment["device_index"],
+                    "routes": set(eni.addresses)}
+
+    def _reconcile(self, eni_id):
+        want = self._desired(eni_id)
+        have = self.links.get(eni_id)
+        if have and (want is None or want["netns"] != have["netns"]):
+            # Deleting one end of a veth deletes its peer and its routes.
+            netns.ip(self.vpc_ns, "link", "del", have["vpc_if"], check=False)
+            with self.cv:
+                del self.links[eni_id]
+            have = None
+        if want is None:
+            return
+        if have is None:
+            vpc_if = self._vpc_ifname()
+            node_if = "eth%d" % want["device_index"]
+            if netns.link_exists(want["netns"], node_if):
+                node_if = "eth%dx%d" % (want["device_index"], self.seq)
+            netns.ip(self.vpc_ns, "link", "add", vpc_if, "type", "veth", "peer",
+                     "name", node_if, "address", want["mac"], "netns", want["netns"])
+            netns.ip(self.vpc_ns, "link", "set", vpc_if, "up")
+            have = {"vpc_if": vpc_if, "node_if": node_if, "netns": want["netns"],
+                    "routes": set(), "created": time.time()}
+            with self.cv:
+                self.links[eni_id] = have
+        for addr in sorted(want["routes"] - have["routes"]):
+            netns.ip(self.vpc_ns, "route", "replace", addr + "/32", "dev",
+                     have["vpc_if"])
+            with self.cv:
+                have["routes"].add(addr)
+        for addr in sorted(have["routes"] - want["routes"]):
+            netns.ip(self.vpc_ns, "route", "del", addr + "/32", "dev", have["vpc_if"],
+                     check=False)
+            with self.cv:
+                have["routes"].discard(addr)

@@ -1,0 +1,1232 @@
+"""The simulated EC2 account: subnets, instances, ENIs, credentials, rate
+buckets, fault rules, and the actions of the EC2 Query API subset.
+
+Everything mutable lives in one Sim object guarded by Sim.lock.  Actions
+take the form parameters (a dict of str -> str) and return a nested
+structure that ec2api renders as XML: dict = child elements in order,
+list = <item> members, bool = true/false, None = omitted.  Failures raise
+Ec2Error carrying EC2's code, message and HTTP status.
+"""
+import base64
+import fnmatch
+import heapq
+import ipaddress
+import json
+import random
+import re
+import secrets
+import string
+import threading
+import time
+
+NAMESPACE = "http://ec2.amazonaws.com/doc/2016-11-15/"
+OWNER_ID = "111122223333"
+
+# HTTP status EC2 uses per code; anything else a client did wrong is 400.
+STATUS_BY_CODE = {
+    "AuthFailure": 401,
+    "UnauthorizedOperation": 403,
+    "RequestLimitExceeded": 503,
+    "InternalError": 500,
+    "InternalFailure": 500,
+    "Unavailable": 503,
+    "ServiceUnavailable": 503,
+    "DryRunOperation": 412,
+}
+
+
+class Ec2Error(Exception):
+    def __init__(self, code, message, status=None):
+        super().__init__("%s: %s" % (code, message))
+        self.code = code
+        self.message = message
+        self.status = status or STATUS_BY_CODE.get(code, 400)
+
+
+def hexid(prefix):
+    return prefix + secrets.token_hex(9)[:17]
+
+
+def iso8601(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + \
+        ".%03dZ" % int((t % 1) * 1000)
+
+
+def iso8601_s(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+# ---------------------------------------------------------------- parameters
+
+def need(params, name):
+    v = params.get(name)
+    if v is None or v == "":
+        raise Ec2Error("MissingParameter",
+                       "The request must contain the parameter %s" % name)
+    return v
+
+
+def indexed(params, prefix):
+    """Values of prefix.1, prefix.2, ... ordered by index (gaps allowed)."""
+    pat = re.compile(re.escape(prefix) + r"\.(\d+)$")
+    found = []
+    for k, v in params.items():
+        m = pat.match(k)
+        if m:
+            found.append((int(m.group(1)), v))
+    return [v for _, v in sorted(found)]
+
+
+def indexed_groups(params, prefix):
+    """{N: {rest: value}} for keys prefix.N.rest."""
+    pat = re.compile(re.escape(prefix) + r"\.(\d+)\.(.+)$")
+    groups = {}
+    for k, v in params.items():
+        m = pat.match(k)
+        if m:
+            groups.setdefault(int(m.group(1)), {})[m.group(2)] = v
+    return [groups[i] for i in sorted(groups)]
+
+
+def as_int(params, name, lo=None, hi=None):
+    v = params.get(name)
+    if v is None:
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise Ec2Error("InvalidParameterValue",
+                       "Invalid value '%s' for %s" % (v, name))
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
+        raise Ec2Error("InvalidParameterValue",
+                       "Value (%d) for parameter %s is invalid. It must be "
+                       "between %s and %s" % (n, name, lo, hi))
+    return n
+
+
+def as_bool(params, name):
+    v = params.get(name)
+    if v is None:
+        return None
+    if v.lower() == "true":
+        return True
+    if v.lower() == "false":
+        return False
+    raise Ec2Error("InvalidParameterValue",
+                   "Invalid value '%s' for %s: expected true or false" % (v, name))
+
+
+def parse_filters(params):
+    filters = []
+    for g in indexed_groups(params, "Filter"):
+        name = g.get("Name")
+        if not name:
+            raise Ec2Error("MissingParameter",
+                           "The request must contain the parameter Filter.N.Name")
+        values = [v for k, v in sorted(
+            ((k, v) for k, v in g.items() if re.match(r"Value\.\d+$", k)),
+            key=lambda kv: int(kv[0].split(".")[1]))]
+        filters.append((name, values))
+    return filters
+
+
+def match_values(actual, values):
+    """EC2 filter semantics: any value matches, * and ? are wildcards."""
+    actual = [a for a in (actual if isinstance(actual, (list, tuple)) else [actual])
+              if a is not None]
+    for v in values:
+        for a in actual:
+            if fnmatch.fnmatchcase(str(a), v):
+                return True
+    return False
+
+
+# Parameters each action accepts (regexes).  Anything else is UnknownParameter,
+# as EC2 answers; it catches typos in a client early.
+COMMON = [r"Action", r"Version", r"DryRun"]
+PAGING = [r"MaxResults", r"NextToken"]
+FILTER = [r"Filter\.\d+\.Name", r"Filter\.\d+\.Value\.\d+"]
+ACCEPTS = {
+    "DescribeInstances": [r"InstanceId\.\d+"] + FILTER + PAGING,
+    "DescribeInstanceTypes": [r"InstanceType\.\d+"] + FILTER + PAGING,
+    "DescribeSubnets": [r"SubnetId\.\d+"] + FILTER + PAGING,
+    "DescribeNetworkInterfaces": [r"NetworkInterfaceId\.\d+"] + FILTER + PAGING,
+    "CreateNetworkInterface": [
+        r"SubnetId", r"SecurityGroupId\.\d+", r"Description",
+        r"SecondaryPrivateIpAddressCount", r"PrivateIpAddress",
+        r"PrivateIpAddresses\.\d+\.(PrivateIpAddress|Primary)",
+        r"TagSpecification\.\d+\.ResourceType",
+        r"TagSpecification\.\d+\.Tag\.\d+\.(Key|Value)",
+        r"ClientToken", r"InterfaceType"],
+    "AttachNetworkInterface": [r"NetworkInterfaceId", r"InstanceId",
+                               r"DeviceIndex", r"NetworkCardIndex"],
+    "ModifyNetworkInterfaceAttribute": [
+        r"NetworkInterfaceId", r"Attachment\.AttachmentId",
+        r"Attachment\.DeleteOnTermination", r"Description\.Value",
+        r"SourceDestCheck\.Value", r"SecurityGroupId\.\d+"],
+    "AssignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+",
+                                 r"SecondaryPrivateIpAddressCount",
+                                 r"AllowReassignment"],
+    "UnassignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+"],
+    "DetachNetworkInterface": [r"AttachmentId", r"Force"],
+    "DeleteNetworkInterface": [r"NetworkInterfaceId"],
+    "CreateTags": [r"ResourceId\.\d+", r"Tag\.\d+\.(Key|Value)"],
+    "DeleteTags": [r"ResourceId\.\d+", r"Tag\.\d+\.(Key|Value)"],
+}
+ACCEPTS_RE = {a: re.compile("^(?:" + "|".join(COMMON + p) + ")$")
+              for a, p in ACCEPTS.items()}
+MUTATING = {"CreateNetworkInterface", "AttachNetworkInterface",
+            "ModifyNetworkInterfaceAttribute", "AssignPrivateIpAddresses",
+            "UnassignPrivateIpAddresses", "DetachNetworkInterface",
+            "DeleteNetworkInterface", "CreateTags", "DeleteTags"}
+
+
+# ---------------------------------------------------------------- rate limits
+
+# (capacity, refill per second) -- EC2's published defaults.
+BUCKET_DEFAULTS = {
+    "non-mutating": (100, 20),
+    "unfiltered": (50, 10),
+    "mutating": (50, 5),
+    "CreateNetworkInterface": (100, 5),
+    "DeleteNetworkInterface": (100, 5),
+    "ModifyNetworkInterfaceAttribute": (100, 5),
+    "AssignPrivateIpAddresses": (100, 5),
+    "UnassignPrivateIpAddresses": (100, 5),
+    "CreateTags": (100, 10),
+}
+
+
+def bucket_for(action, params):
+    if action in BUCKET_DEFAULTS:
+        return action
+    if action.startswith("Describe"):
+        narrowed = any(re.match(r"(Filter|InstanceId|NetworkInterfaceId|SubnetId|"
+                                r"InstanceType)\.\d+", k) for k in params) \
+            or "MaxResults" in params
+        return "non-mutating" if narrowed else "unfiltered"
+    return "mutating" if action in MUTATING else "non-mutating"
+
+
+class Bucket:
+    def __init__(self, capacity, refill):
+        self.capacity = float(capacity)
+        self.refill = float(refill)
+        self.tokens = self.capacity
+        self.stamp = time.monotonic()
+
+    def take(self):
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.refill)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+# ---------------------------------------------------------------- scheduler
+
+class Scheduler:
+    """One thread running callbacks at deadlines (heap + condition)."""
+
+    def __init__(self, on_error):
+        self.cv = threading.Condition()
+        self.heap = []
+        self.seq = 0
+        self.stopping = False
+        self.on_error = on_error
+        self.thread = threading.Thread(target=self._run, name="sched", daemon=True)
+        self.thread.start()
+
+    def after(self, delay_s, fn):
+        with self.cv:
+            self.seq += 1
+            heapq.heappush(self.heap, (time.monotonic() + max(0.0, delay_s),
+                                       self.seq, fn))
+            self.cv.notify()
+
+    def stop(self):
+        with self.cv:
+            self.stopping = True
+            self.cv.notify()
+        self.thread.join(5)
+
+    def _run(self):
+        while True:
+            with self.cv:
+                while not self.stopping:
+                    now = time.monotonic()
+                    if self.heap and self.heap[0][0] <= now:
+                        break
+                    wait = (self.heap[0][0] - now) if self.heap else 1.0
+                    self.cv.wait(min(wait, 1.0))
+                if self.stopping:
+                    return
+                _, _, fn = heapq.heappop(self.heap)
+            try:
+                fn()
+            except Exception as e:  # keep the scheduler alive
+                self.on_error("scheduler: %r" % e)
+
+
+# ---------------------------------------------------------------- the model
+
+class Subnet:
+    def __init__(self, sid, cidr, az, vpc_id):
+        self.id = sid
+        self.net = ipaddress.IPv4Network(cidr)
+        self.az = az
+        self.vpc_id = vpc_id
+        self.gateway = str(self.net.network_address + 1)
+        # EC2 reserves the first four addresses and the last one.
+        self.first = int(self.net.network_address) + 4
+        self.last = int(self.net.broadcast_address) - 1
+        self.total = self.last - self.first + 1
+        self.in_use = set()
+        self.cap = self.total          # in-use ceiling; POST /subnets sets it
+        self.tags = {}
+
+    def free(self):
+        return max(0, min(self.cap, self.total) - len(self.in_use))
+
+    def contains(self, addr):
+        try:
+            n = int(ipaddress.IPv4Address(addr))
+        except ValueError:
+            return False
+        return self.first <= n <= self.last
+
+    def allocate(self, count):
+        if count > self.free():
+            raise Ec2Error("InsufficientFreeAddressesInSubnet",
+                           "There are not enough free addresses in subnet '%s' "
+                           "to satisfy the requested number of instances." % self.id)
+        got = []
+        n = self.first
+        while len(got) < count and n <= self.last:
+            a = str(ipaddress.IPv4Address(n))
+            if a not in self.in_use:
+                got.append(a)
+            n += 1
+        self.in_use.update(got)
+        return got
+
+    def take(self, addr):
+        if not self.contains(addr):
+            raise Ec2Error("InvalidParameterValue",
+                           "Address %s does not fall within the subnet's address "
+                           "range" % addr)
+        if addr in self.in_use:
+            raise Ec2Error("InvalidParameterValue",
+                           "Address %s is in use." % addr)
+        if self.free() < 1:
+            raise Ec2Error("InsufficientFreeAddressesInSubnet",
+                           "There are not enough free addresses in subnet '%s'."
+                           % self.id)
+        self.in_use.add(addr)
+
+    def release(self, addrs):
+        for a in addrs:
+            self.in_use.discard(a)
+
+
+class Instance:
+    def __init__(self, index, iid, itype, subnet, netns):
+        self.index = index
+        self.id = iid
+        self.type = itype
+        self.subnet = subnet
+        self.netns = netns
+        self.launch = time.time()
+        self.tags = {}
+        self.cred = None      # akid of the credential IMDS currently hands out
+
+
+class Eni:
+    def __init__(self, eid, subnet, mac, addresses, groups, description):
+        self.id = eid
+        self.subnet = subnet
+        self.mac = mac
+        self.addresses = addresses        # [primary, secondaries...]
+        self.groups = groups
+        self.description = description
+        self.tags = {}
+        self.status = "available"
+        self.attachment = None            # dict, see attach()
+        self.link_ready = False           # data plane: veth should exist
+        self.link_override = None         # None | ms | "never"
+        self.link_gen = 0
+        self.client_token = None
+        self.requester_managed = False
+        self.source_dest_check = True
+        self.created = time.time()
+
+
+class Sim:
+    def __init__(self, cfg, log):
+        self.cfg = cfg
+        self.log = log
+        self.lock = threading.RLock()
+        self.region = cfg.region
+        self.az = cfg.region + "a"
+        self.vpc_id = hexid("vpc-")
+        self.vpc_cidr = "10.0.0.0/16"
+        self.groups = {hexid("sg-"): "default", hexid("sg-"): "enid-pods"}
+        self.default_group = next(iter(self.groups))
+        self.subnets = {}
+        for cidr in ("10.0.0.0/20", "10.0.16.0/20"):
+            s = Subnet(hexid("subnet-"), cidr, self.az, self.vpc_id)
+            if cfg.subnet_free is not None:
+                s.cap = min(s.total, cfg.subnet_free)
+            self.subnets[s.id] = s
+        self.subnet_list = list(self.subnets.values())
+        self.instance_types = {cfg.instance_type: (cfg.eni_limit, cfg.ip_limit)}
+        self.instances = {}
+        self.enis = {}
+        self.macs = set()
+        self.attachments = {}             # attachment id -> eni id
+        self.client_tokens = {}           # token -> (fingerprint, eni id, snapshot)
+        # credentials: akid -> dict(secret, token, expires, revoked, node)
+        self.static_akid = "AKIA" + "ENIDSIM" + secrets.token_hex(5).upper()[:9]
+        self.static_secret = self._rand(40)
+        self.creds = {self.static_akid: {"secret": self.static_secret, "token": None,
+                                         "expires": None, "revoked": False,
+                                         "node": None}}
+        self.cred_lifetime = float(cfg.cred_expire_s)
+        self.role = "enid-node-role"
+        self.imds_tokens = {}             # token -> (instance id, expires)
+        # rate limits
+        self.rate_scale = cfg.rate_scale
+        self.buckets = {}
+        self.set_rate_scale(cfg.rate_scale)
+        # fault injection & link control
+        self.faults = []
+        self.link_delay = cfg.link_delay_ms   # ms or "never"
+        self.link_next = []                   # overrides for the next attaches
+        self.attach_delay_ms = cfg.attach_delay_ms
+        self.detach_delay_ms = cfg.detach_delay_ms
+        # statistics
+        self.calls = {}
+        self.errors = {}
+        self.throttles = {}
+        self.sched = Scheduler(self.log)
+        self.dataplane = None             # set by the owner (Dataplane)
+
+    # -------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _rand(n, alphabet=string.ascii_letters + string.digits + "/+"):
+        return "".join(secrets.choice(alphabet) for _ in range(n))
+
+    def new_mac(self):
+        for _ in range(1000):
+            mac = "02:" + ":".join("%02x" % b for b in secrets.token_bytes(5))
+            if mac not in self.macs:
+                self.macs.add(mac)
+                return mac
+        raise RuntimeError("no unique MAC found")
+
+    def set_rate_scale(self, scale):
+        self.rate_scale = float(scale)
+        self.buckets = {name: Bucket(max(1.0, c * self.rate_scale), r * self.rate_scale)
+                        for name, (c, r) in BUCKET_DEFAULTS.items()}
+
+    def limits_of(self, inst):
+        return self.instance_types[inst.type]
+
+    def eni_or_404(self, eid):
+        eni = self.enis.get(eid)
+        if eni is None:
+            raise Ec2Error("InvalidNetworkInterfaceID.NotFound",
+                           "The networkInterface ID '%s' does not exist" % eid)
+        return eni
+
+    def sync(self, eni_id):
+        if self.dataplane:
+            self.dataplane.request(eni_id)
+
+    def count(self, table, action, key=None):
+        if key is None:
+            table[action] = table.get(action, 0) + 1
+        else:
+            per = table.setdefault(action, {})
+            per[key] = per.get(key, 0) + 1
+
+    # -------------------------------------------------------------- nodes
+
+    def add_node(self, index, netns):
+        """Create an instance with its primary ENI attached at device 0."""
+        subnet = self.subnet_list[0]
+        inst = Instance(index, hexid("i-"), self.cfg.instance_type, subnet, netns)
+        self.instances[inst.id] = inst
+        addr = subnet.allocate(1)
+        eni = Eni(hexid("eni-"), subnet, self.new_mac(), addr, [self.default_group],
+                  "Primary network interface")
+        self.enis[eni.id] = eni
+        att = {"id": hexid("eni-attach-"), "instance": inst.id, "device_index": 0,
+               "status": "attached", "delete_on_termination": True,
+               "time": time.time()}
+        eni.attachment = att
+        eni.status = "in-use"
+        eni.link_ready = True
+        self.attachments[att["id"]] = eni.id
+        return inst, eni
+
+    def instance_enis(self, iid):
+        return sorted((e for e in self.enis.values()
+                       if e.attachment and e.attachment["instance"] == iid),
+                      key=lambda e: e.attachment["device_index"])
+
+    def instance_by_addr(self, addr):
+        for e in self.enis.values():
+            if e.attachment and addr in e.addresses:
+                return self.instances.get(e.attachment["instance"])
+        return None
+
+    # -------------------------------------------------------------- credentials
+
+    def issue_cred(self, inst):
+        now = time.time()
+        cur = self.creds.get(inst.cred) if inst.cred else None
+        if cur and not cur["revoked"] and \
+                cur["expires"] - now > cur["lifetime"] / 2.0:
+            return inst.cred, cur
+        akid = "ASIA" + "".join(secrets.choice(string.ascii_uppercase + string.digits)
+                                for _ in range(16))
+        cred = {"secret": self._rand(40), "token": base64.b64encode(secrets.token_bytes(150)).decode(),
+            "expires": now + self.cred_lifetime, "lifetime": self.cred_lifetime,
+            "revoked": False, "node": inst.id, "issued": now}
+        self.creds[akid] = cred
+        inst.cred = akid
+        # forget credentials that expired long ago
+        for k in [k for k, c in self.creds.items()
+                  if c["expires"] is not None and c["expires"] < now - 3600]:
+            del self.creds[k]
+        return akid, cred
+
+    # -------------------------------------------------------------- faults
+
+    def fault_for(self, action):
+        """Return (latency_s, error or None) for this call; consumes counts."""
+        latency = 0.0
+        err = None
+        keep = []
+        for rule in self.faults:
+            if rule["action"] not in ("*", action):
+                keep.append(rule)
+                continue
+            fired = False
+            if "latency_ms" in rule:
+                lo, hi = rule["latency_ms"]
+                latency = max(latency, random.uniform(lo, hi) / 1000.0)
+                fired = True
+            elif err is None:
+                if "probability" in rule:
+                    fired = random.random() < rule["probability"]
+                else:
+                    fired = True
+                if fired:
+                    err = Ec2Error(rule["code"], rule.get(
+                        "message", "Injected fault (%s)" % rule["code"]),
+                        rule.get("status"))
+            if fired and "count" in rule:
+                rule["count"] -= 1
+                if rule["count"] <= 0:
+                    continue
+            keep.append(rule)
+        self.faults = keep
+        return latency, err
+
+    def check_rate(self, action, params):
+        bucket = self.buckets[bucket_for(action, params)]
+        if not bucket.take():
+            self.count(self.throttles, action)
+            raise Ec2Error("RequestLimitExceeded", "Request limit exceeded.")
+
+    # -------------------------------------------------------------- dispatch
+
+    def call(self, action, params):
+        """Run one action (lock held by caller).  Returns the result dict."""
+        fn = getattr(self, "a_" + action, None)
+        if fn is None or action not in ACCEPTS_RE:
+            raise Ec2Error("InvalidAction",
+                           "The action %s is not valid for this web service." % action)
+        acc = ACCEPTS_RE[action]
+        for k in params:
+            if not acc.match(k):
+                raise Ec2Error("UnknownParameter",
+                               "The parameter %s is not recognized" % k)
+        dry = as_bool(params, "DryRun")
+        return fn(params, dry)
+
+    def dry(self, dry):
+        if dry:
+            raise Ec2Error("DryRunOperation",
+                           "Request would have succeeded, but DryRun flag is set.")
+
+    # -------------------------------------------------------------- rendering
+
+    def eni_struct(self, e, for_instance=False):
+        att = None
+        if e.attachment:
+            a = e.attachment
+            att = {"attachmentId": a["id"], "instanceId": a["instance"],
+                   "instanceOwnerId": OWNER_ID, "deviceIndex": a["device_index"],
+                   "status": a["status"], "attachTime": iso8601(a["time"]),
+                   "deleteOnTermination": a["delete_on_termination"],
+                   "networkCardIndex": 0}
+        d = {"networkInterfaceId": e.id, "subnetId": e.subnet.id,
+             "vpcId": self.vpc_id}
+        if not for_instance:
+            d["availabilityZone"] = e.subnet.az
+        d.update({
+            "description": e.description, "ownerId": OWNER_ID,
+            "requesterManaged": e.requester_managed, "status": e.status,
+            "macAddress": e.mac, "privateIpAddress": e.addresses[0],
+            "privateDnsName": "ip-%s.%s.compute.internal" % (
+                e.addresses[0].replace(".", "-"), self.region),
+            "sourceDestCheck": e.source_dest_check,
+            "groupSet": [{"groupId": g, "groupName": self.groups.get(g, g)}
+                         for g in e.groups],
+            "attachment": att,
+            "tagSet": None if for_instance else
+            [{"key": k, "value": v} for k, v in e.tags.items()],
+            "privateIpAddressesSet": [
+                {"privateIpAddress": a, "privateDnsName": "ip-%s.%s.compute.internal"
+                 % (a.replace(".", "-"), self.region), "primary": i == 0}
+                for i, a in enumerate(e.addresses)],
+            "ipv6AddressesSet": [],
+            "interfaceType": "interface",
+        })
+        return d
+
+    def page(self, items, params, key):
+        """Apply MaxResults/NextToken to items sorted by key(item)."""
+        max_results = as_int(params, "MaxResults", 5, 1000)
+        token = params.get("NextToken")
+        items = sorted(items, key=key)
+        if token:
+            try:
+                after = json.loads(base64.urlsafe_b64decode(token.encode()))["after"]
+            except Exception:
+                raise Ec2Error("InvalidParameterValue",
+                               "The token '%s' is invalid." % token)
+            items = [i for i in items if key(i) > after]
+        next_token = None
+        if max_results is not None and len(items) > max_results:
+            items = items[:max_results]
+            next_token = base64.urlsafe_b64encode(
+                json.dumps({"after": key(items[-1])}).encode()).decode()
+        return items, next_token
+
+    # -------------------------------------------------------------- describes
+
+    def a_DescribeInstances(self, p, dry):
+        ids = indexed(p, "InstanceId")
+        if ids and "MaxResults" in p:
+            raise Ec2Error("InvalidParameterCombination",
+                           "The parameter instancesSet cannot be used with the "
+                           "parameter maxResults")
+        for i in ids:
+            if i not in self.instances:
+                raise Ec2Error("InvalidInstanceID.NotFound",
+                               "The instance ID '%s' does not exist" % i)
+        self.dry(dry)
+        insts = [self.instances[i] for i in ids] if ids else list(self.instances.values())
+        for name, values in parse_filters(p):
+            insts = [i for i in insts if self._inst_filter(i, name, values)]
+        insts, nt = self.page(insts, p, lambda i: i.id)
+        res = []
+        for inst in insts:
+            enis = self.instance_enis(inst.id)
+            prim = enis[0] if enis else None
+            res.append({
+                "reservationId": "r-" + inst.id[2:], "ownerId": OWNER_ID,
+                "groupSet": [],
+                "instancesSet": [{
+                    "instanceId": inst.id, "imageId": "ami-0e1d5171000000000",
+                    "instanceState": {"code": 16, "name": "running"},
+                    "privateDnsName": "ip-%s.%s.compute.internal" % (
+                        prim.addresses[0].replace(".", "-"), self.region) if prim else "",
+                    "amiLaunchIndex": 0, "instanceType": inst.type,
+                    "launchTime": iso8601(inst.launch),
+                    "placement": {"availabilityZone": self.az, "tenancy": "default"},
+                    "monitoring": {"state": "disabled"},
+                    "subnetId": inst.subnet.id, "vpcId": self.vpc_id,
+                    "privateIpAddress": prim.addresses[0] if prim else None,
+                    "sourceDestCheck": True,
+                    "groupSet": [{"groupId": g, "groupName": self.groups[g]}
+                                 for g in (prim.groups if prim else [])],
+                    "architecture": "x86_64", "rootDeviceType": "ebs",
+                    "hypervisor": "xen",
+                    "tagSet": [{"key": k, "value": v} for k, v in inst.tags.items()],
+                    "networkInterfaceSet": [self.eni_struct(e, True) for e in enis],
+                }]})
+        return {"reservationSet": res, "nextToken": nt}
+
+    def _inst_filter(self, inst, name, values):
+        if name == "instance-id":
+            return match_values(inst.id, values)
+        if name == "instance-type":
+            return match_values(inst.type, values)
+        if name == "instance-state-name":
+            return match_values("running", values)
+        if name == "subnet-id":
+            return match_values(inst.subnet.id, values)
+        if name == "vpc-id":
+            return match_values(self.vpc_id, values)
+        if name == "availability-zone":
+            return match_values(self.az, values)
+        if name == "network-interface.network-interface-id":
+            return match_values([e.id for e in self.instance_enis(inst.id)], values)
+        if name == "private-ip-address":
+            enis = self.instance_enis(inst.id)
+            return match_values(enis[0].addresses[0] if enis else None, values)
+        if name.startswith("tag:"):
+            return match_values(inst.tags.get(name[4:]), values)
+        if name == "tag-key":
+            return match_values(list(inst.tags), values)
+        raise Ec2Error("InvalidParameterValue", "The filter '%s' is invalid" % name)
+
+    def a_DescribeInstanceTypes(self, p, dry):
+        want = indexed(p, "InstanceType")
+        for t in want:
+            if t not in self.instance_types:
+                raise Ec2Error("InvalidInstanceType",
+                               "The following supplied instance types do not "
+                               "exist: [%s]" % t)
+        self.dry(dry)
+        types = want or list(self.instance_types)
+        for name, values in parse_filters(p):
+            if name != "instance-type":
+                raise Ec2Error("InvalidParameterValue",
+                               "The filter '%s' is invalid" % name)
+            types = [t for t in types if match_values(t, values)]
+        types, nt = self.page(types, p, lambda t: t)
+        out = []
+        for t in types:
+            enis, ips = self.instance_types[t]
+            out.append({
+                "instanceType": t, "currentGeneration": True,
+                "freeTierEligible": False, "hypervisor": "nitro",
+                "processorInfo": {"supportedArchitectures": ["x86_64"]},
+                "vCpuInfo": {"defaultVCpus": 4},
+                "memoryInfo": {"sizeInMiB": 16384},
+                "networkInfo": {
+                    "networkPerformance": "Up to 10 Gigabit",
+                    "maximumNetworkInterfaces": enis,
+                    "maximumNetworkCards": 1, "defaultNetworkCardIndex": 0,
+                    "networkCards": [{"networkCardIndex": 0,
+                                      "networkPerformance": "Up to 10 Gigabit",
+                                      "maximumNetworkInterfaces": enis}],
+                    "ipv4AddressesPerInterface": ips,
+                    "ipv6AddressesPerInterface": ips, "ipv6Supported": True,
+                    "enaSupport": "required", "efaSupported": False,
+                    "encryptionInTransitSupported": False,
+                },
+            })
+        return {"instanceTypeSet": out, "nextToken": nt}
+
+    def a_DescribeSubnets(self, p, dry):
+        ids = indexed(p, "SubnetId")
+        for i in ids:
+            if i not in self.subnets:
+                raise Ec2Error("InvalidSubnetID.NotFound",
+                               "The subnet ID '%s' does not exist" % i)
+        self.dry(dry)
+        subs = [self.subnets[i] for i in ids] if ids else list(self.subnet_list)
+        for name, values in parse_filters(p):
+            subs = [s for s in subs if self._subnet_filter(s, name, values)]
+        subs, nt = self.page(subs, p, lambda s: s.id)
+        return {"subnetSet": [{
+            "subnetId": s.id, "subnetArn": "arn:aws:ec2:%s:%s:subnet/%s" % (
+                self.region, OWNER_ID, s.id),
+            "state": "available", "ownerId": OWNER_ID, "vpcId": s.vpc_id,
+            "cidrBlock": str(s.net), "ipv6CidrBlockAssociationSet": [],
+            "availableIpAddressCount": s.free(), "availabilityZone": s.az,
+            "availabilityZoneId": "use1-az1", "defaultForAz": False,
+            "mapPublicIpOnLaunch": False, "assignIpv6AddressOnCreation": False,
+            "tagSet": [{"key": k, "value": v} for k, v in s.tags.items()],
+        } for s in subs], "nextToken": nt}
+
+    def _subnet_filter(self, s, name, values):
+        if name == "subnet-id":
+            return match_values(s.id, values)
+        if name == "vpc-id":
+            return match_values(s.vpc_id, values)
+        if name in ("availability-zone", "availabilityZone"):
+            return match_values(s.az, values)
+        if name in ("cidr-block", "cidr", "cidrBlock"):
+            return match_values(str(s.net), values)
+        if name == "state":
+            return match_values("available", values)
+        if name.startswith("tag:"):
+            return match_values(s.tags.get(name[4:]), values)
+        if name == "tag-key":
+            return match_values(list(s.tags), values)
+        raise Ec2Error("InvalidParameterValue", "The filter '%s' is invalid" % name)
+
+    def a_DescribeNetworkInterfaces(self, p, dry):
+        ids = indexed(p, "NetworkInterfaceId")
+        if ids and "MaxResults" in p:
+            raise Ec2Error("InvalidParameterCombination",
+                           "The parameter NetworkInterfaceIds cannot be used with "
+                           "the parameter maxResults")
+        for i in ids:
+            self.eni_or_404(i)
+        self.dry(dry)
+        enis = [self.enis[i] for i in ids] if ids else list(self.enis.values())
+        for name, values in parse_filters(p):
+            enis = [e for e in enis if self._eni_filter(e, name, values)]
+        enis, nt = self.page(enis, p, lambda e: e.id)
+        return {"networkInterfaceSet": [self.eni_struct(e) for e in enis],
+                "nextToken": nt}
+
+    def _eni_filter(self, e, name, values):
+        a = e.attachment or {}
+        simple = {
+            "network-interface-id": e.id, "subnet-id": e.subnet.id,
+            "vpc-id": self.vpc_id, "status": e.status,
+            "availability-zone": e.subnet.az, "mac-address": e.mac,
+            "description": e.description, "owner-id": OWNER_ID,
+            "private-ip-address": e.addresses[0],
+            "addresses.private-ip-address": e.addresses,
+            "attachment.instance-id": a.get("instance"),
+            "attachment.attachment-id": a.get("id"),
+            "attachment.status": a.get("status"),
+            "attachment.device-index": str(a["device_index"]) if a else None,
+            "attachment.delete-on-termination":
+                ("true" if a["delete_on_termination"] else "false") if a else None,
+            "group-id": e.groups, "interface-type": "interface",
+            "requester-managed": "true" if e.requester_managed else "false",
+        }
+        if name in simple:
+            return match_values(simple[name], values)
+        if name.startswith("tag:"):
+            return match_values(e.tags.get(name[4:]), values)
+        if name == "tag-key":
+            return match_values(list(e.tags), values)
+        if name == "tag-value":
+            return match_values(list(e.tags.values()), values)
+        raise Ec2Error("InvalidParameterValue", "The filter '%s' is invalid" % name)
+
+    # -------------------------------------------------------------- create/delete
+
+    def _tags_from_specs(self, p):
+        tags = {}
+        for spec in indexed_groups(p, "TagSpecification"):
+            rt = spec.get("ResourceType")
+            if rt != "network-interface":
+                raise Ec2Error("InvalidParameterValue",
+                               "'%s' is not a valid taggable resource type for this "
+                               "operation." % rt)
+            tags.update(self._tag_pairs(spec, "Tag"))
+        return tags
+
+    @staticmethod
+    def _tag_pairs(src, prefix):
+        tags = {}
+        for g in indexed_groups(src, prefix):
+            k = g.get("Key")
+            if k is None or k == "":
+                raise Ec2Error("InvalidParameterValue", "Tag key must not be empty")
+            if len(k) > 128 or len(g.get("Value", "")) > 256 or k.startswith("aws:"):
+                raise Ec2Error("InvalidParameterValue", "Tag '%s' is invalid" % k[:140])
+            tags[k] = g.get("Value", "")
+        if len(tags) > 50:
+            raise Ec2Error("TagLimitExceeded", "The maximum number of tags is 50")
+        return tags
+
+    def a_CreateNetworkInterface(self, p, dry):
+        sid = need(p, "SubnetId")
+        subnet = self.subnets.get(sid)
+        if subnet is None:
+            raise Ec2Error("InvalidSubnetID.NotFound",
+                           "The subnet ID '%s' does not exist" % sid)
+        groups = indexed(p, "SecurityGroupId") or [self.default_group]
+        for g in groups:
+            if g not in self.groups:
+                raise Ec2Error("InvalidGroup.NotFound",
+                               "The security group '%s' does not exist" % g)
+        count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000) or 0
+        tags = self._tags_from_specs(p)
+        token = p.get("ClientToken")
+        fingerprint = json.dumps({k: v for k, v in sorted(p.items())
+                                  if k not in ("ClientToken", "DryRun")})
+        if token:
+            if len(token) > 64:
+                raise Ec2Error("InvalidParameterValue",
+                               "ClientToken is longer than 64 characters")
+            prev = self.client_tokens.get(token)
+            if prev:
+                if prev[0] != fingerprint:
+                    raise Ec2Error("IdempotentParameterMismatch",
+                                   "The client token you have provided is associated "
+                                   "with a resource that is already deleted, or the "
+                                   "parameters differ from the original request.")
+                self.dry(dry)
+                eni = self.enis.get(prev[1])
+                return {"networkInterface": self.eni_struct(eni) if eni else prev[2],
+                        "clientToken": token}
+        ip_limit = max(lim[1] for lim in self.instance_types.values())
+        if count + 1 > ip_limit:
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        primary = p.get("PrivateIpAddress")
+        if primary and not subnet.contains(primary):
+            raise Ec2Error("InvalidParameterValue",
+                           "Address %s does not fall within the subnet's address "
+                           "range" % primary)
+        if subnet.free() < count + 1:
+            raise Ec2Error("InsufficientFreeAddressesInSubnet",
+                           "There are not enough free addresses in subnet '%s' to "
+                           "satisfy the requested number of addresses." % sid)
+        self.dry(dry)
+        if primary:
+            subnet.take(primary)
+            addrs = [primary] + subnet.allocate(count)
+        else:
+            addrs = subnet.allocate(count + 1)
+        eni = Eni(hexid("eni-"), subnet, self.new_mac(), addrs, groups,
+                  p.get("Description", ""))
+        eni.tags = tags
+        eni.client_token = token
+        self.enis[eni.id] = eni
+        snap = self.eni_struct(eni)
+        if token:
+            self.client_tokens[token] = (fingerprint, eni.id, snap)
+        return {"networkInterface": snap, "clientToken": token}
+
+    def a_DeleteNetworkInterface(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        if eni.attachment or eni.status != "available":
+            raise Ec2Error("InvalidParameterValue",
+                           "Network interface '%s' is currently in use." % eni.id)
+        self.dry(dry)
+        eni.subnet.release(eni.addresses)
+        self.macs.discard(eni.mac)
+        del self.enis[eni.id]
+        self.sync(eni.id)
+        return {"return": True}
+
+    # -------------------------------------------------------------- attach/detach
+
+    def a_AttachNetworkInterface(self, p, dry):
+        eid = need(p, "NetworkInterfaceId")
+        iid = need(p, "InstanceId")
+        dev = as_int(p, "DeviceIndex", 0, 100)
+        if dev is None:
+            need(p, "DeviceIndex")
+        card = as_int(p, "NetworkCardIndex", 0, 0)
+        eni = self.eni_or_404(eid)
+        inst = self.instances.get(iid)
+        if inst is None:
+            raise Ec2Error("InvalidInstanceID.NotFound",
+                           "The instance ID '%s' does not exist" % iid)
+        if eni.attachment or eni.status != "available":
+            raise Ec2Error("InvalidParameterValue" if eni.attachment and
+                           eni.attachment["status"] == "attached" else "IncorrectState",
+                           "Interface: [%s] in use." % eni.id)
+        if eni.subnet.az != self.az:
+            raise Ec2Error("InvalidParameterCombination",
+                           "The network interface and the instance are in "
+                           "different availability zones.")
+        max_enis, max_ips = self.limits_of(inst)
+        attached = self.instance_enis(iid)
+        if len(attached) >= max_enis or dev >= max_enis:
+            raise Ec2Error("AttachmentLimitExceeded",
+                           "Interface count %d exceeds the limit for %s"
+                           % (len(attached) + 1, inst.type))
+        if any(e.attachment["device_index"] == dev for e in attached):
+            raise Ec2Error("InvalidParameterValue",
+                           "Instance '%s' already has an interface attached at "
+                           "device index '%d'." % (iid, dev))
+        if len(eni.addresses) > max_ips:
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        self.dry(dry)
+        att = {"id": hexid("eni-attach-"), "instance": iid, "device_index": dev,
+               "status": "attaching", "delete_on_termination": False,
+               "time": time.time()}
+        eni.attachment = att
+        eni.status = "attaching"
+        eni.link_ready = False
+        eni.link_gen += 1
+        self.attachments[att["id"]] = eni.id
+        if eni.link_override is not None:
+            delay = eni.link_override
+        elif self.link_next:
+            delay = self.link_next.pop(0)
+        else:
+            delay = self.link_delay
+        att["link_delay"] = delay
+        self._schedule_link(eni, delay)
+        aid = att["id"]
+
+        def attached():
+            with self.lock:
+                if eni.attachment and eni.attachment["id"] == aid and \
+                        eni.attachment["status"] == "attaching":
+                    eni.attachment["status"] = "attached"
+                    eni.status = "in-use"
+        self.sched.after(self.attach_delay_ms / 1000.0, attached)
+        return {"attachmentId": aid, "networkCardIndex": card or 0}
+
+    def _schedule_link(self, eni, delay):
+        """Make the ENI's veth appear after `delay` ms (or never)."""
+        eni.link_gen += 1
+        if delay == "never" or eni.attachment is None:
+            return
+        gen = eni.link_gen
+
+        def appear():
+            with self.lock:
+                if eni.link_gen == gen and eni.attachment and \
+                        self.enis.get(eni.id) is eni:
+                    eni.link_ready = True
+                    eni.attachment["link_time"] = time.time()
+                    self.sync(eni.id)
+        self.sched.after(float(delay) / 1000.0, appear)
+
+    def a_DetachNetworkInterface(self, p, dry):
+        aid = need(p, "AttachmentId")
+        as_bool(p, "Force")
+        eid = self.attachments.get(aid)
+        eni = self.enis.get(eid) if eid else None
+        if eni is None or not eni.attachment or eni.attachment["id"] != aid:
+            raise Ec2Error("InvalidAttachmentID.NotFound",
+                           "The attachment ID '%s' does not exist" % aid)
+        if eni.attachment["device_index"] == 0:
+            raise Ec2Error("OperationNotPermitted",
+                           "The network interface at device index 0 cannot be "
+                           "detached.")
+        if eni.attachment["status"] == "detaching":
+            raise Ec2Error("IncorrectState",
+                           "The attachment '%s' is already detaching." % aid)
+        self.dry(dry)
+        eni.attachment["status"] = "detaching"
+        eni.status = "detaching"
+
+        def detached():
+            with self.lock:
+                if eni.attachment and eni.attachment["id"] == aid:
+                    eni.attachment = None
+                    eni.status = "available"
+                    eni.link_ready = False
+                    eni.link_gen += 1
+                    self.attachments.pop(aid, None)
+                    self.sync(eni.id)
+        self.sched.after(self.detach_delay_ms / 1000.0, detached)
+        return {"return": True}
+
+    def a_ModifyNetworkInterfaceAttribute(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        aid = p.get("Attachment.AttachmentId")
+        dot = as_bool(p, "Attachment.DeleteOnTermination")
+        sdc = as_bool(p, "SourceDestCheck.Value")
+        groups = indexed(p, "SecurityGroupId")
+        desc = p.get("Description.Value")
+        if aid is None and dot is not None:
+            need(p, "Attachment.AttachmentId")
+        if aid is not None:
+            if dot is None:
+                need(p, "Attachment.DeleteOnTermination")
+            if not eni.attachment or eni.attachment["id"] != aid:
+                raise Ec2Error("InvalidAttachmentID.NotFound",
+                               "The attachment ID '%s' does not exist" % aid)
+        if aid is None and sdc is None and not groups and desc is None:
+            raise Ec2Error("MissingParameter",
+                           "The request must contain the parameter "
+                           "Attachment.AttachmentId")
+        for g in groups:
+            if g not in self.groups:
+                raise Ec2Error("InvalidGroup.NotFound",
+                               "The security group '%s' does not exist" % g)
+        self.dry(dry)
+        if aid is not None:
+            eni.attachment["delete_on_termination"] = dot
+        if sdc is not None:
+            eni.source_dest_check = sdc
+        if groups:
+            eni.groups = groups
+        if desc is not None:
+            eni.description = desc
+        return {"return": True}
+
+    # -------------------------------------------------------------- addresses
+
+    def _eni_ip_limit(self, eni):
+        if eni.attachment:
+            return self.limits_of(self.instances[eni.attachment["instance"]])[1]
+        return max(lim[1] for lim in self.instance_types.values())
+
+    def a_AssignPrivateIpAddresses(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        explicit = indexed(p, "PrivateIpAddress")
+        count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000)
+        if explicit and count is not None:
+            raise Ec2Error("InvalidParameterCombination",
+                           "Specify either PrivateIpAddress or "
+                           "SecondaryPrivateIpAddressCount, not both")
+        if not explicit and count is None:
+            need(p, "SecondaryPrivateIpAddressCount")
+        if as_bool(p, "AllowReassignment"):
+            raise Ec2Error("InvalidParameterValue",
+                           "AllowReassignment is not supported by the simulator")
+        n = len(explicit) if explicit else count
+        if len(eni.addresses) + n > self._eni_ip_limit(eni):
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        for a in explicit:
+            if a in eni.addresses or a in eni.subnet.in_use:
+                raise Ec2Error("InvalidParameterValue",
+                               "Address %s is in use." % a)
+            if not eni.subnet.contains(a):
+                raise Ec2Error("InvalidParameterValue",
+                               "Address %s does not fall within the subnet's "
+                               "address range" % a)
+        if len(set(explicit)) != len(explicit):
+            raise Ec2Error("InvalidParameterValue", "Duplicate address requested")
+        if eni.subnet.free() < n:
+            raise Ec2Error("InsufficientFreeAddressesInSubnet",
+                           "There are not enough free addresses in subnet '%s' to "
+                           "satisfy the requested number of addresses."
+                           % eni.subnet.id)
+        self.dry(dry)
+        if explicit:
+            for a in explicit:
+                eni.subnet.take(a)
+            got = explicit
+        else:
+            got = eni.subnet.allocate(n)
+        eni.addresses.extend(got)
+        self.sync(eni.id)
+        return {"networkInterfaceId": eni.id,
+                "assignedPrivateIpAddressesSet": [{"privateIpAddress": a}
+                                                  for a in got],
+                "assignedIpv4PrefixSet": []}
+
+    def a_UnassignPrivateIpAddresses(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        addrs = indexed(p, "PrivateIpAddress")
+        if not addrs:
+            need(p, "PrivateIpAddress.1")
+        for a in addrs:
+            if a == eni.addresses[0]:
+                raise Ec2Error("InvalidParameterValue",
+                               "The primary private IP address %s cannot be "
+                               "unassigned." % a)
+            if a not in eni.addresses:
+                raise Ec2Error("InvalidParameterValue",
+                               "Some of the specified addresses are not assigned "
+                               "to interface %s" % eni.id)
+        self.dry(dry)
+        for a in addrs:
+            eni.addresses.remove(a)
+        eni.subnet.release(addrs)
+        self.sync(eni.id)
+        return {"return": True}
+
+    # -------------------------------------------------------------- tags
+
+    def _taggable(self, rid):
+        if rid.startswith("eni-"):
+            return self.eni_or_404(rid).tags
+        if rid.startswith("subnet-"):
+            if rid not in self.subnets:
+                raise Ec2Error("InvalidSubnetID.NotFound",
+                               "The subnet ID '%s' does not exist" % rid)
+            return self.subnets[rid].tags
+        if rid.startswith("i-"):
+            if rid not in self.instances:
+                raise Ec2Error("InvalidInstanceID.NotFound",
+                               "The instance ID '%s' does not exist" % rid)
+            return self.instances[rid].tags
+        raise Ec2Error("InvalidID", "The ID '%s' is not valid" % rid)
+
+    def a_CreateTags(self, p, dry):
+        ids = indexed(p, "ResourceId")
+        if not ids:
+            need(p, "ResourceId.1")
+        tags = self._tag_pairs(p, "Tag")
+        if not tags:
+            need(p, "Tag.1.Key")
+        targets = [self._taggable(r) for r in ids]
+        self.dry(dry)
+        for t in targets:
+            t.update(tags)
+            if len(t) > 50:
+                raise Ec2Error("TagLimitExceeded", "The maximum number of tags is 50")
+        return {"return": True}
+
+    def a_DeleteTags(self, p, dry):
+        ids = indexed(p, "ResourceId")
+        if not ids:
+            need(p, "ResourceId.1")
+        groups = indexed_groups(p, "Tag")
+        targets = [self._taggable(r) for r in ids]
+        self.dry(dry)
+        for t in targets:
+            if not groups:
+                t.clear()
+            for g in groups:
+                k = g.get("Key")
+                if k in t and ("Value" not in g or t[k] == g["Value"]):
+                    del t[k]
+        return {"return": True}
+
+    # -------------------------------------------------------------- state dump
+
+    def state(self):
+        dp = self.dataplane.snapshot() if self.dataplane else {}
+        enis = []
+        for e in sorted(self.enis.values(), key=lambda e: e.created):
+            a = e.attachment
+            enis.append({
+                "id": e.id, "status": e.status, "subnet": e.subnet.id, "mac": e.mac,
+                "description": e.description, "addresses": list(e.addresses),
+                "primary_ip": e.addresses[0], "groups": list(e.groups),
+                "tags": dict(e.tags),
+                "instance_id": a["instance"] if a else None,
+                "device_index": a["device_index"] if a else None,
+                "delete_on_termination": a["delete_on_termination"] if a else None,
+                "attachment": {"id": a["id"], "instance_id": a["instance"],
+                               "device_index": a["device_index"],
+                               "status": a["status"],
+                               "delete_on_termination": a["delete_on_termination"],
+                               "link_delay_ms": a.get("link_delay")} if a else None,
+                "link_ready": e.link_ready,
+                "link": dp.get("links", {}).get(e.id),
+                "client_token": e.client_token,
+            })
+        return {
+            "region": self.region, "vpc_id": self.vpc_id,
+            "instances": [{"id": i.id, "index": i.index, "netns": i.netns,
+                           "type": i.type, "subnet": i.subnet.id,
+                           "limits": {"enis": self.limits_of(i)[0],
+                                      "ips_per_eni": self.limits_of(i)[1]},
+                           "enis": [e.id for e in self.instance_enis(i.id)]}
+                          for i in self.instances.values()],
+            "enis": enis,
+            "subnets": [{"id": s.id, "cidr": str(s.net), "gateway": s.gateway,
+                         "az": s.az, "free": s.free(), "in_use": len(s.in_use)}
+                        for s in self.subnet_list],
+            "calls": dict(self.calls), "errors": {k: dict(v) for k, v in
+                                                  self.errors.items()},
+            "throttles": dict(self.throttles),
+            "rate_scale": self.rate_scale,
+            "buckets": {k: {"tokens": round(b.tokens, 2), "capacity": b.capacity,
+                            "refill": b.refill} for k, b in self.buckets.items()},
+            "faults": [dict(f) for f in self.faults],
+            "links": {"delay_ms": self.link_delay, "next": list(self.link_next)},
+            "delays": {"attach_ms": self.attach_delay_ms,
+                       "detach_ms": self.detach_delay_ms},
+            "credentials": {"expire_s": self.cred_lifetime,
+                            "issued": sum(1 for c in self.creds.values()
+                                          if c["node"]),
+                            "revoked": sum(1 for c in self.creds.values()
+                                           if c["revoked"])},
+            "dataplane": {"pending": dp.get("pending", 0),
+                          "errors": dp.get("errors", [])},
+        }
