@@ -139,7 +139,8 @@ client_flush(struct ctl_client *c)
 static void
 client_reply(struct ctl_client *c, struct json_object *o)
 {
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t len = strlen(s);
 	char *p;
 

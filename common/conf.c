@@ -281,9 +281,12 @@ parse_value(struct json_object *v, const struct key *k,
 			    type_name(v));
 		errno = 0;
 		n = json_object_get_int64(v);
-		if (errno != 0 || n < (int64_t)k->min || n > (int64_t)k->max)
-			return fail(pe, path, "%s out of range %u..%u",
-			    json_object_get_string(v), k->min, k->max);
+		if (errno != 0 || n >= INT64_MAX || n <= INT64_MIN)
+			return fail(pe, path, "integer too large (range %u..%u)",
+			    k->min, k->max);
+		if (n < (int64_t)k->min || n > (int64_t)k->max)
+			return fail(pe, path, "%lld out of range %u..%u",
+			    (long long)n, k->min, k->max);
 		*(uint32_t *)(void *)(base + k->off) = (uint32_t)n;
 		return 0;
 	case K_BOOL:

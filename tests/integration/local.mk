@@ -1,1 +1,3 @@
-# integration tests
+# Integration tests (pytest, root, network namespaces): make check-integration.
+EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py \
+	tests/integration/test_cni_plugin.py

@@ -1,1 +1,25 @@
-# unit tests
+# cmocka unit tests for common/: no root, no network.
+if HAVE_CMOCKA
+UNIT_COMMON = tests/unit/test_msg tests/unit/test_loop \
+	tests/unit/test_config tests/unit/test_sandbox tests/unit/test_addr
+check_PROGRAMS += $(UNIT_COMMON)
+TESTS += $(UNIT_COMMON)
+UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
+UNIT_LDADD = $(COMMON_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_msg_SOURCES = tests/unit/test_msg.c
+tests_unit_test_msg_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_msg_LDADD = $(UNIT_LDADD)
+tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
+tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_loop_LDADD = $(UNIT_LDADD)
+tests_unit_test_config_SOURCES = tests/unit/test_config.c
+tests_unit_test_config_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_config_LDADD = $(UNIT_LDADD)
+tests_unit_test_sandbox_SOURCES = tests/unit/test_sandbox.c
+tests_unit_test_sandbox_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sandbox_LDADD = $(UNIT_LDADD)
+tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
+tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_addr_LDADD = $(UNIT_LDADD)
+endif

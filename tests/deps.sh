@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install what enid needs to build, test and demo, from Debian's packages.
+# Run as root on Debian 12.  Safe to run again.
+set -eu
+PKGS="build-essential autoconf automake libtool pkg-config
+ libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
+ libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
+ python3 python3-pytest python3-boto3 iproute2 iputils-ping procps
+ containernetworking-plugins mandoc clang libclang-rt-14-dev git"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# The unprivileged user the daemons drop to.
+id enid >/dev/null 2>&1 ||
+	useradd --system --no-create-home --shell /usr/sbin/nologin enid

@@ -1,0 +1,191 @@
+"""The three-process skeleton: privileges, sandboxes, and going down
+together.  Each test runs enid in a throwaway network namespace."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import built, proc_status, write_config
+
+CAP_NET_ADMIN = 1 << 12
+
+
+def wait_ready(enid):
+    assert enid.wait_log("all processes ready", 10), enid.text()
+    kids = enid.children()
+    assert set(kids) == {"enid-netd", "enid-cloudd"}, (kids, enid.text())
+    return kids
+
+
+def test_processes_are_sandboxed(start_enid):
+    enid = start_enid()
+    kids = wait_ready(enid)
+    expect = {enid.pid: ("enid", 0),
+              kids["enid-netd"]: ("enid-netd", CAP_NET_ADMIN),
+              kids["enid-cloudd"]: ("enid-cloudd", 0)}
+    for pid, (name, capeff) in expect.items():
+        st = proc_status(pid)
+        uids = [int(u) for u in st["Uid"].split()]
+        gids = [int(g) for g in st["Gid"].split()]
+        assert 0 not in uids, (name, st["Uid"])
+        assert 0 not in gids, (name, st["Gid"])
+        assert st["NoNewPrivs"] == "1", name
+        assert st["Seccomp"] == "2", name
+        assert int(st["CapEff"], 16) == capeff, (name, st["CapEff"])
+        assert int(st["CapPrm"], 16) == capeff, (name, st["CapPrm"])
+        assert int(st["CapInh"], 16) == 0, name
+        assert int(st["CapAmb"], 16) == 0, name
+        assert st["Groups"] == "", (name, st["Groups"])
+
+
+@pytest.mark.parametrize("victim", ["enid-netd", "enid-cloudd"])
+def test_killing_a_child_takes_all_down(start_enid, victim):
+    enid = start_enid()
+    kids = wait_ready(enid)
+    other = kids["enid-cloudd" if victim == "enid-netd" else "enid-netd"]
+    t0 = time.monotonic()
+    os.kill(kids[victim], signal.SIGKILL)
+    rc = enid.proc.wait(timeout=5)
+    elapsed = time.monotonic() - t0
+    assert rc != 0
+    assert elapsed < 1.0, f"took {elapsed:.3f}s"
+    # The other child is gone too (reaped by the broker, so no /proc).
+    assert not os.path.exists(f"/proc/{other}/status") or \
+        proc_status(other)["State"].startswith("Z")
+    log = enid.text()
+    assert f"{victim} (pid {kids[victim]}) was killed by signal 9" in log, log
+
+
+def test_killing_the_broker_takes_children_down(start_enid):
+    enid = start_enid()
+    kids = wait_ready(enid)
+    os.kill(enid.pid, signal.SIGKILL)
+    enid.proc.wait(timeout=5)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end and any(
+            os.path.exists(f"/proc/{p}") for p in kids.values()):
+        time.sleep(0.01)
+    for name, pid in kids.items():
+        # Orphans exit on EOF and are reaped by init.
+        assert not os.path.exists(f"/proc/{pid}") or \
+            proc_status(pid)["State"].startswith("Z"), name
+
+
+def test_sigterm_shuts_down_cleanly(start_enid, workdir):
+    enid = start_enid()
+    kids = wait_ready(enid)
+    ctl = workdir / "run" / "ctl.sock"
+    assert ctl.exists()
+    assert oct(ctl.stat().st_mode & 0o777) == "0o660"
+    enid.proc.send_signal(signal.SIGTERM)
+    assert enid.proc.wait(timeout=3) == 0
+    log = enid.text()
+    assert "shutting down" in log
+    for name in kids:
+        assert f"{name} (pid {kids[name]}) exited with status 0" in log, log
+    assert not ctl.exists()
+
+
+def test_ctl_status_and_bad_requests(start_enid, workdir):
+    enid = start_enid()
+    kids = wait_ready(enid)
+    sock = str(workdir / "run" / "ctl.sock")
+    out = subprocess.run([built("ctl/enidctl"), "-j", "-s", sock, "status"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0, out.stderr
+    st = json.loads(out.stdout)
+    assert st["ok"] is True
+    pids = {p["name"]: p["pid"] for p in st["processes"]}
+    assert pids == {"enid": enid.pid, **kids}
+    assert all(p["ready"] for p in st["processes"])
+
+    def ask(raw):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(sock)
+        s.sendall(raw)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        try:
+            rest = s.recv(10)   # closed after a bad request
+        except ConnectionResetError:
+            rest = b""          # closed with our excess bytes unread
+        s.close()
+        return json.loads(data), rest
+
+    for raw, why in [(b"nonsense\n", "invalid JSON"),
+                     (b"[1,2]\n", "request must be a JSON object"),
+                     (b'{"op": 5}\n', 'missing string field "op"'),
+                     (b'{"op": "explode"}\n', 'unknown op "explode"'),
+                     (b'{"op": "log-level", "level": "loud"}\n',
+                      'unknown level "loud"'),
+                     (b"x" * 5000, "request line longer than 4096 bytes")]:
+        ans, rest = ask(raw)
+        assert ans["ok"] is False and ans["code"] == "bad-request", ans
+        assert why in ans["error"], ans
+        assert rest == b""
+    # Nothing changed: the daemon still answers and is unchanged.
+    out = subprocess.run([built("ctl/enidctl"), "-s", sock, "status"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0 and "enid-netd" in out.stdout
+    assert enid.proc.poll() is None
+
+
+def test_check_only_mode(workdir, enid_user):
+    good = write_config(workdir, enid_user)
+    r = subprocess.run([built("broker/enid"), "-n", "-f", str(good)],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    bad = workdir / "bad.conf"
+    bad.write_text('{"pool": {"warm_ip_target": "three"}}')
+    r = subprocess.run([built("broker/enid"), "-n", "-f", str(bad)],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1
+    assert "pool.warm_ip_target: expected an integer, got string" in r.stderr
+
+
+def test_bad_config_starts_nothing(start_enid, workdir):
+    bad = workdir / "bad.conf"
+    bad.write_text('{"runtime_dir": "%s", "frobnicate": 1}' % (workdir / "run"))
+    enid = start_enid(conf=bad)
+    assert enid.proc.wait(timeout=5) == 1
+    assert "frobnicate: unknown key" in enid.text()
+    assert not (workdir / "run").exists()
+    assert "enid-netd" not in enid.text()
+
+
+FAKE_CHILD = r'''#!/usr/bin/python3
+# Answers the broker's HELLO with a HELLO_ACK one byte short.
+import socket, struct, sys, time
+s = socket.socket(fileno=3)
+hdr = s.recv(65536)
+typ, flags, length, rid, res = struct.unpack("=HHIII", hdr[:16])
+ack_type = typ + 1
+s.send(struct.pack("=HHIII", ack_type, 0, 7, rid, 0) + b"\0" * 7)
+time.sleep(5)
+'''
+
+
+def test_malformed_message_is_fatal(start_enid, workdir, helper_dir):
+    fake = workdir / "fake"
+    fake.mkdir()
+    (fake / "enid-netd").write_text(FAKE_CHILD)
+    (fake / "enid-netd").chmod(0o755)
+    os.symlink(os.path.realpath(helper_dir / "enid-cloudd"),
+               fake / "enid-cloudd")
+    enid = start_enid(helpers=fake)
+    t0 = time.monotonic()
+    rc = enid.proc.wait(timeout=5)
+    assert rc != 0
+    log = enid.text()
+    assert "enid-netd (pid" in log and "sent a malformed message: " \
+        "payload length differs from its type's size" in log, log
+    assert time.monotonic() - t0 < 2.0

@@ -1,0 +1,259 @@
+/*
+ * The event loop's timers (real timerfd, real clock): order, cancel,
+ * re-arm, many timers, callbacks that arm or cancel others, and signals.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "loop.h"
+
+#define NT 200
+
+struct rec {
+	int		 order[NT + 8];
+	uint64_t	 at[NT + 8];
+	int		 n;
+	struct loop_timer *cancel_me;
+	struct loop_timer *rearm_me;
+	int		 rearms;
+};
+
+static struct rec rec;
+
+static void
+record(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	rec.at[rec.n] = now_ms();
+	rec.order[rec.n++] = (int)(intptr_t)t->arg;
+}
+
+static void
+run_for(struct loop *l, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end)
+		loop_run_once(l, (int)(end - now_ms()) + 1);
+}
+
+static void
+test_timers_fire_in_deadline_order(void **state)
+{
+	struct loop l;
+	struct loop_timer t[5];
+	const int delays[5] = { 40, 10, 30, 20, 50 };
+	uint64_t start;
+	int i;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(&l), 0);
+	start = now_ms();
+	for (i = 0; i < 5; i++) {
+		loop_timer_init(&t[i], record, (void *)(intptr_t)delays[i]);
+		assert_int_equal(loop_timer_at(&l, &t[i], start + delays[i]), 0);
+		assert_true(loop_timer_armed(&t[i]));
+	}
+	run_for(&l, 120);
+	assert_int_equal(rec.n, 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(rec.order[i], (i + 1) * 10);
+		/* Never early; late by at most a scheduling hiccup. */
+		assert_true(rec.at[i] >= start + (uint64_t)(i + 1) * 10);
+		assert_true(rec.at[i] <= start + (uint64_t)(i + 1) * 10 + 50);
+		assert_false(loop_timer_armed(&t[i]));
+	}
+	loop_free(&l);
+}
+
+static void
+test_cancel_and_rearm(void **state)
+{
+	struct loop l;
+	struct loop_timer a, b, c;
+	uint64_t start;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(&l), 0);
+	loop_timer_init(&a, record, (void *)1);
+	loop_timer_init(&b, record, (void *)2);
+	loop_timer_init(&c, record, (void *)3);
+	start = now_ms();
+	loop_timer_at(&l, &a, start + 10);
+	loop_timer_at(&l, &b, start + 20);
+	loop_timer_at(&l, &c, start + 30);
+	loop_timer_cancel(&l, &a);		/* the earliest: heap root */
+	loop_timer_cancel(&l, &a);		/* twice is harmless */
+	loop_timer_at(&l, &c, start + 5);	/* moved earlier */
+	loop_timer_after(&l, &b, 40);		/* moved later */
+	run_for(&l, 80);
+	assert_int_equal(rec.n, 2);
+	assert_int_equal(rec.order[0], 3);
+	assert_int_equal(rec.order[1], 2);
+	assert_true(rec.at[1] >= start + 40);
+	loop_free(&l);
+}
+
+static void
+canceller(struct loop *l, struct loop_timer *t)
+{
+	record(l, t);
+	loop_timer_cancel(l, rec.cancel_me);
+}
+
+static void
+rearmer(struct loop *l, struct loop_timer *t)
+{
+	record(l, t);
+	if (++rec.rearms < 3)
+		loop_timer_after(l, t, 5);
+}
+
+static void
+test_callbacks_arm_and_cancel(void **state)
+{
+	struct loop l;
+	struct loop_timer a, b, r;
+	uint64_t start;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(&l), 0);
+	loop_timer_init(&a, canceller, (void *)1);
+	loop_timer_init(&b, record, (void *)2);
+	loop_timer_init(&r, rearmer, (void *)9);
+	rec.cancel_me = &b;
+	start = now_ms();
+	/* Same deadline: a runs first or second, but if first it cancels b;
+	 * give a the earlier one to be deterministic. */
+	loop_timer_at(&l, &a, start + 10);
+	loop_timer_at(&l, &b, start + 11);
+	loop_timer_at(&l, &r, start + 1);
+	run_for(&l, 60);
+	assert_int_equal(rec.n, 4);	/* r three times, a once, never b */
+	assert_int_equal(rec.rearms, 3);
+	for (int i = 0; i < rec.n; i++)
+		assert_int_not_equal(rec.order[i], 2);
+	loop_free(&l);
+}
+
+static void
+test_many_timers(void **state)
+{
+	static struct loop_timer t[NT];
+	struct loop l;
+	uint64_t start;
+	int i;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(&l), 0);
+	start = now_ms();
+	/* A scrambled order, and every third one cancelled. */
+	for (i = 0; i < NT; i++) {
+		int d = (i * 37) % NT;
+
+		loop_timer_init(&t[i], record, (void *)(intptr_t)d);
+		loop_timer_at(&l, &t[i], start + 5 + (uint64_t)d / 4);
+	}
+	for (i = 0; i < NT; i += 3)
+		loop_timer_cancel(&l, &t[i]);
+	run_for(&l, 5 + NT / 4 + 40);
+	assert_int_equal(rec.n, NT - (NT + 2) / 3);
+	for (i = 1; i < rec.n; i++)
+		assert_true(rec.order[i - 1] / 4 <= rec.order[i] / 4);
+	loop_free(&l);
+}
+
+static int got_signal;
+
+static void
+on_signal(struct loop *l, int signo, void *arg)
+{
+	(void)arg;
+	got_signal = signo;
+	loop_stop(l, 7);
+}
+
+static void
+test_signal_stops_loop(void **state)
+{
+	struct loop l;
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	assert_int_equal(loop_signal(&l, SIGUSR1, on_signal, NULL), 0);
+	raise(SIGUSR1);
+	assert_int_equal(loop_run(&l), 7);
+	assert_int_equal(got_signal, SIGUSR1);
+	loop_free(&l);
+}
+
+struct io_pair {
+	struct loop_io	 io[2];
+	int		 fds[2][2];
+	int		 calls;
+};
+
+static void
+io_cb_removes_other(struct loop *l, struct loop_io *io, uint32_t ev)
+{
+	struct io_pair *p = io->arg;
+
+	(void)ev;
+	p->calls++;
+	/* Whichever runs first removes the other: its pending event must be
+	 * dropped from this batch. */
+	loop_del_io(l, io == &p->io[0] ? &p->io[1] : &p->io[0]);
+	loop_del_io(l, io);
+}
+
+static void
+test_io_removed_mid_batch(void **state)
+{
+	struct loop l;
+	struct io_pair p;
+	int i;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(loop_init(&l), 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pipe(p.fds[i]), 0);
+		assert_int_equal(loop_add_io(&l, &p.io[i], p.fds[i][0], EPOLLIN,
+		    io_cb_removes_other, &p), 0);
+		assert_int_equal(write(p.fds[i][1], "x", 1), 1);
+	}
+	loop_run_once(&l, 100);
+	assert_int_equal(p.calls, 1);
+	for (i = 0; i < 2; i++) {
+		close(p.fds[i][0]);
+		close(p.fds[i][1]);
+	}
+	loop_free(&l);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timers_fire_in_deadline_order),
+		cmocka_unit_test(test_cancel_and_rearm),
+		cmocka_unit_test(test_callbacks_arm_and_cancel),
+		cmocka_unit_test(test_many_timers),
+		cmocka_unit_test(test_signal_stops_loop),
+		cmocka_unit_test(test_io_removed_mid_batch),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

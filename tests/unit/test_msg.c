@@ -1,0 +1,378 @@
+/*
+ * The message codec: every type round-trips through a real socketpair, and
+ * every rejection case is refused before a field is read.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "msg.h"
+
+struct pair {
+	struct msg_chan	a, b;	/* a: sender side, b: receiver side */
+};
+
+static void
+pair_open(struct pair *p, enum msg_peer from, enum msg_peer to)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	p->a = (struct msg_chan){ sv[0], from, to, "a" };
+	p->b = (struct msg_chan){ sv[1], to, from, "b" };
+}
+
+static void
+pair_close(struct pair *p)
+{
+	close(p->a.fd);
+	close(p->b.fd);
+}
+
+/* A payload of the type's size, every string field terminated: zeroes
+ * satisfy every checker (counts 0, enums 0, strings empty). */
+static void
+test_every_type_round_trips(void **state)
+{
+	static struct msg m;
+	unsigned char payload[MSG_MAX_PAYLOAD];
+	unsigned int t;
+	const char *why;
+
+	(void)state;
+	for (t = 1; t < MSG_TYPE_COUNT; t++) {
+		const struct msg_type_info *ti = msg_type_info(t);
+		enum msg_peer peers[] = { PEER_BROKER, PEER_NETD, PEER_CLOUDD };
+		int f, r, sent = 0;
+
+		assert_non_null(ti);
+		assert_true(ti->size > 0 && ti->size <= MSG_MAX_PAYLOAD);
+		for (f = 0; f < 3; f++) {
+			for (r = 0; r < 3; r++) {
+				struct pair p;
+				size_t i;
+
+				if (!(ti->dirs & msg_dir_bit(peers[f], peers[r])))
+					continue;
+				for (i = 0; i < ti->size; i++)
+					payload[i] = 0;
+				pair_open(&p, peers[f], peers[r]);
+				assert_int_equal(msg_send(&p.a, t, 1000 + t,
+				    payload, ti->size), 0);
+				assert_int_equal(msg_recv(&p.b, &m, &why),
+				    MSG_RECV_OK);
+				assert_int_equal(m.hdr.type, t);
+				assert_int_equal(m.hdr.id, 1000 + t);
+				assert_int_equal(m.hdr.len, ti->size);
+				assert_memory_equal(m.u.bytes, payload, ti->size);
+				pair_close(&p);
+				sent++;
+			}
+		}
+		assert_true(sent > 0);	/* every type has a direction */
+	}
+}
+
+static void
+test_fields_survive(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	struct msg_netd_setup_eni s, r;
+	struct msg_cloud_create_eni c, *rc;
+	const char *why;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memcpy(s.mac, "\x02\x11\x22\x33\x44\x55", 6);
+	s.table = 101;
+	s.addr = 0x0a00000a;
+	s.prefix = 20;
+	s.gateway = 0x0a000001;
+	s.mtu = 9001;
+	pair_open(&p, PEER_BROKER, PEER_NETD);
+	assert_int_equal(msg_send(&p.a, MSG_NETD_SETUP_ENI, 7, &s,
+	    sizeof(s)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	memcpy(&r, m.u.bytes, sizeof(r));
+	assert_memory_equal(&r, &s, sizeof(s));
+	pair_close(&p);
+
+	memset(&c, 0, sizeof(c));
+	msg_strlcpy(c.subnet_id, "subnet-0123", sizeof(c.subnet_id));
+	c.nsgs = 2;
+	msg_strlcpy(c.sgs[0], "sg-1", sizeof(c.sgs[0]));
+	msg_strlcpy(c.sgs[1], "sg-2", sizeof(c.sgs[1]));
+	c.ntags = 1;
+	msg_strlcpy(c.tags[0].key, "enid.io/node", sizeof(c.tags[0].key));
+	msg_strlcpy(c.tags[0].value, "i-0abc", sizeof(c.tags[0].value));
+	pair_open(&p, PEER_BROKER, PEER_CLOUDD);
+	assert_int_equal(msg_send(&p.a, MSG_CLOUD_CREATE_ENI, 8, &c,
+	    sizeof(c)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	rc = (struct msg_cloud_create_eni *)(void *)m.u.bytes;
+	assert_string_equal(rc->sgs[1], "sg-2");
+	assert_string_equal(rc->tags[0].value, "i-0abc");
+	pair_close(&p);
+}
+
+/* Raw datagrams, bypassing msg_send's own checks. */
+static const char *
+validate_raw(enum msg_peer from, enum msg_peer to, uint16_t type,
+    uint32_t hdrlen, const void *payload, size_t len)
+{
+	static unsigned char buf[sizeof(struct msg_hdr) + MSG_MAX_PAYLOAD + 64];
+	struct msg_chan rx = { -1, to, from, "rx" };
+	struct msg_hdr h = { type, 0, hdrlen, 1, 0 };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, len);
+	return msg_validate(&rx, buf, sizeof(h) + len);
+}
+
+static void
+test_rejects_unknown_type(void **state)
+{
+	unsigned char z[16] = { 0 };
+
+	(void)state;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, 0, 4, z, 4),
+	    "unknown message type");
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_TYPE_COUNT, 4, z, 4), "unknown message type");
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, 0xffff, 4, z,
+	    4), "unknown message type");
+}
+
+static void
+test_rejects_wrong_direction(void **state)
+{
+	struct msg_hello h = { MSG_PROTO_VERSION };
+	struct msg_netd_pod_rule pr = { 0 };
+	struct msg_cloud_delete d = { 0 };
+
+	(void)state;
+	/* A child may not send HELLO; netd may not receive cloud intents;
+	 * cloudd may not send netd answers. */
+	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER, MSG_HELLO,
+	    sizeof(h), &h, sizeof(h)),
+	    "message type not allowed in this direction");
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_CLOUD_DELETE, sizeof(d), &d, sizeof(d)),
+	    "message type not allowed in this direction");
+	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
+	    MSG_NETD_ADD_POD, sizeof(pr), &pr, sizeof(pr)),
+	    "message type not allowed in this direction");
+}
+
+static void
+test_rejects_wrong_length(void **state)
+{
+	unsigned char z[64] = { 0 };
+
+	(void)state;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, MSG_HELLO, 3,
+	    z, 3), "payload length differs from its type's size");
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, MSG_HELLO, 5,
+	    z, 5), "payload length differs from its type's size");
+	/* Header says one thing, datagram another. */
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, MSG_HELLO, 4,
+	    z, 8), "header length differs from datagram length");
+	assert_string_equal(msg_validate(&(struct msg_chan){ -1, PEER_NETD,
+	    PEER_BROKER, "x" }, z, 5), "shorter than a header");
+}
+
+static void
+test_rejects_unterminated_strings(void **state)
+{
+	struct msg_result r;
+	struct msg_cloud_delete d;
+	struct msg_cloud_create_eni c;
+
+	(void)state;
+	memset(&r, 'A', sizeof(r));
+	r.status = ST_OK;
+	r.error = 0;
+	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
+	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)),
+	    "unterminated result message");
+
+	memset(&d, 'x', sizeof(d));
+	d.deadline_ms = 1000;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_DELETE, sizeof(d), &d, sizeof(d)),
+	    "unterminated eni id");
+
+	/* A string inside an array entry past the count is not read; one
+	 * within the count is. */
+	memset(&c, 0, sizeof(c));
+	c.ntags = 1;
+	memset(c.tags[0].value, 'v', sizeof(c.tags[0].value));
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)),
+	    "unterminated tag");
+}
+
+static void
+test_rejects_bad_values(void **state)
+{
+	struct msg_result r;
+	struct msg_netd_policy pol;
+	struct msg_cloud_ips ips;
+	struct msg_cloud_done done;
+	struct msg_loglevel ll = { 7 };
+	struct msg_hdr h = { MSG_HELLO, 1, 4, 1, 0 };
+	unsigned char buf[sizeof(h) + 4] = { 0 };
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.status = ST_MAX;
+	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
+	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)),
+	    "unknown result status");
+	memset(&pol, 0, sizeof(pol));
+	pol.ncidrs = MSG_MAX_CIDRS + 1;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
+	    "too many CIDRs");
+	pol.ncidrs = 1;
+	pol.cidrs[0].prefix = 33;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
+	    "CIDR prefix over 32");
+	memset(&ips, 0, sizeof(ips));
+	ips.naddrs = MSG_MAX_ENI_ADDRS + 1;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_IPS, sizeof(ips), &ips, sizeof(ips)),
+	    "too many addresses");
+	memset(&done, 0, sizeof(done));
+	done.st.outcome = CO_MAX;
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_DONE, sizeof(done), &done, sizeof(done)),
+	    "unknown cloud outcome");
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_LOG_LEVEL, sizeof(ll), &ll, sizeof(ll)), "unknown log level");
+	/* Reserved header bits. */
+	memcpy(buf, &h, sizeof(h));
+	assert_string_equal(msg_validate(&(struct msg_chan){ -1, PEER_NETD,
+	    PEER_BROKER, "x" }, buf, sizeof(buf)), "reserved header bits set");
+}
+
+static void
+test_rejects_descriptors(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	struct msg_hdr h = { MSG_HELLO, 0, 4, 1, 0 };
+	unsigned char buf[sizeof(h) + 4] = { 0 };
+	union {
+		struct cmsghdr	hdr;
+		char		b[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	const char *why;
+	int fd = dup(0), probe;
+
+	(void)state;
+	memcpy(buf, &h, sizeof(h));
+	pair_open(&p, PEER_BROKER, PEER_NETD);
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.b;
+	mh.msg_controllen = sizeof(cbuf.b);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	assert_true(sendmsg(p.a.fd, &mh, 0) > 0);
+	close(fd);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message carries file descriptors");
+	/* The received descriptor was closed, not leaked: the lowest free
+	 * number is the one it had. */
+	probe = dup(0);
+	assert_int_equal(probe, fd);
+	close(probe);
+	pair_close(&p);
+}
+
+static void
+test_rejects_oversized_datagram(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	static unsigned char big[sizeof(struct msg) + 100];
+	struct msg_hdr h = { MSG_HELLO, 0, sizeof(big) - 16, 1, 0 };
+	const char *why;
+
+	(void)state;
+	memcpy(big, &h, sizeof(h));
+	pair_open(&p, PEER_BROKER, PEER_NETD);
+	assert_true(send(p.a.fd, big, sizeof(big), 0) > 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "datagram larger than any message");
+	/* EOF after the peer closes. */
+	close(p.a.fd);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_EOF);
+	close(p.b.fd);
+}
+
+static void
+test_send_refuses_misuse(void **state)
+{
+	struct pair p;
+	struct msg_hello h = { MSG_PROTO_VERSION };
+
+	(void)state;
+	pair_open(&p, PEER_NETD, PEER_BROKER);
+	errno = 0;
+	/* netd may not send HELLO, nor a wrong size, nor an unknown type. */
+	assert_int_equal(msg_send(&p.a, MSG_HELLO, 1, &h, sizeof(h)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(msg_send(&p.a, MSG_HELLO_ACK, 1, &h, sizeof(h)), -1);
+	assert_int_equal(msg_send(&p.a, MSG_TYPE_COUNT, 1, &h, sizeof(h)), -1);
+	pair_close(&p);
+}
+
+static void
+test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(msg_type_name(MSG_NETD_SETUP_ENI), "NETD_SETUP_ENI");
+	assert_string_equal(msg_type_name(MSG_TYPE_COUNT), "UNKNOWN");
+	assert_string_equal(cloud_outcome_name(CO_SUBNET_FULL), "subnet-full");
+	assert_string_equal(cloud_outcome_name(CO_MAX), "unknown");
+	assert_string_equal(msg_status_name(ST_REFUSED), "refused");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_type_round_trips),
+		cmocka_unit_test(test_fields_survive),
+		cmocka_unit_test(test_rejects_unknown_type),
+		cmocka_unit_test(test_rejects_wrong_direction),
+		cmocka_unit_test(test_rejects_wrong_length),
+		cmocka_unit_test(test_rejects_unterminated_strings),
+		cmocka_unit_test(test_rejects_bad_values),
+		cmocka_unit_test(test_rejects_descriptors),
+		cmocka_unit_test(test_rejects_oversized_datagram),
+		cmocka_unit_test(test_send_refuses_misuse),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
