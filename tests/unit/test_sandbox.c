@@ -5,6 +5,7 @@
  * Runs without root: no_new_privs is enough to load a filter.
  */
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -67,7 +68,7 @@ run_probe(enum probe p)
 		execve(argv[0], argv, NULL);
 		return 3;
 	case PROBE_PTRACE:
-		return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 ? 0 : 2;
+		return ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 ? 0 : 2;
 	case PROBE_CLONE_PROCESS:
 		return fork() >= 0 ? 0 : 2;
 	}
