@@ -18,7 +18,7 @@ PY = "/usr/bin/python3"
 PREFIX = "vst%d" % (os.getpid() % 100000)
 
 # Delays used by the session's simulator (milliseconds).
-LINK_DELAY_MS = 400
+LINK_DELAY_MS = 700
 ATTACH_DELAY_MS = 50
 DETACH_DELAY_MS = 150
 

@@ -65,7 +65,8 @@ class Agent:
         self.clients["badsecret"] = boto3.client(
             "ec2", endpoint_url="http://%s/" % EC2_HOST, region_name=self.region,
             aws_access_key_id=self.static.access_key,
-            aws_secret_access_key="x" + self.static.secret_key[1:], config=cfg)
+            aws_secret_access_key=("y" if self.static.secret_key[0] == "x" else "x")
+            + self.static.secret_key[1:], config=cfg)
         # Client 4: signs for another region.
         self.clients["badregion"] = boto3.client(
             "ec2", endpoint_url="http://%s/" % EC2_HOST, region_name="eu-north-9",
@@ -126,7 +127,11 @@ class Agent:
         req = AWSRequest(method=r.get("method", "POST"),
                          url="http://%s%s" % (EC2_HOST, r.get("path", "/")),
                          data=body, headers=headers)
-        if who:
+        if isinstance(who, dict):
+            SigV4Auth(Credentials(who["access_key"], who["secret_key"],
+                                  who.get("token")), "ec2",
+                      r.get("region", self.region)).add_auth(req)
+        elif who:
             creds = self.creds[who]
             if hasattr(creds, "get_frozen_credentials"):
                 creds = creds.get_frozen_credentials()
@@ -182,6 +187,30 @@ class Agent:
         finally:
             conn.close()
         return {"statuses": statuses, "connections": len(socks)}
+
+    def op_socket(self, r):
+        """Raw bytes to a TCP port; returns what came back (bounded)."""
+        import socket
+        s = socket.create_connection((r.get("host", EC2_HOST), r.get("port", 80)),
+                                     timeout=5)
+        try:
+            s.sendall(r["data"].encode("latin-1"))
+            if r.get("shut"):
+                s.shutdown(socket.SHUT_WR)
+            data = b""
+            try:
+                while len(data) < 65536:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                    if b"\r\n\r\n" in data and not r.get("read_all"):
+                        break
+            except socket.timeout:
+                pass
+            return {"reply": data.decode("latin-1")}
+        finally:
+            s.close()
 
     def op_imds(self, r):
         """A plain HTTP request to IMDS."""

@@ -177,6 +177,17 @@ class Ec2Handler(httpbase.Handler):
         self._serve()
 
     def _serve(self):
+        t0 = time.monotonic()
+        self._outcome = "-"
+        try:
+            self._serve_one()
+        finally:
+            if self.server.sim.cfg.verbose:
+                self.server.log("ec2 %s %s %.1fms" % (self.client_address[0],
+                                                      self._outcome,
+                                                      (time.monotonic() - t0) * 1000))
+
+    def _serve_one(self):
         rid = str(uuid.uuid4())
         action = "-"
         sim = self.server.sim
@@ -186,13 +197,20 @@ class Ec2Handler(httpbase.Handler):
             except httpbase.BodyError as e:
                 raise Ec2Error("InvalidParameterValue" if e.status != 413 else
                                "RequestEntityTooLarge", str(e), e.status)
-            params = self._params(body)
+            parse_error = None
+            try:
+                params = self._params(body)
+            except Ec2Error as e:
+                params, parse_error = {}, e
             action = params.get("Action") or "-"
             if not re.match(r"^[A-Za-z0-9]{1,64}$", action):
                 action = "-"
             with sim.lock:
                 sim.count(sim.calls, action)
+                # Authentication first, as EC2 does; then the body's meaning.
                 verify_sigv4(sim, self.command, self.path, self.headers, body)
+                if parse_error:
+                    raise parse_error
                 if action == "-":
                     need_action = params.get("Action")
                     if need_action:
@@ -211,11 +229,13 @@ class Ec2Handler(httpbase.Handler):
                 if action in ACCEPTS:
                     sim.check_rate(action, params)
                 result = sim.call(action, params)
+            self._outcome = "%s 200" % action
             self.send(200, success_xml(action, rid, result), "text/xml;charset=UTF-8",
                       [("x-amzn-RequestId", rid)])
         except Ec2Error as e:
             with sim.lock:
                 sim.count(sim.errors, action, e.code)
+            self._outcome = "%s %d %s" % (action, e.status, e.code)
             self.send(e.status, error_xml(e.code, e.message, rid),
                       "text/xml;charset=UTF-8", [("x-amzn-RequestId", rid)])
         except Exception as e:   # never a traceback to the client

@@ -101,6 +101,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # Replaces the stdlib HTML error page (parse errors, bad methods).
         try:
             self.close_connection = True
+            if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+                self.request_version = "HTTP/1.0"     # so a status line is sent
+            if not hasattr(self, "command") or self.command is None:
+                self.command = "GET"
             self.send(code, (message or "error") + "\n", "text/plain")
         except Exception:
             pass
