@@ -79,11 +79,14 @@ read_answer(int fd, const char *path)
 				    "than %d bytes\n", path, CTL_ANSWER_MAX);
 				exit(1);
 			}
-			cap *= 2;
-			if ((buf = realloc(buf, cap)) == NULL) {
+			char *bigger = realloc(buf, cap * 2);
+
+			if (bigger == NULL) {
 				fprintf(stderr, "enidctl: out of memory\n");
 				exit(1);
 			}
+			buf = bigger;
+			cap *= 2;
 		}
 		n = read(fd, buf + len, cap - len - 1);
 		if (n <= 0) {
