@@ -3,14 +3,18 @@ boto3 agents running inside node namespaces."""
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
 
 import pytest
+
+sys.dont_write_bytecode = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VPCSIM = os.path.join(HERE, "vpcsim")
@@ -181,6 +185,7 @@ def sim():
         assert not os.path.exists(path), "endpoints.json left behind"
         out = open(logpath).read()
         assert "Traceback" not in out, out
+        shutil.rmtree(state, ignore_errors=True)      # kept when something failed
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """Shared HTTP plumbing: a threaded HTTP/1.1 server that never lets an
 exception reach a client, with bounded body reading."""
 import http.server
-import socketserver
 import sys
 
 MAX_BODY = 1 << 20

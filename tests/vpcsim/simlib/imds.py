@@ -31,6 +31,17 @@ class ImdsHandler(httpbase.Handler):
                 return self.send(e.status, str(e) + "\n", "text/plain")
             if self.headers.get("X-Forwarded-For"):
                 return self.send(403, "Forbidden\n", "text/plain")
+            sim = self.server.sim
+            with sim.lock:
+                latency, fault = sim.fault_for("IMDS")
+            if latency:
+                time.sleep(latency)
+            if fault is not None:
+                # An IMDS fault is an HTTP status (default 500), not an EC2 code.
+                status = fault.explicit_status or 500
+                if fault.code.isdigit() and 400 <= int(fault.code) <= 599:
+                    status = int(fault.code)
+                return self.send(status, "%s\n" % fault.code, "text/plain")
             fn()
         except Exception as e:
             self.server.log("imds: internal error: %r" % e)

@@ -41,6 +41,7 @@ class Ec2Error(Exception):
         self.code = code
         self.message = message
         self.status = status or STATUS_BY_CODE.get(code, 400)
+        self.explicit_status = status
 
 
 def hexid(prefix):
@@ -508,12 +509,14 @@ class Sim:
     # -------------------------------------------------------------- faults
 
     def fault_for(self, action):
-        """Return (latency_s, error or None) for this call; consumes counts."""
+        """Return (latency_s, error or None) for this call; consumes counts.
+        "*" matches every EC2 action; IMDS requests match only "IMDS"."""
         latency = 0.0
         err = None
         keep = []
         for rule in self.faults:
-            if rule["action"] not in ("*", action):
+            if rule["action"] != action and (rule["action"] != "*" or
+                                             action == "IMDS"):
                 keep.append(rule)
                 continue
             fired = False

@@ -6,7 +6,6 @@ straight into another named namespace.
 """
 import ctypes
 import os
-import socket
 import subprocess
 
 CLONE_NEWNET = 0x40000000
