@@ -64,9 +64,12 @@ static const struct sb_rule broker_rules[] = {
 };
 
 static const struct sb_rule netd_rules[] = {
-	/* netlink route sockets, and no other family */
-	ALLOW_ARG("socket", 0, AF_NETLINK), ALLOW("bind"),
-	ALLOW("getsockname"), ALLOW("setsockopt"), ALLOW("getsockopt"),
+	/* netlink only.  Both netlink sockets (requests, link events) and
+	 * the socketpair are open before the drop and libnl then only sends
+	 * and receives on them (common list); a new socket may only be
+	 * another netlink one, which gives nothing the open ones don't.
+	 * No bind, setsockopt or getsockname after start. */
+	ALLOW_ARG("socket", 0, AF_NETLINK), ALLOW("getsockopt"),
 };
 
 static const struct sb_rule cloudd_rules[] = {

@@ -106,9 +106,12 @@ queue_push(struct netd *nd, enum msg_type type, uint32_t id,
 	q->id = id;
 	q->len = len;
 	memcpy(&q->u, payload, len);
-	if (nd->qlen++ == 0 && loop_mod_io(&nd->loop, &nd->chan_io,
-	    EPOLLIN | EPOLLOUT) == -1)
-		fatal("broker channel: watching for room");
+	/* Stop reading requests until the broker has read the answers. */
+	if (nd->qlen++ == 0) {
+		log_debug("broker channel full; queueing answers");
+		if (loop_mod_io(&nd->loop, &nd->chan_io, EPOLLOUT) == -1)
+			fatal("broker channel: watching for room");
+	}
 }
 
 /* Send what is queued; 0 when the queue is empty. */
@@ -459,7 +462,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], gw[IP4_STR_LEN];
 	char what[128];
 	const char *why;
-	int rc;
+	int rc, found;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
@@ -474,12 +477,12 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		return;
 	}
 
-	rc = kernel_find_link(&nd->kernel, req.mac, &link);
-	if (rc < 0) {
-		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+	found = kernel_find_link(&nd->kernel, req.mac, &link);
+	if (found < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, found, false);
 		return;
 	}
-	if (rc == 0 && setup) {
+	if (found == 0 && setup) {
 		log_warnx("%s: no link with that MAC; nothing changed", what);
 		netd_result(nd, m->hdr.id, ST_NOT_FOUND, ENODEV, "link %s not "
 		    "found", mac);
@@ -502,7 +505,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    snap.nroutes, &plan);
 	else
 		rc = plan_eni_teardown(&nd->policy, &req,
-		    rc == 0 ? 0 : link.ifindex, snap.routes, snap.nroutes,
+		    found ? link.ifindex : 0, snap.routes, snap.nroutes,
 		    snap.rules, snap.nrules, &plan);
 	if (rc == -1) {
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
@@ -708,10 +711,9 @@ netd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	int budget;
 
 	(void)l;
-	if ((events & EPOLLOUT) && queue_flush(nd) == -1)
+	(void)events;
+	if (nd->qlen > 0 && queue_flush(nd) == -1)
 		return;		/* still full: requests wait with answers */
-	if (nd->qlen > 0)
-		return;
 	for (budget = 0; budget < NETD_RECV_BUDGET; budget++) {
 		switch (msg_recv(&nd->chan, &m, &why)) {
 		case MSG_RECV_OK:

@@ -1,0 +1,310 @@
+/*
+ * Planning netd's kernel changes (see plan.h).  Pure: requests and
+ * snapshots in, ordered operations out.
+ */
+#include <string.h>
+
+#include "addr.h"
+#include "plan.h"
+
+static const char *const op_names[] = {
+	[OP_LINK_UP] = "link-up",
+	[OP_LINK_DOWN] = "link-down",
+	[OP_ADDR_ADD] = "addr-add",
+	[OP_ADDR_DEL] = "addr-del",
+	[OP_ROUTE_ADD] = "route-add",
+	[OP_ROUTE_DEL] = "route-del",
+	[OP_RULE_ADD] = "rule-add",
+	[OP_RULE_DEL] = "rule-del",
+};
+
+const char *
+plan_op_name(enum nd_op_kind kind)
+{
+	if ((size_t)kind >= sizeof(op_names) / sizeof(op_names[0]))
+		return "?";
+	return op_names[kind];
+}
+
+static struct nd_op *
+plan_push(struct nd_plan *plan, enum nd_op_kind kind)
+{
+	struct nd_op *op;
+
+	if (plan->nops >= PLAN_MAX_OPS)
+		return NULL;
+	op = &plan->ops[plan->nops++];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	return op;
+}
+
+static int
+push_rule(struct nd_plan *plan, enum nd_op_kind kind, const struct nd_rule *r)
+{
+	struct nd_op *op;
+
+	if ((op = plan_push(plan, kind)) == NULL)
+		return -1;
+	op->u.rule = *r;
+	return 0;
+}
+
+static int
+push_route(struct nd_plan *plan, enum nd_op_kind kind,
+    const struct nd_route *r)
+{
+	struct nd_op *op;
+
+	if ((op = plan_push(plan, kind)) == NULL)
+		return -1;
+	op->u.route = *r;
+	return 0;
+}
+
+static int
+push_addr(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
+    uint32_t addr, uint8_t prefix)
+{
+	struct nd_op *op;
+
+	if ((op = plan_push(plan, kind)) == NULL)
+		return -1;
+	op->u.addr.ifindex = ifindex;
+	op->u.addr.addr = addr;
+	op->u.addr.prefix = prefix;
+	return 0;
+}
+
+static int
+push_link(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
+    uint32_t mtu)
+{
+	struct nd_op *op;
+
+	if ((op = plan_push(plan, kind)) == NULL)
+		return -1;
+	op->u.link.ifindex = ifindex;
+	op->u.link.mtu = mtu;
+	return 0;
+}
+
+size_t
+plan_pod_rules(const struct netd_policy *p, uint32_t addr, uint32_t table,
+    struct nd_rule out[2])
+{
+	size_t n = 0;
+
+	memset(out, 0, 2 * sizeof(out[0]));
+	out[n].priority = p->prio_to;
+	out[n].table = NETD_TABLE_MAIN;
+	out[n].dst = addr;
+	out[n].dst_len = 32;
+	n++;
+	if (table != NETD_TABLE_UNSPEC) {
+		out[n].priority = p->prio_from;
+		out[n].table = table;
+		out[n].src = addr;
+		out[n].src_len = 32;
+		n++;
+	}
+	return n;
+}
+
+bool
+plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
+    uint32_t addr)
+{
+	if (r->priority == p->prio_to)
+		return r->dst_len == 32 && r->dst == addr && r->src_len == 0;
+	if (r->priority == p->prio_from)
+		return r->src_len == 32 && r->src == addr && r->dst_len == 0;
+	return false;
+}
+
+bool
+plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b)
+{
+	return a->priority == b->priority && a->table == b->table &&
+	    a->src_len == b->src_len && a->dst_len == b->dst_len &&
+	    (a->src_len == 0 || a->src == b->src) &&
+	    (a->dst_len == 0 || a->dst == b->dst);
+}
+
+/* Protocol is ignored: a route that does the same job is kept. */
+bool
+plan_route_equal(const struct nd_route *a, const struct nd_route *b)
+{
+	return a->table == b->table && a->dst == b->dst &&
+	    a->dst_len == b->dst_len && a->scope == b->scope &&
+	    !a->multipath && !b->multipath && a->gateway == b->gateway &&
+	    a->ifindex == b->ifindex && a->metric == b->metric;
+}
+
+int
+plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
+    const struct nd_rule *cur, size_t ncur, struct nd_plan *plan)
+{
+	struct nd_rule want[2];
+	size_t nwant, i, j;
+	bool found;
+
+	memset(plan, 0, sizeof(*plan));
+	nwant = plan_pod_rules(p, m->addr, m->table, want);
+	/* Add first, so the pod is never without its rules. */
+	for (i = 0; i < nwant; i++) {
+		found = false;
+		for (j = 0; j < ncur && !found; j++)
+			found = plan_rule_equal(&cur[j], &want[i]);
+		if (!found && push_rule(plan, OP_RULE_ADD, &want[i]) == -1)
+			return -1;
+	}
+	for (j = 0; j < ncur; j++) {
+		if (!plan_rule_is_pods(p, &cur[j], m->addr))
+			continue;
+		found = false;
+		for (i = 0; i < nwant && !found; i++)
+			found = plan_rule_equal(&cur[j], &want[i]);
+		if (!found && push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
+    const struct nd_rule *cur, size_t ncur, struct nd_plan *plan)
+{
+	size_t j;
+
+	memset(plan, 0, sizeof(*plan));
+	for (j = 0; j < ncur; j++)
+		if (plan_rule_is_pods(p, &cur[j], m->addr) &&
+		    push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
+			return -1;
+	return 0;
+}
+
+/* The two routes of an ENI's table. */
+static void
+eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
+    struct nd_route *gw, struct nd_route *def)
+{
+	memset(gw, 0, sizeof(*gw));
+	gw->table = m->table;
+	gw->dst = m->gateway;
+	gw->dst_len = 32;
+	gw->scope = PLAN_SCOPE_LINK;
+	gw->protocol = PLAN_PROTO_STATIC;
+	gw->ifindex = ifindex;
+
+	memset(def, 0, sizeof(*def));
+	def->table = m->table;
+	def->scope = PLAN_SCOPE_UNIVERSE;
+	def->protocol = PLAN_PROTO_STATIC;
+	def->gateway = m->gateway;
+	def->ifindex = ifindex;
+}
+
+int
+plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
+    const struct nd_route *cur, size_t ncur, struct nd_plan *plan)
+{
+	struct nd_route want[2], conn;
+	size_t i, j;
+	bool found;
+
+	memset(plan, 0, sizeof(*plan));
+	eni_routes(m, ifindex, &want[0], &want[1]);
+
+	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1 ||
+	    push_addr(plan, OP_ADDR_ADD, ifindex, m->addr, m->prefix) == -1)
+		return -1;
+	/* The gateway's on-link route first: the default route needs it. */
+	for (i = 0; i < 2; i++) {
+		found = false;
+		for (j = 0; j < ncur && !found; j++)
+			found = plan_route_equal(&cur[j], &want[i]);
+		if (!found && push_route(plan, OP_ROUTE_ADD, &want[i]) == -1)
+			return -1;
+	}
+	/* Then whatever else is in the table: it is enid's, and stale. */
+	for (j = 0; j < ncur; j++) {
+		if (cur[j].table != m->table ||
+		    plan_route_equal(&cur[j], &want[0]) ||
+		    plan_route_equal(&cur[j], &want[1]))
+			continue;
+		if (push_route(plan, OP_ROUTE_DEL, &cur[j]) == -1)
+			return -1;
+	}
+	/* The connected route the kernel would add to main for the subnet:
+	 * the address is added without one, this removes one left by an
+	 * earlier address or another tool.  Absent is fine. */
+	if (m->prefix < 32) {
+		memset(&conn, 0, sizeof(conn));
+		conn.table = NETD_TABLE_MAIN;
+		conn.dst = m->addr & prefix_mask(m->prefix);
+		conn.dst_len = m->prefix;
+		conn.scope = PLAN_SCOPE_ANY;
+		conn.protocol = PLAN_PROTO_ANY;
+		conn.ifindex = ifindex;
+		if (push_route(plan, OP_ROUTE_DEL, &conn) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+plan_eni_teardown(const struct netd_policy *p,
+    const struct msg_netd_setup_eni *m, uint32_t ifindex,
+    const struct nd_route *routes, size_t nroutes, const struct nd_rule *rules,
+    size_t nrules, struct nd_plan *plan)
+{
+	size_t j;
+
+	memset(plan, 0, sizeof(*plan));
+	/* Rules first, so no pod traffic is steered into an emptying table. */
+	for (j = 0; j < nrules; j++) {
+		if (rules[j].priority != p->prio_from ||
+		    rules[j].table != m->table)
+			continue;
+		if (push_rule(plan, OP_RULE_DEL, &rules[j]) == -1)
+			return -1;
+	}
+	for (j = 0; j < nroutes; j++) {
+		if (routes[j].table != m->table)
+			continue;
+		if (push_route(plan, OP_ROUTE_DEL, &routes[j]) == -1)
+			return -1;
+	}
+	if (ifindex != 0 &&
+	    (push_addr(plan, OP_ADDR_DEL, ifindex, m->addr, m->prefix) == -1 ||
+	    push_link(plan, OP_LINK_DOWN, ifindex, 0) == -1))
+		return -1;
+	return 0;
+}
+
+uint32_t
+plan_lookup_offset(uint32_t k, uint32_t deadline_ms)
+{
+	uint64_t at = 0, step = LOOKUP_FIRST_STEP_MS;
+	uint32_t i;
+
+	for (i = 1; i < k && at < deadline_ms; i++) {
+		at += step;
+		step = step * 2 > LOOKUP_MAX_STEP_MS ? LOOKUP_MAX_STEP_MS :
+		    step * 2;
+	}
+	return at > deadline_ms ? deadline_ms : (uint32_t)at;
+}
+
+uint32_t
+plan_lookup_attempts(uint32_t deadline_ms)
+{
+	uint32_t k = 1;
+
+	/* Bounded: offsets grow by at least LOOKUP_FIRST_STEP_MS. */
+	while (plan_lookup_offset(k, deadline_ms) < deadline_ms)
+		k++;
+	return k;
+}

@@ -1,0 +1,146 @@
+/*
+ * Planning netd's kernel changes: from a checked request and a snapshot of
+ * the relevant kernel objects (as plain data) to an ordered list of
+ * operations.  Pure, so the unit tests check every plan without root.
+ *
+ * Operations are idempotent by construction: an add of something present
+ * and a delete of something absent both count as done, so replaying a plan
+ * (or a request) converges on the same state.
+ */
+#ifndef ENID_NETD_PLAN_H
+#define ENID_NETD_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg.h"
+#include "policy.h"
+
+#define PLAN_MAX_OPS		128
+#define PLAN_SCOPE_ANY		255	/* RT_SCOPE_NOWHERE: match any scope */
+#define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
+#define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
+#define PLAN_PROTO_ANY		0	/* RTPROT_UNSPEC */
+#define PLAN_PROTO_STATIC	4	/* RTPROT_STATIC: how enid's routes read */
+
+/* An IPv4 policy rule "[from SRC] [to DST] lookup TABLE" at a priority. */
+struct nd_rule {
+	uint32_t	priority;
+	uint32_t	table;
+	uint32_t	src;		/* network order */
+	uint8_t		src_len;	/* 0: from all */
+	uint32_t	dst;
+	uint8_t		dst_len;	/* 0: to all */
+};
+
+/* An IPv4 unicast route with at most one next hop. */
+struct nd_route {
+	uint32_t	table;
+	uint32_t	dst;		/* network order */
+	uint8_t		dst_len;
+	uint8_t		scope;		/* PLAN_SCOPE_* */
+	uint8_t		protocol;	/* PLAN_PROTO_* or the kernel's */
+	bool		multipath;	/* more than one next hop */
+	uint32_t	gateway;	/* 0: none */
+	uint32_t	ifindex;	/* 0: none or any */
+	uint32_t	metric;
+};
+
+struct nd_addr {
+	uint32_t	ifindex;
+	uint32_t	addr;		/* network order */
+	uint8_t		prefix;
+};
+
+enum nd_op_kind {
+	OP_LINK_UP,		/* set IFF_UP and the MTU */
+	OP_LINK_DOWN,
+	OP_ADDR_ADD,		/* without a prefix route */
+	OP_ADDR_DEL,
+	OP_ROUTE_ADD,		/* replace */
+	OP_ROUTE_DEL,
+	OP_RULE_ADD,
+	OP_RULE_DEL,
+};
+
+struct nd_op {
+	enum nd_op_kind	kind;
+	union {
+		struct {
+			uint32_t ifindex;
+			uint32_t mtu;
+		}		link;
+		struct nd_addr	addr;
+		struct nd_route	route;
+		struct nd_rule	rule;
+	}		u;
+};
+
+struct nd_plan {
+	size_t		nops;
+	struct nd_op	ops[PLAN_MAX_OPS];
+};
+
+const char	*plan_op_name(enum nd_op_kind kind);
+
+/* The rules enid installs for a pod: "to" always, "from" when table != 0.
+ * Returns how many (1 or 2) were written to out. */
+size_t		 plan_pod_rules(const struct netd_policy *p, uint32_t addr,
+		    uint32_t table, struct nd_rule out[2]);
+/* True if r is one of enid's rules for the pod at addr, whatever table. */
+bool		 plan_rule_is_pods(const struct netd_policy *p,
+		    const struct nd_rule *r, uint32_t addr);
+bool		 plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b);
+bool		 plan_route_equal(const struct nd_route *a,
+		    const struct nd_route *b);
+
+/*
+ * Plans return 0, or -1 if the plan would exceed PLAN_MAX_OPS (then nothing
+ * may be applied).  cur lists kernel objects; entries that do not concern
+ * the request are ignored, so callers may pass a superset.
+ */
+
+/* Make the pod's rules exactly the desired ones: remove stale ones (e.g. a
+ * from-rule to another table), add what is missing. */
+int		 plan_pod_add(const struct netd_policy *p,
+		    const struct msg_netd_pod_rule *m, const struct nd_rule *cur,
+		    size_t ncur, struct nd_plan *plan);
+/* Remove every enid rule for the pod, whatever its table. */
+int		 plan_pod_del(const struct netd_policy *p,
+		    const struct msg_netd_pod_rule *m, const struct nd_rule *cur,
+		    size_t ncur, struct nd_plan *plan);
+
+/*
+ * Link up with its MTU, the primary address (no prefix route), table T
+ * exactly { gateway/32 dev scope link, default via gateway dev }, and no
+ * main-table route for the ENI's subnet on the link.  cur: the routes in
+ * table T now.
+ */
+int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
+		    uint32_t ifindex, const struct nd_route *cur, size_t ncur,
+		    struct nd_plan *plan);
+/*
+ * Undo setup: enid's from-rules to table T, every route in table T, and,
+ * if the link still exists (ifindex != 0), its primary address; link down.
+ */
+int		 plan_eni_teardown(const struct netd_policy *p,
+		    const struct msg_netd_setup_eni *m, uint32_t ifindex,
+		    const struct nd_route *routes, size_t nroutes,
+		    const struct nd_rule *rules, size_t nrules,
+		    struct nd_plan *plan);
+
+/*
+ * The link lookup schedule: check 1 at once, then after 250 ms, 500 ms,
+ * 1 s, ... doubling up to steps of 8 s, with a last check at the deadline.
+ * Link events answer sooner; these checks are the safety net.
+ */
+#define LOOKUP_FIRST_STEP_MS	250
+#define LOOKUP_MAX_STEP_MS	8000
+
+/* When check k (1-based) is due, in ms after the request. */
+uint32_t	 plan_lookup_offset(uint32_t k, uint32_t deadline_ms);
+/* How many checks a deadline allows (the "N" of "attempt k/N"). */
+uint32_t	 plan_lookup_attempts(uint32_t deadline_ms);
+
+#endif /* ENID_NETD_PLAN_H */
