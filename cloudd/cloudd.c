@@ -3,6 +3,10 @@
  * no capability; it owns the cloud's credentials, request signing, rate
  * limits, retries and timeouts, and answers the broker's intents with an
  * outcome class plus the cloud's own code and message.
+ *
+ * This file: start-up (config, CA bundle, credentials, privilege drop,
+ * seccomp) and the broker's channel; cloud.c runs the calls, intent.c
+ * turns intents into calls and answers.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,20 +15,62 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "cloudd.h"
 #include "log.h"
-#include "loop.h"
-#include "msg.h"
 #include "proc.h"
 #include "sandbox.h"
 
-struct cloudd {
-	struct loop		 loop;
-	struct msg_chan		 chan;
-	struct loop_io		 chan_io;
-	struct enid_config	 cfg;
-	bool			 hello_done;
-};
+static void	cloudd_chan_cb(struct loop *, struct loop_io *, uint32_t);
+
+/* Answers go out in order; when the socket is full they wait here and the
+ * channel is watched for room. */
+void
+cloudd_send(struct cloudd *cd, enum msg_type type, uint32_t id,
+    const void *payload, size_t len)
+{
+	struct outmsg *om;
+
+	if (STAILQ_EMPTY(&cd->outq)) {
+		if (msg_send(&cd->chan, type, id, payload, len) == 0)
+			return;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			fatal("broker channel: sending %s", msg_type_name(type));
+	}
+	if (cd->noutq >= CLOUDD_MAX_OUTQ)
+		fatalx("broker channel: %u answers unread; the broker is "
+		    "stuck", cd->noutq);
+	if ((om = malloc(sizeof(*om) + len)) == NULL)
+		fatal("broker channel: queueing an answer");
+	om->type = type;
+	om->id = id;
+	om->len = len;
+	memcpy(om->payload, payload, len);
+	STAILQ_INSERT_TAIL(&cd->outq, om, entry);
+	if (cd->noutq++ == 0 &&
+	    loop_mod_io(&cd->loop, &cd->chan_io, EPOLLIN | EPOLLOUT) == -1)
+		fatal("broker channel: watching for room");
+}
+
+static void
+cloudd_flush(struct cloudd *cd)
+{
+	struct outmsg *om;
+
+	while ((om = STAILQ_FIRST(&cd->outq)) != NULL) {
+		if (msg_send(&cd->chan, om->type, om->id, om->payload,
+		    om->len) == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			fatal("broker channel: sending %s",
+			    msg_type_name(om->type));
+		}
+		STAILQ_REMOVE_HEAD(&cd->outq, entry);
+		cd->noutq--;
+		free(om);
+	}
+	if (loop_mod_io(&cd->loop, &cd->chan_io, EPOLLIN) == -1)
+		fatal("broker channel");
+}
 
 static void
 cloudd_dispatch_broker(struct cloudd *cd, const struct msg *m)
@@ -46,6 +92,18 @@ cloudd_dispatch_broker(struct cloudd *cd, const struct msg *m)
 		log_set_level(ll.level);
 		break;
 	}
+	case MSG_CLOUD_DESCRIBE_INSTANCE:
+	case MSG_CLOUD_DESCRIBE_SUBNETS:
+	case MSG_CLOUD_CREATE_ENI:
+	case MSG_CLOUD_ATTACH:
+	case MSG_CLOUD_SET_DOT:
+	case MSG_CLOUD_ASSIGN_IPS:
+	case MSG_CLOUD_UNASSIGN_IPS:
+	case MSG_CLOUD_DETACH:
+	case MSG_CLOUD_DELETE:
+	case MSG_CLOUD_DESCRIBE_ENIS:
+		intent_start(cd, m);
+		break;
 	default:
 		fatalx("broker: %s not handled by this cloudd",
 		    msg_type_name(m->hdr.type));
@@ -61,7 +119,10 @@ cloudd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	int budget;
 
 	(void)l;
-	(void)events;
+	if (events & EPOLLOUT)
+		cloudd_flush(cd);
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0)
+		return;
 	for (budget = 0; budget < 64; budget++) {
 		switch (msg_recv(&cd->chan, &m, &why)) {
 		case MSG_RECV_OK:
@@ -70,6 +131,7 @@ cloudd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
 		case MSG_RECV_AGAIN:
 			return;
 		case MSG_RECV_EOF:
+			cloud_log_counters(cd);
 			log_info("broker closed the channel; exiting");
 			exit(0);
 		case MSG_RECV_ERROR:
@@ -84,7 +146,7 @@ cloudd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
 static void
 cloudd_signal(struct loop *l, int signo, void *arg)
 {
-	(void)arg;
+	cloud_log_counters(arg);
 	log_info("signal %d: exiting", signo);
 	loop_stop(l, 0);
 }
@@ -111,6 +173,16 @@ main(int argc, char *argv[])
 	    loop_signal(&cd.loop, SIGINT, cloudd_signal, &cd) == -1)
 		fatal("signals");
 	signal(SIGPIPE, SIG_IGN);
+	STAILQ_INIT(&cd.outq);
+	TAILQ_INIT(&cd.intents);
+
+	/* Everything that reads files happens before the drop: the CA
+	 * bundle (kept in memory), credentials from config or environment. */
+	if (http_init(&cd.http, &cd.loop, cd.cfg.cloud.ca_file, err,
+	    sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (cloud_init(&cd, err, sizeof(err)) == -1)
+		fatalx("%s", err);
 
 	if (sandbox_drop_privileges(cd.cfg.user, NULL, 0, err, sizeof(err)))
 		fatalx("privilege drop: %s", err);
@@ -122,5 +194,6 @@ main(int argc, char *argv[])
 	    cloudd_chan_cb, &cd) == -1)
 		fatal("watching the broker channel");
 	log_debug("started as uid %u", (unsigned)getuid());
+	cloud_kick(&cd);
 	return loop_run(&cd.loop);
 }

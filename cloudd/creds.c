@@ -1,0 +1,147 @@
+/*
+ * Parsing of IMDS role credentials and times (creds.h).  Pure.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "creds.h"
+
+#define BAD(...)	do { snprintf(err, errlen, __VA_ARGS__); goto out; } \
+			while (0)
+
+bool
+creds_text_ok(const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] > 0x7e ||
+		    s[i] == ':')
+			return false;
+	return i > 0 && i < max;
+}
+
+int
+iso8601_parse(const char *s, time_t *out)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end == NULL)
+		return -1;
+	if (*end == '.') {
+		end++;
+		if (!isdigit((unsigned char)*end))
+			return -1;
+		while (isdigit((unsigned char)*end))
+			end++;
+	}
+	if (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0)
+		return -1;
+	*out = timegm(&tm);
+	return *out == (time_t)-1 ? -1 : 0;
+}
+
+uint64_t
+creds_refresh_in_ms(time_t expiration, time_t now)
+{
+	uint64_t left;
+
+	if (expiration <= now)
+		return CREDS_MIN_REFRESH_MS;
+	left = (uint64_t)(expiration - now) * 1000;
+	left = left * 6 / 10;
+	return left < CREDS_MIN_REFRESH_MS ? CREDS_MIN_REFRESH_MS : left;
+}
+
+static const char *
+get_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int
+creds_parse_imds(const char *json, size_t len, struct cloud_creds *c,
+    char *err, size_t errlen)
+{
+	struct json_tokener *tok;
+	struct json_object *o = NULL;
+	const char *code, *akid, *secret, *token, *exp;
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	if (len > 64 * 1024) {
+		snprintf(err, errlen, "credentials document over 64 KiB");
+		return -1;
+	}
+	if ((tok = json_tokener_new()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	o = json_tokener_parse_ex(tok, json, (int)len);
+	if (o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+	    (size_t)json_tokener_get_parse_end(tok) != len)
+		BAD("credentials document is not one JSON object");
+	if (!json_object_is_type(o, json_type_object))
+		BAD("credentials document is not a JSON object");
+	if ((code = get_str(o, "Code")) != NULL && strcmp(code, "Success") != 0)
+		BAD("credentials document says Code \"%.64s\"", code);
+	akid = get_str(o, "AccessKeyId");
+	secret = get_str(o, "SecretAccessKey");
+	token = get_str(o, "Token");
+	exp = get_str(o, "Expiration");
+	if (akid == NULL || !creds_text_ok(akid, sizeof(c->access_key_id)))
+		BAD("credentials: AccessKeyId missing or invalid");
+	if (secret == NULL ||
+	    !creds_text_ok(secret, sizeof(c->secret_access_key)))
+		BAD("credentials: SecretAccessKey missing or invalid");
+	if (token == NULL || !creds_text_ok(token, sizeof(c->session_token)))
+		BAD("credentials: Token missing or invalid");
+	if (exp == NULL || iso8601_parse(exp, &c->expiration) == -1)
+		BAD("credentials: Expiration missing or not ISO 8601");
+	snprintf(c->access_key_id, sizeof(c->access_key_id), "%s", akid);
+	snprintf(c->secret_access_key, sizeof(c->secret_access_key), "%s",
+	    secret);
+	snprintf(c->session_token, sizeof(c->session_token), "%s", token);
+	rc = 0;
+out:
+	if (o != NULL)
+		json_object_put(o);
+	json_tokener_free(tok);
+	if (rc == -1)
+		memset(c, 0, sizeof(*c));
+	return rc;
+}
+
+int
+imds_first_line(const char *text, size_t len, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < len && text[i] != '\n' && text[i] != '\r'; i++) {
+		char ch = text[i];
+
+		if (i + 1 >= size || i >= 127)
+			return -1;
+		if (!(isascii((unsigned char)ch) &&
+		    (isalnum((unsigned char)ch) || strchr("+=,.@_-", ch))) ||
+		    ch == '\0')
+			return -1;
+		out[i] = ch;
+	}
+	if (i == 0)
+		return -1;
+	out[i] = '\0';
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * Cloud credentials and what IMDS says, parsed without I/O: the role
+ * credentials document (JSON), its ISO 8601 Expiration, and when to
+ * refresh them.
+ */
+#ifndef ENID_CREDS_H
+#define ENID_CREDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CREDS_KEY_LEN		128
+#define CREDS_TOKEN_LEN		4096
+#define CREDS_MIN_REFRESH_MS	1000
+
+struct cloud_creds {
+	char	access_key_id[CREDS_KEY_LEN];
+	char	secret_access_key[CREDS_KEY_LEN];
+	char	session_token[CREDS_TOKEN_LEN];	/* "" if none */
+	time_t	expiration;			/* 0: does not expire */
+};
+
+/* The document at iam/security-credentials/ROLE.  0, or -1 with err. */
+int	creds_parse_imds(const char *json, size_t len, struct cloud_creds *c,
+	    char *err, size_t errlen);
+/* "2024-05-01T12:00:00Z" (fractional seconds allowed).  0 or -1. */
+int	iso8601_parse(const char *s, time_t *out);
+/* Milliseconds from now until the credentials should be fetched again:
+ * 60% of the time left, at least CREDS_MIN_REFRESH_MS. */
+uint64_t creds_refresh_in_ms(time_t expiration, time_t now);
+/* An access key id or secret: printable ASCII without spaces or ':'. */
+bool	creds_text_ok(const char *s, size_t max);
+/* The first line of an IMDS listing (a role name), checked: 1..127 of
+ * [A-Za-z0-9+=,.@_-].  0, or -1. */
+int	imds_first_line(const char *text, size_t len, char *out, size_t size);
+
+#endif /* ENID_CREDS_H */

@@ -1,0 +1,218 @@
+/*
+ * The EC2 Query API as enid-cloudd speaks it, in pure functions: request
+ * bodies (form encoding), answer parsing (expat, into plain structs), the
+ * checks a field passes before it may reach the broker, and the mapping of
+ * the cloud's error codes to enid's outcome classes.  No I/O here, so the
+ * unit tests and the fuzzer reach all of it.
+ */
+#ifndef ENID_EC2_H
+#define ENID_EC2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg.h"
+
+#define EC2_API_VERSION		"2016-11-15"
+#define EC2_MAX_BODY		(1024 * 1024)	/* an answer larger is refused */
+#define EC2_MAX_DEPTH		32		/* XML nesting */
+#define EC2_TEXT_MAX		2048		/* one element's text, kept */
+#define EC2_MAX_ITEMS		1000		/* entries in one answer page */
+#define EC2_MAX_INSTANCE_ENIS	32
+#define EC2_TOKEN_LEN		2048		/* nextToken */
+#define EC2_PAGE_SIZE		100		/* MaxResults we ask for */
+#define EC2_STATUS_LEN		32
+#define EC2_MAC_LEN		32		/* raw text, checked later */
+#define EC2_IP_LEN		32
+#define EC2_CIDR_LEN		32
+
+enum ec2_action {
+	EC2_DESCRIBE_INSTANCES = 0,
+	EC2_DESCRIBE_INSTANCE_TYPES,
+	EC2_DESCRIBE_SUBNETS,
+	EC2_DESCRIBE_ENIS,
+	EC2_CREATE_ENI,
+	EC2_ATTACH_ENI,
+	EC2_MODIFY_ENI_ATTR,
+	EC2_ASSIGN_IPS,
+	EC2_UNASSIGN_IPS,
+	EC2_DETACH_ENI,
+	EC2_DELETE_ENI,
+	EC2_ACTION_COUNT
+};
+
+const char	*ec2_action_name(enum ec2_action action);
+bool		 ec2_action_mutating(enum ec2_action action);
+
+struct ec2_tag {
+	char		key[MSG_TAG_KEY_LEN];
+	char		value[MSG_TAG_VAL_LEN];
+};
+
+/* An ENI as an answer describes it; text as received, checked later. */
+struct ec2_eni {
+	char		id[MSG_ID_LEN];
+	char		subnet_id[MSG_ID_LEN];
+	char		vpc_id[MSG_ID_LEN];
+	char		az[MSG_ID_LEN];
+	char		mac[EC2_MAC_LEN];
+	char		private_ip[EC2_IP_LEN];
+	char		status[EC2_STATUS_LEN];
+	bool		attached;		/* an <attachment> was present */
+	char		attachment_id[MSG_ID_LEN];
+	char		attach_instance[MSG_ID_LEN];
+	char		attach_status[EC2_STATUS_LEN];
+	char		device_index[16];
+	char		dot[8];			/* deleteOnTermination */
+	uint32_t	naddrs;
+	char		addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
+	bool		addr_primary[MSG_MAX_ENI_ADDRS];
+	uint32_t	ngroups;
+	char		groups[MSG_MAX_SGS][MSG_ID_LEN];
+	uint32_t	ntags;
+	struct ec2_tag	tags[MSG_MAX_TAGS];
+	uint32_t	tags_dropped;		/* over MSG_MAX_TAGS */
+};
+
+struct ec2_instance {
+	char		id[MSG_ID_LEN];
+	char		type[MSG_ID_LEN];
+	char		az[MSG_ID_LEN];
+	char		subnet_id[MSG_ID_LEN];
+	char		vpc_id[MSG_ID_LEN];
+	char		private_ip[EC2_IP_LEN];
+	uint32_t	nenis;
+	struct ec2_eni	enis[EC2_MAX_INSTANCE_ENIS];
+};
+
+struct ec2_instance_type {
+	char		name[MSG_ID_LEN];
+	char		max_enis[16];
+	char		ipv4_per_eni[16];
+};
+
+struct ec2_subnet {
+	char		id[MSG_ID_LEN];
+	char		az[MSG_ID_LEN];
+	char		vpc_id[MSG_ID_LEN];
+	char		cidr[EC2_CIDR_LEN];
+	char		available[16];
+};
+
+/* One parsed answer.  Lists are allocated; ec2_answer_free() releases. */
+struct ec2_answer {
+	enum ec2_action	 action;
+	bool		 is_error;	/* the <Response><Errors> shape */
+	char		 code[MSG_CODE_LEN];
+	char		 message[MSG_ERR_LEN];
+	char		 request_id[MSG_ID_LEN];
+	char		 next_token[EC2_TOKEN_LEN];
+
+	bool		 has_return;	/* <return> seen, and its value */
+	bool		 return_true;
+	char		 attachment_id[MSG_ID_LEN];	/* attach */
+	uint32_t	 naddrs;			/* assign */
+	char		 addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
+	bool		 has_eni;			/* create */
+	struct ec2_eni	 eni;
+
+	uint32_t	 nitems;	/* entries in the list below */
+	uint32_t	 capitems;
+	union {
+		struct ec2_eni		*enis;
+		struct ec2_subnet	*subnets;
+		struct ec2_instance	*instances;
+		struct ec2_instance_type *types;
+		void			*any;
+	}		 list;
+};
+
+/*
+ * Parse an answer to action.  Returns 0 with a filled (success or error
+ * shape) answer, or -1 with err saying what is wrong with the text
+ * (malformed, truncated, too large, wrong root, too many entries).  On -1
+ * the answer holds nothing to free.
+ */
+int	ec2_parse(enum ec2_action action, const char *text, size_t len,
+	    struct ec2_answer *a, char *err, size_t errlen);
+void	ec2_answer_free(struct ec2_answer *a);
+
+/* ---- field checks: nothing reaches the broker without one ---- */
+
+/* "eni-0123abcd": prefix, then 1..40 of [0-9a-zA-Z]. */
+bool	ec2_id_ok(const char *s, const char *prefix);
+bool	ec2_name_ok(const char *s, size_t max);	/* [a-z0-9.-], AZ, type */
+bool	ec2_code_ok(const char *s);		/* [A-Za-z0-9.] */
+bool	ec2_request_id_ok(const char *s);	/* [A-Za-z0-9-] */
+bool	ec2_tag_text_ok(const char *s, size_t max);	/* no control chars */
+/* Replace what is not printable ASCII by '?', in place. */
+void	ec2_sanitize(char *s);
+/* "in-use" -> ENI_ST_IN_USE; ENI_ST_UNKNOWN for anything else. */
+enum cloud_eni_status ec2_eni_status(const char *s);
+const char *ec2_eni_status_name(enum cloud_eni_status st);
+/* Decimal 0..max.  0 or -1. */
+int	ec2_uint(const char *s, uint32_t max, uint32_t *out);
+
+/*
+ * Convert a parsed ENI into its message form, checking every field.
+ * Returns 0, or -1 with err naming the bad field.
+ */
+int	ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
+	    char *err, size_t errlen);
+
+/* ---- request bodies ---- */
+
+struct ec2_form {
+	char	*buf;
+	size_t	 len, cap;
+	bool	 failed;	/* out of memory or over the cap */
+};
+
+void	ec2_form_init(struct ec2_form *f, enum ec2_action action);
+void	ec2_form_add(struct ec2_form *f, const char *key, const char *value);
+void	ec2_form_addf(struct ec2_form *f, const char *value,
+	    const char *keyfmt, ...) __attribute__((format(printf, 3, 4)));
+void	ec2_form_free(struct ec2_form *f);
+
+/*
+ * Bodies for the broker's intents.  Each checks the fields it sends (ids,
+ * addresses, counts) and returns 0, or -1 with err: a request cloudd would
+ * not send is answered without calling the cloud.
+ */
+int	ec2_req_create_eni(struct ec2_form *f,
+	    const struct msg_cloud_create_eni *m, char *err, size_t errlen);
+int	ec2_req_attach(struct ec2_form *f, const struct msg_cloud_attach *m,
+	    const char *instance_id, char *err, size_t errlen);
+int	ec2_req_set_dot(struct ec2_form *f, const struct msg_cloud_set_dot *m,
+	    char *err, size_t errlen);
+int	ec2_req_ips(struct ec2_form *f, bool assign,
+	    const struct msg_cloud_ips *m, char *err, size_t errlen);
+int	ec2_req_detach(struct ec2_form *f, const struct msg_cloud_detach *m,
+	    char *err, size_t errlen);
+int	ec2_req_delete(struct ec2_form *f, const struct msg_cloud_delete *m,
+	    char *err, size_t errlen);
+int	ec2_req_describe_enis(struct ec2_form *f,
+	    const struct msg_cloud_describe_enis *m, const char *own_instance,
+	    const char *next_token, char *err, size_t errlen);
+int	ec2_req_describe_subnets(struct ec2_form *f,
+	    const struct msg_cloud_describe_subnets *m, const char *vpc_id,
+	    const char *next_token, char *err, size_t errlen);
+
+/* ---- outcomes ---- */
+
+enum ec2_retry {
+	EC2_RETRY_NO = 0,
+	EC2_RETRY_ALWAYS,	/* the call did not run: throttled */
+	EC2_RETRY_IDEMPOTENT,	/* it may have run: only if repeating is safe */
+	EC2_RETRY_REAUTH,	/* credentials expired: refresh, then retry */
+};
+
+/*
+ * Map an error answer (HTTP status, the cloud's code and message) for
+ * action to an outcome class, and say whether a retry may help.
+ */
+enum cloud_outcome ec2_classify(enum ec2_action action, unsigned http_status,
+	    const char *code, const char *message, enum ec2_retry *retry);
+
+#endif /* ENID_EC2_H */

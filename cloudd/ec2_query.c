@@ -1,0 +1,605 @@
+/*
+ * EC2 requests and outcomes, pure: form-encoded bodies for the broker's
+ * intents (checking every field sent), the checks a field of an answer
+ * passes before it may reach the broker, and the mapping of the cloud's
+ * error codes to outcome classes (DESIGN.md, "Cloud calls").
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "ec2.h"
+
+#define FORM_MAX	(64 * 1024)
+
+/* ---- field checks ---- */
+
+bool
+ec2_id_ok(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix), i;
+
+	if (strncmp(s, prefix, n) != 0)
+		return false;
+	for (i = n; s[i] != '\0'; i++)
+		if (!isascii((unsigned char)s[i]) ||
+		    !isalnum((unsigned char)s[i]))
+			return false;
+	return i > n && i - n <= 40 && i < MSG_ID_LEN;
+}
+
+bool
+ec2_name_ok(const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!(islower((unsigned char)s[i]) ||
+		    isdigit((unsigned char)s[i]) || s[i] == '.' || s[i] == '-'))
+			return false;
+	return i > 0 && i < max;
+}
+
+bool
+ec2_code_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isascii((unsigned char)s[i]) ||
+		    !(isalnum((unsigned char)s[i]) || s[i] == '.'))
+			return false;
+	return i > 0 && i < MSG_CODE_LEN;
+}
+
+bool
+ec2_request_id_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isascii((unsigned char)s[i]) ||
+		    !(isalnum((unsigned char)s[i]) || s[i] == '-'))
+			return false;
+	return i < MSG_ID_LEN;
+}
+
+bool
+ec2_tag_text_ok(const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return i < max;
+}
+
+void
+ec2_sanitize(char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			*s = '?';
+}
+
+static const char *const eni_status_names[ENI_ST_MAX] = {
+	[ENI_ST_UNKNOWN] = "unknown",
+	[ENI_ST_AVAILABLE] = "available",
+	[ENI_ST_IN_USE] = "in-use",
+	[ENI_ST_ATTACHING] = "attaching",
+	[ENI_ST_DETACHING] = "detaching",
+};
+
+enum cloud_eni_status
+ec2_eni_status(const char *s)
+{
+	int i;
+
+	for (i = 1; i < ENI_ST_MAX; i++)
+		if (strcmp(s, eni_status_names[i]) == 0)
+			return i;
+	/* an attachment's words for the same states */
+	if (strcmp(s, "attached") == 0)
+		return ENI_ST_IN_USE;
+	if (strcmp(s, "detached") == 0)
+		return ENI_ST_AVAILABLE;
+	return ENI_ST_UNKNOWN;
+}
+
+const char *
+ec2_eni_status_name(enum cloud_eni_status st)
+{
+	return (unsigned)st < ENI_ST_MAX ? eni_status_names[st] : "unknown";
+}
+
+int
+ec2_uint(const char *s, uint32_t max, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		if (!isdigit((unsigned char)s[i]) || i >= 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0 || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+#define BAD(...)	do { snprintf(err, errlen, __VA_ARGS__); return -1; } \
+			while (0)
+
+int
+ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
+    size_t errlen)
+{
+	uint32_t i, v;
+
+	memset(m, 0, sizeof(*m));
+	if (!ec2_id_ok(e->id, "eni-"))
+		BAD("ENI with an invalid id \"%.64s\"", e->id);
+	if (!ec2_id_ok(e->subnet_id, "subnet-"))
+		BAD("%s: invalid subnet id \"%.64s\"", e->id, e->subnet_id);
+	if (mac_parse(e->mac, m->mac) == -1)
+		BAD("%s: invalid MAC address \"%.32s\"", e->id, e->mac);
+	if (ip4_parse(e->private_ip, &m->primary_ip) == -1)
+		BAD("%s: invalid primary address \"%.32s\"", e->id,
+		    e->private_ip);
+	msg_strlcpy(m->eni_id, e->id, sizeof(m->eni_id));
+	msg_strlcpy(m->subnet_id, e->subnet_id, sizeof(m->subnet_id));
+	m->status = ec2_eni_status(e->status);
+	m->device_index = -1;
+	if (e->attached) {
+		if (e->attach_instance[0] != '\0' &&
+		    !ec2_id_ok(e->attach_instance, "i-"))
+			BAD("%s: invalid attached instance id \"%.64s\"",
+			    e->id, e->attach_instance);
+		if (e->attachment_id[0] != '\0' &&
+		    !ec2_id_ok(e->attachment_id, "eni-attach-"))
+			BAD("%s: invalid attachment id \"%.64s\"", e->id,
+			    e->attachment_id);
+		if (e->device_index[0] != '\0') {
+			if (ec2_uint(e->device_index, 1024, &v) == -1)
+				BAD("%s: invalid device index \"%.16s\"",
+				    e->id, e->device_index);
+			m->device_index = (int32_t)v;
+		}
+		msg_strlcpy(m->instance_id, e->attach_instance,
+		    sizeof(m->instance_id));
+		msg_strlcpy(m->attachment_id, e->attachment_id,
+		    sizeof(m->attachment_id));
+		m->attach_status = ec2_eni_status(e->attach_status);
+		m->delete_on_termination = strcmp(e->dot, "true") == 0;
+	}
+	for (i = 0; i < e->naddrs; i++) {
+		uint32_t a;
+
+		if (ip4_parse(e->addrs[i], &a) == -1)
+			BAD("%s: invalid address \"%.32s\"", e->id, e->addrs[i]);
+		if (e->addr_primary[i] || a == m->primary_ip)
+			continue;
+		if (m->naddrs == MSG_MAX_ENI_ADDRS)
+			BAD("%s: too many addresses", e->id);
+		m->addrs[m->naddrs++] = a;
+	}
+	for (i = 0; i < e->ntags; i++) {
+		if (!ec2_tag_text_ok(e->tags[i].key, MSG_TAG_KEY_LEN) ||
+		    !ec2_tag_text_ok(e->tags[i].value, MSG_TAG_VAL_LEN))
+			BAD("%s: tag with control characters", e->id);
+		msg_strlcpy(m->tags[i].key, e->tags[i].key,
+		    sizeof(m->tags[i].key));
+		msg_strlcpy(m->tags[i].value, e->tags[i].value,
+		    sizeof(m->tags[i].value));
+	}
+	m->ntags = e->ntags;
+	return 0;
+}
+
+/* ---- request bodies ---- */
+
+static void
+form_put(struct ec2_form *f, const char *s, bool encode)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s != '\0' && !f->failed; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool plain = !encode || isalnum(c) || c == '-' || c == '_' ||
+		    c == '.' || c == '~';
+
+		if (f->len + 4 > f->cap) {
+			size_t cap = f->cap ? f->cap * 2 : 512;
+			char *n;
+
+			if (cap > FORM_MAX || (n = realloc(f->buf, cap)) == NULL) {
+				f->failed = true;
+				return;
+			}
+			f->buf = n;
+			f->cap = cap;
+		}
+		if (plain && isascii(c)) {
+			f->buf[f->len++] = (char)c;
+		} else {
+			f->buf[f->len++] = '%';
+			f->buf[f->len++] = hex[c >> 4];
+			f->buf[f->len++] = hex[c & 15];
+		}
+		f->buf[f->len] = '\0';
+	}
+}
+
+void
+ec2_form_add(struct ec2_form *f, const char *key, const char *value)
+{
+	if (f->len > 0)
+		form_put(f, "&", false);
+	form_put(f, key, true);
+	form_put(f, "=", false);
+	form_put(f, value, true);
+}
+
+void
+ec2_form_addf(struct ec2_form *f, const char *value, const char *keyfmt, ...)
+{
+	char key[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, keyfmt);
+	n = vsnprintf(key, sizeof(key), keyfmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(key)) {
+		f->failed = true;
+		return;
+	}
+	ec2_form_add(f, key, value);
+}
+
+void
+ec2_form_init(struct ec2_form *f, enum ec2_action action)
+{
+	memset(f, 0, sizeof(*f));
+	ec2_form_add(f, "Action", ec2_action_name(action));
+	ec2_form_add(f, "Version", EC2_API_VERSION);
+}
+
+void
+ec2_form_free(struct ec2_form *f)
+{
+	free(f->buf);
+	memset(f, 0, sizeof(*f));
+}
+
+static int
+form_done(struct ec2_form *f, char *err, size_t errlen)
+{
+	if (f->failed)
+		BAD("request body over %d bytes or out of memory", FORM_MAX);
+	return 0;
+}
+
+static int
+check_tag(const struct msg_tag *t, char *err, size_t errlen)
+{
+	if (t->key[0] == '\0' || !ec2_tag_text_ok(t->key, MSG_TAG_KEY_LEN) ||
+	    !ec2_tag_text_ok(t->value, MSG_TAG_VAL_LEN))
+		BAD("tag key empty or with control characters");
+	if (strncmp(t->key, "aws:", 4) == 0)
+		BAD("tag key \"%.64s\" is reserved by the cloud", t->key);
+	return 0;
+}
+
+int
+ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
+    char *err, size_t errlen)
+{
+	char num[16];
+	uint32_t i;
+	size_t n;
+
+	if (!ec2_id_ok(m->subnet_id, "subnet-"))
+		BAD("create-eni: invalid subnet id \"%.64s\"", m->subnet_id);
+	if (m->nsgs == 0)
+		BAD("create-eni: no security group");
+	for (i = 0; i < m->nsgs; i++)
+		if (!ec2_id_ok(m->sgs[i], "sg-"))
+			BAD("create-eni: invalid security group \"%.64s\"",
+			    m->sgs[i]);
+	if (m->nsecondary > 49)
+		BAD("create-eni: %u secondary addresses (at most 49)",
+		    m->nsecondary);
+	n = strlen(m->client_token);
+	if (n == 0 || !ec2_tag_text_ok(m->client_token, MSG_TOKEN_LEN))
+		BAD("create-eni: client token empty or unprintable");
+	for (i = 0; i < n; i++)
+		if ((unsigned char)m->client_token[i] > 0x7e)
+			BAD("create-eni: client token not ASCII");
+	if (!ec2_tag_text_ok(m->description, MSG_ERR_LEN))
+		BAD("create-eni: description with control characters");
+	for (i = 0; i < m->ntags; i++)
+		if (check_tag(&m->tags[i], err, errlen) == -1)
+			return -1;
+
+	ec2_form_init(f, EC2_CREATE_ENI);
+	ec2_form_add(f, "SubnetId", m->subnet_id);
+	for (i = 0; i < m->nsgs; i++)
+		ec2_form_addf(f, m->sgs[i], "SecurityGroupId.%u", i + 1);
+	if (m->nsecondary > 0) {
+		snprintf(num, sizeof(num), "%u", m->nsecondary);
+		ec2_form_add(f, "SecondaryPrivateIpAddressCount", num);
+	}
+	ec2_form_add(f, "ClientToken", m->client_token);
+	if (m->description[0] != '\0')
+		ec2_form_add(f, "Description", m->description);
+	if (m->ntags > 0) {
+		ec2_form_add(f, "TagSpecification.1.ResourceType",
+		    "network-interface");
+		for (i = 0; i < m->ntags; i++) {
+			ec2_form_addf(f, m->tags[i].key,
+			    "TagSpecification.1.Tag.%u.Key", i + 1);
+			ec2_form_addf(f, m->tags[i].value,
+			    "TagSpecification.1.Tag.%u.Value", i + 1);
+		}
+	}
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_attach(struct ec2_form *f, const struct msg_cloud_attach *m,
+    const char *instance_id, char *err, size_t errlen)
+{
+	char num[16];
+
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("attach: invalid ENI id \"%.64s\"", m->eni_id);
+	if (!ec2_id_ok(instance_id, "i-"))
+		BAD("attach: this instance's id is not known");
+	if (m->device_index == 0 || m->device_index > 100)
+		BAD("attach: device index %u out of 1-100", m->device_index);
+	snprintf(num, sizeof(num), "%u", m->device_index);
+	ec2_form_init(f, EC2_ATTACH_ENI);
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	ec2_form_add(f, "InstanceId", instance_id);
+	ec2_form_add(f, "DeviceIndex", num);
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_set_dot(struct ec2_form *f, const struct msg_cloud_set_dot *m,
+    char *err, size_t errlen)
+{
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("set-delete-on-termination: invalid ENI id \"%.64s\"",
+		    m->eni_id);
+	if (!ec2_id_ok(m->attachment_id, "eni-attach-"))
+		BAD("set-delete-on-termination: invalid attachment id "
+		    "\"%.64s\"", m->attachment_id);
+	ec2_form_init(f, EC2_MODIFY_ENI_ATTR);
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	ec2_form_add(f, "Attachment.AttachmentId", m->attachment_id);
+	ec2_form_add(f, "Attachment.DeleteOnTermination",
+	    m->value ? "true" : "false");
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
+    char *err, size_t errlen)
+{
+	const char *what = assign ? "assign-ips" : "unassign-ips";
+	char ip[IP4_STR_LEN], num[16];
+	uint32_t i;
+
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
+	if (!assign && m->naddrs == 0)
+		BAD("%s: no address given", what);
+	if (assign && m->naddrs == 0 && (m->count == 0 || m->count > 49))
+		BAD("%s: count %u out of 1-49", what, m->count);
+	for (i = 0; i < m->naddrs; i++)
+		if (m->addrs[i] == 0 || m->addrs[i] == 0xffffffffu)
+			BAD("%s: invalid address in the list", what);
+	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	if (m->naddrs == 0) {
+		snprintf(num, sizeof(num), "%u", m->count);
+		ec2_form_add(f, "SecondaryPrivateIpAddressCount", num);
+	}
+	for (i = 0; i < m->naddrs; i++) {
+		ip4_format(m->addrs[i], ip);
+		ec2_form_addf(f, ip, "PrivateIpAddress.%u", i + 1);
+	}
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_detach(struct ec2_form *f, const struct msg_cloud_detach *m,
+    char *err, size_t errlen)
+{
+	if (m->eni_id[0] != '\0' && !ec2_id_ok(m->eni_id, "eni-"))
+		BAD("detach: invalid ENI id \"%.64s\"", m->eni_id);
+	if (!ec2_id_ok(m->attachment_id, "eni-attach-"))
+		BAD("detach: invalid attachment id \"%.64s\"",
+		    m->attachment_id);
+	ec2_form_init(f, EC2_DETACH_ENI);
+	ec2_form_add(f, "AttachmentId", m->attachment_id);
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_delete(struct ec2_form *f, const struct msg_cloud_delete *m,
+    char *err, size_t errlen)
+{
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("delete: invalid ENI id \"%.64s\"", m->eni_id);
+	ec2_form_init(f, EC2_DELETE_ENI);
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_describe_enis(struct ec2_form *f,
+    const struct msg_cloud_describe_enis *m, const char *own_instance,
+    const char *next_token, char *err, size_t errlen)
+{
+	const char *iid = "";
+	char name[MSG_TAG_KEY_LEN + 8], num[16];
+	uint32_t i, nf = 0;
+
+	if (m->filter == ENIS_BY_INSTANCE) {
+		iid = m->instance_id[0] != '\0' ? m->instance_id : own_instance;
+		if (!ec2_id_ok(iid, "i-"))
+			BAD("describe-enis: invalid instance id \"%.64s\"", iid);
+	} else {
+		if (m->ntags == 0)
+			BAD("describe-enis: by tags, but no tag given");
+		for (i = 0; i < m->ntags; i++)
+			if (check_tag(&m->tags[i], err, errlen) == -1)
+				return -1;
+	}
+	ec2_form_init(f, EC2_DESCRIBE_ENIS);
+	if (m->filter == ENIS_BY_INSTANCE) {
+		nf++;
+		ec2_form_addf(f, "attachment.instance-id", "Filter.%u.Name", nf);
+		ec2_form_addf(f, iid, "Filter.%u.Value.1", nf);
+	} else {
+		for (i = 0; i < m->ntags; i++) {
+			nf++;
+			if (m->tags[i].value[0] == '\0') {
+				ec2_form_addf(f, "tag-key", "Filter.%u.Name",
+				    nf);
+				ec2_form_addf(f, m->tags[i].key,
+				    "Filter.%u.Value.1", nf);
+			} else {
+				snprintf(name, sizeof(name), "tag:%s",
+				    m->tags[i].key);
+				ec2_form_addf(f, name, "Filter.%u.Name", nf);
+				ec2_form_addf(f, m->tags[i].value,
+				    "Filter.%u.Value.1", nf);
+			}
+		}
+	}
+	if (m->status != ENI_ST_UNKNOWN) {
+		nf++;
+		ec2_form_addf(f, "status", "Filter.%u.Name", nf);
+		ec2_form_addf(f, ec2_eni_status_name(m->status),
+		    "Filter.%u.Value.1", nf);
+	}
+	snprintf(num, sizeof(num), "%d", EC2_PAGE_SIZE);
+	ec2_form_add(f, "MaxResults", num);
+	if (next_token != NULL && next_token[0] != '\0')
+		ec2_form_add(f, "NextToken", next_token);
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_describe_subnets(struct ec2_form *f,
+    const struct msg_cloud_describe_subnets *m, const char *vpc_id,
+    const char *next_token, char *err, size_t errlen)
+{
+	char num[16];
+	uint32_t i;
+
+	for (i = 0; i < m->nids; i++)
+		if (!ec2_id_ok(m->ids[i], "subnet-"))
+			BAD("describe-subnets: invalid subnet id \"%.64s\"",
+			    m->ids[i]);
+	if (m->nids == 0 && !ec2_id_ok(vpc_id, "vpc-"))
+		BAD("describe-subnets: this instance's VPC is not known");
+	ec2_form_init(f, EC2_DESCRIBE_SUBNETS);
+	for (i = 0; i < m->nids; i++)
+		ec2_form_addf(f, m->ids[i], "SubnetId.%u", i + 1);
+	if (m->nids == 0) {
+		ec2_form_add(f, "Filter.1.Name", "vpc-id");
+		ec2_form_add(f, "Filter.1.Value.1", vpc_id);
+		snprintf(num, sizeof(num), "%d", EC2_PAGE_SIZE);
+		ec2_form_add(f, "MaxResults", num);
+		if (next_token != NULL && next_token[0] != '\0')
+			ec2_form_add(f, "NextToken", next_token);
+	}
+	return form_done(f, err, errlen);
+}
+
+/* ---- outcomes ---- */
+
+static bool
+in_list(const char *code, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(code, *list) == 0)
+			return true;
+	return false;
+}
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+enum cloud_outcome
+ec2_classify(enum ec2_action action, unsigned http_status, const char *code,
+    const char *message, enum ec2_retry *retry)
+{
+	static const char *const throttles[] = {
+		"RequestLimitExceeded", "Throttling", "ThrottlingException",
+		"RequestThrottled", "SlowDown", "TooManyRequestsException",
+		NULL,
+	};
+	static const char *const transients[] = {
+		"InternalError", "InternalFailure", "Unavailable",
+		"ServiceUnavailable", "RequestTimeout", NULL,
+	};
+	static const char *const limits[] = {
+		"AttachmentLimitExceeded", "PrivateIpAddressLimitExceeded",
+		"NetworkInterfaceLimitExceeded", NULL,
+	};
+	static const char *const expired[] = {
+		"RequestExpired", "ExpiredToken", "ExpiredTokenException",
+		NULL,
+	};
+	static const char *const in_use[] = {
+		"IncorrectState", "InvalidNetworkInterface.InUse",
+		"InvalidAttachment.InUse", NULL,
+	};
+
+	*retry = EC2_RETRY_NO;
+	if (in_list(code, throttles)) {
+		*retry = EC2_RETRY_ALWAYS;
+		return CO_THROTTLED;
+	}
+	if (in_list(code, transients) || http_status >= 500) {
+		*retry = EC2_RETRY_IDEMPOTENT;
+		return CO_TRANSIENT;
+	}
+	if (in_list(code, limits))
+		return CO_LIMIT_EXCEEDED;
+	if (strcmp(code, "InsufficientFreeAddressesInSubnet") == 0 ||
+	    (strcmp(code, "InvalidParameterValue") == 0 &&
+	    strcasestr(message, "sufficient free") != NULL))
+		return CO_SUBNET_FULL;
+	if (ends_with(code, ".NotFound")) {
+		/* Deleting what is already gone is what was asked for. */
+		if (action == EC2_DELETE_ENI &&
+		    strcmp(code, "InvalidNetworkInterfaceID.NotFound") == 0)
+			return CO_OK;
+		return CO_NOT_FOUND;
+	}
+	if (in_list(code, in_use) || strcasestr(message, "in use") != NULL)
+		return CO_IN_USE;
+	if (in_list(code, expired)) {
+		*retry = EC2_RETRY_REAUTH;
+		return CO_FATAL;
+	}
+	return CO_FATAL;
+}

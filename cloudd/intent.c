@@ -1,0 +1,706 @@
+/*
+ * The broker's intents: each becomes one or more cloud calls under the
+ * intent's deadline, and exactly one answer (or a stream of entries ended
+ * by CLOUD_DONE).  Every field of an answer is checked (ids, MACs,
+ * addresses) before it is copied into a message for the broker.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "cloudd.h"
+#include "log.h"
+
+/* Run a step that ends the current one, then leave. */
+#define THEN(call)	do { call; return; } while (0)
+
+static void	intent_next(struct intent *it);
+
+static const char *
+intent_name(const struct intent *it)
+{
+	return msg_type_name(it->type);
+}
+
+static void
+intent_free(struct intent *it)
+{
+	struct cloudd *cd = it->cd;
+
+	TAILQ_REMOVE(&cd->intents, it, entry);
+	cd->nintents--;
+	free(it->inst);
+	free(it);
+}
+
+static void
+intent_log(const struct intent *it, const struct msg_cloud_status *st)
+{
+	unsigned long long ms = (unsigned long long)(now_ms() - it->started);
+
+	if (st->outcome == CO_OK)
+		log_debug("intent %u %s: ok in %llu ms", it->id,
+		    intent_name(it), ms);
+	else
+		log_info("intent %u %s: %s in %llu ms: %s%s%s%s%s", it->id,
+		    intent_name(it), cloud_outcome_name(st->outcome), ms,
+		    st->code, st->code[0] ? ": " : "", st->message,
+		    st->request_id[0] ? " (request " : "", st->request_id[0] ?
+		    st->request_id : "");
+}
+
+/* The final answer, with st, for any intent type; frees the intent. */
+static void
+intent_reply(struct intent *it, const struct msg_cloud_status *st)
+{
+	struct cloudd *cd = it->cd;
+
+	intent_log(it, st);
+	switch (it->type) {
+	case MSG_CLOUD_DESCRIBE_INSTANCE: {
+		struct msg_cloud_instance *m = it->inst;
+
+		if (st->outcome != CO_OK)
+			memset(m, 0, sizeof(*m));
+		m->st = *st;
+		cloudd_send(cd, MSG_CLOUD_INSTANCE, it->id, m, sizeof(*m));
+		break;
+	}
+	case MSG_CLOUD_CREATE_ENI: {
+		struct msg_cloud_eni m;
+
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		m.device_index = -1;
+		cloudd_send(cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
+		break;
+	}
+	case MSG_CLOUD_ATTACH: {
+		struct msg_cloud_attached m;
+
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		cloudd_send(cd, MSG_CLOUD_ATTACHED, it->id, &m, sizeof(m));
+		break;
+	}
+	case MSG_CLOUD_ASSIGN_IPS: {
+		struct msg_cloud_assigned m;
+
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		cloudd_send(cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
+		break;
+	}
+	default: {
+		struct msg_cloud_done m;
+
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		m.count = it->sent;
+		cloudd_send(cd, MSG_CLOUD_DONE, it->id, &m, sizeof(m));
+		break;
+	}
+	}
+	intent_free(it);
+}
+
+static void
+intent_fail(struct intent *it, enum cloud_outcome outcome, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
+
+static void
+intent_fail(struct intent *it, enum cloud_outcome outcome, const char *fmt,
+    ...)
+{
+	struct msg_cloud_status st;
+	va_list ap;
+
+	memset(&st, 0, sizeof(st));
+	st.outcome = outcome;
+	va_start(ap, fmt);
+	vsnprintf(st.message, sizeof(st.message), fmt, ap);
+	va_end(ap);
+	ec2_sanitize(st.message);
+	intent_reply(it, &st);
+}
+
+/* ---- call plumbing ---- */
+
+static void	intent_call_cb(struct cloud_call *c,
+		    const struct msg_cloud_status *st,
+		    const struct ec2_answer *a, const char *body, size_t len,
+		    void *arg);
+
+static void
+intent_ec2(struct intent *it, enum ec2_action action, struct ec2_form *f,
+    bool idempotent)
+{
+	it->call = cloud_ec2(it->cd, action, f, it->deadline, idempotent,
+	    intent_call_cb, it);
+	if (it->call == NULL)
+		intent_fail(it, CO_TRANSIENT, "%s: out of memory",
+		    ec2_action_name(action));
+}
+
+static void
+intent_imds(struct intent *it, const char *path)
+{
+	it->call = cloud_imds(it->cd, path, it->deadline, intent_call_cb, it);
+	if (it->call == NULL)
+		intent_fail(it, CO_TRANSIENT, "IMDS %s: out of memory", path);
+}
+
+/* Steps of each intent, advanced by intent_step(). */
+static void	intent_step(struct intent *it,
+		    const struct msg_cloud_status *st,
+		    const struct ec2_answer *a, const char *body, size_t len);
+
+static void
+intent_call_cb(struct cloud_call *c, const struct msg_cloud_status *st,
+    const struct ec2_answer *a, const char *body, size_t len, void *arg)
+{
+	struct intent *it = arg;
+
+	(void)c;
+	it->call = NULL;
+	if (st->outcome != CO_OK && !(a != NULL && a->is_error)) {
+		intent_reply(it, st);
+		return;
+	}
+	intent_step(it, st, a, body, len);
+}
+
+/* ---- describe-instance ---- */
+
+enum {
+	DI_INSTANCE_ID = 0,
+	DI_MAC,
+	DI_CIDRS,
+	DI_DESCRIBE,
+	DI_TYPE,
+	DI_DONE,
+};
+
+/* IMDS text into a fixed string (one line, no control characters). */
+static int
+imds_text(const char *body, size_t len, char *out, size_t size)
+{
+	size_t n = len;
+
+	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n >= size || memchr(body, '\0', n) != NULL)
+		return -1;
+	memcpy(out, body, n);
+	out[n] = '\0';
+	return ec2_tag_text_ok(out, size) ? 0 : -1;
+}
+
+static int
+parse_cidr_lines(const char *body, size_t len, struct msg_cloud_instance *m)
+{
+	char line[64];
+	size_t i = 0, j;
+
+	m->ncidrs = 0;
+	while (i < len) {
+		for (j = 0; i < len && body[i] != '\n'; i++) {
+			if (j + 1 >= sizeof(line))
+				return -1;
+			line[j++] = body[i];
+		}
+		i++;
+		while (j > 0 && line[j - 1] == '\r')
+			j--;
+		line[j] = '\0';
+		if (j == 0)
+			continue;
+		if (m->ncidrs == MSG_MAX_CIDRS)
+			return -1;
+		if (cidr4_parse(line, &m->cidrs[m->ncidrs].addr,
+		    &m->cidrs[m->ncidrs].prefix) == -1)
+			return -1;
+		m->ncidrs++;
+	}
+	return m->ncidrs > 0 ? 0 : -1;
+}
+
+static void
+di_described(struct intent *it, const struct ec2_answer *a)
+{
+	struct cloudd *cd = it->cd;
+	struct msg_cloud_instance *m = it->inst;
+	const struct ec2_instance *in;
+	const struct ec2_eni *p = NULL;
+	uint8_t mac[6];
+	uint32_t i, dev;
+
+	if (a->nitems != 1)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: %u "
+		    "instances in the answer for %s", a->nitems, m->instance_id));
+	in = &a->list.instances[0];
+	if (strcmp(in->id, m->instance_id) != 0)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: answer "
+		    "is about another instance"));
+	if (!ec2_name_ok(in->type, sizeof(m->instance_type)) ||
+	    !ec2_name_ok(in->az, sizeof(m->az)) ||
+	    !ec2_id_ok(in->subnet_id, "subnet-") ||
+	    !ec2_id_ok(in->vpc_id, "vpc-"))
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: invalid "
+		    "type, zone, subnet or VPC for %s", m->instance_id));
+	for (i = 0; i < in->nenis; i++) {
+		if (!in->enis[i].attached ||
+		    ec2_uint(in->enis[i].device_index, 1024, &dev) == -1 ||
+		    dev != 0)
+			continue;
+		p = &in->enis[i];
+	}
+	if (p == NULL)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: %s has "
+		    "no interface at device index 0", m->instance_id));
+	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1 ||
+	    ip4_parse(p->private_ip, &m->primary_ip) == -1)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: invalid "
+		    "primary interface id, MAC or address"));
+	if (memcmp(mac, it->mac, 6) != 0)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: primary "
+		    "interface MAC %s differs from IMDS's", p->mac));
+	for (i = 0; i < p->ngroups; i++)
+		if (!ec2_id_ok(p->groups[i], "sg-"))
+			THEN(intent_fail(it, CO_FATAL, "DescribeInstances: "
+			    "invalid security group \"%s\"", p->groups[i]));
+	msg_strlcpy(m->instance_type, in->type, sizeof(m->instance_type));
+	msg_strlcpy(m->az, in->az, sizeof(m->az));
+	msg_strlcpy(m->region, cd->region, sizeof(m->region));
+	msg_strlcpy(m->primary_eni, p->id, sizeof(m->primary_eni));
+	memcpy(m->primary_mac, mac, 6);
+	msg_strlcpy(m->subnet_id, in->subnet_id, sizeof(m->subnet_id));
+	msg_strlcpy(m->vpc_id, in->vpc_id, sizeof(m->vpc_id));
+	m->nsgs = p->ngroups;
+	for (i = 0; i < p->ngroups; i++)
+		msg_strlcpy(m->sgs[i], p->groups[i], sizeof(m->sgs[i]));
+	msg_strlcpy(cd->vpc_id, in->vpc_id, sizeof(cd->vpc_id));
+	it->step = DI_TYPE;
+	intent_next(it);
+}
+
+static void
+di_typed(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_instance *m = it->inst;
+	const struct ec2_instance_type *t;
+
+	if (a->nitems != 1 || strcmp(a->list.types[0].name,
+	    m->instance_type) != 0)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstanceTypes: no "
+		    "single answer for %s", m->instance_type));
+	t = &a->list.types[0];
+	if (ec2_uint(t->max_enis, 64, &m->max_enis) == -1 ||
+	    m->max_enis == 0 ||
+	    ec2_uint(t->ipv4_per_eni, 64, &m->ips_per_eni) == -1 ||
+	    m->ips_per_eni == 0)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstanceTypes: "
+		    "invalid limits for %s", m->instance_type));
+	intent_reply(it, st);
+}
+
+/* ---- describe-subnets and describe-enis: paged streams ---- */
+
+static void
+ds_page(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_subnet m;
+	const struct ec2_subnet *s;
+	uint32_t i;
+
+	for (i = 0; i < a->nitems; i++) {
+		s = &a->list.subnets[i];
+		memset(&m, 0, sizeof(m));
+		if (!ec2_id_ok(s->id, "subnet-") ||
+		    !ec2_name_ok(s->az, sizeof(m.az)) ||
+		    cidr4_parse(s->cidr, &m.cidr.addr, &m.cidr.prefix) == -1 ||
+		    ec2_uint(s->available, 0xffffffu, &m.available) == -1)
+			THEN(intent_fail(it, CO_FATAL, "DescribeSubnets: "
+			    "entry %u of page %u has an invalid id, zone, "
+			    "CIDR or count", i + 1, it->pages));
+		msg_strlcpy(m.subnet_id, s->id, sizeof(m.subnet_id));
+		msg_strlcpy(m.az, s->az, sizeof(m.az));
+		cloudd_send(it->cd, MSG_CLOUD_SUBNET, it->id, &m, sizeof(m));
+		it->sent++;
+	}
+	if (a->next_token[0] == '\0' || it->req.ds.nids > 0)
+		THEN(intent_reply(it, st));
+	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
+	intent_next(it);
+}
+
+static void
+den_page(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_eni m;
+	char err[MSG_ERR_LEN];
+	uint32_t i;
+
+	/* Check the whole page first: a broker that saw half a page could
+	 * take a missing ENI for a gone one. */
+	for (i = 0; i < a->nitems; i++)
+		if (ec2_eni_to_msg(&a->list.enis[i], &m, err,
+		    sizeof(err)) == -1)
+			THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
+			    "Interfaces page %u: %s", it->pages, err));
+	for (i = 0; i < a->nitems; i++) {
+		(void)ec2_eni_to_msg(&a->list.enis[i], &m, err, sizeof(err));
+		m.st = *st;
+		if (a->list.enis[i].tags_dropped > 0)
+			log_debug("%s: %u tags over %d not passed on",
+			    m.eni_id, a->list.enis[i].tags_dropped,
+			    MSG_MAX_TAGS);
+		cloudd_send(it->cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
+		it->sent++;
+	}
+	if (a->next_token[0] == '\0')
+		THEN(intent_reply(it, st));
+	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
+	intent_next(it);
+}
+
+/* ---- single-answer intents ---- */
+
+static void
+ce_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_eni m;
+	char err[MSG_ERR_LEN];
+
+	if (!a->has_eni)
+		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
+		    "answer without a networkInterface"));
+	if (ec2_eni_to_msg(&a->eni, &m, err, sizeof(err)) == -1)
+		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s",
+		    err));
+	if (strcmp(m.subnet_id, it->req.ce.subnet_id) != 0)
+		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
+		    "%s is in %s, not the subnet asked for", m.eni_id,
+		    m.subnet_id));
+	m.st = *st;
+	log_debug("intent %u %s: %s created", it->id, intent_name(it),
+	    m.eni_id);
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
+	intent_free(it);
+}
+
+static void
+at_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_attached m;
+
+	if (!ec2_id_ok(a->attachment_id, "eni-attach-"))
+		THEN(intent_fail(it, CO_FATAL, "AttachNetworkInterface: "
+		    "invalid attachment id \"%.64s\"", a->attachment_id));
+	memset(&m, 0, sizeof(m));
+	m.st = *st;
+	msg_strlcpy(m.attachment_id, a->attachment_id, sizeof(m.attachment_id));
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_ATTACHED, it->id, &m, sizeof(m));
+	intent_free(it);
+}
+
+static void
+as_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct msg_cloud_assigned m;
+	uint32_t i;
+
+	memset(&m, 0, sizeof(m));
+	m.st = *st;
+	for (i = 0; i < a->naddrs; i++)
+		if (ip4_parse(a->addrs[i], &m.addrs[i]) == -1)
+			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
+			    "Addresses: invalid address \"%.32s\"",
+			    a->addrs[i]));
+	m.naddrs = a->naddrs;
+	if (m.naddrs == 0 && it->req.ip.naddrs > 0) {
+		/* Older answers carry only <return>: what was asked. */
+		if (!a->has_return || !a->return_true)
+			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
+			    "Addresses: answer names no address"));
+		m.naddrs = it->req.ip.naddrs;
+		memcpy(m.addrs, it->req.ip.addrs, sizeof(m.addrs));
+	}
+	if (m.naddrs == 0 ||
+	    (it->req.ip.naddrs == 0 && m.naddrs != it->req.ip.count))
+		THEN(intent_fail(it, CO_FATAL, "AssignPrivateIpAddresses: "
+		    "%u addresses in the answer, %u asked for", m.naddrs,
+		    it->req.ip.naddrs ? it->req.ip.naddrs : it->req.ip.count));
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
+	intent_free(it);
+}
+
+static void
+return_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	if (a->is_error || (a->has_return && a->return_true))
+		THEN(intent_reply(it, st));
+	intent_fail(it, CO_FATAL, "%s: answer without <return>true</return>",
+	    intent_name(it));
+}
+
+/* ---- the steps ---- */
+
+static void
+intent_step(struct intent *it, const struct msg_cloud_status *st,
+    const struct ec2_answer *a, const char *body, size_t len)
+{
+	struct cloudd *cd = it->cd;
+	char text[MSG_ID_LEN];
+
+	/* Error answers that are an outcome, not a failure (deleting a
+	 * gone ENI) arrive here with a parsed error answer. */
+	if (a != NULL && a->is_error) {
+		intent_reply(it, st);
+		return;
+	}
+	switch (it->type) {
+	case MSG_CLOUD_DESCRIBE_INSTANCE:
+		switch (it->step) {
+		case DI_INSTANCE_ID:
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    !ec2_id_ok(text, "i-"))
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid instance id"));
+			msg_strlcpy(cd->instance_id, text,
+			    sizeof(cd->instance_id));
+			it->step = DI_MAC;
+			break;
+		case DI_MAC:
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    mac_parse(text, it->mac) == -1)
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid primary MAC"));
+			it->step = DI_CIDRS;
+			break;
+		case DI_CIDRS:
+			if (parse_cidr_lines(body, len, it->inst) == -1)
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid or too many VPC CIDR blocks"));
+			it->step = DI_DESCRIBE;
+			break;
+		case DI_DESCRIBE:
+			THEN(di_described(it, a));
+		case DI_TYPE:
+			THEN(di_typed(it, a, st));
+		}
+		break;
+	case MSG_CLOUD_DESCRIBE_SUBNETS:
+		if (it->step == 0) {	/* the MAC, for the VPC id */
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    mac_parse(text, it->mac) == -1)
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid primary MAC"));
+			it->step = 1;
+			break;
+		}
+		if (it->step == 1) {
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    !ec2_id_ok(text, "vpc-"))
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid VPC id"));
+			msg_strlcpy(cd->vpc_id, text, sizeof(cd->vpc_id));
+			it->step = 2;
+			break;
+		}
+		THEN(ds_page(it, a, st));
+	case MSG_CLOUD_DESCRIBE_ENIS:
+	case MSG_CLOUD_ATTACH:
+		if (it->step == 0) {	/* our instance id from IMDS */
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    !ec2_id_ok(text, "i-"))
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid instance id"));
+			msg_strlcpy(cd->instance_id, text,
+			    sizeof(cd->instance_id));
+			it->step = 1;
+			break;
+		}
+		if (it->type == MSG_CLOUD_ATTACH)
+			THEN(at_done(it, a, st));
+		THEN(den_page(it, a, st));
+	case MSG_CLOUD_CREATE_ENI:
+		THEN(ce_done(it, a, st));
+	case MSG_CLOUD_ASSIGN_IPS:
+		THEN(as_done(it, a, st));
+	default:
+		THEN(return_done(it, a, st));
+	}
+	intent_next(it);
+}
+
+/* Issue the intent's next call. */
+static void
+intent_next(struct intent *it)
+{
+	struct cloudd *cd = it->cd;
+	struct ec2_form f;
+	char err[MSG_ERR_LEN], path[160], mac[MAC_STR_LEN];
+	int rc = 0;
+
+	memset(&f, 0, sizeof(f));
+	switch (it->type) {
+	case MSG_CLOUD_DESCRIBE_INSTANCE:
+		switch (it->step) {
+		case DI_INSTANCE_ID:
+			THEN(intent_imds(it, "meta-data/instance-id"));
+		case DI_MAC:
+			msg_strlcpy(it->inst->instance_id, cd->instance_id,
+			    sizeof(it->inst->instance_id));
+			THEN(intent_imds(it, "meta-data/mac"));
+		case DI_CIDRS:
+			mac_format(it->mac, mac);
+			snprintf(path, sizeof(path), "meta-data/network/"
+			    "interfaces/macs/%s/vpc-ipv4-cidr-blocks", mac);
+			THEN(intent_imds(it, path));
+		case DI_DESCRIBE:
+			ec2_form_init(&f, EC2_DESCRIBE_INSTANCES);
+			ec2_form_add(&f, "InstanceId.1", cd->instance_id);
+			THEN(intent_ec2(it, EC2_DESCRIBE_INSTANCES, &f, true));
+		case DI_TYPE:
+			ec2_form_init(&f, EC2_DESCRIBE_INSTANCE_TYPES);
+			ec2_form_add(&f, "InstanceType.1",
+			    it->inst->instance_type);
+			THEN(intent_ec2(it, EC2_DESCRIBE_INSTANCE_TYPES, &f,
+			    true));
+		}
+		return;
+	case MSG_CLOUD_DESCRIBE_SUBNETS:
+		if (it->step == 0 && it->req.ds.nids == 0 &&
+		    cd->vpc_id[0] == '\0')
+			THEN(intent_imds(it, "meta-data/mac"));
+		if (it->step == 1) {
+			mac_format(it->mac, mac);
+			snprintf(path, sizeof(path), "meta-data/network/"
+			    "interfaces/macs/%s/vpc-id", mac);
+			THEN(intent_imds(it, path));
+		}
+		it->step = 2;
+		if (++it->pages > CLOUDD_MAX_PAGES)
+			THEN(intent_fail(it, CO_FATAL, "DescribeSubnets: "
+			    "more than %d pages", CLOUDD_MAX_PAGES));
+		rc = ec2_req_describe_subnets(&f, &it->req.ds, cd->vpc_id,
+		    it->next_token, err, sizeof(err));
+		if (rc == 0)
+			THEN(intent_ec2(it, EC2_DESCRIBE_SUBNETS, &f, true));
+		break;
+	case MSG_CLOUD_DESCRIBE_ENIS:
+	case MSG_CLOUD_ATTACH:
+		if (it->step == 0 && cd->instance_id[0] == '\0' &&
+		    (it->type == MSG_CLOUD_ATTACH ||
+		    (it->req.den.filter == ENIS_BY_INSTANCE &&
+		    it->req.den.instance_id[0] == '\0')))
+			THEN(intent_imds(it, "meta-data/instance-id"));
+		it->step = 1;
+		if (it->type == MSG_CLOUD_ATTACH) {
+			rc = ec2_req_attach(&f, &it->req.at, cd->instance_id,
+			    err, sizeof(err));
+			if (rc == 0)
+				THEN(intent_ec2(it, EC2_ATTACH_ENI, &f,
+				    false));
+			break;
+		}
+		if (++it->pages > CLOUDD_MAX_PAGES)
+			THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
+			    "Interfaces: more than %d pages", CLOUDD_MAX_PAGES));
+		rc = ec2_req_describe_enis(&f, &it->req.den, cd->instance_id,
+		    it->next_token, err, sizeof(err));
+		if (rc == 0)
+			THEN(intent_ec2(it, EC2_DESCRIBE_ENIS, &f, true));
+		break;
+	case MSG_CLOUD_CREATE_ENI:
+		/* ClientToken makes a repeated create the same create. */
+		if ((rc = ec2_req_create_eni(&f, &it->req.ce, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_CREATE_ENI, &f, true));
+		break;
+	case MSG_CLOUD_SET_DOT:
+		if ((rc = ec2_req_set_dot(&f, &it->req.sd, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_MODIFY_ENI_ATTR, &f, true));
+		break;
+	case MSG_CLOUD_ASSIGN_IPS:
+		/* By count it is not idempotent: a repeat adds more. */
+		if ((rc = ec2_req_ips(&f, true, &it->req.ip, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_ASSIGN_IPS, &f,
+			    it->req.ip.naddrs > 0));
+		break;
+	case MSG_CLOUD_UNASSIGN_IPS:
+		if ((rc = ec2_req_ips(&f, false, &it->req.ip, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_UNASSIGN_IPS, &f, true));
+		break;
+	case MSG_CLOUD_DETACH:
+		if ((rc = ec2_req_detach(&f, &it->req.dt, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_DETACH_ENI, &f, true));
+		break;
+	case MSG_CLOUD_DELETE:
+		if ((rc = ec2_req_delete(&f, &it->req.de, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_DELETE_ENI, &f, true));
+		break;
+	default:
+		rc = -1;
+		snprintf(err, sizeof(err), "not an intent");
+		break;
+	}
+	ec2_form_free(&f);
+	/* A request we won't send: refused without calling the cloud. */
+	intent_fail(it, CO_FATAL, "%s", err);
+}
+
+void
+intent_start(struct cloudd *cd, const struct msg *m)
+{
+	const struct msg_type_info *ti = msg_type_info(m->hdr.type);
+	struct intent *it;
+	uint32_t deadline_ms;
+
+	if (cd->nintents >= CLOUDD_MAX_INTENTS)
+		fatalx("broker: more than %d intents in flight; the broker "
+		    "does not wait for answers", CLOUDD_MAX_INTENTS);
+	if ((it = calloc(1, sizeof(*it))) == NULL)
+		fatal("intent %u: out of memory", m->hdr.id);
+	it->cd = cd;
+	it->id = m->hdr.id;
+	it->type = m->hdr.type;
+	it->started = now_ms();
+	memcpy(&it->req, m->u.bytes, ti->size);
+	/* Every intent struct starts with its relative deadline. */
+	memcpy(&deadline_ms, m->u.bytes, sizeof(deadline_ms));
+	if (deadline_ms == 0)
+		deadline_ms = CLOUDD_DEFAULT_DEADLINE_MS;
+	if (deadline_ms > CLOUDD_MAX_DEADLINE_MS)
+		deadline_ms = CLOUDD_MAX_DEADLINE_MS;
+	it->deadline = it->started + deadline_ms;
+	TAILQ_INSERT_TAIL(&cd->intents, it, entry);
+	cd->nintents++;
+	if (it->type == MSG_CLOUD_DESCRIBE_INSTANCE) {
+		if ((it->inst = calloc(1, sizeof(*it->inst))) == NULL)
+			fatal("intent %u: out of memory", it->id);
+		if (cd->instance_id[0] != '\0')
+			it->step = DI_MAC;
+	}
+	log_debug("intent %u %s: deadline %u ms", it->id, intent_name(it),
+	    deadline_ms);
+	intent_next(it);
+}

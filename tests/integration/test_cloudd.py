@@ -1,0 +1,517 @@
+"""enid-cloudd against the simulated VPC, over real HTTP in the node netns.
+
+cloudd_drive plays the broker: JSON intents in, JSON answers out.  Every
+driver runs with ENID_SECCOMP_DEBUG=1, so a system call outside cloudd's
+allow list ends the run with its name on stderr.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+import pytest
+
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ENID_BUILDDIR", SRC)
+CLOUDD = os.path.join(BUILD, "cloudd", "enid-cloudd")
+DRIVE = os.path.join(BUILD, "tests", "integration", "cloudd_drive")
+VPCSIM = os.path.join(SRC, "tests", "vpcsim", "vpcsim")
+NETNS = "enid-node-0"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="needs root for network namespaces")
+
+
+# ------------------------------------------------------------------ fixtures
+
+@pytest.fixture(scope="module")
+def sim():
+    d = tempfile.mkdtemp(prefix="cloudd-it-")
+    log = open(os.path.join(d, "vpcsim.log"), "w")
+    proc = subprocess.Popen([sys.executable if sys.executable.startswith(
+        "/usr/bin/") else "/usr/bin/python3", VPCSIM, "--nodes", "1",
+        "--state", d, "--rate-scale", "10"], stdout=log, stderr=log,
+        start_new_session=True)
+    ep = os.path.join(d, "endpoints.json")
+    try:
+        for _ in range(300):
+            if os.path.exists(ep) or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not os.path.exists(ep):
+            pytest.fail("vpcsim did not start: see %s/vpcsim.log" % d)
+        with open(ep) as f:
+            info = json.load(f)
+        info["dir"] = d
+        yield info
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def control(sim, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(sim["control"] + path, data=data,
+                                 method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def write_conf(sim, name, **cloud):
+    c = {"ec2_endpoint": sim["ec2"], "allow_http": True, "timeout_ms": 5000,
+         "rate": {"mutating": {"capacity": 10, "refill_per_s": 5},
+                  "describe": {"capacity": 20, "refill_per_s": 10}}}
+    c.update(cloud)
+    path = os.path.join(sim["dir"], name)
+    with open(path, "w") as f:
+        json.dump({"cluster_name": "it", "cloud": c}, f)
+    return path
+
+
+class Drive:
+    """One enid-cloudd behind cloudd_drive; answers collected by id."""
+
+    def __init__(self, conf, log):
+        env = dict(os.environ, ENID_SECCOMP_DEBUG="1")
+        # LeakSanitizer's exit-time scan needs calls seccomp refuses.
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+        for k in list(env):
+            if k.startswith("AWS_"):
+                del env[k]
+        self.log = log
+        self.errf = open(log, "w")
+        self.p = subprocess.Popen(
+            ["ip", "netns", "exec", NETNS, DRIVE, "-c", CLOUDD, "-f", conf,
+             "-v", "-v", "-w", "90"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errf,
+            text=True, bufsize=1, env=env)
+        self.cv = threading.Condition()
+        self.answers = {}
+        self.events = []
+        self.next_id = 1
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+        with self.cv:
+            self.cv.wait_for(lambda: self.events, timeout=15)
+        assert self.events and self.events[0].get("event") == "ready", \
+            self.stderr()
+
+    def _read(self):
+        for line in self.p.stdout:
+            msg = json.loads(line)
+            with self.cv:
+                if "event" in msg:
+                    self.events.append(msg)
+                else:
+                    self.answers[msg["id"]] = msg
+                self.cv.notify_all()
+
+    def stderr(self):
+        if not self.errf.closed:
+            self.errf.flush()
+        with open(self.log) as f:
+            return f.read()[-4000:]
+
+    def send(self, op, **kw):
+        with self.cv:
+            i = self.next_id
+            self.next_id += 1
+        kw.update(id=i, op=op)
+        self.p.stdin.write(json.dumps(kw) + "\n")
+        self.p.stdin.flush()
+        return i
+
+    def wait(self, i, timeout=30):
+        with self.cv:
+            self.cv.wait_for(lambda: i in self.answers, timeout=timeout)
+            assert i in self.answers, "no answer to %d in %ss\n%s" % (
+                i, timeout, self.stderr())
+            return self.answers[i]
+
+    def call(self, op, timeout=30, **kw):
+        return self.wait(self.send(op, **kw), timeout)
+
+    def ok(self, op, timeout=30, **kw):
+        a = self.call(op, timeout, **kw)
+        assert a["outcome"] == "ok", (a, self.stderr())
+        return a
+
+    def close(self):
+        """End input; cloudd must exit cleanly (never crash)."""
+        self.p.stdin.close()
+        self.p.wait(120)
+        self.t.join(10)
+        self.errf.close()
+        assert self.events[-1] == {"event": "exit", "status": 0}, \
+            (self.events, self.stderr())
+        assert "seccomp: refused" not in self.stderr()
+
+
+@pytest.fixture(scope="module")
+def drive(sim):
+    d = Drive(write_conf(sim, "main.conf"), os.path.join(sim["dir"],
+                                                         "main.log"))
+    yield d
+    d.close()
+
+
+def new_eni(sim, drive, device_index):
+    """Create and attach an ENI; wait until attached.  Returns (eni, att)."""
+    sub = sim["subnets"][0]["id"]
+    sg = sim["security_groups"][0]["id"]
+    a = drive.ok("create-eni", subnet=sub, sgs=[sg], secondary=1,
+                 token="tok-%d-%f" % (device_index, time.time()),
+                 tags={"enid.io/cluster": "it", "enid.io/node": "n0"})
+    eni = a["eni"]["eni_id"]
+    att = drive.ok("attach", eni=eni, device_index=device_index)
+    for _ in range(50):
+        d = drive.ok("describe-enis")
+        mine = [e for e in d["entries"] if e["eni_id"] == eni]
+        if mine and mine[0]["attach_status"] == "in-use":
+            return eni, att["attachment_id"]
+        time.sleep(0.1)
+    pytest.fail("%s never attached" % eni)
+
+
+def sim_eni(sim, eni):
+    for e in control(sim, "GET", "/state")["enis"]:
+        if e["id"] == eni:
+            return e
+    return None
+
+
+# ------------------------------------------------------------------ 1
+
+def test_every_intent(sim, drive):
+    node = sim["nodes"][0]
+    di = drive.ok("describe-instance")
+    assert di["instance_id"] == node["instance_id"]
+    assert di["primary_mac"] == node["primary_mac"]
+    assert di["primary_ip"] == node["primary_ip"]
+    assert di["primary_eni"] == node["primary_eni"]
+    assert di["subnet_id"] == node["subnet_id"]
+    assert di["vpc_id"] == sim["vpc_id"]
+    assert di["cidrs"] == [sim["vpc_cidr"]]
+    assert di["region"] == sim["region"]
+    assert di["max_enis"] == sim["limits"]["enis"]
+    assert di["ips_per_eni"] == sim["limits"]["ips_per_eni"]
+    assert di["sgs"] and all(s.startswith("sg-") for s in di["sgs"])
+
+    ds = drive.ok("describe-subnets")
+    assert sorted(e["subnet_id"] for e in ds["entries"]) == \
+        sorted(s["id"] for s in sim["subnets"])
+    assert ds["count"] == len(sim["subnets"])
+    one = drive.ok("describe-subnets", ids=[sim["subnets"][1]["id"]])
+    assert [e["cidr"] for e in one["entries"]] == [sim["subnets"][1]["cidr"]]
+
+    eni, att = new_eni(sim, drive, 1)
+    s = sim_eni(sim, eni)
+    assert s["tags"]["enid.io/cluster"] == "it"      # tagged at creation
+
+    drive.ok("set-dot", eni=eni, attachment=att, value=1)
+    assert sim_eni(sim, eni)["delete_on_termination"] is True
+
+    got = drive.ok("assign-ips", eni=eni, count=2)
+    assert len(got["addrs"]) == 2
+    drive.ok("unassign-ips", eni=eni, addrs=got["addrs"])
+    back = drive.ok("assign-ips", eni=eni, addrs=got["addrs"])
+    assert sorted(back["addrs"]) == sorted(got["addrs"])
+    assert set(got["addrs"]) <= set(sim_eni(sim, eni)["addresses"])
+
+    mine = drive.ok("describe-enis")
+    ids = [e["eni_id"] for e in mine["entries"]]
+    assert eni in ids and node["primary_eni"] in ids
+    tagged = drive.ok("describe-enis", tags={"enid.io/cluster": "it"})
+    assert eni in [e["eni_id"] for e in tagged["entries"]]
+
+    # Deleting an attached ENI is refused by the cloud: in-use.
+    assert drive.call("delete", eni=eni)["outcome"] == "in-use"
+    drive.ok("detach", eni=eni, attachment=att)
+    for _ in range(100):
+        av = drive.ok("describe-enis", tags={"enid.io/node": "n0"},
+                      status="available")
+        if eni in [e["eni_id"] for e in av["entries"]]:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("%s never became available" % eni)
+    drive.ok("delete", eni=eni)
+    gone = drive.call("delete", eni=eni)       # already gone: still ok
+    assert gone["outcome"] == "ok"
+    assert gone["code"] == "InvalidNetworkInterfaceID.NotFound"
+    assert sim_eni(sim, eni) is None
+    # A request cloudd won't send is refused without a call.
+    bad = drive.call("attach", eni="eni-../../x", device_index=2)
+    assert bad["outcome"] == "fatal" and "invalid ENI id" in bad["message"]
+
+
+def test_paging(sim):
+    """describe-enis pages (100 per page) to completion."""
+    conf = write_conf(sim, "paging.conf", rate={
+        "mutating": {"capacity": 200, "refill_per_s": 40},
+        "describe": {"capacity": 20, "refill_per_s": 10}})
+    drive = Drive(conf, os.path.join(sim["dir"], "paging.log"))
+    try:
+        sub = sim["subnets"][1]["id"]
+        sg = sim["security_groups"][0]["id"]
+        ids = [drive.send("create-eni", subnet=sub, sgs=[sg],
+                          token="page-%d" % i, tags={"enid.io/page": "p"})
+               for i in range(120)]
+        made = [drive.wait(i)["eni"]["eni_id"] for i in ids]
+        assert all(made), drive.stderr()
+        d = drive.ok("describe-enis", tags={"enid.io/page": "p"})
+        assert sorted(e["eni_id"] for e in d["entries"]) == sorted(made)
+        assert d["count"] == 120
+        assert "NextToken" not in drive.stderr()   # tokens never logged
+        for i in [drive.send("delete", eni=e) for e in made]:
+            assert drive.wait(i, 60)["outcome"] == "ok"
+    finally:
+        drive.close()
+
+
+# ------------------------------------------------------------------ 2
+
+def test_throttled_set_dot(sim, drive):
+    eni, att = new_eni(sim, drive, 2)
+    before = control(sim, "GET", "/state")["throttles"].get(
+        "ModifyNetworkInterfaceAttribute", 0)
+    control(sim, "POST", "/faults", [{
+        "action": "ModifyNetworkInterfaceAttribute",
+        "code": "RequestLimitExceeded", "count": 5}])
+    try:
+        t0 = time.monotonic()
+        a = drive.call("set-dot", eni=eni, attachment=att, value=1,
+                       deadline_ms=10000)
+        took = time.monotonic() - t0
+    finally:
+        control(sim, "DELETE", "/faults")
+    assert a["outcome"] == "ok", (a, drive.stderr())
+    assert took < 10.5
+    st = control(sim, "GET", "/state")
+    assert st["throttles"]["ModifyNetworkInterfaceAttribute"] - before == 5
+    assert sim_eni(sim, eni)["delete_on_termination"] is True
+    log = drive.stderr()
+    assert "ModifyNetworkInterfaceAttribute: attempt 5 failed (throttled " \
+        "RequestLimitExceeded); retry 6 in" in log
+    # cleaned up
+    drive.ok("detach", eni=eni, attachment=att)
+
+
+# ------------------------------------------------------------------ 3
+
+def test_credentials_refresh(sim):
+    control(sim, "POST", "/credentials", {"expire_s": 6})
+    d = Drive(write_conf(sim, "creds.conf"),
+              os.path.join(sim["dir"], "creds.log"))
+    try:
+        issued0 = control(sim, "GET", "/state")["credentials"]["issued"]
+        t_end = time.monotonic() + 16
+        n = 0
+        while time.monotonic() < t_end:
+            a = d.call("describe-subnets",
+                       ids=[sim["subnets"][0]["id"]], deadline_ms=5000)
+            assert a["outcome"] == "ok", (a, d.stderr())
+            n += 1
+            time.sleep(0.4)
+        issued = control(sim, "GET", "/state")["credentials"]["issued"]
+        assert issued - issued0 >= 3, issued - issued0
+        assert n > 20
+        errs = control(sim, "GET", "/state")["errors"].get(
+            "DescribeSubnets", {})
+        assert "AuthFailure" not in errs, errs
+    finally:
+        control(sim, "POST", "/credentials", {"expire_s": 900})
+        d.close()
+
+
+# ------------------------------------------------------------------ 4
+
+def test_rate_limit_1000(sim):
+    cap, refill = 10, 50
+    conf = write_conf(sim, "rate.conf", rate={
+        "mutating": {"capacity": 10, "refill_per_s": 5},
+        "describe": {"capacity": cap, "refill_per_s": refill}})
+    d = Drive(conf, os.path.join(sim["dir"], "rate.log"))
+    samples = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            t = time.monotonic()
+            c = control(sim, "GET", "/state")["calls"].get(
+                "DescribeSubnets", 0)
+            samples.append(((t + time.monotonic()) / 2, c))
+            time.sleep(0.2)
+
+    try:
+        base = control(sim, "GET", "/state")["calls"].get("DescribeSubnets", 0)
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        sub = sim["subnets"][0]["id"]
+        ids = [d.send("describe-subnets", ids=[sub], deadline_ms=60000)
+               for _ in range(1000)]
+        outs = [d.wait(i, 90)["outcome"] for i in ids]
+        stop.set()
+        th.join(5)
+        assert outs.count("ok") == 1000, {o: outs.count(o) for o in set(outs)}
+        total = control(sim, "GET", "/state")["calls"]["DescribeSubnets"] - base
+        assert total == 1000
+        # Any window: at most a full bucket plus the refill over it (and a
+        # little for the sampling's own uncertainty, ~50 ms each side).
+        worst = 0.0
+        for i in range(len(samples)):
+            for j in range(i + 1, len(samples)):
+                (ti, ci), (tj, cj) = samples[i], samples[j]
+                allowed = cap + refill * (tj - ti + 0.1)
+                worst = max(worst, (cj - ci) / allowed)
+        assert worst <= 1.0, worst
+        first, last = samples[0], samples[-1]
+        rate = (last[1] - first[1]) / (last[0] - first[0])
+        assert rate <= refill * 1.05, rate
+    finally:
+        stop.set()
+        d.close()
+
+
+# ------------------------------------------------------------------ 5
+
+def test_slow_action_delays_only_itself(sim, drive):
+    control(sim, "POST", "/faults", [{"action": "DescribeInstanceTypes",
+                                      "latency_ms": [3000, 3000]}])
+    try:
+        slow = [drive.send("describe-instance", deadline_ms=10000)
+                for _ in range(3)]
+        time.sleep(0.2)
+        fast = [drive.send("describe-enis", deadline_ms=10000)
+                for _ in range(10)]
+        fast += [drive.send("describe-subnets", deadline_ms=10000)
+                 for _ in range(5)]
+        for i in fast:
+            a = drive.wait(i)
+            assert a["outcome"] == "ok" and a["latency_ms"] < 1000, a
+        for i in slow:
+            a = drive.wait(i)
+            assert a["outcome"] == "ok" and a["latency_ms"] >= 2900, a
+    finally:
+        control(sim, "DELETE", "/faults")
+
+
+# ------------------------------------------------------------------ bad input
+
+BAD_SERVER = r'''
+import http.server, socketserver, sys, time, urllib.parse
+BIG = b"<DescribeNetworkInterfacesResponse><networkInterfaceSet>" + \
+    b"<item><description>" + b"x" * (2 << 20) + b"</description></item>"
+LAUGHS = (b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+          b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+          b'<ModifyNetworkInterfaceAttributeResponse><return>&b;</return>'
+          b'</ModifyNetworkInterfaceAttributeResponse>')
+ANSWERS = {
+    "DescribeSubnets": (200, b"<DescribeSubnetsResponse><subnetSet><item>"
+                        b"<subnetId>subnet-1</subn"),
+    "DescribeNetworkInterfaces": (200, BIG),
+    "CreateNetworkInterface": (200, b"<Surprise><networkInterface/>"
+                               b"</Surprise>"),
+    "AttachNetworkInterface": (200, b"<AttachNetworkInterfaceResponse>"
+                               b"<requestId>r-1</requestId><attachmentId>"
+                               b"eni-attach-../../x</attachmentId>"
+                               b"</AttachNetworkInterfaceResponse>"),
+    "AssignPrivateIpAddresses": (500, b"<html><body>oops</body></html>"),
+    "ModifyNetworkInterfaceAttribute": (200, LAUGHS),
+    "DescribeInstances": (400, b"<Response><Errors><Error><Code>"
+                          b"AuthFailure</Code><Message>nope\xc3\xa9"
+                              b"</Message></Error></Errors><RequestID>"
+                              b"r-2</RequestID></Response>"),
+    "UnassignPrivateIpAddresses": (200, b"<UnassignPrivateIpAddressesResponse>"
+                                   b"<requestId>r-3</requestId><return>true"
+                                   b"</return></UnassignPrivateIpAddresses"
+                                   b"Response>"),
+}
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        p = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        action = p.get("Action", ["?"])[0]
+        if action == "DeleteNetworkInterface":
+            time.sleep(20)           # a server that stalls
+            return
+        status, body = ANSWERS.get(action, (404, b""))
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_bad_answers(sim):
+    port = 18777
+    path = os.path.join(sim["dir"], "bad_server.py")
+    with open(path, "w") as f:
+        f.write(BAD_SERVER)
+    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
+                            path, str(port)], start_new_session=True)
+    conf = write_conf(sim, "bad.conf", ec2_endpoint="http://127.0.0.1:%d/" % port,
+                      region="us-east-1", timeout_ms=2000,
+                      access_key_id="AKIDEXAMPLE",
+                      secret_access_key="secret")
+    d = None
+    try:
+        time.sleep(0.5)
+        d = Drive(conf, os.path.join(sim["dir"], "bad.log"))
+        eni = "eni-0123456789abcdef0"
+        stall = d.send("delete", eni=eni, deadline_ms=3000)
+        ids = {
+            "malformed": d.send("describe-subnets", ids=["subnet-1"]),
+            "oversized": d.send("describe-enis"),
+            "wrong root": d.send("create-eni", subnet="subnet-1",
+                                 sgs=["sg-1"], token="t"),
+            "bad field": d.send("attach", eni=eni, device_index=1),
+            "html 500": d.send("assign-ips", eni=eni, count=1),
+            "doctype": d.send("set-dot", eni=eni,
+                              attachment="eni-attach-1", value=1),
+            "auth": d.send("describe-instance"),
+        }
+        want = {
+            "malformed": ("transient", "malformed XML"),
+            "oversized": ("transient", "over the 1048576-byte cap"),
+            "wrong root": ("transient", "unexpected root element <Surprise>"),
+            "bad field": ("fatal", "invalid attachment id"),
+            "html 500": ("transient", "HTTP 500 with an unreadable body"),
+            "doctype": ("transient", "DOCTYPE in an answer (refused)"),
+            "auth": ("fatal", "nope??"),
+        }
+        for k, i in ids.items():
+            a = d.wait(i, 10)
+            assert (a["outcome"], want[k][1] in a["message"]) == \
+                (want[k][0], True), (k, a)
+            assert a["latency_ms"] < 2500, (k, a)
+        assert d.wait(ids["auth"])["code"] == "AuthFailure"
+        # cloudd still serves, while the stalled call waits for its end
+        a = d.call("unassign-ips", eni=eni, addrs=["10.0.0.9"])
+        assert a["outcome"] == "ok" and a["request_id"] == "r-3", a
+        s = d.wait(stall, 10)
+        assert s["outcome"] == "transient" and s["latency_ms"] >= 2900, s
+        assert "deadline" in s["message"] or "no complete answer" in \
+            s["message"], s
+    finally:
+        if d is not None:
+            d.close()
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)

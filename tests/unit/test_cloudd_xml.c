@@ -1,0 +1,460 @@
+/*
+ * The EC2 answer parser (cloudd/ec2_xml.c) and the checks between it and
+ * the broker (ec2_eni_to_msg): every answer shape cloudd reads, the error
+ * shapes, and what must be refused cleanly (truncated, oversized, garbage,
+ * DOCTYPE, too deep, too many entries, fields too long).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ec2.h"
+
+#define NS " xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\""
+
+static const char eni_item[] =
+	"<item><networkInterfaceId>eni-0a1b2c3d4e5f60718</networkInterfaceId>"
+	"<subnetId>subnet-0123456789abcdef0</subnetId>"
+	"<vpcId>vpc-0123456789abcdef0</vpcId>"
+	"<availabilityZone>us-east-1a</availabilityZone>"
+	"<description>enid</description><ownerId>123</ownerId>"
+	"<status>in-use</status><macAddress>02:5a:96:2b:9b:a2</macAddress>"
+	"<privateIpAddress>10.0.0.5</privateIpAddress>"
+	"<sourceDestCheck>true</sourceDestCheck>"
+	"<groupSet><item><groupId>sg-01</groupId><groupName>d</groupName>"
+	"</item></groupSet>"
+	"<attachment><attachmentId>eni-attach-0abc</attachmentId>"
+	"<instanceId>i-0123456789abcdef0</instanceId><deviceIndex>2</deviceIndex>"
+	"<status>attached</status><deleteOnTermination>true"
+	"</deleteOnTermination></attachment>"
+	"<tagSet><item><key>enid.io/node</key><value>i-1</value></item>"
+	"<item><key>Name</key><value>x &amp; y</value></item></tagSet>"
+	"<privateIpAddressesSet>"
+	"<item><privateIpAddress>10.0.0.5</privateIpAddress><primary>true"
+	"</primary></item>"
+	"<item><privateIpAddress>10.0.0.6</privateIpAddress><primary>false"
+	"</primary></item>"
+	"<item><privateIpAddress>10.0.0.7</privateIpAddress><primary>false"
+	"</primary></item></privateIpAddressesSet>"
+	"<ipv6AddressesSet/><interfaceType>interface</interfaceType></item>";
+
+static int
+parse(enum ec2_action act, const char *s, struct ec2_answer *a, char *err)
+{
+	return ec2_parse(act, s, strlen(s), a, err, 256);
+}
+
+static char *
+describe_enis_doc(int n, const char *token)
+{
+	size_t cap = 512 + (size_t)n * sizeof(eni_item);
+	char *buf = malloc(cap);
+	int i;
+
+	assert_non_null(buf);
+	snprintf(buf, cap, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<DescribeNetworkInterfacesResponse" NS "><requestId>"
+	    "59dbff89-35bd-4eac-99ed-be587EXAMPLE</requestId>"
+	    "<networkInterfaceSet>");
+	for (i = 0; i < n; i++)
+		strcat(buf, eni_item);
+	strcat(buf, "</networkInterfaceSet>");
+	if (token != NULL) {
+		strcat(buf, "<nextToken>");
+		strcat(buf, token);
+		strcat(buf, "</nextToken>");
+	}
+	strcat(buf, "</DescribeNetworkInterfacesResponse>");
+	return buf;
+}
+
+static void
+test_describe_enis(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char err[256];
+	char *doc = describe_enis_doc(2, "eyJhZnRlciI6ICJlbmktMSJ9");
+	const struct ec2_eni *e;
+
+	(void)state;
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), 0);
+	assert_false(a.is_error);
+	assert_string_equal(a.request_id,
+	    "59dbff89-35bd-4eac-99ed-be587EXAMPLE");
+	assert_string_equal(a.next_token, "eyJhZnRlciI6ICJlbmktMSJ9");
+	assert_int_equal(a.nitems, 2);
+	e = &a.list.enis[1];
+	assert_string_equal(e->id, "eni-0a1b2c3d4e5f60718");
+	assert_string_equal(e->mac, "02:5a:96:2b:9b:a2");
+	assert_true(e->attached);
+	assert_string_equal(e->attachment_id, "eni-attach-0abc");
+	assert_int_equal(e->naddrs, 3);
+	assert_true(e->addr_primary[0]);
+	assert_int_equal(e->ngroups, 1);
+	assert_string_equal(e->groups[0], "sg-01");
+	assert_int_equal(e->ntags, 2);
+	assert_string_equal(e->tags[1].value, "x & y");
+
+	assert_int_equal(ec2_eni_to_msg(e, &m, err, sizeof(err)), 0);
+	assert_string_equal(m.eni_id, "eni-0a1b2c3d4e5f60718");
+	assert_string_equal(m.instance_id, "i-0123456789abcdef0");
+	assert_int_equal(m.status, ENI_ST_IN_USE);
+	assert_int_equal(m.attach_status, ENI_ST_IN_USE);
+	assert_int_equal(m.device_index, 2);
+	assert_int_equal(m.delete_on_termination, 1);
+	assert_int_equal(m.primary_ip, htonl(0x0a000005));
+	assert_int_equal(m.naddrs, 2);		/* the secondaries only */
+	assert_int_equal(m.addrs[1], htonl(0x0a000007));
+	assert_int_equal(m.ntags, 2);
+	ec2_answer_free(&a);
+	free(doc);
+}
+
+static void
+test_eni_checks(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char err[256], *doc, *p;
+
+	(void)state;
+	/* Each broken field refuses the ENI, naming the field. */
+	static const struct {
+		const char *from, *to, *why;
+	} cases[] = {
+		{ "02:5a:96:2b:9b:a2", "02:5a:96:2b:9b:zz", "MAC" },
+		{ "<privateIpAddress>10.0.0.5</privateIpAddress><primary>true",
+		  "<privateIpAddress>10.0.0.500</privateIpAddress><primary>true",
+		  "address" },
+		{ "eni-0a1b2c3d4e5f60718", "eni-0a1b/../x", "invalid id" },
+		{ "subnet-0123456789abcdef0", "subnet-", "subnet" },
+		{ "i-0123456789abcdef0", "i-0123 ;", "instance" },
+		{ "eni-attach-0abc", "eni-attach-", "attachment" },
+		{ "<deviceIndex>2", "<deviceIndex>-2", "device index" },
+		{ "<key>Name</key>", "<key>Na&#x9;me</key>", "tag" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		doc = describe_enis_doc(1, NULL);
+		p = strstr(doc, cases[i].from);
+		assert_non_null(p);
+		{
+			char *rest = strdup(p + strlen(cases[i].from));
+			size_t n = (size_t)(p - doc);
+			char *nd = malloc(strlen(doc) + 64);
+
+			memcpy(nd, doc, n);
+			strcpy(nd + n, cases[i].to);
+			strcat(nd, rest);
+			free(rest);
+			free(doc);
+			doc = nd;
+		}
+		assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), 0);
+		assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+		    sizeof(err)), -1);
+		assert_non_null(strstr(err, cases[i].why));
+		ec2_answer_free(&a);
+		free(doc);
+	}
+}
+
+static void
+test_create_attach_assign_return(void **state)
+{
+	struct ec2_answer a;
+	char err[256], doc[4096];
+
+	(void)state;
+	snprintf(doc, sizeof(doc), "<CreateNetworkInterfaceResponse" NS ">"
+	    "<requestId>r-1</requestId><networkInterface>%.*s"
+	    "</networkInterface><clientToken>t</clientToken>"
+	    "</CreateNetworkInterfaceResponse>",
+	    (int)(strlen(eni_item) - 13), eni_item + 6);
+	assert_int_equal(parse(EC2_CREATE_ENI, doc, &a, err), 0);
+	assert_true(a.has_eni);
+	assert_string_equal(a.eni.id, "eni-0a1b2c3d4e5f60718");
+	assert_int_equal(a.eni.naddrs, 3);
+	ec2_answer_free(&a);
+
+	assert_int_equal(parse(EC2_ATTACH_ENI, "<AttachNetworkInterfaceResponse"
+	    NS "><requestId>r</requestId><attachmentId>eni-attach-1f"
+	    "</attachmentId><networkCardIndex>0</networkCardIndex>"
+	    "</AttachNetworkInterfaceResponse>", &a, err), 0);
+	assert_string_equal(a.attachment_id, "eni-attach-1f");
+
+	assert_int_equal(parse(EC2_ASSIGN_IPS, "<AssignPrivateIpAddressesResponse"
+	    NS "><requestId>r</requestId><networkInterfaceId>eni-1"
+	    "</networkInterfaceId><assignedPrivateIpAddressesSet><item>"
+	    "<privateIpAddress>10.0.0.8</privateIpAddress></item><item>"
+	    "<privateIpAddress>10.0.0.9</privateIpAddress></item>"
+	    "</assignedPrivateIpAddressesSet><return>true</return>"
+	    "</AssignPrivateIpAddressesResponse>", &a, err), 0);
+	assert_int_equal(a.naddrs, 2);
+	assert_string_equal(a.addrs[1], "10.0.0.9");
+
+	assert_int_equal(parse(EC2_DELETE_ENI, "<DeleteNetworkInterfaceResponse"
+	    "><requestId>r</requestId><return>true</return>"
+	    "</DeleteNetworkInterfaceResponse>", &a, err), 0);
+	assert_true(a.has_return && a.return_true);
+	assert_int_equal(parse(EC2_MODIFY_ENI_ATTR,
+	    "<ModifyNetworkInterfaceAttributeResponse><return>false</return>"
+	    "</ModifyNetworkInterfaceAttributeResponse>", &a, err), 0);
+	assert_true(a.has_return && !a.return_true);
+}
+
+static void
+test_instances_types_subnets(void **state)
+{
+	struct ec2_answer a;
+	char err[256], doc[8192];
+
+	(void)state;
+	snprintf(doc, sizeof(doc), "<DescribeInstancesResponse" NS ">"
+	    "<requestId>r</requestId><reservationSet><item>"
+	    "<reservationId>r-1</reservationId><groupSet/><instancesSet><item>"
+	    "<instanceId>i-0123456789abcdef0</instanceId>"
+	    "<instanceState><code>16</code><name>running</name></instanceState>"
+	    "<instanceType>m5.xlarge</instanceType><placement>"
+	    "<availabilityZone>us-east-1a</availabilityZone></placement>"
+	    "<subnetId>subnet-01</subnetId><vpcId>vpc-01</vpcId>"
+	    "<privateIpAddress>10.0.0.4</privateIpAddress>"
+	    "<groupSet><item><groupId>sg-99</groupId></item></groupSet>"
+	    "<networkInterfaceSet>%s</networkInterfaceSet>"
+	    "</item></instancesSet></item></reservationSet>"
+	    "</DescribeInstancesResponse>", eni_item);
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCES, doc, &a, err), 0);
+	assert_int_equal(a.nitems, 1);
+	assert_string_equal(a.list.instances[0].type, "m5.xlarge");
+	assert_string_equal(a.list.instances[0].az, "us-east-1a");
+	assert_int_equal(a.list.instances[0].nenis, 1);
+	assert_string_equal(a.list.instances[0].enis[0].device_index, "2");
+	assert_string_equal(a.list.instances[0].enis[0].groups[0], "sg-01");
+	ec2_answer_free(&a);
+
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCE_TYPES,
+	    "<DescribeInstanceTypesResponse><requestId>r</requestId>"
+	    "<instanceTypeSet><item><instanceType>m5.xlarge</instanceType>"
+	    "<networkInfo><maximumNetworkInterfaces>4</maximumNetworkInterfaces>"
+	    "<networkCards><item><maximumNetworkInterfaces>9"
+	    "</maximumNetworkInterfaces></item></networkCards>"
+	    "<ipv4AddressesPerInterface>15</ipv4AddressesPerInterface>"
+	    "</networkInfo></item></instanceTypeSet>"
+	    "</DescribeInstanceTypesResponse>", &a, err), 0);
+	assert_int_equal(a.nitems, 1);
+	assert_string_equal(a.list.types[0].max_enis, "4");
+	assert_string_equal(a.list.types[0].ipv4_per_eni, "15");
+	ec2_answer_free(&a);
+
+	assert_int_equal(parse(EC2_DESCRIBE_SUBNETS,
+	    "<DescribeSubnetsResponse><requestId>r</requestId><subnetSet>"
+	    "<item><subnetId>subnet-1</subnetId><vpcId>vpc-1</vpcId>"
+	    "<cidrBlock>10.0.0.0/20</cidrBlock><availableIpAddressCount>4091"
+	    "</availableIpAddressCount><availabilityZone>us-east-1b"
+	    "</availabilityZone><tagSet/></item><item><subnetId>subnet-2"
+	    "</subnetId></item></subnetSet><nextToken>abc</nextToken>"
+	    "</DescribeSubnetsResponse>", &a, err), 0);
+	assert_int_equal(a.nitems, 2);
+	assert_string_equal(a.list.subnets[0].cidr, "10.0.0.0/20");
+	assert_string_equal(a.list.subnets[0].available, "4091");
+	assert_string_equal(a.list.subnets[0].az, "us-east-1b");
+	assert_string_equal(a.next_token, "abc");
+	ec2_answer_free(&a);
+}
+
+static void
+test_errors(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(EC2_DELETE_ENI, "<?xml version=\"1.0\" "
+	    "encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>"
+	    "InvalidNetworkInterfaceID.NotFound</Code><Message>The networkInterface"
+	    " ID 'eni-1' does not exist</Message></Error></Errors><RequestID>"
+	    "ea966190-f9aa-478e-9ede-example</RequestID></Response>", &a, err), 0);
+	assert_true(a.is_error);
+	assert_string_equal(a.code, "InvalidNetworkInterfaceID.NotFound");
+	assert_string_equal(a.request_id, "ea966190-f9aa-478e-9ede-example");
+	assert_non_null(strstr(a.message, "does not exist"));
+
+	/* the other AWS shape */
+	assert_int_equal(parse(EC2_ATTACH_ENI, "<ErrorResponse><Error><Code>"
+	    "Throttling</Code><Message>slow down</Message></Error><RequestId>"
+	    "r-9</RequestId></ErrorResponse>", &a, err), 0);
+	assert_true(a.is_error);
+	assert_string_equal(a.code, "Throttling");
+	assert_string_equal(a.request_id, "r-9");
+
+	/* a long message is cut, not refused */
+	{
+		char doc[6000], msg[3000];
+
+		memset(msg, 'm', sizeof(msg) - 1);
+		msg[sizeof(msg) - 1] = '\0';
+		snprintf(doc, sizeof(doc), "<Response><Errors><Error><Code>X"
+		    "</Code><Message>%s</Message></Error></Errors></Response>",
+		    msg);
+		assert_int_equal(parse(EC2_DETACH_ENI, doc, &a, err), 0);
+		assert_int_equal(strlen(a.message), MSG_ERR_LEN - 1);
+	}
+	/* an error answer without a code is not an answer */
+	assert_int_equal(parse(EC2_DETACH_ENI, "<Response><Errors/></Response>",
+	    &a, err), -1);
+}
+
+static void
+test_truncated_all_prefixes(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+	char *doc = describe_enis_doc(2, "tok");
+	size_t n, len = strlen(doc);
+
+	(void)state;
+	for (n = 0; n < len; n++) {
+		assert_int_equal(ec2_parse(EC2_DESCRIBE_ENIS, doc, n, &a, err,
+		    sizeof(err)), -1);
+		assert_null(a.list.any);
+	}
+	assert_int_equal(ec2_parse(EC2_DESCRIBE_ENIS, doc, len, &a, err,
+	    sizeof(err)), 0);
+	ec2_answer_free(&a);
+	free(doc);
+}
+
+static void
+test_refused(void **state)
+{
+	struct ec2_answer a;
+	char err[256], *big, *deep;
+	size_t i;
+
+	(void)state;
+	/* garbage, empty, HTML, wrong root */
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, "", &a, err), -1);
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, "\x01\x02garbage", &a, err),
+	    -1);
+	assert_non_null(strstr(err, "malformed XML"));
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, "<html><body>502</body>"
+	    "</html>", &a, err), -1);
+	assert_string_equal(err, "unexpected root element <html>");
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS,
+	    "<DescribeSubnetsResponse/>", &a, err), -1);
+	/* entities: no DOCTYPE at all */
+	assert_int_equal(parse(EC2_DELETE_ENI, "<!DOCTYPE r [<!ENTITY a "
+	    "\"aaaa\">]><DeleteNetworkInterfaceResponse><return>&a;</return>"
+	    "</DeleteNetworkInterfaceResponse>", &a, err), -1);
+	assert_non_null(strstr(err, "DOCTYPE"));
+	/* over the size cap, whatever it holds */
+	big = malloc(EC2_MAX_BODY + 2);
+	memset(big, ' ', EC2_MAX_BODY + 1);
+	big[EC2_MAX_BODY + 1] = '\0';
+	assert_int_equal(ec2_parse(EC2_DESCRIBE_ENIS, big, EC2_MAX_BODY + 1,
+	    &a, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cap"));
+	free(big);
+	/* nested too deep */
+	deep = malloc(64 * 8 + 64);
+	strcpy(deep, "<DeleteNetworkInterfaceResponse>");
+	for (i = 0; i < 40; i++)
+		strcat(deep, "<a>");
+	assert_int_equal(parse(EC2_DELETE_ENI, deep, &a, err), -1);
+	assert_non_null(strstr(err, "nested deeper"));
+	free(deep);
+	/* a field over its size */
+	assert_int_equal(parse(EC2_ATTACH_ENI, "<AttachNetworkInterfaceResponse>"
+	    "<attachmentId>eni-attach-0123456789012345678901234567890123456789"
+	    "0123456789012345678901234567890</attachmentId>"
+	    "</AttachNetworkInterfaceResponse>", &a, err), -1);
+	assert_non_null(strstr(err, "too long"));
+	/* too many entries in a page */
+	big = malloc(1200 * 16 + 256);
+	strcpy(big, "<DescribeSubnetsResponse><subnetSet>");
+	for (i = 0; i < 1001; i++)
+		strcat(big, "<item/>");
+	strcat(big, "</subnetSet></DescribeSubnetsResponse>");
+	assert_int_equal(parse(EC2_DESCRIBE_SUBNETS, big, &a, err), -1);
+	assert_non_null(strstr(err, "more than 1000"));
+	assert_null(a.list.any);
+	free(big);
+	/* too many addresses on one ENI */
+	big = malloc(70 * 64 + 512);
+	strcpy(big, "<DescribeNetworkInterfacesResponse><networkInterfaceSet>"
+	    "<item><privateIpAddressesSet>");
+	for (i = 0; i < 65; i++)
+		strcat(big, "<item><privateIpAddress>10.0.0.1"
+		    "</privateIpAddress></item>");
+	strcat(big, "</privateIpAddressesSet></item></networkInterfaceSet>"
+	    "</DescribeNetworkInterfacesResponse>");
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, big, &a, err), -1);
+	assert_non_null(strstr(err, "more than 64 addresses"));
+	free(big);
+}
+
+static void
+test_unknown_elements_skipped(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(EC2_ATTACH_ENI, "<AttachNetworkInterfaceResponse>"
+	    "<futureField><x>1</x><attachmentId>eni-attach-evil</attachmentId>"
+	    "</futureField><attachmentId>eni-attach-1</attachmentId>"
+	    "</AttachNetworkInterfaceResponse>", &a, err), 0);
+	assert_string_equal(a.attachment_id, "eni-attach-1");
+}
+
+static void
+test_tags_over_limit_keep_enid(void **state)
+{
+	struct ec2_answer a;
+	char err[256], doc[8192];
+	int i, n = 0;
+	bool found = false;
+
+	(void)state;
+	n += snprintf(doc + n, sizeof(doc) - n, "<CreateNetworkInterfaceResponse>"
+	    "<networkInterface><tagSet>");
+	for (i = 0; i < 10; i++)
+		n += snprintf(doc + n, sizeof(doc) - n, "<item><key>user%d"
+		    "</key><value>v</value></item>", i);
+	n += snprintf(doc + n, sizeof(doc) - n, "<item><key>enid.io/node"
+	    "</key><value>i-1</value></item></tagSet></networkInterface>"
+	    "</CreateNetworkInterfaceResponse>");
+	assert_int_equal(parse(EC2_CREATE_ENI, doc, &a, err), 0);
+	assert_int_equal(a.eni.ntags, MSG_MAX_TAGS);
+	assert_int_equal(a.eni.tags_dropped, 3);
+	for (i = 0; i < MSG_MAX_TAGS; i++)
+		found |= strcmp(a.eni.tags[i].key, "enid.io/node") == 0;
+	assert_true(found);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_describe_enis),
+		cmocka_unit_test(test_eni_checks),
+		cmocka_unit_test(test_create_attach_assign_return),
+		cmocka_unit_test(test_instances_types_subnets),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_truncated_all_prefixes),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_unknown_elements_skipped),
+		cmocka_unit_test(test_tags_over_limit_keep_enid),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
