@@ -17,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "enid.h"
 #include "log.h"
 
@@ -199,6 +200,44 @@ process_json(const struct child *ch)
 	return p;
 }
 
+static struct json_object *
+instance_json(const struct broker *b)
+{
+	const struct msg_cloud_instance *in = &b->instance;
+	struct json_object *o = json_object_new_object();
+	struct json_object *cidrs;
+	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN];
+	uint32_t i;
+
+	json_object_object_add(o, "state",
+	    json_object_new_string(instance_state_name(b->instance_state)));
+	if (b->instance_state != INSTANCE_KNOWN) {
+		if (b->instance_error[0] != '\0')
+			json_object_object_add(o, "error",
+			    json_object_new_string(b->instance_error));
+		return o;
+	}
+	mac_format(in->primary_mac, mac);
+	json_object_object_add(o, "id", json_object_new_string(in->instance_id));
+	json_object_object_add(o, "type",
+	    json_object_new_string(in->instance_type));
+	json_object_object_add(o, "az", json_object_new_string(in->az));
+	json_object_object_add(o, "primary_eni",
+	    json_object_new_string(in->primary_eni));
+	json_object_object_add(o, "primary_mac", json_object_new_string(mac));
+	json_object_object_add(o, "subnet", json_object_new_string(in->subnet_id));
+	cidrs = json_object_new_array();
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++) {
+		cidr4_format(in->cidrs[i].addr, in->cidrs[i].prefix, cidr);
+		json_object_array_add(cidrs, json_object_new_string(cidr));
+	}
+	json_object_object_add(o, "vpc_cidrs", cidrs);
+	json_object_object_add(o, "max_enis", json_object_new_int(in->max_enis));
+	json_object_object_add(o, "ips_per_eni",
+	    json_object_new_int(in->ips_per_eni));
+	return o;
+}
+
 static void
 op_status(struct ctl_client *c)
 {
@@ -221,6 +260,7 @@ op_status(struct ctl_client *c)
 	json_object_object_add(o, "log_level",
 	    json_object_new_string(log_level_name(log_get_level())));
 	json_object_object_add(o, "processes", procs);
+	json_object_object_add(o, "instance", instance_json(b));
 	client_reply(c, o);
 }
 

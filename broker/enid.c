@@ -180,6 +180,8 @@ broker_shutdown(struct broker *b, int code, const char *why)
 static void
 broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
 {
+	char reason[256];
+
 	switch (m->hdr.type) {
 	case MSG_HELLO_ACK: {
 		struct msg_hello_ack ack;
@@ -200,14 +202,17 @@ broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
 			loop_timer_cancel(&b->loop, &b->handshake_timer);
 			log_info("all processes ready in %llu ms",
 			    (unsigned long long)(now_ms() - b->started_ms));
+			instance_start(b);
 		}
 		break;
 	}
 	default:
-		/* Valid on the wire but nothing of ours asked for it. */
-		log_warnx("%s: unsolicited %s (id %u)", c->name,
-		    msg_type_name(m->hdr.type), m->hdr.id);
-		broker_shutdown(b, 1, "child sent an unsolicited message");
+		if (!c->ready || broker_answer(b, c, m) == -1) {
+			snprintf(reason, sizeof(reason), "%s (pid %d) sent an "
+			    "unsolicited %s (id %u)", c->name, (int)c->pid,
+			    msg_type_name(m->hdr.type), m->hdr.id);
+			broker_shutdown(b, 1, reason);
+		}
 	}
 }
 

@@ -118,6 +118,45 @@ field(struct json_object *o, const char *name, enum json_type type)
 }
 
 static void
+print_instance(struct json_object *in)
+{
+	const char *state = json_object_get_string(field(in, "state",
+	    json_type_string));
+	struct json_object *cidrs, *v;
+	size_t i;
+
+	if (strcmp(state, "known") != 0) {
+		printf("instance: %s", state);
+		if (json_object_object_get_ex(in, "error", &v) &&
+		    json_object_is_type(v, json_type_string))
+			printf(" (%s)", json_object_get_string(v));
+		printf("\n");
+		return;
+	}
+	printf("instance %s (%s in %s), %d ENIs of %d addresses\n",
+	    json_object_get_string(field(in, "id", json_type_string)),
+	    json_object_get_string(field(in, "type", json_type_string)),
+	    json_object_get_string(field(in, "az", json_type_string)),
+	    json_object_get_int(field(in, "max_enis", json_type_int)),
+	    json_object_get_int(field(in, "ips_per_eni", json_type_int)));
+	printf("primary ENI %s (%s) in %s, VPC",
+	    json_object_get_string(field(in, "primary_eni", json_type_string)),
+	    json_object_get_string(field(in, "primary_mac", json_type_string)),
+	    json_object_get_string(field(in, "subnet", json_type_string)));
+	cidrs = field(in, "vpc_cidrs", json_type_array);
+	for (i = 0; i < json_object_array_length(cidrs); i++) {
+		v = json_object_array_get_idx(cidrs, i);
+		if (!json_object_is_type(v, json_type_string)) {
+			fprintf(stderr, "enidctl: malformed answer: VPC CIDR "
+			    "is not a string\n");
+			exit(1);
+		}
+		printf(" %s", json_object_get_string(v));
+	}
+	printf("\n");
+}
+
+static void
 print_status(struct json_object *ans)
 {
 	struct json_object *procs = field(ans, "processes", json_type_array);
@@ -128,6 +167,7 @@ print_status(struct json_object *ans)
 	    (long long)json_object_get_int64(field(ans, "uptime_s",
 	    json_type_int)),
 	    json_object_get_string(field(ans, "log_level", json_type_string)));
+	print_instance(field(ans, "instance", json_type_object));
 	printf("%-14s %8s  %s\n", "PROCESS", "PID", "STATE");
 	for (i = 0; i < json_object_array_length(procs); i++) {
 		struct json_object *p = json_object_array_get_idx(procs, i);

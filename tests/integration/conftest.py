@@ -152,11 +152,13 @@ class Enid:
 
 @pytest.fixture
 def start_enid(netns, helper_dir, workdir, enid_user):
+    """Start enid in a namespace: a throwaway one unless ns is given (a sim
+    node's)."""
     started = []
 
-    def start(conf=None, helpers=None, env=None):
+    def start(conf=None, helpers=None, env=None, ns=None):
         conf = conf or write_config(workdir, enid_user)
-        e = Enid(netns, conf, helpers or helper_dir,
+        e = Enid(ns or netns, conf, helpers or helper_dir,
                  workdir / f"enid-{len(started)}.log", env=env)
         started.append(e)
         return e
@@ -173,3 +175,71 @@ def proc_status(pid):
             k, _, v = line.partition(":")
             fields[k] = v.strip()
     return fields
+
+
+VPCSIM = os.path.join(SRCDIR, "tests", "vpcsim", "vpcsim")
+
+
+class Sim:
+    """tests/vpcsim running in the foreground; stopped with SIGTERM."""
+
+    def __init__(self, workdir, nodes=1, prefix="enidit", args=()):
+        self.dir = workdir / "sim"
+        self.log = open(workdir / "vpcsim.log", "w")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", VPCSIM, "--nodes", str(nodes),
+             "--state", str(self.dir), "--prefix", prefix, *args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        path = self.dir / "endpoints.json"
+        end = time.monotonic() + 30
+        while not path.exists():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                pytest.fail("vpcsim did not start: see %s" % self.log.name)
+            time.sleep(0.05)
+        self.ep = json.loads(path.read_text())
+
+    def control(self, method, path, body=None):
+        import urllib.request
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.ep["control"] + path, data=data,
+                                     method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read() or b"null")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def sim_workdir():
+    d = tempfile.mkdtemp(prefix="enid-sim-")
+    os.chmod(d, 0o755)
+    try:
+        yield pathlib.Path(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sim(sim_workdir):
+    s = Sim(sim_workdir)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def sim_config(workdir, user, **extra):
+    """A config for enid inside a sim node: the real IMDS default, only
+    the EC2 endpoint and plain http overridden."""
+    cloud = {"ec2_endpoint": "http://198.18.0.1/", "allow_http": True}
+    cloud.update(extra.pop("cloud", {}))
+    return write_config(workdir, user, cloud=cloud, **extra)

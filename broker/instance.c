@@ -1,0 +1,154 @@
+/*
+ * Learning which instance this node is, from enid-cloudd, and fixing
+ * enid-netd's policy from it: the primary ENI's MAC (which netd must never
+ * touch) and the VPC's CIDR blocks (the only addresses netd may route).
+ * Until the cloud has answered, the broker is up but not ready; a failed
+ * attempt is retried with exponential backoff.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "addr.h"
+#include "enid.h"
+#include "log.h"
+
+#define INSTANCE_DEADLINE_MS	20000
+#define INSTANCE_RETRY_MIN_MS	1000
+#define INSTANCE_RETRY_MAX_MS	60000
+#define INSTANCE_POLICY_MS	2000
+
+static void	instance_answer(struct broker *, void *, const struct msg *,
+		    bool);
+
+static void
+instance_ask(struct broker *b)
+{
+	struct msg_cloud_describe_instance req;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = INSTANCE_DEADLINE_MS;
+	b->instance_state = INSTANCE_ASKING;
+	if (broker_request(b, &b->cloudd, MSG_CLOUD_DESCRIBE_INSTANCE, &req,
+	    sizeof(req), req.deadline_ms, instance_answer, NULL) == -1)
+		broker_shutdown(b, 1, "cannot ask enid-cloudd about the "
+		    "instance");
+}
+
+static void
+instance_retry_timer(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	instance_ask(t->arg);
+}
+
+static void
+instance_retry(struct broker *b, const char *why)
+{
+	b->instance_state = INSTANCE_RETRYING;
+	msg_strlcpy(b->instance_error, why, sizeof(b->instance_error));
+	log_warnx("instance: %s; asking again in %u s", why,
+	    b->instance_retry_ms / 1000);
+	loop_timer_after(&b->loop, &b->instance_timer, b->instance_retry_ms);
+	b->instance_retry_ms *= 2;
+	if (b->instance_retry_ms > INSTANCE_RETRY_MAX_MS)
+		b->instance_retry_ms = INSTANCE_RETRY_MAX_MS;
+}
+
+static void
+policy_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct msg_result r;
+	char why[MSG_ERR_LEN + 64];
+
+	(void)arg;
+	(void)final;
+	if (m == NULL) {
+		broker_shutdown(b, 1, "enid-netd did not acknowledge its policy");
+		return;
+	}
+	memcpy(&r, m->u.bytes, sizeof(r));
+	if (r.status != ST_OK) {
+		snprintf(why, sizeof(why), "enid-netd refused its policy: %s",
+		    r.message);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	b->netd_policy_set = true;
+	log_info("enid-netd: policy set");
+}
+
+/* What netd will judge our requests by; sent once, never widened. */
+static void
+instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
+{
+	struct msg_netd_policy pol;
+
+	memset(&pol, 0, sizeof(pol));
+	memcpy(pol.primary_mac, in->primary_mac, sizeof(pol.primary_mac));
+	pol.ncidrs = in->ncidrs;
+	memcpy(pol.cidrs, in->cidrs, sizeof(pol.cidrs));
+	if (broker_request(b, &b->netd, MSG_NETD_POLICY, &pol, sizeof(pol),
+	    INSTANCE_POLICY_MS, policy_answer, NULL) == -1)
+		broker_shutdown(b, 1, "cannot send enid-netd its policy");
+}
+
+static void
+instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct msg_cloud_instance in;
+	char why[512], mac[MAC_STR_LEN];
+
+	(void)arg;
+	(void)final;
+	if (m == NULL) {
+		instance_retry(b, "describe-instance timed out");
+		return;
+	}
+	memcpy(&in, m->u.bytes, sizeof(in));
+	if (in.st.outcome != CO_OK) {
+		snprintf(why, sizeof(why), "describe-instance: %s: %s%s%s",
+		    cloud_outcome_name(in.st.outcome), in.st.code,
+		    in.st.code[0] ? ": " : "", in.st.message);
+		instance_retry(b, why);
+		return;
+	}
+	/* cloudd checked the fields; these are the ones policy rests on. */
+	if (in.instance_id[0] == '\0' || mac_is_zero(in.primary_mac) ||
+	    in.ncidrs == 0 || in.max_enis == 0 || in.ips_per_eni == 0) {
+		instance_retry(b, "describe-instance answer lacks the instance "
+		    "id, primary MAC, VPC CIDRs or limits");
+		return;
+	}
+	b->instance = in;
+	b->instance_state = INSTANCE_KNOWN;
+	b->instance_error[0] = '\0';
+	mac_format(in.primary_mac, mac);
+	log_info("instance %s (%s in %s): primary ENI %s (%s), %u ENIs of %u "
+	    "addresses", in.instance_id, in.instance_type, in.az,
+	    in.primary_eni, mac, in.max_enis, in.ips_per_eni);
+	instance_send_policy(b, &in);
+}
+
+void
+instance_start(struct broker *b)
+{
+	loop_timer_init(&b->instance_timer, instance_retry_timer, b);
+	b->instance_retry_ms = INSTANCE_RETRY_MIN_MS;
+	instance_ask(b);
+}
+
+const char *
+instance_state_name(enum instance_state s)
+{
+	switch (s) {
+	case INSTANCE_UNKNOWN:
+		return "unknown";
+	case INSTANCE_ASKING:
+		return "asking";
+	case INSTANCE_RETRYING:
+		return "retrying";
+	case INSTANCE_KNOWN:
+		return "known";
+	}
+	return "?";
+}
