@@ -65,7 +65,7 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 {
 	char path[4096];
 	char *argv[8], *envp[32];
-	int sv[2], i, n, devnull;
+	int fd, i, n;
 	char **e;
 	pid_t pid;
 
@@ -77,8 +77,6 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 		    helper_dir);
 	if (access(path, X_OK) == -1)
 		fatal("%s: cannot execute %s", c->name, path);
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
-		fatal("%s: socketpair", c->name);
 
 	n = 0;
 	argv[n++] = (char *)c->name;
@@ -94,29 +92,10 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 			envp[n++] = *e;
 	envp[n] = NULL;
 
-	pid = fork();
-	if (pid == -1)
-		fatal("%s: fork", c->name);
-	if (pid == 0) {
-		/* The child's end on MSG_CHILD_FD; stdin from /dev/null;
-		 * stdout/stderr kept for -d; every other descriptor closed. */
-		if (dup2(sv[1], MSG_CHILD_FD) == -1)
-			_exit(127);
-		devnull = open("/dev/null", O_RDONLY);
-		if (devnull == -1 || dup2(devnull, STDIN_FILENO) == -1)
-			_exit(127);
-		if (close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
-			_exit(127);
-		execve(path, argv, envp);
-		dprintf(STDERR_FILENO, "enid: exec %s: %s\n", path,
-		    strerror(errno));
-		_exit(127);
-	}
-	close(sv[1]);
-	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1)
-		fatal("%s: fcntl", c->name);
+	if ((pid = proc_spawn(path, argv, envp, &fd)) == -1)
+		fatal("%s: starting %s", c->name, path);
 	c->pid = pid;
-	c->chan.fd = sv[0];
+	c->chan.fd = fd;
 	c->chan.self = PEER_BROKER;
 	c->chan.peer = c->peer;
 	c->chan.peer_name = c->name;

@@ -12,6 +12,46 @@
 #include "log.h"
 #include "proc.h"
 
+pid_t
+proc_spawn(const char *path, char *const argv[], char *const envp[], int *fd)
+{
+	int sv[2], devnull, saved;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		return -1;
+	pid = fork();
+	if (pid == -1) {
+		saved = errno;
+		close(sv[0]);
+		close(sv[1]);
+		errno = saved;
+		return -1;
+	}
+	if (pid == 0) {
+		/* dup2 clears close-on-exec on the copy it makes. */
+		if (dup2(sv[1], MSG_CHILD_FD) == -1)
+			_exit(127);
+		devnull = open("/dev/null", O_RDONLY);
+		if (devnull == -1 || dup2(devnull, STDIN_FILENO) == -1 ||
+		    dup2(STDERR_FILENO, STDOUT_FILENO) == -1 ||
+		    close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
+			_exit(127);
+		execve(path, argv, envp);
+		dprintf(STDERR_FILENO, "exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(sv[1]);
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1) {
+		saved = errno;
+		close(sv[0]);
+		errno = saved;
+		return -1;
+	}
+	*fd = sv[0];
+	return pid;
+}
+
 void
 child_parse_args(int argc, char *argv[], const char *name,
     struct child_opts *opts)

@@ -7,6 +7,7 @@
 #define ENID_PROC_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "conf.h"
 #include "loop.h"
@@ -17,6 +18,16 @@ struct child_opts {
 	bool		 foreground;	/* -d: log to stderr */
 	int		 verbose;	/* -v count: raise the log level */
 };
+
+/*
+ * The parent's side: fork and exec path with argv and envp, the child's
+ * end of a new SOCK_SEQPACKET socketpair on MSG_CHILD_FD, stdin from
+ * /dev/null, stdout onto stderr (children only log), and every descriptor
+ * above MSG_CHILD_FD closed.  Returns the pid and stores our end,
+ * non-blocking and close-on-exec, in *fd; or -1 with errno set.
+ */
+pid_t	proc_spawn(const char *path, char *const argv[], char *const envp[],
+	    int *fd);
 
 /* Parse "NAME [-d] [-v] -f CONFIG"; exits 1 with usage on error. */
 void	child_parse_args(int argc, char *argv[], const char *name,

@@ -25,6 +25,7 @@
 #include "addr.h"
 #include "loop.h"
 #include "msg.h"
+#include "proc.h"
 
 #define MAX_PENDING	8192
 #define LINE_MAX_LEN	65536
@@ -534,13 +535,9 @@ spawn(const char *path, const char *config, int verbose)
 {
 	char *argv[8], *envp[32];
 	char **e;
-	int sv[2], n = 0, i;
+	int n = 0, i;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		perror("socketpair");
-		exit(1);
-	}
 	argv[n++] = "enid-cloudd";
 	argv[n++] = "-f";
 	argv[n++] = (char *)config;
@@ -552,26 +549,11 @@ spawn(const char *path, const char *config, int verbose)
 		if (env_passes(*e))
 			envp[n++] = *e;
 	envp[n] = NULL;
-	if ((pid = fork()) == -1) {
-		perror("fork");
+	if ((pid = proc_spawn(path, argv, envp, &chan.fd)) == -1) {
+		fprintf(stderr, "cloudd_drive: starting %s: %s\n", path,
+		    strerror(errno));
 		exit(1);
 	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		if (dup2(sv[1], MSG_CHILD_FD) == -1 || devnull == -1 ||
-		    dup2(devnull, STDIN_FILENO) == -1 ||
-		    dup2(STDERR_FILENO, STDOUT_FILENO) == -1 ||
-		    close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
-			_exit(127);
-		execve(path, argv, envp);
-		dprintf(STDERR_FILENO, "cloudd_drive: exec %s: %s\n", path,
-		    strerror(errno));
-		_exit(127);
-	}
-	close(sv[1]);
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	chan.fd = sv[0];
 	chan.self = PEER_BROKER;
 	chan.peer = PEER_CLOUDD;
 	chan.peer_name = "enid-cloudd";

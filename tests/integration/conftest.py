@@ -183,7 +183,9 @@ VPCSIM = os.path.join(SRCDIR, "tests", "vpcsim", "vpcsim")
 class Sim:
     """tests/vpcsim running in the foreground; stopped with SIGTERM."""
 
-    def __init__(self, workdir, nodes=1, prefix="enidit", args=()):
+    def __init__(self, workdir, nodes=1, prefix=None, args=()):
+        # Namespaces of our own, so a demo or another run can't collide.
+        prefix = prefix or "enidit%d" % os.getpid()
         self.dir = workdir / "sim"
         self.log = open(workdir / "vpcsim.log", "w")
         self.proc = subprocess.Popen(

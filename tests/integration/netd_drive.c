@@ -37,6 +37,7 @@
 
 #include "addr.h"
 #include "msg.h"
+#include "proc.h"
 
 #define DRIVE_MAX_IDS		4096	/* requests in flight, by id % this */
 #define DRIVE_LINE_MAX		1024
@@ -530,14 +531,9 @@ drain(void)
 static void
 spawn(const char *netd, const char *config, bool verbose)
 {
-	int sv[2];
 	char *argv[6];
 	int n = 0;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		perror("netd_drive: socketpair");
-		exit(1);
-	}
 	argv[n++] = (char *)"enid-netd";
 	argv[n++] = (char *)"-d";
 	if (verbose)
@@ -545,35 +541,14 @@ spawn(const char *netd, const char *config, bool verbose)
 	argv[n++] = (char *)"-f";
 	argv[n++] = (char *)config;
 	argv[n] = NULL;
-	if ((child = fork()) == -1) {
-		perror("netd_drive: fork");
+	if ((child = proc_spawn(netd, argv, environ, &chan.fd)) == -1) {
+		fprintf(stderr, "netd_drive: starting %s: %s\n", netd,
+		    strerror(errno));
 		exit(1);
 	}
-	if (child == 0) {
-		int devnull;
-
-		if (dup2(sv[1], MSG_CHILD_FD) == -1)
-			_exit(127);
-		if ((devnull = open("/dev/null", O_RDONLY)) == -1 ||
-		    dup2(devnull, STDIN_FILENO) == -1 ||
-		    dup2(STDERR_FILENO, STDOUT_FILENO) == -1)
-			_exit(127);
-		if (close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
-			_exit(127);
-		execv(netd, argv);
-		dprintf(STDERR_FILENO, "netd_drive: exec %s: %s\n", netd,
-		    strerror(errno));
-		_exit(127);
-	}
-	close(sv[1]);
-	chan.fd = sv[0];
 	chan.self = PEER_BROKER;
 	chan.peer = PEER_NETD;
 	chan.peer_name = "enid-netd";
-	if (fcntl(chan.fd, F_SETFL, O_NONBLOCK) == -1) {
-		perror("netd_drive: fcntl");
-		exit(1);
-	}
 	printf("{\"event\":\"started\",\"pid\":%d,\"t_ms\":%.3f}\n",
 	    (int)child, mono_ms());
 	fflush(stdout);

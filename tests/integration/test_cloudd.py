@@ -21,7 +21,9 @@ BUILD = os.environ.get("ENID_BUILDDIR", SRC)
 CLOUDD = os.path.join(BUILD, "cloudd", "enid-cloudd")
 DRIVE = os.path.join(BUILD, "tests", "integration", "cloudd_drive")
 VPCSIM = os.path.join(SRC, "tests", "vpcsim", "vpcsim")
-NETNS = "enid-node-0"
+# Namespaces of our own, so a demo or another run's sim can't collide.
+PREFIX = "enidcd%d" % os.getpid()
+NETNS = PREFIX + "-node-0"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root for network namespaces")
@@ -35,7 +37,7 @@ def sim():
     log = open(os.path.join(d, "vpcsim.log"), "w")
     proc = subprocess.Popen([sys.executable if sys.executable.startswith(
         "/usr/bin/") else "/usr/bin/python3", VPCSIM, "--nodes", "1",
-        "--state", d, "--rate-scale", "10"], stdout=log, stderr=log,
+        "--state", d, "--rate-scale", "10", "--prefix", PREFIX], stdout=log, stderr=log,
         start_new_session=True)
     ep = os.path.join(d, "endpoints.json")
     try:
