@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import shutil
 import tempfile
 import threading
 import time
@@ -517,3 +518,87 @@ def test_bad_answers(sim):
             d.close()
         srv.send_signal(signal.SIGTERM)
         srv.wait(10)
+
+
+# ------------------------------------------------------------------ TLS, DNS
+
+TLS_SERVER = r'''
+import http.server, socketserver, ssl, sys
+BODY = (b"<DescribeSubnetsResponse><requestId>r-tls</requestId><subnetSet>"
+        b"<item><subnetId>subnet-1</subnetId>"
+        b"<availabilityZone>us-east-1a</availabilityZone><cidrBlock>10.0.0.0/20"
+        b"</cidrBlock><availableIpAddressCount>9</availableIpAddressCount>"
+        b"</item></subnetSet></DescribeSubnetsResponse>")
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s = S(("127.0.0.1", int(sys.argv[1])), H)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+'''
+
+
+def test_tls_verified_and_names_resolved(sim):
+    """An https endpoint named by a host name: the name goes through the
+    resolver (threads under seccomp), the certificate is checked against
+    ca_file, and without that CA the call is refused."""
+    port, host = 18443, "ec2.enid.test"
+    d = sim["dir"]
+    cert, key = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=" + host,
+                    "-addext", "subjectAltName=DNS:" + host],
+                   check=True, capture_output=True, timeout=60)
+    os.chmod(cert, 0o644)
+    # ip netns exec bind-mounts /etc/netns/NS/hosts over /etc/hosts.
+    etc = "/etc/netns/" + NETNS
+    os.makedirs(etc, exist_ok=True)
+    with open(etc + "/hosts", "w") as f:
+        f.write("127.0.0.1 localhost\n127.0.0.1 %s\n" % host)
+    path = os.path.join(d, "tls_server.py")
+    with open(path, "w") as f:
+        f.write(TLS_SERVER)
+    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
+                            path, str(port), cert, key],
+                           start_new_session=True)
+    url = "https://%s:%d/" % (host, port)
+    drives = []
+    try:
+        time.sleep(0.5)
+        good = Drive(write_conf(sim, "tls.conf", ec2_endpoint=url,
+                                allow_http=False, ca_file=cert,
+                                region="us-east-1"),
+                     os.path.join(d, "tls.log"))
+        drives.append(good)
+        a = good.ok("describe-subnets", ids=["subnet-1"])
+        assert [e["subnet_id"] for e in a["entries"]] == ["subnet-1"], a
+        bad = Drive(write_conf(sim, "notrust.conf", ec2_endpoint=url,
+                               allow_http=False, region="us-east-1"),
+                    os.path.join(d, "notrust.log"))
+        drives.append(bad)
+        a = bad.call("describe-subnets", ids=["subnet-1"], deadline_ms=3000)
+        assert a["outcome"] != "ok", a
+        assert "certificate" in a["message"].lower() or \
+            "ssl" in a["message"].lower(), a
+    finally:
+        for dr in drives:
+            dr.close()
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)
+        shutil.rmtree(etc, ignore_errors=True)
+        try:
+            os.rmdir("/etc/netns")      # only if we left it empty
+        except OSError:
+            pass
