@@ -78,6 +78,20 @@ sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
 		    strerror(errno));
 		return -1;
 	}
+	/* The bounding set, while still root (dropping from it needs
+	 * CAP_SETPCAP): nothing outside keep can come back, even by exec. */
+	for (c = 0; c <= CAP_LAST_CAP; c++) {
+		size_t i;
+		bool kept = false;
+
+		for (i = 0; i < nkeep; i++)
+			kept |= keep[i] == c;
+		if (!kept && cap_get_bound(c) == 1 && cap_drop_bound(c) == -1) {
+			snprintf(err, errlen, "dropping capability %d from the "
+			    "bounding set: %s", (int)c, strerror(errno));
+			return -1;
+		}
+	}
 	if (nkeep > 0 && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1) {
 		snprintf(err, errlen, "PR_SET_KEEPCAPS: %s", strerror(errno));
 		return -1;
@@ -91,19 +105,6 @@ sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
 	    su != uid) {
 		snprintf(err, errlen, "uid change did not take");
 		return -1;
-	}
-
-	/* The bounding set: drop what we don't keep.  Needs CAP_SETPCAP,
-	 * which we lost with the uid unless kept; the kernel then refuses and
-	 * the caps can't come back anyway, as nothing can exec. */
-	for (c = 0; c <= CAP_LAST_CAP; c++) {
-		size_t i;
-		bool kept = false;
-
-		for (i = 0; i < nkeep; i++)
-			kept |= keep[i] == c;
-		if (!kept && CAP_IS_SUPPORTED(c))
-			(void)cap_drop_bound(c);
 	}
 
 	caps = cap_init();	/* all clear */

@@ -39,6 +39,7 @@ def test_processes_are_sandboxed(start_enid):
         assert int(st["CapPrm"], 16) == capeff, (name, st["CapPrm"])
         assert int(st["CapInh"], 16) == 0, name
         assert int(st["CapAmb"], 16) == 0, name
+        assert int(st["CapBnd"], 16) == capeff, (name, st["CapBnd"])
         assert st["Groups"] == "", (name, st["Groups"])
 
 
