@@ -266,6 +266,163 @@ test_rejects_bad_values(void **state)
 	    PEER_BROKER, "x" }, buf, sizeof(buf)), "reserved header bits set");
 }
 
+
+/*
+ * Each meaning check, reached: a zeroed payload of the type (which every
+ * checker accepts) with one field spoiled.
+ */
+struct spoil {
+	enum msg_type	type;
+	enum msg_peer	from, to;
+	size_t		off;		/* where to write */
+	size_t		len;		/* how many bytes of fill */
+	unsigned char	fill;
+	uint32_t	value;		/* or, if len is 0, this u32 */
+	const char	*expect;
+};
+
+#define B2N	PEER_BROKER, PEER_NETD
+#define N2B	PEER_NETD, PEER_BROKER
+#define B2C	PEER_BROKER, PEER_CLOUDD
+#define C2B	PEER_CLOUDD, PEER_BROKER
+#define SPOIL_FILL(t, d, s, fl, e) \
+	{ t, d, offsetof(s, fl), sizeof(((s *)0)->fl), 'x', 0, e }
+#define SPOIL_U32(t, d, s, fl, v, e) \
+	{ t, d, offsetof(s, fl), 0, 0, v, e }
+#define SPOIL_U8(t, d, s, fl, v, e) \
+	{ t, d, offsetof(s, fl), 1, v, 0, e }
+
+static const struct spoil spoils[] = {
+	SPOIL_U8(MSG_NETD_SETUP_ENI, B2N, struct msg_netd_setup_eni, prefix,
+	    33, "address prefix over 32"),
+	SPOIL_U8(MSG_NETD_TEARDOWN_ENI, B2N, struct msg_netd_setup_eni, prefix,
+	    40, "address prefix over 32"),
+	SPOIL_FILL(MSG_NETD_LINK, N2B, struct msg_netd_link, name,
+	    "unterminated link name"),
+	SPOIL_U8(MSG_NETD_RULE, N2B, struct msg_netd_rule, src_len, 33,
+	    "rule prefix over 32"),
+	SPOIL_U8(MSG_NETD_RULE, N2B, struct msg_netd_rule, dst_len, 33,
+	    "rule prefix over 32"),
+	SPOIL_U32(MSG_LOG_LEVEL, B2C, struct msg_loglevel, level, 4,
+	    "unknown log level"),
+	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, st.code,
+	    "unterminated string in cloud status"),
+	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    st.request_id, "unterminated string in cloud status"),
+	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, vpc_id,
+	    "unterminated string in instance"),
+	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, ncidrs,
+	    MSG_MAX_CIDRS + 1, "too many CIDRs"),
+	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, nsgs,
+	    MSG_MAX_SGS + 1, "too many security groups"),
+	SPOIL_U32(MSG_CLOUD_DESCRIBE_SUBNETS, B2C,
+	    struct msg_cloud_describe_subnets, nids, MSG_MAX_SUBNETS + 1,
+	    "too many subnet ids"),
+	SPOIL_FILL(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, az,
+	    "unterminated string in subnet"),
+	SPOIL_U8(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, cidr.prefix,
+	    33, "CIDR prefix over 32"),
+	SPOIL_FILL(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
+	    client_token, "unterminated string in create-eni"),
+	SPOIL_U32(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
+	    nsecondary, MSG_MAX_ENI_ADDRS + 1, "too many secondary addresses"),
+	SPOIL_U32(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
+	    ntags, MSG_MAX_TAGS + 1, "too many tags"),
+	SPOIL_FILL(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, attachment_id,
+	    "unterminated string in eni"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, status,
+	    ENI_ST_MAX, "unknown eni status"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, attach_status,
+	    ENI_ST_MAX, "unknown eni status"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, naddrs,
+	    MSG_MAX_ENI_ADDRS + 1, "too many eni addresses"),
+	SPOIL_FILL(MSG_CLOUD_ATTACH, B2C, struct msg_cloud_attach, eni_id,
+	    "unterminated eni id"),
+	SPOIL_FILL(MSG_CLOUD_ATTACHED, C2B, struct msg_cloud_attached,
+	    attachment_id, "unterminated attachment id"),
+	SPOIL_FILL(MSG_CLOUD_ATTACHED, C2B, struct msg_cloud_attached,
+	    st.message, "unterminated string in cloud status"),
+	SPOIL_FILL(MSG_CLOUD_SET_DOT, B2C, struct msg_cloud_set_dot,
+	    attachment_id, "unterminated string in set-dot"),
+	SPOIL_U8(MSG_CLOUD_SET_DOT, B2C, struct msg_cloud_set_dot, value, 2,
+	    "delete-on-termination not 0 or 1"),
+	SPOIL_FILL(MSG_CLOUD_UNASSIGN_IPS, B2C, struct msg_cloud_ips, eni_id,
+	    "unterminated eni id"),
+	SPOIL_U32(MSG_CLOUD_ASSIGN_IPS, B2C, struct msg_cloud_ips, count,
+	    MSG_MAX_ENI_ADDRS + 1, "too many addresses"),
+	SPOIL_U32(MSG_CLOUD_ASSIGNED, C2B, struct msg_cloud_assigned, naddrs,
+	    MSG_MAX_ENI_ADDRS + 1, "too many addresses"),
+	SPOIL_U32(MSG_CLOUD_ASSIGNED, C2B, struct msg_cloud_assigned,
+	    st.outcome, CO_MAX, "unknown cloud outcome"),
+	SPOIL_FILL(MSG_CLOUD_DETACH, B2C, struct msg_cloud_detach, eni_id,
+	    "unterminated string in detach"),
+	SPOIL_FILL(MSG_CLOUD_DESCRIBE_ENIS, B2C,
+	    struct msg_cloud_describe_enis, instance_id,
+	    "unterminated instance id"),
+	SPOIL_U32(MSG_CLOUD_DESCRIBE_ENIS, B2C, struct msg_cloud_describe_enis,
+	    filter, ENIS_FILTER_MAX, "unknown eni filter"),
+	SPOIL_U32(MSG_CLOUD_DESCRIBE_ENIS, B2C, struct msg_cloud_describe_enis,
+	    status, ENI_ST_MAX, "unknown eni status"),
+	SPOIL_U32(MSG_CLOUD_DESCRIBE_ENIS, B2C, struct msg_cloud_describe_enis,
+	    ntags, MSG_MAX_TAGS + 1, "too many tags"),
+	SPOIL_FILL(MSG_CLOUD_DONE, C2B, struct msg_cloud_done, st.request_id,
+	    "unterminated string in cloud status"),
+};
+
+static void
+test_every_meaning_check(void **state)
+{
+	static unsigned char payload[MSG_MAX_PAYLOAD];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(spoils) / sizeof(spoils[0]); i++) {
+		const struct spoil *sp = &spoils[i];
+		const struct msg_type_info *ti = msg_type_info(sp->type);
+		const char *why;
+
+		memset(payload, 0, ti->size);
+		/* Zeroes pass; the spoiled field must not. */
+		assert_null(validate_raw(sp->from, sp->to, sp->type, ti->size,
+		    payload, ti->size));
+		if (sp->len == 0)
+			memcpy(payload + sp->off, &sp->value, sizeof(uint32_t));
+		else
+			memset(payload + sp->off, sp->fill, sp->len);
+		why = validate_raw(sp->from, sp->to, sp->type, ti->size,
+		    payload, ti->size);
+		if (why == NULL || strcmp(why, sp->expect) != 0)
+			fail_msg("%s, offset %zu: got \"%s\", wanted \"%s\"",
+			    msg_type_name(sp->type), sp->off,
+			    why ? why : "(accepted)", sp->expect);
+	}
+}
+
+/* A security group past the count is not read; one within it is. */
+static void
+test_array_entries_checked_within_count(void **state)
+{
+	struct msg_cloud_create_eni c;
+	struct msg_cloud_describe_subnets d;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	memset(c.sgs[3], 'g', sizeof(c.sgs[3]));
+	c.nsgs = 3;
+	assert_null(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)));
+	c.nsgs = 4;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)),
+	    "unterminated security group");
+	memset(&d, 0, sizeof(d));
+	memset(d.ids[1], 's', sizeof(d.ids[1]));
+	d.nids = 2;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_DESCRIBE_SUBNETS, sizeof(d), &d, sizeof(d)),
+	    "unterminated subnet id");
+}
+
 static void
 test_rejects_descriptors(void **state)
 {
@@ -368,6 +525,8 @@ main(void)
 		cmocka_unit_test(test_rejects_wrong_length),
 		cmocka_unit_test(test_rejects_unterminated_strings),
 		cmocka_unit_test(test_rejects_bad_values),
+		cmocka_unit_test(test_every_meaning_check),
+		cmocka_unit_test(test_array_entries_checked_within_count),
 		cmocka_unit_test(test_rejects_descriptors),
 		cmocka_unit_test(test_rejects_oversized_datagram),
 		cmocka_unit_test(test_send_refuses_misuse),
