@@ -326,6 +326,46 @@ kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	return 0;
 }
 
+int
+kernel_each_addr_holder(struct kernel *k, uint32_t addr, kernel_link_cb cb,
+    void *arg)
+{
+	struct nl_cache *cache;
+	struct nl_object *o;
+	struct rtnl_addr *a;
+	struct rtnl_link *link;
+	struct msg_netd_link l;
+	uint8_t len;
+	int rc = 0, i;
+
+	for (i = 0; i < KERNEL_DUMP_TRIES; i++)
+		if ((rc = rtnl_addr_alloc_cache(k->req, &cache)) !=
+		    -NLE_DUMP_INTR)
+			break;
+	if (rc < 0)
+		return -nlerr_errno(rc);
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		a = (struct rtnl_addr *)o;
+		if (rtnl_addr_get_family(a) != AF_INET ||
+		    addr4(rtnl_addr_get_local(a), &len) != addr)
+			continue;
+		link = NULL;
+		rc = rtnl_link_get_kernel(k->req, rtnl_addr_get_ifindex(a),
+		    NULL, &link);
+		if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND) {
+			rc = 0;		/* gone since the dump */
+			continue;
+		}
+		if (rc < 0)
+			break;
+		link_fill(link, &l);
+		rtnl_link_put(link);
+		cb(&l, arg);
+	}
+	nl_cache_free(cache);
+	return rc < 0 ? -nlerr_errno(rc) : 0;
+}
+
 /* ---- applying a plan ---- */
 
 static struct nl_addr *

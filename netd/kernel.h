@@ -45,6 +45,11 @@ int	kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg);
 int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
 	    struct msg_netd_link *out);
 
+/* Every link holding the IPv4 address addr, as for dumps (a link gone
+ * meanwhile is skipped): 0, or a negative errno. */
+int	kernel_each_addr_holder(struct kernel *k, uint32_t addr,
+	    kernel_link_cb cb, void *arg);
+
 /* Every IPv4 "lookup" rule at one of the given priorities. */
 int	kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	    kernel_rule_cb cb, void *arg);

@@ -399,6 +399,48 @@ netd_snapshot_failed(struct netd *nd, uint32_t id, const char *what, int rc,
 
 /* ---- requests ---- */
 
+struct holder_ctx {
+	const struct netd_policy *policy;
+	uint32_t		 own_ifindex;	/* the request's link, or 0 */
+	uint32_t		 table;		/* the request's table */
+	const char		*why;
+};
+
+static void
+addr_holder(const struct msg_netd_link *l, void *arg)
+{
+	struct holder_ctx *hc = arg;
+
+	if (hc->why == NULL && l->ifindex != hc->own_ifindex)
+		hc->why = policy_check_addr_holder(hc->policy, l->mac,
+		    hc->table);
+}
+
+/*
+ * The half of the policy that needs the kernel: an address inside the VPC
+ * may still be the node's own (the primary interface's, or another ENI's),
+ * and a pod rule or an ENI setup naming it would steer the node's traffic.
+ * False if the request was refused or failed (and answered).
+ */
+static bool
+netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
+    uint32_t addr, uint32_t table, uint32_t own_ifindex)
+{
+	struct holder_ctx hc = { &nd->policy, own_ifindex, table, NULL };
+	int rc;
+
+	if ((rc = kernel_each_addr_holder(&nd->kernel, addr, addr_holder,
+	    &hc)) < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return false;
+	}
+	if (hc.why != NULL) {
+		netd_refuse(nd, m, what, hc.why);
+		return false;
+	}
+	return true;
+}
+
 static void
 netd_declare(struct netd *nd, const struct msg *m, bool declare)
 {
@@ -488,6 +530,9 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
+	if (setup && !netd_addr_free(nd, m, what, req.addr, req.table,
+	    link.ifindex))
+		return;
 
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
@@ -532,6 +577,8 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_refuse(nd, m, what, why);
 		return;
 	}
+	if (adding && !netd_addr_free(nd, m, what, req.addr, req.table, 0))
+		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
 	snap.pod = req.addr;

@@ -272,3 +272,16 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 		return "table not bound to a declared ENI";
 	return NULL;
 }
+
+const char *
+policy_check_addr_holder(const struct netd_policy *p,
+    const uint8_t holder_mac[6], uint32_t table)
+{
+	const struct netd_eni *e;
+
+	if (mac_equal(holder_mac, p->primary_mac))
+		return "address belongs to the primary interface";
+	if ((e = policy_eni_by_mac(p, holder_mac)) != NULL && e->table != table)
+		return "address belongs to an ENI bound to another table";
+	return NULL;
+}

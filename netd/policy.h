@@ -77,6 +77,14 @@ const char	*policy_check_teardown(const struct netd_policy *p,
 		    const struct msg_netd_setup_eni *m);
 const char	*policy_check_pod(const struct netd_policy *p,
 		    const struct msg_netd_pod_rule *m, bool adding);
+/*
+ * The address a pod or an ENI setup names (with its table) is configured on
+ * a link with this MAC, other than the ENI's own: refused if that is the
+ * primary interface, or a declared ENI bound to another table, since rules
+ * or an address there would steer the node's own traffic.
+ */
+const char	*policy_check_addr_holder(const struct netd_policy *p,
+		    const uint8_t holder_mac[6], uint32_t table);
 
 /* Apply a checked declare/forget.  Both are idempotent. */
 void		 policy_declare(struct netd_policy *p,

@@ -242,6 +242,43 @@ def test_refused_requests_change_nothing(ns, netd):
     ok(netd.call("addpod addr=10.0.16.11 table=101"))
 
 
+def test_node_addresses_refused(ns, netd):
+    """The VPC check alone lets through the node's own addresses: a pod
+    rule "from PRIMARY_IP lookup T" would send the host's own traffic out
+    of an ENI, and an ENI set up with the primary's (or another ENI's)
+    address would take it over.  Refused, and nothing changes."""
+    ns.ip("addr", "add", "10.0.16.10/20", "dev", "eth0")
+    ns.ip("link", "set", "eth0p", "up")
+    ns.ip("link", "set", "eth0", "up")
+    ns.add_eni("eni1", ENI1)
+    ns.add_eni("eni2", ENI2)
+    netd.start()
+    ok(netd.call("declare mac=%s table=101" % ENI1))
+    ok(netd.call("declare mac=%s table=102" % ENI2))
+    ok(netd.call(SETUP1))
+    before = ns.state()
+    for line in [
+            "addpod addr=10.0.16.10 table=101",       # the primary's
+            "addpod addr=10.0.16.10 table=0",
+            "addpod addr=10.0.16.5 table=102",        # ENI1's, elsewhere
+            "addpod addr=10.0.16.5 table=0",
+            "setup mac=%s table=102 addr=10.0.16.10/20 gw=10.0.16.1 "
+            "mtu=9001" % ENI2,
+            "setup mac=%s table=102 addr=10.0.16.5/20 gw=10.0.16.1 "
+            "mtu=9001" % ENI2]:
+        r = refused(netd.call(line))
+        assert "belongs to" in r["message"], (line, r)
+        assert ns.state() == before, line
+    # Still allowed: the ENI's own address again, in its own table too, a
+    # pod's, removals.
+    ok(netd.call(SETUP1))
+    ok(netd.call("addpod addr=10.0.16.5 table=101"))
+    ok(netd.call("addpod addr=10.0.16.9 table=101"))
+    ok(netd.call("delpod addr=10.0.16.10 table=101"))
+    # The ENI shares the primary's subnet: eth0's connected route stays.
+    assert "10.0.16.0/20 dev eth0" in ns.ip("route", "show", "table", "main")
+
+
 def test_requests_before_policy_refused(ns, netd):
     ns.add_eni("eni1", ENI1)
     assert netd.call("hello")["type"] == "HELLO_ACK"

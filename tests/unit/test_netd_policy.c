@@ -308,6 +308,34 @@ test_pod(void **state)
 	assert_false(policy_prio_is_enid(&p, 0));
 }
 
+/* An address held by the primary interface is never a pod's or an ENI's;
+ * one held by a declared ENI only for that ENI's own table (its from-rule
+ * then leads where its traffic goes anyway); one on any other link (a pod's
+ * veth) is not judged. */
+static void
+test_addr_holder(void **state)
+{
+	static const uint8_t VETH[6] = { 0x0a, 0x58, 0, 0, 0, 0x07 };
+	struct netd_policy p;
+	struct msg_netd_eni e;
+
+	(void)state;
+	make_policy(&p);
+	declare(&p, ENI1, 101);
+	assert_non_null(policy_check_addr_holder(&p, PRIMARY, 0));
+	assert_non_null(policy_check_addr_holder(&p, PRIMARY, 101));
+	assert_null(policy_check_addr_holder(&p, ENI1, 101));
+	assert_non_null(policy_check_addr_holder(&p, ENI1, 102));
+	assert_non_null(policy_check_addr_holder(&p, ENI1, 0));
+	assert_null(policy_check_addr_holder(&p, ENI2, 102));
+	assert_null(policy_check_addr_holder(&p, VETH, 101));
+	memset(&e, 0, sizeof(e));
+	memcpy(e.mac, ENI1, 6);
+	e.table = 101;
+	policy_forget(&p, &e);
+	assert_null(policy_check_addr_holder(&p, ENI1, 102));
+}
+
 int
 main(void)
 {
@@ -319,6 +347,7 @@ main(void)
 		cmocka_unit_test(test_find_link),
 		cmocka_unit_test(test_setup),
 		cmocka_unit_test(test_pod),
+		cmocka_unit_test(test_addr_holder),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
