@@ -593,7 +593,9 @@ call_new(struct cloudd *cd, uint64_t deadline, cloud_call_cb cb, void *arg)
 	return c;
 }
 
-struct cloud_call *
+/* No call pointer is handed back: call_submit() may already have ended
+ * and freed the call (see cloudd.h). */
+int
 cloud_ec2(struct cloudd *cd, enum ec2_action action, struct ec2_form *form,
     uint64_t deadline, bool idempotent, cloud_call_cb cb, void *arg)
 {
@@ -601,7 +603,7 @@ cloud_ec2(struct cloudd *cd, enum ec2_action action, struct ec2_form *form,
 
 	if ((c = call_new(cd, deadline, cb, arg)) == NULL) {
 		ec2_form_free(form);
-		return NULL;
+		return -1;
 	}
 	c->kind = CALL_EC2;
 	c->action = action;
@@ -609,22 +611,22 @@ cloud_ec2(struct cloudd *cd, enum ec2_action action, struct ec2_form *form,
 	memset(form, 0, sizeof(*form));
 	c->idempotent = idempotent;
 	call_submit(c);
-	return c;
+	return 0;
 }
 
-struct cloud_call *
+int
 cloud_imds(struct cloudd *cd, const char *path, uint64_t deadline,
     cloud_call_cb cb, void *arg)
 {
 	struct cloud_call *c;
 
 	if ((c = call_new(cd, deadline, cb, arg)) == NULL)
-		return NULL;
+		return -1;
 	c->kind = CALL_IMDS;
 	c->idempotent = true;
 	snprintf(c->imds_path, sizeof(c->imds_path), "%s", path);
 	call_submit(c);
-	return c;
+	return 0;
 }
 
 /* ---- bootstrap: IMDS token, region, role credentials ---- */
@@ -825,6 +827,16 @@ boot_done(struct http_req *r, void *arg)
 			return;
 		}
 		now = time(NULL);
+		if (nc.expiration <= now + 1) {
+			/* Taking them would leave creds_fresh() false and
+			 * have boot_run() fetch them again at once, forever:
+			 * back off instead, and keep what we have. */
+			boot_fail(cd, "IMDS role %s: credentials already "
+			    "expired (Expiration %lld s from now; clock skew?)",
+			    cd->role, (long long)(nc.expiration - now));
+			explicit_bzero(&nc, sizeof(nc));
+			return;
+		}
 		if (strcmp(nc.access_key_id, cd->creds.access_key_id) != 0)
 			log_info("cloud: role credentials %.8s... from IMDS, "
 			    "expire in %lld s", nc.access_key_id,

@@ -153,7 +153,6 @@ struct intent {
 	uint32_t		 sent;		/* stream entries so far */
 	unsigned		 pages;
 	char			 next_token[EC2_TOKEN_LEN];
-	struct cloud_call	*call;
 	union {
 		struct msg_cloud_describe_instance	di;
 		struct msg_cloud_describe_subnets	ds;
@@ -233,11 +232,16 @@ struct cloudd {
 
 /* cloud.c */
 int	cloud_init(struct cloudd *cd, char *err, size_t errlen);
-struct cloud_call *cloud_ec2(struct cloudd *cd, enum ec2_action action,
+/*
+ * Start a call; 0, or -1 (out of memory: cb will not run).  cb may run
+ * before these return (a deadline already passed, a request curl refused),
+ * and whatever it frees is gone by then: callers must not touch arg after.
+ */
+int	cloud_ec2(struct cloudd *cd, enum ec2_action action,
 	    struct ec2_form *form, uint64_t deadline, bool idempotent,
 	    cloud_call_cb cb, void *arg);
-struct cloud_call *cloud_imds(struct cloudd *cd, const char *path,
-	    uint64_t deadline, cloud_call_cb cb, void *arg);
+int	cloud_imds(struct cloudd *cd, const char *path, uint64_t deadline,
+	    cloud_call_cb cb, void *arg);
 void	cloud_kick(struct cloudd *cd);
 void	cloud_log_counters(const struct cloudd *cd);
 /* Fill a status; message printf-style. */

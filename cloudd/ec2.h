@@ -19,7 +19,11 @@
 #define EC2_MAX_DEPTH		32		/* XML nesting */
 #define EC2_TEXT_MAX		2048		/* one element's text, kept */
 #define EC2_MAX_ITEMS		1000		/* entries in one answer page */
-#define EC2_MAX_INSTANCE_ENIS	32
+#define EC2_MAX_INSTANCE_ENIS	64	/* the largest instance types allow 64 */
+/* DescribeInstances entries: we ask for one.  An instance struct holds
+ * EC2_MAX_INSTANCE_ENIS ENIs (~400 KB), so EC2_MAX_ITEMS of them would let a
+ * few KB of answer claim 400 MB. */
+#define EC2_MAX_INSTANCES	8
 #define EC2_TOKEN_LEN		2048		/* nextToken */
 #define EC2_PAGE_SIZE		100		/* MaxResults we ask for */
 #define EC2_STATUS_LEN		32

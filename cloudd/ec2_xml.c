@@ -119,23 +119,26 @@ set_cut(struct parser *p, char *dst, size_t size)
 	dst[n] = '\0';
 }
 
-/* Append a zeroed entry to the answer's list. */
+/* Append a zeroed entry to the answer's list, which holds at most max. */
 static void *
-list_add(struct parser *p, size_t elem)
+list_add(struct parser *p, size_t elem, uint32_t max)
 {
 	struct ec2_answer *a = p->a;
 	unsigned char *base;
+	char what[160];
 
-	if (a->nitems == EC2_MAX_ITEMS) {
-		fail(p, "more than 1000 entries at <%.128s>", p->path);
+	if (a->nitems >= max) {
+		snprintf(what, sizeof(what), "%u entries at <%.128s>",
+		    (unsigned)max, p->path);
+		fail(p, "more than %s", what);
 		return NULL;
 	}
 	if (a->nitems == a->capitems) {
 		uint32_t cap = a->capitems ? a->capitems * 2 : 4;
 		void *n;
 
-		if (cap > EC2_MAX_ITEMS)
-			cap = EC2_MAX_ITEMS;
+		if (cap > max)
+			cap = max;
 		if ((n = reallocarray(a->list.any, cap, elem)) == NULL) {
 			fail(p, "out of memory at <%.128s>", p->path);
 			return NULL;
@@ -262,7 +265,8 @@ on_open(struct parser *p, const char *path)
 	switch (a->action) {
 	case EC2_DESCRIBE_ENIS:
 		if (is(path, "networkInterfaceSet/item"))
-			(void)list_add(p, sizeof(struct ec2_eni));
+			(void)list_add(p, sizeof(struct ec2_eni),
+			    EC2_MAX_ITEMS);
 		else if ((rel = under(path, "networkInterfaceSet/item")) &&
 		    a->nitems > 0)
 			eni_open(p, &a->list.enis[a->nitems - 1], rel);
@@ -275,7 +279,8 @@ on_open(struct parser *p, const char *path)
 		break;
 	case EC2_DESCRIBE_INSTANCES:
 		if (is(path, "reservationSet/item/instancesSet/item"))
-			(void)list_add(p, sizeof(struct ec2_instance));
+			(void)list_add(p, sizeof(struct ec2_instance),
+			    EC2_MAX_INSTANCES);
 		else if ((rel = under(path,
 		    "reservationSet/item/instancesSet/item")) &&
 		    (in = cur_instance(p)) != NULL) {
@@ -292,11 +297,13 @@ on_open(struct parser *p, const char *path)
 		break;
 	case EC2_DESCRIBE_INSTANCE_TYPES:
 		if (is(path, "instanceTypeSet/item"))
-			(void)list_add(p, sizeof(struct ec2_instance_type));
+			(void)list_add(p, sizeof(struct ec2_instance_type),
+			    EC2_MAX_ITEMS);
 		break;
 	case EC2_DESCRIBE_SUBNETS:
 		if (is(path, "subnetSet/item"))
-			(void)list_add(p, sizeof(struct ec2_subnet));
+			(void)list_add(p, sizeof(struct ec2_subnet),
+			    EC2_MAX_ITEMS);
 		break;
 	case EC2_ASSIGN_IPS:
 		if (is(path, "assignedPrivateIpAddressesSet/item")) {

@@ -133,13 +133,14 @@ static void	intent_call_cb(struct cloud_call *c,
 		    const struct ec2_answer *a, const char *body, size_t len,
 		    void *arg);
 
+/* The call may end, and the intent be answered and freed, before these
+ * return: it is not touched afterwards unless the call never started. */
 static void
 intent_ec2(struct intent *it, enum ec2_action action, struct ec2_form *f,
     bool idempotent)
 {
-	it->call = cloud_ec2(it->cd, action, f, it->deadline, idempotent,
-	    intent_call_cb, it);
-	if (it->call == NULL)
+	if (cloud_ec2(it->cd, action, f, it->deadline, idempotent,
+	    intent_call_cb, it) == -1)
 		intent_fail(it, CO_TRANSIENT, "%s: out of memory",
 		    ec2_action_name(action));
 }
@@ -147,8 +148,7 @@ intent_ec2(struct intent *it, enum ec2_action action, struct ec2_form *f,
 static void
 intent_imds(struct intent *it, const char *path)
 {
-	it->call = cloud_imds(it->cd, path, it->deadline, intent_call_cb, it);
-	if (it->call == NULL)
+	if (cloud_imds(it->cd, path, it->deadline, intent_call_cb, it) == -1)
 		intent_fail(it, CO_TRANSIENT, "IMDS %s: out of memory", path);
 }
 
@@ -164,7 +164,6 @@ intent_call_cb(struct cloud_call *c, const struct msg_cloud_status *st,
 	struct intent *it = arg;
 
 	(void)c;
-	it->call = NULL;
 	if (st->outcome != CO_OK && !(a != NULL && a->is_error)) {
 		intent_reply(it, st);
 		return;

@@ -602,3 +602,156 @@ def test_tls_verified_and_names_resolved(sim):
             os.rmdir("/etc/netns")      # only if we left it empty
         except OSError:
             pass
+
+
+# ------------------------------------------------------------------ IMDS
+
+EXPIRED_IMDS = r'''
+import http.server, json, socketserver, sys
+fetches = [0]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def reply(self, body, status=200):
+        body = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_PUT(self):
+        if self.path == "/latest/api/token":
+            return self.reply("tok")
+        self.reply("", 404)
+    def do_GET(self):
+        p = self.path
+        if p == "/count":
+            return self.reply(str(fetches[0]))
+        if p == "/latest/meta-data/placement/region":
+            return self.reply("us-east-1")
+        if p == "/latest/meta-data/iam/security-credentials/":
+            return self.reply("role\n")
+        if p == "/latest/meta-data/iam/security-credentials/role":
+            fetches[0] += 1
+            return self.reply(json.dumps({
+                "Code": "Success", "AccessKeyId": "ASIAEXPIRED",
+                "SecretAccessKey": "secret", "Token": "token",
+                "Expiration": "2001-01-01T00:00:00Z"}))
+        self.reply("", 404)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_expired_role_credentials_backoff(sim):
+    """IMDS hands out credentials that are already expired (a skewed
+    clock): cloudd must back off, not fetch them again in a tight loop,
+    and say why its calls wait."""
+    port = 18779
+    path = os.path.join(sim["dir"], "expired_imds.py")
+    with open(path, "w") as f:
+        f.write(EXPIRED_IMDS)
+    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
+                            path, str(port)], start_new_session=True)
+    base = "http://127.0.0.1:%d" % port
+    d = None
+    try:
+        time.sleep(0.5)
+        d = Drive(write_conf(sim, "expired.conf", ec2_endpoint=base + "/",
+                             imds_endpoint=base),
+                  os.path.join(sim["dir"], "expired.log"))
+        a = d.call("describe-subnets", ids=["subnet-1"], deadline_ms=2500)
+        assert a["outcome"] == "transient", a
+        assert "expired" in a["message"], a
+        out = subprocess.run(["ip", "netns", "exec", NETNS, "curl", "-s",
+                              base + "/count"], capture_output=True,
+                             text=True, timeout=10).stdout
+        # Backoff from 450 ms: a handful in 2.5 s, not thousands.
+        assert 1 <= int(out) <= 20, out
+    finally:
+        if d is not None:
+            d.close()
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)
+
+
+# ------------------------------------------------------------------ deadlines
+
+PAGED_SERVER = r'''
+import http.server, socketserver, sys, time, urllib.parse
+ITEM = ("<item><networkInterfaceId>eni-%08x</networkInterfaceId>"
+        "<subnetId>subnet-1</subnetId><macAddress>02:00:00:00:%02x:%02x"
+        "</macAddress><privateIpAddress>10.0.%d.%d</privateIpAddress>"
+        "<status>available</status></item>")
+PAGE1 = ("<DescribeNetworkInterfacesResponse><requestId>r-1</requestId>"
+         "<networkInterfaceSet>" +
+         "".join(ITEM % (i, i >> 8, i & 255, i >> 8, i & 255)
+                 for i in range(1000)) +
+         "</networkInterfaceSet><nextToken>page2</nextToken>"
+         "</DescribeNetworkInterfacesResponse>").encode()
+PAGE2 = (b"<DescribeNetworkInterfacesResponse><requestId>r-2</requestId>"
+         b"<networkInterfaceSet/></DescribeNetworkInterfacesResponse>")
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        p = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        if "NextToken" in p:
+            body = PAGE2
+        else:
+            # the tag filter's value says how long to sit on page 1
+            time.sleep(int(p.get("Filter.1.Value.1", ["0"])[0]) / 1000.0)
+            body = PAGE1
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_deadline_between_pages(sim):
+    """Page 1 arrives just before the intent's deadline and takes longer
+    than what is left to check and pass on: the call for page 2 then ends
+    (deadline passed) before cloud_ec2() returns, answering and freeing the
+    intent on the way.  cloudd must not touch the intent after that (a
+    use-after-free, fatal under the sanitizer build) and keeps serving."""
+    port = 18780
+    path = os.path.join(sim["dir"], "paged_server.py")
+    with open(path, "w") as f:
+        f.write(PAGED_SERVER)
+    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
+                            path, str(port)], start_new_session=True)
+    conf = write_conf(sim, "pages.conf", ec2_endpoint="http://127.0.0.1:%d/"
+                      % port, region="us-east-1", timeout_ms=5000,
+                      access_key_id="AKIDEXAMPLE", secret_access_key="secret",
+                      rate={"mutating": {"capacity": 10, "refill_per_s": 5},
+                            "describe": {"capacity": 1000,
+                                         "refill_per_s": 1000}})
+    d = None
+    deadline = 400
+    hits = 0
+    try:
+        time.sleep(0.5)
+        d = Drive(conf, os.path.join(sim["dir"], "pages.log"))
+        for sit in list(range(deadline - 2, deadline - 120, -2)) * 3:
+            a = d.call("describe-enis", deadline_ms=deadline,
+                       tags={"sleep": str(sit)})
+            assert a["outcome"] in ("ok", "transient"), a
+            if "deadline passed before attempt" in a["message"]:
+                hits += 1
+                if hits >= 3:
+                    break
+        assert hits > 0, "page 2 never started after the deadline"
+        a = d.call("describe-enis", tags={"sleep": "0"})
+        assert a["outcome"] == "ok" and a["count"] == 1000, a["outcome"]
+    finally:
+        if d is not None:
+            d.close()
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)

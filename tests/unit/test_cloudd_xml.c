@@ -402,6 +402,29 @@ test_refused(void **state)
 	free(big);
 }
 
+/* An instance entry is large (it holds its ENIs): a short answer listing
+ * many instances must not make the parser allocate hundreds of MB. */
+static void
+test_instances_capped(void **state)
+{
+	struct ec2_answer a;
+	char err[256], *big;
+	size_t i;
+
+	(void)state;
+	big = malloc(1000 * 8 + 256);
+	strcpy(big, "<DescribeInstancesResponse><reservationSet><item>"
+	    "<instancesSet>");
+	for (i = 0; i < 1000; i++)
+		strcat(big, "<item/>");
+	strcat(big, "</instancesSet></item></reservationSet>"
+	    "</DescribeInstancesResponse>");
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCES, big, &a, err), -1);
+	assert_non_null(strstr(err, "more than 8 entries"));
+	assert_null(a.list.any);
+	free(big);
+}
+
 static void
 test_unknown_elements_skipped(void **state)
 {
@@ -452,6 +475,7 @@ main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_truncated_all_prefixes),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_instances_capped),
 		cmocka_unit_test(test_unknown_elements_skipped),
 		cmocka_unit_test(test_tags_over_limit_keep_enid),
 	};
