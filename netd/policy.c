@@ -3,6 +3,7 @@
  * caller logs a refusal with the object it names.  A request is checked
  * whole before anything in the kernel is touched.
  */
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "addr.h"
@@ -30,6 +31,16 @@ mac_equal(const uint8_t a[6], const uint8_t b[6])
 	return memcmp(a, b, 6) == 0;
 }
 
+/* Ranges no VPC can use: 0/8, 127/8, 169.254/16, 224/4 and 240/4. */
+static bool
+special_range(uint32_t addr)
+{
+	uint32_t h = ntohl(addr);
+
+	return (h >> 24) == 0 || (h >> 24) == 127 || (h >> 16) == 0xa9fe ||
+	    (h >> 28) >= 0xe;
+}
+
 const char *
 policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 {
@@ -43,10 +54,13 @@ policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 		return "no VPC CIDR, or too many";
 	for (i = 0; i < m->ncidrs; i++) {
 		if (m->cidrs[i].prefix < NETD_MIN_VPC_PREFIX ||
-		    m->cidrs[i].prefix > 32)
-			return "VPC CIDR prefix out of range";
+		    m->cidrs[i].prefix > NETD_MAX_VPC_PREFIX)
+			return "VPC CIDR prefix out of range (/16 to /28)";
 		if ((m->cidrs[i].addr & ~prefix_mask(m->cidrs[i].prefix)) != 0)
 			return "VPC CIDR has host bits set";
+		if (special_range(m->cidrs[i].addr))
+			return "VPC CIDR in a reserved range (this network, "
+			    "loopback, link-local, multicast or reserved)";
 	}
 	memcpy(p->primary_mac, m->primary_mac, 6);
 	p->ncidrs = m->ncidrs;

@@ -15,7 +15,9 @@
 #include "msg.h"
 
 #define NETD_MAX_ENIS		CONF_TABLE_SPAN	/* one table each */
-#define NETD_MIN_VPC_PREFIX	8	/* a VPC block is never wider */
+/* EC2 VPC CIDR blocks are /16 to /28. */
+#define NETD_MIN_VPC_PREFIX	16
+#define NETD_MAX_VPC_PREFIX	28
 #define NETD_MTU_MIN		576
 #define NETD_MTU_MAX		9216
 #define NETD_MAX_DEADLINE_MS	(10 * 60 * 1000)

@@ -95,6 +95,18 @@ test_vpc_policy(void **state)
 	m.cidrs[0].addr = ip("10.0.0.1");		/* host bits */
 	assert_non_null(policy_set_vpc(&p, &m));
 	m.cidrs[0].addr = ip("10.0.0.0");
+	m.cidrs[0].prefix = 29;				/* too narrow */
+	assert_non_null(policy_set_vpc(&p, &m));
+	m.cidrs[0].prefix = 16;
+	m.cidrs[0].addr = ip("127.0.0.0");		/* loopback */
+	assert_non_null(policy_set_vpc(&p, &m));
+	m.cidrs[0].addr = ip("169.254.0.0");		/* link-local */
+	assert_non_null(policy_set_vpc(&p, &m));
+	m.cidrs[0].addr = ip("224.0.0.0");		/* multicast */
+	assert_non_null(policy_set_vpc(&p, &m));
+	m.cidrs[0].addr = ip("0.0.0.0");		/* this network */
+	assert_non_null(policy_set_vpc(&p, &m));
+	m.cidrs[0].addr = ip("10.0.0.0");
 	m.primary_mac[0] = 0x01;			/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
 	memcpy(m.primary_mac, PRIMARY, 6);
