@@ -43,6 +43,11 @@ static const char *const supported_versions[] = {
 };
 
 static const char *cni_version = "1.1.0";	/* echoed in answers */
+/* The process context: held here so an error exit can release it
+ * (cni_version points into conf). */
+static struct {
+	struct json_object	*conf, *req, *ans;
+} cni;
 
 static void cni_fail(int code, const char *details, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
@@ -66,6 +71,13 @@ cni_fail(int code, const char *details, const char *fmt, ...)
 		    json_object_new_string(details));
 	printf("%s\n", json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	json_object_put(cni.ans);
+	json_object_put(cni.req);
+	json_object_put(cni.conf);
+	/* Flushed here: libcni reads the error from stdout, and a sanitizer
+	 * report at exit must not be able to swallow it. */
+	fflush(stdout);
 	exit(1);
 }
 
@@ -102,7 +114,8 @@ read_config(void)
 {
 	static char buf[CNI_STDIN_MAX + 1];
 	struct json_tokener *tok;
-	struct json_object *conf;
+	struct json_object *parsed;
+	enum json_tokener_error jerr;
 	size_t len = 0;
 	ssize_t n;
 
@@ -116,15 +129,20 @@ read_config(void)
 		cni_fail(CNI_ERR_IO, strerror(errno), "reading the network "
 		    "configuration from stdin");
 	tok = json_tokener_new();
-	conf = json_tokener_parse_ex(tok, buf, (int)len);
-	if (conf == NULL || json_tokener_get_error(tok) != json_tokener_success)
+	parsed = json_tokener_parse_ex(tok, buf, (int)len);
+	jerr = json_tokener_get_error(tok);
+	json_tokener_free(tok);
+	if (parsed == NULL || jerr != json_tokener_success) {
+		json_object_put(parsed);
 		cni_fail(CNI_ERR_DECODE, NULL, "network configuration is not "
 		    "valid JSON");
-	json_tokener_free(tok);
-	if (!json_object_is_type(conf, json_type_object))
+	}
+	if (!json_object_is_type(parsed, json_type_object)) {
+		json_object_put(parsed);
 		cni_fail(CNI_ERR_DECODE, NULL, "network configuration is not "
 		    "a JSON object");
-	return conf;
+	}
+	return parsed;
 }
 
 static const char *
@@ -171,9 +189,14 @@ add_cni_args(struct json_object *req)
 	    kv = strtok_r(NULL, ";", &save)) {
 		char *eq = strchr(kv, '=');
 
-		if (eq == NULL)
+		if (eq == NULL) {
+			char bad[64];
+
+			snprintf(bad, sizeof(bad), "%s", kv);
+			free(copy);
 			cni_fail(CNI_ERR_INVALID_ENV, NULL, "CNI_ARGS: \"%s\" "
-			    "is not KEY=VALUE", kv);
+			    "is not KEY=VALUE", bad);
+		}
 		*eq = '\0';
 		if (strcmp(kv, "K8S_POD_NAMESPACE") == 0)
 			json_object_object_add(req, "pod_namespace",
@@ -241,7 +264,7 @@ int
 main(void)
 {
 	const char *cmd, *socket_path, *type;
-	struct json_object *conf, *req, *ans, *ok, *v;
+	struct json_object *ok, *v;
 
 	cmd = env("CNI_COMMAND", true);
 	if (strcmp(cmd, "VERSION") == 0) {
@@ -254,8 +277,8 @@ main(void)
 		cni_fail(CNI_ERR_INVALID_ENV, NULL, "unknown CNI_COMMAND "
 		    "\"%.32s\"", cmd);
 
-	conf = read_config();
-	cni_version = conf_string(conf, "cniVersion", true);
+	cni.conf = read_config();
+	cni_version = conf_string(cni.conf, "cniVersion", true);
 	if (!version_supported(cni_version)) {
 		const char *asked = cni_version;
 
@@ -263,40 +286,40 @@ main(void)
 		cni_fail(CNI_ERR_INCOMPATIBLE, NULL, "cniVersion \"%.16s\" not "
 		    "supported (0.4.0, 1.0.0, 1.1.0)", asked);
 	}
-	type = conf_string(conf, "type", true);
+	type = conf_string(cni.conf, "type", true);
 	if (strcmp(type, "enid-cni") != 0 && strcmp(type, "enid-ipam") != 0)
 		cni_fail(CNI_ERR_INVALID_CONFIG, NULL, "type \"%.32s\" is not "
 		    "enid-cni", type);
-	socket_path = conf_string(conf, "socket", false);
+	socket_path = conf_string(cni.conf, "socket", false);
 	if (socket_path == NULL)
 		socket_path = ENID_RUNTIME_DIR "/cni.sock";
 
-	req = json_object_new_object();
-	json_object_object_add(req, "op", json_object_new_string(cmd));
+	cni.req = json_object_new_object();
+	json_object_object_add(cni.req, "op", json_object_new_string(cmd));
 	if (strcmp(cmd, "ADD") == 0 || strcmp(cmd, "DEL") == 0 ||
 	    strcmp(cmd, "CHECK") == 0) {
-		json_object_object_add(req, "container_id",
+		json_object_object_add(cni.req, "container_id",
 		    json_object_new_string(env("CNI_CONTAINERID", true)));
-		json_object_object_add(req, "ifname",
+		json_object_object_add(cni.req, "ifname",
 		    json_object_new_string(env("CNI_IFNAME", true)));
 		/* DEL does not require the namespace (it may be gone). */
 		if (env("CNI_NETNS", strcmp(cmd, "DEL") != 0) != NULL)
-			json_object_object_add(req, "netns",
+			json_object_object_add(cni.req, "netns",
 			    json_object_new_string(getenv("CNI_NETNS")));
-		add_cni_args(req);
+		add_cni_args(cni.req);
 	}
-	ans = broker_call(socket_path, req);
-	if (!json_object_object_get_ex(ans, "ok", &ok) ||
+	cni.ans = broker_call(socket_path, cni.req);
+	if (!json_object_object_get_ex(cni.ans, "ok", &ok) ||
 	    !json_object_is_type(ok, json_type_boolean))
 		cni_fail(CNI_ERR_DECODE, NULL, "malformed answer from enid: no "
 		    "\"ok\"");
 	if (!json_object_get_boolean(ok)) {
 		const char *code = "unknown", *err = "no reason given";
 
-		if (json_object_object_get_ex(ans, "code", &v) &&
+		if (json_object_object_get_ex(cni.ans, "code", &v) &&
 		    json_object_is_type(v, json_type_string))
 			code = json_object_get_string(v);
-		if (json_object_object_get_ex(ans, "error", &v) &&
+		if (json_object_object_get_ex(cni.ans, "error", &v) &&
 		    json_object_is_type(v, json_type_string))
 			err = json_object_get_string(v);
 		cni_fail(strcmp(cmd, "STATUS") == 0 ? CNI_ERR_NOT_AVAILABLE :
@@ -304,11 +327,14 @@ main(void)
 		    strcmp(code, "timeout") == 0 ? CNI_ERR_TRY_AGAIN : 100,
 		    code, "%s", err);
 	}
-	if (json_object_object_get_ex(ans, "result", &v)) {
+	if (json_object_object_get_ex(cni.ans, "result", &v)) {
 		json_object_object_add(v, "cniVersion",
 		    json_object_new_string(cni_version));
 		printf("%s\n", json_object_to_json_string_ext(v,
 		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	}
+	json_object_put(cni.ans);
+	json_object_put(cni.req);
+	json_object_put(cni.conf);
 	return 0;
 }
