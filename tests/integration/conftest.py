@@ -17,7 +17,10 @@ import uuid
 import pytest
 
 SRCDIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILDDIR = os.environ.get("ENID_BUILDDIR", SRCDIR)
+# ENID_BUILDDIR, else build/ (where tests/run-all builds), else in-tree.
+BUILDDIR = os.environ.get("ENID_BUILDDIR") or next(
+    (d for d in (os.path.join(SRCDIR, "build"), SRCDIR)
+     if os.access(os.path.join(d, "broker", "enid"), os.X_OK)), SRCDIR)
 
 
 def built(rel):

@@ -14,9 +14,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
-BUILDDIR = os.environ.get("ENID_BUILDDIR", SRCDIR)
+# ENID_BUILDDIR, else build/ (where tests/run-all builds), else in-tree.
+BUILDDIR = os.environ.get("ENID_BUILDDIR") or next(
+    (d for d in (os.path.join(SRCDIR, "build"), SRCDIR)
+     if os.access(os.path.join(d, "netd", "enid-netd"), os.X_OK)), SRCDIR)
 NETD = os.path.join(BUILDDIR, "netd", "enid-netd")
 DRIVE = os.path.join(BUILDDIR, "tests", "integration", "netd_drive")
+for _prog in (NETD, DRIVE):
+    if not os.access(_prog, os.X_OK):
+        raise SystemExit("%s is not built (set ENID_BUILDDIR to the build "
+                         "tree)" % _prog)
 
 PRIMARY_MAC = "02:00:00:00:00:01"
 VPC = "10.0.0.0/16"

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("ENID_BUILDDIR", SRC)
+from conftest import BUILDDIR as BUILD  # ENID_BUILDDIR, else build/
 CLOUDD = os.path.join(BUILD, "cloudd", "enid-cloudd")
 DRIVE = os.path.join(BUILD, "tests", "integration", "cloudd_drive")
 VPCSIM = os.path.join(SRC, "tests", "vpcsim", "vpcsim")
