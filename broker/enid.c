@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -343,7 +344,7 @@ main(int argc, char *argv[])
 	int ch, verbose = 0, rc;
 	struct passwd *pw;
 	gid_t admin_gid = 0;
-	char err[1024], path[4200];
+	char err[1024], path[4200], config_abs[PATH_MAX];
 
 	b.config_path = ENID_CONF_PATH;
 	while ((ch = getopt(argc, argv, "df:L:nv")) != -1) {
@@ -381,6 +382,9 @@ main(int argc, char *argv[])
 	}
 	if (geteuid() != 0)
 		fatalx("must be started as root (it drops privileges itself)");
+	/* The helpers read it too, after daemon() has moved us to "/". */
+	if ((b.config_path = realpath(b.config_path, config_abs)) == NULL)
+		fatal("configuration path");
 
 	errno = 0;
 	if ((pw = getpwnam(b.cfg.user)) == NULL)

@@ -190,3 +190,40 @@ def test_malformed_message_is_fatal(start_enid, workdir, helper_dir):
     assert "enid-netd (pid" in log and "sent a malformed message: " \
         "payload length differs from its type's size" in log, log
     assert time.monotonic() - t0 < 2.0
+
+
+def test_daemon_mode_with_relative_config(netns, helper_dir, workdir,
+                                          enid_user):
+    """Without -d, enid detaches and logs to syslog; the helpers still
+    find a configuration named relative to where enid was started."""
+    write_config(workdir, enid_user)
+    r = subprocess.run(["ip", "netns", "exec", netns, built("broker/enid"),
+                        "-f", "enid.conf", "-L", str(helper_dir)],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 0, r.stderr
+    sock = str(workdir / "run" / "ctl.sock")
+    st = None
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        out = subprocess.run([built("ctl/enidctl"), "-j", "-s", sock,
+                              "status"], capture_output=True, text=True,
+                             timeout=10)
+        if out.returncode == 0:
+            st = json.loads(out.stdout)
+            if all(p["ready"] for p in st["processes"]):
+                break
+        time.sleep(0.05)
+    assert st and all(p["ready"] for p in st["processes"]), st
+    pids = [p["pid"] for p in st["processes"]]
+    os.kill(pids[0], signal.SIGTERM)
+    end = time.monotonic() + 3
+    while time.monotonic() < end and os.path.exists(sock):
+        time.sleep(0.02)
+    assert not os.path.exists(sock)
+    for pid in pids:
+        while time.monotonic() < end and os.path.exists(f"/proc/{pid}") \
+                and not proc_status(pid)["State"].startswith("Z"):
+            time.sleep(0.02)
+        assert not os.path.exists(f"/proc/{pid}") or \
+            proc_status(pid)["State"].startswith("Z"), pid
