@@ -4,6 +4,7 @@ cloudd_drive plays the broker: JSON intents in, JSON answers out.  Every
 driver runs with ENID_SECCOMP_DEBUG=1, so a system call outside cloudd's
 allow list ends the run with its name on stderr.
 """
+import contextlib
 import json
 import os
 import signal
@@ -60,6 +61,23 @@ def sim():
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@contextlib.contextmanager
+def node_server(sim, name, source, *args):
+    """Run a stand-in server (Python source) inside the node namespace for
+    the duration of the block; its first argument is usually the port."""
+    path = os.path.join(sim["dir"], name)
+    with open(path, "w") as f:
+        f.write(source)
+    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
+                            path, *map(str, args)], start_new_session=True)
+    try:
+        time.sleep(0.5)
+        yield srv
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)
 
 
 def control(sim, method, path, body=None):
@@ -465,59 +483,52 @@ S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 def test_bad_answers(sim):
     port = 18777
-    path = os.path.join(sim["dir"], "bad_server.py")
-    with open(path, "w") as f:
-        f.write(BAD_SERVER)
-    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
-                            path, str(port)], start_new_session=True)
     conf = write_conf(sim, "bad.conf", ec2_endpoint="http://127.0.0.1:%d/" % port,
                       region="us-east-1", timeout_ms=2000,
                       access_key_id="AKIDEXAMPLE",
                       secret_access_key="secret")
     d = None
-    try:
-        time.sleep(0.5)
-        d = Drive(conf, os.path.join(sim["dir"], "bad.log"))
-        eni = "eni-0123456789abcdef0"
-        stall = d.send("delete", eni=eni, deadline_ms=3000)
-        ids = {
-            "malformed": d.send("describe-subnets", ids=["subnet-1"]),
-            "oversized": d.send("describe-enis"),
-            "wrong root": d.send("create-eni", subnet="subnet-1",
-                                 sgs=["sg-1"], token="t"),
-            "bad field": d.send("attach", eni=eni, device_index=1),
-            "html 500": d.send("assign-ips", eni=eni, count=1),
-            "doctype": d.send("set-dot", eni=eni,
-                              attachment="eni-attach-1", value=1),
-            "auth": d.send("describe-instance"),
-        }
-        want = {
-            "malformed": ("transient", "malformed XML"),
-            "oversized": ("transient", "over the 1048576-byte cap"),
-            "wrong root": ("transient", "unexpected root element <Surprise>"),
-            "bad field": ("fatal", "invalid attachment id"),
-            "html 500": ("transient", "HTTP 500 with an unreadable body"),
-            "doctype": ("transient", "DOCTYPE in an answer (refused)"),
-            "auth": ("fatal", "nope??"),
-        }
-        for k, i in ids.items():
-            a = d.wait(i, 10)
-            assert (a["outcome"], want[k][1] in a["message"]) == \
-                (want[k][0], True), (k, a)
-            assert a["latency_ms"] < 2500, (k, a)
-        assert d.wait(ids["auth"])["code"] == "AuthFailure"
-        # cloudd still serves, while the stalled call waits for its end
-        a = d.call("unassign-ips", eni=eni, addrs=["10.0.0.9"])
-        assert a["outcome"] == "ok" and a["request_id"] == "r-3", a
-        s = d.wait(stall, 10)
-        assert s["outcome"] == "transient" and s["latency_ms"] >= 2900, s
-        assert "deadline" in s["message"] or "no complete answer" in \
-            s["message"], s
-    finally:
-        if d is not None:
-            d.close()
-        srv.send_signal(signal.SIGTERM)
-        srv.wait(10)
+    with node_server(sim, "bad_server.py", BAD_SERVER, port):
+        try:
+            d = Drive(conf, os.path.join(sim["dir"], "bad.log"))
+            eni = "eni-0123456789abcdef0"
+            stall = d.send("delete", eni=eni, deadline_ms=3000)
+            ids = {
+                "malformed": d.send("describe-subnets", ids=["subnet-1"]),
+                "oversized": d.send("describe-enis"),
+                "wrong root": d.send("create-eni", subnet="subnet-1",
+                                     sgs=["sg-1"], token="t"),
+                "bad field": d.send("attach", eni=eni, device_index=1),
+                "html 500": d.send("assign-ips", eni=eni, count=1),
+                "doctype": d.send("set-dot", eni=eni,
+                                  attachment="eni-attach-1", value=1),
+                "auth": d.send("describe-instance"),
+            }
+            want = {
+                "malformed": ("transient", "malformed XML"),
+                "oversized": ("transient", "over the 1048576-byte cap"),
+                "wrong root": ("transient", "unexpected root element <Surprise>"),
+                "bad field": ("fatal", "invalid attachment id"),
+                "html 500": ("transient", "HTTP 500 with an unreadable body"),
+                "doctype": ("transient", "DOCTYPE in an answer (refused)"),
+                "auth": ("fatal", "nope??"),
+            }
+            for k, i in ids.items():
+                a = d.wait(i, 10)
+                assert (a["outcome"], want[k][1] in a["message"]) == \
+                    (want[k][0], True), (k, a)
+                assert a["latency_ms"] < 2500, (k, a)
+            assert d.wait(ids["auth"])["code"] == "AuthFailure"
+            # cloudd still serves, while the stalled call waits for its end
+            a = d.call("unassign-ips", eni=eni, addrs=["10.0.0.9"])
+            assert a["outcome"] == "ok" and a["request_id"] == "r-3", a
+            s = d.wait(stall, 10)
+            assert s["outcome"] == "transient" and s["latency_ms"] >= 2900, s
+            assert "deadline" in s["message"] or "no complete answer" in \
+                s["message"], s
+        finally:
+            if d is not None:
+                d.close()
 
 
 # ------------------------------------------------------------------ TLS, DNS
@@ -567,36 +578,28 @@ def test_tls_verified_and_names_resolved(sim):
     os.makedirs(etc, exist_ok=True)
     with open(etc + "/hosts", "w") as f:
         f.write("127.0.0.1 localhost\n127.0.0.1 %s\n" % host)
-    path = os.path.join(d, "tls_server.py")
-    with open(path, "w") as f:
-        f.write(TLS_SERVER)
-    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
-                            path, str(port), cert, key],
-                           start_new_session=True)
     url = "https://%s:%d/" % (host, port)
     drives = []
     try:
-        time.sleep(0.5)
-        good = Drive(write_conf(sim, "tls.conf", ec2_endpoint=url,
-                                allow_http=False, ca_file=cert,
-                                region="us-east-1"),
-                     os.path.join(d, "tls.log"))
-        drives.append(good)
-        a = good.ok("describe-subnets", ids=["subnet-1"])
-        assert [e["subnet_id"] for e in a["entries"]] == ["subnet-1"], a
-        bad = Drive(write_conf(sim, "notrust.conf", ec2_endpoint=url,
-                               allow_http=False, region="us-east-1"),
-                    os.path.join(d, "notrust.log"))
-        drives.append(bad)
-        a = bad.call("describe-subnets", ids=["subnet-1"], deadline_ms=3000)
-        assert a["outcome"] != "ok", a
-        assert "certificate" in a["message"].lower() or \
-            "ssl" in a["message"].lower(), a
+        with node_server(sim, "tls_server.py", TLS_SERVER, port, cert, key):
+            good = Drive(write_conf(sim, "tls.conf", ec2_endpoint=url,
+                                    allow_http=False, ca_file=cert,
+                                    region="us-east-1"),
+                         os.path.join(d, "tls.log"))
+            drives.append(good)
+            a = good.ok("describe-subnets", ids=["subnet-1"])
+            assert [e["subnet_id"] for e in a["entries"]] == ["subnet-1"], a
+            bad = Drive(write_conf(sim, "notrust.conf", ec2_endpoint=url,
+                                   allow_http=False, region="us-east-1"),
+                        os.path.join(d, "notrust.log"))
+            drives.append(bad)
+            a = bad.call("describe-subnets", ids=["subnet-1"], deadline_ms=3000)
+            assert a["outcome"] != "ok", a
+            assert "certificate" in a["message"].lower() or \
+                "ssl" in a["message"].lower(), a
     finally:
         for dr in drives:
             dr.close()
-        srv.send_signal(signal.SIGTERM)
-        srv.wait(10)
         shutil.rmtree(etc, ignore_errors=True)
         try:
             os.rmdir("/etc/netns")      # only if we left it empty
@@ -649,31 +652,24 @@ def test_expired_role_credentials_backoff(sim):
     clock): cloudd must back off, not fetch them again in a tight loop,
     and say why its calls wait."""
     port = 18779
-    path = os.path.join(sim["dir"], "expired_imds.py")
-    with open(path, "w") as f:
-        f.write(EXPIRED_IMDS)
-    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
-                            path, str(port)], start_new_session=True)
     base = "http://127.0.0.1:%d" % port
     d = None
-    try:
-        time.sleep(0.5)
-        d = Drive(write_conf(sim, "expired.conf", ec2_endpoint=base + "/",
-                             imds_endpoint=base),
-                  os.path.join(sim["dir"], "expired.log"))
-        a = d.call("describe-subnets", ids=["subnet-1"], deadline_ms=2500)
-        assert a["outcome"] == "transient", a
-        assert "expired" in a["message"], a
-        out = subprocess.run(["ip", "netns", "exec", NETNS, "curl", "-s",
-                              base + "/count"], capture_output=True,
-                             text=True, timeout=10).stdout
-        # Backoff from 450 ms: a handful in 2.5 s, not thousands.
-        assert 1 <= int(out) <= 20, out
-    finally:
-        if d is not None:
-            d.close()
-        srv.send_signal(signal.SIGTERM)
-        srv.wait(10)
+    with node_server(sim, "expired_imds.py", EXPIRED_IMDS, port):
+        try:
+            d = Drive(write_conf(sim, "expired.conf", ec2_endpoint=base + "/",
+                                 imds_endpoint=base),
+                      os.path.join(sim["dir"], "expired.log"))
+            a = d.call("describe-subnets", ids=["subnet-1"], deadline_ms=2500)
+            assert a["outcome"] == "transient", a
+            assert "expired" in a["message"], a
+            out = subprocess.run(["ip", "netns", "exec", NETNS, "curl", "-s",
+                                  base + "/count"], capture_output=True,
+                                 text=True, timeout=10).stdout
+            # Backoff from 450 ms: a handful in 2.5 s, not thousands.
+            assert 1 <= int(out) <= 20, out
+        finally:
+            if d is not None:
+                d.close()
 
 
 # ------------------------------------------------------------------ deadlines
@@ -722,11 +718,6 @@ def test_deadline_between_pages(sim):
     intent on the way.  cloudd must not touch the intent after that (a
     use-after-free, fatal under the sanitizer build) and keeps serving."""
     port = 18780
-    path = os.path.join(sim["dir"], "paged_server.py")
-    with open(path, "w") as f:
-        f.write(PAGED_SERVER)
-    srv = subprocess.Popen(["ip", "netns", "exec", NETNS, "/usr/bin/python3",
-                            path, str(port)], start_new_session=True)
     conf = write_conf(sim, "pages.conf", ec2_endpoint="http://127.0.0.1:%d/"
                       % port, region="us-east-1", timeout_ms=5000,
                       access_key_id="AKIDEXAMPLE", secret_access_key="secret",
@@ -736,22 +727,20 @@ def test_deadline_between_pages(sim):
     d = None
     deadline = 400
     hits = 0
-    try:
-        time.sleep(0.5)
-        d = Drive(conf, os.path.join(sim["dir"], "pages.log"))
-        for sit in list(range(deadline - 2, deadline - 120, -2)) * 3:
-            a = d.call("describe-enis", deadline_ms=deadline,
-                       tags={"sleep": str(sit)})
-            assert a["outcome"] in ("ok", "transient"), a
-            if "deadline passed before attempt" in a["message"]:
-                hits += 1
-                if hits >= 3:
-                    break
-        assert hits > 0, "page 2 never started after the deadline"
-        a = d.call("describe-enis", tags={"sleep": "0"})
-        assert a["outcome"] == "ok" and a["count"] == 1000, a["outcome"]
-    finally:
-        if d is not None:
-            d.close()
-        srv.send_signal(signal.SIGTERM)
-        srv.wait(10)
+    with node_server(sim, "paged_server.py", PAGED_SERVER, port):
+        try:
+            d = Drive(conf, os.path.join(sim["dir"], "pages.log"))
+            for sit in list(range(deadline - 2, deadline - 120, -2)) * 3:
+                a = d.call("describe-enis", deadline_ms=deadline,
+                           tags={"sleep": str(sit)})
+                assert a["outcome"] in ("ok", "transient"), a
+                if "deadline passed before attempt" in a["message"]:
+                    hits += 1
+                    if hits >= 3:
+                        break
+            assert hits > 0, "page 2 never started after the deadline"
+            a = d.call("describe-enis", tags={"sleep": "0"})
+            assert a["outcome"] == "ok" and a["count"] == 1000, a["outcome"]
+        finally:
+            if d is not None:
+                d.close()
