@@ -89,17 +89,15 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 		argv[n++] = "-v";
 	argv[n] = NULL;
 	for (n = 0, e = environ; *e && n < 31; e++)
-		if (env_passes(*e, c->peer))
+		if (env_passes(*e, c->peer_id))
 			envp[n++] = *e;
 	envp[n] = NULL;
 
 	if ((pid = proc_spawn(path, argv, envp, &fd)) == -1)
 		fatal("%s: starting %s", c->name, path);
 	c->pid = pid;
-	c->chan.fd = fd;
-	c->chan.self = PEER_BROKER;
-	c->chan.peer = c->peer;
-	c->chan.peer_name = c->name;
+	c->fd = fd;
+	TAILQ_INIT(&c->pending);
 	log_debug("%s: started as pid %d", c->name, (int)pid);
 }
 
@@ -112,8 +110,8 @@ child_terminate(struct child *c, int sig)
 {
 	if (c->pid > 0)
 		kill(c->pid, sig);
-	if (c->chan.fd > 0)
-		shutdown(c->chan.fd, SHUT_RDWR);
+	if (c->fd > 0)
+		shutdown(c->fd, SHUT_RDWR);
 }
 
 static void
@@ -148,6 +146,8 @@ broker_shutdown(struct broker *b, int code, const char *why)
 	else
 		log_warnx("%s; shutting down", why);
 	loop_timer_cancel(&b->loop, &b->handshake_timer);
+	loop_timer_cancel(&b->loop, &b->netd.ping_timer);
+	loop_timer_cancel(&b->loop, &b->cloudd.ping_timer);
 	child_terminate(&b->netd, SIGTERM);
 	child_terminate(&b->cloudd, SIGTERM);
 	if (b->netd.pid <= 0 && b->cloudd.pid <= 0)
@@ -158,18 +158,28 @@ broker_shutdown(struct broker *b, int code, const char *why)
 }
 
 static void
-broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
+broker_dispatch_child(struct peer *p, const struct msg *m, void *arg)
 {
+	struct child *c = arg;
+	struct broker *b = c->broker;
 	char reason[256];
 
+	(void)p;
+	if (b->shutting_down)
+		return;
 	switch (m->hdr.type) {
 	case MSG_HELLO_ACK: {
 		struct msg_hello_ack ack;
 
+		/* msg_recv lets exactly one through, before anything else. */
 		memcpy(&ack, m->u.bytes, sizeof(ack));
-		if (c->ready || m->hdr.id != c->hello_id)
-			fatalx("%s: unexpected HELLO_ACK (id %u)", c->name,
-			    m->hdr.id);
+		if (m->hdr.id != c->hello_id) {
+			snprintf(reason, sizeof(reason), "%s (pid %d) answered "
+			    "a HELLO we did not send (id %u)", c->name,
+			    (int)c->pid, m->hdr.id);
+			broker_shutdown(b, 1, reason);
+			return;
+		}
 		if (ack.version != MSG_PROTO_VERSION) {
 			log_warnx("%s: speaks protocol %u, we speak %u",
 			    c->name, ack.version, MSG_PROTO_VERSION);
@@ -178,6 +188,7 @@ broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
 		}
 		c->ready = true;
 		log_info("%s (pid %d) ready", c->name, (int)c->pid);
+		broker_start_pings(b, c);
 		if (b->netd.ready && b->cloudd.ready) {
 			loop_timer_cancel(&b->loop, &b->handshake_timer);
 			log_info("all processes ready in %llu ms",
@@ -187,7 +198,7 @@ broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
 		break;
 	}
 	default:
-		if (!c->ready || broker_answer(b, c, m) == -1) {
+		if (broker_answer(b, c, m) == -1) {
 			snprintf(reason, sizeof(reason), "%s (pid %d) sent an "
 			    "unsolicited %s (id %u)", c->name, (int)c->pid,
 			    msg_type_name(m->hdr.type), m->hdr.id);
@@ -196,40 +207,31 @@ broker_dispatch_child(struct broker *b, struct child *c, const struct msg *m)
 	}
 }
 
+/* The channel ended or carried a malformed message: the set goes down.
+ * The peer has stopped watching the socket, so a shutdown that waits for
+ * the children does not spin on it. */
 static void
-broker_child_cb(struct loop *l, struct loop_io *io, uint32_t events)
+broker_child_gone(struct peer *p, enum msg_recv_result r, const char *why,
+    void *arg)
 {
-	struct child *c = io->arg;
+	struct child *c = arg;
 	struct broker *b = c->broker;
-	static struct msg m;
-	const char *why;
-	int budget;
-	char reason[256];
+	char reason[512];
 
-	(void)l;
-	(void)events;
-	for (budget = 0; budget < 64 && !b->shutting_down; budget++) {
-		switch (msg_recv(&c->chan, &m, &why)) {
-		case MSG_RECV_OK:
-			broker_dispatch_child(b, c, &m);
-			break;
-		case MSG_RECV_AGAIN:
-			return;
-		case MSG_RECV_EOF:
-		case MSG_RECV_ERROR:
-			loop_del_io(&b->loop, io);
-			snprintf(reason, sizeof(reason), "%s (pid %d) closed "
-			    "its channel", c->name, (int)c->pid);
-			broker_shutdown(b, 1, reason);
-			return;
-		case MSG_RECV_BAD:
-			loop_del_io(&b->loop, io);
-			snprintf(reason, sizeof(reason), "%s (pid %d) sent a "
-			    "malformed message: %s", c->name, (int)c->pid, why);
-			broker_shutdown(b, 1, reason);
-			return;
-		}
-	}
+	(void)p;
+	if (r == MSG_RECV_BAD)
+		snprintf(reason, sizeof(reason), "%s (pid %d) sent a malformed "
+		    "message: %s", c->name, (int)c->pid, why);
+	else
+		snprintf(reason, sizeof(reason), "%s (pid %d) closed its "
+		    "channel%s%s", c->name, (int)c->pid,
+		    r == MSG_RECV_ERROR ? ": " : "",
+		    r == MSG_RECV_ERROR ? why : "");
+	if (b->shutting_down)
+		log_debug("%s", reason);
+	else
+		broker_shutdown(b, 1, reason);
+	broker_fail_requests(b, c);
 }
 
 static void
@@ -313,26 +315,33 @@ child_hello(struct broker *b, struct child *c)
 	struct msg_hello hello = { .version = MSG_PROTO_VERSION };
 
 	c->hello_id = ++b->next_id;
-	if (msg_send(&c->chan, MSG_HELLO, c->hello_id, &hello,
-	    sizeof(hello)) == -1)
-		fatal("%s: sending HELLO", c->name);
+	peer_send(&c->peer, MSG_HELLO, c->hello_id, &hello, sizeof(hello));
 }
 
-/* The runtime directory belongs to the user, so the broker can remove its
- * sockets at exit; the sockets' own modes say who may connect. */
+/*
+ * The runtime directory belongs to the user, so the broker can remove its
+ * sockets at exit; the sockets' own modes say who may connect.  Owner and
+ * mode are set through a descriptor opened without following a symlink,
+ * never by path.
+ */
 static void
 prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
 {
 	struct stat st;
+	int fd;
 
 	if (mkdir(dir, mode) == -1 && errno != EEXIST)
 		fatal("mkdir %s", dir);
-	if (lstat(dir, &st) == -1)
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		fatal("%s: not a directory we can use", dir);
+	if (fstat(fd, &st) == -1)
 		fatal("stat %s", dir);
 	if (!S_ISDIR(st.st_mode))
 		fatalx("%s exists and is not a directory", dir);
-	if (chown(dir, uid, gid) == -1 || chmod(dir, mode) == -1)
+	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1)
 		fatal("setting owner and mode of %s", dir);
+	close(fd);
 }
 
 int
@@ -422,16 +431,17 @@ main(int argc, char *argv[])
 	loop_timer_init(&b.kill_timer, broker_kill_timer, &b);
 
 	b.netd = (struct child){ .broker = &b, .name = "enid-netd",
-	    .peer = PEER_NETD };
+	    .peer_id = PEER_NETD };
 	b.cloudd = (struct child){ .broker = &b, .name = "enid-cloudd",
-	    .peer = PEER_CLOUDD };
+	    .peer_id = PEER_CLOUDD };
 	child_spawn(&b, &b.netd, helper_dir, foreground, verbose);
 	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
 
 	prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
 	prepare_dir(b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
-	if ((b.ctl = ctl_open(path, admin_gid, err, sizeof(err))) == NULL)
+	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
+	    CTL_MAX_CLIENTS, err, sizeof(err))) == NULL)
 		fatalx("%s", err);
 
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
@@ -441,12 +451,14 @@ main(int argc, char *argv[])
 	    sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 
-	if (loop_add_io(&b.loop, &b.netd.io, b.netd.chan.fd, EPOLLIN,
-	    broker_child_cb, &b.netd) == -1 ||
-	    loop_add_io(&b.loop, &b.cloudd.io, b.cloudd.chan.fd, EPOLLIN,
-	    broker_child_cb, &b.cloudd) == -1)
+	if (peer_open(&b.netd.peer, &b.loop, b.netd.fd, PEER_BROKER,
+	    PEER_NETD, b.netd.name, broker_dispatch_child, broker_child_gone,
+	    NULL, &b.netd) == -1 ||
+	    peer_open(&b.cloudd.peer, &b.loop, b.cloudd.fd, PEER_BROKER,
+	    PEER_CLOUDD, b.cloudd.name, broker_dispatch_child,
+	    broker_child_gone, NULL, &b.cloudd) == -1)
 		fatal("watching the children");
-	if (ctl_start(&b, b.ctl) == -1)
+	if (jserver_start(&b, b.ctl, ctl_ops) == -1)
 		fatal("control socket");
 	child_hello(&b, &b.netd);
 	child_hello(&b, &b.cloudd);
@@ -455,7 +467,7 @@ main(int argc, char *argv[])
 	    (unsigned)getuid(), (int)b.netd.pid, (int)b.cloudd.pid);
 
 	rc = loop_run(&b.loop);
-	ctl_close(&b, b.ctl);
+	jserver_close(&b, b.ctl);
 	log_info("exiting with status %d", rc);
 	return rc;
 }

@@ -6,52 +6,92 @@
 #define ENID_BROKER_H
 
 #include <stdbool.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include "conf.h"
 #include "loop.h"
 #include "msg.h"
+#include "peer.h"
 
 #define BROKER_HANDSHAKE_MS	5000	/* a child must answer HELLO by then */
 #define BROKER_KILL_GRACE_MS	400	/* SIGTERM, then SIGKILL after this */
+#define BROKER_PING_INTERVAL_MS	2000	/* liveness: a PING this often... */
+#define BROKER_PING_WAIT_MS	5000	/* ...answered within this, or fatal */
 #define CTL_SOCK_NAME		"ctl.sock"
 #define CNI_SOCK_NAME		"cni.sock"
 
 struct broker;
-
-struct child {
-	struct broker		*broker;
-	const char		*name;		/* "enid-netd" */
-	enum msg_peer		 peer;
-	pid_t			 pid;		/* 0 once reaped */
-	int			 status;	/* wait status once reaped */
-	struct msg_chan		 chan;
-	struct loop_io		 io;
-	bool			 ready;		/* handshake answered */
-	uint32_t		 hello_id;
-};
-
-struct ctl_server;
-
-#define BROKER_MAX_PENDING	256
+struct child;
 
 /*
  * A request's outcome: m is an answer (final says whether more follow), or
- * NULL if the deadline passed first.
+ * NULL if the deadline passed first (or the child is gone).
  */
 typedef void (*req_done_cb)(struct broker *b, void *arg, const struct msg *m,
     bool final);
 
-struct pending {
-	bool			 used;
+/*
+ * A request to a child, embedded in whatever owns it (an ENI, a pod, the
+ * broker), so that sending one never allocates and never fails: the
+ * message joins the channel's queue, and the deadline timer is armed in
+ * place.
+ */
+struct breq {
+	TAILQ_ENTRY(breq)	 entry;
+	bool			 active;
 	uint32_t		 id;
 	struct child		*child;
 	enum msg_type		 type;
-	uint32_t		 deadline_ms;
+	uint32_t		 wait_ms;	/* broker side: deadline + slack */
 	uint64_t		 sent_ms;
 	struct loop_timer	 timer;
 	req_done_cb		 done;
 	void			*arg;
+};
+TAILQ_HEAD(breq_list, breq);
+
+struct child {
+	struct broker		*broker;
+	const char		*name;		/* "enid-netd" */
+	enum msg_peer		 peer_id;
+	pid_t			 pid;		/* 0 once reaped */
+	int			 status;	/* wait status once reaped */
+	int			 fd;		/* our end, until peer_open */
+	struct peer		 peer;
+	bool			 ready;		/* handshake answered */
+	uint32_t		 hello_id;
+	struct breq_list	 pending;	/* in the order sent */
+	size_t			 npending;
+	/* liveness */
+	struct loop_timer	 ping_timer;
+	struct breq		 ping_req;
+	uint32_t		 ping_seq;
+	uint64_t		 pongs;
+};
+
+/* ---- server.c: the JSON-line unix sockets ---- */
+
+#define JSERVER_LINE_MAX	8192	/* a request line */
+#define JSERVER_OUT_MAX		(4 * 1024 * 1024)
+#define CTL_MAX_CLIENTS		32
+#define CNI_MAX_CLIENTS		256
+
+struct jserver;
+struct json_object;
+
+/* A request being answered, possibly later; stale once its client left. */
+struct jref {
+	struct jserver		*server;	/* NULL once answered */
+	uint32_t		 slot, gen;
+	pid_t			 pid;
+	uid_t			 uid;
+};
+
+typedef void (*jop_fn)(struct broker *, struct jref *, struct json_object *);
+struct jop {
+	const char		*name;
+	jop_fn			 fn;
 };
 
 enum instance_state {
@@ -72,8 +112,8 @@ struct broker {
 	int			 exit_code;
 	uint32_t		 next_id;
 	uint64_t		 started_ms;
-	struct ctl_server	*ctl;
-	struct pending		 pending[BROKER_MAX_PENDING];
+	struct jserver		*ctl;
+	struct jserver		*cni;
 
 	/* instance.c: what the cloud says this node is */
 	enum instance_state	 instance_state;
@@ -81,20 +121,50 @@ struct broker {
 	char			 instance_error[512];
 	struct loop_timer	 instance_timer;
 	uint32_t		 instance_retry_ms;
+	struct breq		 instance_req;
+	struct breq		 policy_req;
 	bool			 netd_policy_set;
 };
 
-/* control.c: the admin socket. */
-struct ctl_server *ctl_open(const char *path, gid_t group, char *err,
+/* server.c.  Open as root (before the drop): 0660 root:group, or 0600
+ * root:root for root_only; then start once the loop runs. */
+struct jserver *jserver_open(const char *path, const char *what,
+	    bool root_only, gid_t group, size_t maxclients, char *err,
 	    size_t errlen);
-int	ctl_start(struct broker *b, struct ctl_server *cs);
-void	ctl_close(struct broker *b, struct ctl_server *cs);
+int	jserver_start(struct broker *b, struct jserver *s,
+	    const struct jop *ops);
+void	jserver_close(struct broker *b, struct jserver *s);
+void	jserver_counters(const struct jserver *s, size_t *clients,
+	    uint64_t *refused, uint64_t *bad);
+/* Answer r (takes o's reference); a stale r drops it. */
+void	jref_reply(struct jref *r, struct json_object *o);
+void	jref_error(struct jref *r, const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* A malformed request: "bad-request", and the connection is closed. */
+void	jref_bad(struct jref *r, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+bool	jref_alive(const struct jref *r);
+struct json_object *jerror_new(const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 
-/* req.c: requests to the children, each with a deadline. */
-int	broker_request(struct broker *b, struct child *c, enum msg_type type,
-	    const void *payload, size_t len, uint32_t deadline_ms,
-	    req_done_cb done, void *arg);
+/* control.c: the admin socket's operations. */
+extern const struct jop ctl_ops[];
+
+/* req.c: requests to the children, each with a deadline.  r must be idle
+ * (not active); it stays the caller's and must outlive the request, or be
+ * cancelled first. */
+void	broker_request(struct broker *b, struct breq *r, struct child *c,
+	    enum msg_type type, const void *payload, size_t len,
+	    uint32_t deadline_ms, req_done_cb done, void *arg);
+/* Forget r: its answer, if one comes, is dropped as late. */
+void	broker_request_cancel(struct broker *b, struct breq *r);
 int	broker_answer(struct broker *b, struct child *c, const struct msg *m);
+/* The child is gone: end each of its requests with no answer. */
+void	broker_fail_requests(struct broker *b, struct child *c);
+/* Send without expecting an answer (LOG_LEVEL). */
+void	broker_notify(struct broker *b, struct child *c, enum msg_type type,
+	    const void *payload, size_t len);
+void	broker_start_pings(struct broker *b, struct child *c);
 
 /* instance.c */
 void	instance_start(struct broker *b);

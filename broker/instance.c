@@ -28,10 +28,9 @@ instance_ask(struct broker *b)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = INSTANCE_DEADLINE_MS;
 	b->instance_state = INSTANCE_ASKING;
-	if (broker_request(b, &b->cloudd, MSG_CLOUD_DESCRIBE_INSTANCE, &req,
-	    sizeof(req), req.deadline_ms, instance_answer, NULL) == -1)
-		broker_shutdown(b, 1, "cannot ask enid-cloudd about the "
-		    "instance");
+	broker_request(b, &b->instance_req, &b->cloudd,
+	    MSG_CLOUD_DESCRIBE_INSTANCE, &req, sizeof(req), req.deadline_ms,
+	    instance_answer, NULL);
 }
 
 static void
@@ -87,9 +86,8 @@ instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 	memcpy(pol.primary_mac, in->primary_mac, sizeof(pol.primary_mac));
 	pol.ncidrs = in->ncidrs;
 	memcpy(pol.cidrs, in->cidrs, sizeof(pol.cidrs));
-	if (broker_request(b, &b->netd, MSG_NETD_POLICY, &pol, sizeof(pol),
-	    INSTANCE_POLICY_MS, policy_answer, NULL) == -1)
-		broker_shutdown(b, 1, "cannot send enid-netd its policy");
+	broker_request(b, &b->policy_req, &b->netd, MSG_NETD_POLICY, &pol,
+	    sizeof(pol), INSTANCE_POLICY_MS, policy_answer, NULL);
 }
 
 static void

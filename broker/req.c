@@ -5,7 +5,13 @@
  * multi-part answer ends with its explicit end marker.  A request whose
  * deadline passes is completed with no message; a late answer to it is
  * logged and dropped.
+ *
+ * Requests are embedded in their owners (struct breq) and their messages
+ * go through the channel's queue, so there is no limit to hit and nothing
+ * to fail: a child under load reads them as it can (common/peer.h).  The
+ * liveness ping is one such request, on a timer.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "enid.h"
@@ -23,6 +29,7 @@ struct answer_rule {
 };
 
 static const struct answer_rule answer_rules[] = {
+	{ MSG_PING,		{ MSG_PONG }, MSG_NONE, MSG_NONE },
 	{ MSG_NETD_POLICY,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
 	{ MSG_NETD_DECLARE_ENI,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
 	{ MSG_NETD_FORGET_ENI,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
@@ -63,54 +70,93 @@ rule_for(enum msg_type request)
 }
 
 static void
-req_timeout(struct loop *l, struct loop_timer *t)
+req_finish(struct broker *b, struct breq *r)
 {
-	struct pending *p = t->arg;
-	struct broker *b = p->child->broker;
+	struct child *c = r->child;
 
-	(void)l;
-	log_warnx("%s: %s (id %u) not answered within %u ms", p->child->name,
-	    msg_type_name(p->type), p->id, p->deadline_ms + REQ_SLACK_MS);
-	p->used = false;
-	p->done(b, p->arg, NULL, true);
+	loop_timer_cancel(&b->loop, &r->timer);
+	TAILQ_REMOVE(&c->pending, r, entry);
+	c->npending--;
+	r->active = false;
 }
 
-int
-broker_request(struct broker *b, struct child *c, enum msg_type type,
-    const void *payload, size_t len, uint32_t deadline_ms, req_done_cb done,
-    void *arg)
+static void
+req_timeout(struct loop *l, struct loop_timer *t)
 {
-	struct pending *p = NULL;
-	size_t i;
+	struct breq *r = t->arg;
+	struct child *c = r->child;
+	struct broker *b = c->broker;
 
-	if (rule_for(type) == NULL || c->pid <= 0 || !c->ready)
-		return -1;
-	for (i = 0; i < BROKER_MAX_PENDING; i++)
-		if (!b->pending[i].used) {
-			p = &b->pending[i];
-			break;
-		}
-	if (p == NULL) {
-		log_warnx("%s: %d requests outstanding; refusing %s", c->name,
-		    BROKER_MAX_PENDING, msg_type_name(type));
-		return -1;
+	(void)l;
+	if (c->peer.open)
+		log_warnx("%s: %s (id %u) not answered within %u ms", c->name,
+		    msg_type_name(r->type), r->id, r->wait_ms);
+	req_finish(b, r);
+	r->done(b, r->arg, NULL, true);
+}
+
+void
+broker_request(struct broker *b, struct breq *r, struct child *c,
+    enum msg_type type, const void *payload, size_t len,
+    uint32_t deadline_ms, req_done_cb done, void *arg)
+{
+	if (rule_for(type) == NULL)
+		fatalx("%s: %s is not a request (bug)", c->name,
+		    msg_type_name(type));
+	if (r->active)
+		fatalx("%s: %s (id %u) reused while still waiting (bug)",
+		    c->name, msg_type_name(r->type), r->id);
+	memset(r, 0, sizeof(*r));
+	r->active = true;
+	r->id = ++b->next_id;
+	r->child = c;
+	r->type = type;
+	/* The ping's wait is its own; others get slack over the child's
+	 * deadline, so a child that honours it answers first. */
+	r->wait_ms = type == MSG_PING ? BROKER_PING_WAIT_MS :
+	    deadline_ms + REQ_SLACK_MS;
+	r->done = done;
+	r->arg = arg;
+	r->sent_ms = now_ms();
+	TAILQ_INSERT_TAIL(&c->pending, r, entry);
+	c->npending++;
+	loop_timer_init(&r->timer, req_timeout, r);
+	if (c->ready && c->peer.open) {
+		peer_send(&c->peer, type, r->id, payload, len);
+		loop_timer_after(&b->loop, &r->timer, r->wait_ms);
+	} else {
+		/* No one to ask: the answer is "none", from the loop, so
+		 * callers never see their callback run inside this call. */
+		loop_timer_after(&b->loop, &r->timer, 0);
 	}
-	memset(p, 0, sizeof(*p));
-	p->id = ++b->next_id;
-	p->child = c;
-	p->type = type;
-	p->deadline_ms = deadline_ms;
-	p->done = done;
-	p->arg = arg;
-	p->sent_ms = now_ms();
-	if (msg_send(&c->chan, type, p->id, payload, len) == -1) {
-		log_warn("%s: sending %s", c->name, msg_type_name(type));
-		return -1;
+}
+
+void
+broker_request_cancel(struct broker *b, struct breq *r)
+{
+	if (r->active)
+		req_finish(b, r);
+}
+
+void
+broker_fail_requests(struct broker *b, struct child *c)
+{
+	struct breq *r;
+
+	/* Each callback may issue new requests (which then time out at
+	 * once, the child being gone); take them one by one from the head. */
+	while ((r = TAILQ_FIRST(&c->pending)) != NULL) {
+		req_finish(b, r);
+		r->done(b, r->arg, NULL, true);
 	}
-	p->used = true;
-	loop_timer_init(&p->timer, req_timeout, p);
-	loop_timer_after(&b->loop, &p->timer, deadline_ms + REQ_SLACK_MS);
-	return 0;
+}
+
+void
+broker_notify(struct broker *b, struct child *c, enum msg_type type,
+    const void *payload, size_t len)
+{
+	if (c->ready && c->peer.open)
+		peer_send(&c->peer, type, ++b->next_id, payload, len);
 }
 
 /*
@@ -121,17 +167,14 @@ int
 broker_answer(struct broker *b, struct child *c, const struct msg *m)
 {
 	const struct answer_rule *r;
-	struct pending *p = NULL;
+	struct breq *q;
 	bool final;
-	size_t i;
 
-	for (i = 0; i < BROKER_MAX_PENDING; i++)
-		if (b->pending[i].used && b->pending[i].id == m->hdr.id &&
-		    b->pending[i].child == c) {
-			p = &b->pending[i];
+	/* Children answer mostly in order: the match is near the head. */
+	TAILQ_FOREACH(q, &c->pending, entry)
+		if (q->id == m->hdr.id)
 			break;
-		}
-	if (p == NULL) {
+	if (q == NULL) {
 		/* Ids only grow: an id we issued but no longer wait for is
 		 * a late answer; one we never issued is a lie. */
 		if (m->hdr.id == 0 || m->hdr.id > b->next_id)
@@ -140,7 +183,7 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 		    msg_type_name(m->hdr.type), m->hdr.id);
 		return 0;
 	}
-	r = rule_for(p->type);
+	r = rule_for(q->type);
 	if (m->hdr.type == r->single[0] || m->hdr.type == r->single[1])
 		final = true;
 	else if (m->hdr.type == r->end)
@@ -149,13 +192,63 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 		final = false;
 	else {
 		log_warnx("%s: %s is no answer to %s (id %u)", c->name,
-		    msg_type_name(m->hdr.type), msg_type_name(p->type), p->id);
+		    msg_type_name(m->hdr.type), msg_type_name(q->type), q->id);
 		return -1;
 	}
-	if (final) {
-		loop_timer_cancel(&b->loop, &p->timer);
-		p->used = false;
-	}
-	p->done(b, p->arg, m, final);
+	if (final)
+		req_finish(b, q);
+	q->done(b, q->arg, m, final);
 	return 0;
+}
+
+/* ---- liveness ---- */
+
+static void	ping_send(struct loop *, struct loop_timer *);
+
+static void
+ping_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct child *c = arg;
+	struct msg_ping pong;
+	char why[256];
+
+	(void)final;
+	if (b->shutting_down)
+		return;
+	if (m == NULL) {
+		snprintf(why, sizeof(why), "%s (pid %d) did not answer a "
+		    "liveness ping within %d ms: it is stopped or wedged",
+		    c->name, (int)c->pid, BROKER_PING_WAIT_MS);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	memcpy(&pong, m->u.bytes, sizeof(pong));
+	if (pong.seq != c->ping_seq) {
+		snprintf(why, sizeof(why), "%s (pid %d) answered ping %u with "
+		    "%u", c->name, (int)c->pid, c->ping_seq, pong.seq);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	c->pongs++;
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
+}
+
+static void
+ping_send(struct loop *l, struct loop_timer *t)
+{
+	struct child *c = t->arg;
+	struct msg_ping ping;
+
+	(void)l;
+	memset(&ping, 0, sizeof(ping));
+	ping.seq = ++c->ping_seq;
+	broker_request(c->broker, &c->ping_req, c, MSG_PING, &ping,
+	    sizeof(ping), BROKER_PING_WAIT_MS, ping_answer, c);
+}
+
+void
+broker_start_pings(struct broker *b, struct child *c)
+{
+	loop_timer_init(&c->ping_timer, ping_send, c);
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
 }

@@ -585,10 +585,7 @@ call_new(struct cloudd *cd, uint64_t deadline, cloud_call_cb cb, void *arg)
 	c->arg = arg;
 	loop_timer_init(&c->backoff_timer, backoff_timer_cb, c);
 	loop_timer_init(&c->deadline_timer, deadline_timer_cb, c);
-	if (loop_timer_at(&cd->loop, &c->deadline_timer, deadline) == -1) {
-		free(c);
-		return NULL;
-	}
+	loop_timer_at(&cd->loop, &c->deadline_timer, deadline);
 	cd->ncalls++;
 	return c;
 }

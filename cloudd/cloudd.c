@@ -17,81 +17,27 @@
 
 #include "cloudd.h"
 #include "log.h"
+#include "peer.h"
 #include "proc.h"
 #include "sandbox.h"
 
-static void	cloudd_chan_cb(struct loop *, struct loop_io *, uint32_t);
-
-/* Answers go out in order; when the socket is full they wait here and the
- * channel is watched for room. */
+/* Answers go out in order through the channel's queue (common/peer.c). */
 void
 cloudd_send(struct cloudd *cd, enum msg_type type, uint32_t id,
     const void *payload, size_t len)
 {
-	struct outmsg *om;
-
-	if (STAILQ_EMPTY(&cd->outq)) {
-		if (msg_send(&cd->chan, type, id, payload, len) == 0)
-			return;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			fatal("broker channel: sending %s", msg_type_name(type));
-	}
-	if (cd->noutq >= CLOUDD_MAX_OUTQ)
-		fatalx("broker channel: %u answers unread; the broker is "
-		    "stuck", cd->noutq);
-	if ((om = malloc(sizeof(*om) + len)) == NULL)
-		fatal("broker channel: queueing an answer");
-	om->type = type;
-	om->id = id;
-	om->len = len;
-	memcpy(om->payload, payload, len);
-	STAILQ_INSERT_TAIL(&cd->outq, om, entry);
-	if (cd->noutq++ == 0 &&
-	    loop_mod_io(&cd->loop, &cd->chan_io, EPOLLIN | EPOLLOUT) == -1)
-		fatal("broker channel: watching for room");
+	peer_send(&cd->peer, type, id, payload, len);
 }
 
+/* A checked message from the broker (msg_recv enforced the handshake). */
 static void
-cloudd_flush(struct cloudd *cd)
+cloudd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 {
-	struct outmsg *om;
+	struct cloudd *cd = arg;
 
-	while ((om = STAILQ_FIRST(&cd->outq)) != NULL) {
-		if (msg_send(&cd->chan, om->type, om->id, om->payload,
-		    om->len) == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			fatal("broker channel: sending %s",
-			    msg_type_name(om->type));
-		}
-		STAILQ_REMOVE_HEAD(&cd->outq, entry);
-		cd->noutq--;
-		free(om);
-	}
-	if (loop_mod_io(&cd->loop, &cd->chan_io, EPOLLIN) == -1)
-		fatal("broker channel");
-}
-
-static void
-cloudd_dispatch_broker(struct cloudd *cd, const struct msg *m)
-{
-	if (!cd->hello_done && m->hdr.type != MSG_HELLO)
-		fatalx("broker: %s before HELLO", msg_type_name(m->hdr.type));
+	if (peer_child_common(p, m))
+		return;
 	switch (m->hdr.type) {
-	case MSG_HELLO:
-		if (cd->hello_done)
-			fatalx("broker: second HELLO");
-		child_handshake(&cd->chan, m);
-		cd->hello_done = true;
-		log_debug("broker: handshake done");
-		break;
-	case MSG_LOG_LEVEL: {
-		struct msg_loglevel ll;
-
-		memcpy(&ll, m->u.bytes, sizeof(ll));
-		log_set_level(ll.level);
-		break;
-	}
 	case MSG_CLOUD_DESCRIBE_INSTANCE:
 	case MSG_CLOUD_DESCRIBE_SUBNETS:
 	case MSG_CLOUD_CREATE_ENI:
@@ -111,36 +57,28 @@ cloudd_dispatch_broker(struct cloudd *cd, const struct msg *m)
 }
 
 static void
-cloudd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
+cloudd_broker_gone(struct peer *p, enum msg_recv_result r, const char *why,
+    void *arg)
 {
-	struct cloudd *cd = io->arg;
-	static struct msg m;
-	const char *why;
-	int budget;
-
-	(void)l;
-	if (events & EPOLLOUT)
-		cloudd_flush(cd);
-	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0)
-		return;
-	for (budget = 0; budget < 64; budget++) {
-		switch (msg_recv(&cd->chan, &m, &why)) {
-		case MSG_RECV_OK:
-			cloudd_dispatch_broker(cd, &m);
-			break;
-		case MSG_RECV_AGAIN:
-			return;
-		case MSG_RECV_EOF:
-			cloud_log_counters(cd);
-			log_info("broker closed the channel; exiting");
-			exit(0);
-		case MSG_RECV_ERROR:
-			fatal("broker channel");
-		case MSG_RECV_BAD:
-			fatalx("broker sent a malformed message (%s); "
-			    "the peer is untrusted, exiting", why);
-		}
+	(void)p;
+	if (r == MSG_RECV_EOF) {
+		cloud_log_counters(arg);
+		log_info("broker closed the channel; exiting");
+		exit(0);
 	}
+	if (r == MSG_RECV_BAD)
+		fatalx("broker sent a malformed message (%s); the peer is "
+		    "untrusted, exiting", why);
+	fatalx("broker channel: %s", why);
+}
+
+/* Read another intent only while there is room for it. */
+static bool
+cloudd_can_take(void *arg)
+{
+	struct cloudd *cd = arg;
+
+	return cd->nintents < CLOUDD_MAX_INTENTS;
 }
 
 static void
@@ -156,6 +94,7 @@ main(int argc, char *argv[])
 {
 	static struct cloudd cd;
 	struct child_opts opts;
+	struct msg_chan chan;
 	char err[512];
 
 	child_parse_args(argc, argv, "enid-cloudd", &opts);
@@ -165,7 +104,7 @@ main(int argc, char *argv[])
 	log_set_level(child_log_level(&cd.cfg, opts.verbose));
 	if (geteuid() != 0)
 		fatalx("must be started as root by enid");
-	child_chan_open(&cd.chan, PEER_CLOUDD);
+	child_chan_open(&chan, PEER_CLOUDD);	/* checks MSG_CHILD_FD */
 
 	if (loop_init(&cd.loop) == -1)
 		fatal("event loop");
@@ -173,7 +112,6 @@ main(int argc, char *argv[])
 	    loop_signal(&cd.loop, SIGINT, cloudd_signal, &cd) == -1)
 		fatal("signals");
 	signal(SIGPIPE, SIG_IGN);
-	STAILQ_INIT(&cd.outq);
 	TAILQ_INIT(&cd.intents);
 
 	/* Everything that reads files happens before the drop: the CA
@@ -190,8 +128,9 @@ main(int argc, char *argv[])
 	    sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 
-	if (loop_add_io(&cd.loop, &cd.chan_io, cd.chan.fd, EPOLLIN,
-	    cloudd_chan_cb, &cd) == -1)
+	if (peer_open(&cd.peer, &cd.loop, MSG_CHILD_FD, PEER_CLOUDD,
+	    PEER_BROKER, "enid", cloudd_dispatch_broker, cloudd_broker_gone,
+	    cloudd_can_take, &cd) == -1)
 		fatal("watching the broker channel");
 	log_debug("started as uid %u", (unsigned)getuid());
 	cloud_kick(&cd);

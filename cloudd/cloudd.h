@@ -18,6 +18,7 @@
 #include "ec2.h"
 #include "loop.h"
 #include "msg.h"
+#include "peer.h"
 #include "ratelimit.h"
 
 #define CLOUDD_IMDS_MAX_BODY	(64 * 1024)
@@ -30,7 +31,6 @@
 #define CLOUDD_MAX_DEADLINE_MS	600000
 #define CLOUDD_MAX_PAGES	100
 #define CLOUDD_MAX_INTENTS	4096
-#define CLOUDD_MAX_OUTQ		65536
 
 /* ---- HTTP (http.c) ---- */
 
@@ -169,25 +169,13 @@ struct intent {
 };
 TAILQ_HEAD(intent_list, intent);
 
-struct outmsg {
-	STAILQ_ENTRY(outmsg)	 entry;
-	enum msg_type		 type;
-	uint32_t		 id;
-	size_t			 len;
-	unsigned char		 payload[];
-};
-STAILQ_HEAD(outq, outmsg);
 
 /* ---- the process ---- */
 
 struct cloudd {
 	struct loop		 loop;
-	struct msg_chan		 chan;
-	struct loop_io		 chan_io;
+	struct peer		 peer;		/* the broker */
 	struct enid_config	 cfg;
-	bool			 hello_done;
-	struct outq		 outq;
-	unsigned		 noutq;
 
 	struct http		 http;
 

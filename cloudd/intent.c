@@ -33,6 +33,7 @@ intent_free(struct intent *it)
 	cd->nintents--;
 	free(it->inst);
 	free(it);
+	peer_resume(&cd->peer);		/* room for another intent */
 }
 
 static void
@@ -674,9 +675,7 @@ intent_start(struct cloudd *cd, const struct msg *m)
 	struct intent *it;
 	uint32_t deadline_ms;
 
-	if (cd->nintents >= CLOUDD_MAX_INTENTS)
-		fatalx("broker: more than %d intents in flight; the broker "
-		    "does not wait for answers", CLOUDD_MAX_INTENTS);
+	/* cloudd_can_take() stops reading at CLOUDD_MAX_INTENTS. */
 	if ((it = calloc(1, sizeof(*it))) == NULL)
 		fatal("intent %u: out of memory", m->hdr.id);
 	it->cd = cd;

@@ -1,8 +1,9 @@
 /*
- * The event loop (see loop.h).  Timers live in a binary min-heap keyed on
- * their deadline; the timerfd is armed for the heap's root.  A descriptor
- * removed while its events are pending in the current batch is dropped from
- * the batch, so callbacks may free the objects of other descriptors.
+ * The event loop (see loop.h).  Timers live in an intrusive pairing heap
+ * keyed on their deadline; the timerfd is armed for the heap's root.
+ * Deferred calls run after each batch of events.  A descriptor removed
+ * while its events are pending in the current batch is dropped from the
+ * batch, so callbacks may free the objects of other descriptors.
  */
 #include <errno.h>
 #include <signal.h>
@@ -32,6 +33,7 @@ loop_init(struct loop *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->sigfd = -1;
+	l->defer_tail = &l->defer_head;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd == -1)
 		return -1;
@@ -58,9 +60,10 @@ loop_free(struct loop *l)
 		close(l->sigfd);
 	close(l->timerfd);
 	close(l->epfd);
-	free(l->heap);
-	l->heap = NULL;
-	l->nheap = l->heapcap = 0;
+	l->root = NULL;
+	l->ntimers = 0;
+	l->defer_head = NULL;
+	l->defer_tail = &l->defer_head;
 }
 
 int
@@ -106,62 +109,95 @@ loop_del_io(struct loop *l, struct loop_io *io)
 
 /* ---- timers ---- */
 
-static void
-heap_set(struct loop *l, size_t i, struct loop_timer *t)
+/*
+ * A pairing heap over the timers themselves: each links to its first
+ * child, its next sibling, and its parent (when it is a first child) or
+ * previous sibling.  Insert and meld are O(1), removal O(log n) amortized,
+ * and nothing is allocated.
+ */
+static bool
+timer_before(const struct loop_timer *a, const struct loop_timer *b)
 {
-	l->heap[i] = t;
-	t->slot = i + 1;
+	if (a->deadline != b->deadline)
+		return a->deadline < b->deadline;
+	return a->seq < b->seq;
 }
 
-static void
-heap_up(struct loop *l, size_t i)
+/* Meld two detached heaps (either may be NULL); returns the new root. */
+static struct loop_timer *
+heap_meld(struct loop_timer *a, struct loop_timer *b)
 {
-	struct loop_timer *t = l->heap[i];
+	struct loop_timer *t;
 
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-
-		if (l->heap[parent]->deadline <= t->deadline)
-			break;
-		heap_set(l, i, l->heap[parent]);
-		i = parent;
+	if (a == NULL)
+		return b;
+	if (b == NULL)
+		return a;
+	if (timer_before(b, a)) {
+		t = a;
+		a = b;
+		b = t;
 	}
-	heap_set(l, i, t);
+	b->prev = a;
+	b->next = a->child;
+	if (a->child != NULL)
+		a->child->prev = b;
+	a->child = b;
+	a->next = a->prev = NULL;
+	return a;
 }
 
-static void
-heap_down(struct loop *l, size_t i)
+/* Combine a list of sibling heaps into one: pair them left to right, then
+ * meld the pairs right to left.  Iterative, so depth is no concern. */
+static struct loop_timer *
+heap_merge_pairs(struct loop_timer *first)
 {
-	struct loop_timer *t = l->heap[i];
+	struct loop_timer *a, *b, *rest, *pairs = NULL, *h;
 
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= l->nheap)
-			break;
-		if (c + 1 < l->nheap &&
-		    l->heap[c + 1]->deadline < l->heap[c]->deadline)
-			c++;
-		if (t->deadline <= l->heap[c]->deadline)
-			break;
-		heap_set(l, i, l->heap[c]);
-		i = c;
+	while (first != NULL) {
+		a = first;
+		b = a->next;
+		rest = b ? b->next : NULL;
+		a->next = a->prev = NULL;
+		if (b != NULL)
+			b->next = b->prev = NULL;
+		h = heap_meld(a, b);
+		/* Stack the pair on a list linked through next. */
+		h->next = pairs;
+		pairs = h;
+		first = rest;
 	}
-	heap_set(l, i, t);
+	h = NULL;
+	while (pairs != NULL) {
+		a = pairs;
+		pairs = a->next;
+		a->next = NULL;
+		h = heap_meld(h, a);
+	}
+	return h;
 }
 
 static void
 heap_remove(struct loop *l, struct loop_timer *t)
 {
-	size_t i = t->slot - 1;
-	struct loop_timer *last = l->heap[--l->nheap];
+	struct loop_timer *sub;
 
-	t->slot = 0;
-	if (last == t)
-		return;
-	heap_set(l, i, last);
-	heap_up(l, i);
-	heap_down(l, last->slot - 1);
+	if (t == l->root)
+		l->root = heap_merge_pairs(t->child);
+	else {
+		/* Unlink t from its parent or its previous sibling. */
+		if (t->prev->child == t)
+			t->prev->child = t->next;
+		else
+			t->prev->next = t->next;
+		if (t->next != NULL)
+			t->next->prev = t->prev;
+		sub = heap_merge_pairs(t->child);
+		l->root = heap_meld(l->root, sub);
+	}
+	t->child = t->next = t->prev = NULL;
+	t->armed = false;
+	l->ntimers--;
 }
 
 static void
@@ -170,7 +206,7 @@ loop_rearm(struct loop *l)
 	struct itimerspec its;
 	uint64_t when;
 
-	when = l->nheap ? l->heap[0]->deadline : 0;
+	when = l->root ? l->root->deadline : 0;
 	if (when == l->armed)
 		return;
 	memset(&its, 0, sizeof(its));
@@ -181,6 +217,7 @@ loop_rearm(struct loop *l)
 		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 			its.it_value.tv_nsec = 1;
 	}
+	/* Cannot fail for a valid timerfd and an in-range value. */
 	timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
 	l->armed = when;
 }
@@ -193,37 +230,30 @@ loop_timer_init(struct loop_timer *t, loop_timer_cb cb, void *arg)
 	t->arg = arg;
 }
 
-int
+void
 loop_timer_at(struct loop *l, struct loop_timer *t, uint64_t deadline)
 {
-	if (t->slot != 0)
+	if (t->armed)
 		heap_remove(l, t);
-	if (l->nheap == l->heapcap) {
-		size_t cap = l->heapcap ? l->heapcap * 2 : 16;
-		struct loop_timer **h = reallocarray(l->heap, cap, sizeof(*h));
-
-		if (h == NULL)
-			return -1;
-		l->heap = h;
-		l->heapcap = cap;
-	}
 	t->deadline = deadline ? deadline : 1;
-	l->heap[l->nheap++] = t;
-	heap_up(l, l->nheap - 1);
+	t->seq = ++l->timer_seq;
+	t->child = t->next = t->prev = NULL;
+	t->armed = true;
+	l->root = heap_meld(l->root, t);
+	l->ntimers++;
 	loop_rearm(l);
-	return 0;
 }
 
-int
+void
 loop_timer_after(struct loop *l, struct loop_timer *t, uint64_t ms)
 {
-	return loop_timer_at(l, t, now_ms() + ms);
+	loop_timer_at(l, t, now_ms() + ms);
 }
 
 void
 loop_timer_cancel(struct loop *l, struct loop_timer *t)
 {
-	if (t->slot == 0)
+	if (!t->armed)
 		return;
 	heap_remove(l, t);
 	loop_rearm(l);
@@ -242,8 +272,8 @@ loop_timerfd_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	l->armed = 0;
 	l->now = now_ms();
 	/* Bounded: a callback re-arming itself for "now" can't spin us. */
-	for (budget = 1024; budget > 0 && l->nheap > 0; budget--) {
-		struct loop_timer *t = l->heap[0];
+	for (budget = 1024; budget > 0 && l->root != NULL; budget--) {
+		struct loop_timer *t = l->root;
 
 		if (t->deadline > l->now)
 			break;
@@ -253,10 +283,70 @@ loop_timerfd_cb(struct loop *l, struct loop_io *io, uint32_t events)
 			break;
 	}
 	loop_rearm(l);
-	if (l->nheap > 0 && l->heap[0]->deadline <= l->now && budget == 0) {
+	if (l->root != NULL && l->root->deadline <= l->now && budget == 0) {
 		/* Leftover due timers: make the timerfd fire again at once. */
 		l->armed = 0;
 		loop_rearm(l);
+	}
+}
+
+/* ---- deferred calls ---- */
+
+void
+loop_defer_init(struct loop_defer *d, loop_defer_cb cb, void *arg)
+{
+	memset(d, 0, sizeof(*d));
+	d->cb = cb;
+	d->arg = arg;
+}
+
+void
+loop_defer(struct loop *l, struct loop_defer *d)
+{
+	if (d->queued)
+		return;
+	d->queued = true;
+	d->next = NULL;
+	*l->defer_tail = d;
+	l->defer_tail = &d->next;
+}
+
+void
+loop_defer_cancel(struct loop *l, struct loop_defer *d)
+{
+	struct loop_defer **pp;
+
+	if (!d->queued)
+		return;
+	for (pp = &l->defer_head; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			if (l->defer_tail == &d->next)
+				l->defer_tail = pp;
+			break;
+		}
+	d->queued = false;
+	d->next = NULL;
+}
+
+/* Run what was deferred, including what those calls defer in turn, up to
+ * a bound so a call that keeps re-queuing itself can't starve the loop. */
+static void
+loop_run_deferred(struct loop *l)
+{
+	struct loop_defer *d;
+	int budget;
+
+	for (budget = 4096; budget > 0 && (d = l->defer_head) != NULL;
+	    budget--) {
+		l->defer_head = d->next;
+		if (l->defer_head == NULL)
+			l->defer_tail = &l->defer_head;
+		d->queued = false;
+		d->next = NULL;
+		d->cb(l, d);
+		if (l->stopping)
+			break;
 	}
 }
 
@@ -317,7 +407,13 @@ loop_run_once(struct loop *l, int timeout_ms)
 {
 	int n;
 
-	n = epoll_wait(l->epfd, l->evs, LOOP_MAX_EVENTS, timeout_ms);
+	/* Deferred work queued outside a callback (at start-up) runs first;
+	 * with some queued, don't sleep. */
+	loop_run_deferred(l);
+	if (l->stopping)
+		return 0;
+	n = epoll_wait(l->epfd, l->evs, LOOP_MAX_EVENTS,
+	    l->defer_head != NULL ? 0 : timeout_ms);
 	if (n == -1)
 		return errno == EINTR ? 0 : -1;
 	l->now = now_ms();
@@ -332,6 +428,8 @@ loop_run_once(struct loop *l, int timeout_ms)
 			break;
 	}
 	l->nevs = l->cur = 0;
+	if (!l->stopping)
+		loop_run_deferred(l);
 	return n;
 }
 

@@ -2,6 +2,10 @@
  * The event loop every enid process runs: epoll for descriptors, one
  * timerfd behind a heap of timers with absolute deadlines, and signalfd for
  * signals.  Single-threaded; callbacks must not block.
+ *
+ * Timers and deferred calls are embedded in their owners and linked in
+ * place (an intrusive pairing heap, an intrusive list), so arming one never
+ * allocates and cannot fail.
  */
 #ifndef ENID_LOOP_H
 #define ENID_LOOP_H
@@ -30,8 +34,23 @@ struct loop_io {
 /* A timer; owned by the caller.  deadline is CLOCK_MONOTONIC in ms. */
 struct loop_timer {
 	uint64_t	 deadline;
-	size_t		 slot;		/* heap index + 1; 0: not armed */
+	uint64_t	 seq;		/* arming order: equal deadlines FIFO */
+	bool		 armed;
+	/* pairing-heap links: first child, next sibling, and the parent
+	 * (for a first child) or previous sibling */
+	struct loop_timer *child, *next, *prev;
 	loop_timer_cb	 cb;
+	void		*arg;
+};
+
+/* A call to make once the current batch of events is handled, before the
+ * loop sleeps again (e.g. one checkpoint write for many requests). */
+struct loop_defer;
+typedef void (*loop_defer_cb)(struct loop *, struct loop_defer *);
+struct loop_defer {
+	bool		 queued;
+	struct loop_defer *next;
+	loop_defer_cb	 cb;
 	void		*arg;
 };
 
@@ -45,8 +64,10 @@ struct loop {
 	bool			 stopping;
 	int			 exit_code;
 	uint64_t		 now;		/* ms, updated each turn */
-	struct loop_timer	**heap;
-	size_t			 nheap, heapcap;
+	struct loop_timer	*root;		/* the timer heap */
+	size_t			 ntimers;
+	uint64_t		 timer_seq;
+	struct loop_defer	*defer_head, **defer_tail;
 	uint64_t		 armed;		/* deadline in the timerfd */
 	struct epoll_event	 evs[LOOP_MAX_EVENTS];
 	int			 nevs, cur;
@@ -69,13 +90,19 @@ int	loop_mod_io(struct loop *l, struct loop_io *io, uint32_t events);
 void	loop_del_io(struct loop *l, struct loop_io *io);
 
 void	loop_timer_init(struct loop_timer *t, loop_timer_cb cb, void *arg);
-int	loop_timer_at(struct loop *l, struct loop_timer *t, uint64_t deadline);
-int	loop_timer_after(struct loop *l, struct loop_timer *t, uint64_t ms);
+/* (Re-)arm t; never fails.  A deadline of 0 means "as soon as possible". */
+void	loop_timer_at(struct loop *l, struct loop_timer *t, uint64_t deadline);
+void	loop_timer_after(struct loop *l, struct loop_timer *t, uint64_t ms);
 void	loop_timer_cancel(struct loop *l, struct loop_timer *t);
 static inline bool loop_timer_armed(const struct loop_timer *t)
 {
-	return t->slot != 0;
+	return t->armed;
 }
+
+void	loop_defer_init(struct loop_defer *d, loop_defer_cb cb, void *arg);
+/* Queue d (once; queuing it again before it runs is a no-op). */
+void	loop_defer(struct loop *l, struct loop_defer *d);
+void	loop_defer_cancel(struct loop *l, struct loop_defer *d);
 
 /* Block signo and deliver it through the loop.  Call before loop_run. */
 int	loop_signal(struct loop *l, int signo, loop_signal_cb cb, void *arg);

@@ -13,15 +13,15 @@
 
 /* Per-type checkers: each is declared by the type list, so a type without
  * one fails to link. */
-#define MSG_CHECK_DECL(name, type, dirs) \
+#define MSG_CHECK_DECL(name, type, dirs, flags) \
 	static const char *check_##name(const void *payload);
 MSG_TYPES(MSG_CHECK_DECL)
 #undef MSG_CHECK_DECL
 
-#define MSG_TABLE_ENTRY(name, type, dirs) \
-	[MSG_##name] = { #name, sizeof(type), (dirs), check_##name },
+#define MSG_TABLE_ENTRY(name, type, dirs, flags) \
+	[MSG_##name] = { #name, sizeof(type), (dirs), (flags), check_##name },
 static const struct msg_type_info msg_table[] = {
-	[MSG_NONE] = { "NONE", 0, 0, NULL },
+	[MSG_NONE] = { "NONE", 0, 0, 0, NULL },
 	MSG_TYPES(MSG_TABLE_ENTRY)
 };
 #undef MSG_TABLE_ENTRY
@@ -30,7 +30,7 @@ _Static_assert(sizeof(msg_table) / sizeof(msg_table[0]) == MSG_TYPE_COUNT,
     "msg_table must have exactly one entry per message type");
 
 /* Every payload must fit the receive buffer. */
-#define MSG_SIZE_ASSERT(name, type, dirs) \
+#define MSG_SIZE_ASSERT(name, type, dirs, flags) \
 	_Static_assert(sizeof(type) <= MSG_MAX_PAYLOAD, #name " too large");
 MSG_TYPES(MSG_SIZE_ASSERT)
 #undef MSG_SIZE_ASSERT
@@ -113,9 +113,47 @@ msg_status_name(unsigned int status)
 	return status < ST_MAX ? status_names[status] : "unknown";
 }
 
+void
+msg_chan_init(struct msg_chan *chan, int fd, enum msg_peer self,
+    enum msg_peer peer, const char *peer_name)
+{
+	memset(chan, 0, sizeof(*chan));
+	chan->fd = fd;
+	chan->self = self;
+	chan->peer = peer;
+	chan->peer_name = peer_name;
+}
+
+void
+msg_chan_permit(struct msg_chan *chan, uint32_t permit)
+{
+	chan->permits |= permit;
+}
+
+static bool
+seen_once(const struct msg_chan *chan, unsigned int type)
+{
+	return (chan->seen_once[type / 64] >> (type % 64)) & 1;
+}
+
+/* What the table's flags say about this type on this channel now. */
+static const char *
+msg_permitted(const struct msg_chan *chan, unsigned int type,
+    const struct msg_type_info *ti)
+{
+	if (!chan->greeted && !(ti->flags & MF_HANDSHAKE))
+		return "message before the handshake";
+	if ((ti->flags & MF_ONCE) && seen_once(chan, type))
+		return "message allowed only once, received again";
+	if ((ti->flags & MF_POLICY) && !(chan->permits & MSG_PERMIT_POLICY))
+		return "request before the policy was accepted";
+	return NULL;
+}
+
 const char *
 msg_validate(const struct msg_chan *chan, const void *buf, size_t n)
 {
+	const char *why;
 	struct msg_hdr hdr;
 	const struct msg_type_info *ti;
 
@@ -133,6 +171,8 @@ msg_validate(const struct msg_chan *chan, const void *buf, size_t n)
 		return "header length differs from datagram length";
 	if (hdr.len != ti->size)
 		return "payload length differs from its type's size";
+	if ((why = msg_permitted(chan, hdr.type, ti)) != NULL)
+		return why;
 	return ti->check((const unsigned char *)buf + sizeof(hdr));
 }
 
@@ -175,8 +215,9 @@ msg_send(const struct msg_chan *chan, enum msg_type type, uint32_t id,
 }
 
 enum msg_recv_result
-msg_recv(const struct msg_chan *chan, struct msg *m, const char **why)
+msg_recv(struct msg_chan *chan, struct msg *m, const char **why)
 {
+	const struct msg_type_info *ti;
 	union {
 		struct cmsghdr	hdr;
 		char		buf[CMSG_SPACE(sizeof(int) * 8)];
@@ -226,8 +267,15 @@ msg_recv(const struct msg_chan *chan, struct msg *m, const char **why)
 		*why = "datagram larger than any message";
 		return MSG_RECV_BAD;
 	}
-	*why = msg_validate(chan, m, (size_t)n);
-	return *why ? MSG_RECV_BAD : MSG_RECV_OK;
+	if ((*why = msg_validate(chan, m, (size_t)n)) != NULL)
+		return MSG_RECV_BAD;
+	ti = msg_type_info(m->hdr.type);
+	if (ti->flags & MF_HANDSHAKE)
+		chan->greeted = true;
+	if (ti->flags & MF_ONCE)
+		chan->seen_once[m->hdr.type / 64] |=
+		    (uint64_t)1 << (m->hdr.type % 64);
+	return MSG_RECV_OK;
 }
 
 /* ---- per-type meaning checks ---- */
@@ -309,6 +357,18 @@ check_LOG_LEVEL(const void *p)
 	const struct msg_loglevel *m = p;
 
 	return (m->level < 0 || m->level > 3) ? "unknown log level" : NULL;
+}
+
+static const char *
+check_PING(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_PONG(const void *p)
+{
+	return check_none(p);
 }
 
 static const char *

@@ -4,13 +4,16 @@
  * followed by a fixed-layout payload whose size is fixed by its type.
  *
  * Every type is declared once, in MSG_TYPES below: that single list makes
- * the enum, the table of (name, payload size, allowed directions) and the
- * per-type checker declarations, so the table has exactly one entry per type
- * by construction (msg.c also asserts the count at build time).
+ * the enum, the table of (name, payload size, allowed directions, flags)
+ * and the per-type checker declarations, so the table has exactly one entry
+ * per type by construction (msg.c also asserts the count at build time).
  *
  * A receiver (msg_recv) rejects, before any field is read, a message whose
  * type is unknown, whose direction is not allowed, whose length is not its
- * type's size, or that carries file descriptors; then the type's checker
+ * type's size, or that carries file descriptors; then what the flags say
+ * is not permitted now (a second "once" message, anything before the
+ * handshake, a policy-gated request before the policy), as OpenSSH's
+ * monitor does with MON_ONCE and MON_PERMIT; then the type's checker
  * rejects unterminated strings, counts over their array and unknown enum
  * values.  Between internal peers a rejected message is fatal.
  */
@@ -52,6 +55,20 @@ enum msg_peer {
 #define DIR_B2C		0x4u	/* broker -> cloudd */
 #define DIR_C2B		0x8u	/* cloudd -> broker */
 
+/*
+ * Flags per type, enforced by msg_recv in one place:
+ * MF_HANDSHAKE	the handshake itself (HELLO, HELLO_ACK): the only types
+ *		allowed before it, and its arrival completes it;
+ * MF_ONCE	at most once per channel, ever;
+ * MF_POLICY	only after the receiver granted MSG_PERMIT_POLICY (netd,
+ *		once it has accepted NETD_POLICY).
+ */
+#define MF_HANDSHAKE		0x1u
+#define MF_ONCE			0x2u
+#define MF_POLICY		0x4u
+
+#define MSG_PERMIT_POLICY	0x1u
+
 struct msg_hdr {
 	uint16_t	type;
 	uint16_t	flags;		/* must be 0 for now */
@@ -73,6 +90,10 @@ struct msg_hello_ack {		/* child -> broker: answer to hello */
 
 struct msg_loglevel {		/* broker -> child */
 	int32_t		level;		/* enum log_level */
+};
+
+struct msg_ping {		/* broker -> child: liveness; answered by PONG */
+	uint32_t	seq;
 };
 
 /* ---- netd ---- */
@@ -340,46 +361,53 @@ struct msg_cloud_done {
 };
 
 /*
- * The one list of message types: X(NAME, payload struct, directions).
+ * The one list of message types: X(NAME, payload struct, directions,
+ * flags).
  * Answers echo the request's id.  Multi-part answers (dumps, describes) are
  * entries followed by an explicit end marker (NETD_END, CLOUD_DONE).
  */
 #define MSG_TYPES(X)							\
-	X(HELLO,		struct msg_hello,		DIR_B2N | DIR_B2C) \
-	X(HELLO_ACK,		struct msg_hello_ack,		DIR_N2B | DIR_C2B) \
-	X(LOG_LEVEL,		struct msg_loglevel,		DIR_B2N | DIR_B2C) \
-	X(NETD_POLICY,		struct msg_netd_policy,		DIR_B2N) \
-	X(NETD_DECLARE_ENI,	struct msg_netd_eni,		DIR_B2N) \
-	X(NETD_FORGET_ENI,	struct msg_netd_eni,		DIR_B2N) \
-	X(NETD_FIND_LINK,	struct msg_netd_find_link,	DIR_B2N) \
-	X(NETD_SETUP_ENI,	struct msg_netd_setup_eni,	DIR_B2N) \
-	X(NETD_TEARDOWN_ENI,	struct msg_netd_setup_eni,	DIR_B2N) \
-	X(NETD_ADD_POD,		struct msg_netd_pod_rule,	DIR_B2N) \
-	X(NETD_DEL_POD,		struct msg_netd_pod_rule,	DIR_B2N) \
-	X(NETD_DUMP_LINKS,	struct msg_netd_dump,		DIR_B2N) \
-	X(NETD_DUMP_RULES,	struct msg_netd_dump,		DIR_B2N) \
-	X(NETD_LINK,		struct msg_netd_link,		DIR_N2B) \
-	X(NETD_RULE,		struct msg_netd_rule,		DIR_N2B) \
-	X(NETD_RESULT,		struct msg_result,		DIR_N2B) \
-	X(NETD_END,		struct msg_end,			DIR_N2B) \
-	X(CLOUD_DESCRIBE_INSTANCE, struct msg_cloud_describe_instance, DIR_B2C) \
-	X(CLOUD_INSTANCE,	struct msg_cloud_instance,	DIR_C2B) \
-	X(CLOUD_DESCRIBE_SUBNETS, struct msg_cloud_describe_subnets, DIR_B2C) \
-	X(CLOUD_SUBNET,		struct msg_cloud_subnet,	DIR_C2B) \
-	X(CLOUD_CREATE_ENI,	struct msg_cloud_create_eni,	DIR_B2C) \
-	X(CLOUD_ENI,		struct msg_cloud_eni,		DIR_C2B) \
-	X(CLOUD_ATTACH,		struct msg_cloud_attach,	DIR_B2C) \
-	X(CLOUD_ATTACHED,	struct msg_cloud_attached,	DIR_C2B) \
-	X(CLOUD_SET_DOT,	struct msg_cloud_set_dot,	DIR_B2C) \
-	X(CLOUD_ASSIGN_IPS,	struct msg_cloud_ips,		DIR_B2C) \
-	X(CLOUD_ASSIGNED,	struct msg_cloud_assigned,	DIR_C2B) \
-	X(CLOUD_UNASSIGN_IPS,	struct msg_cloud_ips,		DIR_B2C) \
-	X(CLOUD_DETACH,		struct msg_cloud_detach,	DIR_B2C) \
-	X(CLOUD_DELETE,		struct msg_cloud_delete,	DIR_B2C) \
-	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis,	DIR_B2C) \
-	X(CLOUD_DONE,		struct msg_cloud_done,		DIR_C2B)
+	X(HELLO,		struct msg_hello, \
+	    DIR_B2N | DIR_B2C, MF_HANDSHAKE | MF_ONCE) \
+	X(HELLO_ACK,		struct msg_hello_ack, \
+	    DIR_N2B | DIR_C2B, MF_HANDSHAKE | MF_ONCE) \
+	X(LOG_LEVEL,		struct msg_loglevel, DIR_B2N | DIR_B2C, 0) \
+	X(PING,			struct msg_ping, DIR_B2N | DIR_B2C, 0) \
+	X(PONG,			struct msg_ping, DIR_N2B | DIR_C2B, 0) \
+	X(NETD_POLICY,		struct msg_netd_policy, DIR_B2N, MF_ONCE) \
+	X(NETD_DECLARE_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY) \
+	X(NETD_FORGET_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY) \
+	X(NETD_FIND_LINK,	struct msg_netd_find_link, DIR_B2N, MF_POLICY) \
+	X(NETD_SETUP_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY) \
+	X(NETD_TEARDOWN_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY) \
+	X(NETD_ADD_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY) \
+	X(NETD_DEL_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY) \
+	X(NETD_DUMP_LINKS,	struct msg_netd_dump, DIR_B2N, MF_POLICY) \
+	X(NETD_DUMP_RULES,	struct msg_netd_dump, DIR_B2N, MF_POLICY) \
+	X(NETD_LINK,		struct msg_netd_link, DIR_N2B, 0) \
+	X(NETD_RULE,		struct msg_netd_rule, DIR_N2B, 0) \
+	X(NETD_RESULT,		struct msg_result, DIR_N2B, 0) \
+	X(NETD_END,		struct msg_end, DIR_N2B, 0) \
+	X(CLOUD_DESCRIBE_INSTANCE, struct msg_cloud_describe_instance, \
+	    DIR_B2C, 0) \
+	X(CLOUD_INSTANCE,	struct msg_cloud_instance, DIR_C2B, 0) \
+	X(CLOUD_DESCRIBE_SUBNETS, struct msg_cloud_describe_subnets, \
+	    DIR_B2C, 0) \
+	X(CLOUD_SUBNET,		struct msg_cloud_subnet, DIR_C2B, 0) \
+	X(CLOUD_CREATE_ENI,	struct msg_cloud_create_eni, DIR_B2C, 0) \
+	X(CLOUD_ENI,		struct msg_cloud_eni, DIR_C2B, 0) \
+	X(CLOUD_ATTACH,		struct msg_cloud_attach, DIR_B2C, 0) \
+	X(CLOUD_ATTACHED,	struct msg_cloud_attached, DIR_C2B, 0) \
+	X(CLOUD_SET_DOT,	struct msg_cloud_set_dot, DIR_B2C, 0) \
+	X(CLOUD_ASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0) \
+	X(CLOUD_ASSIGNED,	struct msg_cloud_assigned, DIR_C2B, 0) \
+	X(CLOUD_UNASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0) \
+	X(CLOUD_DETACH,		struct msg_cloud_detach, DIR_B2C, 0) \
+	X(CLOUD_DELETE,		struct msg_cloud_delete, DIR_B2C, 0) \
+	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis, DIR_B2C, 0) \
+	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0)
 
-#define MSG_ENUM_ENTRY(name, type, dirs)	MSG_##name,
+#define MSG_ENUM_ENTRY(name, type, dirs, flags)	MSG_##name,
 enum msg_type {
 	MSG_NONE = 0,		/* never valid on the wire */
 	MSG_TYPES(MSG_ENUM_ENTRY)
@@ -396,18 +424,22 @@ struct msg {
 	} u;
 };
 
-/* One end of a channel. */
+/* One end of a channel, with what the receive side has permitted so far. */
 struct msg_chan {
 	int		fd;
 	enum msg_peer	self;
 	enum msg_peer	peer;
 	const char	*peer_name;	/* for logs: "enid-netd" */
+	bool		greeted;	/* the handshake message arrived */
+	uint32_t	permits;	/* MSG_PERMIT_* granted by the owner */
+	uint64_t	seen_once[(MSG_TYPE_COUNT + 63) / 64];
 };
 
 struct msg_type_info {
 	const char	*name;
 	size_t		size;
 	unsigned int	dirs;
+	unsigned int	flags;		/* MF_* */
 	/* Meaning checks after the size check; NULL message means valid. */
 	const char	*(*check)(const void *payload);
 };
@@ -416,10 +448,17 @@ const struct msg_type_info *msg_type_info(unsigned int type);
 const char	*msg_type_name(unsigned int type);
 unsigned int	 msg_dir_bit(enum msg_peer from, enum msg_peer to);
 
+void		 msg_chan_init(struct msg_chan *chan, int fd,
+		    enum msg_peer self, enum msg_peer peer,
+		    const char *peer_name);
+/* Grant a permit (MSG_PERMIT_*) on chan's receive side. */
+void		 msg_chan_permit(struct msg_chan *chan, uint32_t permit);
+
 /*
  * Validate a received datagram of n bytes (header included) arriving on
- * chan.  Returns NULL if it is acceptable, or a static description of the
- * first problem found.  Reads no payload field before the size check.
+ * chan, in chan's current state.  Returns NULL if it is acceptable, or a
+ * static description of the first problem found.  Reads no payload field
+ * before the size check.  Pure: msg_recv records what arrived.
  */
 const char	*msg_validate(const struct msg_chan *chan, const void *buf,
 		    size_t n);
@@ -437,8 +476,9 @@ enum msg_recv_result {
 	MSG_RECV_BAD,		/* malformed: *why says how */
 };
 
-/* Receive and validate one message into m. */
-enum msg_recv_result msg_recv(const struct msg_chan *chan, struct msg *m,
+/* Receive and validate one message into m; on MSG_RECV_OK the channel's
+ * state records it (handshake done, once-only types seen). */
+enum msg_recv_result msg_recv(struct msg_chan *chan, struct msg *m,
 		    const char **why);
 
 /* True if s holds a NUL within size bytes. */

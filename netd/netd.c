@@ -6,10 +6,10 @@
  * root-owned configuration; VPC CIDRs and the primary MAC from the one
  * NETD_POLICY message) before the kernel is touched.
  *
- * This file holds the entry point, the broker dispatch, the link lookups
- * (link events plus a backoff re-check, under a deadline, on timers) and
- * the answer queue.  Decisions live in policy.c and plan.c; rtnetlink I/O
- * in kernel.c.
+ * This file holds the entry point, the broker dispatch and the link
+ * lookups (link events plus a backoff re-check, under a deadline, on
+ * timers); the broker's channel is common/peer.c.  Decisions live in
+ * policy.c and plan.c; rtnetlink I/O in kernel.c.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,14 +25,13 @@
 #include "log.h"
 #include "loop.h"
 #include "msg.h"
+#include "peer.h"
 #include "plan.h"
 #include "policy.h"
 #include "proc.h"
 #include "sandbox.h"
 
 #define NETD_MAX_LOOKUPS	64	/* find-link requests waiting at once */
-#define NETD_MAX_QUEUED		65536	/* answers waiting for the broker */
-#define NETD_RECV_BUDGET	64	/* requests per wakeup */
 #define NETD_MAX_SNAPSHOT	PLAN_MAX_OPS
 
 struct lookup {
@@ -47,105 +46,24 @@ struct lookup {
 	struct netd		*nd;
 };
 
-/* An answer the broker's socket had no room for yet. */
-struct queued {
-	uint16_t		 type;
-	uint32_t		 id;
-	uint32_t		 len;
-	union {
-		struct msg_netd_link	link;
-		struct msg_netd_rule	rule;
-		struct msg_result	result;
-		struct msg_end		end;
-		struct msg_hello_ack	ack;
-	}			 u;
-};
-
 struct netd {
 	struct loop		 loop;
-	struct msg_chan		 chan;
-	struct loop_io		 chan_io;
+	struct peer		 peer;		/* the broker */
 	struct loop_io		 event_io;
 	struct enid_config	 cfg;
 	struct netd_policy	 policy;
 	struct kernel		 kernel;
-	bool			 hello_done;
 	struct lookup		 lookups[NETD_MAX_LOOKUPS];
-
-	struct queued		*queue;		/* ring */
-	size_t			 qcap, qhead, qlen;
+	size_t			 nlookups;
 };
 
 /* ---- answers ---- */
 
 static void
-queue_push(struct netd *nd, enum msg_type type, uint32_t id,
-    const void *payload, size_t len)
-{
-	struct queued *q, *nq;
-	size_t i, ncap;
-
-	if (len > sizeof(q->u))
-		fatalx("answer queue: %s payload too large", msg_type_name(type));
-	if (nd->qlen == nd->qcap) {
-		if (nd->qcap >= NETD_MAX_QUEUED)
-			fatalx("broker: %zu answers unread; the broker is not "
-			    "reading, exiting", nd->qlen);
-		ncap = nd->qcap ? nd->qcap * 2 : 256;
-		if ((nq = calloc(ncap, sizeof(*nq))) == NULL)
-			fatal("answer queue");
-		for (i = 0; i < nd->qlen; i++)
-			nq[i] = nd->queue[(nd->qhead + i) % nd->qcap];
-		free(nd->queue);
-		nd->queue = nq;
-		nd->qcap = ncap;
-		nd->qhead = 0;
-	}
-	q = &nd->queue[(nd->qhead + nd->qlen) % nd->qcap];
-	q->type = type;
-	q->id = id;
-	q->len = len;
-	memcpy(&q->u, payload, len);
-	/* Stop reading requests until the broker has read the answers. */
-	if (nd->qlen++ == 0) {
-		log_debug("broker channel full; queueing answers");
-		if (loop_mod_io(&nd->loop, &nd->chan_io, EPOLLOUT) == -1)
-			fatal("broker channel: watching for room");
-	}
-}
-
-/* Send what is queued; 0 when the queue is empty. */
-static int
-queue_flush(struct netd *nd)
-{
-	struct queued *q;
-
-	while (nd->qlen > 0) {
-		q = &nd->queue[nd->qhead];
-		if (msg_send(&nd->chan, q->type, q->id, &q->u, q->len) == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return -1;
-			fatal("broker channel: send %s", msg_type_name(q->type));
-		}
-		nd->qhead = (nd->qhead + 1) % nd->qcap;
-		nd->qlen--;
-	}
-	if (loop_mod_io(&nd->loop, &nd->chan_io, EPOLLIN) == -1)
-		fatal("broker channel");
-	return 0;
-}
-
-static void
 netd_send(struct netd *nd, enum msg_type type, uint32_t id,
     const void *payload, size_t len)
 {
-	if (nd->qlen == 0) {
-		if (msg_send(&nd->chan, type, id, payload, len) == 0)
-			return;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			fatal("broker channel: send %s", msg_type_name(type));
-	}
-	queue_push(nd, type, id, payload, len);
+	peer_send(&nd->peer, type, id, payload, len);
 }
 
 static void LOG_PRINTF(5, 6)
@@ -181,6 +99,8 @@ lookup_done(struct netd *nd, struct lookup *lk)
 {
 	loop_timer_cancel(&nd->loop, &lk->timer);
 	lk->in_use = false;
+	nd->nlookups--;
+	peer_resume(&nd->peer);		/* a slot is free again */
 }
 
 static void
@@ -231,8 +151,7 @@ lookup_check(struct netd *nd, struct lookup *lk)
 	log_info("link %s: not there yet, attempt %u/%u; next check in "
 	    "%llu ms", mac, lk->attempt, lk->attempts,
 	    (unsigned long long)(next > now ? next - now : 0));
-	if (loop_timer_at(&nd->loop, &lk->timer, next) == -1)
-		fatal("link %s: arming the lookup timer", mac);
+	loop_timer_at(&nd->loop, &lk->timer, next);
 }
 
 static void
@@ -265,6 +184,7 @@ lookup_start(struct netd *nd, const struct msg *m,
 	}
 	memset(lk, 0, sizeof(*lk));
 	lk->in_use = true;
+	nd->nlookups++;
 	lk->nd = nd;
 	lk->id = m->hdr.id;
 	memcpy(lk->mac, req->mac, 6);
@@ -661,10 +581,7 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 	size_t off = 0;
 	uint32_t i;
 
-	/* Fixed at start: a second one is an attempt to widen it. */
-	if (nd->policy.vpc_set)
-		fatalx("broker: second NETD_POLICY; the policy is fixed at "
-		    "start, the peer is untrusted, exiting");
+	/* Fixed at start: the table lets only one through (MF_ONCE). */
 	memcpy(&req, m->u.bytes, sizeof(req));
 	if ((why = policy_set_vpc(&nd->policy, &req)) != NULL)
 		fatalx("broker: unusable NETD_POLICY (%s); exiting", why);
@@ -680,42 +597,26 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 	    "priorities %u (to) and %u (from)", mac, cidrs,
 	    nd->policy.table_lo, nd->policy.table_hi - 1, nd->policy.prio_to,
 	    nd->policy.prio_from);
+	msg_chan_permit(&nd->peer.chan, MSG_PERMIT_POLICY);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }
 
+/*
+ * A checked message from the broker.  msg_recv has already enforced the
+ * table: the handshake first, NETD_POLICY once, and every other request
+ * only after the policy was accepted.
+ */
 static void
-netd_dispatch_broker(struct netd *nd, const struct msg *m)
+netd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 {
-	if (!nd->hello_done && m->hdr.type != MSG_HELLO)
-		fatalx("broker: %s before HELLO", msg_type_name(m->hdr.type));
-	switch (m->hdr.type) {
-	case MSG_HELLO:
-		if (nd->hello_done)
-			fatalx("broker: second HELLO");
-		child_handshake(&nd->chan, m);
-		nd->hello_done = true;
-		log_debug("broker: handshake done");
-		return;
-	case MSG_LOG_LEVEL: {
-		struct msg_loglevel ll;
+	struct netd *nd = arg;
 
-		memcpy(&ll, m->u.bytes, sizeof(ll));
-		log_set_level(ll.level);
+	if (peer_child_common(p, m))
 		return;
-	}
+	switch (m->hdr.type) {
 	case MSG_NETD_POLICY:
 		netd_set_policy(nd, m);
-		return;
-	}
-
-	/* Everything else needs the policy to be judged against. */
-	if (!nd->policy.vpc_set) {
-		log_security("broker: %s before NETD_POLICY refused",
-		    msg_type_name(m->hdr.type));
-		netd_result(nd, m->hdr.id, ST_REFUSED, 0, "no policy yet");
-		return;
-	}
-	switch (m->hdr.type) {
+		break;
 	case MSG_NETD_DECLARE_ENI:
 		netd_declare(nd, m, true);
 		break;
@@ -750,36 +651,28 @@ netd_dispatch_broker(struct netd *nd, const struct msg *m)
 }
 
 static void
-netd_chan_cb(struct loop *l, struct loop_io *io, uint32_t events)
+netd_broker_gone(struct peer *p, enum msg_recv_result r, const char *why,
+    void *arg)
 {
-	struct netd *nd = io->arg;
-	static struct msg m;
-	const char *why;
-	int budget;
-
-	(void)l;
-	(void)events;
-	if (nd->qlen > 0 && queue_flush(nd) == -1)
-		return;		/* still full: requests wait with answers */
-	for (budget = 0; budget < NETD_RECV_BUDGET; budget++) {
-		switch (msg_recv(&nd->chan, &m, &why)) {
-		case MSG_RECV_OK:
-			netd_dispatch_broker(nd, &m);
-			break;
-		case MSG_RECV_AGAIN:
-			return;
-		case MSG_RECV_EOF:
-			log_info("broker closed the channel; exiting");
-			exit(0);
-		case MSG_RECV_ERROR:
-			fatal("broker channel");
-		case MSG_RECV_BAD:
-			fatalx("broker sent a malformed message (%s); "
-			    "the peer is untrusted, exiting", why);
-		}
-		if (nd->qlen > 0)
-			return;	/* read more once the broker made room */
+	(void)p;
+	(void)arg;
+	if (r == MSG_RECV_EOF) {
+		log_info("broker closed the channel; exiting");
+		exit(0);
 	}
+	if (r == MSG_RECV_BAD)
+		fatalx("broker sent a malformed message (%s); the peer is "
+		    "untrusted, exiting", why);
+	fatalx("broker channel: %s", why);
+}
+
+/* Read another request only while a lookup slot is free for it. */
+static bool
+netd_can_take(void *arg)
+{
+	struct netd *nd = arg;
+
+	return nd->nlookups < NETD_MAX_LOOKUPS;
 }
 
 static void
@@ -796,6 +689,7 @@ main(int argc, char *argv[])
 	static struct netd nd;
 	struct child_opts opts;
 	static const cap_value_t keep[] = { CAP_NET_ADMIN };
+	struct msg_chan chan;
 	char err[512];
 
 	child_parse_args(argc, argv, "enid-netd", &opts);
@@ -806,7 +700,7 @@ main(int argc, char *argv[])
 	if (geteuid() != 0)
 		fatalx("must be started as root by enid");
 	policy_init(&nd.policy, &nd.cfg);
-	child_chan_open(&nd.chan, PEER_NETD);
+	child_chan_open(&chan, PEER_NETD);	/* checks MSG_CHILD_FD */
 
 	/* Netlink before the drop: no socket is opened after it. */
 	if (kernel_open(&nd.kernel, err, sizeof(err)) == -1)
@@ -824,8 +718,9 @@ main(int argc, char *argv[])
 	    sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 
-	if (loop_add_io(&nd.loop, &nd.chan_io, nd.chan.fd, EPOLLIN,
-	    netd_chan_cb, &nd) == -1 ||
+	if (peer_open(&nd.peer, &nd.loop, MSG_CHILD_FD, PEER_NETD, PEER_BROKER,
+	    "enid", netd_dispatch_broker, netd_broker_gone, netd_can_take,
+	    &nd) == -1 ||
 	    loop_add_io(&nd.loop, &nd.event_io, kernel_event_fd(&nd.kernel),
 	    EPOLLIN, netd_event_cb, &nd) == -1)
 		fatal("watching the broker channel and link events");

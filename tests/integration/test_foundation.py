@@ -61,6 +61,31 @@ def test_killing_a_child_takes_all_down(start_enid, victim):
     assert f"{victim} (pid {kids[victim]}) was killed by signal 9" in log, log
 
 
+@pytest.mark.parametrize("victim", ["enid-netd", "enid-cloudd"])
+def test_stopped_child_takes_all_down(start_enid, victim):
+    """A stopped child never exits, so only the liveness ping notices it:
+    the set goes down within the ping's interval and wait, naming it."""
+    enid = start_enid()
+    kids = wait_ready(enid)
+    t0 = time.monotonic()
+    os.kill(kids[victim], signal.SIGSTOP)
+    try:
+        rc = enid.proc.wait(timeout=15)
+    finally:
+        # Whatever happened, don't leave a stopped process behind.
+        try:
+            os.kill(kids[victim], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    elapsed = time.monotonic() - t0
+    assert rc != 0
+    # Ping interval (2 s) + wait (5 s) + the kill grace, with margin.
+    assert elapsed < 9.0, f"took {elapsed:.3f}s"
+    log = enid.text()
+    assert f"{victim} (pid {kids[victim]}) did not answer a liveness " \
+        "ping" in log, log
+
+
 def test_killing_the_broker_takes_children_down(start_enid):
     enid = start_enid()
     kids = wait_ready(enid)
@@ -128,7 +153,7 @@ def test_ctl_status_and_bad_requests(start_enid, workdir):
                      (b'{"op": "explode"}\n', 'unknown op "explode"'),
                      (b'{"op": "log-level", "level": "loud"}\n',
                       'unknown level "loud"'),
-                     (b"x" * 5000, "request line longer than 4096 bytes")]:
+                     (b"x" * 9000, "request line longer than 8192 bytes")]:
         ans, rest = ask(raw)
         assert ans["ok"] is False and ans["code"] == "bad-request", ans
         assert why in ans["error"], ans
@@ -138,6 +163,77 @@ def test_ctl_status_and_bad_requests(start_enid, workdir):
                          capture_output=True, text=True, timeout=10)
     assert out.returncode == 0 and "enid-netd" in out.stdout
     assert enid.proc.poll() is None
+
+
+def _nobody(*caps):
+    """setpriv argv running a command as nobody, keeping caps if given."""
+    argv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup",
+            "--clear-groups"]
+    if caps:
+        c = ",".join("+" + x for x in caps)
+        argv += ["--inh-caps", c, "--ambient-caps", c]
+    return argv
+
+
+def test_ctl_refuses_who_is_not_admin(start_enid, workdir):
+    """ctl.sock is 0660 root:admin_group, so nobody can't connect; and one
+    who can reach it anyway (nobody with CAP_DAC_OVERRIDE) is refused on
+    SO_PEERCRED, with a security: line."""
+    enid = start_enid()
+    wait_ready(enid)
+    sock = str(workdir / "run" / "ctl.sock")
+    st = os.stat(sock)
+    assert st.st_uid == 0 and oct(st.st_mode & 0o777) == "0o660"
+    out = subprocess.run(_nobody() + [built("ctl/enidctl"), "-s", sock,
+                                       "status"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode != 0
+    assert "Permission denied" in out.stderr, out.stderr
+    out = subprocess.run(_nobody("dac_override") + [
+        built("ctl/enidctl"), "-s", sock, "status"],
+        capture_output=True, text=True, timeout=10)
+    assert out.returncode != 0, out.stdout
+    assert enid.wait_log("security: ctl: connection from pid"), enid.text()
+    assert "neither root nor in the admin group" in enid.text()
+    # Root still gets in, and nothing changed.
+    out = subprocess.run([built("ctl/enidctl"), "-s", sock, "status"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0, out.stderr
+
+
+def test_ctl_socket_symlink_not_followed(start_enid, workdir, enid_user):
+    """A symlink planted where ctl.sock goes (the runtime directory is the
+    unprivileged user's) is replaced, and its target is left as it was."""
+    run = workdir / "run"
+    run.mkdir(mode=0o755)
+    target = workdir / "target"
+    target.write_text("precious\n")
+    os.chmod(target, 0o600)
+    os.symlink(target, run / "ctl.sock")
+    before = os.stat(target)
+    enid = start_enid()
+    wait_ready(enid)
+    after = os.stat(target)
+    assert (after.st_uid, after.st_gid, after.st_mode) == \
+        (before.st_uid, before.st_gid, before.st_mode)
+    assert target.read_text() == "precious\n"
+    st = os.lstat(run / "ctl.sock")
+    import stat as statmod
+    assert statmod.S_ISSOCK(st.st_mode)
+    assert (st.st_uid, oct(st.st_mode & 0o777)) == (0, "0o660")
+
+
+def test_runtime_dir_symlink_refused(start_enid, workdir):
+    """A runtime directory that is a symlink is refused, not followed."""
+    real = workdir / "elsewhere"
+    real.mkdir(mode=0o700)
+    before = os.stat(real)
+    os.symlink(real, workdir / "run")
+    enid = start_enid()
+    assert enid.proc.wait(timeout=10) != 0
+    assert "not a directory we can use" in enid.text()
+    after = os.stat(real)
+    assert (after.st_uid, after.st_mode) == (before.st_uid, before.st_mode)
 
 
 def test_check_only_mode(workdir, enid_user):

@@ -60,7 +60,7 @@ test_timers_fire_in_deadline_order(void **state)
 	start = now_ms();
 	for (i = 0; i < 5; i++) {
 		loop_timer_init(&t[i], record, (void *)(intptr_t)delays[i]);
-		assert_int_equal(loop_timer_at(&l, &t[i], start + delays[i]), 0);
+		loop_timer_at(&l, &t[i], start + delays[i]);
 		assert_true(loop_timer_armed(&t[i]));
 	}
 	run_for(&l, 120);
@@ -199,6 +199,145 @@ test_signal_stops_loop(void **state)
 	loop_free(&l);
 }
 
+/*
+ * Randomized, fixed seed: arm, re-arm and cancel timers in the heap without
+ * running them, and check after every step that the root is the earliest
+ * armed timer (ties: armed first) and the count is right; then drain it in
+ * order.  No step may allocate, so none can fail.
+ */
+#define RT 300
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t
+rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 11);
+}
+
+static void
+noop_timer(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	(void)t;
+}
+
+static struct loop_timer *
+reference_min(struct loop_timer *t, size_t n)
+{
+	struct loop_timer *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!t[i].armed)
+			continue;
+		if (best == NULL || t[i].deadline < best->deadline ||
+		    (t[i].deadline == best->deadline && t[i].seq < best->seq))
+			best = &t[i];
+	}
+	return best;
+}
+
+static void
+test_heap_randomized(void **state)
+{
+	static struct loop_timer t[RT];
+	struct loop l;
+	uint64_t base, prev_deadline, prev_seq;
+	size_t i, armed = 0, step;
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	base = now_ms() + 3600 * 1000;	/* never due during the test */
+	for (i = 0; i < RT; i++)
+		loop_timer_init(&t[i], noop_timer, NULL);
+	for (step = 0; step < 200000; step++) {
+		struct loop_timer *x = &t[rng() % RT];
+		uint32_t op = rng() % 10;
+
+		if (op < 6) {
+			if (!x->armed)
+				armed++;
+			/* Few distinct deadlines, so ties are common. */
+			loop_timer_at(&l, x, base + rng() % 64);
+		} else if (op < 9) {
+			if (x->armed)
+				armed--;
+			loop_timer_cancel(&l, x);
+		} else if (l.root != NULL) {
+			/* Remove the root, as firing does. */
+			loop_timer_cancel(&l, l.root);
+			armed--;
+		}
+		assert_int_equal(l.ntimers, armed);
+		assert_ptr_equal(l.root, reference_min(t, RT));
+	}
+	prev_deadline = 0;
+	prev_seq = 0;
+	while (l.root != NULL) {
+		struct loop_timer *r = l.root;
+
+		assert_true(r->deadline > prev_deadline ||
+		    (r->deadline == prev_deadline && r->seq > prev_seq));
+		prev_deadline = r->deadline;
+		prev_seq = r->seq;
+		loop_timer_cancel(&l, r);
+		assert_false(r->armed);
+		armed--;
+	}
+	assert_int_equal(armed, 0);
+	assert_int_equal(l.ntimers, 0);
+	loop_free(&l);
+}
+
+struct defer_rec {
+	struct loop_defer	 d[3];
+	int			 order[8];
+	int			 n;
+};
+
+static void
+defer_cb(struct loop *l, struct loop_defer *d)
+{
+	struct defer_rec *r = d->arg;
+	int idx = (int)(d - r->d);
+
+	r->order[r->n++] = idx;
+	/* The first one queues the third from inside a deferred call. */
+	if (idx == 0)
+		loop_defer(l, &r->d[2]);
+}
+
+static void
+test_defer(void **state)
+{
+	static struct defer_rec r;
+	struct loop l;
+	int i;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(loop_init(&l), 0);
+	for (i = 0; i < 3; i++)
+		loop_defer_init(&r.d[i], defer_cb, &r);
+	loop_defer(&l, &r.d[0]);
+	loop_defer(&l, &r.d[1]);
+	loop_defer(&l, &r.d[0]);	/* already queued: no second run */
+	loop_defer(&l, &r.d[2]);
+	loop_defer_cancel(&l, &r.d[2]);	/* cancelled before it ran */
+	loop_run_once(&l, 0);
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.order[0], 0);
+	assert_int_equal(r.order[1], 1);
+	assert_int_equal(r.order[2], 2);
+	for (i = 0; i < 3; i++)
+		assert_false(r.d[i].queued);
+	loop_free(&l);
+}
+
 struct io_pair {
 	struct loop_io	 io[2];
 	int		 fds[2][2];
@@ -251,6 +390,8 @@ main(void)
 		cmocka_unit_test(test_cancel_and_rearm),
 		cmocka_unit_test(test_callbacks_arm_and_cancel),
 		cmocka_unit_test(test_many_timers),
+		cmocka_unit_test(test_heap_randomized),
+		cmocka_unit_test(test_defer),
 		cmocka_unit_test(test_signal_stops_loop),
 		cmocka_unit_test(test_io_removed_mid_batch),
 	};

@@ -26,8 +26,23 @@ pair_open(struct pair *p, enum msg_peer from, enum msg_peer to)
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	p->a = (struct msg_chan){ sv[0], from, to, "a" };
-	p->b = (struct msg_chan){ sv[1], to, from, "b" };
+	msg_chan_init(&p->a, sv[0], from, to, "a");
+	msg_chan_init(&p->b, sv[1], to, from, "b");
+	/* Past the handshake, policy granted: these tests check codecs. */
+	p->b.greeted = true;
+	msg_chan_permit(&p->b, MSG_PERMIT_POLICY);
+}
+
+/* A receive side in the state the codec tests want (see pair_open). */
+static struct msg_chan
+open_rx(enum msg_peer self, enum msg_peer peer)
+{
+	struct msg_chan c;
+
+	msg_chan_init(&c, -1, self, peer, "rx");
+	c.greeted = true;
+	msg_chan_permit(&c, MSG_PERMIT_POLICY);
+	return c;
 }
 
 static void
@@ -130,7 +145,7 @@ validate_raw(enum msg_peer from, enum msg_peer to, uint16_t type,
     uint32_t hdrlen, const void *payload, size_t len)
 {
 	static unsigned char buf[sizeof(struct msg_hdr) + MSG_MAX_PAYLOAD + 64];
-	struct msg_chan rx = { -1, to, from, "rx" };
+	struct msg_chan rx = open_rx(to, from);
 	struct msg_hdr h = { type, 0, hdrlen, 1, 0 };
 
 	memcpy(buf, &h, sizeof(h));
@@ -177,6 +192,7 @@ static void
 test_rejects_wrong_length(void **state)
 {
 	unsigned char z[64] = { 0 };
+	struct msg_chan rx;
 
 	(void)state;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, MSG_HELLO, 3,
@@ -186,8 +202,8 @@ test_rejects_wrong_length(void **state)
 	/* Header says one thing, datagram another. */
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD, MSG_HELLO, 4,
 	    z, 8), "header length differs from datagram length");
-	assert_string_equal(msg_validate(&(struct msg_chan){ -1, PEER_NETD,
-	    PEER_BROKER, "x" }, z, 5), "shorter than a header");
+	rx = open_rx(PEER_NETD, PEER_BROKER);
+	assert_string_equal(msg_validate(&rx, z, 5), "shorter than a header");
 }
 
 static void
@@ -229,6 +245,7 @@ test_rejects_bad_values(void **state)
 	struct msg_cloud_ips ips;
 	struct msg_cloud_done done;
 	struct msg_loglevel ll = { 7 };
+	struct msg_chan rx;
 	struct msg_hdr h = { MSG_HELLO, 1, 4, 1, 0 };
 	unsigned char buf[sizeof(h) + 4] = { 0 };
 
@@ -262,8 +279,9 @@ test_rejects_bad_values(void **state)
 	    MSG_LOG_LEVEL, sizeof(ll), &ll, sizeof(ll)), "unknown log level");
 	/* Reserved header bits. */
 	memcpy(buf, &h, sizeof(h));
-	assert_string_equal(msg_validate(&(struct msg_chan){ -1, PEER_NETD,
-	    PEER_BROKER, "x" }, buf, sizeof(buf)), "reserved header bits set");
+	rx = open_rx(PEER_NETD, PEER_BROKER);
+	assert_string_equal(msg_validate(&rx, buf, sizeof(buf)),
+	    "reserved header bits set");
 }
 
 
@@ -503,6 +521,85 @@ test_send_refuses_misuse(void **state)
 	pair_close(&p);
 }
 
+/* The table's flags, enforced by msg_recv on a fresh channel. */
+static void
+test_flags_enforced(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	struct msg_hello hello = { MSG_PROTO_VERSION };
+	struct msg_netd_policy pol;
+	struct msg_netd_pod_rule pod;
+	struct msg_ping ping = { 1 };
+	const char *why;
+
+	(void)state;
+	memset(&pol, 0, sizeof(pol));
+	memset(&pod, 0, sizeof(pod));
+	pair_open(&p, PEER_BROKER, PEER_NETD);
+	p.b.greeted = false;
+	p.b.permits = 0;
+	/* Nothing but the handshake before the handshake. */
+	assert_int_equal(msg_send(&p.a, MSG_PING, 1, &ping, sizeof(ping)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message before the handshake");
+	assert_false(p.b.greeted);
+	assert_int_equal(msg_send(&p.a, MSG_HELLO, 2, &hello,
+	    sizeof(hello)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	assert_true(p.b.greeted);
+	/* HELLO is once only. */
+	assert_int_equal(msg_send(&p.a, MSG_HELLO, 3, &hello,
+	    sizeof(hello)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message allowed only once, received again");
+	/* A policy-gated request before the policy is refused... */
+	assert_int_equal(msg_send(&p.a, MSG_NETD_ADD_POD, 4, &pod,
+	    sizeof(pod)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "request before the policy was accepted");
+	/* ...ungated ones pass... */
+	assert_int_equal(msg_send(&p.a, MSG_PING, 5, &ping, sizeof(ping)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	/* ...the policy is accepted once, and only once... */
+	assert_int_equal(msg_send(&p.a, MSG_NETD_POLICY, 6, &pol,
+	    sizeof(pol)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	assert_int_equal(msg_send(&p.a, MSG_NETD_POLICY, 7, &pol,
+	    sizeof(pol)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message allowed only once, received again");
+	/* ...and once the owner grants the permit, gated requests pass. */
+	msg_chan_permit(&p.b, MSG_PERMIT_POLICY);
+	assert_int_equal(msg_send(&p.a, MSG_NETD_ADD_POD, 8, &pod,
+	    sizeof(pod)), 0);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_OK);
+	pair_close(&p);
+}
+
+/* Every type's flags are as the protocol needs them. */
+static void
+test_flag_table(void **state)
+{
+	unsigned int t;
+
+	(void)state;
+	for (t = 1; t < MSG_TYPE_COUNT; t++) {
+		const struct msg_type_info *ti = msg_type_info(t);
+		bool netd_request = ti->dirs == DIR_B2N &&
+		    t != MSG_NETD_POLICY;
+
+		/* Only the handshake is allowed before the handshake. */
+		assert_int_equal(!!(ti->flags & MF_HANDSHAKE),
+		    t == MSG_HELLO || t == MSG_HELLO_ACK);
+		/* Every netd-only request waits for the policy. */
+		assert_int_equal(!!(ti->flags & MF_POLICY), netd_request);
+	}
+	assert_true(msg_type_info(MSG_NETD_POLICY)->flags & MF_ONCE);
+	assert_true(msg_type_info(MSG_HELLO)->flags & MF_ONCE);
+	assert_true(msg_type_info(MSG_HELLO_ACK)->flags & MF_ONCE);
+}
+
 static void
 test_names(void **state)
 {
@@ -530,6 +627,8 @@ main(void)
 		cmocka_unit_test(test_rejects_descriptors),
 		cmocka_unit_test(test_rejects_oversized_datagram),
 		cmocka_unit_test(test_send_refuses_misuse),
+		cmocka_unit_test(test_flags_enforced),
+		cmocka_unit_test(test_flag_table),
 		cmocka_unit_test(test_names),
 	};
 
