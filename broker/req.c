@@ -56,6 +56,8 @@ static const struct answer_rule answer_rules[] = {
 	{ MSG_CLOUD_DELETE,	{ MSG_CLOUD_DONE }, MSG_NONE, MSG_NONE },
 	{ MSG_CLOUD_DESCRIBE_ENIS, { MSG_NONE }, MSG_CLOUD_ENI,
 	  MSG_CLOUD_DONE },
+	{ MSG_CLOUD_CHECK_INSTANCES, { MSG_CLOUD_INSTANCES }, MSG_NONE,
+	  MSG_NONE },
 };
 
 static const struct answer_rule *

@@ -644,6 +644,37 @@ check_CLOUD_DESCRIBE_ENIS(const void *p)
 }
 
 static const char *
+check_CLOUD_CHECK_INSTANCES(const void *p)
+{
+	const struct msg_cloud_check_instances *m = p;
+	uint32_t i;
+
+	if (m->nids > MSG_MAX_INSTANCE_IDS)
+		return "instance id count out of range";
+	for (i = 0; i < m->nids; i++)
+		if (!STR_OK(m->ids[i]) || m->ids[i][0] == '\0')
+			return "empty or unterminated instance id";
+	return NULL;
+}
+
+static const char *
+check_CLOUD_INSTANCES(const void *p)
+{
+	const struct msg_cloud_instances *m = p;
+	uint32_t i;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	if (m->nids > MSG_MAX_INSTANCE_IDS)
+		return "instance id count out of range";
+	for (i = 0; i < MSG_MAX_INSTANCE_IDS; i++)
+		if (m->exists[i] > 1 || (i >= m->nids && m->exists[i] != 0))
+			return "instance existence flag out of range";
+	return NULL;
+}
+
+static const char *
 check_CLOUD_DONE(const void *p)
 {
 	const struct msg_cloud_done *m = p;

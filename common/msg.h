@@ -41,6 +41,7 @@
 #define MSG_MAX_SGS		8
 #define MSG_MAX_SUBNETS		16
 #define MSG_MAX_ENI_ADDRS	64	/* EC2's largest is 50 per ENI */
+#define MSG_MAX_INSTANCE_IDS	32	/* per existence check */
 
 /* Who is at each end of a channel. */
 enum msg_peer {
@@ -354,6 +355,20 @@ struct msg_cloud_describe_enis {
 	struct msg_tag	tags[MSG_MAX_TAGS];
 };
 
+/* Which of these instances still exist (not terminated or gone): for the
+ * leak collector, which deletes ENIs tagged for vanished instances. */
+struct msg_cloud_check_instances {
+	uint32_t	deadline_ms;
+	uint32_t	nids;
+	char		ids[MSG_MAX_INSTANCE_IDS][MSG_ID_LEN];
+};
+
+struct msg_cloud_instances {
+	struct msg_cloud_status st;
+	uint32_t	nids;		/* as asked, in the same order */
+	uint8_t		exists[MSG_MAX_INSTANCE_IDS];	/* 0 or 1 */
+};
+
 /* Answer with no data but an outcome; ends describe-* streams too. */
 struct msg_cloud_done {
 	struct msg_cloud_status st;
@@ -405,6 +420,9 @@ struct msg_cloud_done {
 	X(CLOUD_DETACH,		struct msg_cloud_detach, DIR_B2C, 0) \
 	X(CLOUD_DELETE,		struct msg_cloud_delete, DIR_B2C, 0) \
 	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis, DIR_B2C, 0) \
+	X(CLOUD_CHECK_INSTANCES, struct msg_cloud_check_instances, \
+	    DIR_B2C, 0) \
+	X(CLOUD_INSTANCES,	struct msg_cloud_instances, DIR_C2B, 0) \
 	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0)
 
 #define MSG_ENUM_ENTRY(name, type, dirs, flags)	MSG_##name,

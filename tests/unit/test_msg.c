@@ -311,6 +311,21 @@ struct spoil {
 	{ t, d, offsetof(s, fl), 1, v, 0, e }
 
 static const struct spoil spoils[] = {
+	SPOIL_U32(MSG_CLOUD_CHECK_INSTANCES, B2C,
+	    struct msg_cloud_check_instances, nids, MSG_MAX_INSTANCE_IDS + 1,
+	    "instance id count out of range"),
+	SPOIL_U32(MSG_CLOUD_CHECK_INSTANCES, B2C,
+	    struct msg_cloud_check_instances, nids, 1,
+	    "empty or unterminated instance id"),
+	SPOIL_U32(MSG_CLOUD_INSTANCES, C2B, struct msg_cloud_instances, nids,
+	    MSG_MAX_INSTANCE_IDS + 1, "instance id count out of range"),
+	SPOIL_U8(MSG_CLOUD_INSTANCES, C2B, struct msg_cloud_instances,
+	    exists[0], 2, "instance existence flag out of range"),
+	SPOIL_U8(MSG_CLOUD_INSTANCES, C2B, struct msg_cloud_instances,
+	    exists[MSG_MAX_INSTANCE_IDS - 1], 1,
+	    "instance existence flag out of range"),
+	SPOIL_FILL(MSG_CLOUD_INSTANCES, C2B, struct msg_cloud_instances,
+	    st.message, "unterminated string in cloud status"),
 	SPOIL_U8(MSG_NETD_SETUP_ENI, B2N, struct msg_netd_setup_eni, prefix,
 	    33, "address prefix over 32"),
 	SPOIL_U8(MSG_NETD_TEARDOWN_ENI, B2N, struct msg_netd_setup_eni, prefix,
