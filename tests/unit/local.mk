@@ -27,3 +27,12 @@ tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
 tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_pool
+TESTS += tests/unit/test_pool
+tests_unit_test_pool_SOURCES = tests/unit/test_pool.c
+tests_unit_test_pool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_pool_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_pool_LDADD = broker/libbrokerlogic.a $(UNIT_LDADD)
+endif

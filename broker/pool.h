@@ -1,0 +1,134 @@
+/*
+ * The pool's policy, as one pure function of (pool, policy, cloud facts,
+ * now) returning actions (DESIGN.md, "Pool and ENI lifecycle").  The
+ * broker's engine (eni.c) builds the view, calls pool_plan(), and carries
+ * the actions out through enid-cloudd and enid-netd; nothing here does
+ * I/O, so the unit tests reach every decision.
+ *
+ * The pool's unit is an address block: a /32 today (block_size 1), so
+ * that EC2's /28 prefixes (16 addresses a block) change counts, not
+ * shapes.  Cooling addresses never count as free.
+ */
+#ifndef ENID_POOL_H
+#define ENID_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "msg.h"
+
+#define POOL_MAX_ENIS		32	/* EC2's largest instances: 15 */
+#define POOL_MAX_ADDRS		MSG_MAX_ENI_ADDRS
+#define POOL_MAX_SUBNETS	CONF_MAX_SUBNETS
+#define POOL_MAX_ACTIONS	(2 * POOL_MAX_ENIS)
+
+enum eni_state {
+	ENI_CREATING = 0,	/* CreateNetworkInterface sent */
+	ENI_ATTACHING,		/* AttachNetworkInterface sent */
+	ENI_CONFIGURING,	/* netd: declare, find link, set up */
+	ENI_READY,		/* its addresses are in the pool */
+	ENI_DRAINING,		/* no new pods; released once empty */
+	ENI_DETACHING,		/* detach sent; waiting until available */
+	ENI_DELETING,		/* available: delete sent */
+	ENI_QUARANTINED,	/* set-up failed or inconsistent: never used,
+				 * removed by the detach/delete path */
+	ENI_STATE_COUNT
+};
+
+const char	*eni_state_name(enum eni_state s);
+
+/* What the policy sees of one ENI. */
+struct pool_eni_view {
+	enum eni_state	state;
+	bool		primary;	/* device 0: never released */
+	bool		usable;		/* pods may take its addresses */
+	bool		busy;		/* an address operation is in flight */
+	uint32_t	subnet;		/* index into pool_facts.subnets */
+	uint32_t	capacity;	/* addresses it may hold for pods */
+	uint32_t	assigned;	/* held by pods */
+	uint32_t	cooling;	/* released, not reusable yet */
+	uint32_t	free;		/* ready to hand out */
+	uint32_t	adding;		/* on their way in (assign in flight,
+					 * or coming with the ENI itself) */
+	uint32_t	removing;	/* unassign in flight */
+};
+
+struct pool_subnet_view {
+	bool		configured;	/* growth may use it */
+	uint32_t	available;	/* free addresses, as last known */
+	uint64_t	inhibited_until; /* ms (monotonic); 0: usable */
+};
+
+struct pool_params {
+	uint32_t	warm_ip_target;
+	uint32_t	minimum_ip_target;
+	uint32_t	warm_eni_target;
+	uint32_t	max_pods;	/* 0: no cap but capacity */
+	uint32_t	max_enis;	/* the effective limit, primary included */
+	uint32_t	block_size;	/* addresses per block: 1 today */
+	uint64_t	shrink_delay_ms; /* surplus must last this long */
+};
+
+struct pool_facts {
+	uint32_t	attached_enis;	/* the cloud's count, all attached */
+	uint32_t	waiters;	/* ADDs waiting for an address */
+	uint64_t	growth_backoff_until;	/* ms; 0: none */
+	uint64_t	surplus_since;	/* ms; 0: no surplus seen */
+	uint32_t	nsubnets;
+	struct pool_subnet_view subnets[POOL_MAX_SUBNETS];
+	uint32_t	nenis;
+	struct pool_eni_view enis[POOL_MAX_ENIS];
+};
+
+enum pool_act {
+	ACT_ASSIGN = 0,		/* add count addresses to ENI eni */
+	ACT_CREATE_ENI,		/* a new ENI in subnet, with count addrs */
+	ACT_UNASSIGN,		/* give back count free addresses of eni */
+	ACT_RELEASE_ENI,	/* drain, detach and delete eni */
+};
+
+struct pool_action {
+	enum pool_act	type;
+	uint32_t	eni;
+	uint32_t	subnet;
+	uint32_t	count;
+};
+
+/* Why growth can't cover the need: what waiters are told. */
+enum pool_block {
+	BLOCK_NONE = 0,
+	BLOCK_MAX_PODS,		/* max_pods addresses are held */
+	BLOCK_ENI_LIMIT,	/* no room on any ENI, and no ENI slot left */
+	BLOCK_SUBNET_FULL,	/* no configured subnet has addresses */
+	BLOCK_BACKOFF,		/* growth failed lately and is backing off */
+};
+
+const char	*pool_block_name(enum pool_block b);
+
+struct pool_plan {
+	uint32_t	need;		/* addresses the pool should hold */
+	uint32_t	have;		/* held, cooling, free, on their way */
+	uint32_t	used_slots;	/* ENI attachment slots counted used */
+	enum pool_block	blocked;
+	bool		surplus;	/* more free than needed right now */
+	size_t		nactions;
+	struct pool_action actions[POOL_MAX_ACTIONS];
+};
+
+void	pool_plan(const struct pool_params *p, const struct pool_facts *f,
+	    uint64_t now, struct pool_plan *out);
+
+/*
+ * The ENI a new pod's address comes from: the fullest ready, usable ENI
+ * that has a free address (packing pods so others can be released).
+ * Returns its index, or -1 if none has one.
+ */
+int	pool_pick_eni(const struct pool_facts *f);
+
+/* The params from the configuration and the instance's limits. */
+void	pool_params_from(struct pool_params *p, const struct enid_config *cfg,
+	    uint32_t cloud_max_enis);
+
+#endif /* ENID_POOL_H */

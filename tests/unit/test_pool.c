@@ -1,0 +1,585 @@
+/*
+ * The pool policy (broker/pool.c), without I/O: warm targets singly and
+ * combined, max_pods, the instance's limits as the cloud counts them,
+ * packing, subnets, blocking reasons, and shrinking with hysteresis; then
+ * a randomized simulation (fixed seed) that applies every plan and checks
+ * the invariants after each step: no ENI holding or cooling a pod's
+ * address is released, the ENI limit is never passed, a shrink is never
+ * undone by the next plan, and a plan that is not blocked covers the need.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pool.h"
+
+#define CAP	9	/* 10 addresses per ENI, the primary's own excluded */
+
+static struct pool_params
+params(uint32_t warm_ip, uint32_t min_ip, uint32_t warm_eni, uint32_t max_pods)
+{
+	struct pool_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.warm_ip_target = warm_ip;
+	p.minimum_ip_target = min_ip;
+	p.warm_eni_target = warm_eni;
+	p.max_pods = max_pods;
+	p.max_enis = 4;
+	p.block_size = 1;
+	p.shrink_delay_ms = 60000;
+	return p;
+}
+
+/* A pool with the primary ENI (ready, usable) holding the given counts. */
+static struct pool_facts
+facts(uint32_t assigned, uint32_t cooling, uint32_t free_)
+{
+	struct pool_facts f;
+
+	memset(&f, 0, sizeof(f));
+	f.attached_enis = 1;
+	f.nsubnets = 2;
+	f.subnets[0] = (struct pool_subnet_view){ true, 4000, 0 };
+	f.subnets[1] = (struct pool_subnet_view){ true, 100, 0 };
+	f.nenis = 1;
+	f.enis[0] = (struct pool_eni_view){ .state = ENI_READY, .primary = true,
+	    .usable = true, .subnet = 0, .capacity = CAP,
+	    .assigned = assigned, .cooling = cooling, .free = free_ };
+	return f;
+}
+
+static uint32_t
+add_eni(struct pool_facts *f, enum eni_state st, uint32_t assigned,
+    uint32_t cooling, uint32_t free_)
+{
+	uint32_t i = f->nenis++;
+
+	f->enis[i] = (struct pool_eni_view){ .state = st, .usable = true,
+	    .subnet = 0, .capacity = CAP, .assigned = assigned,
+	    .cooling = cooling, .free = free_ };
+	if (st != ENI_CREATING && st != ENI_DELETING)
+		f->attached_enis++;
+	return i;
+}
+
+static void
+expect_action(const struct pool_plan *pl, size_t i, enum pool_act type,
+    uint32_t eni, uint32_t count)
+{
+	assert_true(i < pl->nactions);
+	assert_int_equal(pl->actions[i].type, type);
+	if (type != ACT_CREATE_ENI)
+		assert_int_equal(pl->actions[i].eni, eni);
+	assert_int_equal(pl->actions[i].count, count);
+}
+
+static void
+test_warm_ip_target(void **state)
+{
+	struct pool_params p = params(5, 0, 0, 0);
+	struct pool_facts f = facts(0, 0, 3);
+	struct pool_plan pl;
+
+	(void)state;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 5);
+	assert_int_equal(pl.have, 3);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 2);
+	/* Exactly at target: nothing to do, no surplus. */
+	f = facts(2, 0, 5);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_false(pl.surplus);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+}
+
+static void
+test_cooling_never_free(void **state)
+{
+	struct pool_params p = params(5, 0, 0, 0);
+	struct pool_facts f = facts(0, 3, 2);
+	struct pool_plan pl;
+
+	(void)state;
+	/* 3 cooling + 2 free: only 2 are free, so 3 more are needed. */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 8);
+	assert_int_equal(pl.have, 5);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 3);
+	/* The addresses an assign brings count once it is under way. */
+	f.enis[0].adding = 3;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+}
+
+static void
+test_minimum_ip_target(void **state)
+{
+	struct pool_params p = params(0, 12, 0, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* 12 addresses: the primary's 9, then a new ENI with 3. */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 12);
+	assert_int_equal(pl.nactions, 2);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 9);
+	expect_action(&pl, 1, ACT_CREATE_ENI, 0, 3);
+	assert_int_equal(pl.actions[1].subnet, 0);	/* the most free */
+	/* Combined with warm_ip_target: the larger need wins. */
+	p = params(4, 12, 0, 0);
+	f = facts(10, 0, 0);
+	add_eni(&f, ENI_READY, 0, 0, 2);
+	f.enis[0].assigned = 9;
+	f.enis[1].assigned = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 14);		/* 10 held + 4 warm */
+	expect_action(&pl, 0, ACT_ASSIGN, 1, 2);
+}
+
+static void
+test_warm_eni_target(void **state)
+{
+	struct pool_params p = params(0, 0, 1, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* An ENI's worth free: the primary filled whole. */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, CAP);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, CAP);
+	/* 4 pods on it: another ENI's worth is created, whole. */
+	f = facts(4, 0, 5);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, CAP);
+	/* Two warm ENIs, and ENI mode fills rooms whole. */
+	p = params(0, 0, 2, 0);
+	f = facts(0, 0, 4);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 2 * CAP);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, CAP - 4);
+	expect_action(&pl, 1, ACT_CREATE_ENI, 0, CAP);
+	/* warm_ip_target, when set, is what counts. */
+	p = params(2, 0, 3, 0);
+	f = facts(0, 0, 0);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 2);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 2);
+}
+
+static void
+test_max_pods(void **state)
+{
+	struct pool_params p = params(5, 0, 0, 10);
+	struct pool_facts f = facts(7, 0, 1);
+	struct pool_plan pl;
+
+	(void)state;
+	/* 7 of 10 pods: only 3 free are worth having. */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 10);
+	assert_int_equal(pl.nactions, 2);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 1);
+	expect_action(&pl, 1, ACT_CREATE_ENI, 0, 1);
+	/* minimum_ip_target is capped too. */
+	p = params(0, 50, 0, 10);
+	f = facts(0, 0, 0);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 10);
+	/* At max_pods, a waiter is told so. */
+	p = params(1, 0, 0, 9);
+	f = facts(9, 0, 0);
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_MAX_PODS);
+	assert_int_equal(pl.nactions, 0);
+}
+
+static void
+test_instance_limits_cloud_count(void **state)
+{
+	struct pool_params p = params(5, 0, 0, 0);
+	struct pool_facts f = facts(CAP, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* Our pool has one ENI, but the cloud counts all 4 attached (say,
+	 * a storage NIC and ENIs we lost track of): no ENI is created. */
+	f.attached_enis = 4;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.used_slots, 4);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+	/* With the cloud at 3, exactly one. */
+	f.attached_enis = 3;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, 5);
+	/* An ENI being created counts before the cloud sees it attached. */
+	f.attached_enis = 3;
+	add_eni(&f, ENI_CREATING, 0, 0, 0);
+	f.enis[1].adding = 2;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.used_slots, 4);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);	/* one is on its way */
+	/* The configured max_enis only lowers the cloud's limit. */
+	p.max_enis = 1;
+	f = facts(CAP, 0, 0);
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+}
+
+static void
+test_packing(void **state)
+{
+	struct pool_facts f = facts(2, 0, 7);
+
+	(void)state;
+	add_eni(&f, ENI_READY, 6, 0, 3);
+	add_eni(&f, ENI_READY, 8, 1, 0);
+	add_eni(&f, ENI_DRAINING, 8, 0, 1);
+	/* The fullest ready ENI that has a free address. */
+	assert_int_equal(pool_pick_eni(&f), 1);
+	f.enis[1].free = 0;
+	assert_int_equal(pool_pick_eni(&f), 0);
+	f.enis[0].usable = false;
+	assert_int_equal(pool_pick_eni(&f), -1);
+	/* Growth fills the fullest ENI with room first. */
+	{
+		struct pool_params p = params(6, 0, 0, 0);
+		struct pool_facts g = facts(1, 0, 0);
+		struct pool_plan pl;
+
+		add_eni(&g, ENI_READY, 5, 0, 0);
+		pool_plan(&p, &g, 1000, &pl);
+		expect_action(&pl, 0, ACT_ASSIGN, 1, 4);
+		expect_action(&pl, 1, ACT_ASSIGN, 0, 2);
+	}
+}
+
+static void
+test_subnets(void **state)
+{
+	struct pool_params p = params(0, 20, 0, 0);
+	struct pool_facts f = facts(CAP, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* Growth goes to the subnet with the most free addresses... */
+	f.subnets[0].available = 5;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	/* ...skips an inhibited one, and takes no more than a subnet has
+	 * left (5 free: the ENI's own address and 4)... */
+	f.subnets[1].inhibited_until = 5000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	assert_int_equal(pl.actions[0].subnet, 0);
+	assert_int_equal(pl.actions[0].count, 4);
+	/* ...and with none left, says the subnets are full. */
+	f.subnets[0].inhibited_until = 5000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_SUBNET_FULL);
+	/* Once the backoff ends, it is tried again. */
+	pool_plan(&p, &f, 5000, &pl);
+	assert_true(pl.nactions > 0);
+	/* An ENI with room in an exhausted subnet: subnet-full too. */
+	p = params(3, 0, 0, 0);
+	f = facts(1, 0, 0);
+	f.subnets[0].inhibited_until = 9000;
+	f.subnets[1].configured = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_SUBNET_FULL);
+	/* Unconfigured subnets are never grown into. */
+	f.subnets[0].inhibited_until = 0;
+	f.subnets[0].configured = false;
+	f.enis[0].assigned = CAP;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_SUBNET_FULL);
+}
+
+static void
+test_backoff_and_waiters(void **state)
+{
+	struct pool_params p = params(1, 0, 0, 0);
+	struct pool_facts f = facts(3, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	f.growth_backoff_until = 2000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_BACKOFF);
+	assert_int_equal(pl.nactions, 0);
+	/* Waiters count even past warm_ip_target. */
+	f.growth_backoff_until = 0;
+	f.waiters = 4;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 7);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 4);
+}
+
+static void
+test_shrink_hysteresis(void **state)
+{
+	struct pool_params p = params(2, 0, 0, 0);
+	struct pool_facts f = facts(1, 0, 3);
+	struct pool_plan pl;
+	uint32_t e;
+
+	(void)state;
+	e = add_eni(&f, ENI_READY, 0, 0, 6);
+	/* 9 free, 2 wanted: a surplus, but it must last first. */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	f.surplus_since = 1000;
+	pool_plan(&p, &f, 1000 + 59999, &pl);
+	assert_int_equal(pl.nactions, 0);
+	pool_plan(&p, &f, 1000 + 60000, &pl);
+	/* The empty ENI goes whole: its 6 are within the surplus of 7. */
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_RELEASE_ENI, e, 6);
+	/* Applied, the next plan neither grows nor shrinks: no flapping. */
+	f.nenis = 1;
+	f.attached_enis = 1;
+	pool_plan(&p, &f, 1000 + 60000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, 0, 1);
+	f.enis[0].free = 2;
+	pool_plan(&p, &f, 1000 + 60000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_false(pl.surplus);
+}
+
+static void
+test_shrink_never_releases_pods(void **state)
+{
+	struct pool_params p = params(0, 0, 1, 0);
+	struct pool_facts f = facts(0, 0, CAP);
+	struct pool_plan pl;
+	uint32_t a, b;
+
+	(void)state;
+	a = add_eni(&f, ENI_READY, 1, 0, 8);	/* holds a pod */
+	b = add_eni(&f, ENI_READY, 0, 1, 8);	/* cools one */
+	f.surplus_since = 1;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);	/* ENI mode: whole ENIs only */
+	(void)a;
+	(void)b;
+	/* IP mode unassigns their free addresses, never a held one. */
+	p = params(1, 0, 0, 0);
+	pool_plan(&p, &f, 100000, &pl);
+	assert_true(pl.nactions > 0);
+	{
+		size_t i;
+		uint32_t total = 0;
+
+		for (i = 0; i < pl.nactions; i++) {
+			assert_int_equal(pl.actions[i].type, ACT_UNASSIGN);
+			assert_true(pl.actions[i].count <=
+			    f.enis[pl.actions[i].eni].free);
+			total += pl.actions[i].count;
+		}
+		/* 25 free, 1 wanted. */
+		assert_int_equal(total, 24);
+	}
+	/* The primary is never released, however empty. */
+	p = params(1, 0, 0, 0);
+	f = facts(0, 0, 0);
+	f.surplus_since = 1;
+	add_eni(&f, ENI_READY, 0, 0, 5);
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, 1, 4);
+}
+
+static void
+test_no_shrink_while_growing_or_waiting(void **state)
+{
+	struct pool_params p = params(1, 0, 0, 0);
+	struct pool_facts f = facts(0, 0, 6);
+	struct pool_plan pl;
+
+	(void)state;
+	f.surplus_since = 1;
+	add_eni(&f, ENI_CONFIGURING, 0, 0, 0);
+	f.enis[1].adding = 3;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_false(pl.surplus);
+}
+
+/* ---- randomized simulation ---- */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return n ? (uint32_t)(rng_state >> 11) % n : 0;
+}
+
+/* Carry a plan out at once, as if every call succeeded. */
+static void
+apply(const struct pool_plan *pl, struct pool_facts *f)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nactions; i++) {
+		const struct pool_action *a = &pl->actions[i];
+		struct pool_eni_view *e = &f->enis[a->eni];
+
+		switch (a->type) {
+		case ACT_ASSIGN:
+			assert_true(e->assigned + e->cooling + e->free +
+			    a->count <= e->capacity);
+			e->free += a->count;
+			break;
+		case ACT_CREATE_ENI:
+			assert_true(f->nenis < POOL_MAX_ENIS);
+			f->enis[f->nenis++] = (struct pool_eni_view){
+			    .state = ENI_READY, .usable = true,
+			    .subnet = a->subnet, .capacity = CAP,
+			    .free = a->count };
+			f->attached_enis++;
+			break;
+		case ACT_UNASSIGN:
+			assert_true(a->count <= e->free);
+			e->free -= a->count;
+			break;
+		case ACT_RELEASE_ENI:
+			assert_false(e->primary);
+			assert_int_equal(e->assigned, 0);
+			assert_int_equal(e->cooling, 0);
+			*e = f->enis[--f->nenis];
+			f->attached_enis--;
+			break;
+		}
+	}
+}
+
+static void
+sim_run(struct pool_params p, unsigned steps)
+{
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl, again;
+	uint64_t now = 1000;
+	unsigned s;
+	uint32_t i, held = 0, total;
+
+	for (s = 0; s < steps; s++) {
+		uint32_t ev = rnd(10);
+
+		if (ev < 4) {
+			/* a pod arrives, if an address can be had */
+			int e = pool_pick_eni(&f);
+
+			if (e >= 0 && (!p.max_pods || held < p.max_pods)) {
+				f.enis[e].free--;
+				f.enis[e].assigned++;
+				held++;
+			}
+		} else if (ev < 7 && held > 0) {
+			/* a pod leaves; its address cools */
+			for (i = rnd(f.nenis);; i = (i + 1) % f.nenis)
+				if (f.enis[i].assigned > 0)
+					break;
+			f.enis[i].assigned--;
+			f.enis[i].cooling++;
+			held--;
+		} else if (ev < 9) {
+			/* cooling ends somewhere */
+			for (i = 0; i < f.nenis; i++)
+				if (f.enis[i].cooling > 0 && rnd(2)) {
+					f.enis[i].cooling--;
+					f.enis[i].free++;
+				}
+		}
+		now += rnd(20000);
+		pool_plan(&p, &f, now, &pl);
+		if (!pl.surplus)
+			f.surplus_since = 0;
+		else if (f.surplus_since == 0)
+			f.surplus_since = now;
+		apply(&pl, &f);
+		assert_true(f.attached_enis <= p.max_enis);
+		/* A plan that isn't blocked covers the need once applied... */
+		pool_plan(&p, &f, now, &again);
+		if (pl.blocked == BLOCK_NONE && pl.need > pl.have) {
+			total = 0;
+			for (i = 0; i < f.nenis; i++)
+				total += f.enis[i].assigned +
+				    f.enis[i].cooling + f.enis[i].free;
+			assert_true(total >= pl.need);
+		}
+		/* ...and a shrink is never undone by the very next plan. */
+		for (i = 0; i < pl.nactions; i++)
+			if (pl.actions[i].type == ACT_UNASSIGN ||
+			    pl.actions[i].type == ACT_RELEASE_ENI) {
+				size_t k;
+
+				for (k = 0; k < again.nactions; k++)
+					assert_true(again.actions[k].type ==
+					    ACT_UNASSIGN ||
+					    again.actions[k].type ==
+					    ACT_RELEASE_ENI);
+			}
+		if (pl.nactions > 0 && pl.actions[0].type != ACT_UNASSIGN &&
+		    pl.actions[0].type != ACT_RELEASE_ENI)
+			f.surplus_since = 0;
+	}
+}
+
+static void
+test_randomized(void **state)
+{
+	(void)state;
+	sim_run(params(3, 0, 0, 0), 20000);
+	sim_run(params(0, 0, 1, 0), 20000);
+	sim_run(params(2, 15, 0, 0), 20000);
+	sim_run(params(5, 0, 0, 25), 20000);
+	sim_run(params(0, 0, 2, 30), 20000);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_warm_ip_target),
+		cmocka_unit_test(test_cooling_never_free),
+		cmocka_unit_test(test_minimum_ip_target),
+		cmocka_unit_test(test_warm_eni_target),
+		cmocka_unit_test(test_max_pods),
+		cmocka_unit_test(test_instance_limits_cloud_count),
+		cmocka_unit_test(test_packing),
+		cmocka_unit_test(test_subnets),
+		cmocka_unit_test(test_backoff_and_waiters),
+		cmocka_unit_test(test_shrink_hysteresis),
+		cmocka_unit_test(test_shrink_never_releases_pods),
+		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
+		cmocka_unit_test(test_randomized),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
