@@ -3,6 +3,7 @@
  * row per key with its type, place in struct enid_config and bounds, so the
  * parser is one walk and every error names "parent.key: reason".
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -196,6 +197,22 @@ parse_str(struct json_object *v, char *dst, size_t size, const char *path,
 	return 0;
 }
 
+/* A cloud id: the prefix, then letters and digits only ("subnet-0a1b"),
+ * so that nothing else reaches a request body or a log line. */
+static bool
+cloud_id_ok(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix), i;
+
+	if (strncmp(s, prefix, n) != 0 || s[n] == '\0')
+		return false;
+	for (i = n; s[i] != '\0'; i++)
+		if (!isascii((unsigned char)s[i]) ||
+		    !isalnum((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
 static int
 parse_subnets(struct json_object *v, struct enid_config *cfg,
     const char *path, struct perr *pe)
@@ -235,7 +252,7 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 		snprintf(sub, sizeof(sub), "%s[%zu].id", path, i);
 		if (parse_str(id, cs->id, sizeof(cs->id), sub, pe) == -1)
 			return -1;
-		if (strncmp(cs->id, "subnet-", 7) != 0)
+		if (!cloud_id_ok(cs->id, "subnet-"))
 			return fail(pe, sub, "\"%s\" is not a subnet id", cs->id);
 		if (sgs == NULL)
 			continue;
@@ -253,7 +270,7 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 			if (parse_str(json_object_array_get_idx(sgs, j),
 			    cs->sgs[j], sizeof(cs->sgs[j]), gp, pe) == -1)
 				return -1;
-			if (strncmp(cs->sgs[j], "sg-", 3) != 0)
+			if (!cloud_id_ok(cs->sgs[j], "sg-"))
 				return fail(pe, gp, "\"%s\" is not a security "
 				    "group id", cs->sgs[j]);
 		}
@@ -336,10 +353,14 @@ parse_obj(struct json_object *obj, const struct key *tab,
 	return 0;
 }
 
+/* Absolute, and no ".." component anywhere (the last one included). */
 static bool
 absolute_path(const char *p)
 {
-	return p[0] == '/' && strstr(p, "/../") == NULL;
+	size_t n = strlen(p);
+
+	return p[0] == '/' && strstr(p, "/../") == NULL &&
+	    !(n >= 3 && strcmp(p + n - 3, "/..") == 0);
 }
 
 /* Checks that span keys. */
@@ -365,10 +386,13 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 	    cfg->cloud.access_key_id[0] == '\0')
 		return fail(pe, "cloud.session_token", "given without "
 		    "access_key_id");
+	/* Equal priorities would leave the order of "to POD" and "from POD"
+	 * rules to the kernel's insertion order. */
 	if (cfg->routing.rule_priority_to >= cfg->routing.rule_priority_from)
-		return fail(pe, "routing.rule_priority_to", "must be below "
-		    "rule_priority_from (%u), so that traffic to pods is "
-		    "matched first", cfg->routing.rule_priority_from);
+		return fail(pe, "routing.rule_priority_to", "%u must be below "
+		    "routing.rule_priority_from (%u), so that traffic to pods "
+		    "is matched first", cfg->routing.rule_priority_to,
+		    cfg->routing.rule_priority_from);
 	if (cfg->pool.minimum_ip_target > 0 && cfg->pool.max_pods > 0 &&
 	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
 		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",
