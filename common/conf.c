@@ -20,6 +20,7 @@
 
 enum key_type {
 	K_STR,		/* char[size] */
+	K_SECRET,	/* char[size]; the parser's copy is wiped */
 	K_U32,		/* uint32_t in [min, max] */
 	K_BOOL,
 	K_LEVEL,	/* log level name */
@@ -38,6 +39,7 @@ struct key {
 
 #define OFF(f)		offsetof(struct enid_config, f)
 #define STR(n, f)	{ n, K_STR, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
+#define SECRET(n, f)	{ n, K_SECRET, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
 #define U32(n, f, lo, hi) { n, K_U32, OFF(f), 0, lo, hi, NULL }
 #define BOOL(n, f)	{ n, K_BOOL, OFF(f), 0, 0, 0, NULL }
 #define OBJ(n, t)	{ n, K_OBJ, 0, 0, 0, 0, t }
@@ -68,9 +70,9 @@ static const struct key cloud_keys[] = {
 	STR("imds_endpoint", cloud.imds_endpoint),
 	BOOL("allow_http", cloud.allow_http),
 	STR("ca_file", cloud.ca_file),
-	STR("access_key_id", cloud.access_key_id),
-	STR("secret_access_key", cloud.secret_access_key),
-	STR("session_token", cloud.session_token),
+	SECRET("access_key_id", cloud.access_key_id),
+	SECRET("secret_access_key", cloud.secret_access_key),
+	SECRET("session_token", cloud.session_token),
 	U32("timeout_ms", cloud.timeout_ms, 100, 600000),
 	OBJ("rate", rate_keys),
 	END
@@ -281,17 +283,34 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 	return 0;
 }
 
+/*
+ * json-c keeps its own copy of every string until the tree is freed, and
+ * frees it without clearing it.  The copy is plain heap memory that the
+ * tree owns, so a secret's is cleared in place once it has been taken.
+ */
+static void
+wipe_json_string(struct json_object *v)
+{
+	if (json_object_is_type(v, json_type_string))
+		explicit_bzero((char *)(uintptr_t)json_object_get_string(v),
+		    (size_t)json_object_get_string_len(v));
+}
+
 static int
 parse_value(struct json_object *v, const struct key *k,
     struct enid_config *cfg, const char *path, struct perr *pe)
 {
 	char *base = (char *)cfg;
 	int64_t n;
-	int lvl;
+	int lvl, rc;
 
 	switch (k->type) {
 	case K_STR:
 		return parse_str(v, base + k->off, k->size, path, pe);
+	case K_SECRET:
+		rc = parse_str(v, base + k->off, k->size, path, pe);
+		wipe_json_string(v);
+		return rc;
 	case K_U32:
 		if (!json_object_is_type(v, json_type_int))
 			return fail(pe, path, "expected an integer, got %s",
@@ -485,8 +504,21 @@ config_load(const char *path, struct enid_config *cfg, char *err,
 	close(fd);
 	text[got] = '\0';
 	rc = config_parse(text, got, cfg, inner, sizeof(inner));
+	/* The file may hold the cloud's secret: no copy outlives the parse. */
+	explicit_bzero(text, got);
 	free(text);
 	if (rc == -1)
 		snprintf(err, errlen, "%s: %s", path, inner);
 	return rc;
+}
+
+void
+config_wipe_secrets(struct enid_config *cfg)
+{
+	explicit_bzero(cfg->cloud.access_key_id,
+	    sizeof(cfg->cloud.access_key_id));
+	explicit_bzero(cfg->cloud.secret_access_key,
+	    sizeof(cfg->cloud.secret_access_key));
+	explicit_bzero(cfg->cloud.session_token,
+	    sizeof(cfg->cloud.session_token));
 }

@@ -571,6 +571,36 @@ test_size_cap(void **state)
 	free(text);
 }
 
+/* The broker and netd forget the static credentials; nothing else moves. */
+static void
+test_wipe_secrets(void **state)
+{
+	static struct enid_config before;
+	static const char zero[2048];
+
+	(void)state;
+	assert_null(parse_err("{\"cluster_name\": \"c\", \"cloud\": "
+	    "{\"access_key_id\": \"AKIDEXAMPLE\", \"secret_access_key\": "
+	    "\"wJalrXUtnFEMI\", \"session_token\": \"FwoGZXIvYXdz\"}}"));
+	assert_string_equal(cfg.cloud.secret_access_key, "wJalrXUtnFEMI");
+	before = cfg;
+	config_wipe_secrets(&cfg);
+	assert_memory_equal(cfg.cloud.access_key_id, zero,
+	    sizeof(cfg.cloud.access_key_id));
+	assert_memory_equal(cfg.cloud.secret_access_key, zero,
+	    sizeof(cfg.cloud.secret_access_key));
+	assert_memory_equal(cfg.cloud.session_token, zero,
+	    sizeof(cfg.cloud.session_token));
+	/* the rest is as it was */
+	memset(before.cloud.access_key_id, 0,
+	    sizeof(before.cloud.access_key_id));
+	memset(before.cloud.secret_access_key, 0,
+	    sizeof(before.cloud.secret_access_key));
+	memset(before.cloud.session_token, 0,
+	    sizeof(before.cloud.session_token));
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+}
+
 int
 main(void)
 {
@@ -585,6 +615,7 @@ main(void)
 		cmocka_unit_test(test_subnet_bounds),
 		cmocka_unit_test(test_cross_key_edges),
 		cmocka_unit_test(test_size_cap),
+		cmocka_unit_test(test_wipe_secrets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
