@@ -208,6 +208,13 @@ broker_child_cb(struct loop *l, struct loop_io *io, uint32_t events)
 
 	(void)l;
 	(void)events;
+	/* Shutting down, the channel is shut down on our side too and stays
+	 * readable: watched, it would wake the loop until the kill timer.
+	 * Nothing on it matters any more; exits are reaped through SIGCHLD. */
+	if (b->shutting_down) {
+		loop_del_io(&b->loop, io);
+		return;
+	}
 	for (budget = 0; budget < 64 && !b->shutting_down; budget++) {
 		switch (msg_recv(&c->chan, &m, &why)) {
 		case MSG_RECV_OK:
