@@ -385,6 +385,7 @@ main(int argc, char *argv[])
 		log_warnx("configuration: %s", err);
 		return 1;
 	}
+	config_wipe_secrets(&b.cfg);	/* only enid-cloudd uses them */
 	if (check_only) {
 		fprintf(stderr, "enid: configuration %s OK\n", b.config_path);
 		return 0;

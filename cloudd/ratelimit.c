@@ -75,9 +75,13 @@ backoff_ms(unsigned attempt, uint64_t base, uint64_t cap, uint32_t rnd)
 {
 	uint64_t ceiling = base;
 
-	while (attempt-- > 0 && ceiling < cap)
+	while (attempt-- > 0 && ceiling < cap && ceiling <= UINT32_MAX)
 		ceiling *= 2;
 	if (ceiling > cap)
 		ceiling = cap;
+	/* rnd has 32 bits: past them the draw is rnd itself, and ceiling + 1
+	 * can't wrap to 0 below. */
+	if (ceiling >= UINT32_MAX)
+		return rnd;
 	return (uint64_t)rnd % (ceiling + 1);
 }

@@ -91,7 +91,10 @@ cidr4_parse(const char *s, uint32_t *addr, uint8_t *prefix)
 	buf[slash - s] = '\0';
 	if (ip4_parse(buf, addr) == -1)
 		return -1;
-	if (slash[1] < '0' || slash[1] > '9')
+	/* digits only, and no leading zero ("/08"), as inet_pton wants of
+	 * each octet: one text per value */
+	if (slash[1] < '0' || slash[1] > '9' ||
+	    (slash[1] == '0' && slash[2] != '\0'))
 		return -1;
 	n = strtol(slash + 1, &end, 10);
 	if (*end != '\0' || n < 0 || n > 32)

@@ -3,6 +3,7 @@
  * row per key with its type, place in struct enid_config and bounds, so the
  * parser is one walk and every error names "parent.key: reason".
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 enum key_type {
 	K_STR,		/* char[size] */
+	K_SECRET,	/* char[size]; the parser's copy is wiped */
 	K_U32,		/* uint32_t in [min, max] */
 	K_BOOL,
 	K_LEVEL,	/* log level name */
@@ -37,6 +39,7 @@ struct key {
 
 #define OFF(f)		offsetof(struct enid_config, f)
 #define STR(n, f)	{ n, K_STR, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
+#define SECRET(n, f)	{ n, K_SECRET, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
 #define U32(n, f, lo, hi) { n, K_U32, OFF(f), 0, lo, hi, NULL }
 #define BOOL(n, f)	{ n, K_BOOL, OFF(f), 0, 0, 0, NULL }
 #define OBJ(n, t)	{ n, K_OBJ, 0, 0, 0, 0, t }
@@ -67,9 +70,9 @@ static const struct key cloud_keys[] = {
 	STR("imds_endpoint", cloud.imds_endpoint),
 	BOOL("allow_http", cloud.allow_http),
 	STR("ca_file", cloud.ca_file),
-	STR("access_key_id", cloud.access_key_id),
-	STR("secret_access_key", cloud.secret_access_key),
-	STR("session_token", cloud.session_token),
+	SECRET("access_key_id", cloud.access_key_id),
+	SECRET("secret_access_key", cloud.secret_access_key),
+	SECRET("session_token", cloud.session_token),
 	U32("timeout_ms", cloud.timeout_ms, 100, 600000),
 	OBJ("rate", rate_keys),
 	END
@@ -196,6 +199,22 @@ parse_str(struct json_object *v, char *dst, size_t size, const char *path,
 	return 0;
 }
 
+/* A cloud id: the prefix, then letters and digits only ("subnet-0a1b"),
+ * so that nothing else reaches a request body or a log line. */
+static bool
+cloud_id_ok(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix), i;
+
+	if (strncmp(s, prefix, n) != 0 || s[n] == '\0')
+		return false;
+	for (i = n; s[i] != '\0'; i++)
+		if (!isascii((unsigned char)s[i]) ||
+		    !isalnum((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
 static int
 parse_subnets(struct json_object *v, struct enid_config *cfg,
     const char *path, struct perr *pe)
@@ -235,7 +254,7 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 		snprintf(sub, sizeof(sub), "%s[%zu].id", path, i);
 		if (parse_str(id, cs->id, sizeof(cs->id), sub, pe) == -1)
 			return -1;
-		if (strncmp(cs->id, "subnet-", 7) != 0)
+		if (!cloud_id_ok(cs->id, "subnet-"))
 			return fail(pe, sub, "\"%s\" is not a subnet id", cs->id);
 		if (sgs == NULL)
 			continue;
@@ -253,7 +272,7 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 			if (parse_str(json_object_array_get_idx(sgs, j),
 			    cs->sgs[j], sizeof(cs->sgs[j]), gp, pe) == -1)
 				return -1;
-			if (strncmp(cs->sgs[j], "sg-", 3) != 0)
+			if (!cloud_id_ok(cs->sgs[j], "sg-"))
 				return fail(pe, gp, "\"%s\" is not a security "
 				    "group id", cs->sgs[j]);
 		}
@@ -264,17 +283,34 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 	return 0;
 }
 
+/*
+ * json-c keeps its own copy of every string until the tree is freed, and
+ * frees it without clearing it.  The copy is plain heap memory that the
+ * tree owns, so a secret's is cleared in place once it has been taken.
+ */
+static void
+wipe_json_string(struct json_object *v)
+{
+	if (json_object_is_type(v, json_type_string))
+		explicit_bzero((char *)(uintptr_t)json_object_get_string(v),
+		    (size_t)json_object_get_string_len(v));
+}
+
 static int
 parse_value(struct json_object *v, const struct key *k,
     struct enid_config *cfg, const char *path, struct perr *pe)
 {
 	char *base = (char *)cfg;
 	int64_t n;
-	int lvl;
+	int lvl, rc;
 
 	switch (k->type) {
 	case K_STR:
 		return parse_str(v, base + k->off, k->size, path, pe);
+	case K_SECRET:
+		rc = parse_str(v, base + k->off, k->size, path, pe);
+		wipe_json_string(v);
+		return rc;
 	case K_U32:
 		if (!json_object_is_type(v, json_type_int))
 			return fail(pe, path, "expected an integer, got %s",
@@ -336,10 +372,14 @@ parse_obj(struct json_object *obj, const struct key *tab,
 	return 0;
 }
 
+/* Absolute, and no ".." component anywhere (the last one included). */
 static bool
 absolute_path(const char *p)
 {
-	return p[0] == '/' && strstr(p, "/../") == NULL;
+	size_t n = strlen(p);
+
+	return p[0] == '/' && strstr(p, "/../") == NULL &&
+	    !(n >= 3 && strcmp(p + n - 3, "/..") == 0);
 }
 
 /* Checks that span keys. */
@@ -365,10 +405,13 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 	    cfg->cloud.access_key_id[0] == '\0')
 		return fail(pe, "cloud.session_token", "given without "
 		    "access_key_id");
+	/* Equal priorities would leave the order of "to POD" and "from POD"
+	 * rules to the kernel's insertion order. */
 	if (cfg->routing.rule_priority_to >= cfg->routing.rule_priority_from)
-		return fail(pe, "routing.rule_priority_to", "must be below "
-		    "rule_priority_from (%u), so that traffic to pods is "
-		    "matched first", cfg->routing.rule_priority_from);
+		return fail(pe, "routing.rule_priority_to", "%u must be below "
+		    "routing.rule_priority_from (%u), so that traffic to pods "
+		    "is matched first", cfg->routing.rule_priority_to,
+		    cfg->routing.rule_priority_from);
 	if (cfg->pool.minimum_ip_target > 0 && cfg->pool.max_pods > 0 &&
 	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
 		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",
@@ -461,8 +504,21 @@ config_load(const char *path, struct enid_config *cfg, char *err,
 	close(fd);
 	text[got] = '\0';
 	rc = config_parse(text, got, cfg, inner, sizeof(inner));
+	/* The file may hold the cloud's secret: no copy outlives the parse. */
+	explicit_bzero(text, got);
 	free(text);
 	if (rc == -1)
 		snprintf(err, errlen, "%s: %s", path, inner);
 	return rc;
+}
+
+void
+config_wipe_secrets(struct enid_config *cfg)
+{
+	explicit_bzero(cfg->cloud.access_key_id,
+	    sizeof(cfg->cloud.access_key_id));
+	explicit_bzero(cfg->cloud.secret_access_key,
+	    sizeof(cfg->cloud.secret_access_key));
+	explicit_bzero(cfg->cloud.session_token,
+	    sizeof(cfg->cloud.session_token));
 }

@@ -92,5 +92,11 @@ int	config_parse(const char *text, size_t len, struct enid_config *cfg,
 /* Read and parse a file; errors name the file too. */
 int	config_load(const char *path, struct enid_config *cfg, char *err,
 	    size_t errlen);
+/*
+ * Forget the static cloud credentials.  The broker and enid-netd never use
+ * them and call this right after config_load(); only enid-cloudd keeps
+ * them.
+ */
+void	config_wipe_secrets(struct enid_config *cfg);
 
 #endif /* ENID_CONF_H */

@@ -696,6 +696,7 @@ main(int argc, char *argv[])
 	log_init("enid-netd", opts.foreground, LOG_LVL_INFO);
 	if (config_load(opts.config_path, &nd.cfg, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	config_wipe_secrets(&nd.cfg);	/* only enid-cloudd uses them */
 	log_set_level(child_log_level(&nd.cfg, opts.verbose));
 	if (geteuid() != 0)
 		fatalx("must be started as root by enid");

@@ -36,3 +36,11 @@ tests_unit_test_pool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_pool_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pool_LDADD = broker/libbrokerlogic.a $(UNIT_LDADD)
 endif
+
+# A mutation check of the edge tests: one-line changes to the code under
+# test, each of which the tests must catch (tests/unit/mutants.py).
+# About a minute; not part of make check.
+EXTRA_DIST += tests/unit/mutants.py
+.PHONY: mutants
+mutants: all
+	/usr/bin/python3 $(srcdir)/tests/unit/mutants.py --builddir $(abs_builddir)

@@ -10,7 +10,9 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "creds.h"
@@ -258,6 +260,294 @@ test_creds(void **state)
 	assert_int_equal(imds_first_line("", 0, role, sizeof(role)), -1);
 }
 
+/* Every byte value, as a value and as a key: RFC 3986's unreserved
+ * characters pass, everything else is %XX in upper case ('+' included,
+ * which a form decoder would read as a space; ' ' is %20, never '+'). */
+static void
+test_form_every_byte(void **state)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct ec2_form f;
+	char value[2], want[64];
+	const char *body;
+	int c;
+
+	(void)state;
+	for (c = 1; c < 256; c++) {
+		bool unreserved = (c >= 'A' && c <= 'Z') ||
+		    (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~';
+		char enc[4];
+
+		if (unreserved)
+			snprintf(enc, sizeof(enc), "%c", c);
+		else
+			snprintf(enc, sizeof(enc), "%%%c%c", hex[c >> 4],
+			    hex[c & 15]);
+		value[0] = (char)c;
+		value[1] = '\0';
+		ec2_form_init(&f, EC2_DELETE_ENI);
+		ec2_form_add(&f, "V", value);
+		ec2_form_add(&f, value, "k");
+		assert_false(f.failed);
+		body = f.buf + strlen("Action=DeleteNetworkInterface&"
+		    "Version=2016-11-15");
+		snprintf(want, sizeof(want), "&V=%s&%s=k", enc, enc);
+		if (strcmp(body, want) != 0)
+			fail_msg("byte 0x%02x: got \"%s\", wanted \"%s\"", c,
+			    body, want);
+		ec2_form_free(&f);
+	}
+	ec2_form_init(&f, EC2_DELETE_ENI);
+	ec2_form_add(&f, "Description", "a+b c");
+	assert_non_null(strstr(f.buf, "&Description=a%2Bb%20c"));
+	assert_null(strchr(f.buf, '+'));
+	ec2_form_free(&f);
+}
+
+/* The body's cap (64 KiB): a byte is appended while there is room for an
+ * encoded byte and the NUL, never past the buffer; over it, the body is
+ * refused as a whole. */
+static void
+test_form_cap(void **state)
+{
+	struct ec2_form f;
+	size_t head, n;
+	char *v;
+
+	(void)state;
+	ec2_form_init(&f, EC2_DELETE_ENI);
+	head = f.len + strlen("&k=");
+	ec2_form_free(&f);
+	v = malloc(65536 + 1);
+	assert_non_null(v);
+	for (n = 65536 - head - 8; n <= 65536 - head + 2; n++) {
+		memset(v, 'x', n);
+		v[n] = '\0';
+		ec2_form_init(&f, EC2_DELETE_ENI);
+		ec2_form_add(&f, "k", v);
+		if (head + n <= 65536 - 3) {
+			assert_false(f.failed);
+			assert_int_equal(f.len, head + n);
+			assert_int_equal(strlen(f.buf), head + n);
+		} else {
+			assert_true(f.failed);
+			assert_true(f.len < f.cap);
+		}
+		ec2_form_free(&f);
+	}
+	/* encoded: the last %XX may end at the last byte before the NUL */
+	n = (65536 - 1 - head) / 3;
+	memset(v, ' ', n);
+	v[n] = '\0';
+	ec2_form_init(&f, EC2_DELETE_ENI);
+	ec2_form_add(&f, "k", v);
+	assert_false(f.failed);
+	assert_int_equal(f.len, head + 3 * n);
+	ec2_form_free(&f);
+	free(v);
+}
+
+/* Field checks at the edges of their sizes and character sets. */
+static void
+test_check_edges(void **state)
+{
+	char id[MSG_ID_LEN + 8], code[MSG_CODE_LEN + 1], tag[MSG_TAG_VAL_LEN + 1];
+	uint32_t v;
+	int c;
+
+	(void)state;
+	/* an id: its prefix, then 1..40 letters and digits */
+	memset(id, 0, sizeof(id));
+	strcpy(id, "eni-");
+	memset(id + 4, 'f', 40);
+	assert_true(ec2_id_ok(id, "eni-"));
+	id[44] = 'f';
+	assert_false(ec2_id_ok(id, "eni-"));
+	memset(id, 0, sizeof(id));
+	strcpy(id, "eni-attach-");
+	memset(id + 11, '0', 40);
+	assert_true(ec2_id_ok(id, "eni-attach-"));
+	assert_true(ec2_id_ok("i-0", "i-"));
+	for (c = 1; c < 256; c++) {
+		char one[8] = "sg-";
+
+		one[3] = (char)c;
+		assert_int_equal(ec2_id_ok(one, "sg-"),
+		    (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+		    (c >= 'A' && c <= 'Z'));
+	}
+	/* names: [a-z0-9.-], shorter than max */
+	assert_true(ec2_name_ok("a", 2));
+	assert_false(ec2_name_ok("ab", 2));
+	assert_false(ec2_name_ok("", 64));
+	assert_true(ec2_name_ok("m5.x-1", 64));
+	assert_false(ec2_name_ok("m5_x", 64));
+	/* codes: up to MSG_CODE_LEN - 1 */
+	memset(code, 'A', sizeof(code));
+	code[MSG_CODE_LEN - 1] = '\0';
+	assert_true(ec2_code_ok(code));
+	code[MSG_CODE_LEN - 1] = 'A';
+	code[MSG_CODE_LEN] = '\0';
+	assert_false(ec2_code_ok(code));
+	assert_false(ec2_code_ok(""));
+	assert_false(ec2_code_ok("A-B"));
+	/* request ids: may be absent, shorter than MSG_ID_LEN */
+	assert_true(ec2_request_id_ok(""));
+	memset(id, 'a', sizeof(id));
+	id[MSG_ID_LEN - 1] = '\0';
+	assert_true(ec2_request_id_ok(id));
+	id[MSG_ID_LEN - 1] = 'a';
+	id[MSG_ID_LEN] = '\0';
+	assert_false(ec2_request_id_ok(id));
+	/* tag text: no C0 control, no DEL; shorter than max */
+	for (c = 1; c < 256; c++) {
+		char one[2] = { (char)c, '\0' };
+
+		assert_int_equal(ec2_tag_text_ok(one, 8),
+		    c >= 0x20 && c != 0x7f);
+	}
+	memset(tag, 'v', sizeof(tag));
+	tag[MSG_TAG_VAL_LEN - 1] = '\0';
+	assert_true(ec2_tag_text_ok(tag, MSG_TAG_VAL_LEN));
+	tag[MSG_TAG_VAL_LEN - 1] = 'v';
+	tag[MSG_TAG_VAL_LEN] = '\0';
+	assert_false(ec2_tag_text_ok(tag, MSG_TAG_VAL_LEN));
+	/* decimal: at most 10 digits, at most max */
+	assert_int_equal(ec2_uint("4294967295", UINT32_MAX, &v), 0);
+	assert_int_equal(v, UINT32_MAX);
+	assert_int_equal(ec2_uint("4294967296", UINT32_MAX, &v), -1);
+	assert_int_equal(ec2_uint("00000000001", UINT32_MAX, &v), -1);
+	assert_int_equal(ec2_uint("0000000001", UINT32_MAX, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(ec2_uint("1024", 1024, &v), 0);
+	assert_int_equal(ec2_uint("1025", 1024, &v), -1);
+	assert_int_equal(ec2_uint("0", 0, &v), 0);
+	assert_int_equal(ec2_uint("", 10, &v), -1);
+	assert_int_equal(ec2_uint("-1", 10, &v), -1);
+	assert_int_equal(ec2_uint("1 ", 10, &v), -1);
+	/* sanitize: printable ASCII stays, the rest is '?' */
+	for (c = 1; c < 256; c++) {
+		char one[2] = { (char)c, '\0' };
+
+		ec2_sanitize(one);
+		assert_int_equal((unsigned char)one[0],
+		    c >= 0x20 && c <= 0x7e ? c : '?');
+	}
+}
+
+/* Each request's ranges at both edges. */
+static void
+test_request_edges(void **state)
+{
+	struct msg_cloud_create_eni m;
+	struct msg_cloud_attach at;
+	struct msg_cloud_ips ip;
+	struct ec2_form f;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	strcpy(m.subnet_id, "subnet-1");
+	m.nsgs = 1;
+	strcpy(m.sgs[0], "sg-1");
+	strcpy(m.client_token, "t");
+	m.nsecondary = 49;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "&SecondaryPrivateIpAddressCount=49&"));
+	ec2_form_free(&f);
+	m.nsecondary = 50;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_string_equal(err, "create-eni: 50 secondary addresses (at most "
+	    "49)");
+	m.nsecondary = 0;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	assert_null(strstr(f.buf, "SecondaryPrivateIpAddressCount"));
+	ec2_form_free(&f);
+	m.nsgs = 0;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_string_equal(err, "create-eni: no security group");
+	m.nsgs = 1;
+	/* client token: printable ASCII, up to MSG_TOKEN_LEN - 1 */
+	memset(m.client_token, '~', MSG_TOKEN_LEN - 1);
+	m.client_token[MSG_TOKEN_LEN - 1] = '\0';
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	ec2_form_free(&f);
+	m.client_token[0] = 0x7f;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	m.client_token[0] = (char)0x80;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_string_equal(err, "create-eni: client token not ASCII");
+	strcpy(m.client_token, "t");
+	/* tags: "aws:" is the cloud's, "aws" alone is not */
+	m.ntags = 1;
+	strcpy(m.tags[0].key, "aws");
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	ec2_form_free(&f);
+	strcpy(m.tags[0].key, "aws:x");
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_string_equal(err, "tag key \"aws:x\" is reserved by the cloud");
+	strcpy(m.tags[0].key, "k\x1f");
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	m.tags[0].key[0] = '\0';
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+
+	/* attach: device index 1..100 */
+	memset(&at, 0, sizeof(at));
+	strcpy(at.eni_id, "eni-1");
+	for (i = 0; i <= 101; i += (i == 1 ? 99 : 1)) {
+		at.device_index = (uint32_t)i;
+		if (i >= 1 && i <= 100) {
+			assert_int_equal(ec2_req_attach(&f, &at, "i-1", err,
+			    sizeof(err)), 0);
+			ec2_form_free(&f);
+		} else {
+			assert_int_equal(ec2_req_attach(&f, &at, "i-1", err,
+			    sizeof(err)), -1);
+		}
+	}
+
+	/* assign by count: 1..49; addresses: not 0, not the broadcast */
+	memset(&ip, 0, sizeof(ip));
+	strcpy(ip.eni_id, "eni-1");
+	ip.count = 49;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
+	ec2_form_free(&f);
+	ip.count = 50;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "assign-ips: count 50 out of 1-49");
+	ip.naddrs = 1;
+	ip.addrs[0] = 0;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	ip.addrs[0] = 0xffffffffu;
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	ip.addrs[0] = htonl(0xfffffffe);
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "PrivateIpAddress.1=255.255.255.254"));
+	ec2_form_free(&f);
+}
+
+/* The status edge between a client error and a transient one. */
+static void
+test_classify_edges(void **state)
+{
+	enum ec2_retry r;
+
+	(void)state;
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 499, "Odd", "", &r),
+	    CO_FATAL);
+	assert_int_equal(r, EC2_RETRY_NO);
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 500, "Odd", "", &r),
+	    CO_TRANSIENT);
+	assert_int_equal(r, EC2_RETRY_IDEMPOTENT);
+	/* ".NotFound" must end the code */
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 400, "X.NotFoundY", "",
+	    &r), CO_FATAL);
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 400, ".NotFound", "",
+	    &r), CO_NOT_FOUND);
+}
+
 int
 main(void)
 {
@@ -268,6 +558,11 @@ main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_checks),
 		cmocka_unit_test(test_creds),
+		cmocka_unit_test(test_form_every_byte),
+		cmocka_unit_test(test_form_cap),
+		cmocka_unit_test(test_check_edges),
+		cmocka_unit_test(test_request_edges),
+		cmocka_unit_test(test_classify_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -464,6 +464,470 @@ test_tags_over_limit_keep_enid(void **state)
 	assert_true(found);
 }
 
+/* ---- boundaries: every field cap and every count cap ---- */
+
+/* A document: the root, then the elements of path nested, holding text. */
+static char *
+nested_doc(const char *root, const char *path, const char *text)
+{
+	size_t cap = strlen(root) * 2 + strlen(path) * 3 + strlen(text) + 64;
+	char *doc = malloc(cap), *p = doc;
+	const char *seg, *slash;
+
+	assert_non_null(doc);
+	p += sprintf(p, "<%s>", root);
+	for (seg = path; (slash = strchr(seg, '/')) != NULL; seg = slash + 1)
+		p += sprintf(p, "<%.*s>", (int)(slash - seg), seg);
+	p += sprintf(p, "<%s>%s</%s>", seg, text, seg);
+	for (;;) {
+		const char *end = seg - 1;
+
+		if (seg == path)
+			break;
+		for (seg = end; seg > path && seg[-1] != '/'; seg--)
+			;
+		p += sprintf(p, "</%.*s>", (int)(end - seg), seg);
+	}
+	sprintf(p, "</%s>", root);
+	return doc;
+}
+
+#define GETTER(name, expr) \
+	static const char *name(const struct ec2_answer *a) { return (expr); }
+
+GETTER(g_request_id, a->request_id)
+GETTER(g_next_token, a->next_token)
+GETTER(g_e_id, a->list.enis[0].id)
+GETTER(g_e_subnet, a->list.enis[0].subnet_id)
+GETTER(g_e_vpc, a->list.enis[0].vpc_id)
+GETTER(g_e_az, a->list.enis[0].az)
+GETTER(g_e_mac, a->list.enis[0].mac)
+GETTER(g_e_ip, a->list.enis[0].private_ip)
+GETTER(g_e_status, a->list.enis[0].status)
+GETTER(g_e_att_id, a->list.enis[0].attachment_id)
+GETTER(g_e_att_inst, a->list.enis[0].attach_instance)
+GETTER(g_e_att_status, a->list.enis[0].attach_status)
+GETTER(g_e_att_dev, a->list.enis[0].device_index)
+GETTER(g_e_att_dot, a->list.enis[0].dot)
+GETTER(g_e_addr, a->list.enis[0].addrs[0])
+GETTER(g_e_group, a->list.enis[0].groups[0])
+GETTER(g_e_tag_key, a->list.enis[0].tags[0].key)
+GETTER(g_e_tag_val, a->list.enis[0].tags[0].value)
+GETTER(g_c_id, a->eni.id)
+GETTER(g_c_mac, a->eni.mac)
+GETTER(g_c_tag_val, a->eni.tags[0].value)
+GETTER(g_i_id, a->list.instances[0].id)
+GETTER(g_i_type, a->list.instances[0].type)
+GETTER(g_i_az, a->list.instances[0].az)
+GETTER(g_i_subnet, a->list.instances[0].subnet_id)
+GETTER(g_i_vpc, a->list.instances[0].vpc_id)
+GETTER(g_i_ip, a->list.instances[0].private_ip)
+GETTER(g_i_eni_id, a->list.instances[0].enis[0].id)
+GETTER(g_i_eni_dev, a->list.instances[0].enis[0].device_index)
+GETTER(g_t_name, a->list.types[0].name)
+GETTER(g_t_enis, a->list.types[0].max_enis)
+GETTER(g_t_ips, a->list.types[0].ipv4_per_eni)
+GETTER(g_s_id, a->list.subnets[0].id)
+GETTER(g_s_az, a->list.subnets[0].az)
+GETTER(g_s_vpc, a->list.subnets[0].vpc_id)
+GETTER(g_s_cidr, a->list.subnets[0].cidr)
+GETTER(g_s_avail, a->list.subnets[0].available)
+GETTER(g_attach_id, a->attachment_id)
+GETTER(g_assign_addr, a->addrs[0])
+
+struct xml_field {
+	enum ec2_action	 action;
+	const char	*path;		/* below the root */
+	size_t		 size;		/* of the field, its NUL included */
+	const char	*(*get)(const struct ec2_answer *);
+};
+
+#define ENI_ITEM	"networkInterfaceSet/item/"
+#define INST_ITEM	"reservationSet/item/instancesSet/item/"
+
+static const struct xml_field xml_fields[] = {
+	{ EC2_DELETE_ENI, "requestId", MSG_ID_LEN, g_request_id },
+	{ EC2_DESCRIBE_ENIS, "nextToken", EC2_TOKEN_LEN, g_next_token },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "networkInterfaceId", MSG_ID_LEN,
+	  g_e_id },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "subnetId", MSG_ID_LEN, g_e_subnet },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "vpcId", MSG_ID_LEN, g_e_vpc },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "availabilityZone", MSG_ID_LEN, g_e_az },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "macAddress", EC2_MAC_LEN, g_e_mac },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "privateIpAddress", EC2_IP_LEN, g_e_ip },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "status", EC2_STATUS_LEN, g_e_status },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "attachment/attachmentId", MSG_ID_LEN,
+	  g_e_att_id },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "attachment/instanceId", MSG_ID_LEN,
+	  g_e_att_inst },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "attachment/status", EC2_STATUS_LEN,
+	  g_e_att_status },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "attachment/deviceIndex", 16,
+	  g_e_att_dev },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "attachment/deleteOnTermination", 8,
+	  g_e_att_dot },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM
+	  "privateIpAddressesSet/item/privateIpAddress", EC2_IP_LEN,
+	  g_e_addr },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "groupSet/item/groupId", MSG_ID_LEN,
+	  g_e_group },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "tagSet/item/key", MSG_TAG_KEY_LEN,
+	  g_e_tag_key },
+	{ EC2_DESCRIBE_ENIS, ENI_ITEM "tagSet/item/value", MSG_TAG_VAL_LEN,
+	  g_e_tag_val },
+	{ EC2_CREATE_ENI, "networkInterface/networkInterfaceId", MSG_ID_LEN,
+	  g_c_id },
+	{ EC2_CREATE_ENI, "networkInterface/macAddress", EC2_MAC_LEN,
+	  g_c_mac },
+	{ EC2_CREATE_ENI, "networkInterface/tagSet/item/value",
+	  MSG_TAG_VAL_LEN, g_c_tag_val },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "instanceId", MSG_ID_LEN, g_i_id },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "instanceType", MSG_ID_LEN,
+	  g_i_type },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "placement/availabilityZone",
+	  MSG_ID_LEN, g_i_az },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "subnetId", MSG_ID_LEN,
+	  g_i_subnet },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "vpcId", MSG_ID_LEN, g_i_vpc },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM "privateIpAddress", EC2_IP_LEN,
+	  g_i_ip },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM
+	  "networkInterfaceSet/item/networkInterfaceId", MSG_ID_LEN,
+	  g_i_eni_id },
+	{ EC2_DESCRIBE_INSTANCES, INST_ITEM
+	  "networkInterfaceSet/item/attachment/deviceIndex", 16,
+	  g_i_eni_dev },
+	{ EC2_DESCRIBE_INSTANCE_TYPES, "instanceTypeSet/item/instanceType",
+	  MSG_ID_LEN, g_t_name },
+	{ EC2_DESCRIBE_INSTANCE_TYPES,
+	  "instanceTypeSet/item/networkInfo/maximumNetworkInterfaces", 16,
+	  g_t_enis },
+	{ EC2_DESCRIBE_INSTANCE_TYPES,
+	  "instanceTypeSet/item/networkInfo/ipv4AddressesPerInterface", 16,
+	  g_t_ips },
+	{ EC2_DESCRIBE_SUBNETS, "subnetSet/item/subnetId", MSG_ID_LEN,
+	  g_s_id },
+	{ EC2_DESCRIBE_SUBNETS, "subnetSet/item/availabilityZone", MSG_ID_LEN,
+	  g_s_az },
+	{ EC2_DESCRIBE_SUBNETS, "subnetSet/item/vpcId", MSG_ID_LEN, g_s_vpc },
+	{ EC2_DESCRIBE_SUBNETS, "subnetSet/item/cidrBlock", EC2_CIDR_LEN,
+	  g_s_cidr },
+	{ EC2_DESCRIBE_SUBNETS, "subnetSet/item/availableIpAddressCount", 16,
+	  g_s_avail },
+	{ EC2_ATTACH_ENI, "attachmentId", MSG_ID_LEN, g_attach_id },
+	{ EC2_ASSIGN_IPS, "assignedPrivateIpAddressesSet/item/"
+	  "privateIpAddress", EC2_IP_LEN, g_assign_addr },
+};
+
+static char *
+filler(size_t n)
+{
+	char *v = malloc(n + 1);
+	size_t i;
+
+	assert_non_null(v);
+	for (i = 0; i < n; i++)
+		v[i] = (char)('a' + i % 26);
+	v[n] = '\0';
+	return v;
+}
+
+static void
+doc_root(enum ec2_action act, char *root, size_t len)
+{
+	snprintf(root, len, "%sResponse", ec2_action_name(act));
+}
+
+/* Each field: size - 1 bytes are kept whole; size bytes (no room for the
+ * NUL) refuse the answer, naming the element. */
+static void
+test_field_caps(void **state)
+{
+	struct ec2_answer a;
+	char err[256], root[64], want[256];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(xml_fields) / sizeof(xml_fields[0]); i++) {
+		const struct xml_field *f = &xml_fields[i];
+
+		doc_root(f->action, root, sizeof(root));
+		for (n = f->size - 2; n <= f->size + 1; n++) {
+			char *v = filler(n), *doc = nested_doc(root, f->path, v);
+			int rc = parse(f->action, doc, &a, err);
+
+			if (n < f->size) {
+				if (rc != 0)
+					fail_msg("<%s> of %zu bytes refused: %s",
+					    f->path, n, err);
+				assert_string_equal(f->get(&a), v);
+				ec2_answer_free(&a);
+			} else {
+				if (rc == 0)
+					fail_msg("<%s> of %zu bytes (field of "
+					    "%zu) accepted", f->path, n,
+					    f->size);
+				snprintf(want, sizeof(want), "value of <%s> "
+				    "too long", f->path);
+				assert_string_equal(err, want);
+				assert_null(a.list.any);
+			}
+			free(doc);
+			free(v);
+		}
+	}
+}
+
+/* Text longer than the parser keeps at all, and the error shape's free
+ * text, which is cut to its field rather than refused. */
+static void
+test_text_caps(void **state)
+{
+	struct ec2_answer a;
+	char err[256], *v, *doc;
+
+	(void)state;
+	v = filler(EC2_TEXT_MAX + 1);
+	doc = nested_doc("DescribeNetworkInterfacesResponse",
+	    ENI_ITEM "macAddress", v);
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), -1);
+	assert_non_null(strstr(err, "too long"));
+	free(doc);
+	/* unknown elements may be longer than that: they are skipped */
+	doc = nested_doc("DescribeNetworkInterfacesResponse",
+	    ENI_ITEM "description", v);
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), 0);
+	ec2_answer_free(&a);
+	free(doc);
+	free(v);
+
+	v = filler(MSG_CODE_LEN - 1);
+	doc = nested_doc("Response", "Errors/Error/Code", v);
+	assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err), 0);
+	assert_string_equal(a.code, v);
+	free(doc);
+	free(v);
+	v = filler(MSG_CODE_LEN);
+	doc = nested_doc("Response", "Errors/Error/Code", v);
+	assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err), 0);
+	assert_int_equal(strlen(a.code), MSG_CODE_LEN - 1);
+	assert_memory_equal(a.code, v, MSG_CODE_LEN - 1);
+	free(doc);
+	free(v);
+	v = filler(MSG_ID_LEN);
+	doc = nested_doc("ErrorResponse", "RequestId", v);
+	assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err), -1);
+	assert_string_equal(err, "error answer without an error code");
+	free(doc);
+	free(v);
+}
+
+/* A document with n copies of an element inside a wrapper path. */
+static char *
+repeated_doc(const char *root, const char *wrap_open, const char *elem,
+    int n, const char *wrap_close)
+{
+	size_t cap = strlen(root) * 2 + strlen(wrap_open) + strlen(wrap_close) +
+	    strlen(elem) * (size_t)n + 64;
+	char *doc = malloc(cap), *p = doc;
+	int i;
+
+	assert_non_null(doc);
+	p += sprintf(p, "<%s>%s", root, wrap_open);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%s", elem);
+	sprintf(p, "%s</%s>", wrap_close, root);
+	return doc;
+}
+
+struct count_cap {
+	enum ec2_action	 action;
+	const char	*wrap_open, *elem, *wrap_close;
+	int		 max;
+	const char	*err;
+	uint32_t	(*count)(const struct ec2_answer *);
+};
+
+static uint32_t c_items(const struct ec2_answer *a) { return a->nitems; }
+static uint32_t c_eni_addrs(const struct ec2_answer *a)
+{ return a->list.enis[0].naddrs; }
+static uint32_t c_eni_groups(const struct ec2_answer *a)
+{ return a->list.enis[0].ngroups; }
+static uint32_t c_create_addrs(const struct ec2_answer *a)
+{ return a->eni.naddrs; }
+static uint32_t c_inst_enis(const struct ec2_answer *a)
+{ return a->list.instances[0].nenis; }
+static uint32_t c_inst_eni_addrs(const struct ec2_answer *a)
+{ return a->list.instances[0].enis[0].naddrs; }
+static uint32_t c_assigned(const struct ec2_answer *a) { return a->naddrs; }
+
+static const struct count_cap count_caps[] = {
+	{ EC2_DESCRIBE_ENIS, "<networkInterfaceSet>", "<item/>",
+	  "</networkInterfaceSet>", EC2_MAX_ITEMS,
+	  "more than 1000 entries at <networkInterfaceSet/item>", c_items },
+	{ EC2_DESCRIBE_SUBNETS, "<subnetSet>", "<item/>", "</subnetSet>",
+	  EC2_MAX_ITEMS, "more than 1000 entries at <subnetSet/item>",
+	  c_items },
+	{ EC2_DESCRIBE_INSTANCE_TYPES, "<instanceTypeSet>", "<item/>",
+	  "</instanceTypeSet>", EC2_MAX_ITEMS,
+	  "more than 1000 entries at <instanceTypeSet/item>", c_items },
+	{ EC2_DESCRIBE_INSTANCES, "<reservationSet><item><instancesSet>",
+	  "<item/>", "</instancesSet></item></reservationSet>",
+	  EC2_MAX_INSTANCES, "more than 8 entries at "
+	  "<reservationSet/item/instancesSet/item>", c_items },
+	{ EC2_DESCRIBE_INSTANCES, "<reservationSet><item><instancesSet><item>"
+	  "<networkInterfaceSet>", "<item/>", "</networkInterfaceSet></item>"
+	  "</instancesSet></item></reservationSet>", EC2_MAX_INSTANCE_ENIS,
+	  "too many interfaces at <reservationSet/item/instancesSet/item/"
+	  "networkInterfaceSet/item>", c_inst_enis },
+	{ EC2_DESCRIBE_INSTANCES, "<reservationSet><item><instancesSet><item>"
+	  "<networkInterfaceSet><item><privateIpAddressesSet>", "<item/>",
+	  "</privateIpAddressesSet></item></networkInterfaceSet></item>"
+	  "</instancesSet></item></reservationSet>", MSG_MAX_ENI_ADDRS,
+	  "more than 64 addresses at <reservationSet/item/instancesSet/item/"
+	  "networkInterfaceSet/item/privateIpAddressesSet/item>",
+	  c_inst_eni_addrs },
+	{ EC2_DESCRIBE_ENIS, "<networkInterfaceSet><item>"
+	  "<privateIpAddressesSet>", "<item/>", "</privateIpAddressesSet>"
+	  "</item></networkInterfaceSet>", MSG_MAX_ENI_ADDRS,
+	  "more than 64 addresses at <networkInterfaceSet/item/"
+	  "privateIpAddressesSet/item>", c_eni_addrs },
+	{ EC2_DESCRIBE_ENIS, "<networkInterfaceSet><item><groupSet>",
+	  "<item/>", "</groupSet></item></networkInterfaceSet>", MSG_MAX_SGS,
+	  "more than 8 security groups at <networkInterfaceSet/item/groupSet/"
+	  "item>", c_eni_groups },
+	{ EC2_CREATE_ENI, "<networkInterface><privateIpAddressesSet>",
+	  "<item/>", "</privateIpAddressesSet></networkInterface>",
+	  MSG_MAX_ENI_ADDRS, "more than 64 addresses at <networkInterface/"
+	  "privateIpAddressesSet/item>", c_create_addrs },
+	{ EC2_ASSIGN_IPS, "<assignedPrivateIpAddressesSet>", "<item/>",
+	  "</assignedPrivateIpAddressesSet>", MSG_MAX_ENI_ADDRS,
+	  "more than 64 addresses at <assignedPrivateIpAddressesSet/item>",
+	  c_assigned },
+};
+
+/* Every count cap: max entries are kept, max + 1 refuse the answer. */
+static void
+test_count_caps(void **state)
+{
+	struct ec2_answer a;
+	char err[256], root[64];
+	size_t i;
+	int n;
+
+	(void)state;
+	for (i = 0; i < sizeof(count_caps) / sizeof(count_caps[0]); i++) {
+		const struct count_cap *c = &count_caps[i];
+
+		doc_root(c->action, root, sizeof(root));
+		for (n = c->max - 1; n <= c->max + 1; n++) {
+			char *doc = repeated_doc(root, c->wrap_open, c->elem, n,
+			    c->wrap_close);
+			int rc = parse(c->action, doc, &a, err);
+
+			if (n <= c->max) {
+				if (rc != 0)
+					fail_msg("%d at %s refused: %s", n,
+					    c->wrap_open, err);
+				assert_int_equal(c->count(&a), n);
+				ec2_answer_free(&a);
+			} else {
+				if (rc == 0)
+					fail_msg("%d at %s accepted", n,
+					    c->wrap_open);
+				assert_string_equal(err, c->err);
+				assert_null(a.list.any);
+			}
+			free(doc);
+		}
+	}
+}
+
+/* Tags over MSG_MAX_TAGS are dropped and counted, at the edge too. */
+static void
+test_tag_count_edge(void **state)
+{
+	static const int counts[] = { MSG_MAX_TAGS, MSG_MAX_TAGS + 1 };
+	struct ec2_answer a;
+	char err[256], *doc;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		doc = repeated_doc("CreateNetworkInterfaceResponse",
+		    "<networkInterface><tagSet>",
+		    "<item><key>k</key><value>v</value></item>", counts[i],
+		    "</tagSet></networkInterface>");
+		assert_int_equal(parse(EC2_CREATE_ENI, doc, &a, err), 0);
+		assert_int_equal(a.eni.ntags, MSG_MAX_TAGS);
+		assert_int_equal(a.eni.tags_dropped, counts[i] - MSG_MAX_TAGS);
+		free(doc);
+	}
+}
+
+/* Nesting depth, element path length and body size at their caps. */
+static void
+test_structure_caps(void **state)
+{
+	struct ec2_answer a;
+	char err[256], *doc, *name, *p;
+	size_t n;
+	int depth, i;
+
+	(void)state;
+	/* the root is level 1: 31 more levels fit, a 33rd does not */
+	for (depth = EC2_MAX_DEPTH; depth <= EC2_MAX_DEPTH + 1; depth++) {
+		doc = malloc((size_t)depth * 8 + 128);
+		p = doc + sprintf(doc, "<DeleteNetworkInterfaceResponse>");
+		for (i = 1; i < depth; i++)
+			p += sprintf(p, "<a>");
+		for (i = 1; i < depth; i++)
+			p += sprintf(p, "</a>");
+		sprintf(p, "</DeleteNetworkInterfaceResponse>");
+		if (depth == EC2_MAX_DEPTH) {
+			assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err),
+			    0);
+		} else {
+			assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err),
+			    -1);
+			assert_string_equal(err, "XML nested deeper than 32 "
+			    "levels");
+		}
+		free(doc);
+	}
+	/* the path below the root ("a/" + name) has 511 bytes and a NUL */
+	for (n = 509; n <= 510; n++) {
+		name = filler(n);
+		doc = malloc(2 * n + 128);
+		sprintf(doc, "<DeleteNetworkInterfaceResponse><a><%s/></a>"
+		    "</DeleteNetworkInterfaceResponse>", name);
+		if (n == 509) {
+			assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err),
+			    0);
+		} else {
+			assert_int_equal(parse(EC2_DELETE_ENI, doc, &a, err),
+			    -1);
+			assert_non_null(strstr(err, "element path too long"));
+		}
+		free(doc);
+		free(name);
+	}
+	/* a body of exactly EC2_MAX_BODY bytes is read */
+	doc = malloc(EC2_MAX_BODY + 1);
+	memset(doc, ' ', EC2_MAX_BODY + 1);
+	n = (size_t)sprintf(doc, "<DeleteNetworkInterfaceResponse><return>true"
+	    "</return></DeleteNetworkInterfaceResponse>");
+	doc[n] = ' ';
+	assert_int_equal(ec2_parse(EC2_DELETE_ENI, doc, EC2_MAX_BODY, &a, err,
+	    sizeof(err)), 0);
+	assert_true(a.return_true);
+	assert_int_equal(ec2_parse(EC2_DELETE_ENI, doc, EC2_MAX_BODY + 1, &a,
+	    err, sizeof(err)), -1);
+	assert_string_equal(err, "answer of 1048577 bytes is over the "
+	    "1048576-byte cap");
+	free(doc);
+}
+
 int
 main(void)
 {
@@ -478,6 +942,11 @@ main(void)
 		cmocka_unit_test(test_instances_capped),
 		cmocka_unit_test(test_unknown_elements_skipped),
 		cmocka_unit_test(test_tags_over_limit_keep_enid),
+		cmocka_unit_test(test_field_caps),
+		cmocka_unit_test(test_text_caps),
+		cmocka_unit_test(test_count_caps),
+		cmocka_unit_test(test_tag_count_edge),
+		cmocka_unit_test(test_structure_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,8 +87,36 @@ static const struct bad bad_cases[] = {
 	  "routing.table_base: 250 out of range 1..188" },
 	{ "{\"routing\": {\"rule_priority_to\": 2000, "
 	  "\"rule_priority_from\": 1000}}",
-	  "routing.rule_priority_to: must be below rule_priority_from (1000), "
-	  "so that traffic to pods is matched first" },
+	  "routing.rule_priority_to: 2000 must be below "
+	  "routing.rule_priority_from (1000), so that traffic to pods is "
+	  "matched first" },
+	{ "{\"routing\": {\"rule_priority_to\": 1000, "
+	  "\"rule_priority_from\": 1000}}",
+	  "routing.rule_priority_to: 1000 must be below "
+	  "routing.rule_priority_from (1000), so that traffic to pods is "
+	  "matched first" },
+	{ "{\"routing\": {\"rule_priority_to\": 1537}}",
+	  "routing.rule_priority_to: 1537 must be below "
+	  "routing.rule_priority_from (1536), so that traffic to pods is "
+	  "matched first" },
+	{ "{\"pool\": {\"minimum_ip_target\": 30, \"max_pods\": 29}}",
+	  "pool.minimum_ip_target: above max_pods (29)" },
+	{ "{\"cloud\": {\"session_token\": \"t\"}}",
+	  "cloud.session_token: given without access_key_id" },
+	{ "{\"cloud\": {\"secret_access_key\": \"s\"}}",
+	  "cloud.access_key_id: access_key_id and secret_access_key must be "
+	  "given together" },
+	{ "{\"subnets\": [{\"id\": \"subnet-\"}]}",
+	  "subnets[0].id: \"subnet-\" is not a subnet id" },
+	{ "{\"subnets\": [{\"id\": \"subnet-0a/b\"}]}",
+	  "subnets[0].id: \"subnet-0a/b\" is not a subnet id" },
+	{ "{\"subnets\": [{\"id\": \"subnet-1\", \"security_groups\": "
+	  "[\"sg-\"]}]}",
+	  "subnets[0].security_groups[0]: \"sg-\" is not a security group id" },
+	{ "{\"state_dir\": \"/var/../etc\"}",
+	  "state_dir: must be an absolute path" },
+	{ "{\"state_dir\": \"/var/..\"}",
+	  "state_dir: must be an absolute path" },
 	{ "{\"leak_gc\": {\"enabled\": 1}}",
 	  "leak_gc.enabled: expected true or false, got int" },
 	{ "{\"reconcile_interval_s\": 1}",
@@ -212,6 +240,367 @@ test_load_file_errors(void **state)
 	unlink(path);
 }
 
+/*
+ * Text of a config that sets one key, given by its dotted path, to value;
+ * sibling (or NULL) is more members for the innermost object.
+ */
+static char *
+config_with(const char *path, const char *value, const char *sibling)
+{
+	size_t cap = strlen(path) * 4 + strlen(value) +
+	    (sibling ? strlen(sibling) : 0) + 64;
+	char *text = malloc(cap), *p = text;
+	const char *seg = path, *dot;
+	int depth = 0;
+
+	assert_non_null(text);
+	p += sprintf(p, "{");
+	while ((dot = strchr(seg, '.')) != NULL) {
+		p += sprintf(p, "\"%.*s\": {", (int)(dot - seg), seg);
+		seg = dot + 1;
+		depth++;
+	}
+	p += sprintf(p, "\"%s\": %s", seg, value);
+	if (sibling != NULL)
+		p += sprintf(p, ", %s", sibling);
+	while (depth-- >= 0)
+		p += sprintf(p, "}");
+	return text;
+}
+
+/* Every integer key, with the range enid.conf(5) gives it. */
+struct u32_key {
+	const char	*path;
+	size_t		 off;
+	uint32_t	 min, max;
+	const char	*sibling;	/* NULL, or what makes min and max valid */
+	const char	*err_at_min;	/* NULL: min is accepted */
+	const char	*err_at_max;	/* NULL: max is accepted */
+};
+
+#define CFG_OFF(f)	offsetof(struct enid_config, f)
+
+static const struct u32_key u32_keys[] = {
+	{ "cloud.timeout_ms", CFG_OFF(cloud.timeout_ms), 100, 600000,
+	  NULL, NULL, NULL },
+	{ "cloud.rate.mutating.capacity",
+	  CFG_OFF(cloud.rate_mutating.capacity), 1, 10000, NULL, NULL, NULL },
+	{ "cloud.rate.mutating.refill_per_s",
+	  CFG_OFF(cloud.rate_mutating.refill_per_s), 1, 10000,
+	  NULL, NULL, NULL },
+	{ "cloud.rate.describe.capacity",
+	  CFG_OFF(cloud.rate_describe.capacity), 1, 10000, NULL, NULL, NULL },
+	{ "cloud.rate.describe.refill_per_s",
+	  CFG_OFF(cloud.rate_describe.refill_per_s), 1, 10000,
+	  NULL, NULL, NULL },
+	{ "pool.warm_ip_target", CFG_OFF(pool.warm_ip_target), 0, 1000,
+	  NULL, NULL, NULL },
+	{ "pool.minimum_ip_target", CFG_OFF(pool.minimum_ip_target), 0, 1000,
+	  NULL, NULL, NULL },
+	{ "pool.warm_eni_target", CFG_OFF(pool.warm_eni_target), 0, 64,
+	  NULL, NULL, NULL },
+	{ "pool.max_pods", CFG_OFF(pool.max_pods), 0, 10000,
+	  NULL, NULL, NULL },
+	{ "pool.max_enis", CFG_OFF(pool.max_enis), 0, 64, NULL, NULL, NULL },
+	{ "pool.ip_cooldown_s", CFG_OFF(pool.ip_cooldown_s), 0, 3600,
+	  NULL, NULL, NULL },
+	{ "pool.add_timeout_s", CFG_OFF(pool.add_timeout_s), 1, 600,
+	  NULL, NULL, NULL },
+	{ "routing.table_base", CFG_OFF(routing.table_base), 1, 188,
+	  NULL, NULL, NULL },
+	/* the two priorities are also ordered: to < from */
+	{ "routing.rule_priority_to", CFG_OFF(routing.rule_priority_to),
+	  1, 32765, "\"rule_priority_from\": 32765", NULL,
+	  "routing.rule_priority_to: 32765 must be below "
+	  "routing.rule_priority_from (32765), so that traffic to pods is "
+	  "matched first" },
+	{ "routing.rule_priority_from", CFG_OFF(routing.rule_priority_from),
+	  1, 32765, "\"rule_priority_to\": 1",
+	  "routing.rule_priority_to: 1 must be below "
+	  "routing.rule_priority_from (1), so that traffic to pods is "
+	  "matched first", NULL },
+	{ "reconcile_interval_s", CFG_OFF(reconcile_interval_s), 5, 86400,
+	  NULL, NULL, NULL },
+	{ "leak_gc.grace_s", CFG_OFF(leak_gc.grace_s), 0, 30 * 86400,
+	  NULL, NULL, NULL },
+};
+
+static void
+expect_u32(const struct u32_key *k, long long v, const char *want_err)
+{
+	char num[32], wanted[256];
+	const char *err;
+	char *text;
+
+	snprintf(num, sizeof(num), "%lld", v);
+	text = config_with(k->path, num, k->sibling);
+	err = parse_err(text);
+	if (want_err == NULL) {
+		if (err != NULL)
+			fail_msg("%s refused: %s", text, err);
+		assert_int_equal(*(uint32_t *)(void *)((char *)&cfg + k->off),
+		    v);
+	} else {
+		if (strcmp(want_err, "range") == 0) {
+			snprintf(wanted, sizeof(wanted), "%s: %lld out of "
+			    "range %u..%u", k->path, v, k->min, k->max);
+			want_err = wanted;
+		}
+		if (err == NULL)
+			fail_msg("accepted: %s", text);
+		if (strcmp(err, want_err) != 0)
+			fail_msg("for %s\n  got:    %s\n  wanted: %s", text,
+			    err, want_err);
+	}
+	free(text);
+}
+
+/* Each integer key at min - 1, min, max, max + 1, and past 32 bits. */
+static void
+test_u32_bounds(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(u32_keys) / sizeof(u32_keys[0]); i++) {
+		const struct u32_key *k = &u32_keys[i];
+
+		expect_u32(k, (long long)k->min - 1, "range");
+		expect_u32(k, k->min, k->err_at_min);
+		if (k->min + 1 <= k->max)
+			expect_u32(k, (long long)k->min + 1, NULL);
+		expect_u32(k, (long long)k->max - 1, NULL);
+		expect_u32(k, k->max, k->err_at_max);
+		expect_u32(k, (long long)k->max + 1, "range");
+		/* a 64-bit value whose low 32 bits are in range */
+		expect_u32(k, (1LL << 32) + k->min, "range");
+		expect_u32(k, (1LL << 32) + k->max, "range");
+	}
+}
+
+/* Every string key, with the size of its field. */
+struct str_key {
+	const char	*path;
+	size_t		 off;
+	size_t		 size;
+	const char	*sibling;
+	char		 first;		/* '/' for paths, else 'a' */
+	const char	*err_at_fit;	/* NULL: size - 1 bytes are accepted */
+};
+
+static const struct str_key str_keys[] = {
+	{ "user", CFG_OFF(user), CONF_STR_LEN, NULL, 'a', NULL },
+	{ "admin_group", CFG_OFF(admin_group), CONF_STR_LEN, NULL, 'a', NULL },
+	{ "runtime_dir", CFG_OFF(runtime_dir), CONF_PATH_LEN, NULL, '/',
+	  NULL },
+	{ "state_dir", CFG_OFF(state_dir), CONF_PATH_LEN, NULL, '/', NULL },
+	{ "cluster_name", CFG_OFF(cluster_name), CONF_STR_LEN, NULL, 'a',
+	  NULL },
+	{ "cloud.provider", CFG_OFF(cloud.provider), CONF_STR_LEN, NULL, 'a',
+	  "unsupported" },
+	{ "cloud.region", CFG_OFF(cloud.region), CONF_STR_LEN, NULL, 'a',
+	  NULL },
+	{ "cloud.ec2_endpoint", CFG_OFF(cloud.ec2_endpoint), CONF_STR_LEN,
+	  NULL, 'a', NULL },
+	{ "cloud.imds_endpoint", CFG_OFF(cloud.imds_endpoint), CONF_STR_LEN,
+	  NULL, 'a', NULL },
+	{ "cloud.ca_file", CFG_OFF(cloud.ca_file), CONF_PATH_LEN, NULL, '/',
+	  NULL },
+	{ "cloud.access_key_id", CFG_OFF(cloud.access_key_id), CONF_STR_LEN,
+	  "\"secret_access_key\": \"s\"", 'a', NULL },
+	{ "cloud.secret_access_key", CFG_OFF(cloud.secret_access_key),
+	  CONF_STR_LEN, "\"access_key_id\": \"k\"", 'a', NULL },
+	{ "cloud.session_token", CFG_OFF(cloud.session_token), 2048,
+	  "\"access_key_id\": \"k\", \"secret_access_key\": \"s\"", 'a',
+	  NULL },
+};
+
+static char *
+quoted_string(char first, size_t len)
+{
+	char *v = malloc(len + 3);
+
+	assert_non_null(v);
+	v[0] = '"';
+	memset(v + 1, 'a', len);
+	if (len > 0)
+		v[1] = first;
+	v[len + 1] = '"';
+	v[len + 2] = '\0';
+	return v;
+}
+
+/* Each string key at size - 1 bytes (fits with its NUL) and at size. */
+static void
+test_string_bounds(void **state)
+{
+	char wanted[128];
+	const char *err;
+	char *v, *text;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++) {
+		const struct str_key *k = &str_keys[i];
+
+		v = quoted_string(k->first, k->size - 1);
+		text = config_with(k->path, v, k->sibling);
+		err = parse_err(text);
+		if (k->err_at_fit != NULL) {
+			assert_non_null(err);
+			assert_non_null(strstr(err, k->err_at_fit));
+		} else {
+			if (err != NULL)
+				fail_msg("%s at %zu bytes refused: %s",
+				    k->path, k->size - 1, err);
+			assert_int_equal(strlen((char *)&cfg + k->off),
+			    k->size - 1);
+		}
+		free(text);
+		free(v);
+
+		v = quoted_string(k->first, k->size);
+		text = config_with(k->path, v, k->sibling);
+		snprintf(wanted, sizeof(wanted), "%s: string longer than %zu "
+		    "bytes", k->path, k->size - 1);
+		err = parse_err(text);
+		if (err == NULL)
+			fail_msg("%s at %zu bytes accepted", k->path, k->size);
+		assert_string_equal(err, wanted);
+		free(text);
+		free(v);
+	}
+}
+
+/* Lists: 16 subnets of 8 groups each fit, one more of either does not;
+ * an id fills its field up to its NUL. */
+static void
+test_subnet_bounds(void **state)
+{
+	char text[16384], id[CONF_ID_LEN + 1];
+	const char *err;
+	int n, i, j, nsub, nsg;
+
+	(void)state;
+	for (nsub = CONF_MAX_SUBNETS; nsub <= CONF_MAX_SUBNETS + 1; nsub++)
+	for (nsg = CONF_MAX_SGS; nsg <= CONF_MAX_SGS + 1; nsg++) {
+		n = snprintf(text, sizeof(text), "{\"subnets\": [");
+		for (i = 0; i < nsub; i++) {
+			n += snprintf(text + n, sizeof(text) - n, "%s{\"id\": "
+			    "\"subnet-%d\", \"security_groups\": [", i ? ", " :
+			    "", i);
+			for (j = 0; j < nsg; j++)
+				n += snprintf(text + n, sizeof(text) - n,
+				    "%s\"sg-%d%d\"", j ? ", " : "", i, j);
+			n += snprintf(text + n, sizeof(text) - n, "]}");
+		}
+		snprintf(text + n, sizeof(text) - n, "]}");
+		err = parse_err(text);
+		if (nsub > CONF_MAX_SUBNETS) {
+			assert_non_null(err);
+			assert_string_equal(err, "subnets: more than 16 subnets");
+		} else if (nsg > CONF_MAX_SGS) {
+			assert_non_null(err);
+			assert_string_equal(err, "subnets[0].security_groups: "
+			    "more than 8 security groups");
+		} else {
+			if (err != NULL)
+				fail_msg("refused: %s", err);
+			assert_int_equal(cfg.nsubnets, CONF_MAX_SUBNETS);
+			assert_int_equal(cfg.subnets[15].nsgs, CONF_MAX_SGS);
+			assert_string_equal(cfg.subnets[15].sgs[7], "sg-157");
+		}
+	}
+
+	/* "subnet-" and 56 more: 63 bytes, the field's size less its NUL */
+	memset(id, '0', sizeof(id));
+	memcpy(id, "subnet-", 7);
+	id[CONF_ID_LEN - 1] = '\0';
+	snprintf(text, sizeof(text), "{\"subnets\": [{\"id\": \"%s\"}]}", id);
+	assert_null(parse_err(text));
+	assert_string_equal(cfg.subnets[0].id, id);
+	id[CONF_ID_LEN - 1] = '0';
+	id[CONF_ID_LEN] = '\0';
+	snprintf(text, sizeof(text), "{\"subnets\": [{\"id\": \"%s\"}]}", id);
+	err = parse_err(text);
+	assert_non_null(err);
+	assert_string_equal(err, "subnets[0].id: string longer than 63 bytes");
+	/* an empty list is the primary ENI's subnet */
+	assert_null(parse_err("{\"subnets\": []}"));
+	assert_int_equal(cfg.nsubnets, 0);
+}
+
+/* The cross-key checks at their edges. */
+static void
+test_cross_key_edges(void **state)
+{
+	(void)state;
+	assert_null(parse_err("{\"routing\": {\"rule_priority_to\": 1535}}"));
+	assert_int_equal(cfg.routing.rule_priority_to, 1535);
+	assert_null(parse_err("{\"routing\": {\"rule_priority_to\": 1, "
+	    "\"rule_priority_from\": 2}}"));
+	assert_null(parse_err("{\"routing\": {\"rule_priority_to\": 32764, "
+	    "\"rule_priority_from\": 32765}}"));
+	/* minimum_ip_target may equal max_pods; 0 max_pods is "the cloud's" */
+	assert_null(parse_err("{\"pool\": {\"minimum_ip_target\": 29, "
+	    "\"max_pods\": 29}}"));
+	assert_null(parse_err("{\"pool\": {\"minimum_ip_target\": 1000, "
+	    "\"max_pods\": 0}}"));
+	assert_null(parse_err("{\"cloud\": {\"access_key_id\": \"k\", "
+	    "\"secret_access_key\": \"s\", \"session_token\": \"t\"}}"));
+	assert_null(parse_err("{\"runtime_dir\": \"/\"}"));
+	assert_null(parse_err("{\"runtime_dir\": \"/run/..enid\"}"));
+	assert_null(parse_err("{\"cloud\": {\"ca_file\": \"\"}}"));
+}
+
+/* The size cap: exactly ENID_CONF_MAX_BYTES is parsed, one more is not. */
+static void
+test_size_cap(void **state)
+{
+	size_t n = ENID_CONF_MAX_BYTES + 1;
+	char *text = malloc(n), err[256];
+
+	(void)state;
+	assert_non_null(text);
+	memset(text, ' ', n);
+	memcpy(text, "{}", 2);
+	if (config_parse(text, n - 1, &cfg, err, sizeof(err)) != 0)
+		fail_msg("%zu bytes refused: %s", n - 1, err);
+	assert_int_equal(config_parse(text, n, &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, "larger than 1048576 bytes");
+	free(text);
+}
+
+/* The broker and netd forget the static credentials; nothing else moves. */
+static void
+test_wipe_secrets(void **state)
+{
+	static struct enid_config before;
+	static const char zero[2048];
+
+	(void)state;
+	assert_null(parse_err("{\"cluster_name\": \"c\", \"cloud\": "
+	    "{\"access_key_id\": \"AKIDEXAMPLE\", \"secret_access_key\": "
+	    "\"wJalrXUtnFEMI\", \"session_token\": \"FwoGZXIvYXdz\"}}"));
+	assert_string_equal(cfg.cloud.secret_access_key, "wJalrXUtnFEMI");
+	before = cfg;
+	config_wipe_secrets(&cfg);
+	assert_memory_equal(cfg.cloud.access_key_id, zero,
+	    sizeof(cfg.cloud.access_key_id));
+	assert_memory_equal(cfg.cloud.secret_access_key, zero,
+	    sizeof(cfg.cloud.secret_access_key));
+	assert_memory_equal(cfg.cloud.session_token, zero,
+	    sizeof(cfg.cloud.session_token));
+	/* the rest is as it was */
+	memset(before.cloud.access_key_id, 0,
+	    sizeof(before.cloud.access_key_id));
+	memset(before.cloud.secret_access_key, 0,
+	    sizeof(before.cloud.secret_access_key));
+	memset(before.cloud.session_token, 0,
+	    sizeof(before.cloud.session_token));
+	assert_memory_equal(&cfg, &before, sizeof(cfg));
+}
+
 int
 main(void)
 {
@@ -221,6 +610,12 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_load_file_errors),
+		cmocka_unit_test(test_u32_bounds),
+		cmocka_unit_test(test_string_bounds),
+		cmocka_unit_test(test_subnet_bounds),
+		cmocka_unit_test(test_cross_key_edges),
+		cmocka_unit_test(test_size_cap),
+		cmocka_unit_test(test_wipe_secrets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
