@@ -646,23 +646,39 @@ int
 kernel_link_state(struct kernel *k, uint32_t ifindex,
     struct nd_link_state *out)
 {
-	struct rtnl_link *link = NULL;
+	struct rtnl_link *link;
 	struct nl_cache *cache;
 	struct nl_object *o;
 	struct rtnl_route *r;
 	struct nd_link_route *lr;
+	struct msg_netd_link self, l;
 	size_t i;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->ifindex = ifindex;
-	rc = rtnl_link_get_kernel(k->req, (int)ifindex, NULL, &link);
-	if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND)
+	/* The link among all others: its master, its slaves, its MAC. */
+	if ((rc = link_cache(k, &cache)) < 0)
+		return rc;
+	if ((link = rtnl_link_get(cache, (int)ifindex)) == NULL) {
+		nl_cache_free(cache);
 		return -ENODEV;
-	if (rc < 0)
-		return -nlerr_errno(rc);
+	}
+	(void)link_fill(link, &self);
 	out->enslaved = rtnl_link_get_master(link) != 0;
 	rtnl_link_put(link);
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_link *other = (struct rtnl_link *)o;
+
+		if ((uint32_t)rtnl_link_get_ifindex(other) == ifindex)
+			continue;
+		if ((uint32_t)rtnl_link_get_master(other) == ifindex)
+			out->master = true;
+		if (link_fill(other, &l) && !mac_is_zero(self.mac) &&
+		    memcmp(l.mac, self.mac, 6) == 0)
+			out->same_mac++;
+	}
+	nl_cache_free(cache);
 
 	if ((rc = addr_dump(k)) < 0)
 		return rc;

@@ -498,6 +498,13 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		detail[0] = '\0';
 	if (s->enslaved)
 		return "link is enslaved to another (bond, bridge or VRF)";
+	if (s->master)
+		return "link is the master of others (a bond, bridge or VRF)";
+	if (s->same_mac > 0) {
+		snprintf(detail, detaillen, "%u other links", s->same_mac);
+		return "another link carries the same MAC (a bridge, VLAN or "
+		    "macvlan built on it)";
+	}
 	if (s->overflow || s->naddrs > NETD_MAX_LINK_ADDRS ||
 	    s->nroutes > NETD_MAX_LINK_ROUTES)
 		return "link carries more addresses or routes than netd "

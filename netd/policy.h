@@ -107,6 +107,8 @@ struct nd_link_route {
 struct nd_link_state {
 	uint32_t		ifindex;
 	bool			enslaved;	/* has a master: bond, bridge, VRF */
+	bool			master;		/* other links are its slaves */
+	uint32_t		same_mac;	/* other links with its MAC */
 	bool			overflow;	/* more than fit: not judged bare */
 	uint32_t		naddrs;
 	struct nd_ifaddr	addrs[NETD_MAX_LINK_ADDRS];
@@ -214,8 +216,9 @@ const char	*policy_check_addr_holder(uint32_t holder_ifindex,
  * Whether netd may take a link over: it carries no address and no route
  * but netd's own (tagged NETD_PROTO), the IPv6 link-local address the
  * kernel gives every link that is up, and the routes the kernel derives
- * from those (protocol "kernel"); and it is nobody's slave.  NULL, or why
- * not, with the first foreign item described in detail.
+ * from those (protocol "kernel"); it is nobody's slave or master; and no
+ * other link has its MAC (a bridge, VLAN or macvlan built on it would).
+ * NULL, or why not, with the first foreign item described in detail.
  */
 const char	*policy_check_bare(const struct nd_link_state *s, char *detail,
 		    size_t detaillen);

@@ -368,3 +368,85 @@ def test_large_dump_is_complete(ns, netd):
     d = netd.wait(first, timeout=10)
     assert d["type"] == "END" and d["count"] == n == len(d["entries"])
     assert netd.wait(second, timeout=10)["type"] == "END"
+
+
+def test_restart_recognises_its_own_state(ns, tmp_path):
+    """A second netd, started after the first exited, finds the first's
+    routes, rules and address by their tag: the ENI still counts as bare,
+    setting it up again changes nothing, and teardown and pod removal take
+    exactly those away.  Untagged state that looks the same (someone
+    else's) is left alone, and an ENI carrying it is not taken."""
+    ns.add_eni("eni1", ENI1)
+    ns.add_eni("eni2", ENI2)
+    (tmp_path / "first").mkdir()
+    first = Driver(ns, str(tmp_path / "first"))
+    try:
+        first.start()
+        ok(first.call("declare mac=%s table=101" % ENI1))
+        ok(first.call(SETUP1))
+        ok(first.call("addpod addr=10.0.16.9 table=101"))
+        ok(first.call("addpod addr=10.0.1.7 table=0"))
+    finally:
+        first.close()
+    assert first.proc.returncode == 0
+
+    # Someone else's look-alikes: rules as netd makes them but untagged,
+    # a route in enid's table through another link, and an ENI configured
+    # the way netd would have done it, without the tag.
+    foreign_rules = [["prio", "512", "to", "10.0.16.20", "lookup", "main"],
+                     ["prio", "1536", "from", "10.0.16.20", "lookup", "101"],
+                     ["prio", "1536", "from", "10.0.16.9", "lookup", "101"]]
+    for rule in foreign_rules:
+        ns.ip("rule", "add", *rule)
+    ns.ip("route", "add", "10.0.99.0/24", "dev", "eth0", "table", "101")
+    ns.ip("link", "set", "eni2", "up")
+    ns.ip("addr", "add", "10.0.17.5/20", "dev", "eni2", "noprefixroute")
+    ns.ip("route", "add", "default", "via", "10.0.17.1", "dev", "eni2",
+          "table", "102", "onlink")
+
+    (tmp_path / "second").mkdir()
+    second = Driver(ns, str(tmp_path / "second"))
+    try:
+        second.start()
+        ok(second.call("declare mac=%s table=101" % ENI1))
+        r = refused(second.call("declare mac=%s table=102" % ENI2))
+        assert "did not install" in r["message"], r
+        before = ns.state()
+        ok(second.call(SETUP1))
+        ok(second.call("addpod addr=10.0.16.9 table=101"))
+        ok(second.call("addpod addr=10.0.1.7 table=0"))
+        assert ns.state() == before                 # nothing to redo
+        dump = second.call("dumprules")
+        assert sorted((e["priority"], e["table"], e["src"], e["dst"])
+                      for e in dump["entries"]) == sorted([
+            (512, 254, "0.0.0.0/0", "10.0.16.9/32"),
+            (1536, 101, "10.0.16.9/32", "0.0.0.0/0"),
+            (512, 254, "0.0.0.0/0", "10.0.1.7/32")]), dump
+
+        ok(second.call("teardown mac=%s table=101 addr=10.0.16.5/20"
+                       % ENI1))
+        ok(second.call("delpod addr=10.0.16.9 table=101"))
+        ok(second.call("delpod addr=10.0.1.7 table=0"))
+        # netd's own are gone, address and link state included...
+        assert "proto %d" % PROTO not in ns.ip("rule")
+        assert "proto %d" % PROTO not in ns.ip("route", "show", "table",
+                                                "all")
+        assert "10.0.16.5" not in ns.ip("addr", "show", "dev", "eni1")
+        assert "UP" not in ns.ipj("link", "show", "eni1")[0]["flags"]
+        # ...and the look-alikes are all still there.
+        assert table_lines(ns, 101) == ["10.0.99.0/24 dev eth0 scope link"]
+        assert rule_lines(ns) == [
+            DEFAULT_RULES[0], "512:\tfrom all to 10.0.16.20 lookup main",
+            "1536:\tfrom 10.0.16.20 lookup 101",
+            "1536:\tfrom 10.0.16.9 lookup 101"] + DEFAULT_RULES[1:]
+        assert "10.0.17.5/20" in ns.ip("addr", "show", "dev", "eni2")
+        assert table_lines(ns, 102) == [
+            "default via 10.0.17.1 dev eni2 onlink"]
+        # The first netd's ENI can be taken again from scratch.
+        ok(second.call(SETUP1))
+        assert table_lines(ns, 101) == [
+            "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
+            "10.0.16.1 dev eni1 proto %d scope link" % PROTO,
+            "10.0.99.0/24 dev eth0 scope link"]
+    finally:
+        second.close()

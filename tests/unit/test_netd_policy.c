@@ -588,10 +588,18 @@ test_bare(void **state)
 	assert_non_null(strstr(detail, "0.0.0.0/0 table 254 proto 3"));
 	st.nroutes--;
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
-	/* A bond or bridge member, or more than netd judges. */
+	/* A bond or bridge member or master, a link sharing its MAC with
+	 * another (a macvlan or VLAN on it), or more than netd judges. */
 	st.enslaved = true;
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
 	st.enslaved = false;
+	st.master = true;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.master = false;
+	st.same_mac = 1;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.same_mac = 0;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
 	st.overflow = true;
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
 }
