@@ -958,9 +958,9 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 	}
 	mac_format(nd->policy.primary_mac, mac);
 	log_info("policy: primary MAC %s, VPC %s, tables %u-%u, rule "
-	    "priorities %u (to) and %u (from)", mac, cidrs,
+	    "priorities %u (to) and %u (from), at most %u pods", mac, cidrs,
 	    nd->policy.table_lo, nd->policy.table_hi - 1, nd->policy.prio_to,
-	    nd->policy.prio_from);
+	    nd->policy.prio_from, nd->policy.max_pods);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }
 
