@@ -2,6 +2,13 @@
  * netd's rtnetlink I/O through libnl-route-3 (see kernel.h).  Thin: it
  * turns kernel objects into the planner's plain structs and plan
  * operations into requests; every decision is made in policy.c and plan.c.
+ *
+ * Addresses and rules are dumped with netd's own parsers rather than
+ * libnl's objects: libnl 3.7 keeps neither IFA_PROTO (netd's tag on its
+ * addresses) nor the rule attributes it does not know, and a rule with a
+ * selector netd cannot see must never pass for one of netd's.  Likewise
+ * an address is added through libnl's message builder with IFA_PROTO
+ * appended, as libnl 3.7 has no setter for it.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -25,6 +32,14 @@
 #define KERNEL_EVENT_BUDGET	64	/* recv batches per wakeup */
 #define KERNEL_DUMP_TRIES	3	/* a dump interrupted by a change */
 #define KERNEL_RCVBUF		(1024 * 1024)
+#define KERNEL_MAX_DUMP		(1024 * 1024)	/* entries in one dump */
+#define KERNEL_NO_SUPPRESS	0xffffffffu	/* FRA_SUPPRESS_*: unset */
+
+_Static_assert(NETD_AF_INET == AF_INET && NETD_AF_INET6 == AF_INET6,
+    "policy.h's address families are the kernel's");
+_Static_assert(NETD_RTPROT_KERNEL == RTPROT_KERNEL,
+    "policy.h's kernel protocol is the kernel's");
+_Static_assert(NETD_TABLE_MAIN == RT_TABLE_MAIN, "main is table 254");
 
 /* libnl folds errno into its own codes; this undoes it for our answers. */
 static int
@@ -78,9 +93,13 @@ open_sock(bool events, char *err, size_t errlen)
 		goto fail;
 	}
 	if (events) {
-		if ((rc = nl_socket_add_membership(sk, RTNLGRP_LINK)) < 0 ||
+		/* Links for the lookups; addresses and routes for the node's
+		 * own links, which netd re-reads when they change. */
+		if ((rc = nl_socket_add_memberships(sk, RTNLGRP_LINK,
+		    RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+		    RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, 0)) < 0 ||
 		    (rc = nl_socket_set_nonblocking(sk)) < 0) {
-			snprintf(err, errlen, "netlink: link events: %s",
+			snprintf(err, errlen, "netlink: events: %s",
 			    nl_geterror(rc));
 			goto fail;
 		}
@@ -103,6 +122,13 @@ kernel_open(struct kernel *k, char *err, size_t errlen)
 		return -1;
 	}
 	k->ev_cb = nl_socket_get_cb(k->ev);
+	if ((k->dump_cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL) {
+		snprintf(err, errlen, "netlink: out of memory");
+		nl_socket_free(k->ev);
+		nl_socket_free(k->req);
+		k->ev = k->req = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -130,38 +156,65 @@ link_fill(struct rtnl_link *link, struct msg_netd_link *out)
 	return a != NULL && nl_addr_get_len(a) == 6;
 }
 
-struct event_ctx {
-	kernel_link_cb	 cb;
-	void		*arg;
-};
-
 static void
 event_obj(struct nl_object *obj, void *arg)
 {
-	struct event_ctx *ec = arg;
+	const struct kernel_events *ev = arg;
 	struct msg_netd_link l;
 
 	if (link_fill((struct rtnl_link *)obj, &l))
-		ec->cb(&l, ec->arg);
+		ev->link(&l, ev->arg);
+}
+
+/* The table a route message is about: RTA_TABLE beats the 8-bit field. */
+static uint32_t
+route_msg_table(struct nlmsghdr *hdr)
+{
+	struct rtmsg *rtm = nlmsg_data(hdr);
+	struct nlattr *a;
+
+	a = nlmsg_find_attr(hdr, sizeof(*rtm), RTA_TABLE);
+	if (a != NULL && nla_len(a) >= (int)sizeof(uint32_t))
+		return nla_get_u32(a);
+	return rtm->rtm_table;
 }
 
 static int
 event_valid(struct nl_msg *msg, void *arg)
 {
-	if (nlmsg_hdr(msg)->nlmsg_type == RTM_NEWLINK)
+	const struct kernel_events *ev = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+
+	switch (hdr->nlmsg_type) {
+	case RTM_NEWLINK:
 		(void)nl_msg_parse(msg, event_obj, arg);
+		break;
+	case RTM_NEWADDR:
+	case RTM_DELADDR:
+		if (nlmsg_valid_hdr(hdr, sizeof(struct ifaddrmsg)))
+			ev->node(((struct ifaddrmsg *)nlmsg_data(hdr))->ifa_index,
+			    ev->arg);
+		break;
+	case RTM_NEWROUTE:
+	case RTM_DELROUTE:
+		if (nlmsg_valid_hdr(hdr, sizeof(struct rtmsg)) &&
+		    ((struct rtmsg *)nlmsg_data(hdr))->rtm_dst_len == 0 &&
+		    route_msg_table(hdr) == RT_TABLE_MAIN)
+			ev->node(0, ev->arg);
+		break;
+	}
 	return NL_OK;
 }
 
 int
-kernel_read_events(struct kernel *k, kernel_link_cb cb, void *arg,
+kernel_read_events(struct kernel *k, const struct kernel_events *ev,
     bool *overrun)
 {
-	struct event_ctx ec = { cb, arg };
 	int i, rc;
 
 	*overrun = false;
-	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid, &ec);
+	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid,
+	    (void *)ev);
 	for (i = 0; i < KERNEL_EVENT_BUDGET; i++) {
 		rc = nl_recvmsgs_report(k->ev, k->ev_cb);
 		if (rc == 0 || rc == -NLE_AGAIN)
@@ -229,7 +282,275 @@ kernel_find_link(struct kernel *k, const uint8_t mac[6],
 	return found;
 }
 
-/* ---- rules and routes ---- */
+int
+kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
+{
+	struct rtnl_link *link = NULL;
+	int rc;
+
+	rc = rtnl_link_get_kernel(k->req, (int)ifindex, NULL, &link);
+	if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND)
+		return 0;
+	if (rc < 0)
+		return -nlerr_errno(rc);
+	link_fill(link, out);
+	rtnl_link_put(link);
+	return 1;
+}
+
+/* ---- netd's own dumps ---- */
+
+struct raw_dump {
+	int	(*parse)(struct kernel *, struct nlmsghdr *, void *);
+	struct kernel	*k;
+	void	*arg;
+	int	 err;		/* the first parse error, negative errno */
+};
+
+static int
+raw_valid(struct nl_msg *msg, void *arg)
+{
+	struct raw_dump *d = arg;
+	int rc;
+
+	if (d->err == 0 && (rc = d->parse(d->k, nlmsg_hdr(msg), d->arg)) < 0)
+		d->err = rc;
+	return NL_OK;
+}
+
+/*
+ * One dump request and its answer through parse; reset runs before each
+ * try, as a dump the kernel reports interrupted (a change meanwhile) is
+ * done again whole.
+ */
+static int
+raw_dump(struct kernel *k, int type, void *req, size_t reqlen,
+    int (*parse)(struct kernel *, struct nlmsghdr *, void *), void *arg,
+    void (*reset)(struct kernel *))
+{
+	struct raw_dump d = { parse, k, arg, 0 };
+	int i, rc = 0;
+
+	for (i = 0; i < KERNEL_DUMP_TRIES; i++) {
+		reset(k);
+		d.err = 0;
+		if ((rc = nl_send_simple(k->req, type, NLM_F_DUMP, req,
+		    reqlen)) < 0)
+			return -nlerr_errno(rc);
+		nl_cb_set(k->dump_cb, NL_CB_VALID, NL_CB_CUSTOM, raw_valid, &d);
+		rc = nl_recvmsgs(k->req, k->dump_cb);
+		if (rc == -NLE_DUMP_INTR)
+			continue;
+		if (rc < 0)
+			return -nlerr_errno(rc);
+		return d.err;
+	}
+	return -EINTR;
+}
+
+/* Room for one more entry in a kept array; -E2BIG past KERNEL_MAX_DUMP. */
+static int
+grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	if (n >= KERNEL_MAX_DUMP)
+		return -E2BIG;
+	ncap = *cap ? *cap * 2 : 256;
+	if ((na = reallocarray(*arr, ncap, size)) == NULL)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+static void
+addrs_reset(struct kernel *k)
+{
+	k->naddrs = 0;
+}
+
+static int
+addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct ifaddrmsg *ifa;
+	struct nlattr *tb[IFA_MAX + 1], *a;
+	struct nd_ifaddr *e;
+	size_t alen;
+	int rc;
+
+	(void)arg;
+	if (hdr->nlmsg_type != RTM_NEWADDR ||
+	    !nlmsg_valid_hdr(hdr, sizeof(*ifa)))
+		return 0;
+	ifa = nlmsg_data(hdr);
+	if (nlmsg_parse(hdr, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
+		return -EIO;
+	if (ifa->ifa_family == AF_INET)
+		alen = 4;
+	else if (ifa->ifa_family == AF_INET6)
+		alen = 16;
+	else
+		return 0;
+	/* IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
+	 * point-to-point link, and the address itself otherwise. */
+	if ((a = tb[IFA_LOCAL]) == NULL)
+		a = tb[IFA_ADDRESS];
+	if (a == NULL || nla_len(a) < (int)alen)
+		return 0;
+	if ((rc = grow((void **)&k->addrs, &k->addrs_cap, k->naddrs,
+	    sizeof(*k->addrs))) < 0)
+		return rc;
+	e = &k->addrs[k->naddrs++];
+	memset(e, 0, sizeof(*e));
+	e->ifindex = ifa->ifa_index;
+	e->family = ifa->ifa_family;
+	e->prefix = ifa->ifa_prefixlen;
+	memcpy(e->addr, nla_data(a), alen);
+	if (tb[IFA_PROTO] != NULL && nla_len(tb[IFA_PROTO]) >= 1)
+		e->proto = nla_get_u8(tb[IFA_PROTO]);
+	return 0;
+}
+
+static int
+addr_dump(struct kernel *k)
+{
+	struct ifaddrmsg req;
+
+	memset(&req, 0, sizeof(req));
+	req.ifa_family = AF_UNSPEC;
+	return raw_dump(k, RTM_GETADDR, &req, sizeof(req), addr_parse, NULL,
+	    addrs_reset);
+}
+
+int
+kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = addr_dump(k)) < 0)
+		return rc;
+	for (i = 0; i < k->naddrs; i++)
+		cb(&k->addrs[i], arg);
+	return 0;
+}
+
+static void
+rules_reset(struct kernel *k)
+{
+	k->nrules = 0;
+}
+
+struct rule_prios {
+	uint32_t	a, b;
+};
+
+static uint32_t
+attr_u32(const struct nlattr *a, uint32_t otherwise)
+{
+	return nla_len(a) >= (int)sizeof(uint32_t) ?
+	    nla_get_u32((struct nlattr *)a) : otherwise;
+}
+
+/*
+ * An IPv4 lookup rule at one of the priorities.  Every attribute netd does
+ * not set itself marks the rule as having other selectors, also the ones
+ * this code was written before: a rule netd cannot fully see is never
+ * taken for one of its own.
+ */
+static int
+rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	const struct rule_prios *pr = arg;
+	struct fib_rule_hdr *frh;
+	struct nlattr *a;
+	struct nd_rule r;
+	bool have_prio = false;
+	int rem, rc;
+
+	if (hdr->nlmsg_type != RTM_NEWRULE ||
+	    !nlmsg_valid_hdr(hdr, sizeof(*frh)))
+		return 0;
+	frh = nlmsg_data(hdr);
+	if (frh->family != AF_INET || frh->action != FR_ACT_TO_TBL)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.table = frh->table;
+	r.src_len = frh->src_len;
+	r.dst_len = frh->dst_len;
+	r.other_selectors = frh->tos != 0 || frh->flags != 0;
+	nla_for_each_attr(a, nlmsg_attrdata(hdr, sizeof(*frh)),
+	    nlmsg_attrlen(hdr, sizeof(*frh)), rem) {
+		switch (nla_type(a)) {
+		case FRA_PRIORITY:
+			r.priority = attr_u32(a, 0);
+			have_prio = true;
+			break;
+		case FRA_TABLE:
+			r.table = attr_u32(a, r.table);
+			break;
+		case FRA_SRC:
+			if (nla_len(a) >= 4)
+				memcpy(&r.src, nla_data(a), 4);
+			break;
+		case FRA_DST:
+			if (nla_len(a) >= 4)
+				memcpy(&r.dst, nla_data(a), 4);
+			break;
+		case FRA_PROTOCOL:
+			if (nla_len(a) >= 1)
+				r.protocol = nla_get_u8(a);
+			break;
+		case FRA_SUPPRESS_PREFIXLEN:
+		case FRA_SUPPRESS_IFGROUP:
+			if (attr_u32(a, 0) != KERNEL_NO_SUPPRESS)
+				r.other_selectors = true;
+			break;
+		case FRA_FWMARK:
+		case FRA_FWMASK:
+			if (attr_u32(a, 1) != 0)
+				r.other_selectors = true;
+			break;
+		default:
+			r.other_selectors = true;
+			break;
+		}
+	}
+	if (!have_prio || (r.priority != pr->a && r.priority != pr->b))
+		return 0;
+	if (r.src_len > 32 || r.dst_len > 32)
+		r.other_selectors = true;
+	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
+	    sizeof(*k->rules))) < 0)
+		return rc;
+	k->rules[k->nrules++] = r;
+	return 0;
+}
+
+int
+kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
+    kernel_rule_cb cb, void *arg)
+{
+	struct fib_rule_hdr req;
+	struct rule_prios pr = { prio_a, prio_b };
+	size_t i;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.family = AF_INET;
+	if ((rc = raw_dump(k, RTM_GETRULE, &req, sizeof(req), rule_parse, &pr,
+	    rules_reset)) < 0)
+		return rc;
+	for (i = 0; i < k->nrules; i++)
+		cb(&k->rules[i], arg);
+	return 0;
+}
+
+/* ---- routes ---- */
 
 static uint32_t
 addr4(struct nl_addr *a, uint8_t *len)
@@ -245,43 +566,16 @@ addr4(struct nl_addr *a, uint8_t *len)
 	return v;
 }
 
-int
-kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
-    kernel_rule_cb cb, void *arg)
+static int
+route_cache(struct kernel *k, int family, struct nl_cache **cache)
 {
-	struct nl_cache *cache;
-	struct nl_object *o;
-	struct rtnl_rule *r;
-	struct nd_rule nr;
 	int rc = 0, i;
 
 	for (i = 0; i < KERNEL_DUMP_TRIES; i++)
-		if ((rc = rtnl_rule_alloc_cache(k->req, AF_INET, &cache)) !=
+		if ((rc = rtnl_route_alloc_cache(k->req, family, 0, cache)) !=
 		    -NLE_DUMP_INTR)
 			break;
-	if (rc < 0)
-		return -nlerr_errno(rc);
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		r = (struct rtnl_rule *)o;
-		if (rtnl_rule_get_family(r) != AF_INET ||
-		    rtnl_rule_get_action(r) != FR_ACT_TO_TBL ||
-		    (rtnl_rule_get_prio(r) != prio_a &&
-		    rtnl_rule_get_prio(r) != prio_b))
-			continue;
-		/* A rule with other selectors is not one of enid's. */
-		if (rtnl_rule_get_iif(r) != NULL ||
-		    rtnl_rule_get_oif(r) != NULL ||
-		    rtnl_rule_get_dsfield(r) != 0)
-			continue;
-		memset(&nr, 0, sizeof(nr));
-		nr.priority = rtnl_rule_get_prio(r);
-		nr.table = rtnl_rule_get_table(r);
-		nr.src = addr4(rtnl_rule_get_src(r), &nr.src_len);
-		nr.dst = addr4(rtnl_rule_get_dst(r), &nr.dst_len);
-		cb(&nr, arg);
-	}
-	nl_cache_free(cache);
-	return 0;
+	return rc < 0 ? -nlerr_errno(rc) : 0;
 }
 
 int
@@ -293,14 +587,10 @@ kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	struct rtnl_route *r;
 	struct rtnl_nexthop *nh;
 	struct nd_route nr;
-	int rc = 0, i;
+	int rc;
 
-	for (i = 0; i < KERNEL_DUMP_TRIES; i++)
-		if ((rc = rtnl_route_alloc_cache(k->req, AF_INET, 0, &cache)) !=
-		    -NLE_DUMP_INTR)
-			break;
-	if (rc < 0)
-		return -nlerr_errno(rc);
+	if ((rc = route_cache(k, AF_INET, &cache)) < 0)
+		return rc;
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 		r = (struct rtnl_route *)o;
 		if (rtnl_route_get_table(r) != table ||
@@ -326,44 +616,181 @@ kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	return 0;
 }
 
+static bool
+route_via(struct rtnl_route *r, uint32_t ifindex)
+{
+	int i, n = rtnl_route_get_nnexthops(r);
+
+	for (i = 0; i < n; i++)
+		if ((uint32_t)rtnl_route_nh_get_ifindex(
+		    rtnl_route_nexthop_n(r, i)) == ifindex)
+			return true;
+	return false;
+}
+
+static void
+route_dst(struct rtnl_route *r, struct nd_link_route *out)
+{
+	struct nl_addr *d = rtnl_route_get_dst(r);
+	unsigned int len;
+
+	if (d == NULL)
+		return;
+	out->dst_len = (uint8_t)nl_addr_get_prefixlen(d);
+	len = nl_addr_get_len(d);
+	memcpy(out->dst, nl_addr_get_binary_addr(d),
+	    len < sizeof(out->dst) ? len : sizeof(out->dst));
+}
+
 int
-kernel_each_addr_holder(struct kernel *k, uint32_t addr, kernel_link_cb cb,
-    void *arg)
+kernel_link_state(struct kernel *k, uint32_t ifindex,
+    struct nd_link_state *out)
+{
+	struct rtnl_link *link;
+	struct nl_cache *cache;
+	struct nl_object *o;
+	struct rtnl_route *r;
+	struct nd_link_route *lr;
+	struct msg_netd_link self, l;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifindex;
+	/* The link among all others: its master, its slaves, its MAC. */
+	if ((rc = link_cache(k, &cache)) < 0)
+		return rc;
+	if ((link = rtnl_link_get(cache, (int)ifindex)) == NULL) {
+		nl_cache_free(cache);
+		return -ENODEV;
+	}
+	(void)link_fill(link, &self);
+	out->enslaved = rtnl_link_get_master(link) != 0;
+	rtnl_link_put(link);
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_link *other = (struct rtnl_link *)o;
+
+		if ((uint32_t)rtnl_link_get_ifindex(other) == ifindex)
+			continue;
+		if ((uint32_t)rtnl_link_get_master(other) == ifindex)
+			out->master = true;
+		if (link_fill(other, &l) && !mac_is_zero(self.mac) &&
+		    memcmp(l.mac, self.mac, 6) == 0)
+			out->same_mac++;
+	}
+	nl_cache_free(cache);
+
+	if ((rc = addr_dump(k)) < 0)
+		return rc;
+	for (i = 0; i < k->naddrs; i++) {
+		if (k->addrs[i].ifindex != ifindex)
+			continue;
+		if (out->naddrs == NETD_MAX_LINK_ADDRS)
+			out->overflow = true;
+		else
+			out->addrs[out->naddrs++] = k->addrs[i];
+	}
+
+	if ((rc = route_cache(k, AF_UNSPEC, &cache)) < 0)
+		return rc;
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		r = (struct rtnl_route *)o;
+		if (!route_via(r, ifindex))
+			continue;
+		if (out->nroutes == NETD_MAX_LINK_ROUTES) {
+			out->overflow = true;
+			continue;
+		}
+		lr = &out->routes[out->nroutes++];
+		lr->table = rtnl_route_get_table(r);
+		lr->family = (uint8_t)rtnl_route_get_family(r);
+		lr->protocol = rtnl_route_get_protocol(r);
+		route_dst(r, lr);
+	}
+	nl_cache_free(cache);
+	return 0;
+}
+
+/* ---- the node's own links ---- */
+
+static bool
+route_is_main_default(struct rtnl_route *r)
+{
+	struct nl_addr *d = rtnl_route_get_dst(r);
+
+	return rtnl_route_get_table(r) == RT_TABLE_MAIN &&
+	    rtnl_route_get_type(r) == RTN_UNICAST &&
+	    (d == NULL || nl_addr_get_prefixlen(d) == 0);
+}
+
+static void
+node_add_link(struct netd_node *n, uint32_t ifindex)
+{
+	uint32_t i;
+
+	if (ifindex == 0)
+		return;
+	for (i = 0; i < n->nlinks; i++)
+		if (n->links[i].ifindex == ifindex)
+			return;
+	if (n->nlinks == NETD_MAX_NODE_LINKS) {
+		n->overflow = true;
+		return;
+	}
+	n->links[n->nlinks++].ifindex = ifindex;
+}
+
+int
+kernel_node_scan(struct kernel *k, struct netd_node *out)
 {
 	struct nl_cache *cache;
 	struct nl_object *o;
-	struct rtnl_addr *a;
-	struct rtnl_link *link;
+	struct rtnl_route *r;
 	struct msg_netd_link l;
-	uint8_t len;
-	int rc = 0, i;
+	uint32_t i, j;
+	int rc, n;
 
-	for (i = 0; i < KERNEL_DUMP_TRIES; i++)
-		if ((rc = rtnl_addr_alloc_cache(k->req, &cache)) !=
-		    -NLE_DUMP_INTR)
-			break;
-	if (rc < 0)
-		return -nlerr_errno(rc);
+	memset(out, 0, sizeof(*out));
+	if ((rc = route_cache(k, AF_UNSPEC, &cache)) < 0)
+		return rc;
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		a = (struct rtnl_addr *)o;
-		if (rtnl_addr_get_family(a) != AF_INET ||
-		    addr4(rtnl_addr_get_local(a), &len) != addr)
+		r = (struct rtnl_route *)o;
+		if (!route_is_main_default(r))
 			continue;
-		link = NULL;
-		rc = rtnl_link_get_kernel(k->req, rtnl_addr_get_ifindex(a),
-		    NULL, &link);
-		if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND) {
-			rc = 0;		/* gone since the dump */
-			continue;
-		}
-		if (rc < 0)
-			break;
-		link_fill(link, &l);
-		rtnl_link_put(link);
-		cb(&l, arg);
+		n = rtnl_route_get_nnexthops(r);
+		for (j = 0; j < (uint32_t)n; j++)
+			node_add_link(out, (uint32_t)rtnl_route_nh_get_ifindex(
+			    rtnl_route_nexthop_n(r, (int)j)));
 	}
 	nl_cache_free(cache);
-	return rc < 0 ? -nlerr_errno(rc) : 0;
+
+	for (i = 0; i < out->nlinks; i++) {
+		/* A link gone since the route dump keeps its ifindex only. */
+		if ((rc = kernel_get_link(k, out->links[i].ifindex, &l)) < 0)
+			return rc;
+		if (rc == 1) {
+			memcpy(out->links[i].mac, l.mac, 6);
+			memcpy(out->links[i].name, l.name, sizeof(l.name));
+		}
+	}
+
+	if ((rc = addr_dump(k)) < 0)
+		return rc;
+	for (i = 0; i < k->naddrs; i++) {
+		if (k->addrs[i].family != AF_INET)
+			continue;
+		for (j = 0; j < out->nlinks; j++)
+			if (out->links[j].ifindex == k->addrs[i].ifindex)
+				break;
+		if (j == out->nlinks)
+			continue;
+		if (out->naddrs == NETD_MAX_NODE_ADDRS) {
+			out->overflow = true;
+			continue;
+		}
+		memcpy(&out->addrs[out->naddrs++], k->addrs[i].addr, 4);
+	}
+	return 0;
 }
 
 /* ---- applying a plan ---- */
@@ -404,6 +831,22 @@ out:
 	return rc;
 }
 
+/* rtnl_addr_add with IFA_PROTO, which libnl 3.7 cannot set, appended. */
+static int
+addr_add_tagged(struct kernel *k, struct rtnl_addr *a, uint8_t proto)
+{
+	struct nl_msg *msg = NULL;
+	int rc;
+
+	if ((rc = rtnl_addr_build_add_request(a, NLM_F_REPLACE, &msg)) < 0)
+		return rc;
+	if (nla_put_u8(msg, IFA_PROTO, proto) < 0) {
+		nlmsg_free(msg);
+		return -NLE_NOMEM;
+	}
+	return nl_send_sync(k->req, msg);	/* frees msg */
+}
+
 static int
 op_addr(struct kernel *k, const struct nd_op *op)
 {
@@ -425,7 +868,7 @@ op_addr(struct kernel *k, const struct nd_op *op)
 			/* No connected route in main: the ENI's subnet is
 			 * reached through its own table only. */
 			rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE);
-			rc = rtnl_addr_add(k->req, a, NLM_F_REPLACE);
+			rc = addr_add_tagged(k, a, op->u.addr.proto);
 		} else
 			rc = rtnl_addr_delete(k->req, a, 0);
 	}
@@ -473,8 +916,14 @@ op_route(struct kernel *k, const struct nd_op *op)
 		}
 		rtnl_route_add_nexthop(r, nh);
 	}
+	/*
+	 * Created beside whatever is there, never replacing: a foreign route
+	 * with the same destination stays (netd's, added first, wins the
+	 * lookup), and an identical one of netd's is EEXIST.  A delete names
+	 * the tag, so the kernel matches only netd's.
+	 */
 	if (op->kind == OP_ROUTE_ADD)
-		rc = rtnl_route_add(k->req, r, NLM_F_REPLACE);
+		rc = rtnl_route_add(k->req, r, 0);
 	else
 		rc = rtnl_route_delete(k->req, r, 0);
 out:
@@ -498,6 +947,10 @@ op_rule(struct kernel *k, const struct nd_op *op)
 	rtnl_rule_set_prio(r, nr->priority);
 	rtnl_rule_set_table(r, nr->table);
 	rtnl_rule_set_action(r, FR_ACT_TO_TBL);
+	/* The kernel matches a delete on every attribute given and on
+	 * nothing else: an unset iif, oif or fwmark matches any.  The tag
+	 * is what keeps a delete off rules that are not netd's. */
+	rtnl_rule_set_protocol(r, nr->protocol);
 	if (nr->src_len != 0) {
 		if ((a = build_addr4(nr->src, nr->src_len)) == NULL)
 			rc = -NLE_NOMEM;
@@ -515,7 +968,8 @@ op_rule(struct kernel *k, const struct nd_op *op)
 		}
 	}
 	if (rc == 0) {
-		/* EXCL: an identical rule is reported, not duplicated. */
+		/* EXCL: an identical rule (the tag included) is reported,
+		 * not duplicated. */
 		if (op->kind == OP_RULE_ADD)
 			rc = rtnl_rule_add(k->req, r, NLM_F_EXCL);
 		else

@@ -1,8 +1,9 @@
 /*
  * netd's side of rtnetlink, through libnl-route-3: two sockets opened
  * before the privilege drop (one for requests and dumps, one subscribed to
- * link events), snapshots into plain structs for the planner, and the
- * application of a plan.  Errors are negative errno values.
+ * link, address and route events), snapshots into plain structs for the
+ * policy and the planner, and the application of a plan.  Errors are
+ * negative errno values.
  */
 #ifndef ENID_NETD_KERNEL_H
 #define ENID_NETD_KERNEL_H
@@ -13,30 +14,50 @@
 
 #include "msg.h"
 #include "plan.h"
+#include "policy.h"
 
 struct nl_sock;
 struct nl_cb;
 
 struct kernel {
 	struct nl_sock	*req;		/* requests and dumps */
-	struct nl_sock	*ev;		/* RTNLGRP_LINK notifications */
+	struct nl_sock	*ev;		/* link, address, route notifications */
 	struct nl_cb	*ev_cb;		/* its callbacks */
+	struct nl_cb	*dump_cb;	/* callbacks of netd's own dumps */
+
+	/* What netd's own dumps collect before handing it out; kept and
+	 * reused, so a dump allocates only when the kernel holds more than
+	 * ever before. */
+	struct nd_rule	*rules;
+	size_t		 nrules, rules_cap;
+	struct nd_ifaddr *addrs;
+	size_t		 naddrs, addrs_cap;
 };
 
 typedef void	(*kernel_link_cb)(const struct msg_netd_link *, void *);
 typedef void	(*kernel_rule_cb)(const struct nd_rule *, void *);
 typedef void	(*kernel_route_cb)(const struct nd_route *, void *);
+typedef void	(*kernel_addr_cb)(const struct nd_ifaddr *, void *);
+
+/* What the event socket reports. */
+struct kernel_events {
+	kernel_link_cb	 link;		/* a link appeared or changed */
+	/* Something the node's own links depend on changed: an address on
+	 * link ifindex, or (ifindex 0) a default route of the main table. */
+	void		(*node)(uint32_t ifindex, void *);
+	void		*arg;
+};
 
 /* Open both sockets; 0, or -1 with err set. */
 int	kernel_open(struct kernel *k, char *err, size_t errlen);
 int	kernel_event_fd(const struct kernel *k);
 
 /*
- * Read pending link events, calling cb for each new or changed link.  Sets
- * *overrun if the kernel dropped events (then every waiter must re-check).
- * Returns 0 or a negative errno.
+ * Read pending events, calling the callbacks.  Sets *overrun if the kernel
+ * dropped events (then every waiter must re-check, and the node's own
+ * links be read again).  Returns 0 or a negative errno.
  */
-int	kernel_read_events(struct kernel *k, kernel_link_cb cb, void *arg,
+int	kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	    bool *overrun);
 
 /* Every link, for dumps; the link with this MAC (lowest ifindex if several):
@@ -44,18 +65,34 @@ int	kernel_read_events(struct kernel *k, kernel_link_cb cb, void *arg,
 int	kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg);
 int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
 	    struct msg_netd_link *out);
+/* The link with this ifindex: 1 found, 0 not, or a negative errno. */
+int	kernel_get_link(struct kernel *k, uint32_t ifindex,
+	    struct msg_netd_link *out);
 
-/* Every link holding the IPv4 address addr, as for dumps (a link gone
- * meanwhile is skipped): 0, or a negative errno. */
-int	kernel_each_addr_holder(struct kernel *k, uint32_t addr,
-	    kernel_link_cb cb, void *arg);
+/* Every address of every family on every link, lo included, with its
+ * IFA_PROTO tag: 0, or a negative errno. */
+int	kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg);
 
-/* Every IPv4 "lookup" rule at one of the given priorities. */
+/*
+ * Every IPv4 "lookup" rule at one of the given priorities, netd's or not:
+ * each with its protocol and whether it has selectors netd never sets.
+ */
 int	kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	    kernel_rule_cb cb, void *arg);
-/* Every IPv4 unicast route in table. */
+/* Every IPv4 unicast route in table, netd's or not. */
 int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	    void *arg);
+
+/* One link's addresses and the routes through it, in every table and
+ * family, to judge whether netd may take it over: 0, -ENODEV if it is
+ * gone, or another negative errno. */
+int	kernel_link_state(struct kernel *k, uint32_t ifindex,
+	    struct nd_link_state *out);
+
+/* The node's own links (every next hop of the main table's default routes,
+ * IPv4 and IPv6) with their MACs, and their IPv4 addresses: 0, or a
+ * negative errno. */
+int	kernel_node_scan(struct kernel *k, struct netd_node *out);
 
 /*
  * Apply a plan in order, stopping at the first failure; adds of what is

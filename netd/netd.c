@@ -2,14 +2,24 @@
  * enid-netd: the only enid process with CAP_NET_ADMIN.  It owns the node's
  * ENI links, their route tables and the pods' policy rules, and trusts
  * nothing the broker sends: every request is checked whole against the
- * policy fixed at start (table range and rule priorities from the
+ * policy fixed at start (table range, rule priorities and pod cap from the
  * root-owned configuration; VPC CIDRs and the primary MAC from the one
- * NETD_POLICY message) before the kernel is touched.
+ * NETD_POLICY message) and against what netd itself finds in the kernel
+ * before the kernel is touched.
  *
- * This file holds the entry point, the broker dispatch and the link
- * lookups (link events plus a backoff re-check, under a deadline, on
- * timers); the broker's channel is common/peer.c.  Decisions live in
- * policy.c and plan.c; rtnetlink I/O in kernel.c.
+ * What netd finds itself: the node's own links (those the main table's
+ * default routes go through) and their addresses, read before the
+ * privilege drop and again whenever a default route, an address or one of
+ * those links changes; a policy naming another primary MAC is fatal, and
+ * no request may touch those links or addresses.  A link is taken over
+ * only while it carries nothing but what netd installed, known by netd's
+ * tag (NETD_PROTO) on its addresses, routes and rules, which also lets a
+ * restarted netd recognise its own.
+ *
+ * This file holds the entry point, the broker dispatch, the link lookups
+ * (link events plus a backoff re-check, under a deadline, on timers) and
+ * the node's own links; the broker's channel is common/peer.c.  Decisions
+ * live in policy.c and plan.c; rtnetlink I/O in kernel.c.
  */
 #include <errno.h>
 #include <signal.h>
@@ -53,6 +63,8 @@ struct netd {
 	struct enid_config	 cfg;
 	struct netd_policy	 policy;
 	struct kernel		 kernel;
+	struct kernel_events	 events;
+	bool			 node_stale;	/* re-read the node's links */
 	struct lookup		 lookups[NETD_MAX_LOOKUPS];
 	size_t			 nlookups;
 };
@@ -82,14 +94,131 @@ netd_result(struct netd *nd, uint32_t id, enum msg_status st, int error,
 	netd_send(nd, MSG_NETD_RESULT, id, &r, sizeof(r));
 }
 
-/* An out-of-policy request: a security event, answered, nothing done. */
+/* An out-of-policy request: a security event, answered, nothing done.
+ * detail (may be NULL or "") names what in the kernel made it so. */
+static void
+netd_refuse_id(struct netd *nd, uint32_t id, unsigned int type,
+    const char *object, const char *why, const char *detail)
+{
+	bool d = detail != NULL && detail[0] != '\0';
+
+	log_security("broker: %s %s refused: %s%s%s%s", msg_type_name(type),
+	    object, why, d ? " (" : "", d ? detail : "", d ? ")" : "");
+	netd_result(nd, id, ST_REFUSED, 0, "%s%s%s%s", why, d ? " (" : "",
+	    d ? detail : "", d ? ")" : "");
+}
+
 static void
 netd_refuse(struct netd *nd, const struct msg *m, const char *object,
     const char *why)
 {
-	log_security("broker: %s %s refused: %s", msg_type_name(m->hdr.type),
-	    object, why);
-	netd_result(nd, m->hdr.id, ST_REFUSED, 0, "%s", why);
+	netd_refuse_id(nd, m->hdr.id, m->hdr.type, object, why, NULL);
+}
+
+/* ---- the node's own links ---- */
+
+static void
+node_describe(const struct netd_node *n, char *buf, size_t len)
+{
+	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
+	size_t off = 0;
+	uint32_t i;
+
+	buf[0] = '\0';
+	if (n->nlinks == 0) {
+		snprintf(buf, len, "no default route in the main table");
+		return;
+	}
+	for (i = 0; i < n->nlinks && off < len; i++) {
+		mac_format(n->links[i].mac, mac);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s %s "
+		    "(ifindex %u)", i ? ", " : "", n->links[i].name[0] ?
+		    n->links[i].name : "?", mac, n->links[i].ifindex);
+	}
+	for (i = 0; i < n->naddrs && off < len; i++) {
+		ip4_format(n->addrs[i], ip);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+		    i ? " " : "; addresses ", ip);
+	}
+	if (n->overflow && off < len)
+		snprintf(buf + off, len - off, "; more than netd tracks");
+}
+
+/*
+ * Read the node's own links again and add what is new.  0, or a negative
+ * errno (then the view stays stale and requests that change the kernel are
+ * answered failed until a read succeeds).
+ */
+static int
+node_read(struct netd *nd)
+{
+	struct netd_node fresh;
+	char found[512];
+	int rc;
+
+	if ((rc = kernel_node_scan(&nd->kernel, &fresh)) < 0) {
+		log_warnx("node: reading the default routes and their links: "
+		    "%s; requests wait for a good read", strerror(-rc));
+		nd->node_stale = true;
+		return rc;
+	}
+	nd->node_stale = false;
+	if (policy_node_merge(&nd->policy, &fresh)) {
+		node_describe(&nd->policy.node, found, sizeof(found));
+		log_info("node: own links %s", found);
+	}
+	if (nd->policy.node.overflow)
+		log_warnx("node: more default-route links or addresses than "
+		    "netd tracks; every request that changes the kernel is "
+		    "refused");
+	return 0;
+}
+
+static void	netd_read_events(struct netd *nd);
+
+/*
+ * Before judging a request that may change the kernel: take in the events
+ * already queued (a default route may have changed an instant ago) and
+ * re-read the node's links if they changed.  False if that failed; then
+ * the request has been answered.
+ */
+static bool
+node_current(struct netd *nd, uint32_t id, const char *what)
+{
+	int rc;
+
+	netd_read_events(nd);
+	if (!nd->node_stale || (rc = node_read(nd)) == 0)
+		return true;
+	log_warnx("%s: the node's own links are unknown; nothing changed",
+	    what);
+	netd_result(nd, id, ST_FAILED, -rc, "reading the node's own links: "
+	    "%s", strerror(-rc));
+	return false;
+}
+
+/*
+ * Whether netd may use the link the kernel has for a declared MAC: not one
+ * of the node's own, and bare (nothing on it but netd's).  NULL, or why
+ * not with detail filled; *rc < 0 if reading its state failed.
+ */
+static const char *
+link_usable(struct netd *nd, const struct msg_netd_link *l,
+    struct nd_link_state *st, char *detail, size_t dlen, int *rc)
+{
+	const char *why;
+
+	*rc = 0;
+	detail[0] = '\0';
+	if ((why = policy_check_link(&nd->policy, l->ifindex, l->mac)) !=
+	    NULL) {
+		snprintf(detail, dlen, "link %s, ifindex %u", l->name,
+		    l->ifindex);
+		return why;
+	}
+	if ((*rc = kernel_link_state(&nd->kernel, l->ifindex, st)) < 0)
+		return NULL;
+	return policy_check_bare(st, detail, dlen);
 }
 
 /* ---- link lookups ---- */
@@ -103,19 +232,46 @@ lookup_done(struct netd *nd, struct lookup *lk)
 	peer_resume(&nd->peer);		/* a slot is free again */
 }
 
-static void
+/* The link turned up; false if it went away again before it could be
+ * checked (then the lookup goes on). */
+static bool
 lookup_found(struct netd *nd, struct lookup *lk,
     const struct msg_netd_link *l, const char *how)
 {
-	char mac[MAC_STR_LEN];
+	static struct nd_link_state st;
+	char mac[MAC_STR_LEN], detail[160];
+	const char *why;
+	int rc;
 
 	mac_format(lk->mac, mac);
 	log_info("link %s: found as %s (ifindex %u) %s after %llu ms, "
 	    "attempt %u/%u", mac, l->name, l->ifindex, how,
 	    (unsigned long long)(now_ms() - lk->start), lk->attempt,
 	    lk->attempts);
-	netd_send(nd, MSG_NETD_LINK, lk->id, l, sizeof(*l));
+	/* Found late: the checks a declare makes of a present link. */
+	if (nd->node_stale)
+		(void)node_read(nd);
+	why = link_usable(nd, l, &st, detail, sizeof(detail), &rc);
+	if (rc == -ENODEV) {
+		/* Gone again at once: the next check or event decides. */
+		log_info("link %s: %s went away while being checked", mac,
+		    l->name);
+		return false;
+	}
+	if (rc == 0 && nd->node_stale)
+		rc = -EAGAIN;
+	if (rc < 0) {
+		log_warnx("link %s: reading its or the node's state: %s; "
+		    "answering failed", mac, strerror(-rc));
+		netd_result(nd, lk->id, ST_FAILED, -rc, "reading the state of "
+		    "link %s or the node: %s", l->name, strerror(-rc));
+	} else if (why != NULL)
+		netd_refuse_id(nd, lk->id, MSG_NETD_FIND_LINK, mac, why,
+		    detail);
+	else
+		netd_send(nd, MSG_NETD_LINK, lk->id, l, sizeof(*l));
 	lookup_done(nd, lk);
+	return true;
 }
 
 /* One scheduled check: found, given up at the deadline, or re-armed. */
@@ -130,10 +286,8 @@ lookup_check(struct netd *nd, struct lookup *lk)
 	lk->attempt++;
 	mac_format(lk->mac, mac);
 	rc = kernel_find_link(&nd->kernel, lk->mac, &l);
-	if (rc == 1) {
-		lookup_found(nd, lk, &l, "by lookup");
+	if (rc == 1 && lookup_found(nd, lk, &l, "by lookup"))
 		return;
-	}
 	if (rc < 0)
 		log_warnx("link %s: lookup failed: %s; will retry", mac,
 		    strerror(-rc));
@@ -195,44 +349,68 @@ lookup_start(struct netd *nd, const struct msg *m,
 	lookup_check(nd, lk);
 }
 
-/* A link appeared or changed: answer whoever waits for its MAC. */
+/* A link appeared or changed: answer whoever waits for its MAC; one of
+ * the node's own changed (its MAC, say): read them again. */
 static void
 netd_link_event(const struct msg_netd_link *l, void *arg)
 {
 	struct netd *nd = arg;
 	size_t i;
 
+	if (policy_node_link_by_ifindex(&nd->policy, l->ifindex) != NULL)
+		nd->node_stale = true;
 	for (i = 0; i < NETD_MAX_LOOKUPS; i++)
 		if (nd->lookups[i].in_use &&
 		    memcmp(nd->lookups[i].mac, l->mac, 6) == 0)
-			lookup_found(nd, &nd->lookups[i], l, "by link event");
+			(void)lookup_found(nd, &nd->lookups[i], l,
+			    "by link event");
+}
+
+/* A main-table default route (ifindex 0) or an address changed. */
+static void
+netd_node_event(uint32_t ifindex, void *arg)
+{
+	struct netd *nd = arg;
+
+	if (ifindex == 0 ||
+	    policy_node_link_by_ifindex(&nd->policy, ifindex) != NULL)
+		nd->node_stale = true;
+}
+
+static void
+netd_read_events(struct netd *nd)
+{
+	struct msg_netd_link link;
+	bool overrun;
+	size_t i;
+	int rc;
+
+	if ((rc = kernel_read_events(&nd->kernel, &nd->events, &overrun)) < 0)
+		log_warnx("kernel events: %s; the re-check timers stay armed",
+		    strerror(-rc));
+	if (!overrun)
+		return;
+	log_warnx("kernel events: the kernel dropped some; re-reading the "
+	    "node's own links and re-checking every waiting lookup");
+	nd->node_stale = true;
+	for (i = 0; i < NETD_MAX_LOOKUPS; i++)
+		if (nd->lookups[i].in_use &&
+		    kernel_find_link(&nd->kernel, nd->lookups[i].mac,
+		    &link) == 1)
+			(void)lookup_found(nd, &nd->lookups[i], &link,
+			    "after lost events");
 }
 
 static void
 netd_event_cb(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct netd *nd = io->arg;
-	struct msg_netd_link link;
-	bool overrun;
-	size_t i;
-	int rc;
 
 	(void)l;
 	(void)events;
-	if ((rc = kernel_read_events(&nd->kernel, netd_link_event, nd,
-	    &overrun)) < 0)
-		log_warnx("link events: %s; the re-check timers stay armed",
-		    strerror(-rc));
-	if (!overrun)
-		return;
-	log_warnx("link events: the kernel dropped some; re-checking every "
-	    "waiting lookup");
-	for (i = 0; i < NETD_MAX_LOOKUPS; i++)
-		if (nd->lookups[i].in_use &&
-		    kernel_find_link(&nd->kernel, nd->lookups[i].mac,
-		    &link) == 1)
-			lookup_found(nd, &nd->lookups[i], &link,
-			    "after lost events");
+	netd_read_events(nd);
+	if (nd->node_stale)
+		(void)node_read(nd);
 }
 
 /* ---- snapshots for the planner ---- */
@@ -241,6 +419,8 @@ struct snapshot {
 	const struct netd_policy *policy;
 	uint32_t		 pod;		/* rules: only this pod's */
 	uint32_t		 table;		/* rules: only this table's */
+	uint32_t		 npods;		/* pods with netd's rules */
+	uint32_t		 foreign;	/* not netd's: left alone */
 	size_t			 nrules, nroutes;
 	bool			 overflow;
 	struct nd_rule		 rules[NETD_MAX_SNAPSHOT];
@@ -252,6 +432,12 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 {
 	struct snapshot *s = arg;
 
+	if (!plan_rule_owned(r)) {
+		s->foreign++;
+		return;
+	}
+	if (plan_rule_is_pod_to(s->policy, r))
+		s->npods++;
 	if (!plan_rule_is_pods(s->policy, r, s->pod))
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
@@ -265,7 +451,8 @@ snap_table_rule(const struct nd_rule *r, void *arg)
 {
 	struct snapshot *s = arg;
 
-	if (r->priority != s->policy->prio_from || r->table != s->table)
+	if (r->priority != s->policy->prio_from || r->table != s->table ||
+	    !plan_rule_owned(r))
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
@@ -278,6 +465,10 @@ snap_route(const struct nd_route *r, void *arg)
 {
 	struct snapshot *s = arg;
 
+	if (r->protocol != NETD_PROTO) {
+		s->foreign++;
+		return;
+	}
 	if (s->nroutes == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
 	else
@@ -320,63 +511,117 @@ netd_snapshot_failed(struct netd *nd, uint32_t id, const char *what, int rc,
 /* ---- requests ---- */
 
 struct holder_ctx {
-	const struct netd_policy *policy;
-	uint32_t		 own_ifindex;	/* the request's link, or 0 */
-	uint32_t		 table;		/* the request's table */
+	uint32_t		 addr;		/* the request's address */
+	uint32_t		 own_ifindex;	/* the ENI's link, or 0 */
+	uint32_t		 holder;	/* a link holding it, or 0 */
 	const char		*why;
 };
 
 static void
-addr_holder(const struct msg_netd_link *l, void *arg)
+addr_holder(const struct nd_ifaddr *a, void *arg)
 {
 	struct holder_ctx *hc = arg;
+	uint32_t v;
 
-	if (hc->why == NULL && l->ifindex != hc->own_ifindex)
-		hc->why = policy_check_addr_holder(hc->policy, l->mac,
-		    hc->table);
+	if (hc->why != NULL || a->family != NETD_AF_INET)
+		return;
+	memcpy(&v, a->addr, 4);
+	if (v != hc->addr)
+		return;
+	if ((hc->why = policy_check_addr_holder(a->ifindex,
+	    hc->own_ifindex)) != NULL)
+		hc->holder = a->ifindex;
 }
 
 /*
  * The half of the policy that needs the kernel: an address inside the VPC
- * may still be the node's own (the primary interface's, or another ENI's),
- * and a pod rule or an ENI setup naming it would steer the node's traffic.
- * False if the request was refused or failed (and answered).
+ * may still be configured on a link of the node (the primary interface,
+ * another ENI, a storage NIC, lo), and a pod rule or an ENI setup naming it
+ * would steer the node's traffic.  False if the request was refused or
+ * failed (and answered).
  */
 static bool
 netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
-    uint32_t addr, uint32_t table, uint32_t own_ifindex)
+    uint32_t addr, uint32_t own_ifindex)
 {
-	struct holder_ctx hc = { &nd->policy, own_ifindex, table, NULL };
+	struct holder_ctx hc = { addr, own_ifindex, 0, NULL };
+	struct msg_netd_link l;
+	char detail[64];
 	int rc;
 
-	if ((rc = kernel_each_addr_holder(&nd->kernel, addr, addr_holder,
-	    &hc)) < 0) {
+	if ((rc = kernel_each_addr(&nd->kernel, addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}
-	if (hc.why != NULL) {
-		netd_refuse(nd, m, what, hc.why);
-		return false;
+	if (hc.why == NULL)
+		return true;
+	if (kernel_get_link(&nd->kernel, hc.holder, &l) != 1)
+		snprintf(l.name, sizeof(l.name), "?");
+	snprintf(detail, sizeof(detail), "on %s, ifindex %u", l.name,
+	    hc.holder);
+	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, hc.why, detail);
+	return false;
+}
+
+/*
+ * The link with the request's MAC, if the kernel has it: usable (not the
+ * node's own, bare), or refused.  Returns 1 with *link and *st filled, 0
+ * if there is no such link, -1 if the request was refused or failed (and
+ * answered).
+ */
+static int
+netd_eni_link(struct netd *nd, const struct msg *m, const char *what,
+    const uint8_t mac[6], struct msg_netd_link *link,
+    struct nd_link_state *st)
+{
+	char detail[160];
+	const char *why;
+	int rc;
+
+	if ((rc = kernel_find_link(&nd->kernel, mac, link)) < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return -1;
 	}
-	return true;
+	if (rc == 0)
+		return 0;
+	why = link_usable(nd, link, st, detail, sizeof(detail), &rc);
+	if (rc == -ENODEV)
+		return 0;		/* gone since the lookup */
+	if (rc < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return -1;
+	}
+	if (why != NULL) {
+		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
+		return -1;
+	}
+	return 1;
 }
 
 static void
 netd_declare(struct netd *nd, const struct msg *m, bool declare)
 {
+	static struct nd_link_state st;
 	struct msg_netd_eni req;
+	struct msg_netd_link link;
 	char mac[MAC_STR_LEN], obj[64];
 	const char *why;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
 	snprintf(obj, sizeof(obj), "%s table %u", mac, req.table);
+	if (declare && !node_current(nd, m->hdr.id, obj))
+		return;
 	why = declare ? policy_check_declare(&nd->policy, &req) :
 	    policy_check_forget(&nd->policy, &req);
 	if (why != NULL) {
 		netd_refuse(nd, m, obj, why);
 		return;
 	}
+	/* A link there now must be one netd may take over; one that comes
+	 * later is checked when it is found or set up. */
+	if (declare && netd_eni_link(nd, m, obj, req.mac, &link, &st) < 0)
+		return;
 	if (declare) {
 		policy_declare(&nd->policy, &req);
 		log_info("eni %s: declared with table %u", mac, req.table);
@@ -407,6 +652,8 @@ netd_find_link(struct netd *nd, const struct msg *m)
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
+	if (!node_current(nd, m->hdr.id, mac))
+		return;
 	if ((why = policy_check_find_link(&nd->policy, &req)) != NULL) {
 		netd_refuse(nd, m, mac, why);
 		return;
@@ -419,6 +666,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 {
 	static struct snapshot snap;
 	static struct nd_plan plan;
+	static struct nd_link_state st;
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
 	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], gw[IP4_STR_LEN];
@@ -432,6 +680,8 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	ip4_format(req.gateway, gw);
 	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s mtu %u",
 	    mac, setup ? "setup" : "teardown", req.table, cidr, gw, req.mtu);
+	if (!node_current(nd, m->hdr.id, what))
+		return;
 	why = setup ? policy_check_setup(&nd->policy, &req) :
 	    policy_check_teardown(&nd->policy, &req);
 	if (why != NULL) {
@@ -439,19 +689,15 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		return;
 	}
 
-	found = kernel_find_link(&nd->kernel, req.mac, &link);
-	if (found < 0) {
-		netd_snapshot_failed(nd, m->hdr.id, what, found, false);
+	if ((found = netd_eni_link(nd, m, what, req.mac, &link, &st)) < 0)
 		return;
-	}
 	if (found == 0 && setup) {
 		log_warnx("%s: no link with that MAC; nothing changed", what);
 		netd_result(nd, m->hdr.id, ST_NOT_FOUND, ENODEV, "link %s not "
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, req.addr, req.table,
-	    link.ifindex))
+	if (setup && !netd_addr_free(nd, m, what, req.addr, link.ifindex))
 		return;
 
 	memset(&snap, 0, sizeof(snap));
@@ -465,13 +711,16 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
 		return;
 	}
+	if (snap.foreign > 0)
+		log_warnx("%s: table %u holds %u routes netd did not install; "
+		    "left alone", what, req.table, snap.foreign);
 	if (setup)
-		rc = plan_eni_setup(&req, link.ifindex, snap.routes,
+		rc = plan_eni_setup(&req, link.ifindex, &st, snap.routes,
 		    snap.nroutes, &plan);
 	else
 		rc = plan_eni_teardown(&nd->policy, &req,
-		    found ? link.ifindex : 0, snap.routes, snap.nroutes,
-		    snap.rules, snap.nrules, &plan);
+		    found ? link.ifindex : 0, found ? &st : NULL, snap.routes,
+		    snap.nroutes, snap.rules, snap.nrules, &plan);
 	if (rc == -1) {
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
 		return;
@@ -493,11 +742,13 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	ip4_format(req.addr, addr);
 	snprintf(what, sizeof(what), "pod %s %s rules (table %u)", addr,
 	    adding ? "add" : "del", req.table);
+	if (!node_current(nd, m->hdr.id, what))
+		return;
 	if ((why = policy_check_pod(&nd->policy, &req, adding)) != NULL) {
 		netd_refuse(nd, m, what, why);
 		return;
 	}
-	if (adding && !netd_addr_free(nd, m, what, req.addr, req.table, 0))
+	if (!netd_addr_free(nd, m, what, req.addr, 0))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
@@ -505,6 +756,15 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
+		return;
+	}
+	if (adding && (why = policy_check_pod_count(&nd->policy, snap.npods,
+	    snap.nrules > 0)) != NULL) {
+		char detail[64];
+
+		snprintf(detail, sizeof(detail), "%u pods, at most %u",
+		    snap.npods, nd->policy.max_pods);
+		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
 		return;
 	}
 	rc = adding ?
@@ -532,12 +792,15 @@ dump_link(const struct msg_netd_link *l, void *arg)
 	dc->count++;
 }
 
+/* Only netd's own: a foreign rule at enid's priorities is not the pool's. */
 static void
 dump_rule(const struct nd_rule *r, void *arg)
 {
 	struct dump_ctx *dc = arg;
 	struct msg_netd_rule mr;
 
+	if (!plan_rule_owned(r))
+		return;
 	memset(&mr, 0, sizeof(mr));
 	mr.priority = r->priority;
 	mr.table = r->table;
@@ -583,6 +846,24 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 
 	/* Fixed at start: the table lets only one through (MF_ONCE). */
 	memcpy(&req, m->u.bytes, sizeof(req));
+	/* The broker's primary MAC came from the cloud through cloudd: it
+	 * must be a link netd itself finds the default route on. */
+	mac_format(req.primary_mac, mac);
+	netd_read_events(nd);
+	if (node_read(nd) < 0)
+		fatalx("broker: NETD_POLICY with primary MAC %s cannot be "
+		    "checked: the node's own links are unreadable; exiting",
+		    mac);
+	if ((why = policy_check_primary(&nd->policy, req.primary_mac)) !=
+	    NULL) {
+		char found[512];
+
+		node_describe(&nd->policy.node, found, sizeof(found));
+		log_security("broker: NETD_POLICY names primary MAC %s: %s; "
+		    "netd found %s", mac, why, found);
+		fatalx("broker: NETD_POLICY disagrees with the node's own "
+		    "links; the peer is untrusted, exiting");
+	}
 	if ((why = policy_set_vpc(&nd->policy, &req)) != NULL)
 		fatalx("broker: unusable NETD_POLICY (%s); exiting", why);
 	cidrs[0] = '\0';
@@ -594,9 +875,9 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 	}
 	mac_format(nd->policy.primary_mac, mac);
 	log_info("policy: primary MAC %s, VPC %s, tables %u-%u, rule "
-	    "priorities %u (to) and %u (from)", mac, cidrs,
+	    "priorities %u (to) and %u (from), at most %u pods", mac, cidrs,
 	    nd->policy.table_lo, nd->policy.table_hi - 1, nd->policy.prio_to,
-	    nd->policy.prio_from);
+	    nd->policy.prio_from, nd->policy.max_pods);
 	msg_chan_permit(&nd->peer.chan, MSG_PERMIT_POLICY);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }
@@ -706,6 +987,16 @@ main(int argc, char *argv[])
 	/* Netlink before the drop: no socket is opened after it. */
 	if (kernel_open(&nd.kernel, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	nd.events.link = netd_link_event;
+	nd.events.node = netd_node_event;
+	nd.events.arg = &nd;
+	/* The node's own links, found before the broker can say anything
+	 * and before the privilege drop; kept current from the events. */
+	if (node_read(&nd) < 0)
+		fatalx("node: cannot read the main table's default routes");
+	if (nd.policy.node.nlinks == 0)
+		log_warnx("node: no default route in the main table yet; a "
+		    "policy is refused until one appears");
 	if (loop_init(&nd.loop) == -1)
 		fatal("event loop");
 	if (loop_signal(&nd.loop, SIGTERM, netd_signal, &nd) == -1 ||

@@ -4,7 +4,6 @@
  */
 #include <string.h>
 
-#include "addr.h"
 #include "plan.h"
 
 static const char *const op_names[] = {
@@ -73,7 +72,25 @@ push_addr(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
 	op->u.addr.ifindex = ifindex;
 	op->u.addr.addr = addr;
 	op->u.addr.prefix = prefix;
+	op->u.addr.proto = NETD_PROTO;
 	return 0;
+}
+
+/* An IPv4 address netd put on the link: its tag, on this link. */
+static bool
+addr_is_netds(const struct nd_ifaddr *a, uint32_t ifindex)
+{
+	return a->ifindex == ifindex && a->family == NETD_AF_INET &&
+	    a->proto == NETD_PROTO && a->prefix <= 32;
+}
+
+static uint32_t
+ifaddr4(const struct nd_ifaddr *a)
+{
+	uint32_t v;
+
+	memcpy(&v, a->addr, 4);
+	return v;
 }
 
 static int
@@ -100,21 +117,31 @@ plan_pod_rules(const struct netd_policy *p, uint32_t addr, uint32_t table,
 	out[n].table = NETD_TABLE_MAIN;
 	out[n].dst = addr;
 	out[n].dst_len = 32;
+	out[n].protocol = NETD_PROTO;
 	n++;
 	if (table != NETD_TABLE_UNSPEC) {
 		out[n].priority = p->prio_from;
 		out[n].table = table;
 		out[n].src = addr;
 		out[n].src_len = 32;
+		out[n].protocol = NETD_PROTO;
 		n++;
 	}
 	return n;
 }
 
 bool
+plan_rule_owned(const struct nd_rule *r)
+{
+	return r->protocol == NETD_PROTO && !r->other_selectors;
+}
+
+bool
 plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
     uint32_t addr)
 {
+	if (!plan_rule_owned(r))
+		return false;
 	if (r->priority == p->prio_to)
 		return r->dst_len == 32 && r->dst == addr && r->src_len == 0;
 	if (r->priority == p->prio_from)
@@ -123,22 +150,39 @@ plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
 }
 
 bool
+plan_rule_is_pod_to(const struct netd_policy *p, const struct nd_rule *r)
+{
+	return plan_rule_owned(r) && r->priority == p->prio_to &&
+	    r->dst_len == 32 && r->src_len == 0;
+}
+
+bool
 plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b)
 {
 	return a->priority == b->priority && a->table == b->table &&
 	    a->src_len == b->src_len && a->dst_len == b->dst_len &&
 	    (a->src_len == 0 || a->src == b->src) &&
-	    (a->dst_len == 0 || a->dst == b->dst);
+	    (a->dst_len == 0 || a->dst == b->dst) &&
+	    a->protocol == b->protocol &&
+	    a->other_selectors == b->other_selectors;
 }
 
-/* Protocol is ignored: a route that does the same job is kept. */
+/* The tag counts: a foreign route doing the same job is not netd's, and
+ * netd's own must exist beside it. */
 bool
 plan_route_equal(const struct nd_route *a, const struct nd_route *b)
 {
 	return a->table == b->table && a->dst == b->dst &&
 	    a->dst_len == b->dst_len && a->scope == b->scope &&
 	    !a->multipath && !b->multipath && a->gateway == b->gateway &&
-	    a->ifindex == b->ifindex && a->metric == b->metric;
+	    a->ifindex == b->ifindex && a->metric == b->metric &&
+	    a->protocol == b->protocol;
+}
+
+static bool
+route_is_netds(const struct nd_route *r, uint32_t table)
+{
+	return r->table == table && r->protocol == NETD_PROTO;
 }
 
 int
@@ -195,22 +239,23 @@ eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 	gw->dst = m->gateway;
 	gw->dst_len = 32;
 	gw->scope = PLAN_SCOPE_LINK;
-	gw->protocol = PLAN_PROTO_STATIC;
+	gw->protocol = NETD_PROTO;
 	gw->ifindex = ifindex;
 
 	memset(def, 0, sizeof(*def));
 	def->table = m->table;
 	def->scope = PLAN_SCOPE_UNIVERSE;
-	def->protocol = PLAN_PROTO_STATIC;
+	def->protocol = NETD_PROTO;
 	def->gateway = m->gateway;
 	def->ifindex = ifindex;
 }
 
 int
 plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
-    const struct nd_route *cur, size_t ncur, struct nd_plan *plan)
+    const struct nd_link_state *link, const struct nd_route *cur, size_t ncur,
+    struct nd_plan *plan)
 {
-	struct nd_route want[2], conn;
+	struct nd_route want[2];
 	size_t i, j;
 	bool found;
 
@@ -228,27 +273,24 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		if (!found && push_route(plan, OP_ROUTE_ADD, &want[i]) == -1)
 			return -1;
 	}
-	/* Then whatever else is in the table: it is enid's, and stale. */
+	/* Then netd's other routes in the table: stale (an old link's). */
 	for (j = 0; j < ncur; j++) {
-		if (cur[j].table != m->table ||
+		if (!route_is_netds(&cur[j], m->table) ||
 		    plan_route_equal(&cur[j], &want[0]) ||
 		    plan_route_equal(&cur[j], &want[1]))
 			continue;
 		if (push_route(plan, OP_ROUTE_DEL, &cur[j]) == -1)
 			return -1;
 	}
-	/* The connected route the kernel would add to main for the subnet:
-	 * the address is added without one, this removes one left by an
-	 * earlier address or another tool.  Absent is fine. */
-	if (m->prefix < 32) {
-		memset(&conn, 0, sizeof(conn));
-		conn.table = NETD_TABLE_MAIN;
-		conn.dst = m->addr & prefix_mask(m->prefix);
-		conn.dst_len = m->prefix;
-		conn.scope = PLAN_SCOPE_ANY;
-		conn.protocol = PLAN_PROTO_ANY;
-		conn.ifindex = ifindex;
-		if (push_route(plan, OP_ROUTE_DEL, &conn) == -1)
+	/* And netd's other addresses on the link: an earlier setup's. */
+	for (i = 0; link != NULL && i < link->naddrs; i++) {
+		const struct nd_ifaddr *a = &link->addrs[i];
+
+		if (!addr_is_netds(a, ifindex) ||
+		    (ifaddr4(a) == m->addr && a->prefix == m->prefix))
+			continue;
+		if (push_addr(plan, OP_ADDR_DEL, ifindex, ifaddr4(a),
+		    a->prefix) == -1)
 			return -1;
 	}
 	return 0;
@@ -257,31 +299,38 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 int
 plan_eni_teardown(const struct netd_policy *p,
     const struct msg_netd_setup_eni *m, uint32_t ifindex,
-    const struct nd_route *routes, size_t nroutes, const struct nd_rule *rules,
-    size_t nrules, struct nd_plan *plan)
+    const struct nd_link_state *link, const struct nd_route *routes,
+    size_t nroutes, const struct nd_rule *rules, size_t nrules,
+    struct nd_plan *plan)
 {
 	size_t j;
 
 	memset(plan, 0, sizeof(*plan));
 	/* Rules first, so no pod traffic is steered into an emptying table. */
 	for (j = 0; j < nrules; j++) {
-		if (rules[j].priority != p->prio_from ||
+		if (!plan_rule_owned(&rules[j]) ||
+		    rules[j].priority != p->prio_from ||
 		    rules[j].table != m->table)
 			continue;
 		if (push_rule(plan, OP_RULE_DEL, &rules[j]) == -1)
 			return -1;
 	}
 	for (j = 0; j < nroutes; j++) {
-		if (routes[j].table != m->table)
+		if (!route_is_netds(&routes[j], m->table))
 			continue;
 		if (push_route(plan, OP_ROUTE_DEL, &routes[j]) == -1)
 			return -1;
 	}
-	if (ifindex != 0 &&
-	    (push_addr(plan, OP_ADDR_DEL, ifindex, m->addr, m->prefix) == -1 ||
-	    push_link(plan, OP_LINK_DOWN, ifindex, 0) == -1))
-		return -1;
-	return 0;
+	if (ifindex == 0)
+		return 0;
+	for (j = 0; link != NULL && j < link->naddrs; j++) {
+		if (!addr_is_netds(&link->addrs[j], ifindex))
+			continue;
+		if (push_addr(plan, OP_ADDR_DEL, ifindex,
+		    ifaddr4(&link->addrs[j]), link->addrs[j].prefix) == -1)
+			return -1;
+	}
+	return push_link(plan, OP_LINK_DOWN, ifindex, 0);
 }
 
 uint32_t

@@ -6,6 +6,10 @@
  * Operations are idempotent by construction: an add of something present
  * and a delete of something absent both count as done, so replaying a plan
  * (or a request) converges on the same state.
+ *
+ * Everything a plan adds carries netd's tag (NETD_PROTO), and a plan only
+ * ever deletes what carries it: snapshot entries without the tag, or with
+ * selectors netd never sets, are someone else's and are left alone.
  */
 #ifndef ENID_NETD_PLAN_H
 #define ENID_NETD_PLAN_H
@@ -18,11 +22,8 @@
 #include "policy.h"
 
 #define PLAN_MAX_OPS		128
-#define PLAN_SCOPE_ANY		255	/* RT_SCOPE_NOWHERE: match any scope */
 #define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
-#define PLAN_PROTO_ANY		0	/* RTPROT_UNSPEC */
-#define PLAN_PROTO_STATIC	4	/* RTPROT_STATIC: how enid's routes read */
 
 /* An IPv4 policy rule "[from SRC] [to DST] lookup TABLE" at a priority. */
 struct nd_rule {
@@ -32,6 +33,10 @@ struct nd_rule {
 	uint8_t		src_len;	/* 0: from all */
 	uint32_t	dst;
 	uint8_t		dst_len;	/* 0: to all */
+	uint8_t		protocol;	/* NETD_PROTO on netd's own */
+	/* Any other selector or flag (iif, oif, fwmark, tos, uid range,
+	 * ports, invert, ...): never one of netd's. */
+	bool		other_selectors;
 };
 
 /* An IPv4 unicast route with at most one next hop. */
@@ -40,7 +45,7 @@ struct nd_route {
 	uint32_t	dst;		/* network order */
 	uint8_t		dst_len;
 	uint8_t		scope;		/* PLAN_SCOPE_* */
-	uint8_t		protocol;	/* PLAN_PROTO_* or the kernel's */
+	uint8_t		protocol;	/* NETD_PROTO on netd's own */
 	bool		multipath;	/* more than one next hop */
 	uint32_t	gateway;	/* 0: none */
 	uint32_t	ifindex;	/* 0: none or any */
@@ -51,6 +56,7 @@ struct nd_addr {
 	uint32_t	ifindex;
 	uint32_t	addr;		/* network order */
 	uint8_t		prefix;
+	uint8_t		proto;		/* IFA_PROTO: NETD_PROTO when added */
 };
 
 enum nd_op_kind {
@@ -88,9 +94,16 @@ const char	*plan_op_name(enum nd_op_kind kind);
  * Returns how many (1 or 2) were written to out. */
 size_t		 plan_pod_rules(const struct netd_policy *p, uint32_t addr,
 		    uint32_t table, struct nd_rule out[2]);
-/* True if r is one of enid's rules for the pod at addr, whatever table. */
+/* True if netd added r: its tag and no selector netd never sets. */
+bool		 plan_rule_owned(const struct nd_rule *r);
+/* True if r is one of netd's rules for the pod at addr, whatever table. */
 bool		 plan_rule_is_pods(const struct netd_policy *p,
 		    const struct nd_rule *r, uint32_t addr);
+/* True if r is netd's "to POD" rule of some pod: one per pod, so counting
+ * these counts pods. */
+bool		 plan_rule_is_pod_to(const struct netd_policy *p,
+		    const struct nd_rule *r);
+/* Equal in every field, the tag included. */
 bool		 plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b);
 bool		 plan_route_equal(const struct nd_route *a,
 		    const struct nd_route *b);
@@ -112,20 +125,24 @@ int		 plan_pod_del(const struct netd_policy *p,
 		    size_t ncur, struct nd_plan *plan);
 
 /*
- * Link up with its MTU, the primary address (no prefix route), table T
- * exactly { gateway/32 dev scope link, default via gateway dev }, and no
- * main-table route for the ENI's subnet on the link.  cur: the routes in
- * table T now.
+ * Link up with its MTU, the primary address (no prefix route, so main gets
+ * no route for the ENI's subnet), netd's routes in table T exactly
+ * { gateway/32 dev scope link, default via gateway dev }, and no other
+ * netd address on the link.  link: its addresses now (NULL: none known);
+ * cur: the routes in table T now.  The main table is never touched.
  */
 int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
-		    uint32_t ifindex, const struct nd_route *cur, size_t ncur,
+		    uint32_t ifindex, const struct nd_link_state *link,
+		    const struct nd_route *cur, size_t ncur,
 		    struct nd_plan *plan);
 /*
- * Undo setup: enid's from-rules to table T, every route in table T, and,
- * if the link still exists (ifindex != 0), its primary address; link down.
+ * Undo setup: netd's from-rules to table T, netd's routes in table T, and,
+ * if the link still exists (ifindex != 0), netd's addresses on it (from
+ * link) and link down.
  */
 int		 plan_eni_teardown(const struct netd_policy *p,
 		    const struct msg_netd_setup_eni *m, uint32_t ifindex,
+		    const struct nd_link_state *link,
 		    const struct nd_route *routes, size_t nroutes,
 		    const struct nd_rule *rules, size_t nrules,
 		    struct nd_plan *plan);

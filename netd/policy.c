@@ -4,10 +4,23 @@
  * whole before anything in the kernel is touched.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
 #include "policy.h"
+
+uint32_t
+policy_pod_cap(const struct enid_config *cfg)
+{
+	uint32_t enis = cfg->pool.max_enis;
+
+	if (cfg->pool.max_pods != 0)
+		return cfg->pool.max_pods;
+	if (enis == 0 || enis > NETD_MAX_ENIS)
+		enis = NETD_MAX_ENIS;
+	return enis * NETD_PODS_PER_ENI;
+}
 
 void
 policy_init(struct netd_policy *p, const struct enid_config *cfg)
@@ -17,6 +30,7 @@ policy_init(struct netd_policy *p, const struct enid_config *cfg)
 	p->table_hi = cfg->routing.table_base + CONF_TABLE_SPAN;
 	p->prio_to = cfg->routing.rule_priority_to;
 	p->prio_from = cfg->routing.rule_priority_from;
+	p->max_pods = policy_pod_cap(cfg);
 }
 
 static bool
@@ -29,6 +43,106 @@ static bool
 mac_equal(const uint8_t a[6], const uint8_t b[6])
 {
 	return memcmp(a, b, 6) == 0;
+}
+
+/* ---- the node's own links ---- */
+
+static bool
+node_link_known(const struct netd_node *n, const struct netd_node_link *l)
+{
+	uint32_t i;
+
+	for (i = 0; i < n->nlinks; i++)
+		if (n->links[i].ifindex == l->ifindex &&
+		    mac_equal(n->links[i].mac, l->mac))
+			return true;
+	return false;
+}
+
+bool
+policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
+{
+	struct netd_node *n = &p->node;
+	bool added = false;
+	uint32_t i, j;
+
+	if (fresh->overflow)
+		n->overflow = true;
+	/* A link whose MAC changed is kept under both: by ifindex and by
+	 * either MAC it stays the node's own. */
+	for (i = 0; i < fresh->nlinks; i++) {
+		if (node_link_known(n, &fresh->links[i]))
+			continue;
+		if (n->nlinks == NETD_MAX_NODE_LINKS) {
+			n->overflow = true;
+			continue;
+		}
+		n->links[n->nlinks++] = fresh->links[i];
+		added = true;
+	}
+	for (i = 0; i < fresh->naddrs; i++) {
+		for (j = 0; j < n->naddrs; j++)
+			if (n->addrs[j] == fresh->addrs[i])
+				break;
+		if (j < n->naddrs)
+			continue;
+		if (n->naddrs == NETD_MAX_NODE_ADDRS) {
+			n->overflow = true;
+			continue;
+		}
+		n->addrs[n->naddrs++] = fresh->addrs[i];
+		added = true;
+	}
+	return added;
+}
+
+const struct netd_node_link *
+policy_node_link_by_mac(const struct netd_policy *p, const uint8_t mac[6])
+{
+	uint32_t i;
+
+	if (mac_is_zero(mac))
+		return NULL;
+	for (i = 0; i < p->node.nlinks; i++)
+		if (mac_equal(p->node.links[i].mac, mac))
+			return &p->node.links[i];
+	return NULL;
+}
+
+const struct netd_node_link *
+policy_node_link_by_ifindex(const struct netd_policy *p, uint32_t ifindex)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->node.nlinks; i++)
+		if (p->node.links[i].ifindex == ifindex)
+			return &p->node.links[i];
+	return NULL;
+}
+
+bool
+policy_node_has_addr(const struct netd_policy *p, uint32_t addr)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->node.naddrs; i++)
+		if (p->node.addrs[i] == addr)
+			return true;
+	return false;
+}
+
+const char *
+policy_check_primary(const struct netd_policy *p, const uint8_t mac[6])
+{
+	if (p->node.overflow)
+		return "the node has more default-route links or addresses "
+		    "than netd can track";
+	if (p->node.nlinks == 0)
+		return "netd found no default route in the main table";
+	if (policy_node_link_by_mac(p, mac) == NULL)
+		return "primary MAC is not on a link the main table's default "
+		    "route goes through";
+	return NULL;
 }
 
 /* Ranges no VPC can use: 0/8, 127/8, 169.254/16, 224/4 and 240/4. */
@@ -132,16 +246,32 @@ policy_prio_is_enid(const struct netd_policy *p, uint32_t prio)
 	return prio == p->prio_to || prio == p->prio_from;
 }
 
+/* What every request that may change the kernel needs first. */
+static const char *
+check_ready(const struct netd_policy *p)
+{
+	if (!p->vpc_set)
+		return "no policy yet";
+	if (p->node.overflow)
+		return "netd's view of the node's own links is incomplete";
+	return NULL;
+}
+
 /* The MAC checks every ENI request shares. */
 static const char *
 check_eni_mac(const struct netd_policy *p, const uint8_t mac[6])
 {
-	if (!p->vpc_set)
-		return "no policy yet";
+	const char *why;
+
+	if ((why = check_ready(p)) != NULL)
+		return why;
 	if (!mac_is_unicast(mac))
 		return "MAC is not a unicast address";
 	if (mac_equal(mac, p->primary_mac))
 		return "MAC is the primary interface's";
+	if (policy_node_link_by_mac(p, mac) != NULL)
+		return "MAC is one of the node's own links (the main table's "
+		    "default route goes through it)";
 	return NULL;
 }
 
@@ -169,10 +299,15 @@ const char *
 policy_check_forget(const struct netd_policy *p, const struct msg_netd_eni *m)
 {
 	const struct netd_eni *e;
-	const char *why;
 
-	if ((why = check_eni_mac(p, m->mac)) != NULL)
-		return why;
+	/* Forgetting changes nothing in the kernel; the node's view need
+	 * not be complete for it. */
+	if (!p->vpc_set)
+		return "no policy yet";
+	if (!mac_is_unicast(m->mac))
+		return "MAC is not a unicast address";
+	if (mac_equal(m->mac, p->primary_mac))
+		return "MAC is the primary interface's";
 	if ((e = policy_eni_by_mac(p, m->mac)) != NULL && e->table != m->table)
 		return "MAC declared with another table";
 	return NULL;
@@ -218,7 +353,7 @@ policy_check_find_link(const struct netd_policy *p,
 }
 
 /* What setup and teardown share: a declared MAC on its own table, and an
- * address whose subnet lies inside the VPC. */
+ * address whose subnet lies inside the VPC and is not the node's own. */
 static const char *
 check_eni_common(const struct netd_policy *p,
     const struct msg_netd_setup_eni *m)
@@ -238,6 +373,9 @@ check_eni_common(const struct netd_policy *p,
 		return "address prefix over 32";
 	if (!policy_in_vpc(p, m->addr) || !subnet_in_vpc(p, m->addr, m->prefix))
 		return "ENI address or its subnet outside the VPC CIDRs";
+	if (policy_node_has_addr(p, m->addr))
+		return "address is one of the node's own (on a default-route "
+		    "link)";
 	return NULL;
 }
 
@@ -273,29 +411,132 @@ const char *
 policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
     bool adding)
 {
-	if (!p->vpc_set)
-		return "no policy yet";
+	const struct netd_eni *e;
+	const char *why;
+
+	if ((why = check_ready(p)) != NULL)
+		return why;
 	if (!policy_in_vpc(p, m->addr))
 		return "pod address outside the VPC CIDRs";
+	if (policy_node_has_addr(p, m->addr))
+		return "pod address is one of the node's own (on a "
+		    "default-route link)";
 	if (m->table == NETD_TABLE_UNSPEC)
 		return NULL;		/* a pod on the primary ENI */
 	if (!policy_table_allowed(p, m->table))
 		return "table outside enid's range";
 	/* Removing may outlive the ENI's declaration; adding may not. */
-	if (adding && policy_eni_by_table(p, m->table) == NULL)
+	e = policy_eni_by_table(p, m->table);
+	if (adding && e == NULL)
 		return "table not bound to a declared ENI";
+	if (adding && policy_node_link_by_mac(p, e->mac) != NULL)
+		return "table bound to an ENI that is now one of the node's "
+		    "own links";
 	return NULL;
 }
 
 const char *
-policy_check_addr_holder(const struct netd_policy *p,
-    const uint8_t holder_mac[6], uint32_t table)
+policy_check_pod_count(const struct netd_policy *p, uint32_t npods,
+    bool pod_has_rules)
 {
-	const struct netd_eni *e;
+	if (!pod_has_rules && npods >= p->max_pods)
+		return "pod limit reached (pool.max_pods, or 50 per ENI)";
+	return NULL;
+}
 
-	if (mac_equal(holder_mac, p->primary_mac))
-		return "address belongs to the primary interface";
-	if ((e = policy_eni_by_mac(p, holder_mac)) != NULL && e->table != table)
-		return "address belongs to an ENI bound to another table";
+const char *
+policy_check_link(const struct netd_policy *p, uint32_t ifindex,
+    const uint8_t mac[6])
+{
+	if (p->node.overflow)
+		return "netd's view of the node's own links is incomplete";
+	if (policy_node_link_by_ifindex(p, ifindex) != NULL)
+		return "link is one of the node's own (the main table's "
+		    "default route goes through it)";
+	if (policy_node_link_by_mac(p, mac) != NULL ||
+	    mac_equal(mac, p->primary_mac))
+		return "link has the MAC of one of the node's own links";
+	return NULL;
+}
+
+const char *
+policy_check_addr_holder(uint32_t holder_ifindex, uint32_t own_ifindex)
+{
+	if (own_ifindex != 0 && holder_ifindex == own_ifindex)
+		return NULL;
+	return "address is configured on a link of the node";
+}
+
+static bool
+v6_link_local(const uint8_t a[16])
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+static void
+format_addr(uint8_t family, const uint8_t *a, uint8_t len, char *buf,
+    size_t buflen)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	if (inet_ntop(family == NETD_AF_INET ? AF_INET : AF_INET6, a, s,
+	    sizeof(s)) == NULL)
+		snprintf(s, sizeof(s), "?");
+	snprintf(buf, buflen, "%s/%u", s, len);
+}
+
+const char *
+policy_check_bare(const struct nd_link_state *s, char *detail,
+    size_t detaillen)
+{
+	const struct nd_ifaddr *a;
+	const struct nd_link_route *r;
+	char what[INET6_ADDRSTRLEN + 8];
+	uint32_t i;
+
+	if (detaillen > 0)
+		detail[0] = '\0';
+	if (s->enslaved)
+		return "link is enslaved to another (bond, bridge or VRF)";
+	if (s->master)
+		return "link is the master of others (a bond, bridge or VRF)";
+	if (s->same_mac > 0) {
+		snprintf(detail, detaillen, "%u other links", s->same_mac);
+		return "another link carries the same MAC (a bridge, VLAN or "
+		    "macvlan built on it)";
+	}
+	if (s->overflow || s->naddrs > NETD_MAX_LINK_ADDRS ||
+	    s->nroutes > NETD_MAX_LINK_ROUTES)
+		return "link carries more addresses or routes than netd "
+		    "judges";
+	for (i = 0; i < s->naddrs; i++) {
+		a = &s->addrs[i];
+		if (a->family == NETD_AF_INET && a->proto == NETD_PROTO)
+			continue;
+		if (a->family == NETD_AF_INET6 && v6_link_local(a->addr))
+			continue;
+		if (a->family != NETD_AF_INET && a->family != NETD_AF_INET6)
+			snprintf(what, sizeof(what), "family %u", a->family);
+		else
+			format_addr(a->family, a->addr, a->prefix, what,
+			    sizeof(what));
+		snprintf(detail, detaillen, "address %s proto %u", what,
+		    a->proto);
+		return "link carries an address netd did not install";
+	}
+	for (i = 0; i < s->nroutes; i++) {
+		r = &s->routes[i];
+		if (r->protocol == NETD_PROTO ||
+		    r->protocol == NETD_RTPROT_KERNEL)
+			continue;
+		if (r->family != NETD_AF_INET && r->family != NETD_AF_INET6)
+			snprintf(what, sizeof(what), "family %u", r->family);
+		else
+			format_addr(r->family, r->dst, r->dst_len, what,
+			    sizeof(what));
+		snprintf(detail, detaillen, "route %s table %u proto %u", what,
+		    r->table, r->protocol);
+		return "link carries a route netd did not install";
+	}
 	return NULL;
 }

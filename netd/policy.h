@@ -1,14 +1,18 @@
 /*
- * netd's policy: what the broker may ask of it.  Fixed at start (table range
- * and rule priorities from netd's own read of the configuration; VPC CIDRs
- * and the primary MAC from the one NETD_POLICY message), plus the ENIs the
- * broker has declared (MAC -> table).  Every check is a pure function that
- * returns NULL when the request is acceptable, or a static reason.
+ * netd's policy: what the broker may ask of it.  Fixed at start (table range,
+ * rule priorities and the pod cap from netd's own read of the configuration;
+ * VPC CIDRs and the primary MAC from the one NETD_POLICY message), plus the
+ * ENIs the broker has declared (MAC -> table) and netd's own view of the
+ * node: the links the main table's default routes go through and their
+ * addresses, found in the kernel by netd itself, never taken from the
+ * broker.  Every check is a pure function that returns NULL when the
+ * request is acceptable, or a static reason.
  */
 #ifndef ENID_NETD_POLICY_H
 #define ENID_NETD_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "conf.h"
@@ -22,15 +26,94 @@
 #define NETD_MTU_MAX		9216
 #define NETD_MAX_DEADLINE_MS	(10 * 60 * 1000)
 
+/*
+ * netd's tag: the protocol of every route and rule it adds (RTPROT_*,
+ * FRA_PROTOCOL) and of every address (IFA_PROTO).  Not a value the kernel
+ * or iproute2's rt_protos reserve, so what carries it is netd's, also
+ * after a restart, and what lacks it is someone else's.
+ */
+#define NETD_PROTO		233
+
+/*
+ * The pod cap when pool.max_pods is not set: EC2's most addresses on one
+ * ENI times pool.max_enis, or times NETD_MAX_ENIS when that is not set
+ * either (the cloud's own limit is not taken on trust).
+ */
+#define NETD_PODS_PER_ENI	50
+
 /* Reserved tables: unspec, default, main, local. */
 #define NETD_TABLE_UNSPEC	0
 #define NETD_TABLE_DEFAULT	253
 #define NETD_TABLE_MAIN		254
 #define NETD_TABLE_LOCAL	255
 
+/* Address families, as the kernel numbers them (no socket headers here). */
+#define NETD_AF_INET		2
+#define NETD_AF_INET6		10
+#define NETD_RTPROT_KERNEL	2	/* routes the kernel derives itself */
+
 struct netd_eni {
 	uint8_t		mac[6];
 	uint32_t	table;
+};
+
+/* ---- the node's own links, as netd finds them ---- */
+
+#define NETD_MAX_NODE_LINKS	16
+#define NETD_MAX_NODE_ADDRS	64
+
+struct netd_node_link {
+	uint32_t	ifindex;
+	uint8_t		mac[6];		/* all zero if the link has none */
+	char		name[MSG_NAME_LEN];
+};
+
+/*
+ * Every link a default route of the main table goes through (each next
+ * hop, multipath included) and the IPv4 addresses on those links.  netd's
+ * requests are all IPv4, so IPv6 addresses play no part in its checks.
+ */
+struct netd_node {
+	uint32_t		nlinks;
+	struct netd_node_link	links[NETD_MAX_NODE_LINKS];
+	uint32_t		naddrs;
+	uint32_t		addrs[NETD_MAX_NODE_ADDRS];	/* network order */
+	bool			overflow;	/* more than fit */
+};
+
+/* ---- one link's addresses and routes, to judge whether it is bare ---- */
+
+#define NETD_MAX_LINK_ADDRS	32
+#define NETD_MAX_LINK_ROUTES	64
+
+/* An address as the kernel lists it. */
+struct nd_ifaddr {
+	uint32_t	ifindex;
+	uint8_t		family;		/* NETD_AF_INET or NETD_AF_INET6 */
+	uint8_t		prefix;
+	uint8_t		proto;		/* IFA_PROTO; 0 if none */
+	uint8_t		addr[16];	/* IPv4: the first 4, network order */
+};
+
+/* A route through a link, in any table and family. */
+struct nd_link_route {
+	uint32_t	table;
+	uint8_t		family;
+	uint8_t		protocol;
+	uint8_t		dst_len;
+	uint8_t		dst[16];
+};
+
+struct nd_link_state {
+	uint32_t		ifindex;
+	bool			enslaved;	/* has a master: bond, bridge, VRF */
+	bool			master;		/* other links are its slaves */
+	uint32_t		same_mac;	/* other links with its MAC */
+	bool			overflow;	/* more than fit: not judged bare */
+	uint32_t		naddrs;
+	struct nd_ifaddr	addrs[NETD_MAX_LINK_ADDRS];
+	uint32_t		nroutes;
+	struct nd_link_route	routes[NETD_MAX_LINK_ROUTES];
 };
 
 struct netd_policy {
@@ -38,6 +121,7 @@ struct netd_policy {
 	uint32_t	table_hi;
 	uint32_t	prio_to;	/* "to POD lookup main" */
 	uint32_t	prio_from;	/* "from POD lookup T" */
+	uint32_t	max_pods;	/* pods with rules at once */
 
 	bool		vpc_set;	/* NETD_POLICY received */
 	uint8_t		primary_mac[6];
@@ -46,10 +130,39 @@ struct netd_policy {
 
 	uint32_t	nenis;
 	struct netd_eni	enis[NETD_MAX_ENIS];
+
+	/* Only ever grows while netd runs: a link once found to be the
+	 * node's own stays protected, also while its default route is
+	 * briefly gone (a DHCP renewal, an operator's change). */
+	struct netd_node node;
 };
 
 void		 policy_init(struct netd_policy *p,
 		    const struct enid_config *cfg);
+/* The pod cap netd derives from the configuration (see NETD_PODS_PER_ENI). */
+uint32_t	 policy_pod_cap(const struct enid_config *cfg);
+
+/*
+ * Add what a fresh look at the kernel found to the node's own links and
+ * addresses; nothing is ever removed.  Returns true if something was new.
+ * Sets node.overflow if it no longer fits (then every request that would
+ * change the kernel is refused).
+ */
+bool		 policy_node_merge(struct netd_policy *p,
+		    const struct netd_node *fresh);
+const struct netd_node_link *policy_node_link_by_mac(
+		    const struct netd_policy *p, const uint8_t mac[6]);
+const struct netd_node_link *policy_node_link_by_ifindex(
+		    const struct netd_policy *p, uint32_t ifindex);
+bool		 policy_node_has_addr(const struct netd_policy *p,
+		    uint32_t addr);
+
+/*
+ * The primary MAC a NETD_POLICY names must be one of the node's own links
+ * as netd found them: NULL, or why not (a security event; netd exits).
+ */
+const char	*policy_check_primary(const struct netd_policy *p,
+		    const uint8_t mac[6]);
 /* Take the broker's NETD_POLICY; NULL, or why it is unusable. */
 const char	*policy_set_vpc(struct netd_policy *p,
 		    const struct msg_netd_policy *m);
@@ -80,13 +193,35 @@ const char	*policy_check_teardown(const struct netd_policy *p,
 const char	*policy_check_pod(const struct netd_policy *p,
 		    const struct msg_netd_pod_rule *m, bool adding);
 /*
- * The address a pod or an ENI setup names (with its table) is configured on
- * a link with this MAC, other than the ENI's own: refused if that is the
- * primary interface, or a declared ENI bound to another table, since rules
- * or an address there would steer the node's own traffic.
+ * The pod cap: adding a pod that has no rules yet while npods (pods with
+ * netd's rules now) already reaches max_pods is refused.
  */
-const char	*policy_check_addr_holder(const struct netd_policy *p,
-		    const uint8_t holder_mac[6], uint32_t table);
+const char	*policy_check_pod_count(const struct netd_policy *p,
+		    uint32_t npods, bool pod_has_rules);
+/*
+ * The link the kernel has for a declared MAC, about to be used: never one
+ * of the node's own (by ifindex, whatever its MAC is now).
+ */
+const char	*policy_check_link(const struct netd_policy *p,
+		    uint32_t ifindex, const uint8_t mac[6]);
+/*
+ * The address a pod (own_ifindex 0) or an ENI setup (own_ifindex: the
+ * ENI's link) names is configured on the link holder_ifindex: refused
+ * unless that is the ENI's own link, since rules or a second copy of the
+ * address would steer traffic that is not the pod's or the ENI's.
+ */
+const char	*policy_check_addr_holder(uint32_t holder_ifindex,
+		    uint32_t own_ifindex);
+/*
+ * Whether netd may take a link over: it carries no address and no route
+ * but netd's own (tagged NETD_PROTO), the IPv6 link-local address the
+ * kernel gives every link that is up, and the routes the kernel derives
+ * from those (protocol "kernel"); it is nobody's slave or master; and no
+ * other link has its MAC (a bridge, VLAN or macvlan built on it would).
+ * NULL, or why not, with the first foreign item described in detail.
+ */
+const char	*policy_check_bare(const struct nd_link_state *s, char *detail,
+		    size_t detaillen);
 
 /* Apply a checked declare/forget.  Both are idempotent. */
 void		 policy_declare(struct netd_policy *p,

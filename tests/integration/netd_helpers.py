@@ -26,7 +26,10 @@ for _prog in (NETD, DRIVE):
                          "tree)" % _prog)
 
 PRIMARY_MAC = "02:00:00:00:00:01"
+PRIMARY_IP = "10.0.0.10"        # eth0's, /20
+GATEWAY = "10.0.0.1"            # the main table's default route, via eth0
 VPC = "10.0.0.0/16"
+PROTO = 233                     # netd's tag (NETD_PROTO in netd/policy.h)
 CONFIG = {"user": "enid",
           "routing": {"table_base": 100, "rule_priority_to": 512,
                       "rule_priority_from": 1536}}
@@ -38,8 +41,10 @@ def run(*argv, check=True, timeout=10):
 
 
 class Netns:
-    """A fresh namespace with lo up and a 'primary interface' (eth0, a veth
-    carrying PRIMARY_MAC); removed on exit, also after failures."""
+    """A fresh namespace with lo up and a 'primary interface' as netd must
+    find it: eth0, a veth carrying PRIMARY_MAC, up with PRIMARY_IP/20 and
+    the main table's default route via GATEWAY.  Removed on exit, also
+    after failures."""
 
     def __init__(self):
         self.name = "enid-t-netd-" + secrets.token_hex(4)
@@ -47,9 +52,17 @@ class Netns:
     def __enter__(self):
         run("ip", "netns", "add", self.name)
         try:
+            # No duplicate address detection: an IPv6 link-local address
+            # is never "tentative" for a moment, so snapshots compare.
+            for key in ("all", "default"):
+                self.sysctl("net.ipv6.conf.%s.accept_dad" % key, "0")
             self.ip("link", "set", "lo", "up")
             self.ip("link", "add", "eth0", "address", PRIMARY_MAC, "type",
                     "veth", "peer", "name", "eth0p")
+            self.ip("link", "set", "eth0p", "up")
+            self.ip("link", "set", "eth0", "up")
+            self.ip("addr", "add", PRIMARY_IP + "/20", "dev", "eth0")
+            self.ip("route", "add", "default", "via", GATEWAY, "dev", "eth0")
         except Exception:
             self.__exit__(None, None, None)
             raise
@@ -60,6 +73,10 @@ class Netns:
 
     def ip(self, *args, check=True):
         return run("ip", "-n", self.name, *args, check=check).stdout
+
+    def sysctl(self, key, value):
+        run("ip", "netns", "exec", self.name, "sysctl", "-qw",
+            "%s=%s" % (key, value))
 
     def ipj(self, *args):
         out = self.ip("-j", *args).strip()
@@ -78,15 +95,22 @@ class Netns:
                 "links": [(l["ifname"], l.get("address"), l.get("mtu"),
                            l.get("flags")) for l in self.ipj("link")]}
 
+    def text_state(self):
+        """The same as ip(8) prints it, for the hostile-broker tests:
+        `ip link`, `ip addr`, `ip rule`, `ip route show table all`."""
+        return {"link": self.ip("link"), "addr": self.ip("addr"),
+                "rule": self.ip("rule"),
+                "route": self.ip("route", "show", "table", "all")}
+
 
 class Driver:
     """netd_drive inside a namespace; requests by id, answers as dicts."""
 
-    def __init__(self, ns, tmpdir, verbose=True):
+    def __init__(self, ns, tmpdir, verbose=True, config=None):
         self.ns = ns
         self.conf = os.path.join(tmpdir, "enid.conf")
         with open(self.conf, "w") as f:
-            json.dump(CONFIG, f)
+            json.dump(config or CONFIG, f)
         self.log_path = os.path.join(tmpdir, "netd.log")
         self.log = open(self.log_path, "w")
         argv = ["ip", "netns", "exec", ns.name, DRIVE]

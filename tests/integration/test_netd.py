@@ -12,7 +12,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, PRIMARY_MAC, Driver, Netns  # noqa: E402
+from netd_helpers import (DRIVE, NETD, PRIMARY_MAC, PROTO, Driver,  # noqa
+                          Netns)
 
 ENI1 = "02:00:00:00:00:11"
 ENI2 = "02:00:00:00:00:12"
@@ -69,8 +70,10 @@ DEFAULT_RULES = ["0:\tfrom all lookup local", "32766:\tfrom all lookup main",
 def expected_rules(pods):
     """ip rule's view of enid's rules for [(addr, table)], in the order
     the kernel keeps them (insertion order within a priority)."""
-    to = ["512:\tfrom all to %s lookup main" % a for a, _ in pods]
-    frm = ["1536:\tfrom %s lookup %d" % (a, t) for a, t in pods if t]
+    to = ["512:\tfrom all to %s lookup main proto %d" % (a, PROTO)
+          for a, _ in pods]
+    frm = ["1536:\tfrom %s lookup %d proto %d" % (a, t, PROTO)
+           for a, t in pods if t]
     return [DEFAULT_RULES[0]] + to + frm + DEFAULT_RULES[1:]
 
 
@@ -93,8 +96,8 @@ def test_late_link_found_and_set_up(ns, netd):
 
     ok(netd.call(SETUP1))
     assert table_lines(ns, 101) == [
-        "default via 10.0.16.1 dev eni1 proto static",
-        "10.0.16.1 dev eni1 proto static scope link"]
+        "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
+        "10.0.16.1 dev eni1 proto %d scope link" % PROTO]
     link = ns.ipj("addr", "show", "dev", "eni1")[0]
     assert link["mtu"] == 9001 and "UP" in link["flags"]
     assert [(a["local"], a["prefixlen"]) for a in link["addr_info"]
@@ -123,7 +126,13 @@ def test_missing_link_not_found_at_deadline_others_fast(ns, netd):
     # netd's clock has ms granularity: "at the deadline" is within 1 ms.
     assert 1998 <= r["latency_ms"] < 2300, r
     assert len(latencies) > 20
-    assert max(latencies) < 10, latencies
+    # Had the lookup blocked netd, requests would wait for its checks
+    # (250 ms apart and more) or for the 2 s deadline.  Percentiles, as a
+    # shared 2-core machine can stall any single request briefly.
+    lat = sorted(latencies)
+    median, p90 = lat[len(lat) // 2], lat[(len(lat) * 9) // 10]
+    assert median < 5 and p90 < 20, (median, p90, lat)
+    assert lat[-1] < 200, lat
     log = netd.logtext()
     assert re.search(r"not found after \d+ tries in 2000 ms", log), log
 
@@ -138,8 +147,8 @@ def test_setup_twice_rules_and_routes_exact(ns, netd):
     ok(netd.call(SETUP1))
     assert ns.state() == first
     assert table_lines(ns, 101) == [
-        "default via 10.0.16.1 dev eni1 proto static",
-        "10.0.16.1 dev eni1 proto static scope link"]
+        "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
+        "10.0.16.1 dev eni1 proto %d scope link" % PROTO]
 
     pods = [("10.0.16.9", 101), ("10.0.1.7", 0), ("10.0.16.10", 101)]
     for addr, table in pods:
@@ -160,7 +169,7 @@ def test_setup_twice_rules_and_routes_exact(ns, netd):
 
     links = netd.call("dumplinks")
     assert {(e["name"], e["mac"], e["up"]) for e in links["entries"]} >= {
-        ("eni1", ENI1, 1), ("eth0", PRIMARY_MAC, 0)}
+        ("eni1", ENI1, 1), ("eth0", PRIMARY_MAC, 1)}
 
     for addr, table in pods:
         ok(netd.call("delpod addr=%s table=%d" % (addr, table)))
@@ -174,8 +183,9 @@ def test_setup_twice_rules_and_routes_exact(ns, netd):
     assert ns.state() == after
     assert table_lines(ns, 101) == [] or "does not exist" in " ".join(
         table_lines(ns, 101))
-    assert rule_lines(ns) == [DEFAULT_RULES[0],
-                              "512:\tfrom all to 10.0.16.9 lookup main"] + \
+    assert rule_lines(ns) == [
+        DEFAULT_RULES[0],
+        "512:\tfrom all to 10.0.16.9 lookup main proto %d" % PROTO] + \
         DEFAULT_RULES[1:]
     assert "10.0.16.5" not in ns.ip("addr", "show", "dev", "eni1")
     ok(netd.call("forget mac=%s table=101" % ENI1))
@@ -248,8 +258,6 @@ def test_node_addresses_refused(ns, netd):
     of an ENI, and an ENI set up with the primary's (or another ENI's)
     address would take it over.  Refused, and nothing changes."""
     ns.ip("addr", "add", "10.0.16.10/20", "dev", "eth0")
-    ns.ip("link", "set", "eth0p", "up")
-    ns.ip("link", "set", "eth0", "up")
     ns.add_eni("eni1", ENI1)
     ns.add_eni("eni2", ENI2)
     netd.start()
@@ -257,24 +265,28 @@ def test_node_addresses_refused(ns, netd):
     ok(netd.call("declare mac=%s table=102" % ENI2))
     ok(netd.call(SETUP1))
     before = ns.state()
-    for line in [
-            "addpod addr=10.0.16.10 table=101",       # the primary's
-            "addpod addr=10.0.16.10 table=0",
-            "addpod addr=10.0.16.5 table=102",        # ENI1's, elsewhere
-            "addpod addr=10.0.16.5 table=0",
-            "setup mac=%s table=102 addr=10.0.16.10/20 gw=10.0.16.1 "
-            "mtu=9001" % ENI2,
-            "setup mac=%s table=102 addr=10.0.16.5/20 gw=10.0.16.1 "
-            "mtu=9001" % ENI2]:
+    for line, why in [
+            ("addpod addr=10.0.16.10 table=101", "the node's own"),
+            ("addpod addr=10.0.16.10 table=0", "the node's own"),
+            ("delpod addr=10.0.16.10 table=101", "the node's own"),
+            ("addpod addr=10.0.0.10 table=0", "the node's own"),
+            # An ENI's address is no pod's, in its own table or another.
+            ("addpod addr=10.0.16.5 table=102", "configured on a link"),
+            ("addpod addr=10.0.16.5 table=101", "configured on a link"),
+            ("addpod addr=10.0.16.5 table=0", "configured on a link"),
+            ("setup mac=%s table=102 addr=10.0.16.10/20 gw=10.0.16.1 "
+             "mtu=9001" % ENI2, "the node's own"),
+            ("setup mac=%s table=102 addr=10.0.16.5/20 gw=10.0.16.1 "
+             "mtu=9001" % ENI2, "configured on a link"),
+            ("teardown mac=%s table=101 addr=10.0.16.10/20" % ENI1,
+             "the node's own")]:
         r = refused(netd.call(line))
-        assert "belongs to" in r["message"], (line, r)
+        assert why in r["message"], (line, r)
         assert ns.state() == before, line
-    # Still allowed: the ENI's own address again, in its own table too, a
-    # pod's, removals.
+    # Still allowed: the ENI's own address again, a pod's, removals.
     ok(netd.call(SETUP1))
-    ok(netd.call("addpod addr=10.0.16.5 table=101"))
     ok(netd.call("addpod addr=10.0.16.9 table=101"))
-    ok(netd.call("delpod addr=10.0.16.10 table=101"))
+    ok(netd.call("delpod addr=10.0.16.9 table=101"))
     # The ENI shares the primary's subnet: eth0's connected route stays.
     assert "10.0.16.0/20 dev eth0" in ns.ip("route", "show", "table", "main")
 
@@ -361,3 +373,85 @@ def test_large_dump_is_complete(ns, netd):
     d = netd.wait(first, timeout=10)
     assert d["type"] == "END" and d["count"] == n == len(d["entries"])
     assert netd.wait(second, timeout=10)["type"] == "END"
+
+
+def test_restart_recognises_its_own_state(ns, tmp_path):
+    """A second netd, started after the first exited, finds the first's
+    routes, rules and address by their tag: the ENI still counts as bare,
+    setting it up again changes nothing, and teardown and pod removal take
+    exactly those away.  Untagged state that looks the same (someone
+    else's) is left alone, and an ENI carrying it is not taken."""
+    ns.add_eni("eni1", ENI1)
+    ns.add_eni("eni2", ENI2)
+    (tmp_path / "first").mkdir()
+    first = Driver(ns, str(tmp_path / "first"))
+    try:
+        first.start()
+        ok(first.call("declare mac=%s table=101" % ENI1))
+        ok(first.call(SETUP1))
+        ok(first.call("addpod addr=10.0.16.9 table=101"))
+        ok(first.call("addpod addr=10.0.1.7 table=0"))
+    finally:
+        first.close()
+    assert first.proc.returncode == 0
+
+    # Someone else's look-alikes: rules as netd makes them but untagged,
+    # a route in enid's table through another link, and an ENI configured
+    # the way netd would have done it, without the tag.
+    foreign_rules = [["prio", "512", "to", "10.0.16.20", "lookup", "main"],
+                     ["prio", "1536", "from", "10.0.16.20", "lookup", "101"],
+                     ["prio", "1536", "from", "10.0.16.9", "lookup", "101"]]
+    for rule in foreign_rules:
+        ns.ip("rule", "add", *rule)
+    ns.ip("route", "add", "10.0.99.0/24", "dev", "eth0", "table", "101")
+    ns.ip("link", "set", "eni2", "up")
+    ns.ip("addr", "add", "10.0.17.5/20", "dev", "eni2", "noprefixroute")
+    ns.ip("route", "add", "default", "via", "10.0.17.1", "dev", "eni2",
+          "table", "102", "onlink")
+
+    (tmp_path / "second").mkdir()
+    second = Driver(ns, str(tmp_path / "second"))
+    try:
+        second.start()
+        ok(second.call("declare mac=%s table=101" % ENI1))
+        r = refused(second.call("declare mac=%s table=102" % ENI2))
+        assert "did not install" in r["message"], r
+        before = ns.state()
+        ok(second.call(SETUP1))
+        ok(second.call("addpod addr=10.0.16.9 table=101"))
+        ok(second.call("addpod addr=10.0.1.7 table=0"))
+        assert ns.state() == before                 # nothing to redo
+        dump = second.call("dumprules")
+        assert sorted((e["priority"], e["table"], e["src"], e["dst"])
+                      for e in dump["entries"]) == sorted([
+            (512, 254, "0.0.0.0/0", "10.0.16.9/32"),
+            (1536, 101, "10.0.16.9/32", "0.0.0.0/0"),
+            (512, 254, "0.0.0.0/0", "10.0.1.7/32")]), dump
+
+        ok(second.call("teardown mac=%s table=101 addr=10.0.16.5/20"
+                       % ENI1))
+        ok(second.call("delpod addr=10.0.16.9 table=101"))
+        ok(second.call("delpod addr=10.0.1.7 table=0"))
+        # netd's own are gone, address and link state included...
+        assert "proto %d" % PROTO not in ns.ip("rule")
+        assert "proto %d" % PROTO not in ns.ip("route", "show", "table",
+                                                "all")
+        assert "10.0.16.5" not in ns.ip("addr", "show", "dev", "eni1")
+        assert "UP" not in ns.ipj("link", "show", "eni1")[0]["flags"]
+        # ...and the look-alikes are all still there.
+        assert table_lines(ns, 101) == ["10.0.99.0/24 dev eth0 scope link"]
+        assert rule_lines(ns) == [
+            DEFAULT_RULES[0], "512:\tfrom all to 10.0.16.20 lookup main",
+            "1536:\tfrom 10.0.16.20 lookup 101",
+            "1536:\tfrom 10.0.16.9 lookup 101"] + DEFAULT_RULES[1:]
+        assert "10.0.17.5/20" in ns.ip("addr", "show", "dev", "eni2")
+        assert table_lines(ns, 102) == [
+            "default via 10.0.17.1 dev eni2 onlink"]
+        # The first netd's ENI can be taken again from scratch.
+        ok(second.call(SETUP1))
+        assert table_lines(ns, 101) == [
+            "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
+            "10.0.16.1 dev eni1 proto %d scope link" % PROTO,
+            "10.0.99.0/24 dev eth0 scope link"]
+    finally:
+        second.close()

@@ -1,6 +1,7 @@
 /*
  * Planning netd's rules and routes: the operations each request turns
- * into, given what the kernel holds, and the link lookup schedule.  Pure.
+ * into, given what the kernel holds (netd's tagged objects, and foreign
+ * ones that must be left alone), and the link lookup schedule.  Pure.
  */
 #include <endian.h>
 #include <stdarg.h>
@@ -46,7 +47,35 @@ rule(uint32_t prio, uint32_t table, const char *src, uint8_t src_len,
 	r.src_len = src_len;
 	r.dst = dst ? ip(dst) : 0;
 	r.dst_len = dst_len;
+	r.protocol = NETD_PROTO;
 	return r;
+}
+
+/* The same rule as someone else might have it: untagged, or tagged but
+ * with a selector netd never sets. */
+static struct nd_rule
+foreign(struct nd_rule r, bool tagged)
+{
+	if (tagged)
+		r.other_selectors = true;
+	else
+		r.protocol = 0;
+	return r;
+}
+
+static struct nd_ifaddr
+ifaddr(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
+{
+	struct nd_ifaddr x;
+	uint32_t v = ip(a);
+
+	memset(&x, 0, sizeof(x));
+	x.ifindex = ifindex;
+	x.family = NETD_AF_INET;
+	x.prefix = prefix;
+	x.proto = proto;
+	memcpy(x.addr, &v, 4);
+	return x;
 }
 
 static struct msg_netd_setup_eni
@@ -77,7 +106,13 @@ test_pod_rules(void **state)
 	assert_int_equal(r[0].dst, ip("10.0.1.7"));
 	assert_int_equal(r[0].dst_len, 32);
 	assert_int_equal(r[0].src_len, 0);
+	assert_int_equal(r[0].protocol, NETD_PROTO);
+	assert_false(r[0].other_selectors);
+	assert_true(plan_rule_owned(&r[0]));
+	assert_true(plan_rule_is_pod_to(&p, &r[0]));
 	assert_int_equal(plan_pod_rules(&p, ip("10.0.1.7"), 101, r), 2);
+	assert_int_equal(r[1].protocol, NETD_PROTO);
+	assert_false(plan_rule_is_pod_to(&p, &r[1]));
 	assert_int_equal(r[1].priority, 1536);
 	assert_int_equal(r[1].table, 101);
 	assert_int_equal(r[1].src, ip("10.0.1.7"));
@@ -179,6 +214,51 @@ test_pod_del(void **state)
 	assert_int_equal(plan.ops[1].u.rule.table, 101);
 }
 
+/*
+ * Foreign rules at enid's priorities, for the same pod: untagged copies,
+ * and tagged ones with an iif or fwmark, and a /24.  None is netd's: an
+ * add does not count them as present, a delete never names them.
+ */
+static void
+test_pod_foreign_rules(void **state)
+{
+	struct netd_policy p;
+	struct nd_plan plan;
+	struct msg_netd_pod_rule m = { 0, 101 };
+	struct nd_rule cur[6];
+	size_t i;
+
+	(void)state;
+	make_policy(&p);
+	m.addr = ip("10.0.16.9");
+	cur[0] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), false);
+	cur[1] = foreign(rule(1536, 101, "10.0.16.9", 32, NULL, 0), false);
+	cur[2] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), true);
+	cur[3] = foreign(rule(1536, 102, "10.0.16.9", 32, NULL, 0), true);
+	cur[4] = foreign(rule(1536, 101, "10.0.16.0", 24, NULL, 0), false);
+	cur[5] = rule(1536, 101, "10.0.16.0", 24, NULL, 0);	/* not a pod's */
+	for (i = 0; i < 6; i++)
+		assert_false(plan_rule_is_pods(&p, &cur[i], m.addr));
+	assert_false(plan_rule_owned(&cur[0]));
+	assert_false(plan_rule_owned(&cur[2]));
+	assert_false(plan_rule_is_pod_to(&p, &cur[0]));
+	assert_false(plan_rule_is_pod_to(&p, &cur[2]));
+	assert_true(plan_rule_owned(&cur[5]));
+
+	assert_int_equal(plan_pod_add(&p, &m, cur, 6, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	for (i = 0; i < plan.nops; i++) {
+		assert_int_equal(plan.ops[i].kind, OP_RULE_ADD);
+		assert_int_equal(plan.ops[i].u.rule.protocol, NETD_PROTO);
+	}
+	assert_int_equal(plan_pod_del(&p, &m, cur, 6, &plan), 0);
+	assert_int_equal(plan.nops, 0);
+	m.table = 102;
+	assert_int_equal(plan_pod_add(&p, &m, cur, 6, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.ops[1].u.rule.table, 102);
+}
+
 static void
 test_setup_fresh(void **state)
 {
@@ -187,8 +267,8 @@ test_setup_fresh(void **state)
 	const struct nd_op *o;
 
 	(void)state;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, 0, &plan), 0);
-	assert_int_equal(plan.nops, 5);
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &plan), 0);
+	assert_int_equal(plan.nops, 4);
 	o = plan.ops;
 	assert_int_equal(o[0].kind, OP_LINK_UP);
 	assert_int_equal(o[0].u.link.ifindex, 7);
@@ -196,6 +276,7 @@ test_setup_fresh(void **state)
 	assert_int_equal(o[1].kind, OP_ADDR_ADD);
 	assert_int_equal(o[1].u.addr.addr, ip("10.0.16.5"));
 	assert_int_equal(o[1].u.addr.prefix, 20);
+	assert_int_equal(o[1].u.addr.proto, NETD_PROTO);
 	/* The gateway's on-link /32, then default via it, in table T. */
 	assert_int_equal(o[2].kind, OP_ROUTE_ADD);
 	assert_int_equal(o[2].u.route.table, 101);
@@ -204,16 +285,13 @@ test_setup_fresh(void **state)
 	assert_int_equal(o[2].u.route.scope, PLAN_SCOPE_LINK);
 	assert_int_equal(o[2].u.route.gateway, 0);
 	assert_int_equal(o[2].u.route.ifindex, 7);
+	assert_int_equal(o[2].u.route.protocol, NETD_PROTO);
 	assert_int_equal(o[3].kind, OP_ROUTE_ADD);
 	assert_int_equal(o[3].u.route.dst_len, 0);
 	assert_int_equal(o[3].u.route.gateway, ip("10.0.16.1"));
 	assert_int_equal(o[3].u.route.ifindex, 7);
-	/* No connected route for the subnet in main. */
-	assert_int_equal(o[4].kind, OP_ROUTE_DEL);
-	assert_int_equal(o[4].u.route.table, 254);
-	assert_int_equal(o[4].u.route.dst, ip("10.0.16.0"));
-	assert_int_equal(o[4].u.route.dst_len, 20);
-	assert_int_equal(o[4].u.route.ifindex, 7);
+	assert_int_equal(o[3].u.route.protocol, NETD_PROTO);
+	/* Nothing in main: the address is added without a prefix route. */
 }
 
 static void
@@ -221,29 +299,44 @@ test_setup_again_and_stale(void **state)
 {
 	struct msg_netd_setup_eni s = eni();
 	struct nd_plan first, again;
-	struct nd_route cur[3];
+	struct nd_route cur[4];
+	struct nd_link_state link;
 	size_t i;
 
 	(void)state;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, 0, &first), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
 	cur[0] = first.ops[2].u.route;
 	cur[1] = first.ops[3].u.route;
-	cur[0].protocol = 3;		/* as another tool left it: same job */
 	/* Setting up again changes no route. */
-	assert_int_equal(plan_eni_setup(&s, 7, cur, 2, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 2, &again), 0);
+	assert_int_equal(again.nops, 2);
 	for (i = 0; i < again.nops; i++)
 		assert_int_not_equal(again.ops[i].kind, OP_ROUTE_ADD);
 
-	/* A stale route in the table (an old ENI's) is removed, after the
-	 * new ones are in. */
+	/* The same route, someone else's: netd's own goes in beside it, and
+	 * the foreign one stays. */
+	cur[0].protocol = 3;
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 2, &again), 0);
+	assert_int_equal(again.nops, 3);
+	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
+	assert_int_equal(again.ops[2].u.route.dst_len, 32);
+	assert_int_equal(again.ops[2].u.route.protocol, NETD_PROTO);
+	cur[0].protocol = NETD_PROTO;
+
+	/* A stale route of netd's in the table (an old link's) is removed,
+	 * after the new ones are in; a foreign one is not. */
 	memset(&cur[2], 0, sizeof(cur[2]));
 	cur[2].table = 101;
 	cur[2].dst = ip("10.0.32.0");
 	cur[2].dst_len = 20;
 	cur[2].ifindex = 5;
 	cur[2].scope = PLAN_SCOPE_LINK;
+	cur[2].protocol = NETD_PROTO;
+	cur[3] = cur[2];
+	cur[3].dst = ip("10.0.48.0");
+	cur[3].protocol = 4;		/* static: someone else's */
 	cur[1].ifindex = 5;		/* default via the old link */
-	assert_int_equal(plan_eni_setup(&s, 7, cur, 3, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 4, &again), 0);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
 	assert_int_equal(again.ops[2].u.route.dst_len, 0);
 	assert_int_equal(again.ops[3].kind, OP_ROUTE_DEL);
@@ -251,14 +344,26 @@ test_setup_again_and_stale(void **state)
 	assert_int_equal(again.ops[3].u.route.dst_len, 0);
 	assert_int_equal(again.ops[4].kind, OP_ROUTE_DEL);
 	assert_int_equal(again.ops[4].u.route.dst, ip("10.0.32.0"));
-	assert_int_equal(again.ops[5].kind, OP_ROUTE_DEL);
-	assert_int_equal(again.ops[5].u.route.table, 254);
-	assert_int_equal(again.nops, 6);
+	assert_int_equal(again.ops[4].u.route.protocol, NETD_PROTO);
+	assert_int_equal(again.nops, 5);
 
-	/* A /32 ENI address has no subnet route to remove. */
-	s.prefix = 32;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, 0, &again), 0);
-	assert_int_equal(again.nops, 4);
+	/* netd's address from an earlier setup goes; the wanted one, an
+	 * untagged one (never there on a link netd takes) and another
+	 * link's are not deleted. */
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 20, NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.6", 20, NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 24, NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.7", 20, 0);
+	link.addrs[link.naddrs++] = ifaddr(8, "10.0.16.8", 20, NETD_PROTO);
+	assert_int_equal(plan_eni_setup(&s, 7, &link, NULL, 0, &again), 0);
+	assert_int_equal(again.nops, 6);
+	assert_int_equal(again.ops[4].kind, OP_ADDR_DEL);
+	assert_int_equal(again.ops[4].u.addr.addr, ip("10.0.16.6"));
+	assert_int_equal(again.ops[5].kind, OP_ADDR_DEL);
+	assert_int_equal(again.ops[5].u.addr.addr, ip("10.0.16.5"));
+	assert_int_equal(again.ops[5].u.addr.prefix, 24);
 }
 
 static void
@@ -267,39 +372,54 @@ test_teardown(void **state)
 	struct netd_policy p;
 	struct msg_netd_setup_eni s = eni();
 	struct nd_plan first, plan;
-	struct nd_route routes[3];
-	struct nd_rule rules[3];
+	struct nd_route routes[4];
+	struct nd_rule rules[5];
+	struct nd_link_state link;
 
 	(void)state;
 	make_policy(&p);
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, 0, &first), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
 	routes[0] = first.ops[2].u.route;
 	routes[1] = first.ops[3].u.route;
 	routes[2] = first.ops[3].u.route;
 	routes[2].table = 102;		/* another ENI's: not ours to touch */
+	routes[3] = first.ops[3].u.route;
+	routes[3].protocol = 16;	/* dhcp: someone else's, in T */
 	rules[0] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
 	rules[1] = rule(1536, 102, "10.0.16.10", 32, NULL, 0);
 	rules[2] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
+	rules[3] = foreign(rule(1536, 101, "10.0.16.11", 32, NULL, 0), false);
+	rules[4] = foreign(rule(1536, 101, "10.0.16.12", 32, NULL, 0), true);
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 20, NETD_PROTO);
 
-	assert_int_equal(plan_eni_teardown(&p, &s, 7, routes, 3, rules, 3,
-	    &plan), 0);
+	assert_int_equal(plan_eni_teardown(&p, &s, 7, &link, routes, 4, rules,
+	    5, &plan), 0);
 	assert_int_equal(plan.nops, 5);
 	assert_int_equal(plan.ops[0].kind, OP_RULE_DEL);
 	assert_int_equal(plan.ops[0].u.rule.table, 101);
+	assert_int_equal(plan.ops[0].u.rule.src, ip("10.0.16.9"));
+	assert_int_equal(plan.ops[0].u.rule.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[1].kind, OP_ROUTE_DEL);
+	assert_int_equal(plan.ops[1].u.route.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[2].kind, OP_ROUTE_DEL);
 	assert_int_equal(plan.ops[2].u.route.table, 101);
+	assert_int_equal(plan.ops[2].u.route.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[3].kind, OP_ADDR_DEL);
+	assert_int_equal(plan.ops[3].u.addr.addr, ip("10.0.16.5"));
 	assert_int_equal(plan.ops[4].kind, OP_LINK_DOWN);
 
 	/* The link is gone: only the table and its rules. */
-	assert_int_equal(plan_eni_teardown(&p, &s, 0, routes, 3, rules, 3,
-	    &plan), 0);
+	assert_int_equal(plan_eni_teardown(&p, &s, 0, NULL, routes, 4, rules,
+	    5, &plan), 0);
 	assert_int_equal(plan.nops, 3);
-	/* Already torn down: nothing but the harmless address/link ops. */
-	assert_int_equal(plan_eni_teardown(&p, &s, 7, NULL, 0, NULL, 0,
+	/* Already torn down: nothing but the harmless link-down. */
+	link.naddrs = 0;
+	assert_int_equal(plan_eni_teardown(&p, &s, 7, &link, NULL, 0, NULL, 0,
 	    &plan), 0);
-	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_LINK_DOWN);
 }
 
 static void
@@ -315,9 +435,16 @@ test_overflow(void **state)
 		many[i].table = 101;
 		many[i].dst = htobe32(0x0a630000u + (uint32_t)i);
 		many[i].dst_len = 32;
+		many[i].protocol = NETD_PROTO;
 	}
-	assert_int_equal(plan_eni_setup(&s, 7, many, PLAN_MAX_OPS + 1,
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, many, PLAN_MAX_OPS + 1,
 	    &plan), -1);
+	/* Foreign ones are never planned for, however many. */
+	for (i = 0; i < PLAN_MAX_OPS + 1; i++)
+		many[i].protocol = 4;
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, many, PLAN_MAX_OPS + 1,
+	    &plan), 0);
+	assert_int_equal(plan.nops, 4);
 }
 
 static void
@@ -351,6 +478,7 @@ main(void)
 		cmocka_unit_test(test_pod_add_idempotent),
 		cmocka_unit_test(test_pod_add_moves_table),
 		cmocka_unit_test(test_pod_del),
+		cmocka_unit_test(test_pod_foreign_rules),
 		cmocka_unit_test(test_setup_fresh),
 		cmocka_unit_test(test_setup_again_and_stale),
 		cmocka_unit_test(test_teardown),

@@ -1,8 +1,12 @@
 /*
  * netd's request policy: every refusal the issue names, and the requests
- * that must pass.  Pure; no root, no netlink.
+ * that must pass; then randomized cases (fixed seed, many thousands) that
+ * hold each check against a plain restatement of its rule, as chrony's
+ * unit tests do for its address filter.  Pure; no root, no netlink.
  */
+#include <arpa/inet.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -16,6 +20,12 @@
 static const uint8_t PRIMARY[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const uint8_t ENI1[6] = { 0x02, 0, 0, 0, 0, 0x11 };
 static const uint8_t ENI2[6] = { 0x02, 0, 0, 0, 0, 0x12 };
+/* A second default-route link (multipath), and its address. */
+static const uint8_t UPLINK2[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+#define PRIMARY_IFINDEX		2
+#define UPLINK2_IFINDEX		3
+#define PRIMARY_IP		"10.0.0.10"
+#define UPLINK2_IP		"10.0.4.20"
 
 static uint32_t
 ip(const char *s)
@@ -26,15 +36,37 @@ ip(const char *s)
 	return a;
 }
 
+/* What netd would find on a node whose default route is multipath over
+ * eth0 (PRIMARY) and eth1 (UPLINK2). */
+static void
+node_view(struct netd_node *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->nlinks = 2;
+	n->links[0].ifindex = PRIMARY_IFINDEX;
+	memcpy(n->links[0].mac, PRIMARY, 6);
+	memcpy(n->links[0].name, "eth0", 5);
+	n->links[1].ifindex = UPLINK2_IFINDEX;
+	memcpy(n->links[1].mac, UPLINK2, 6);
+	memcpy(n->links[1].name, "eth1", 5);
+	n->naddrs = 2;
+	n->addrs[0] = ip(PRIMARY_IP);
+	n->addrs[1] = ip(UPLINK2_IP);
+}
+
 /* tables 100-163, priorities 512/1536, VPC 10.0.0.0/16 + 100.64.0.0/16 */
 static void
 make_policy(struct netd_policy *p)
 {
 	struct enid_config cfg;
 	struct msg_netd_policy m;
+	struct netd_node n;
 
 	config_defaults(&cfg);
 	policy_init(p, &cfg);
+	node_view(&n);
+	assert_true(policy_node_merge(p, &n));
+	assert_null(policy_check_primary(p, PRIMARY));
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, PRIMARY, 6);
 	m.ncidrs = 2;
@@ -320,32 +352,646 @@ test_pod(void **state)
 	assert_false(policy_prio_is_enid(&p, 0));
 }
 
-/* An address held by the primary interface is never a pod's or an ENI's;
- * one held by a declared ENI only for that ENI's own table (its from-rule
- * then leads where its traffic goes anyway); one on any other link (a pod's
- * veth) is not judged. */
+/* An address configured on any link is never a pod's; for an ENI setup
+ * only on the ENI's own link (set up before: netd's own address). */
 static void
 test_addr_holder(void **state)
 {
-	static const uint8_t VETH[6] = { 0x0a, 0x58, 0, 0, 0, 0x07 };
+	(void)state;
+	assert_non_null(policy_check_addr_holder(PRIMARY_IFINDEX, 0));
+	assert_non_null(policy_check_addr_holder(1, 0));	/* lo */
+	assert_non_null(policy_check_addr_holder(7, 0));
+	assert_null(policy_check_addr_holder(7, 7));
+	assert_non_null(policy_check_addr_holder(8, 7));
+	assert_non_null(policy_check_addr_holder(PRIMARY_IFINDEX, 7));
+}
+
+/* The primary MAC of a policy must be one netd found itself. */
+static void
+test_primary(void **state)
+{
+	static const uint8_t FAKE[6] = { 0x02, 0xde, 0xad, 0xbe, 0xef, 0x01 };
+	struct enid_config cfg;
 	struct netd_policy p;
-	struct msg_netd_eni e;
+	struct netd_node n;
+
+	(void)state;
+	config_defaults(&cfg);
+	policy_init(&p, &cfg);
+	/* Nothing found: no MAC is acceptable. */
+	assert_non_null(policy_check_primary(&p, PRIMARY));
+	node_view(&n);
+	assert_true(policy_node_merge(&p, &n));
+	assert_false(policy_node_merge(&p, &n));	/* nothing new */
+	assert_null(policy_check_primary(&p, PRIMARY));
+	assert_null(policy_check_primary(&p, UPLINK2));	/* multipath */
+	assert_non_null(policy_check_primary(&p, FAKE));
+	assert_non_null(policy_check_primary(&p, ENI1));
+	/* A link without a MAC (a tunnel) does not make the zero MAC one. */
+	memset(&n, 0, sizeof(n));
+	n.nlinks = 1;
+	n.links[0].ifindex = 9;
+	assert_true(policy_node_merge(&p, &n));
+	assert_null(policy_node_link_by_mac(&p, (const uint8_t[6]){ 0 }));
+	assert_non_null(policy_node_link_by_ifindex(&p, 9));
+}
+
+/* The node's view only grows; past its size every change is refused. */
+static void
+test_node_merge(void **state)
+{
+	struct netd_policy p;
+	struct netd_node n;
+	struct msg_netd_pod_rule r = { 0, 0 };
+	uint32_t i;
 
 	(void)state;
 	make_policy(&p);
-	declare(&p, ENI1, 101);
-	assert_non_null(policy_check_addr_holder(&p, PRIMARY, 0));
-	assert_non_null(policy_check_addr_holder(&p, PRIMARY, 101));
-	assert_null(policy_check_addr_holder(&p, ENI1, 101));
-	assert_non_null(policy_check_addr_holder(&p, ENI1, 102));
-	assert_non_null(policy_check_addr_holder(&p, ENI1, 0));
-	assert_null(policy_check_addr_holder(&p, ENI2, 102));
-	assert_null(policy_check_addr_holder(&p, VETH, 101));
+	/* The default route moved to eth1 only: eth0 stays protected. */
+	memset(&n, 0, sizeof(n));
+	n.nlinks = 1;
+	n.links[0] = p.node.links[1];
+	assert_false(policy_node_merge(&p, &n));
+	assert_non_null(policy_node_link_by_mac(&p, PRIMARY));
+	assert_true(policy_node_has_addr(&p, ip(PRIMARY_IP)));
+	/* eth0's MAC changed: both MACs are the node's. */
+	n.links[0] = p.node.links[0];
+	n.links[0].mac[5] = 0x99;
+	assert_true(policy_node_merge(&p, &n));
+	assert_non_null(policy_node_link_by_mac(&p, PRIMARY));
+	assert_non_null(policy_node_link_by_mac(&p, n.links[0].mac));
+
+	memset(&n, 0, sizeof(n));
+	for (i = 0; i < NETD_MAX_NODE_ADDRS; i++)
+		n.addrs[n.naddrs++] = htonl(0x0a000100u + i);
+	assert_true(policy_node_merge(&p, &n));
+	assert_true(p.node.overflow);
+	assert_int_equal(p.node.naddrs, NETD_MAX_NODE_ADDRS);
+	r.addr = ip("10.0.9.9");
+	assert_non_null(policy_check_pod(&p, &r, true));
+	assert_non_null(policy_check_pod(&p, &r, false));
+}
+
+/* Whatever the policy says, the node's own links and addresses. */
+static void
+test_own_links_refused(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_eni e;
+	struct msg_netd_find_link f;
+	struct msg_netd_setup_eni s;
+	struct msg_netd_pod_rule r;
+	struct netd_node n;
+
+	(void)state;
+	make_policy(&p);
 	memset(&e, 0, sizeof(e));
-	memcpy(e.mac, ENI1, 6);
+	memcpy(e.mac, UPLINK2, 6);
 	e.table = 101;
-	policy_forget(&p, &e);
-	assert_null(policy_check_addr_holder(&p, ENI1, 102));
+	assert_non_null(policy_check_declare(&p, &e));
+	memset(&f, 0, sizeof(f));
+	memcpy(f.mac, UPLINK2, 6);
+	assert_non_null(policy_check_find_link(&p, &f));
+	s = setup_req(UPLINK2, 101);
+	assert_non_null(policy_check_setup(&p, &s));
+	assert_non_null(policy_check_teardown(&p, &s));
+
+	/* An ENI's setup or teardown naming a node address. */
+	declare(&p, ENI1, 101);
+	s = setup_req(ENI1, 101);
+	s.addr = ip(UPLINK2_IP);
+	s.gateway = ip("10.0.4.1");
+	assert_non_null(policy_check_setup(&p, &s));
+	assert_non_null(policy_check_teardown(&p, &s));
+	s.addr = ip("10.0.4.21");
+	assert_null(policy_check_setup(&p, &s));
+
+	/* Pod rules for the node's addresses, either way. */
+	memset(&r, 0, sizeof(r));
+	r.addr = ip(PRIMARY_IP);
+	assert_non_null(policy_check_pod(&p, &r, true));
+	assert_non_null(policy_check_pod(&p, &r, false));
+	r.table = 101;
+	assert_non_null(policy_check_pod(&p, &r, true));
+
+	/* A link found for a declared MAC that is the node's by ifindex. */
+	assert_non_null(policy_check_link(&p, PRIMARY_IFINDEX, ENI1));
+	assert_non_null(policy_check_link(&p, 7, PRIMARY));
+	assert_null(policy_check_link(&p, 7, ENI1));
+
+	/* ENI1 becomes the node's own later (a default route through it):
+	 * from then on nothing may use it. */
+	memset(&n, 0, sizeof(n));
+	n.nlinks = 1;
+	n.links[0].ifindex = 7;
+	memcpy(n.links[0].mac, ENI1, 6);
+	assert_true(policy_node_merge(&p, &n));
+	s = setup_req(ENI1, 101);
+	assert_non_null(policy_check_setup(&p, &s));
+	r.addr = ip("10.0.16.9");
+	r.table = 101;
+	assert_non_null(policy_check_pod(&p, &r, true));
+	assert_null(policy_check_pod(&p, &r, false));	/* cleanup allowed */
+	assert_non_null(policy_check_link(&p, 7, ENI1));
+}
+
+static void
+test_pod_cap(void **state)
+{
+	struct enid_config cfg;
+	struct netd_policy p;
+
+	(void)state;
+	config_defaults(&cfg);
+	assert_int_equal(policy_pod_cap(&cfg), NETD_MAX_ENIS *
+	    NETD_PODS_PER_ENI);
+	cfg.pool.max_enis = 4;
+	assert_int_equal(policy_pod_cap(&cfg), 4 * NETD_PODS_PER_ENI);
+	cfg.pool.max_pods = 17;
+	assert_int_equal(policy_pod_cap(&cfg), 17);
+	policy_init(&p, &cfg);
+	assert_null(policy_check_pod_count(&p, 0, false));
+	assert_null(policy_check_pod_count(&p, 16, false));
+	assert_non_null(policy_check_pod_count(&p, 17, false));
+	assert_non_null(policy_check_pod_count(&p, 18, false));
+	/* A pod that has its rules already may be re-added at the cap. */
+	assert_null(policy_check_pod_count(&p, 17, true));
+}
+
+static struct nd_ifaddr
+ifaddr4(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
+{
+	struct nd_ifaddr x;
+	uint32_t v = ip(a);
+
+	memset(&x, 0, sizeof(x));
+	x.ifindex = ifindex;
+	x.family = NETD_AF_INET;
+	x.prefix = prefix;
+	x.proto = proto;
+	memcpy(x.addr, &v, 4);
+	return x;
+}
+
+static void
+test_bare(void **state)
+{
+	struct nd_link_state st;
+	struct nd_link_route *r;
+	char detail[160];
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	st.ifindex = 7;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
+	/* The kernel's own: the IPv6 link-local address, routes from it. */
+	st.addrs[0].ifindex = 7;
+	st.addrs[0].family = NETD_AF_INET6;
+	st.addrs[0].prefix = 64;
+	st.addrs[0].addr[0] = 0xfe;
+	st.addrs[0].addr[1] = 0x80;
+	st.naddrs = 1;
+	r = &st.routes[st.nroutes++];
+	r->family = NETD_AF_INET6;
+	r->table = 254;
+	r->protocol = NETD_RTPROT_KERNEL;
+	r->dst[0] = 0xfe;
+	r->dst[1] = 0x80;
+	r->dst_len = 64;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
+	/* What netd set up before (a restart): tagged. */
+	st.addrs[st.naddrs++] = ifaddr4(7, "10.0.16.5", 20, NETD_PROTO);
+	r = &st.routes[st.nroutes++];
+	r->family = NETD_AF_INET;
+	r->table = 101;
+	r->protocol = NETD_PROTO;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
+
+	/* Someone else's address: DHCP, ip addr add, a SLAAC address. */
+	st.addrs[st.naddrs++] = ifaddr4(7, "192.168.5.5", 24, 0);
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	assert_non_null(strstr(detail, "192.168.5.5/24"));
+	st.naddrs--;
+	st.addrs[st.naddrs] = st.addrs[0];
+	st.addrs[st.naddrs].addr[0] = 0x20;	/* 2000::/3, global */
+	st.addrs[st.naddrs].addr[1] = 0;
+	st.addrs[st.naddrs++].proto = 2;	/* IFA_PROTO_KERNEL_RA */
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	assert_non_null(strstr(detail, "2000::"));
+	st.naddrs--;
+	/* Someone else's route: boot, static, dhcp, ra. */
+	r = &st.routes[st.nroutes++];
+	r->family = NETD_AF_INET;
+	r->table = 254;
+	r->protocol = 3;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	assert_non_null(strstr(detail, "0.0.0.0/0 table 254 proto 3"));
+	st.nroutes--;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
+	/* A bond or bridge member or master, a link sharing its MAC with
+	 * another (a macvlan or VLAN on it), or more than netd judges. */
+	st.enslaved = true;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.enslaved = false;
+	st.master = true;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.master = false;
+	st.same_mac = 1;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.same_mac = 0;
+	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
+	st.overflow = true;
+	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
+}
+
+/* ---- randomized: each check against a restatement of its rule ---- */
+
+#define RAND_SEED	0x5eed0e1du
+#define RAND_CASES	20000
+
+static uint32_t rng_state;
+
+/* xorshift32: small, and the same sequence on every machine. */
+static uint32_t
+rnd(void)
+{
+	uint32_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return rng_state = x;
+}
+
+/* Both outcomes must be common, or a case generator went blind. */
+static void
+assert_mixed(const char *what, int accepted, int cases)
+{
+	if (accepted < cases / 20 || accepted > cases - cases / 20)
+		fail_msg("%s: %d of %d cases accepted; the generator misses "
+		    "one side", what, accepted, cases);
+}
+
+static uint32_t
+rnd_below(uint32_t n)
+{
+	return rnd() % n;
+}
+
+/* MACs from a small pool, so that collisions with the primary, the
+ * node's links and declared ENIs are common. */
+static void
+rnd_mac(uint8_t mac[6])
+{
+	static const uint8_t *const pool[] = { PRIMARY, UPLINK2, ENI1, ENI2 };
+	uint32_t k = rnd_below(8);
+
+	if (k < 4) {
+		memcpy(mac, pool[k], 6);
+		return;
+	}
+	memset(mac, 0, 6);
+	if (k == 4)
+		return;				/* zero */
+	/* The last byte names the MAC (the model's bindings go by it). */
+	mac[0] = k == 5 ? 0x03 : 0x02;		/* multicast, or not */
+	mac[5] = (uint8_t)(0x20 + rnd_below(6));
+}
+
+static uint32_t
+rnd_table(void)
+{
+	static const uint32_t edge[] = { 0, 99, 100, 101, 102, 163, 164,
+	    253, 254, 255, 0xffffffffu };
+
+	if (rnd_below(2))
+		return edge[rnd_below(sizeof(edge) / sizeof(edge[0]))];
+	return 90 + rnd_below(90);
+}
+
+/* Addresses near the VPC's edges, the node's own, and anywhere. */
+static uint32_t
+rnd_addr(void)
+{
+	switch (rnd_below(7)) {
+	case 0:
+		return ip(PRIMARY_IP);
+	case 1:
+		return ip(UPLINK2_IP);
+	case 2:
+		return htonl(0x0a000000u | rnd_below(0x10000));	/* VPC */
+	case 3:
+		return htonl(0x64400000u | rnd_below(0x10000));	/* VPC */
+	case 4:
+		return htonl(0x0a010000u | rnd_below(0x10000));	/* next */
+	case 5:
+		return htonl(0x0a00ff00u + rnd_below(0x200));	/* edge */
+	default:
+		return rnd();
+	}
+}
+
+static bool
+unicast(const uint8_t mac[6])
+{
+	static const uint8_t zero[6];
+
+	return memcmp(mac, zero, 6) != 0 && (mac[0] & 1) == 0;
+}
+
+static bool
+node_mac(const uint8_t mac[6])
+{
+	return memcmp(mac, PRIMARY, 6) == 0 || memcmp(mac, UPLINK2, 6) == 0;
+}
+
+static bool
+in_vpc(uint32_t a)
+{
+	uint32_t h = ntohl(a);
+
+	return (h & 0xffff0000u) == 0x0a000000u ||
+	    (h & 0xffff0000u) == 0x64400000u;
+}
+
+static bool
+node_addr(uint32_t a)
+{
+	return a == ip(PRIMARY_IP) || a == ip(UPLINK2_IP);
+}
+
+static bool
+table_ok(uint32_t t)
+{
+	return t >= 100 && t <= 163;
+}
+
+/* Declares and forgets in random order against a model of the bindings. */
+static void
+test_random_declare(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_eni e;
+	uint8_t bound_table[256];	/* by mac[5]: 0 unbound */
+	bool want;
+	int i, accepted = 0;
+
+	(void)state;
+	rng_state = RAND_SEED;
+	make_policy(&p);
+	memset(bound_table, 0, sizeof(bound_table));
+	for (i = 0; i < RAND_CASES; i++) {
+		bool table_taken = false;
+		int k;
+
+		memset(&e, 0, sizeof(e));
+		rnd_mac(e.mac);
+		/* Often the table a bound MAC has: re-declares, forgets. */
+		e.table = bound_table[e.mac[5]] != 0 && rnd_below(2) ?
+		    bound_table[e.mac[5]] : rnd_table();
+		for (k = 0; k < 256; k++)
+			if (bound_table[k] != 0 && bound_table[k] == e.table &&
+			    k != e.mac[5])
+				table_taken = true;
+		if (rnd_below(3) == 0) {
+			want = unicast(e.mac) && memcmp(e.mac, PRIMARY, 6) &&
+			    (bound_table[e.mac[5]] == 0 ||
+			    bound_table[e.mac[5]] == e.table);
+			assert_int_equal(policy_check_forget(&p, &e) == NULL,
+			    want);
+			if (want) {
+				policy_forget(&p, &e);
+				bound_table[e.mac[5]] = 0;
+			}
+			continue;
+		}
+		want = unicast(e.mac) && !node_mac(e.mac) &&
+		    table_ok(e.table) && !table_taken &&
+		    (bound_table[e.mac[5]] == 0 ||
+		    bound_table[e.mac[5]] == e.table);
+		if ((policy_check_declare(&p, &e) == NULL) != want)
+			fail_msg("case %d: declare %02x table %u: want %d", i,
+			    e.mac[5], e.table, want);
+		if (want) {
+			policy_declare(&p, &e);
+			bound_table[e.mac[5]] = (uint8_t)e.table;
+			accepted++;
+		}
+	}
+	assert_mixed("declare", accepted, RAND_CASES * 2 / 3);
+}
+
+/* Setups and teardowns of random ENIs, addresses, gateways and MTUs. */
+static void
+test_random_setup(void **state)
+{
+	static const uint8_t prefixes[] = { 0, 8, 15, 16, 17, 20, 24, 28, 31,
+	    32, 33, 40 };
+	struct netd_policy p;
+	struct msg_netd_setup_eni s;
+	bool common, want;
+	int i, accepted = 0;
+
+	(void)state;
+	rng_state = RAND_SEED ^ 0x1234;
+	make_policy(&p);
+	declare(&p, ENI1, 101);
+	declare(&p, ENI2, 102);
+	for (i = 0; i < RAND_CASES; i++) {
+		uint32_t net, h, k;
+
+		/* A plausible request, then zero to three fields spoilt. */
+		memset(&s, 0, sizeof(s));
+		memcpy(s.mac, rnd_below(2) ? ENI1 : ENI2, 6);
+		s.table = s.mac[5] == ENI1[5] ? 101 : 102;
+		s.addr = htonl((rnd_below(2) ? 0x0a000000u : 0x64400000u) |
+		    rnd_below(0x10000));
+		s.prefix = prefixes[3 + rnd_below(5)];
+		net = ntohl(s.addr) & (0xffffffffu << (32 - s.prefix));
+		s.gateway = htonl(net | 1);
+		s.mtu = 1500 + rnd_below(7000);
+		for (k = rnd_below(4); k > 0; k--) {
+			switch (rnd_below(6)) {
+			case 0:
+				rnd_mac(s.mac);
+				break;
+			case 1:
+				s.table = rnd_table();
+				break;
+			case 2:
+				s.addr = rnd_addr();
+				break;
+			case 3:
+				s.prefix = prefixes[rnd_below(sizeof(prefixes))];
+				break;
+			case 4:
+				net = s.prefix > 32 ? 0 : ntohl(s.addr) &
+				    (s.prefix ? 0xffffffffu << (32 - s.prefix) :
+				    0);
+				h = s.prefix >= 32 ? 0 : rnd_below(s.prefix > 24 ?
+				    1u << (32 - s.prefix) : 256);
+				s.gateway = rnd_below(2) ? htonl(net | h) :
+				    rnd_addr();
+				break;
+			default:
+				s.mtu = rnd_below(2) ? 570 + rnd_below(10) :
+				    9210 + rnd_below(10);
+				break;
+			}
+		}
+
+		common = unicast(s.mac) && !node_mac(s.mac) &&
+		    ((memcmp(s.mac, ENI1, 6) == 0 && s.table == 101) ||
+		    (memcmp(s.mac, ENI2, 6) == 0 && s.table == 102)) &&
+		    s.prefix >= 16 && s.prefix <= 32 && in_vpc(s.addr) &&
+		    !node_addr(s.addr);
+		assert_int_equal(policy_check_teardown(&p, &s) == NULL, common);
+		want = common && in_vpc(s.gateway) &&
+		    ((ntohl(s.gateway) ^ ntohl(s.addr)) &
+		    (s.prefix ? 0xffffffffu << (32 - s.prefix) : 0)) == 0 &&
+		    s.gateway != s.addr && s.mtu >= 576 && s.mtu <= 9216;
+		if ((policy_check_setup(&p, &s) == NULL) != want)
+			fail_msg("case %d: setup %02x table %u %08x/%u gw %08x "
+			    "mtu %u: want %d", i, s.mac[5], s.table,
+			    ntohl(s.addr), s.prefix, ntohl(s.gateway), s.mtu,
+			    want);
+		accepted += want;
+	}
+	assert_mixed("setup", accepted, RAND_CASES);
+}
+
+static void
+test_random_pod(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_pod_rule r;
+	bool add, want;
+	int i, accepted = 0;
+
+	(void)state;
+	rng_state = RAND_SEED ^ 0x5678;
+	make_policy(&p);
+	declare(&p, ENI1, 101);
+	for (i = 0; i < RAND_CASES; i++) {
+		r.addr = rnd_addr();
+		r.table = rnd_below(3) == 0 ? 0 : rnd_table();
+		add = rnd_below(2);
+		want = r.addr != 0 && in_vpc(r.addr) && !node_addr(r.addr) &&
+		    (r.table == 0 || (table_ok(r.table) &&
+		    (!add || r.table == 101)));
+		if ((policy_check_pod(&p, &r, add) == NULL) != want)
+			fail_msg("case %d: pod %s %08x table %u: want %d", i,
+			    add ? "add" : "del", ntohl(r.addr), r.table, want);
+		accepted += want;
+	}
+	assert_mixed("pod", accepted, RAND_CASES);
+}
+
+/* Random links: bare exactly when every address and route is netd's or
+ * the kernel's link-local kind. */
+static void
+test_random_bare(void **state)
+{
+	struct nd_link_state st;
+	char detail[160];
+	bool want;
+	uint32_t j;
+	int i, accepted = 0;
+
+	(void)state;
+	rng_state = RAND_SEED ^ 0x9abc;
+	for (i = 0; i < RAND_CASES; i++) {
+		memset(&st, 0, sizeof(st));
+		st.ifindex = 7;
+		st.enslaved = rnd_below(20) == 0;
+		want = !st.enslaved;
+		st.naddrs = rnd_below(5);
+		for (j = 0; j < st.naddrs; j++) {
+			struct nd_ifaddr *a = &st.addrs[j];
+
+			a->ifindex = 7;
+			a->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			a->proto = rnd_below(3) ? NETD_PROTO :
+			    (uint8_t)rnd_below(4);
+			a->addr[0] = rnd_below(2) ? 0xfe : (uint8_t)rnd();
+			a->addr[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
+			a->prefix = a->family == NETD_AF_INET ? 24 : 64;
+			if (!((a->family == NETD_AF_INET &&
+			    a->proto == NETD_PROTO) ||
+			    (a->family == NETD_AF_INET6 && a->addr[0] == 0xfe &&
+			    (a->addr[1] & 0xc0) == 0x80)))
+				want = false;
+		}
+		st.nroutes = rnd_below(6);
+		for (j = 0; j < st.nroutes; j++) {
+			struct nd_link_route *r = &st.routes[j];
+			static const uint8_t protos[] = { 0, 2, 2, 3, 4, 9, 16,
+			    NETD_PROTO, NETD_PROTO, NETD_PROTO };
+
+			r->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			r->table = rnd_below(2) ? 254 : 100 + rnd_below(64);
+			r->protocol = protos[rnd_below(sizeof(protos))];
+			if (r->protocol != 2 && r->protocol != NETD_PROTO)
+				want = false;
+		}
+		if (rnd_below(50) == 0) {
+			st.overflow = true;
+			want = false;
+		}
+		if ((policy_check_bare(&st, detail, sizeof(detail)) == NULL) !=
+		    want)
+			fail_msg("case %d: bare want %d (%s)", i, want, detail);
+		accepted += want;
+	}
+	assert_mixed("bare", accepted, RAND_CASES);
+}
+
+/* Random views merged in turn: nothing once seen is lost, the arrays never
+ * overrun, and overflow is set exactly when more were seen than fit. */
+static void
+test_random_node_merge(void **state)
+{
+	struct netd_policy p;
+	struct netd_node n;
+	struct enid_config cfg;
+	uint32_t seen_links[4 * NETD_MAX_NODE_LINKS], nseen = 0;
+	uint32_t j, k;
+	int i, round;
+
+	(void)state;
+	rng_state = RAND_SEED ^ 0xdef0;
+	for (round = 0; round < 200; round++) {
+		config_defaults(&cfg);
+		policy_init(&p, &cfg);
+		nseen = 0;
+		for (i = 0; i < 30; i++) {
+			memset(&n, 0, sizeof(n));
+			n.nlinks = rnd_below(4);
+			for (j = 0; j < n.nlinks; j++) {
+				/* ifindex and MAC move together here */
+				n.links[j].ifindex = 1 + rnd_below(
+				    2 * NETD_MAX_NODE_LINKS);
+				n.links[j].mac[0] = 0x02;
+				n.links[j].mac[5] = (uint8_t)n.links[j].ifindex;
+				for (k = 0; k < nseen; k++)
+					if (seen_links[k] == n.links[j].ifindex)
+						break;
+				if (k == nseen)
+					seen_links[nseen++] =
+					    n.links[j].ifindex;
+			}
+			(void)policy_node_merge(&p, &n);
+			assert_true(p.node.nlinks <= NETD_MAX_NODE_LINKS);
+			assert_int_equal(p.node.overflow,
+			    nseen > NETD_MAX_NODE_LINKS);
+			if (p.node.overflow)
+				break;
+			assert_int_equal(p.node.nlinks, nseen);
+			for (k = 0; k < nseen; k++)
+				assert_non_null(policy_node_link_by_ifindex(&p,
+				    seen_links[k]));
+		}
+	}
 }
 
 int
@@ -360,6 +1006,16 @@ main(void)
 		cmocka_unit_test(test_setup),
 		cmocka_unit_test(test_pod),
 		cmocka_unit_test(test_addr_holder),
+		cmocka_unit_test(test_primary),
+		cmocka_unit_test(test_node_merge),
+		cmocka_unit_test(test_own_links_refused),
+		cmocka_unit_test(test_pod_cap),
+		cmocka_unit_test(test_bare),
+		cmocka_unit_test(test_random_declare),
+		cmocka_unit_test(test_random_setup),
+		cmocka_unit_test(test_random_pod),
+		cmocka_unit_test(test_random_bare),
+		cmocka_unit_test(test_random_node_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
