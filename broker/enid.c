@@ -345,6 +345,7 @@ main(int argc, char *argv[])
 	struct passwd *pw;
 	gid_t admin_gid = 0;
 	char err[1024], path[4200], config_abs[PATH_MAX];
+	pid_t kids[2];
 
 	b.config_path = ENID_CONF_PATH;
 	while ((ch = getopt(argc, argv, "df:L:nv")) != -1) {
@@ -437,8 +438,12 @@ main(int argc, char *argv[])
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
 	    sizeof(err)) == -1)
 		fatalx("privilege drop: %s", err);
-	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), err,
-	    sizeof(err)) == -1)
+	/* The children's pids go into the filter: the only processes the
+	 * broker may signal besides itself. */
+	kids[0] = b.netd.pid;
+	kids[1] = b.cloudd.pid;
+	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), kids, 2,
+	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 
 	if (loop_add_io(&b.loop, &b.netd.io, b.netd.chan.fd, EPOLLIN,

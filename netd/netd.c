@@ -820,8 +820,8 @@ main(int argc, char *argv[])
 
 	if (sandbox_drop_privileges(nd.cfg.user, keep, 1, err, sizeof(err)))
 		fatalx("privilege drop: %s", err);
-	if (sandbox_load(SANDBOX_NETD, sandbox_debug_requested(), err,
-	    sizeof(err)) == -1)
+	if (sandbox_load(SANDBOX_NETD, sandbox_debug_requested(), NULL, 0,
+	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 
 	if (loop_add_io(&nd.loop, &nd.chan_io, nd.chan.fd, EPOLLIN,
