@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "testhook.h"
 
 static void	cloudd_chan_cb(struct loop *, struct loop_io *, uint32_t);
 
@@ -212,6 +213,7 @@ main(int argc, char *argv[])
 	if (sandbox_load(SANDBOX_CLOUDD, sandbox_debug_requested(), NULL, 0,
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
+	testhook_sandboxed("enid-cloudd");
 
 	if (loop_add_io(&cd.loop, &cd.chan_io, cd.chan.fd, EPOLLIN,
 	    cloudd_chan_cb, &cd) == -1)

@@ -29,6 +29,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "testhook.h"
 
 #define NETD_MAX_LOOKUPS	64	/* find-link requests waiting at once */
 #define NETD_MAX_QUEUED		65536	/* answers waiting for the broker */
@@ -823,6 +824,7 @@ main(int argc, char *argv[])
 	if (sandbox_load(SANDBOX_NETD, sandbox_debug_requested(), NULL, 0,
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
+	testhook_sandboxed("enid-netd");
 
 	if (loop_add_io(&nd.loop, &nd.chan_io, nd.chan.fd, EPOLLIN,
 	    netd_chan_cb, &nd) == -1 ||

@@ -1,4 +1,4 @@
 # Integration tests (pytest, root, network namespaces): make check-integration.
 EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py \
 	tests/integration/test_cni_plugin.py tests/integration/test_broker_cloud.py \
-	tests/integration/test_cloudd.py
+	tests/integration/test_cloudd.py tests/integration/test_sandbox.py
