@@ -799,9 +799,15 @@ boot_done(struct http_req *r, void *arg)
 		log_debug("cloud: IMDSv2 token fetched");
 		break;
 	case BOOT_REGION:
-		if (r->resplen >= sizeof(text) ||
-		    (memcpy(text, r->resp, r->resplen), text[r->resplen] = '\0',
-		    !ec2_name_ok(text, sizeof(cd->region)))) {
+		/* An empty answer has no buffer at all (resp is NULL). */
+		if (r->resplen == 0 || r->resplen >= sizeof(text)) {
+			boot_fail(cd, "IMDS region: %s answer", r->resplen ?
+			    "oversized" : "empty");
+			return;
+		}
+		memcpy(text, r->resp, r->resplen);
+		text[r->resplen] = '\0';
+		if (!ec2_name_ok(text, sizeof(cd->region))) {
 			boot_fail(cd, "IMDS region: unusable answer");
 			return;
 		}

@@ -9,6 +9,7 @@
  * turns intents into calls and answers.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "peer.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "testhook.h"
 
 /* Answers go out in order through the channel's queue (common/peer.c). */
 void
@@ -81,6 +83,22 @@ cloudd_can_take(void *arg)
 	return cd->nintents < CLOUDD_MAX_INTENTS;
 }
 
+/* Where the EC2 endpoint is still unknown, the name the resolver is warmed
+ * with. */
+#define CLOUDD_WARM_URL	"https://ec2.amazonaws.com/"
+
+static void
+cloudd_warm_resolver(const char *url)
+{
+	uint64_t t0 = now_ms();
+	int rc;
+
+	rc = sandbox_warm_resolver(url);
+	log_debug("resolver warmed by %s in %llu ms%s%s", url,
+	    (unsigned long long)(now_ms() - t0), rc ? ": " : "",
+	    rc ? gai_strerror(rc) : "");
+}
+
 static void
 cloudd_signal(struct loop *l, int signo, void *arg)
 {
@@ -124,9 +142,16 @@ main(int argc, char *argv[])
 
 	if (sandbox_drop_privileges(cd.cfg.user, NULL, 0, err, sizeof(err)))
 		fatalx("privilege drop: %s", err);
-	if (sandbox_load(SANDBOX_CLOUDD, sandbox_debug_requested(), err,
-	    sizeof(err)) == -1)
+	/* The filter refuses executable mappings: have the resolver load its
+	 * modules now, by the lookups cloudd will make (the regional EC2 host
+	 * is known only once IMDS names the region; the global one walks the
+	 * same resolver chain). */
+	cloudd_warm_resolver(cd.ec2_url[0] ? cd.ec2_url : CLOUDD_WARM_URL);
+	cloudd_warm_resolver(cd.imds_url);
+	if (sandbox_load(SANDBOX_CLOUDD, sandbox_debug_requested(), NULL, 0,
+	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
+	testhook_sandboxed("enid-cloudd");
 
 	if (peer_open(&cd.peer, &cd.loop, MSG_CHILD_FD, PEER_CLOUDD,
 	    PEER_BROKER, "enid", cloudd_dispatch_broker, cloudd_broker_gone,

@@ -1,21 +1,112 @@
 /*
  * Child process plumbing shared by enid-netd and enid-cloudd (see proc.h).
  */
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "proc.h"
 
+/* Without close_range or /proc, the most descriptor numbers a child walks
+ * to close the inherited ones. */
+#define PROC_MAX_FD_WALK	(1 << 20)
+
+/*
+ * Close every descriptor from lowfd up.  close_range needs Linux 5.9; on an
+ * older kernel (ENOSYS), or where a container's seccomp profile refuses it,
+ * walk /proc/self/fd, or without /proc every number below the descriptor
+ * limit (bounded: a limit too large to walk is a failure, not a hang).  Runs
+ * in a freshly forked child of a single-threaded parent, so opendir's
+ * allocation is safe.  Returns 0, or -1 with errno set.
+ */
+static int
+close_from(int lowfd)
+{
+	struct rlimit rl;
+	struct dirent *de;
+	DIR *d;
+	long fd;
+	char *end;
+
+	if (close_range((unsigned int)lowfd, ~0U, 0) == 0)
+		return 0;
+	if ((d = opendir("/proc/self/fd")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			errno = 0;
+			fd = strtol(de->d_name, &end, 10);
+			if (errno != 0 || *end != '\0' || end == de->d_name ||
+			    fd < lowfd || fd > INT_MAX || fd == dirfd(d))
+				continue;
+			/* The kernel lists open descriptors by number, so
+			 * closing one does not disturb the walk. */
+			(void)close((int)fd);
+		}
+		closedir(d);
+		return 0;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return -1;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > PROC_MAX_FD_WALK) {
+		errno = EMFILE;
+		return -1;
+	}
+	for (fd = lowfd; fd < (long)rl.rlim_cur; fd++)
+		(void)close((int)fd);	/* EBADF for the numbers not open */
+	return 0;
+}
+
+/* In the child: say what failed (stderr is still the parent's, or syslog)
+ * and end as a failed exec does. */
+static void __attribute__((noreturn))
+spawn_fail(const char *path, const char *what)
+{
+	log_warn("starting %s: %s", path, what);
+	_exit(127);
+}
+
+/*
+ * The child's side of proc_spawn: its pair end on MSG_CHILD_FD without
+ * close-on-exec, stdin from /dev/null, stdout onto stderr, nothing else
+ * open, then exec.
+ */
+static void __attribute__((noreturn))
+spawn_exec(const char *path, char *const argv[], char *const envp[], int end)
+{
+	int devnull;
+
+	if (end == MSG_CHILD_FD) {
+		/* Already in place: dup2 onto itself would leave the
+		 * socketpair's close-on-exec set, and exec would close it. */
+		if (fcntl(end, F_SETFD, 0) == -1)
+			spawn_fail(path, "clearing close-on-exec on the "
+			    "socketpair");
+	} else if (dup2(end, MSG_CHILD_FD) == -1)	/* clears it on the copy */
+		spawn_fail(path, "moving the socketpair to descriptor 3");
+	if ((devnull = open("/dev/null", O_RDONLY)) == -1)
+		spawn_fail(path, "opening /dev/null");
+	if (dup2(devnull, STDIN_FILENO) == -1)
+		spawn_fail(path, "stdin from /dev/null");
+	if (dup2(STDERR_FILENO, STDOUT_FILENO) == -1)
+		spawn_fail(path, "stdout onto stderr");
+	if (close_from(MSG_CHILD_FD + 1) == -1)
+		spawn_fail(path, "closing inherited descriptors");
+	execve(path, argv, envp);
+	spawn_fail(path, "exec");
+}
+
 pid_t
 proc_spawn(const char *path, char *const argv[], char *const envp[], int *fd)
 {
-	int sv[2], devnull, saved;
+	int sv[2], saved;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
@@ -28,19 +119,8 @@ proc_spawn(const char *path, char *const argv[], char *const envp[], int *fd)
 		errno = saved;
 		return -1;
 	}
-	if (pid == 0) {
-		/* dup2 clears close-on-exec on the copy it makes. */
-		if (dup2(sv[1], MSG_CHILD_FD) == -1)
-			_exit(127);
-		devnull = open("/dev/null", O_RDONLY);
-		if (devnull == -1 || dup2(devnull, STDIN_FILENO) == -1 ||
-		    dup2(STDERR_FILENO, STDOUT_FILENO) == -1 ||
-		    close_range(MSG_CHILD_FD + 1, ~0U, 0) == -1)
-			_exit(127);
-		execve(path, argv, envp);
-		dprintf(STDERR_FILENO, "exec %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
+	if (pid == 0)
+		spawn_exec(path, argv, envp, sv[1]);
 	close(sv[1]);
 	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1) {
 		saved = errno;

@@ -21,10 +21,13 @@ struct child_opts {
 
 /*
  * The parent's side: fork and exec path with argv and envp, the child's
- * end of a new SOCK_SEQPACKET socketpair on MSG_CHILD_FD, stdin from
- * /dev/null, stdout onto stderr (children only log), and every descriptor
- * above MSG_CHILD_FD closed.  Returns the pid and stores our end,
- * non-blocking and close-on-exec, in *fd; or -1 with errno set.
+ * end of a new SOCK_SEQPACKET socketpair on MSG_CHILD_FD (open across the
+ * exec, even if it was created there), stdin from /dev/null, stdout onto
+ * stderr (children only log), and every descriptor above MSG_CHILD_FD
+ * closed (by close_range, or one by one on kernels without it).  A step
+ * that fails in the child is logged with its reason and the child exits
+ * 127.  Returns the pid and stores our end, non-blocking and close-on-exec,
+ * in *fd; or -1 with errno set.
  */
 pid_t	proc_spawn(const char *path, char *const argv[], char *const envp[],
 	    int *fd);

@@ -4,19 +4,25 @@
  * PR_SET_KEEPCAPS), then the capability sets, then no_new_privs, then the
  * filter, last.
  */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/nameser.h>
+
 #include <errno.h>
 #include <grp.h>
+#include <netdb.h>
 #include <pwd.h>
+#include <resolv.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <seccomp.h>
 
-#include "log.h"
 #include "sandbox.h"
 
 static const char *const proc_names[SANDBOX_PROC_COUNT] = {
@@ -145,75 +151,164 @@ sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
 	return 0;
 }
 
-/* Debug mode: say which call was refused, then die as the filter would. */
+/*
+ * Debug mode: say which call was refused and with which arguments (what an
+ * argument-filtered rule looked at), then die as the filter would.
+ */
 static void
 sigsys_report(int signo, siginfo_t *si, void *ctx)
 {
-	char buf[160];
+	char buf[256], args[160] = "";
 	char *name;
 	int n;
 
+#if defined(__x86_64__)
+	const greg_t *r = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+
+	snprintf(args, sizeof(args), " args 0x%llx 0x%llx 0x%llx 0x%llx",
+	    (unsigned long long)r[REG_RDI], (unsigned long long)r[REG_RSI],
+	    (unsigned long long)r[REG_RDX], (unsigned long long)r[REG_R10]);
+#else
 	(void)ctx;
+#endif
 	name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE,
 	    si->si_syscall);
-	n = snprintf(buf, sizeof(buf), "seccomp: refused system call %s (%d)\n",
-	    name ? name : "?", si->si_syscall);
+	n = snprintf(buf, sizeof(buf), "seccomp: refused system call %s "
+	    "(%d)%s\n", name ? name : "?", si->si_syscall, args);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, buf, (size_t)n);
 	_exit(128 + signo);
 }
 
+/* Add one rule: nr with up to SB_MAX_ARGS conditions, all of which hold. */
 static int
-add_rules(scmp_filter_ctx ctx, const struct sb_policy *p, char *err,
+add_rule(scmp_filter_ctx ctx, uint32_t action, const char *syscall,
+    unsigned int nargs, const struct sb_arg *args, char *err, size_t errlen)
+{
+	struct scmp_arg_cmp cmp[SB_MAX_ARGS];
+	unsigned int i;
+	int nr, rc;
+
+	nr = seccomp_syscall_resolve_name(syscall);
+	if (nr == __NR_SCMP_ERROR)
+		return 0;	/* not on this architecture: nothing to allow */
+	if (nargs > SB_MAX_ARGS) {
+		snprintf(err, errlen, "seccomp rule for %s: %u conditions",
+		    syscall, nargs);
+		return -1;
+	}
+	for (i = 0; i < nargs; i++) {
+		memset(&cmp[i], 0, sizeof(cmp[i]));
+		cmp[i].arg = args[i].arg;
+		if (args[i].cmp == SB_MASKED_EQ) {
+			cmp[i].op = SCMP_CMP_MASKED_EQ;
+			cmp[i].datum_a = args[i].mask;
+			cmp[i].datum_b = args[i].value;
+		} else {
+			cmp[i].op = SCMP_CMP_EQ;
+			cmp[i].datum_a = args[i].value;
+		}
+	}
+	rc = seccomp_rule_add_array(ctx, action, nr, nargs, cmp);
+	if (rc < 0) {
+		snprintf(err, errlen, "seccomp rule for %s: %s", syscall,
+		    strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* One policy: its rules, then its option, command and request tables. */
+static int
+add_policy(scmp_filter_ctx ctx, const struct sb_policy *p, char *err,
     size_t errlen)
 {
-	size_t i;
+	static const char *const fcntl_names[] = { "fcntl", "fcntl64" };
+	struct sb_arg a[2];
+	size_t i, j;
 
 	for (i = 0; i < p->nrules; i++) {
 		const struct sb_rule *r = &p->rules[i];
-		uint32_t action = r->errno_ret ? SCMP_ACT_ERRNO(r->errno_ret) :
-		    SCMP_ACT_ALLOW;
-		int nr, rc;
 
-		nr = seccomp_syscall_resolve_name(r->syscall);
-		if (nr == __NR_SCMP_ERROR) {
-			/* Not on this architecture: nothing to allow. */
-			continue;
-		}
-		if (r->has_arg2 && r->op == SB_EQ) {
-			rc = seccomp_rule_add(ctx, action, nr, 2,
-			    SCMP_CMP(r->arg, SCMP_CMP_EQ, r->value),
-			    SCMP_CMP(r->arg2, SCMP_CMP_EQ, r->value2));
-			goto added;
-		}
-		switch (r->op) {
-		case SB_ANY:
-			rc = seccomp_rule_add(ctx, action, nr, 0);
-			break;
-		case SB_EQ:
-			rc = seccomp_rule_add(ctx, action, nr, 1,
-			    SCMP_CMP(r->arg, SCMP_CMP_EQ, r->value));
-			break;
-		case SB_MASKED_EQ:
-			rc = seccomp_rule_add(ctx, action, nr, 1,
-			    SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask,
-			    r->value));
-			break;
-		default:
-			rc = -EINVAL;
-		}
-added:
-		if (rc < 0) {
-			snprintf(err, errlen, "seccomp rule for %s: %s",
-			    r->syscall, strerror(-rc));
+		if (add_rule(ctx, r->errno_ret ? SCMP_ACT_ERRNO(r->errno_ret) :
+		    SCMP_ACT_ALLOW, r->syscall, r->nargs, r->args, err,
+		    errlen) == -1)
 			return -1;
+	}
+	memset(a, 0, sizeof(a));
+	a[0].cmp = a[1].cmp = SB_EQ;
+	for (i = 0; i < p->nsockopts; i++) {
+		a[0].arg = 1;
+		a[0].value = (unsigned long)p->sockopts[i].level;
+		a[1].arg = 2;
+		a[1].value = (unsigned long)p->sockopts[i].option;
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "setsockopt", 2, a, err,
+		    errlen) == -1)
+			return -1;
+	}
+	for (i = 0; i < p->nfcntls; i++)
+		for (j = 0; j < sizeof(fcntl_names) / sizeof(*fcntl_names);
+		    j++) {
+			a[0].arg = 1;
+			a[0].value = (unsigned long)p->fcntls[i];
+			if (add_rule(ctx, SCMP_ACT_ALLOW, fcntl_names[j], 1, a,
+			    err, errlen) == -1)
+				return -1;
+		}
+	for (i = 0; i < p->nioctls; i++) {
+		a[0].arg = 1;
+		a[0].value = p->ioctls[i];
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, a, err,
+		    errlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The rules that name pids.  A signal goes to the process itself only
+ * (abort() raises SIGABRT with tgkill on its own thread group; tkill,
+ * which names a bare thread id that could be anyone's, is never needed).
+ * The broker may also end its children: SIGTERM, then SIGKILL for one that
+ * does not exit, since a stopped or wedged child never sees the EOF on its
+ * channel.  Their pids cannot be reused while the broker has not reaped
+ * them, and after reaping it no longer signals them.
+ */
+static int
+add_signal_rules(scmp_filter_ctx ctx, const pid_t *children,
+    size_t nchildren, char *err, size_t errlen)
+{
+	static const int child_signals[] = { SIGTERM, SIGKILL };
+	struct sb_arg a[2];
+	size_t i, j;
+
+	memset(a, 0, sizeof(a));
+	a[0].cmp = a[1].cmp = SB_EQ;
+	a[0].arg = 0;
+	a[0].value = (unsigned long)getpid();
+	if (add_rule(ctx, SCMP_ACT_ALLOW, "tgkill", 1, a, err, errlen) == -1)
+		return -1;
+	for (i = 0; i < nchildren; i++) {
+		if (children[i] <= 0) {
+			snprintf(err, errlen, "child pid %d cannot be a "
+			    "signal target", (int)children[i]);
+			return -1;
+		}
+		for (j = 0; j < 2; j++) {
+			a[0].value = (unsigned long)children[i];
+			a[1].arg = 1;
+			a[1].value = (unsigned long)child_signals[j];
+			if (add_rule(ctx, SCMP_ACT_ALLOW, "kill", 2, a, err,
+			    errlen) == -1)
+				return -1;
 		}
 	}
 	return 0;
 }
 
 int
-sandbox_load(enum sandbox_proc proc, bool debug, char *err, size_t errlen)
+sandbox_load(enum sandbox_proc proc, bool debug, const pid_t *children,
+    size_t nchildren, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	int rc;
@@ -239,11 +334,10 @@ sandbox_load(enum sandbox_proc proc, bool debug, char *err, size_t errlen)
 		snprintf(err, errlen, "seccomp_init failed");
 		return -1;
 	}
-	if (add_rules(ctx, sandbox_policy_common(), err, errlen) == -1 ||
-	    add_rules(ctx, sandbox_policy(proc), err, errlen) == -1 ||
-	    add_rules(ctx, sandbox_policy_sanitizer(), err, errlen) == -1 ||
-	    (log_uses_syslog() &&
-	    add_rules(ctx, sandbox_policy_syslog(), err, errlen) == -1)) {
+	if (add_policy(ctx, sandbox_policy_common(), err, errlen) == -1 ||
+	    add_policy(ctx, sandbox_policy(proc), err, errlen) == -1 ||
+	    add_policy(ctx, sandbox_policy_sanitizer(), err, errlen) == -1 ||
+	    add_signal_rules(ctx, children, nchildren, err, errlen) == -1) {
 		seccomp_release(ctx);
 		return -1;
 	}
@@ -254,4 +348,58 @@ sandbox_load(enum sandbox_proc proc, bool debug, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+int
+sandbox_warm_resolver(const char *url)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256];
+	const char *p, *end;
+	size_t len;
+	int rc;
+
+	/* scheme://[userinfo@]host[:port][/...]; [v6] is numeric anyway */
+	if ((p = strstr(url, "://")) == NULL)
+		return 0;
+	p += 3;
+	len = strcspn(p, "/?#");
+	if ((end = memchr(p, '@', len)) != NULL) {
+		len -= (size_t)(end + 1 - p);
+		p = end + 1;
+	}
+	if (len == 0 || p[0] == '[')
+		return 0;
+	len = strcspn(p, ":/?#");
+	if (len == 0 || len >= sizeof(host))
+		return 0;
+	memcpy(host, p, len);
+	host[len] = '\0';
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+		freeaddrinfo(res);
+		return 0;	/* numeric: the resolver loads nothing */
+	}
+	/*
+	 * As libcurl asks: any family, stream sockets.  Bounded: a name
+	 * server that does not answer costs a second, not the default five
+	 * times two attempts times the search list, so that start-up stays
+	 * well inside the broker's handshake deadline.  Only this thread's
+	 * resolver state changes; libcurl resolves in threads of its own.
+	 */
+	if (res_init() == 0) {
+		_res.retrans = 1;
+		_res.retry = 1;
+		_res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
+	}
+	hints.ai_flags = 0;
+	res = NULL;
+	rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc == 0)
+		freeaddrinfo(res);
+	return rc;
 }

@@ -1,141 +1,181 @@
 /*
- * The seccomp allow lists, as data.  One list of calls every process needs,
- * one per process, and one for the sanitizer runtimes (empty unless built
- * with --enable-sanitizers).  Anything absent kills the process.
+ * The seccomp allow lists, as data: one list of calls every process needs
+ * and one per process, each a table of rules with the arguments pinned
+ * where they matter, plus the setsockopt options, fcntl commands and ioctl
+ * requests the process uses (chrony's sys_linux.c keeps the same tables).
+ * The sanitizer runtimes' additions live in sandbox_san.c.  Anything absent
+ * kills the process.  What a rule cannot say (a pid known only at run
+ * time: signals to the process itself, the broker's two children) is added
+ * by sandbox_load().
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
 
 #include "sandbox.h"
 
+#define ARG_EQ(i, v) \
+	{ .arg = i, .cmp = SB_EQ, .value = (unsigned long)(v) }
+#define ARG_MASKED(i, m, v) \
+	{ .arg = i, .cmp = SB_MASKED_EQ, .mask = (unsigned long)(m), \
+	  .value = (unsigned long)(v) }
 #define ALLOW(name)		{ .syscall = name }
-#define ALLOW_ARG(name, i, v) \
-	{ .syscall = name, .op = SB_EQ, .arg = i, .value = (unsigned long)(v) }
-#define ALLOW_MASK(name, i, m, v) \
-	{ .syscall = name, .op = SB_MASKED_EQ, .arg = i, \
-	  .mask = (unsigned long)(m), .value = (unsigned long)(v) }
-#define ALLOW_ARGS(name, i, v, j, w) \
-	{ .syscall = name, .op = SB_EQ, .arg = i, .value = (unsigned long)(v), \
-	  .arg2 = j, .has_arg2 = true, .value2 = (unsigned long)(w) }
-#define DENY(name, e)		{ .syscall = name, .errno_ret = e }
-#define POLICY(tab)	{ tab, sizeof(tab) / sizeof(tab[0]) }
+#define ALLOW_IF(name, a)	{ .syscall = name, .nargs = 1, .args = { a } }
+#define ALLOW_IF2(name, a, b) \
+	{ .syscall = name, .nargs = 2, .args = { a, b } }
+#define REFUSE_IF(name, e, a) \
+	{ .syscall = name, .errno_ret = e, .nargs = 1, .args = { a } }
+#define REFUSE(name, e)		{ .syscall = name, .errno_ret = e }
+#define NELEM(tab)		(sizeof(tab) / sizeof(tab[0]))
 
 /* Flags that make an open write or create anything. */
 #define OPEN_WRITE_FLAGS	(O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | \
 				 __O_TMPFILE)
 
+/* Every flag that makes a new namespace.  (CLONE_NEWTIME shares its bit
+ * with the exit signal in clone(), so only clone3 could ask for it, and
+ * clone3 is never allowed.) */
+#define CLONE_NAMESPACE_FLAGS	(CLONE_NEWNS | CLONE_NEWCGROUP | \
+				 CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
+				 CLONE_NEWPID | CLONE_NEWNET)
+/* A thread shares memory and signal handlers and joins the thread group;
+ * without all three, clone makes a process, which no enid process starts
+ * after its filter is on. */
+#define CLONE_THREAD_FLAGS	(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD)
+
 static const struct sb_rule common_rules[] = {
-	/* memory */
-	ALLOW("brk"), ALLOW("mmap"), ALLOW("munmap"), ALLOW("mremap"),
-	ALLOW("madvise"), ALLOW("mprotect"),
+	/* Memory, never executable: everything the processes run is mapped
+	 * before the filter (the resolver's modules by a lookup, see
+	 * sandbox_warm_resolver), so a PROT_EXEC mapping can only be code
+	 * that was not there at start. */
+	ALLOW_IF("mmap", ARG_MASKED(2, PROT_EXEC, 0)),
+	ALLOW_IF("mprotect", ARG_MASKED(2, PROT_EXEC, 0)),
+	ALLOW("brk"), ALLOW("munmap"), ALLOW("mremap"), ALLOW("madvise"),
 	/* the event loop: epoll, timerfd, signalfd */
 	ALLOW("epoll_wait"), ALLOW("epoll_pwait"), ALLOW("epoll_ctl"),
 	ALLOW("timerfd_settime"), ALLOW("timerfd_gettime"),
 	ALLOW("rt_sigprocmask"), ALLOW("rt_sigreturn"),
 	ALLOW("restart_syscall"),
-	/* descriptors we already hold: the socketpair, stderr */
+	/* descriptors we already hold: the socketpair, stderr, syslog's */
 	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"),
-	ALLOW("close"), ALLOW("fcntl"), ALLOW("fstat"), ALLOW("newfstatat"),
-	ALLOW("lseek"),
+	ALLOW("close"), ALLOW("fstat"), ALLOW("newfstatat"), ALLOW("lseek"),
 	ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendto"), ALLOW("recvfrom"),
 	/* time, identity, randomness */
 	ALLOW("clock_gettime"), ALLOW("gettimeofday"), ALLOW("getpid"),
 	ALLOW("gettid"), ALLOW("getrandom"), ALLOW("futex"),
 	ALLOW("getuid"), ALLOW("geteuid"), ALLOW("getgid"), ALLOW("getegid"),
-	/* leaving: exit, and abort()'s raise */
-	ALLOW("exit"), ALLOW("exit_group"), ALLOW("tgkill"),
-	ALLOW("rt_sigaction"),
+	/* Leaving: exit, and abort(), which resets SIGABRT's action and
+	 * raises it with tgkill on our own pid (sandbox_load pins it). */
+	ALLOW("exit"), ALLOW("exit_group"), ALLOW("rt_sigaction"),
+	/* Syslog is connected before the filter (log_init, LOG_NDELAY).
+	 * When syslogd goes away, glibc opens a new unix socket to reconnect;
+	 * refused, its lines are dropped and the process carries on.  A new
+	 * unix socket could otherwise reach any daemon listening on the node
+	 * (nscd, containerd, D-Bus): the resolver, refused too, copes without
+	 * nscd. */
+	REFUSE_IF("socket", EACCES, ARG_EQ(0, AF_UNIX)),
 };
 
 static const struct sb_rule broker_rules[] = {
-	/* clients on the unix sockets created before the drop */
+	/* clients on the unix sockets created before the drop; their
+	 * credentials (SO_PEERCRED) */
 	ALLOW("accept4"), ALLOW("getsockopt"), ALLOW("shutdown"),
 	/* the checkpoint in the state directory: temp file, fsync, rename */
 	ALLOW("openat"), ALLOW("fsync"), ALLOW("fdatasync"),
 	ALLOW("ftruncate"), ALLOW("rename"), ALLOW("renameat"),
 	ALLOW("renameat2"), ALLOW("unlink"), ALLOW("unlinkat"),
-	/* the children: terminate and reap */
-	ALLOW("kill"), ALLOW("wait4"), ALLOW("waitid"),
+	/* the children: reaped here; signalled only by pid (sandbox_load) */
+	ALLOW("wait4"), ALLOW("waitid"),
 };
 
 static const struct sb_rule netd_rules[] = {
-	/* netlink only.  Both netlink sockets (requests, link events) and
-	 * the socketpair are open before the drop and libnl then only sends
-	 * and receives on them (common list); a new socket may only be
-	 * another netlink one, which gives nothing the open ones don't.
-	 * No bind, setsockopt or getsockname after start. */
-	ALLOW_ARG("socket", 0, AF_NETLINK), ALLOW("getsockopt"),
+	/* Netlink only, and only rtnetlink.  Both netlink sockets (requests,
+	 * link events) and the socketpair are open before the drop and libnl
+	 * then only sends and receives on them (common list).  A new socket
+	 * may only be another NETLINK_ROUTE one, which gives nothing the open
+	 * ones don't; netfilter, XFRM (IPsec) or generic netlink would reach
+	 * what CAP_NET_ADMIN allows beyond links, addresses, routes and
+	 * rules. */
+	ALLOW_IF2("socket", ARG_EQ(0, AF_NETLINK), ARG_EQ(2, NETLINK_ROUTE)),
 };
 
 static const struct sb_rule cloudd_rules[] = {
-	/* inet sockets for the cloud's endpoints */
-	ALLOW_ARG("socket", 0, AF_INET), ALLOW_ARG("socket", 0, AF_INET6),
-	/* the resolver: nscd and syslog over unix, getaddrinfo's address
-	 * check over NETLINK_ROUTE (changing routes needs a capability
-	 * cloudd does not have) */
-	ALLOW_ARG("socket", 0, AF_UNIX),
-	ALLOW_ARGS("socket", 0, AF_NETLINK, 2, NETLINK_ROUTE),
+	/* inet sockets for the cloud's endpoints and DNS */
+	ALLOW_IF("socket", ARG_EQ(0, AF_INET)),
+	ALLOW_IF("socket", ARG_EQ(0, AF_INET6)),
+	/* getaddrinfo's look at the node's addresses (AI_ADDRCONFIG, the
+	 * RFC 6724 sort) over NETLINK_ROUTE; changing anything there needs a
+	 * capability cloudd does not have */
+	ALLOW_IF2("socket", ARG_EQ(0, AF_NETLINK), ARG_EQ(2, NETLINK_ROUTE)),
+	/* libcurl's threaded resolver wakes the loop through a socketpair:
+	 * an anonymous pair, connected to nothing else */
+	ALLOW_IF("socketpair", ARG_EQ(0, AF_UNIX)),
 	ALLOW("connect"), ALLOW("bind"), ALLOW("getsockname"),
-	ALLOW("getpeername"), ALLOW("setsockopt"), ALLOW("getsockopt"),
+	ALLOW("getpeername"), ALLOW("getsockopt"),
 	ALLOW("sendmmsg"), ALLOW("recvmmsg"), ALLOW("shutdown"),
-	ALLOW("poll"), ALLOW("ppoll"), ALLOW("pipe2"), ALLOW("socketpair"),
+	ALLOW("poll"), ALLOW("ppoll"), ALLOW("pipe2"),
 	ALLOW("uname"), ALLOW("pread64"), ALLOW("statx"),
 	ALLOW("stat"), ALLOW("sysinfo"),
-	ALLOW_ARG("ioctl", 1, FIONREAD), ALLOW_ARG("ioctl", 1, FIONBIO),
 	/* resolver config, CA bundle: read-only opens, never writes */
-	ALLOW_MASK("openat", 2, OPEN_WRITE_FLAGS, O_RDONLY),
-	ALLOW_MASK("open", 1, OPEN_WRITE_FLAGS, O_RDONLY),
-	/* libcurl's threaded resolver: threads only (CLONE_THREAD), and
-	 * clone3 refused so glibc falls back to clone */
-	ALLOW_MASK("clone", 0, CLONE_THREAD, CLONE_THREAD),
-	DENY("clone3", ENOSYS),
+	ALLOW_IF("openat", ARG_MASKED(2, OPEN_WRITE_FLAGS, O_RDONLY)),
+	ALLOW_IF("open", ARG_MASKED(1, OPEN_WRITE_FLAGS, O_RDONLY)),
+	/* libcurl's threaded resolver: threads only, never a new process or
+	 * namespace; clone3 (whose flags sit in memory seccomp cannot read)
+	 * is refused so glibc falls back to clone */
+	ALLOW_IF("clone", ARG_MASKED(0, CLONE_THREAD_FLAGS |
+	    CLONE_NAMESPACE_FLAGS, CLONE_THREAD_FLAGS)),
+	REFUSE("clone3", ENOSYS),
 	ALLOW("set_robust_list"), ALLOW("rseq"), ALLOW("sched_getaffinity"),
 	ALLOW("sched_yield"),
 };
 
-/* Only when logging to syslog: glibc reconnects to /dev/log after
- * syslogd restarts. */
-static const struct sb_rule syslog_rules[] = {
-	ALLOW_ARG("socket", 0, AF_UNIX), ALLOW("connect"),
+static const struct sb_sockopt cloudd_sockopts[] = {
+	/* libcurl, on every connection: keepalive (CURLOPT_TCP_KEEPALIVE,
+	 * with its idle time and interval; the probe count from libcurl
+	 * 8.9 on) and TCP_NODELAY, its default */
+	{ SOL_SOCKET, SO_KEEPALIVE },
+	{ IPPROTO_TCP, TCP_KEEPIDLE },
+	{ IPPROTO_TCP, TCP_KEEPINTVL },
+	{ IPPROTO_TCP, TCP_KEEPCNT },
+	{ IPPROTO_TCP, TCP_NODELAY },
+	/* glibc's resolver, on its UDP socket to each name server: ICMP
+	 * errors reported as socket errors */
+	{ IPPROTO_IP, IP_RECVERR },
+	{ IPPROTO_IPV6, IPV6_RECVERR },
 };
 
-#ifdef ENID_SANITIZERS
-/* ASan/UBSan runtimes: reports read /proc/self/maps and use an alternate
- * signal stack; none of this writes files. */
-static const struct sb_rule sanitizer_rules[] = {
-	ALLOW("sigaltstack"), ALLOW("readlink"), ALLOW("readlinkat"),
-	ALLOW_MASK("openat", 2, OPEN_WRITE_FLAGS, O_RDONLY),
-	ALLOW("prlimit64"), ALLOW("getrlimit"), ALLOW("sched_yield"),
-	ALLOW("uname"), ALLOW("pread64"), ALLOW("sched_getaffinity"),
-	ALLOW("clock_getres"), ALLOW("getppid"), ALLOW("prctl"),
-	ALLOW("getdents64"),
-};
-#else
-static const struct sb_rule sanitizer_rules[] = {
-	ALLOW("exit_group"),	/* a list may not be empty */
-};
-#endif
+/* libcurl makes its sockets non-blocking with fcntl. */
+static const int cloudd_fcntls[] = { F_GETFL, F_SETFL };
 
+/* glibc's resolver sizes each UDP answer before reading it. */
+static const unsigned long cloudd_ioctls[] = { FIONREAD };
+
+/*
+ * The broker and netd use no setsockopt, fcntl or ioctl after the drop:
+ * their descriptors are set up (non-blocking, close-on-exec, netlink
+ * buffer sizes and groups) before it.
+ */
 static const struct sb_policy policies[SANDBOX_PROC_COUNT] = {
-	[SANDBOX_BROKER] = POLICY(broker_rules),
-	[SANDBOX_NETD] = POLICY(netd_rules),
-	[SANDBOX_CLOUDD] = POLICY(cloudd_rules),
+	[SANDBOX_BROKER] = { broker_rules, NELEM(broker_rules),
+	    NULL, 0, NULL, 0, NULL, 0 },
+	[SANDBOX_NETD] = { netd_rules, NELEM(netd_rules),
+	    NULL, 0, NULL, 0, NULL, 0 },
+	[SANDBOX_CLOUDD] = { cloudd_rules, NELEM(cloudd_rules),
+	    cloudd_sockopts, NELEM(cloudd_sockopts),
+	    cloudd_fcntls, NELEM(cloudd_fcntls),
+	    cloudd_ioctls, NELEM(cloudd_ioctls) },
 };
 
-static const struct sb_policy common_policy = POLICY(common_rules);
-static const struct sb_policy sanitizer_policy = POLICY(sanitizer_rules);
-static const struct sb_policy syslog_policy = POLICY(syslog_rules);
-
-const struct sb_policy *
-sandbox_policy_syslog(void)
-{
-	return &syslog_policy;
-}
+static const struct sb_policy common_policy = {
+	common_rules, NELEM(common_rules), NULL, 0, NULL, 0, NULL, 0
+};
 
 const struct sb_policy *
 sandbox_policy(enum sandbox_proc proc)
@@ -147,10 +187,4 @@ const struct sb_policy *
 sandbox_policy_common(void)
 {
 	return &common_policy;
-}
-
-const struct sb_policy *
-sandbox_policy_sanitizer(void)
-{
-	return &sanitizer_policy;
 }

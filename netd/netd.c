@@ -40,6 +40,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "testhook.h"
 
 #define NETD_MAX_LOOKUPS	64	/* find-link requests waiting at once */
 #define NETD_MAX_SNAPSHOT	PLAN_MAX_OPS
@@ -1006,9 +1007,10 @@ main(int argc, char *argv[])
 
 	if (sandbox_drop_privileges(nd.cfg.user, keep, 1, err, sizeof(err)))
 		fatalx("privilege drop: %s", err);
-	if (sandbox_load(SANDBOX_NETD, sandbox_debug_requested(), err,
-	    sizeof(err)) == -1)
+	if (sandbox_load(SANDBOX_NETD, sandbox_debug_requested(), NULL, 0,
+	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
+	testhook_sandboxed("enid-netd");
 
 	if (peer_open(&nd.peer, &nd.loop, MSG_CHILD_FD, PEER_NETD, PEER_BROKER,
 	    "enid", netd_dispatch_broker, netd_broker_gone, netd_can_take,
