@@ -27,3 +27,14 @@ tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
 tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
+
+# The broker's checkpoint: text, rules, and the file (no root needed; as
+# root one case runs a child that gives it up).
+if HAVE_CMOCKA
+UNIT_BROKER = tests/unit/test_checkpoint
+check_PROGRAMS += $(UNIT_BROKER)
+TESTS += $(UNIT_BROKER)
+tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
+tests_unit_test_checkpoint_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_checkpoint_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+endif
