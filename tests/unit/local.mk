@@ -31,10 +31,13 @@ endif
 # The broker's checkpoint: text, rules, and the file (no root needed; as
 # root one case runs a child that gives it up).
 if HAVE_CMOCKA
-UNIT_BROKER = tests/unit/test_checkpoint
+UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash
 check_PROGRAMS += $(UNIT_BROKER)
 TESTS += $(UNIT_BROKER)
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
 tests_unit_test_checkpoint_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_checkpoint_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_checkpoint_crash_SOURCES = tests/unit/test_checkpoint_crash.c
+tests_unit_test_checkpoint_crash_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_checkpoint_crash_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
