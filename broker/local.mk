@@ -13,3 +13,26 @@ broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 	broker/req.c broker/instance.c broker/server.c
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
 broker_enid_LDADD = $(BROKER_LIBS)
+
+# libFuzzer over the checkpoint parser (and format, then parse again).
+# Builds with clang directly, like fuzz-ec2-xml in cloudd/local.mk whose
+# CLANG and FUZZ_SECONDS it shares: `make fuzz-checkpoint FUZZ_SECONDS=300`.
+FUZZ_CKPT_SRC = $(srcdir)/tests/fuzz/fuzz_checkpoint.c \
+	$(srcdir)/broker/checkpoint.c $(srcdir)/common/addr.c
+EXTRA_DIST += tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint.dict \
+	tests/fuzz/corpus/checkpoint
+.PHONY: fuzz-checkpoint
+fuzz-checkpoint: $(FUZZ_CKPT_SRC)
+	@mkdir -p tests/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -include $(top_builddir)/config.h \
+		-I$(top_srcdir)/common -I$(top_srcdir)/broker $(JSONC_CFLAGS) \
+		-o tests/fuzz/fuzz_checkpoint $(FUZZ_CKPT_SRC) $(JSONC_LIBS)
+	work=$$(mktemp -d) && \
+	./tests/fuzz/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) \
+		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+		-dict=$(srcdir)/tests/fuzz/checkpoint.dict \
+		-print_final_stats=1 $$work \
+		$(srcdir)/tests/fuzz/corpus/checkpoint; \
+	rc=$$?; rm -rf $$work; exit $$rc
+CLEANFILES += tests/fuzz/fuzz_checkpoint
