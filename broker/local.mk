@@ -1,12 +1,39 @@
-# enid: the broker (unprivileged after start-up; holds the pool).  Its
-# pure logic (pool policy, checkpoint text, request parsing) is a library
-# of its own so the unit tests and fuzzers reach it without I/O.
+# enid: the broker (unprivileged after start-up; holds the pool).
+#
+# Its pure parts (pool policy, the checkpoint's text and rules and the file
+# that holds it, CNI request parsing) are a library of their own so the
+# unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
-broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h
+broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
+	broker/checkpoint.c broker/checkpoint.h
 broker_libbrokerlogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 
 sbin_PROGRAMS += broker/enid
 broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 	broker/req.c broker/instance.c broker/server.c
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
-broker_enid_LDADD = broker/libbrokerlogic.a $(COMMON_LIBS)
+broker_enid_LDADD = $(BROKER_LIBS)
+
+# libFuzzer over the checkpoint parser (and format, then parse again).
+# Builds with clang directly, like fuzz-ec2-xml in cloudd/local.mk whose
+# CLANG and FUZZ_SECONDS it shares: `make fuzz-checkpoint FUZZ_SECONDS=300`.
+FUZZ_CKPT_SRC = $(srcdir)/tests/fuzz/fuzz_checkpoint.c \
+	$(srcdir)/broker/checkpoint.c $(srcdir)/common/addr.c
+EXTRA_DIST += tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint.dict \
+	tests/fuzz/corpus/checkpoint
+.PHONY: fuzz-checkpoint
+fuzz-checkpoint: $(FUZZ_CKPT_SRC)
+	@mkdir -p tests/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -include $(top_builddir)/config.h \
+		-I$(top_srcdir)/common -I$(top_srcdir)/broker $(JSONC_CFLAGS) \
+		-o tests/fuzz/fuzz_checkpoint $(FUZZ_CKPT_SRC) $(JSONC_LIBS)
+	work=$$(mktemp -d) && \
+	./tests/fuzz/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) \
+		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+		-dict=$(srcdir)/tests/fuzz/checkpoint.dict \
+		-print_final_stats=1 $$work \
+		$(srcdir)/tests/fuzz/corpus/checkpoint; \
+	rc=$$?; rm -rf $$work; exit $$rc
+CLEANFILES += tests/fuzz/fuzz_checkpoint

@@ -28,13 +28,27 @@ tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
 
+# The broker's checkpoint: text, rules, and the file (no root needed; as
+# root one case runs a child that gives it up).
+if HAVE_CMOCKA
+UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash
+check_PROGRAMS += $(UNIT_BROKER)
+TESTS += $(UNIT_BROKER)
+tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
+tests_unit_test_checkpoint_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_checkpoint_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_checkpoint_crash_SOURCES = tests/unit/test_checkpoint_crash.c
+tests_unit_test_checkpoint_crash_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_checkpoint_crash_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+endif
+
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_pool
 TESTS += tests/unit/test_pool
 tests_unit_test_pool_SOURCES = tests/unit/test_pool.c
 tests_unit_test_pool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_pool_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_pool_LDADD = broker/libbrokerlogic.a $(UNIT_LDADD)
+tests_unit_test_pool_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
 
 # A mutation check of the edge tests: one-line changes to the code under

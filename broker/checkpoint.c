@@ -1,0 +1,1158 @@
+/*
+ * The broker's checkpoint (see checkpoint.h): the JSON text and its
+ * rules, and the file that holds it.
+ *
+ * Parsing has two layers.  The first maps JSON to the struct through small
+ * field tables and refuses only what cannot be stored (wrong types, unknown
+ * or missing keys, strings too long for their field, text that is no IPv4
+ * address).  The second, checkpoint_check(), holds every rule about the
+ * content; format runs it too, so the broker can never write a checkpoint
+ * it would refuse to load.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "addr.h"
+#include "checkpoint.h"
+
+/* A parse that ran out of memory, as opposed to bad text: the loader then
+ * leaves the file where it is. */
+#define OUT_OF_MEMORY	-2
+
+struct perr {
+	char	*buf;
+	size_t	 len;
+};
+
+static int
+fail(struct perr *pe, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+fail(struct perr *pe, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (pe->len == 0)
+		return -1;
+	n = snprintf(pe->buf, pe->len, "%s%s", path, *path ? ": " : "");
+	if (n < 0 || (size_t)n >= pe->len)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(pe->buf + n, pe->len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- the *_ok helpers ---- */
+
+static bool
+is_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9');
+}
+
+static bool
+is_hex(char ch)
+{
+	return (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F') ||
+	    (ch >= '0' && ch <= '9');
+}
+
+bool
+ckpt_container_id_ok(const char *s)
+{
+	size_t i;
+
+	if (s[0] == '\0' || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; s[i] != '\0'; i++)
+		if (i >= CKPT_CID_LEN - 1 ||
+		    !(is_alnum(s[i]) || s[i] == '_' || s[i] == '.' ||
+		    s[i] == '-'))
+			return false;
+	return true;
+}
+
+bool
+ckpt_ifname_ok(const char *s)
+{
+	size_t i;
+
+	if (s[0] == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (i = 0; s[i] != '\0'; i++)
+		if (i >= CKPT_IFNAME_LEN - 1 || s[i] <= ' ' || s[i] > '~' ||
+		    s[i] == '/' || s[i] == ':')
+			return false;
+	return true;
+}
+
+static bool
+hex_id_ok(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix), i;
+
+	if (strncmp(s, prefix, n) != 0)
+		return false;
+	for (i = n; s[i] != '\0'; i++)
+		if (i >= CKPT_ENI_LEN - 1 || !is_hex(s[i]))
+			return false;
+	return i > n;
+}
+
+bool
+ckpt_eni_id_ok(const char *s)
+{
+	return hex_id_ok(s, "eni-");
+}
+
+bool
+ckpt_instance_id_ok(const char *s)
+{
+	return hex_id_ok(s, "i-");
+}
+
+bool
+ckpt_k8s_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (i >= CKPT_K8S_LEN - 1 || s[i] < ' ' || s[i] > '~')
+			return false;
+	return true;
+}
+
+/* ---- the rules (checkpoint_check) ---- */
+
+/* Pods get unicast host addresses: not 0/8, loopback, multicast or
+ * class E (which holds the broadcast address). */
+static bool
+ip_usable(uint32_t ip)
+{
+	uint8_t first = (uint8_t)(ntohl(ip) >> 24);
+
+	return first != 0 && first != 127 && first < 224;
+}
+
+enum str_rule { R_CID, R_IFNAME, R_K8S, R_ENI, R_INSTANCE };
+
+static int
+check_str(const char *s, size_t size, enum str_rule rule, const char *path,
+    struct perr *pe)
+{
+	if (memchr(s, '\0', size) == NULL)
+		return fail(pe, path, "not terminated within %zu bytes", size);
+	switch (rule) {
+	case R_CID:
+		if (!ckpt_container_id_ok(s))
+			return fail(pe, path, "not a container id (1 to 256 of "
+			    "[A-Za-z0-9_.-], not starting with '.' or '-')");
+		break;
+	case R_IFNAME:
+		if (!ckpt_ifname_ok(s))
+			return fail(pe, path, "not an interface name (1 to 15 "
+			    "printable bytes, no '/', ':' or space, not \".\" "
+			    "or \"..\")");
+		break;
+	case R_K8S:
+		if (!ckpt_k8s_ok(s))
+			return fail(pe, path, "holds a byte that is not "
+			    "printable ASCII");
+		break;
+	case R_ENI:
+		if (!ckpt_eni_id_ok(s))
+			return fail(pe, path, "not an ENI id (\"eni-\" and hex "
+			    "digits)");
+		break;
+	case R_INSTANCE:
+		if (!ckpt_instance_id_ok(s))
+			return fail(pe, path, "not an instance id (\"i-\" and "
+			    "hex digits)");
+		break;
+	}
+	return 0;
+}
+
+static int
+check_time(int64_t t, const char *path, struct perr *pe)
+{
+	if (t < 0 || t > CKPT_MAX_TIME)
+		return fail(pe, path, "out of range 0..%lld",
+		    (long long)CKPT_MAX_TIME);
+	return 0;
+}
+
+static int
+check_ip(uint32_t ip, const char *path, struct perr *pe)
+{
+	char text[IP4_STR_LEN];
+
+	if (!ip_usable(ip)) {
+		ip4_format(ip, text);
+		return fail(pe, path, "%s is not a unicast host address", text);
+	}
+	return 0;
+}
+
+static int
+check_pod(const struct ckpt_pod *p, size_t i, struct perr *pe)
+{
+	char path[64];
+
+#define AT(f)	(snprintf(path, sizeof(path), "pods[%zu].%s", i, f), path)
+	if (check_str(p->container_id, sizeof(p->container_id), R_CID,
+	    AT("container_id"), pe) == -1 ||
+	    check_str(p->ifname, sizeof(p->ifname), R_IFNAME, AT("ifname"),
+	    pe) == -1 ||
+	    check_str(p->k8s_namespace, sizeof(p->k8s_namespace), R_K8S,
+	    AT("namespace"), pe) == -1 ||
+	    check_str(p->k8s_name, sizeof(p->k8s_name), R_K8S, AT("name"),
+	    pe) == -1 ||
+	    check_str(p->k8s_uid, sizeof(p->k8s_uid), R_K8S, AT("uid"),
+	    pe) == -1 ||
+	    check_ip(p->ip, AT("ip"), pe) == -1 ||
+	    check_str(p->eni_id, sizeof(p->eni_id), R_ENI, AT("eni"),
+	    pe) == -1 ||
+	    check_time(p->since, AT("since"), pe) == -1)
+		return -1;
+#undef AT
+	return 0;
+}
+
+static int
+check_cooling(const struct ckpt_cooling *k, size_t i, struct perr *pe)
+{
+	char path[64];
+
+#define AT(f)	(snprintf(path, sizeof(path), "cooling[%zu].%s", i, f), path)
+	if (check_ip(k->ip, AT("ip"), pe) == -1 ||
+	    check_str(k->eni_id, sizeof(k->eni_id), R_ENI, AT("eni"),
+	    pe) == -1 ||
+	    check_time(k->until, AT("until"), pe) == -1)
+		return -1;
+#undef AT
+	return 0;
+}
+
+static int
+cmp_pod_key(const void *a, const void *b)
+{
+	const struct ckpt_pod *p = *(const struct ckpt_pod *const *)a;
+	const struct ckpt_pod *q = *(const struct ckpt_pod *const *)b;
+	int d;
+
+	if ((d = strcmp(p->container_id, q->container_id)) != 0 ||
+	    (d = strcmp(p->ifname, q->ifname)) != 0)
+		return d;
+	/* same array: address order is index order */
+	return (p > q) - (p < q);
+}
+
+/* An address and who holds it, for finding the same address twice. */
+struct holder {
+	uint32_t	ip;	/* host order */
+	int		cooling;	/* 0: pods[], 1: cooling[] */
+	size_t		idx;
+};
+
+/* Where in the file: pods[] first, then cooling[]. */
+static int
+cmp_place(const struct holder *h, const struct holder *k)
+{
+	if (h->cooling != k->cooling)
+		return h->cooling - k->cooling;
+	return (h->idx > k->idx) - (h->idx < k->idx);
+}
+
+static int
+cmp_holder(const void *a, const void *b)
+{
+	const struct holder *h = a, *k = b;
+
+	if (h->ip != k->ip)
+		return (h->ip > k->ip) - (h->ip < k->ip);
+	return cmp_place(h, k);
+}
+
+/*
+ * Sorting finds each duplicate as a neighbour.  Of all duplicates the one
+ * reported is the one that comes latest in its pair and earliest in the
+ * file, so the message does not depend on the sort.
+ */
+static int
+check_unique(const struct checkpoint *c, struct perr *pe)
+{
+	const struct ckpt_pod **byname = NULL;
+	struct holder *byip = NULL, *dup = NULL, *first = NULL;
+	const struct ckpt_pod *dpod = NULL, *dfirst = NULL;
+	size_t i, n = c->npods + c->ncooling;
+	char text[IP4_STR_LEN];
+
+	if (n == 0)
+		return 0;
+	if (c->npods > 0 &&
+	    (byname = calloc(c->npods, sizeof(*byname))) == NULL)
+		goto nomem;
+	if ((byip = calloc(n, sizeof(*byip))) == NULL)
+		goto nomem;
+
+	for (i = 0; i < c->npods; i++)
+		byname[i] = &c->pods[i];
+	if (c->npods > 0)
+		qsort(byname, c->npods, sizeof(*byname), cmp_pod_key);
+	for (i = 1; i < c->npods; i++)
+		if (strcmp(byname[i]->container_id,
+		    byname[i - 1]->container_id) == 0 &&
+		    strcmp(byname[i]->ifname, byname[i - 1]->ifname) == 0 &&
+		    (dpod == NULL || byname[i] < dpod)) {
+			dpod = byname[i];
+			dfirst = byname[i - 1];
+		}
+	if (dpod != NULL) {
+		fail(pe, "", "pods[%zu]: container %s interface %s is "
+		    "already at pods[%zu]", (size_t)(dpod - c->pods),
+		    dpod->container_id, dpod->ifname,
+		    (size_t)(dfirst - c->pods));
+		goto out;
+	}
+
+	for (i = 0; i < c->npods; i++)
+		byip[i] = (struct holder){ ntohl(c->pods[i].ip), 0, i };
+	for (i = 0; i < c->ncooling; i++)
+		byip[c->npods + i] =
+		    (struct holder){ ntohl(c->cooling[i].ip), 1, i };
+	qsort(byip, n, sizeof(*byip), cmp_holder);
+	for (i = 1; i < n; i++)
+		if (byip[i].ip == byip[i - 1].ip &&
+		    (dup == NULL || cmp_place(&byip[i], dup) < 0)) {
+			dup = &byip[i];
+			first = &byip[i - 1];
+		}
+	if (dup != NULL) {
+		ip4_format(htonl(dup->ip), text);
+		if (!dup->cooling)
+			fail(pe, "", "pods[%zu].ip: %s is also held by "
+			    "pods[%zu]", dup->idx, text, first->idx);
+		else if (!first->cooling)
+			fail(pe, "", "cooling[%zu].ip: %s is held by "
+			    "pods[%zu]", dup->idx, text, first->idx);
+		else
+			fail(pe, "", "cooling[%zu].ip: %s is also at "
+			    "cooling[%zu]", dup->idx, text, first->idx);
+		goto out;
+	}
+	free(byname);
+	free(byip);
+	return 0;
+
+nomem:
+	fail(pe, "", "out of memory");
+	free(byname);
+	free(byip);
+	return OUT_OF_MEMORY;
+out:
+	free(byname);
+	free(byip);
+	return -1;
+}
+
+static int
+check_all(const struct checkpoint *c, struct perr *pe)
+{
+	size_t i;
+
+	if (check_str(c->instance_id, sizeof(c->instance_id), R_INSTANCE,
+	    "instance_id", pe) == -1 ||
+	    check_time(c->written, "written", pe) == -1)
+		return -1;
+	if (c->npods > CKPT_MAX_PODS)
+		return fail(pe, "pods", "more than %d entries", CKPT_MAX_PODS);
+	if (c->ncooling > CKPT_MAX_COOLING)
+		return fail(pe, "cooling", "more than %d entries",
+		    CKPT_MAX_COOLING);
+	if ((c->npods > 0 && c->pods == NULL) ||
+	    (c->ncooling > 0 && c->cooling == NULL))
+		return fail(pe, "", "entries counted but not given");
+	for (i = 0; i < c->npods; i++)
+		if (check_pod(&c->pods[i], i, pe) == -1)
+			return -1;
+	for (i = 0; i < c->ncooling; i++)
+		if (check_cooling(&c->cooling[i], i, pe) == -1)
+			return -1;
+	return check_unique(c, pe);
+}
+
+int
+checkpoint_check(const struct checkpoint *c, char *err, size_t errlen)
+{
+	struct perr pe = { err, errlen };
+
+	return check_all(c, &pe) == 0 ? 0 : -1;
+}
+
+/* ---- JSON to struct ---- */
+
+enum ftype { F_STR, F_IP, F_TIME };
+
+struct field {
+	const char	*name;
+	enum ftype	 type;
+	size_t		 off;
+	size_t		 size;	/* F_STR: the array's size */
+};
+
+#define POD_STR(n, f)	{ n, F_STR, offsetof(struct ckpt_pod, f), \
+			  sizeof(((struct ckpt_pod *)0)->f) }
+static const struct field pod_fields[] = {
+	POD_STR("container_id", container_id),
+	POD_STR("ifname", ifname),
+	POD_STR("namespace", k8s_namespace),
+	POD_STR("name", k8s_name),
+	POD_STR("uid", k8s_uid),
+	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0 },
+	POD_STR("eni", eni_id),
+	{ "since", F_TIME, offsetof(struct ckpt_pod, since), 0 },
+};
+
+static const struct field cooling_fields[] = {
+	{ "ip", F_IP, offsetof(struct ckpt_cooling, ip), 0 },
+	{ "eni", F_STR, offsetof(struct ckpt_cooling, eni_id),
+	  sizeof(((struct ckpt_cooling *)0)->eni_id) },
+	{ "until", F_TIME, offsetof(struct ckpt_cooling, until), 0 },
+};
+
+#define NFIELDS(t)	(sizeof(t) / sizeof(t[0]))
+
+/* An unknown key for an error message: cut short, and nothing in it that
+ * is not printable ASCII (it goes to the log). */
+static void
+key_for_path(char *dst, size_t size, const char *prefix, const char *key)
+{
+	size_t n, i;
+
+	n = (size_t)snprintf(dst, size, "%s%s", prefix, *prefix ? "." : "");
+	for (i = 0; key[i] != '\0' && i < 40 && n + 1 < size; i++, n++)
+		dst[n] = key[i] >= ' ' && key[i] <= '~' ? key[i] : '?';
+	if (key[i] != '\0' && n + 3 < size) {
+		memcpy(dst + n, "...", 3);
+		n += 3;
+	}
+	dst[n] = '\0';
+}
+
+static const char *
+type_name(struct json_object *o)
+{
+	return json_type_to_name(json_object_get_type(o));
+}
+
+static int
+get_str(struct json_object *v, char *dst, size_t size, const char *path,
+    struct perr *pe)
+{
+	const char *s;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_string))
+		return fail(pe, path, "expected a string, got %s", type_name(v));
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	if (strlen(s) != len)
+		return fail(pe, path, "holds a NUL byte");
+	if (len >= size)
+		return fail(pe, path, "longer than %zu bytes", size - 1);
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+static int
+get_int(struct json_object *v, int64_t *dst, const char *path,
+    struct perr *pe)
+{
+	if (!json_object_is_type(v, json_type_int))
+		return fail(pe, path, "expected an integer, got %s",
+		    type_name(v));
+	/* json-c saturates what int64 cannot hold: then out of range */
+	*dst = json_object_get_int64(v);
+	return 0;
+}
+
+static int
+get_field(struct json_object *v, const struct field *f, void *base,
+    const char *path, struct perr *pe)
+{
+	char *p = (char *)base + f->off;
+	char text[IP4_STR_LEN];
+
+	switch (f->type) {
+	case F_STR:
+		return get_str(v, p, f->size, path, pe);
+	case F_IP:
+		if (!json_object_is_type(v, json_type_string))
+			return fail(pe, path, "expected a string, got %s",
+			    type_name(v));
+		if ((size_t)json_object_get_string_len(v) >= sizeof(text) ||
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v))
+			return fail(pe, path, "not an IPv4 address");
+		memcpy(text, json_object_get_string(v),
+		    (size_t)json_object_get_string_len(v) + 1);
+		if (ip4_parse(text, (uint32_t *)(void *)p) == -1)
+			return fail(pe, path, "not an IPv4 address");
+		return 0;
+	case F_TIME:
+		return get_int(v, (int64_t *)(void *)p, path, pe);
+	}
+	return fail(pe, path, "internal: unknown field type");
+}
+
+/* One object whose keys are exactly the table's. */
+static int
+get_record(struct json_object *o, const struct field *tab, size_t n,
+    void *base, const char *path, struct perr *pe)
+{
+	unsigned seen = 0;
+	char kp[160];
+	size_t i;
+
+	if (!json_object_is_type(o, json_type_object))
+		return fail(pe, path, "expected an object, got %s",
+		    type_name(o));
+	json_object_object_foreach(o, key, val) {
+		for (i = 0; i < n; i++)
+			if (strcmp(tab[i].name, key) == 0)
+				break;
+		if (i == n) {
+			key_for_path(kp, sizeof(kp), path, key);
+			return fail(pe, kp, "unknown key");
+		}
+		snprintf(kp, sizeof(kp), "%s.%s", path, key);
+		if (get_field(val, &tab[i], base, kp, pe) == -1)
+			return -1;
+		seen |= 1u << i;
+	}
+	for (i = 0; i < n; i++)
+		if (!(seen & (1u << i)))
+			return fail(pe, path, "missing key \"%s\"", tab[i].name);
+	return 0;
+}
+
+static int
+get_array(struct json_object *v, const char *name, size_t max,
+    size_t elsize, void **out, size_t *count, const struct field *tab,
+    size_t ntab, struct perr *pe)
+{
+	char path[64];
+	size_t i, n;
+	char *arr;
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(pe, name, "expected an array, got %s", type_name(v));
+	n = json_object_array_length(v);
+	if (n > max)
+		return fail(pe, name, "more than %zu entries", max);
+	if (n == 0)
+		return 0;
+	if ((arr = calloc(n, elsize)) == NULL) {
+		fail(pe, name, "out of memory");
+		return OUT_OF_MEMORY;
+	}
+	*out = arr;
+	*count = n;
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s[%zu]", name, i);
+		if (get_record(json_object_array_get_idx(v, i), tab, ntab,
+		    arr + i * elsize, path, pe) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* The version first: a newer file's other keys would only confuse. */
+static int
+get_version(struct json_object *root, struct perr *pe)
+{
+	struct json_object *v;
+	int64_t version;
+
+	if (!json_object_object_get_ex(root, "version", &v))
+		return fail(pe, "", "missing key \"version\"");
+	if (get_int(v, &version, "version", pe) == -1)
+		return -1;
+	if (version != CKPT_VERSION)
+		return fail(pe, "version", "unsupported version %lld (this "
+		    "enid reads %d)", (long long)version, CKPT_VERSION);
+	return 0;
+}
+
+static int
+get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
+{
+	static const char *const keys[] = {
+		"version", "instance_id", "written", "pods", "cooling",
+	};
+	unsigned seen = 0;
+	char kp[64];
+	size_t i;
+	int rc;
+
+	if (!json_object_is_type(root, json_type_object))
+		return fail(pe, "", "expected an object, got %s",
+		    type_name(root));
+	if (get_version(root, pe) == -1)
+		return -1;
+	json_object_object_foreach(root, key, val) {
+		for (i = 0; i < NFIELDS(keys); i++)
+			if (strcmp(keys[i], key) == 0)
+				break;
+		switch (i) {
+		case 0:
+			rc = 0;
+			break;
+		case 1:
+			rc = get_str(val, c->instance_id,
+			    sizeof(c->instance_id), key, pe);
+			break;
+		case 2:
+			rc = get_int(val, &c->written, key, pe);
+			break;
+		case 3:
+			rc = get_array(val, key, CKPT_MAX_PODS,
+			    sizeof(struct ckpt_pod), (void **)&c->pods,
+			    &c->npods, pod_fields, NFIELDS(pod_fields), pe);
+			break;
+		case 4:
+			rc = get_array(val, key, CKPT_MAX_COOLING,
+			    sizeof(struct ckpt_cooling), (void **)&c->cooling,
+			    &c->ncooling, cooling_fields,
+			    NFIELDS(cooling_fields), pe);
+			break;
+		default:
+			key_for_path(kp, sizeof(kp), "", key);
+			return fail(pe, kp, "unknown key");
+		}
+		if (rc != 0)
+			return rc;
+		seen |= 1u << i;
+	}
+	for (i = 0; i < NFIELDS(keys); i++)
+		if (!(seen & (1u << i)))
+			return fail(pe, "", "missing key \"%s\"", keys[i]);
+	return 0;
+}
+
+static int
+parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
+{
+	struct json_tokener *tok;
+	struct json_object *root;
+	enum json_tokener_error jerr;
+	const char *nul;
+	size_t end;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (len > CKPT_MAX_BYTES)
+		return fail(pe, "", "larger than %d bytes", CKPT_MAX_BYTES);
+	/* json-c would take a NUL for the end of the text */
+	if ((nul = memchr(text, '\0', len)) != NULL)
+		return fail(pe, "", "NUL byte at offset %zu",
+		    (size_t)(nul - text));
+	if ((tok = json_tokener_new()) == NULL) {
+		fail(pe, "", "out of memory");
+		return OUT_OF_MEMORY;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+	    JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8);
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (root == NULL || jerr != json_tokener_success) {
+		json_object_put(root);
+		if (jerr == json_tokener_continue || jerr == json_tokener_success)
+			return fail(pe, "", "invalid JSON: unexpected end of "
+			    "input (truncated?)");
+		return fail(pe, "", "invalid JSON at offset %zu: %s", end,
+		    json_tokener_error_desc(jerr));
+	}
+	/* text need not be terminated: no str* functions past here */
+	while (end < len && (text[end] == ' ' || text[end] == '\t' ||
+	    text[end] == '\r' || text[end] == '\n'))
+		end++;
+	if (end < len) {
+		json_object_put(root);
+		return fail(pe, "", "trailing data after the JSON object at "
+		    "offset %zu", end);
+	}
+	rc = get_top(root, c, pe);
+	json_object_put(root);
+	if (rc == 0)
+		rc = check_all(c, pe);
+	if (rc != 0)
+		checkpoint_free(c);
+	return rc;
+}
+
+int
+checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
+    char *err, size_t errlen)
+{
+	struct perr pe = { err, errlen };
+
+	return parse(text, len, c, &pe) == 0 ? 0 : -1;
+}
+
+void
+checkpoint_free(struct checkpoint *c)
+{
+	free(c->pods);
+	free(c->cooling);
+	memset(c, 0, sizeof(*c));
+}
+
+bool
+checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
+{
+	size_t i;
+
+	if (strcmp(a->instance_id, b->instance_id) != 0 ||
+	    a->written != b->written || a->npods != b->npods ||
+	    a->ncooling != b->ncooling)
+		return false;
+	for (i = 0; i < a->npods; i++) {
+		const struct ckpt_pod *p = &a->pods[i], *q = &b->pods[i];
+
+		if (strcmp(p->container_id, q->container_id) != 0 ||
+		    strcmp(p->ifname, q->ifname) != 0 ||
+		    strcmp(p->k8s_namespace, q->k8s_namespace) != 0 ||
+		    strcmp(p->k8s_name, q->k8s_name) != 0 ||
+		    strcmp(p->k8s_uid, q->k8s_uid) != 0 ||
+		    p->ip != q->ip || strcmp(p->eni_id, q->eni_id) != 0 ||
+		    p->since != q->since)
+			return false;
+	}
+	for (i = 0; i < a->ncooling; i++) {
+		const struct ckpt_cooling *k = &a->cooling[i];
+		const struct ckpt_cooling *l = &b->cooling[i];
+
+		if (k->ip != l->ip || strcmp(k->eni_id, l->eni_id) != 0 ||
+		    k->until != l->until)
+			return false;
+	}
+	return true;
+}
+
+/* ---- struct to JSON ---- */
+
+struct out {
+	char	*buf;
+	size_t	 len, cap;
+	bool	 failed;
+};
+
+static void
+put(struct out *o, const char *s, size_t n)
+{
+	size_t need = o->len + n + 1, cap;
+	char *nb;
+
+	if (o->failed)
+		return;
+	if (need > o->cap) {
+		/* the caps keep any valid checkpoint below the limit */
+		if (need > (size_t)CKPT_MAX_BYTES + 1) {
+			o->failed = true;
+			errno = EFBIG;
+			return;
+		}
+		cap = o->cap * 2;
+		if (cap > (size_t)CKPT_MAX_BYTES + 1)
+			cap = (size_t)CKPT_MAX_BYTES + 1;
+		if (cap < need)
+			cap = need;
+		if ((nb = realloc(o->buf, cap)) == NULL) {
+			o->failed = true;
+			errno = ENOMEM;
+			return;
+		}
+		o->buf = nb;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+static void
+put_s(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* "key": "value".  Checked strings are printable ASCII, so '"' and '\'
+ * are the only bytes JSON needs escaped. */
+static void
+put_str(struct out *o, const char *key, const char *s)
+{
+	size_t n;
+
+	put_s(o, "\"");
+	put_s(o, key);
+	put_s(o, "\": \"");
+	while (*s != '\0') {
+		n = strcspn(s, "\"\\");
+		put(o, s, n);
+		s += n;
+		if (*s != '\0') {
+			put(o, "\\", 1);
+			put(o, s, 1);
+			s++;
+		}
+	}
+	put_s(o, "\"");
+}
+
+static void
+put_int(struct out *o, const char *key, int64_t v)
+{
+	char num[64];
+
+	snprintf(num, sizeof(num), "\"%s\": %lld", key, (long long)v);
+	put_s(o, num);
+}
+
+static void
+put_ip(struct out *o, const char *key, uint32_t ip)
+{
+	char text[IP4_STR_LEN];
+
+	ip4_format(ip, text);
+	put_str(o, key, text);
+}
+
+/*
+ * One pod or cooling address a line, so an operator can read and diff it;
+ * key order as in the tables above.
+ */
+char *
+checkpoint_format(const struct checkpoint *c, size_t *len)
+{
+	struct perr pe = { NULL, 0 };
+	struct out o = { NULL, 0, 0, false };
+	size_t i;
+	int rc;
+
+	if ((rc = check_all(c, &pe)) != 0) {
+		errno = rc == OUT_OF_MEMORY ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	o.cap = 4096 + c->npods * 512 + c->ncooling * 128;
+	if ((o.buf = malloc(o.cap)) == NULL)
+		return NULL;
+	put_s(&o, "{");
+	put_int(&o, "version", CKPT_VERSION);
+	put_s(&o, ", ");
+	put_str(&o, "instance_id", c->instance_id);
+	put_s(&o, ", ");
+	put_int(&o, "written", c->written);
+	put_s(&o, ",\n\"pods\": [");
+	for (i = 0; i < c->npods; i++) {
+		const struct ckpt_pod *p = &c->pods[i];
+
+		put_s(&o, i == 0 ? "\n{" : ",\n{");
+		put_str(&o, "container_id", p->container_id);
+		put_s(&o, ", ");
+		put_str(&o, "ifname", p->ifname);
+		put_s(&o, ", ");
+		put_str(&o, "namespace", p->k8s_namespace);
+		put_s(&o, ", ");
+		put_str(&o, "name", p->k8s_name);
+		put_s(&o, ", ");
+		put_str(&o, "uid", p->k8s_uid);
+		put_s(&o, ", ");
+		put_ip(&o, "ip", p->ip);
+		put_s(&o, ", ");
+		put_str(&o, "eni", p->eni_id);
+		put_s(&o, ", ");
+		put_int(&o, "since", p->since);
+		put_s(&o, "}");
+	}
+	put_s(&o, c->npods > 0 ? "\n],\n\"cooling\": [" : "],\n\"cooling\": [");
+	for (i = 0; i < c->ncooling; i++) {
+		const struct ckpt_cooling *k = &c->cooling[i];
+
+		put_s(&o, i == 0 ? "\n{" : ",\n{");
+		put_ip(&o, "ip", k->ip);
+		put_s(&o, ", ");
+		put_str(&o, "eni", k->eni_id);
+		put_s(&o, ", ");
+		put_int(&o, "until", k->until);
+		put_s(&o, "}");
+	}
+	put_s(&o, c->ncooling > 0 ? "\n]}\n" : "]}\n");
+	if (o.failed || o.len > CKPT_MAX_BYTES) {
+		rc = o.failed ? errno : EFBIG;
+		free(o.buf);
+		errno = rc;
+		return NULL;
+	}
+	if (len != NULL)
+		*len = o.len;
+	return o.buf;
+}
+
+/* ---- the file ---- */
+
+/* Names are plain file names in the state directory. */
+static int
+name_ok(const char *name, char *err, size_t errlen)
+{
+	if (name[0] == '\0' || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strlen(name) > 200) {
+		snprintf(err, errlen, "\"%.64s\": not a file name", name);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+fsync_retry(int fd)
+{
+	int rc;
+
+	while ((rc = fsync(fd)) == -1 && errno == EINTR)
+		;
+	return rc;
+}
+
+int
+checkpoint_write(int dirfd, const char *name, const char *buf, size_t len,
+    char *err, size_t errlen)
+{
+	char tmp[256];
+	const char *step;
+	size_t done = 0;
+	ssize_t n;
+	int fd, saved;
+
+	if (name_ok(name, err, errlen) == -1)
+		return -1;
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+
+	/* A temp file left by a crash (or anything else in its place) goes
+	 * first, so O_EXCL can refuse whatever is there after that. */
+	if (unlinkat(dirfd, tmp, 0) == -1 && errno != ENOENT &&
+	    errno != EISDIR) {
+		snprintf(err, errlen, "%s: removing a stale %s: %s", name, tmp,
+		    strerror(errno));
+		return -1;
+	}
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: creating %s: %s", name, tmp,
+		    strerror(errno));
+		return -1;
+	}
+	step = "writing";
+	while (done < len) {
+		n = write(fd, buf + done, len - done);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;	/* a regular file never says 0 */
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	step = "syncing";
+	if (fsync_retry(fd) == -1)
+		goto fail;
+	step = "closing";
+	if (close(fd) == -1) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	step = "renaming";
+	if (renameat(dirfd, tmp, dirfd, name) == -1)
+		goto fail;
+	if (fsync_retry(dirfd) == -1) {
+		snprintf(err, errlen, "%s: syncing the directory after the "
+		    "rename: %s (the new checkpoint may not survive a crash)",
+		    name, strerror(errno));
+		return -1;
+	}
+	return 0;
+
+fail:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlinkat(dirfd, tmp, 0);
+	snprintf(err, errlen, "%s: %s %s: %s; the old checkpoint is kept",
+	    name, step, tmp, strerror(saved));
+	return -1;
+}
+
+/*
+ * Out of the way, under a name that says when: NAME.corrupt-SECONDS, or
+ * with ".2" and on if an earlier one of the same second is there (never
+ * over it: it may be what an operator needs to see).
+ */
+static void
+move_aside(int dirfd, const char *name, char *note, size_t notelen)
+{
+	struct timespec now;
+	char aside[256];
+	int i, rc = -1;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (i = 1; i <= 9; i++) {
+		if (i == 1)
+			snprintf(aside, sizeof(aside), "%s.corrupt-%lld", name,
+			    (long long)now.tv_sec);
+		else
+			snprintf(aside, sizeof(aside), "%s.corrupt-%lld.%d",
+			    name, (long long)now.tv_sec, i);
+		rc = renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE);
+		if (rc == -1 && errno == EINVAL)
+			/* a file system without RENAME_NOREPLACE */
+			rc = renameat(dirfd, name, dirfd, aside);
+		if (rc == 0 || errno != EEXIST)
+			break;
+	}
+	if (rc == 0)
+		snprintf(note, notelen, "moved aside to %s", aside);
+	else
+		snprintf(note, notelen, "could not move it aside: %s",
+		    strerror(errno));
+}
+
+static int
+unusable(int dirfd, const char *name, const char *cause, char *err,
+    size_t errlen)
+{
+	char note[300];
+
+	move_aside(dirfd, name, note, sizeof(note));
+	snprintf(err, errlen, "%s: %s; %s", name, cause, note);
+	return -1;
+}
+
+/* errno values of open and read that say nothing about the file. */
+static bool
+local_errno(int e)
+{
+	return e != ELOOP && e != EISDIR && e != ENXIO && e != ENODEV &&
+	    e != EOPNOTSUPP && e != EWOULDBLOCK;
+}
+
+int
+checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
+    char *err, size_t errlen)
+{
+	struct perr pe;
+	struct stat st;
+	char cause[512];
+	char *text;
+	size_t got = 0, size;
+	ssize_t n;
+	int fd, rc;
+
+	memset(c, 0, sizeof(*c));
+	if (name_ok(name, err, errlen) == -1)
+		return -2;
+	/* O_NONBLOCK: a FIFO in its place must not hang the start */
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	    O_NONBLOCK | O_NOCTTY);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return 1;
+		if (errno == ELOOP)
+			return unusable(dirfd, name, "a symbolic link, not "
+			    "followed", err, errlen);
+		if (!local_errno(errno)) {
+			snprintf(cause, sizeof(cause), "cannot open: %s",
+			    strerror(errno));
+			return unusable(dirfd, name, cause, err, errlen);
+		}
+		snprintf(err, errlen, "%s: %s; left in place", name,
+		    strerror(errno));
+		return -2;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s; left in place", name,
+		    strerror(errno));
+		close(fd);
+		return -2;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return unusable(dirfd, name, S_ISDIR(st.st_mode) ?
+		    "a directory, not a regular file" :
+		    "not a regular file", err, errlen);
+	}
+	if (st.st_size > CKPT_MAX_BYTES) {
+		close(fd);
+		snprintf(cause, sizeof(cause), "%lld bytes, larger than %d",
+		    (long long)st.st_size, CKPT_MAX_BYTES);
+		return unusable(dirfd, name, cause, err, errlen);
+	}
+	size = (size_t)st.st_size;
+	if ((text = malloc(size + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory; left in place", name);
+		close(fd);
+		return -2;
+	}
+	/* One byte more than fstat said, to see a file still growing. */
+	while (got <= size) {
+		n = read(fd, text + got, size + 1 - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(err, errlen, "%s: reading: %s; left in place",
+			    name, strerror(errno));
+			free(text);
+			close(fd);
+			return -2;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got > size) {
+		free(text);
+		snprintf(err, errlen, "%s: grew while being read; left in "
+		    "place", name);
+		return -2;
+	}
+	pe = (struct perr){ cause, sizeof(cause) };
+	rc = parse(text, got, c, &pe);
+	free(text);
+	if (rc == OUT_OF_MEMORY) {
+		snprintf(err, errlen, "%s: %s; left in place", name, cause);
+		return -2;
+	}
+	if (rc != 0)
+		return unusable(dirfd, name, cause, err, errlen);
+	return 0;
+}

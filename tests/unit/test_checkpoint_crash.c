@@ -1,0 +1,227 @@
+/*
+ * A checkpoint survives its writer's death at any moment.  A child writes
+ * generation after generation (each a different, complete checkpoint) and
+ * reports each one checkpoint_write() returned for; the parent waits for
+ * the first report, SIGKILLs it after a random delay (fixed seed), then
+ * loads.  What it loads must be
+ * exactly the last reported generation or the one after it (written, but
+ * killed before it could report), never anything torn, never the temp
+ * file, and never anything moved aside.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "checkpoint.h"
+
+#define ROUNDS		200
+#define MAX_DELAY_US	25000	/* kills land within this after the fork */
+#define GENS_PER_CHILD	100000	/* a bound: the child is killed long before */
+
+/* Generation g: its size varies (up to ~250 KB) so kills land in writes of
+ * every length, and every field says which generation it is. */
+static void
+generation(int64_t g, struct checkpoint *c)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->instance_id, sizeof(c->instance_id), "i-0123456789abcdef0");
+	c->written = g;
+	c->npods = (size_t)((g * 389) % 1000);
+	c->ncooling = (size_t)(g % 13);
+	c->pods = calloc(c->npods + 1, sizeof(*c->pods));
+	c->cooling = calloc(c->ncooling + 1, sizeof(*c->cooling));
+	assert_non_null(c->pods);
+	assert_non_null(c->cooling);
+	for (i = 0; i < c->npods; i++) {
+		struct ckpt_pod *p = &c->pods[i];
+
+		snprintf(p->container_id, sizeof(p->container_id),
+		    "%016llx%048zx", (long long)g, i);
+		snprintf(p->ifname, sizeof(p->ifname), "eth%zu", i % 3);
+		snprintf(p->k8s_namespace, sizeof(p->k8s_namespace), "ns-%zu",
+		    i % 7);
+		snprintf(p->k8s_name, sizeof(p->k8s_name), "pod-%lld-%zu",
+		    (long long)g, i);
+		snprintf(p->k8s_uid, sizeof(p->k8s_uid), "%zu", i);
+		p->ip = htonl(0x0a010000u + (uint32_t)i);
+		snprintf(p->eni_id, sizeof(p->eni_id), "eni-%zx", i / 29);
+		p->since = g;
+	}
+	for (i = 0; i < c->ncooling; i++) {
+		c->cooling[i].ip = htonl(0x0a020000u + (uint32_t)i);
+		snprintf(c->cooling[i].eni_id, sizeof(c->cooling[i].eni_id),
+		    "eni-%zx", i);
+		c->cooling[i].until = g + 30;
+	}
+}
+
+static int
+write_generation(int dirfd, int64_t g, char *err, size_t errlen)
+{
+	struct checkpoint c;
+	char *text;
+	size_t len;
+	int rc;
+
+	generation(g, &c);
+	text = checkpoint_format(&c, &len);
+	checkpoint_free(&c);
+	if (text == NULL) {
+		snprintf(err, errlen, "format: %s", strerror(errno));
+		return -1;
+	}
+	rc = checkpoint_write(dirfd, CKPT_FILE, text, len, err, errlen);
+	free(text);
+	return rc;
+}
+
+static void
+writer(int dirfd, int64_t first, int report)
+{
+	char err[512];
+	int64_t g;
+
+	for (g = first; g < first + GENS_PER_CHILD; g++) {
+		if (write_generation(dirfd, g, err, sizeof(err)) != 0) {
+			fprintf(stderr, "writer: %s\n", err);
+			_exit(2);
+		}
+		if (write(report, &g, sizeof(g)) != sizeof(g))
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static bool
+has_corrupt(const char *path)
+{
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	d = opendir(path);
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL)
+		if (strstr(e->d_name, ".corrupt-") != NULL)
+			found = true;
+	closedir(d);
+	return found;
+}
+
+static void
+test_kill_at_random_moments(void **state)
+{
+	struct checkpoint c, want;
+	struct timespec ts;
+	struct pollfd pfd;
+	struct stat st;
+	char path[256], err[512], cmd[300];
+	const char *tmp = getenv("TMPDIR");
+	int64_t last = 0, acked, g;
+	int pipefd[2], dirfd, status, round;
+	int torn_temp = 0, newer = 0;
+	uint64_t seed = 0x5eed0008c4a5ULL;
+	pid_t pid;
+	ssize_t n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/enid-crash.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	assert_non_null(mkdtemp(path));
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(write_generation(dirfd, 0, err, sizeof(err)), 0);
+
+	for (round = 0; round < ROUNDS; round++) {
+		assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(pipefd[0]);
+			writer(dirfd, last + 1, pipefd[1]);
+		}
+		close(pipefd[1]);
+		/* One generation first, so every round moves the file on
+		 * however slow the disk; then the kill comes at a random
+		 * moment of the writes after it. */
+		pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+		if (poll(&pfd, 1, 20000) != 1)
+			fail_msg("round %d: no checkpoint written in 20 s",
+			    round);
+		assert_int_equal(read(pipefd[0], &g, sizeof(g)), sizeof(g));
+		assert_int_equal(g, last + 1);
+		acked = g;
+		/* xorshift64: the delays repeat from run to run */
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)(seed % MAX_DELAY_US) * 1000;
+		nanosleep(&ts, NULL);
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status))
+			fail_msg("round %d: the writer ended by itself "
+			    "(status %d)", round, status);
+
+		while ((n = read(pipefd[0], &g, sizeof(g))) == sizeof(g))
+			acked = g;
+		assert_int_equal(n, 0);
+		close(pipefd[0]);
+
+		if (fstatat(dirfd, ".checkpoint.json.tmp", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			torn_temp++;
+		if (checkpoint_load(dirfd, CKPT_FILE, &c, err,
+		    sizeof(err)) != 0)
+			fail_msg("round %d: load after the kill: %s", round,
+			    err);
+		if (c.written != acked && c.written != acked + 1)
+			fail_msg("round %d: loaded generation %lld, last "
+			    "acknowledged %lld", round, (long long)c.written,
+			    (long long)acked);
+		newer += c.written == acked + 1;
+		generation(c.written, &want);
+		assert_true(checkpoint_equal(&c, &want));
+		last = c.written;
+		checkpoint_free(&want);
+		checkpoint_free(&c);
+		assert_false(has_corrupt(path));
+	}
+	print_message("%d kills: last generation %lld; %d left a temp file, "
+	    "%d came after the rename but before the report\n", ROUNDS,
+	    (long long)last, torn_temp, newer);
+	assert_true(last >= ROUNDS);
+
+	close(dirfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	assert_int_equal(system(cmd), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kill_at_random_moments),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
