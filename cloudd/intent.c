@@ -323,6 +323,17 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 
 /* ---- describe-subnets and describe-enis: paged streams ---- */
 
+/* After a page: the final answer if it was the last, else the next call. */
+static void
+page_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st, bool last)
+{
+	if (last || a->next_token[0] == '\0')
+		THEN(intent_reply(it, st));
+	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
+	intent_next(it);
+}
+
 static void
 ds_page(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
@@ -346,10 +357,8 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 		cloudd_send(it->cd, MSG_CLOUD_SUBNET, it->id, &m, sizeof(m));
 		it->sent++;
 	}
-	if (a->next_token[0] == '\0' || it->req.ds.nids > 0)
-		THEN(intent_reply(it, st));
-	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
-	intent_next(it);
+	/* Subnets asked for by id come in one answer (no paging). */
+	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
 static void
@@ -377,10 +386,7 @@ den_page(struct intent *it, const struct ec2_answer *a,
 		cloudd_send(it->cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
 		it->sent++;
 	}
-	if (a->next_token[0] == '\0')
-		THEN(intent_reply(it, st));
-	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
-	intent_next(it);
+	page_done(it, a, st, false);
 }
 
 /* ---- check-instances: one answer, however many pages ---- */
@@ -397,10 +403,7 @@ ci_page(struct intent *it, const struct ec2_answer *a,
 	    it->exists, it->named, err, sizeof(err)) == -1)
 		THEN(intent_fail(it, CO_FATAL, "DescribeInstances page %u: %s",
 		    it->pages, err));
-	if (a->next_token[0] == '\0')
-		THEN(intent_reply(it, st));
-	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
-	intent_next(it);
+	page_done(it, a, st, false);
 }
 
 /* ---- single-answer intents ---- */
