@@ -50,6 +50,7 @@ cloudd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 	case MSG_CLOUD_DETACH:
 	case MSG_CLOUD_DELETE:
 	case MSG_CLOUD_DESCRIBE_ENIS:
+	case MSG_CLOUD_CHECK_INSTANCES:
 		intent_start(cd, m);
 		break;
 	default:

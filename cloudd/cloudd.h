@@ -163,8 +163,12 @@ struct intent {
 		struct msg_cloud_detach			dt;
 		struct msg_cloud_delete			de;
 		struct msg_cloud_describe_enis		den;
+		struct msg_cloud_check_instances	ci;
 	}			 req;
 	struct msg_cloud_instance *inst;	/* describe-instance, built up */
+	/* check-instances, built up page by page */
+	uint8_t			 exists[MSG_MAX_INSTANCE_IDS];
+	uint8_t			 named[MSG_MAX_INSTANCE_IDS];
 	uint8_t			 mac[6];
 };
 TAILQ_HEAD(intent_list, intent);

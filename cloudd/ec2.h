@@ -26,6 +26,10 @@
 #define EC2_MAX_INSTANCES	8
 #define EC2_TOKEN_LEN		2048		/* nextToken */
 #define EC2_PAGE_SIZE		100		/* MaxResults we ask for */
+/* MaxResults of an existence check: EC2's least.  One large instance,
+ * described with all its ENIs and addresses, runs to some 200 KB of XML,
+ * and a page must fit EC2_MAX_BODY. */
+#define EC2_CHECK_PAGE_SIZE	5
 #define EC2_STATUS_LEN		32
 #define EC2_MAC_LEN		32		/* raw text, checked later */
 #define EC2_IP_LEN		32
@@ -43,6 +47,10 @@ enum ec2_action {
 	EC2_UNASSIGN_IPS,
 	EC2_DETACH_ENI,
 	EC2_DELETE_ENI,
+	/* DescribeInstances again, asked about many instances and read for
+	 * their ids and states only (the leak collector's existence check).
+	 * Last, so the fuzz corpus's first bytes keep their actions. */
+	EC2_CHECK_INSTANCES,
 	EC2_ACTION_COUNT
 };
 
@@ -90,6 +98,12 @@ struct ec2_instance {
 	struct ec2_eni	enis[EC2_MAX_INSTANCE_ENIS];
 };
 
+/* An instance as an existence check reads it. */
+struct ec2_instance_state {
+	char		id[MSG_ID_LEN];
+	char		state[EC2_STATUS_LEN];	/* instanceState/name */
+};
+
 struct ec2_instance_type {
 	char		name[MSG_ID_LEN];
 	char		max_enis[16];
@@ -127,6 +141,7 @@ struct ec2_answer {
 		struct ec2_eni		*enis;
 		struct ec2_subnet	*subnets;
 		struct ec2_instance	*instances;
+		struct ec2_instance_state *states;	/* check-instances */
 		struct ec2_instance_type *types;
 		void			*any;
 	}		 list;
@@ -146,6 +161,9 @@ void	ec2_answer_free(struct ec2_answer *a);
 
 /* "eni-0123abcd": prefix, then 1..40 of [0-9a-zA-Z]. */
 bool	ec2_id_ok(const char *s, const char *prefix);
+/* "i-" and 8 to 17 lower-case hex digits: what EC2 issues, and never a
+ * filter wildcard. */
+bool	ec2_instance_id_ok(const char *s);
 bool	ec2_name_ok(const char *s, size_t max);	/* [a-z0-9.-], AZ, type */
 bool	ec2_code_ok(const char *s);		/* [A-Za-z0-9.] */
 bool	ec2_request_id_ok(const char *s);	/* [A-Za-z0-9-] */
@@ -164,6 +182,19 @@ int	ec2_uint(const char *s, uint32_t max, uint32_t *out);
  */
 int	ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
 	    char *err, size_t errlen);
+
+/*
+ * One page of an existence check's answer (the n entries of list) against
+ * the ids asked for in m: sets exists[i] for each ids[i] named in a state
+ * other than terminated or shutting-down, and named[i] for each named at
+ * all; both arrays hold m->nids entries and carry over from page to page.
+ * Returns 0, or -1 with err when the page names an instance not asked
+ * for, one already named, or one without a valid state: the cloud's
+ * answer is then wrong, and nothing in it may be used.
+ */
+int	ec2_instances_mark(const struct msg_cloud_check_instances *m,
+	    const struct ec2_instance_state *list, uint32_t n,
+	    uint8_t *exists, uint8_t *named, char *err, size_t errlen);
 
 /* ---- request bodies ---- */
 
@@ -202,6 +233,9 @@ int	ec2_req_describe_enis(struct ec2_form *f,
 int	ec2_req_describe_subnets(struct ec2_form *f,
 	    const struct msg_cloud_describe_subnets *m, const char *vpc_id,
 	    const char *next_token, char *err, size_t errlen);
+int	ec2_req_check_instances(struct ec2_form *f,
+	    const struct msg_cloud_check_instances *m, const char *next_token,
+	    char *err, size_t errlen);
 
 /* ---- outcomes ---- */
 

@@ -32,6 +32,20 @@ ec2_id_ok(const char *s, const char *prefix)
 }
 
 bool
+ec2_instance_id_ok(const char *s)
+{
+	size_t i;
+
+	if (strncmp(s, "i-", 2) != 0)
+		return false;
+	for (i = 2; s[i] != '\0'; i++)
+		if (!isdigit((unsigned char)s[i]) &&
+		    !(s[i] >= 'a' && s[i] <= 'f'))
+			return false;
+	return i >= 2 + 8 && i <= 2 + 17;
+}
+
+bool
 ec2_name_ok(const char *s, size_t max)
 {
 	size_t i;
@@ -199,6 +213,50 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		    sizeof(m->tags[i].value));
 	}
 	m->ntags = e->ntags;
+	return 0;
+}
+
+int
+ec2_instances_mark(const struct msg_cloud_check_instances *m,
+    const struct ec2_instance_state *list, uint32_t n, uint8_t *exists,
+    uint8_t *named, char *err, size_t errlen)
+{
+	const struct ec2_instance_state *in;
+	uint32_t i, j;
+	bool asked, gone;
+
+	for (j = 0; j < n; j++) {
+		in = &list[j];
+		if (in->id[0] == '\0')
+			BAD("an instance without an id");
+		if (in->state[0] == '\0')
+			BAD("%.64s: no instance state", in->id);
+		if (!ec2_name_ok(in->state, EC2_STATUS_LEN))
+			BAD("%.64s: invalid instance state \"%.32s\"", in->id,
+			    in->state);
+		/*
+		 * A terminated instance is listed for a while after it is
+		 * gone; one shutting down is on its way there and its ENIs
+		 * are never attached again.  Any other state, even one this
+		 * code does not know, is an instance that still exists: its
+		 * ENIs are kept, which at worst delays collecting them.
+		 */
+		gone = strcmp(in->state, "terminated") == 0 ||
+		    strcmp(in->state, "shutting-down") == 0;
+		asked = false;
+		/* An id may be asked for twice: each copy gets the answer. */
+		for (i = 0; i < m->nids; i++) {
+			if (strcmp(in->id, m->ids[i]) != 0)
+				continue;
+			if (named[i])
+				BAD("%.64s named twice", in->id);
+			named[i] = 1;
+			exists[i] = !gone;
+			asked = true;
+		}
+		if (!asked)
+			BAD("%.64s was not asked for", in->id);
+	}
 	return 0;
 }
 
@@ -525,6 +583,39 @@ ec2_req_describe_subnets(struct ec2_form *f,
 		if (next_token != NULL && next_token[0] != '\0')
 			ec2_form_add(f, "NextToken", next_token);
 	}
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_check_instances(struct ec2_form *f,
+    const struct msg_cloud_check_instances *m, const char *next_token,
+    char *err, size_t errlen)
+{
+	char num[16];
+	uint32_t i;
+
+	if (m->nids == 0 || m->nids > MSG_MAX_INSTANCE_IDS)
+		BAD("check-instances: %u instance ids (1 to %d)", m->nids,
+		    MSG_MAX_INSTANCE_IDS);
+	/* The ids may come from ENI tags, which whoever may tag wrote; a
+	 * filter value takes wildcards ("i-*" would match every instance). */
+	for (i = 0; i < m->nids; i++)
+		if (!ec2_instance_id_ok(m->ids[i]))
+			BAD("check-instances: id %u, \"%.64s\", is not an "
+			    "instance id", i + 1, m->ids[i]);
+	/*
+	 * A filter, not InstanceId.N: with InstanceId.N one id that never
+	 * existed fails the whole call (InvalidInstanceID.NotFound), and
+	 * the answer would not say which.  A filter simply leaves it out.
+	 */
+	ec2_form_init(f, EC2_CHECK_INSTANCES);
+	ec2_form_add(f, "Filter.1.Name", "instance-id");
+	for (i = 0; i < m->nids; i++)
+		ec2_form_addf(f, m->ids[i], "Filter.1.Value.%u", i + 1);
+	snprintf(num, sizeof(num), "%d", EC2_CHECK_PAGE_SIZE);
+	ec2_form_add(f, "MaxResults", num);
+	if (next_token != NULL && next_token[0] != '\0')
+		ec2_form_add(f, "NextToken", next_token);
 	return form_done(f, err, errlen);
 }
 

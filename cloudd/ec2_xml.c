@@ -48,6 +48,7 @@ static const char *const action_names[EC2_ACTION_COUNT] = {
 	[EC2_UNASSIGN_IPS] = "UnassignPrivateIpAddresses",
 	[EC2_DETACH_ENI] = "DetachNetworkInterface",
 	[EC2_DELETE_ENI] = "DeleteNetworkInterface",
+	[EC2_CHECK_INSTANCES] = "DescribeInstances",
 };
 
 const char *
@@ -64,6 +65,7 @@ ec2_action_mutating(enum ec2_action action)
 	case EC2_DESCRIBE_INSTANCE_TYPES:
 	case EC2_DESCRIBE_SUBNETS:
 	case EC2_DESCRIBE_ENIS:
+	case EC2_CHECK_INSTANCES:
 		return false;
 	default:
 		return true;
@@ -295,6 +297,12 @@ on_open(struct parser *p, const char *path)
 				eni_open(p, &in->enis[in->nenis - 1], rel);
 		}
 		break;
+	case EC2_CHECK_INSTANCES:
+		/* One entry per instance, whichever reservation lists it. */
+		if (is(path, "reservationSet/item/instancesSet/item"))
+			(void)list_add(p, sizeof(struct ec2_instance_state),
+			    EC2_MAX_ITEMS);
+		break;
 	case EC2_DESCRIBE_INSTANCE_TYPES:
 		if (is(path, "instanceTypeSet/item"))
 			(void)list_add(p, sizeof(struct ec2_instance_type),
@@ -367,6 +375,7 @@ on_text(struct parser *p, const char *path)
 	const char *rel;
 	struct ec2_subnet *s;
 	struct ec2_instance_type *t;
+	struct ec2_instance_state *ist;
 
 	if (a->is_error) {
 		error_text(p, path);
@@ -400,6 +409,16 @@ on_text(struct parser *p, const char *path)
 		if ((rel = under(path, "reservationSet/item/instancesSet/item"))
 		    && a->nitems > 0)
 			instance_text(p, cur_instance(p), rel);
+		break;
+	case EC2_CHECK_INSTANCES:
+		if ((rel = under(path, "reservationSet/item/instancesSet/item"))
+		    == NULL || a->nitems == 0)
+			break;
+		ist = &a->list.states[a->nitems - 1];
+		if (is(rel, "instanceId"))
+			set(p, ist->id, sizeof(ist->id));
+		else if (is(rel, "instanceState/name"))
+			set(p, ist->state, sizeof(ist->state));
 		break;
 	case EC2_DESCRIBE_INSTANCE_TYPES:
 		if ((rel = under(path, "instanceTypeSet/item")) == NULL ||

@@ -94,6 +94,20 @@ intent_reply(struct intent *it, const struct msg_cloud_status *st)
 		cloudd_send(cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
 		break;
 	}
+	case MSG_CLOUD_CHECK_INSTANCES: {
+		struct msg_cloud_instances m;
+
+		/* A failed check claims nothing: no entry, so no instance
+		 * can be taken for gone by a reader that skips st. */
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		if (st->outcome == CO_OK) {
+			m.nids = it->req.ci.nids;
+			memcpy(m.exists, it->exists, m.nids);
+		}
+		cloudd_send(cd, MSG_CLOUD_INSTANCES, it->id, &m, sizeof(m));
+		break;
+	}
 	default: {
 		struct msg_cloud_done m;
 
@@ -309,6 +323,17 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 
 /* ---- describe-subnets and describe-enis: paged streams ---- */
 
+/* After a page: the final answer if it was the last, else the next call. */
+static void
+page_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st, bool last)
+{
+	if (last || a->next_token[0] == '\0')
+		THEN(intent_reply(it, st));
+	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
+	intent_next(it);
+}
+
 static void
 ds_page(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
@@ -332,10 +357,8 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 		cloudd_send(it->cd, MSG_CLOUD_SUBNET, it->id, &m, sizeof(m));
 		it->sent++;
 	}
-	if (a->next_token[0] == '\0' || it->req.ds.nids > 0)
-		THEN(intent_reply(it, st));
-	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
-	intent_next(it);
+	/* Subnets asked for by id come in one answer (no paging). */
+	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
 static void
@@ -363,10 +386,24 @@ den_page(struct intent *it, const struct ec2_answer *a,
 		cloudd_send(it->cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
 		it->sent++;
 	}
-	if (a->next_token[0] == '\0')
-		THEN(intent_reply(it, st));
-	snprintf(it->next_token, sizeof(it->next_token), "%s", a->next_token);
-	intent_next(it);
+	page_done(it, a, st, false);
+}
+
+/* ---- check-instances: one answer, however many pages ---- */
+
+static void
+ci_page(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	char err[MSG_ERR_LEN];
+
+	/* An answer about instances not asked for is the cloud's error
+	 * (or not the cloud): none of it is used. */
+	if (ec2_instances_mark(&it->req.ci, a->list.states, a->nitems,
+	    it->exists, it->named, err, sizeof(err)) == -1)
+		THEN(intent_fail(it, CO_FATAL, "DescribeInstances page %u: %s",
+		    it->pages, err));
+	page_done(it, a, st, false);
 }
 
 /* ---- single-answer intents ---- */
@@ -540,6 +577,8 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 		THEN(ce_done(it, a, st));
 	case MSG_CLOUD_ASSIGN_IPS:
 		THEN(as_done(it, a, st));
+	case MSG_CLOUD_CHECK_INSTANCES:
+		THEN(ci_page(it, a, st));
 	default:
 		THEN(return_done(it, a, st));
 	}
@@ -624,6 +663,15 @@ intent_next(struct intent *it)
 		    it->next_token, err, sizeof(err));
 		if (rc == 0)
 			THEN(intent_ec2(it, EC2_DESCRIBE_ENIS, &f, true));
+		break;
+	case MSG_CLOUD_CHECK_INSTANCES:
+		if (++it->pages > CLOUDD_MAX_PAGES)
+			THEN(intent_fail(it, CO_FATAL, "DescribeInstances: "
+			    "more than %d pages", CLOUDD_MAX_PAGES));
+		rc = ec2_req_check_instances(&f, &it->req.ci, it->next_token,
+		    err, sizeof(err));
+		if (rc == 0)
+			THEN(intent_ec2(it, EC2_CHECK_INSTANCES, &f, true));
 		break;
 	case MSG_CLOUD_CREATE_ENI:
 		/* ClientToken makes a repeated create the same create. */

@@ -5,6 +5,7 @@
  *
  *   make fuzz-ec2-xml [FUZZ_SECONDS=N]
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,6 +13,54 @@
 #include "ec2.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * An existence check asked about the first ids the answer names (so that
+ * marking gets past "not asked for"), the last one left out when the
+ * input's length is odd (so that it fails on one too).  On success, every
+ * entry must have been asked for, have a state and be the only one naming
+ * its instance; exists only where named.
+ */
+static void
+check_instances(const struct ec2_answer *a, bool leave_last)
+{
+	static struct msg_cloud_check_instances m;
+	uint8_t exists[MSG_MAX_INSTANCE_IDS], named[MSG_MAX_INSTANCE_IDS];
+	char err[256];
+	uint32_t i, j, k;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	for (i = 0; i < a->nitems && m.nids < MSG_MAX_INSTANCE_IDS; i++)
+		if (i + 1 < a->nitems || !leave_last)
+			msg_strlcpy(m.ids[m.nids++], a->list.states[i].id,
+			    MSG_ID_LEN);
+	memset(exists, 0, sizeof(exists));
+	memset(named, 0, sizeof(named));
+	rc = ec2_instances_mark(&m, a->list.states, a->nitems, exists, named,
+	    err, sizeof(err));
+	if (rc == -1) {
+		if (strlen(err) >= sizeof(err))
+			__builtin_trap();
+		return;
+	}
+	for (i = 0; i < m.nids; i++) {
+		if (exists[i] > named[i])
+			__builtin_trap();
+		for (k = 0, j = 0; j < a->nitems; j++)
+			k += strcmp(m.ids[i], a->list.states[j].id) == 0;
+		if (k > 1)
+			__builtin_trap();
+	}
+	for (j = 0; j < a->nitems; j++) {
+		if (a->list.states[j].state[0] == '\0')
+			__builtin_trap();
+		for (k = 0, i = 0; i < m.nids; i++)
+			k += strcmp(m.ids[i], a->list.states[j].id) == 0;
+		if (k == 0)
+			__builtin_trap();
+	}
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -56,6 +105,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case EC2_DESCRIBE_INSTANCE_TYPES:
 		for (i = 0; i < a.nitems; i++)
 			(void)ec2_uint(a.list.types[i].max_enis, 64, &v);
+		break;
+	case EC2_CHECK_INSTANCES:
+		check_instances(&a, size & 1);
 		break;
 	default:
 		break;

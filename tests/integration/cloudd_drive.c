@@ -8,6 +8,7 @@
  *
  *   cloudd_drive -c /path/enid-cloudd -f enid.conf [-v] [-w wait_s]
  *   {"id": 1, "op": "describe-instance", "deadline_ms": 10000}
+ *   {"id": 2, "op": "check-instances", "ids": ["i-0123456789abcdef0"]}
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +181,7 @@ handle_line(const char *line)
 		struct msg_cloud_detach			dt;
 		struct msg_cloud_delete			de;
 		struct msg_cloud_describe_enis		den;
+		struct msg_cloud_check_instances	ci;
 	} u;
 	struct json_object *o;
 	struct pending *p;
@@ -271,6 +273,11 @@ handle_line(const char *line)
 		    sizeof(u.den.instance_id));
 		u.den.status = status_of(jstr(o, "status", NULL));
 		len = sizeof(u.den);
+	} else if (strcmp(op, "check-instances") == 0) {
+		type = MSG_CLOUD_CHECK_INSTANCES;
+		u.ci.deadline_ms = deadline;
+		u.ci.nids = jstrs(o, "ids", u.ci.ids, MSG_MAX_INSTANCE_IDS);
+		len = sizeof(u.ci);
 	} else {
 		emit_error(id, "unknown op");
 		json_object_put(o);
@@ -484,6 +491,17 @@ handle_answer(const struct msg *m)
 			json_object_array_add(a, json_object_new_string(buf));
 		}
 		json_object_object_add(o, "addrs", a);
+		break;
+	}
+	case MSG_CLOUD_INSTANCES: {
+		const struct msg_cloud_instances *ci = (const void *)m->u.bytes;
+		struct json_object *a = json_object_new_array();
+
+		add_status(o, &ci->st);
+		for (i = 0; i < ci->nids; i++)
+			json_object_array_add(a,
+			    json_object_new_int(ci->exists[i]));
+		json_object_object_add(o, "exists", a);
 		break;
 	}
 	case MSG_CLOUD_DONE: {

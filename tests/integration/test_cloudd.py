@@ -38,7 +38,7 @@ def sim():
     d = tempfile.mkdtemp(prefix="cloudd-it-")
     log = open(os.path.join(d, "vpcsim.log"), "w")
     proc = subprocess.Popen([sys.executable if sys.executable.startswith(
-        "/usr/bin/") else "/usr/bin/python3", VPCSIM, "--nodes", "1",
+        "/usr/bin/") else "/usr/bin/python3", VPCSIM, "--nodes", "2",
         "--state", d, "--rate-scale", "10", "--prefix", PREFIX], stdout=log, stderr=log,
         start_new_session=True)
     ep = os.path.join(d, "endpoints.json")
@@ -426,6 +426,161 @@ def test_slow_action_delays_only_itself(sim, drive):
             assert a["outcome"] == "ok" and a["latency_ms"] >= 2900, a
     finally:
         control(sim, "DELETE", "/faults")
+
+
+# ------------------------------------------------------------------ leak GC
+
+def test_check_instances(sim, drive):
+    """Which instances still exist, for the leak collector: both nodes do,
+    a made-up id doesn't.  One DescribeInstances call with an instance-id
+    filter answers for all of them (with InstanceId.N the made-up id would
+    fail the whole call); a throttled call is retried; an id that is not
+    an instance id is refused without a call, and cloudd keeps serving."""
+    real = [n["instance_id"] for n in sim["nodes"]]
+    assert len(real) == 2
+    made_up = "i-0" + "e" * 16
+    assert made_up not in real
+    ids = real + [made_up]
+
+    def counts():
+        st = control(sim, "GET", "/state")
+        return (st["calls"].get("DescribeInstances", 0),
+                st["throttles"].get("DescribeInstances", 0),
+                st["errors"].get("DescribeInstances", {}))
+
+    calls0, _, errs0 = counts()
+    a = drive.ok("check-instances", ids=ids)
+    assert a["exists"] == [1, 1, 0], a
+    calls1, throttles1, errs1 = counts()
+    assert calls1 - calls0 == 1
+    assert errs1 == errs0, errs1
+    # the order asked, whatever order the cloud lists them in
+    a = drive.ok("check-instances", ids=[made_up, real[1], real[0]])
+    assert a["exists"] == [0, 1, 1], a
+
+    control(sim, "POST", "/faults", [{
+        "action": "DescribeInstances", "code": "RequestLimitExceeded",
+        "count": 3}])
+    try:
+        a = drive.call("check-instances", ids=ids, deadline_ms=10000)
+    finally:
+        control(sim, "DELETE", "/faults")
+    assert a["outcome"] == "ok" and a["exists"] == [1, 1, 0], \
+        (a, drive.stderr())
+    assert counts()[1] - throttles1 == 3
+    assert "DescribeInstances: attempt 3 failed (throttled " \
+        "RequestLimitExceeded); retry 4 in" in drive.stderr()
+
+    calls2 = counts()[0]
+    for bad_id in ("i-*", "i-0123", "I-0123456789ABCDEF0"):
+        bad = drive.call("check-instances", ids=[real[0], bad_id])
+        assert bad["outcome"] == "fatal", bad
+        assert 'id 2, "%s", is not an instance id' % bad_id in \
+            bad["message"], bad
+        assert bad["exists"] == [], bad     # a failed check claims nothing
+    assert counts()[0] == calls2
+    assert drive.ok("check-instances", ids=[real[1]])["exists"] == [1]
+
+
+CHECK_SERVER = r'''
+import http.server, socketserver, sys, urllib.parse
+STATES = {"i-0000000a": "running", "i-0000000b": "terminated",
+          "i-0000000c": "shutting-down", "i-0000000d": "stopped"}
+WRONG, ENDLESS = "i-00000bad", "i-00e11d1e"
+def item(i, state):
+    return ("<item><instanceId>%s</instanceId><instanceState><code>0"
+            "</code><name>%s</name></instanceState></item>" % (i, state))
+def answer(n, instances, token):
+    # one reservation per instance, as EC2 has it for separate launches
+    res = "".join("<item><reservationId>r-%d</reservationId><instancesSet>"
+                  "%s</instancesSet></item>" % (k, item(*i))
+                  for k, i in enumerate(instances))
+    return ("<DescribeInstancesResponse><requestId>p%d</requestId>"
+            "<reservationSet>%s</reservationSet>%s"
+            "</DescribeInstancesResponse>" % (
+                n, res, "<nextToken>%s</nextToken>" % token if token else ""))
+def error(code):
+    return ("<Response><Errors><Error><Code>%s</Code><Message>refused"
+            "</Message></Error></Errors><RequestID>e</RequestID></Response>"
+            % code)
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # headers and body in one write: no delayed-ACK stall per page
+    wbufsize = -1
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        p = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        asked = [v[0] for k, v in sorted(
+            ((k, v) for k, v in p.items() if k.startswith("Filter.1.Value.")),
+            key=lambda kv: int(kv[0].split(".")[-1]))]
+        page = int(p.get("NextToken", ["0"])[0])
+        status = 200
+        if (p.get("Action") != ["DescribeInstances"] or
+                p.get("Filter.1.Name") != ["instance-id"] or
+                p.get("MaxResults") != ["5"] or
+                any(k.startswith("InstanceId") for k in p)):
+            status, body = 400, error("InvalidParameterCombination")
+        elif WRONG in asked:
+            body = answer(1, [(i, "running") for i in asked] +
+                          [("i-0000ffff", "running")], None)
+        elif ENDLESS in asked:
+            body = answer(page + 1, [], str(page + 1))
+        else:
+            # one known instance per page, then an empty last page
+            known = [(i, STATES[i]) for i in asked if i in STATES]
+            body = answer(page + 1, known[page:page + 1],
+                          str(page + 1) if page < len(known) else None)
+        body = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_check_instances_pages_and_wrong_answers(sim):
+    """A check followed over every page, each state read as it should be;
+    an answer naming an instance not asked for, and one that pages without
+    end, fail the check (fatal) and claim nothing."""
+    port = 18781
+    conf = write_conf(sim, "check.conf", ec2_endpoint="http://127.0.0.1:%d/"
+                      % port, region="us-east-1", timeout_ms=2000,
+                      access_key_id="AKIDEXAMPLE", secret_access_key="secret",
+                      rate={"mutating": {"capacity": 10, "refill_per_s": 5},
+                            "describe": {"capacity": 1000,
+                                         "refill_per_s": 1000}})
+    d = None
+    with node_server(sim, "check_server.py", CHECK_SERVER, port):
+        try:
+            d = Drive(conf, os.path.join(sim["dir"], "check.log"))
+            a = d.ok("check-instances", ids=[
+                "i-0000000a", "i-0000000b", "i-0000000c", "i-0000000d",
+                "i-0000000e"])
+            # running and stopped exist; terminated, shutting-down and
+            # never listed do not
+            assert a["exists"] == [1, 0, 0, 1, 0], a
+            assert a["request_id"] == "p5", a   # 4 pages of one, 1 empty
+
+            a = d.call("check-instances", ids=["i-0000000a", "i-00000bad"])
+            assert a["outcome"] == "fatal", a
+            assert "i-0000ffff was not asked for" in a["message"], a
+            assert a["exists"] == [], a
+
+            a = d.call("check-instances", ids=["i-00e11d1e"],
+                       deadline_ms=60000, timeout=70)
+            assert a["outcome"] == "fatal", a
+            assert "more than 100 pages" in a["message"], a
+            assert a["exists"] == [], a
+            assert d.ok("check-instances", ids=["i-0000000a"])["exists"] \
+                == [1]
+        finally:
+            if d is not None:
+                d.close()
 
 
 # ------------------------------------------------------------------ bad input

@@ -139,6 +139,90 @@ test_other_bodies(void **state)
 }
 
 static void
+test_check_instances_body(void **state)
+{
+	struct msg_cloud_check_instances m;
+	struct ec2_form f;
+	char err[256];
+	uint32_t i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.nids = 3;
+	strcpy(m.ids[0], "i-0123456789abcdef0");
+	strcpy(m.ids[1], "i-0a1b2c3d");		/* the old 8-digit form */
+	strcpy(m.ids[2], "i-0123456789abcdef0");	/* twice: allowed */
+	assert_int_equal(ec2_req_check_instances(&f, &m, NULL, err,
+	    sizeof(err)), 0);
+	/* A filter with one value per id, never InstanceId.N (one id that
+	 * never existed would fail the whole call); bounded pages. */
+	assert_string_equal(f.buf, "Action=DescribeInstances&Version="
+	    "2016-11-15&Filter.1.Name=instance-id&"
+	    "Filter.1.Value.1=i-0123456789abcdef0&Filter.1.Value.2=i-0a1b2c3d&"
+	    "Filter.1.Value.3=i-0123456789abcdef0&MaxResults=5");
+	ec2_form_free(&f);
+	assert_int_equal(ec2_req_check_instances(&f, &m, "eyJ9+/=", err,
+	    sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "&MaxResults=5&NextToken=eyJ9%2B%2F%3D"));
+	assert_null(strstr(f.buf, "InstanceId"));
+	ec2_form_free(&f);
+
+	/* all 32 fit the form */
+	m.nids = MSG_MAX_INSTANCE_IDS;
+	for (i = 0; i < m.nids; i++)
+		snprintf(m.ids[i], sizeof(m.ids[i]), "i-%017x", i);
+	assert_int_equal(ec2_req_check_instances(&f, &m, NULL, err,
+	    sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "&Filter.1.Value.32=i-0000000000000001f&"));
+	ec2_form_free(&f);
+}
+
+static void
+test_check_instances_refused(void **state)
+{
+	static const char *const bad[] = {
+		"i-*",				/* a filter wildcard */
+		"i-0123456?",
+		"i-0123456",			/* 7 digits */
+		"i-0123456789abcdef01",		/* 18 */
+		"i-0123456789ABCDEF0",		/* EC2's are lower case */
+		"i-0123456g",
+		"x-0123456789abcdef0",
+		"i-01234567 ",
+		"i-01234567,i-89abcdef",
+		"",
+	};
+	struct msg_cloud_check_instances m;
+	struct ec2_form f;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(ec2_req_check_instances(&f, &m, NULL, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "check-instances: 0 instance ids (1 to 32)");
+	m.nids = MSG_MAX_INSTANCE_IDS + 1;
+	assert_int_equal(ec2_req_check_instances(&f, &m, NULL, err,
+	    sizeof(err)), -1);
+	m.nids = 2;
+	strcpy(m.ids[0], "i-0123456789abcdef0");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		strcpy(m.ids[1], bad[i]);
+		memset(&f, 0, sizeof(f));
+		assert_false(ec2_instance_id_ok(bad[i]));
+		assert_int_equal(ec2_req_check_instances(&f, &m, NULL, err,
+		    sizeof(err)), -1);
+		/* the error names which id, and quotes it */
+		assert_non_null(strstr(err, "id 2, \""));
+		assert_non_null(strstr(err, bad[i]));
+		assert_null(f.buf);	/* nothing built to send */
+	}
+	assert_true(ec2_instance_id_ok("i-01234567"));
+	assert_true(ec2_instance_id_ok("i-0123456789abcdef0"));
+}
+
+static void
 test_classify(void **state)
 {
 	static const struct {
@@ -182,6 +266,8 @@ test_classify(void **state)
 		  EC2_RETRY_REAUTH },
 		{ EC2_CREATE_ENI, 400, "InvalidParameterValue", "bad", CO_FATAL,
 		  EC2_RETRY_NO },
+		{ EC2_CHECK_INSTANCES, 503, "RequestLimitExceeded", "",
+		  CO_THROTTLED, EC2_RETRY_ALWAYS },
 	};
 	enum ec2_retry r;
 	size_t i;
@@ -215,6 +301,11 @@ test_checks(void **state)
 	assert_string_equal(s, "a?b??");
 	assert_int_equal(ec2_eni_status("attaching"), ENI_ST_ATTACHING);
 	assert_int_equal(ec2_eni_status("weird"), ENI_ST_UNKNOWN);
+	/* the existence check is a describe: the describe bucket, and
+	 * the API's own name */
+	assert_false(ec2_action_mutating(EC2_CHECK_INSTANCES));
+	assert_string_equal(ec2_action_name(EC2_CHECK_INSTANCES),
+	    "DescribeInstances");
 }
 
 static void
@@ -555,6 +646,8 @@ main(void)
 		cmocka_unit_test(test_form_encoding),
 		cmocka_unit_test(test_create_eni_body),
 		cmocka_unit_test(test_other_bodies),
+		cmocka_unit_test(test_check_instances_body),
+		cmocka_unit_test(test_check_instances_refused),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_checks),
 		cmocka_unit_test(test_creds),

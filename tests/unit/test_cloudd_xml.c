@@ -425,6 +425,246 @@ test_instances_capped(void **state)
 	free(big);
 }
 
+/* An instance item as DescribeInstances has it, trimmed: its id, its
+ * state, and an interface whose attachment names the instance again. */
+#define INSTANCE_ITEM(id, state) \
+	"<item><instanceId>" id "</instanceId><imageId>ami-1</imageId>" \
+	"<instanceState><code>16</code>" state "</instanceState>" \
+	"<stateReason><code>x</code><message>y</message></stateReason>" \
+	"<networkInterfaceSet><item><networkInterfaceId>eni-1" \
+	"</networkInterfaceId><attachment><attachmentId>eni-attach-1" \
+	"</attachmentId><status>attached</status></attachment>" \
+	"<ownerId>123</ownerId></item></networkInterfaceSet>" \
+	"<tagSet><item><key>instanceId</key><value>i-ffffffff</value></item>" \
+	"</tagSet></item>"
+#define STATE(s)	"<name>" s "</name>"
+
+static void
+test_check_instances_parse(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+	const char *doc = "<DescribeInstancesResponse" NS "><requestId>r-7"
+	    "</requestId><reservationSet>"
+	    "<item><reservationId>r-1</reservationId><ownerId>1</ownerId>"
+	    "<groupSet/><instancesSet>"
+	    INSTANCE_ITEM("i-0000000000000000a", STATE("running"))
+	    INSTANCE_ITEM("i-0000000000000000b", STATE("shutting-down"))
+	    "</instancesSet></item>"
+	    "<item><reservationId>r-2</reservationId><instancesSet>"
+	    INSTANCE_ITEM("i-0000000c", STATE("terminated"))
+	    INSTANCE_ITEM("i-0000000d", "")	/* no state at all */
+	    INSTANCE_ITEM("i-0000000e", STATE("stopped"))
+	    "</instancesSet></item>"
+	    "<item><reservationId>r-3</reservationId><instancesSet/></item>"
+	    "</reservationSet><nextToken>tok2</nextToken>"
+	    "</DescribeInstancesResponse>";
+
+	(void)state;
+	assert_int_equal(parse(EC2_CHECK_INSTANCES, doc, &a, err), 0);
+	assert_false(a.is_error);
+	assert_string_equal(a.request_id, "r-7");
+	assert_string_equal(a.next_token, "tok2");
+	/* every instance of every reservation, in order */
+	assert_int_equal(a.nitems, 5);
+	assert_string_equal(a.list.states[0].id, "i-0000000000000000a");
+	assert_string_equal(a.list.states[0].state, "running");
+	assert_string_equal(a.list.states[1].id, "i-0000000000000000b");
+	assert_string_equal(a.list.states[1].state, "shutting-down");
+	assert_string_equal(a.list.states[2].id, "i-0000000c");
+	assert_string_equal(a.list.states[2].state, "terminated");
+	assert_string_equal(a.list.states[3].id, "i-0000000d");
+	assert_string_equal(a.list.states[3].state, "");
+	assert_string_equal(a.list.states[4].state, "stopped");
+	ec2_answer_free(&a);
+
+	/* no reservation: an empty list, still an answer */
+	assert_int_equal(parse(EC2_CHECK_INSTANCES, "<DescribeInstancesResponse>"
+	    "<requestId>r</requestId><reservationSet/>"
+	    "</DescribeInstancesResponse>", &a, err), 0);
+	assert_int_equal(a.nitems, 0);
+	assert_string_equal(a.next_token, "");
+	ec2_answer_free(&a);
+
+	/* the same root as describe-instance, which a check is */
+	assert_int_equal(parse(EC2_CHECK_INSTANCES, "<DescribeSubnetsResponse/>",
+	    &a, err), -1);
+	assert_string_equal(err, "unexpected root element "
+	    "<DescribeSubnetsResponse>");
+	/* a state over its field refuses the answer */
+	assert_int_equal(parse(EC2_CHECK_INSTANCES, "<DescribeInstancesResponse>"
+	    "<reservationSet><item><instancesSet>"
+	    INSTANCE_ITEM("i-0000000a", STATE("running-running-running-running-x"))
+	    "</instancesSet></item></reservationSet>"
+	    "</DescribeInstancesResponse>", &a, err), -1);
+	assert_non_null(strstr(err, "instanceState/name> too long"));
+	/* the throttle an existence check may meet */
+	assert_int_equal(parse(EC2_CHECK_INSTANCES, "<Response><Errors><Error>"
+	    "<Code>RequestLimitExceeded</Code><Message>Request limit "
+	    "exceeded.</Message></Error></Errors><RequestID>r-9</RequestID>"
+	    "</Response>", &a, err), 0);
+	assert_true(a.is_error);
+	assert_string_equal(a.code, "RequestLimitExceeded");
+	assert_int_equal(a.nitems, 0);
+}
+
+/* Entries are small, so a page may list many, but not without end. */
+static void
+test_check_instances_capped(void **state)
+{
+	struct ec2_answer a;
+	char err[256], *big;
+	size_t i, n;
+
+	(void)state;
+	for (n = EC2_MAX_ITEMS; n <= EC2_MAX_ITEMS + 1; n++) {
+		big = malloc(n * 64 + 256);
+		assert_non_null(big);
+		strcpy(big, "<DescribeInstancesResponse><reservationSet>");
+		/* spread over reservations, as the cap is per answer */
+		for (i = 0; i < n; i++) {
+			if (i % 300 == 0)
+				strcat(big, i ? "</instancesSet></item><item>"
+				    "<instancesSet>" : "<item><instancesSet>");
+			strcat(big, "<item><instanceId>i-1</instanceId></item>");
+		}
+		strcat(big, "</instancesSet></item></reservationSet>"
+		    "</DescribeInstancesResponse>");
+		if (n == EC2_MAX_ITEMS) {
+			assert_int_equal(parse(EC2_CHECK_INSTANCES, big, &a,
+			    err), 0);
+			assert_int_equal(a.nitems, EC2_MAX_ITEMS);
+			ec2_answer_free(&a);
+		} else {
+			assert_int_equal(parse(EC2_CHECK_INSTANCES, big, &a,
+			    err), -1);
+			assert_non_null(strstr(err, "more than 1000 entries"));
+			assert_null(a.list.any);
+		}
+		free(big);
+	}
+}
+
+static struct ec2_instance_state *
+states(size_t n, ...)
+{
+	static struct ec2_instance_state list[8];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, n);
+	memset(list, 0, sizeof(list));
+	for (i = 0; i < n; i++) {
+		strcpy(list[i].id, va_arg(ap, const char *));
+		strcpy(list[i].state, va_arg(ap, const char *));
+	}
+	va_end(ap);
+	return list;
+}
+
+static void
+test_check_instances_mark(void **state)
+{
+	struct msg_cloud_check_instances m;
+	uint8_t exists[MSG_MAX_INSTANCE_IDS], named[MSG_MAX_INSTANCE_IDS];
+	char err[256];
+	static const struct {
+		const char	*state;
+		uint8_t		 exists;
+	} st[] = {
+		{ "pending", 1 }, { "running", 1 }, { "stopping", 1 },
+		{ "stopped", 1 },
+		{ "hibernating", 1 },		/* unknown: kept */
+		{ "shutting-down", 0 }, { "terminated", 0 },
+	};
+	size_t i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.nids = 5;
+	strcpy(m.ids[0], "i-0000000a");
+	strcpy(m.ids[1], "i-0000000b");
+	strcpy(m.ids[2], "i-0000000c");		/* never named: gone */
+	strcpy(m.ids[3], "i-0000000d");
+	strcpy(m.ids[4], "i-0000000a");		/* asked twice */
+	memset(exists, 0, sizeof(exists));
+	memset(named, 0, sizeof(named));
+	/* page 1, then page 2: what a page says is kept */
+	assert_int_equal(ec2_instances_mark(&m, states(2, "i-0000000a",
+	    "running", "i-0000000b", "terminated"), 2, exists, named, err,
+	    sizeof(err)), 0);
+	assert_int_equal(ec2_instances_mark(&m, states(0), 0, exists, named,
+	    err, sizeof(err)), 0);
+	assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000d",
+	    "shutting-down"), 1, exists, named, err, sizeof(err)), 0);
+	assert_memory_equal(exists, ((uint8_t []){ 1, 0, 0, 0, 1 }), 5);
+	assert_memory_equal(named, ((uint8_t []){ 1, 1, 0, 1, 1 }), 5);
+
+	/* each state's meaning */
+	m.nids = 1;
+	for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+		memset(exists, 0, sizeof(exists));
+		memset(named, 0, sizeof(named));
+		assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000a",
+		    st[i].state), 1, exists, named, err, sizeof(err)), 0);
+		assert_int_equal(exists[0], st[i].exists);
+		assert_int_equal(named[0], 1);
+	}
+
+	/* what the cloud must not answer */
+	m.nids = 2;
+	memset(named, 0, sizeof(named));
+	assert_int_equal(ec2_instances_mark(&m, states(2, "i-0000000a",
+	    "running", "i-0000000f", "running"), 2, exists, named, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "i-0000000f was not asked for");
+	memset(named, 0, sizeof(named));
+	assert_int_equal(ec2_instances_mark(&m, states(2, "i-0000000a",
+	    "running", "i-0000000a", "terminated"), 2, exists, named, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "i-0000000a named twice");
+	/* named twice across pages as well */
+	memset(named, 0, sizeof(named));
+	assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000b",
+	    "running"), 1, exists, named, err, sizeof(err)), 0);
+	assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000b",
+	    "running"), 1, exists, named, err, sizeof(err)), -1);
+	assert_string_equal(err, "i-0000000b named twice");
+	memset(named, 0, sizeof(named));
+	assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000a", ""), 1,
+	    exists, named, err, sizeof(err)), -1);
+	assert_string_equal(err, "i-0000000a: no instance state");
+	assert_int_equal(ec2_instances_mark(&m, states(1, "i-0000000a",
+	    "Running"), 1, exists, named, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "invalid instance state"));
+	assert_int_equal(ec2_instances_mark(&m, states(1, "", "running"), 1,
+	    exists, named, err, sizeof(err)), -1);
+	assert_string_equal(err, "an instance without an id");
+	/* the whole check, from a parsed page, with one instance not
+	 * asked for among those that were */
+	{
+		struct ec2_answer a;
+
+		assert_int_equal(parse(EC2_CHECK_INSTANCES,
+		    "<DescribeInstancesResponse><reservationSet><item>"
+		    "<instancesSet>"
+		    INSTANCE_ITEM("i-0000000a", STATE("running"))
+		    "</instancesSet></item><item><instancesSet>"
+		    INSTANCE_ITEM("i-0000000b", STATE("stopped"))
+		    INSTANCE_ITEM("i-00000099", STATE("running"))
+		    "</instancesSet></item></reservationSet>"
+		    "</DescribeInstancesResponse>", &a, err), 0);
+		memset(named, 0, sizeof(named));
+		assert_int_equal(ec2_instances_mark(&m, a.list.states, 2,
+		    exists, named, err, sizeof(err)), 0);
+		memset(named, 0, sizeof(named));
+		assert_int_equal(ec2_instances_mark(&m, a.list.states,
+		    a.nitems, exists, named, err, sizeof(err)), -1);
+		assert_string_equal(err, "i-00000099 was not asked for");
+		ec2_answer_free(&a);
+	}
+}
+
 static void
 test_unknown_elements_skipped(void **state)
 {
@@ -940,6 +1180,9 @@ main(void)
 		cmocka_unit_test(test_truncated_all_prefixes),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_instances_capped),
+		cmocka_unit_test(test_check_instances_parse),
+		cmocka_unit_test(test_check_instances_capped),
+		cmocka_unit_test(test_check_instances_mark),
 		cmocka_unit_test(test_unknown_elements_skipped),
 		cmocka_unit_test(test_tags_over_limit_keep_enid),
 		cmocka_unit_test(test_field_caps),
