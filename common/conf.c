@@ -86,6 +86,9 @@ static const struct key pool_keys[] = {
 	U32("max_enis", pool.max_enis, 0, 64),
 	U32("ip_cooldown_s", pool.ip_cooldown_s, 0, 3600),
 	U32("add_timeout_s", pool.add_timeout_s, 1, 600),
+	U32("shrink_delay_s", pool.shrink_delay_s, 0, 86400),
+	U32("subnet_backoff_s", pool.subnet_backoff_s, 1, 86400),
+	U32("link_timeout_s", pool.link_timeout_s, 1, 600),
 	END
 };
 
@@ -138,11 +141,14 @@ config_defaults(struct enid_config *cfg)
 	cfg->cloud.rate_mutating.refill_per_s = 2;
 	cfg->cloud.rate_describe.capacity = 20;
 	cfg->cloud.rate_describe.refill_per_s = 4;
-	cfg->pool.warm_ip_target = 1;
+	cfg->pool.warm_ip_target = 0;
 	cfg->pool.minimum_ip_target = 0;
 	cfg->pool.warm_eni_target = 1;
 	cfg->pool.ip_cooldown_s = 30;
 	cfg->pool.add_timeout_s = 10;
+	cfg->pool.shrink_delay_s = 60;
+	cfg->pool.subnet_backoff_s = 600;
+	cfg->pool.link_timeout_s = 30;
 	cfg->routing.table_base = 100;
 	cfg->routing.rule_priority_to = 512;
 	cfg->routing.rule_priority_from = 1536;

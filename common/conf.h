@@ -67,6 +67,9 @@ struct enid_config {
 		uint32_t	max_enis;		/* 0: from the cloud */
 		uint32_t	ip_cooldown_s;
 		uint32_t	add_timeout_s;
+		uint32_t	shrink_delay_s;	/* surplus lasts, then shrink */
+		uint32_t	subnet_backoff_s; /* an exhausted subnet rests */
+		uint32_t	link_timeout_s;	/* an ENI's link must appear */
 	}		pool;
 
 	uint32_t	nsubnets;

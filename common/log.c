@@ -117,6 +117,8 @@ fn(const char *fmt, ...)						\
 	errno = saved_errno;						\
 }
 
+LOG_FN(log_error, LOG_LVL_ERROR, 1, NULL)
+LOG_FN(log_errorx, LOG_LVL_ERROR, 0, NULL)
 LOG_FN(log_warn, LOG_LVL_WARN, 1, NULL)
 LOG_FN(log_warnx, LOG_LVL_WARN, 0, NULL)
 LOG_FN(log_info, LOG_LVL_INFO, 0, NULL)

@@ -26,6 +26,9 @@ bool	log_uses_syslog(void);
 int	log_level_parse(const char *name);	/* -1 if unknown */
 const char *log_level_name(enum log_level level);
 
+/* An error the process survives: "error: ..." (log_error adds errno). */
+void	log_error(const char *fmt, ...) LOG_PRINTF(1, 2);
+void	log_errorx(const char *fmt, ...) LOG_PRINTF(1, 2);
 void	log_warn(const char *fmt, ...) LOG_PRINTF(1, 2);
 void	log_warnx(const char *fmt, ...) LOG_PRINTF(1, 2);
 void	log_info(const char *fmt, ...) LOG_PRINTF(1, 2);

@@ -167,6 +167,11 @@ test_defaults(void **state)
 	assert_false(cfg.cloud.allow_http);
 	assert_int_equal(cfg.pool.ip_cooldown_s, 30);
 	assert_int_equal(cfg.pool.add_timeout_s, 10);
+	assert_int_equal(cfg.pool.warm_ip_target, 0);
+	assert_int_equal(cfg.pool.warm_eni_target, 1);
+	assert_int_equal(cfg.pool.shrink_delay_s, 60);
+	assert_int_equal(cfg.pool.subnet_backoff_s, 600);
+	assert_int_equal(cfg.pool.link_timeout_s, 30);
 	assert_int_equal(cfg.routing.table_base, 100);
 	assert_true(cfg.routing.rule_priority_to <
 	    cfg.routing.rule_priority_from);
@@ -305,6 +310,12 @@ static const struct u32_key u32_keys[] = {
 	{ "pool.ip_cooldown_s", CFG_OFF(pool.ip_cooldown_s), 0, 3600,
 	  NULL, NULL, NULL },
 	{ "pool.add_timeout_s", CFG_OFF(pool.add_timeout_s), 1, 600,
+	  NULL, NULL, NULL },
+	{ "pool.shrink_delay_s", CFG_OFF(pool.shrink_delay_s), 0, 86400,
+	  NULL, NULL, NULL },
+	{ "pool.subnet_backoff_s", CFG_OFF(pool.subnet_backoff_s), 1, 86400,
+	  NULL, NULL, NULL },
+	{ "pool.link_timeout_s", CFG_OFF(pool.link_timeout_s), 1, 600,
 	  NULL, NULL, NULL },
 	{ "routing.table_base", CFG_OFF(routing.table_base), 1, 188,
 	  NULL, NULL, NULL },
