@@ -67,10 +67,17 @@ class Dataplane:
         netns.ip(ns, "link", "set", "eth0", "up")
         netns.ip(ns, "route", "add", "default", "via", eni.subnet.gateway,
                  "dev", "eth0")
-        netns.ip(self.vpc_ns, "route", "replace", eni.addresses[0] + "/32",
-                 "dev", vpc_if)
+        self._deliver(vpc_if, eni.addresses[0], eni.mac)
         self.links[eni.id] = {"vpc_if": vpc_if, "node_if": "eth0", "netns": ns,
                               "routes": {eni.addresses[0]}, "created": time.time()}
+
+    def _deliver(self, vpc_if, addr, mac):
+        # As the VPC fabric does: an assigned address goes to the ENI that
+        # holds it, by its MAC, with no ARP (a node answers none for the
+        # addresses it routes on to pods).
+        netns.ip(self.vpc_ns, "route", "replace", addr + "/32", "dev", vpc_if)
+        netns.ip(self.vpc_ns, "neigh", "replace", addr, "lladdr", mac, "dev",
+                 vpc_if, "nud", "permanent")
 
     def _vpc_ifname(self):
         self.seq += 1
@@ -162,12 +169,13 @@ class Dataplane:
             with self.cv:
                 self.links[eni_id] = have
         for addr in sorted(want["routes"] - have["routes"]):
-            netns.ip(self.vpc_ns, "route", "replace", addr + "/32", "dev",
-                     have["vpc_if"])
+            self._deliver(have["vpc_if"], addr, want["mac"])
             with self.cv:
                 have["routes"].add(addr)
         for addr in sorted(have["routes"] - want["routes"]):
             netns.ip(self.vpc_ns, "route", "del", addr + "/32", "dev", have["vpc_if"],
+                     check=False)
+            netns.ip(self.vpc_ns, "neigh", "del", addr, "dev", have["vpc_if"],
                      check=False)
             with self.cv:
                 have["routes"].discard(addr)
