@@ -148,6 +148,12 @@ ip_usable(uint32_t ip)
 	return first != 0 && first != 127 && first < 224;
 }
 
+bool
+ckpt_ip_ok(uint32_t ip)
+{
+	return ip_usable(ip);
+}
+
 enum str_rule { R_CID, R_IFNAME, R_K8S, R_ENI, R_INSTANCE };
 
 static int

@@ -89,6 +89,8 @@ bool	ckpt_container_id_ok(const char *s);
  * characters and non-ASCII bytes; enid refuses them, as they would reach
  * logs and JSON unescaped.) */
 bool	ckpt_ifname_ok(const char *s);
+/* A pod's address (network order): unicast, not 0/8 or loopback. */
+bool	ckpt_ip_ok(uint32_t ip);
 /* "eni-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */
 bool	ckpt_eni_id_ok(const char *s);
 /* "i-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */

@@ -70,6 +70,256 @@ instance_json(const struct broker *b)
 	return o;
 }
 
+/* ---- the pool ---- */
+
+static struct json_object *
+pool_json(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct json_object *o = json_object_new_object();
+	uint32_t free_, assigned, cooling, other, i, nenis = 0;
+	static const char *const phases[] = { "waiting", "starting",
+	    "running" };
+
+	engine_counts(b, &free_, &assigned, &cooling, &other);
+	for (i = 0; i < POOL_MAX_ENIS; i++)
+		if (en->enis[i].used)
+			nenis++;
+	json_object_object_add(o, "phase",
+	    json_object_new_string(phases[en->phase]));
+	json_object_object_add(o, "free", json_object_new_int((int32_t)free_));
+	json_object_object_add(o, "assigned",
+	    json_object_new_int((int32_t)assigned));
+	json_object_object_add(o, "cooling",
+	    json_object_new_int((int32_t)cooling));
+	json_object_object_add(o, "other", json_object_new_int((int32_t)other));
+	json_object_object_add(o, "enis", json_object_new_int((int32_t)nenis));
+	json_object_object_add(o, "cloud_attached",
+	    json_object_new_int((int32_t)en->cloud_attached));
+	json_object_object_add(o, "pods", json_object_new_int((int32_t)en->npods));
+	json_object_object_add(o, "waiting",
+	    json_object_new_int((int32_t)en->nwaiters));
+	json_object_object_add(o, "blocked",
+	    json_object_new_string(pool_block_name(en->blocked)));
+	if (en->last_failure[0] != '\0') {
+		json_object_object_add(o, "last_failure",
+		    json_object_new_string(en->last_failure));
+		json_object_object_add(o, "last_failure_code",
+		    json_object_new_string(en->last_failure_code));
+	}
+	return o;
+}
+
+static struct json_object *
+eni_json(struct broker *b, const struct eni *e)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *addrs = json_object_new_array();
+	static const char *const ast[] = { "pending", "free", "assigned",
+	    "cooling", "removing" };
+	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
+	uint64_t now = now_ms();
+	uint32_t i;
+
+	(void)b;
+	mac_format(e->mac, mac);
+	json_object_object_add(o, "id", json_object_new_string(e->id));
+	json_object_object_add(o, "state",
+	    json_object_new_string(eni_state_name(e->state)));
+	json_object_object_add(o, "cause", json_object_new_string(e->cause));
+	json_object_object_add(o, "since_s", json_object_new_int64(
+	    (int64_t)((now - e->state_since) / 1000)));
+	json_object_object_add(o, "primary",
+	    json_object_new_boolean(e->primary));
+	json_object_object_add(o, "subnet", json_object_new_string(e->subnet_id));
+	json_object_object_add(o, "mac", json_object_new_string(mac));
+	json_object_object_add(o, "device_index",
+	    json_object_new_int(e->device_index));
+	json_object_object_add(o, "table", json_object_new_int((int32_t)e->table));
+	json_object_object_add(o, "delete_on_termination_pending",
+	    json_object_new_boolean(e->dot_pending));
+	for (i = 0; i < e->naddrs; i++) {
+		struct json_object *a = json_object_new_object();
+		int st = e->addrs[i].state;
+
+		if (st == ADDR_COOLING && e->addrs[i].cool_until <= now)
+			st = ADDR_FREE;
+		ip4_format(e->addrs[i].ip, ip);
+		json_object_object_add(a, "ip", json_object_new_string(ip));
+		json_object_object_add(a, "state",
+		    json_object_new_string(ast[st]));
+		if (e->addrs[i].pod != NULL)
+			json_object_object_add(a, "container_id",
+			    json_object_new_string(
+			    e->addrs[i].pod->container_id));
+		json_object_array_add(addrs, a);
+	}
+	json_object_object_add(o, "addresses", addrs);
+	return o;
+}
+
+static struct json_object *
+pod_json(const struct pod *p)
+{
+	struct json_object *o = json_object_new_object();
+	static const char *const pst[] = { "adding", "ready", "deleting" };
+	char ip[IP4_STR_LEN];
+
+	ip4_format(p->ip, ip);
+	json_object_object_add(o, "container_id",
+	    json_object_new_string(p->container_id));
+	json_object_object_add(o, "ifname", json_object_new_string(p->ifname));
+	json_object_object_add(o, "namespace",
+	    json_object_new_string(p->k8s_namespace));
+	json_object_object_add(o, "name", json_object_new_string(p->k8s_name));
+	json_object_object_add(o, "ip", json_object_new_string(ip));
+	json_object_object_add(o, "eni", json_object_new_string(
+	    p->eni ? p->eni->id : p->eni_id));
+	json_object_object_add(o, "state", json_object_new_string(
+	    p->lost ? "lost" : pst[p->state]));
+	if (p->lost)
+		json_object_object_add(o, "lost_why",
+		    json_object_new_string(p->lost_why));
+	json_object_object_add(o, "since", json_object_new_int64(p->since));
+	return o;
+}
+
+static struct json_object *
+subnet_json(const struct subnet *s)
+{
+	struct json_object *o = json_object_new_object();
+	char cidr[CIDR4_STR_LEN];
+	uint64_t now = now_ms();
+
+	json_object_object_add(o, "id", json_object_new_string(s->id));
+	json_object_object_add(o, "configured",
+	    json_object_new_boolean(s->configured));
+	json_object_object_add(o, "known", json_object_new_boolean(s->known));
+	if (s->known) {
+		cidr4_format(s->cidr, s->prefix, cidr);
+		json_object_object_add(o, "cidr", json_object_new_string(cidr));
+		json_object_object_add(o, "az", json_object_new_string(s->az));
+	}
+	json_object_object_add(o, "available",
+	    json_object_new_int((int32_t)s->available));
+	json_object_object_add(o, "inhibited_s", json_object_new_int64(
+	    s->inhibited_until > now ?
+	    (int64_t)((s->inhibited_until - now + 999) / 1000) : 0));
+	return o;
+}
+
+static void
+op_show(struct broker *b, struct jref *r, struct json_object *req)
+{
+	struct engine *en = &b->engine;
+	struct json_object *v, *o, *list;
+	const char *what;
+	struct pod *p;
+	uint32_t i;
+
+	if (!json_object_object_get_ex(req, "what", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		jref_bad(r, "\"what\" must be a string");
+		return;
+	}
+	what = json_object_get_string(v);
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	if (strcmp(what, "pool") == 0) {
+		json_object_object_add(o, "pool", pool_json(b));
+	} else if (strcmp(what, "enis") == 0) {
+		list = json_object_new_array();
+		for (i = 0; i < POOL_MAX_ENIS; i++)
+			if (en->enis[i].used)
+				json_object_array_add(list,
+				    eni_json(b, &en->enis[i]));
+		json_object_object_add(o, "enis", list);
+	} else if (strcmp(what, "pods") == 0) {
+		list = json_object_new_array();
+		TAILQ_FOREACH(p, &en->pods, all)
+			json_object_array_add(list, pod_json(p));
+		json_object_object_add(o, "pods", list);
+	} else if (strcmp(what, "subnets") == 0) {
+		list = json_object_new_array();
+		for (i = 0; i < en->nsubnets; i++)
+			json_object_array_add(list,
+			    subnet_json(&en->subnets[i]));
+		json_object_object_add(o, "subnets", list);
+	} else {
+		json_object_put(o);
+		jref_bad(r, "unknown \"what\" \"%.32s\" (pool, enis, pods, "
+		    "subnets)", what);
+		return;
+	}
+	jref_reply(r, o);
+}
+
+static void
+op_reconcile(struct broker *b, struct jref *r, struct json_object *req)
+{
+	struct engine *en = &b->engine;
+
+	(void)req;
+	if (en->phase == PHASE_WAITING) {
+		jref_error(r, "not-ready", "enid does not know its instance "
+		    "yet");
+		return;
+	}
+	if (en->nrecon_waiters == sizeof(en->recon_waiters) /
+	    sizeof(en->recon_waiters[0])) {
+		jref_error(r, "busy", "too many reconcile requests waiting");
+		return;
+	}
+	log_info("ctl: reconcile asked for by pid %d uid %u", (int)r->pid,
+	    (unsigned)r->uid);
+	en->recon_waiters[en->nrecon_waiters++] = *r;
+	r->server = NULL;
+	/* A run under way answers with the next one, which sees now. */
+	if (en->recon != NULL)
+		en->recon_again = true;
+	else
+		reconcile_now(b, "asked for by enidctl");
+}
+
+static void
+op_drain(struct broker *b, struct jref *r, struct json_object *req)
+{
+	struct json_object *v, *o;
+	struct eni *e;
+
+	if (!json_object_object_get_ex(req, "eni", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		jref_bad(r, "\"eni\" must be a string");
+		return;
+	}
+	if ((e = eni_find(b, json_object_get_string(v))) == NULL) {
+		jref_error(r, "unknown-eni", "no ENI \"%.64s\" in the pool",
+		    json_object_get_string(v));
+		return;
+	}
+	if (e->primary) {
+		jref_error(r, "refused", "%s is the primary ENI; it is never "
+		    "released", e->id);
+		return;
+	}
+	if (e->state != ENI_READY && e->state != ENI_DRAINING) {
+		jref_error(r, "refused", "%s is %s, not ready", e->id,
+		    eni_state_name(e->state));
+		return;
+	}
+	log_info("ctl: drain of %s asked for by pid %d uid %u", e->id,
+	    (int)r->pid, (unsigned)r->uid);
+	e->drain_requested = true;
+	eni_set_state(e, ENI_DRAINING, "drain asked for by enidctl; released "
+	    "once no pod is left on it");
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "eni", json_object_new_string(e->id));
+	json_object_object_add(o, "state",
+	    json_object_new_string(eni_state_name(e->state)));
+	jref_reply(r, o);
+}
+
 static void
 op_status(struct broker *b, struct jref *r, struct json_object *req)
 {
@@ -92,6 +342,7 @@ op_status(struct broker *b, struct jref *r, struct json_object *req)
 	    json_object_new_string(log_level_name(log_get_level())));
 	json_object_object_add(o, "processes", procs);
 	json_object_object_add(o, "instance", instance_json(b));
+	json_object_object_add(o, "pool", pool_json(b));
 	(void)req;
 	jref_reply(r, o);
 }
@@ -130,6 +381,9 @@ op_log_level(struct broker *b, struct jref *r, struct json_object *req)
 
 const struct jop ctl_ops[] = {
 	{ "status",	op_status },
+	{ "show",	op_show },
+	{ "reconcile",	op_reconcile },
+	{ "drain",	op_drain },
 	{ "log-level",	op_log_level },
 	{ NULL,		NULL },
 };

@@ -327,7 +327,7 @@ child_hello(struct broker *b, struct child *c)
  * mode are set through a descriptor opened without following a symlink,
  * never by path.
  */
-static void
+static int
 prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
 {
 	struct stat st;
@@ -344,7 +344,7 @@ prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
 		fatalx("%s exists and is not a directory", dir);
 	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1)
 		fatal("setting owner and mode of %s", dir);
-	close(fd);
+	return fd;
 }
 
 int
@@ -442,11 +442,18 @@ main(int argc, char *argv[])
 	child_spawn(&b, &b.netd, helper_dir, foreground, verbose);
 	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
 
-	prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
-	prepare_dir(b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
+	engine_init(&b);
+	close(prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755));
+	/* The checkpoint is written relative to this descriptor, kept. */
+	b.engine.state_fd = prepare_dir(b.cfg.state_dir, pw->pw_uid,
+	    pw->pw_gid, 0700);
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
 	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
 	    CTL_MAX_CLIENTS, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
+	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CNI_SOCK_NAME);
+	if ((b.cni = jserver_open(path, "cni", true, 0, CNI_MAX_CLIENTS, err,
+	    sizeof(err))) == NULL)
 		fatalx("%s", err);
 
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
@@ -468,8 +475,9 @@ main(int argc, char *argv[])
 	    PEER_CLOUDD, b.cloudd.name, broker_dispatch_child,
 	    broker_child_gone, NULL, &b.cloudd) == -1)
 		fatal("watching the children");
-	if (jserver_start(&b, b.ctl, ctl_ops) == -1)
-		fatal("control socket");
+	if (jserver_start(&b, b.ctl, ctl_ops) == -1 ||
+	    jserver_start(&b, b.cni, cni_ops) == -1)
+		fatal("control and CNI sockets");
 	child_hello(&b, &b.netd);
 	child_hello(&b, &b.cloudd);
 	loop_timer_after(&b.loop, &b.handshake_timer, BROKER_HANDSHAKE_MS);
@@ -478,6 +486,7 @@ main(int argc, char *argv[])
 
 	rc = loop_run(&b.loop);
 	jserver_close(&b, b.ctl);
+	jserver_close(&b, b.cni);
 	log_info("exiting with status %d", rc);
 	return rc;
 }

@@ -101,6 +101,9 @@ enum instance_state {
 	INSTANCE_KNOWN,
 };
 
+/* The pool engine's state (engine.h), held in the broker. */
+#include "engine.h"
+
 struct broker {
 	struct loop		 loop;
 	struct enid_config	 cfg;
@@ -124,6 +127,9 @@ struct broker {
 	struct breq		 instance_req;
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
+
+	/* the pool: eni.c, cni.c, reconcile.c */
+	struct engine		 engine;
 };
 
 /* server.c.  Open as root (before the drop): 0660 root:group, or 0600

@@ -74,6 +74,7 @@ policy_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	b->netd_policy_set = true;
 	log_info("enid-netd: policy set");
+	engine_start(b);
 }
 
 /* What netd will judge our requests by; sent once, never widened. */

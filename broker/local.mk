@@ -5,13 +5,14 @@
 # unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
 broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
-	broker/checkpoint.c broker/checkpoint.h
+	broker/cnireq.c broker/cnireq.h broker/checkpoint.c broker/checkpoint.h
 broker_libbrokerlogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 
 sbin_PROGRAMS += broker/enid
 broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
-	broker/req.c broker/instance.c broker/server.c
+	broker/req.c broker/instance.c broker/server.c broker/engine.h \
+	broker/eni.c broker/cni.c broker/reconcile.c
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
 broker_enid_LDADD = $(BROKER_LIBS)
 

@@ -18,8 +18,6 @@
 
 #include "pool.h"
 
-#define POOL_SHRINK_DELAY_MS	60000
-
 static const char *const state_names[ENI_STATE_COUNT] = {
 	[ENI_CREATING] = "creating",
 	[ENI_ATTACHING] = "attaching",
@@ -71,7 +69,7 @@ pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 	if (p->max_enis > POOL_MAX_ENIS)
 		p->max_enis = POOL_MAX_ENIS;
 	p->block_size = 1;
-	p->shrink_delay_ms = POOL_SHRINK_DELAY_MS;
+	p->shrink_delay_ms = (uint64_t)cfg->pool.shrink_delay_s * 1000;
 }
 
 static uint32_t

@@ -1,0 +1,1071 @@
+/*
+ * The CNI socket (cni.sock, 0600, root only) and the pods behind it.
+ *
+ * add    Idempotent per (container id, ifname): a repeat gets the same
+ *        address.  The address comes from the fullest ready ENI; enid-netd
+ *        installs the pod's rules; the assignment is written to the
+ *        checkpoint; only then is the ADD answered.  With no free address
+ *        the ADD waits, at most add_timeout, and is answered at once with
+ *        the specific reason when growth fails.
+ * del    Removes the rules, lets the address cool, checkpoints, answers.
+ *        An unknown attachment is fine.  Never waits behind growth.
+ * check  Says whether the pod's address and ENI are still in order.
+ * gc     Releases every pod not among the valid attachments.
+ * status Whether an address can be had now, and why not.
+ *
+ * Answers that change durable state are held until the checkpoint that
+ * records the change is on disk; ADDs and DELs finishing in one loop turn
+ * share one write.  Pod rule requests to netd are limited in number at a
+ * time, so netd's queue (and the liveness ping behind it) stays short.
+ */
+#include <arpa/inet.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "addr.h"
+#include "cnireq.h"
+#include "enid.h"
+#include "log.h"
+
+#define CKPT_RETRY_MS	1000
+
+static void	pod_netd_send(struct pod *p);
+static void	pod_del_start(struct pod *p);
+
+/* ---- the pod table ---- */
+
+static unsigned
+pod_bucket(const char *cid, const char *ifname)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *cid; cid++)
+		h = (h ^ (unsigned char)*cid) * 16777619u;
+	h = (h ^ 0xffu) * 16777619u;
+	for (; *ifname; ifname++)
+		h = (h ^ (unsigned char)*ifname) * 16777619u;
+	return h % 256;
+}
+
+void
+pods_init(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	size_t i;
+
+	for (i = 0; i < 256; i++)
+		LIST_INIT(&en->pod_hash[i]);
+	TAILQ_INIT(&en->pods);
+	TAILQ_INIT(&en->netd_queue);
+	TAILQ_INIT(&en->waiters);
+	TAILQ_INIT(&en->durable_wait);
+}
+
+struct pod *
+pod_find(struct broker *b, const char *cid, const char *ifname)
+{
+	struct pod *p;
+
+	LIST_FOREACH(p, &b->engine.pod_hash[pod_bucket(cid, ifname)], hash)
+		if (strcmp(p->container_id, cid) == 0 &&
+		    strcmp(p->ifname, ifname) == 0)
+			return p;
+	return NULL;
+}
+
+static struct pod *
+pod_new(struct broker *b, const char *cid, const char *ifname)
+{
+	struct pod *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("pod %s: out of memory", cid);
+	p->b = b;
+	msg_strlcpy(p->container_id, cid, sizeof(p->container_id));
+	msg_strlcpy(p->ifname, ifname, sizeof(p->ifname));
+	LIST_INSERT_HEAD(&b->engine.pod_hash[pod_bucket(cid, ifname)], p,
+	    hash);
+	TAILQ_INSERT_TAIL(&b->engine.pods, p, all);
+	b->engine.npods++;
+	return p;
+}
+
+static void
+pod_free(struct pod *p)
+{
+	struct broker *b = p->b;
+
+	broker_request_cancel(b, &p->req);
+	if (p->netd_waiting)
+		TAILQ_REMOVE(&b->engine.netd_queue, p, netd_q);
+	LIST_REMOVE(p, hash);
+	TAILQ_REMOVE(&b->engine.pods, p, all);
+	b->engine.npods--;
+	free(p);
+}
+
+/* The pod's slot in its ENI's addresses, or -1. */
+static int
+pod_addr(const struct pod *p)
+{
+	int i;
+
+	if (p->eni == NULL || !p->eni->used)
+		return -1;
+	i = eni_addr_index(p->eni, p->ip);
+	if (i < 0 || p->eni->addrs[i].pod != p)
+		return -1;
+	return i;
+}
+
+void
+pod_lost(struct pod *p, const char *why)
+{
+	char ip[IP4_STR_LEN];
+
+	ip4_format(p->ip, ip);
+	log_warnx("pod %s/%s (%s/%s) at %s: %s; it has no working address "
+	    "until it is deleted", p->container_id, p->ifname,
+	    p->k8s_namespace[0] ? p->k8s_namespace : "-",
+	    p->k8s_name[0] ? p->k8s_name : "-", ip, why);
+	p->lost = true;
+	msg_strlcpy(p->lost_why, why, sizeof(p->lost_why));
+	p->eni = NULL;
+	checkpoint_mark(p->b);
+}
+
+/* ---- answers ---- */
+
+static struct json_object *
+pod_answer(struct broker *b, const struct pod *p)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *cidrs = json_object_new_array();
+	const struct subnet *s = p->eni && p->eni->subnet >= 0 ?
+	    &b->engine.subnets[p->eni->subnet] : NULL;
+	char ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN], mac[MAC_STR_LEN];
+	uint32_t i;
+
+	ip4_format(p->ip, ip);
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "ip", json_object_new_string(ip));
+	json_object_object_add(o, "prefix", json_object_new_int(32));
+	if (p->eni != NULL) {
+		mac_format(p->eni->mac, mac);
+		json_object_object_add(o, "eni",
+		    json_object_new_string(p->eni->id));
+		json_object_object_add(o, "eni_mac",
+		    json_object_new_string(mac));
+		json_object_object_add(o, "table",
+		    json_object_new_int((int32_t)p->eni->table));
+	}
+	if (s != NULL) {
+		cidr4_format(s->cidr, s->prefix, cidr);
+		json_object_object_add(o, "subnet",
+		    json_object_new_string(cidr));
+		ip4_format(s->gateway, ip);
+		json_object_object_add(o, "subnet_gateway",
+		    json_object_new_string(ip));
+	}
+	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++) {
+		cidr4_format(b->instance.cidrs[i].addr,
+		    b->instance.cidrs[i].prefix, cidr);
+		json_object_array_add(cidrs, json_object_new_string(cidr));
+	}
+	json_object_object_add(o, "vpc_cidrs", cidrs);
+	return o;
+}
+
+static struct json_object *
+ok_answer(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	return o;
+}
+
+/* ---- durability ---- */
+
+void
+checkpoint_mark(struct broker *b)
+{
+	b->engine.dirty = true;
+	loop_defer(&b->loop, &b->engine.flush);
+}
+
+void
+durable_reply(struct broker *b, struct jref *ref, struct json_object *answer)
+{
+	struct durable_reply *d;
+
+	if (ref->server == NULL) {
+		json_object_put(answer);
+		return;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		fatal("out of memory");
+	d->ref = *ref;
+	ref->server = NULL;
+	d->answer = answer;
+	TAILQ_INSERT_TAIL(&b->engine.durable_wait, d, entry);
+	checkpoint_mark(b);
+}
+
+static int
+checkpoint_build(struct broker *b, struct checkpoint *c)
+{
+	struct engine *en = &b->engine;
+	uint64_t now = now_ms();
+	time_t wall = time(NULL);
+	struct pod *p;
+	size_t n = 0;
+	uint32_t i, j;
+
+	memset(c, 0, sizeof(*c));
+	msg_strlcpy(c->instance_id, b->instance.instance_id,
+	    sizeof(c->instance_id));
+	c->written = (int64_t)wall;
+	if (en->npods > 0 &&
+	    (c->pods = calloc(en->npods, sizeof(*c->pods))) == NULL)
+		return -1;
+	TAILQ_FOREACH(p, &en->pods, all) {
+		struct ckpt_pod *cp;
+
+		/* A pod whose address is gone holds nothing to keep. */
+		if (p->lost || n >= CKPT_MAX_PODS)
+			continue;
+		cp = &c->pods[n++];
+		msg_strlcpy(cp->container_id, p->container_id,
+		    sizeof(cp->container_id));
+		msg_strlcpy(cp->ifname, p->ifname, sizeof(cp->ifname));
+		msg_strlcpy(cp->k8s_namespace, p->k8s_namespace,
+		    sizeof(cp->k8s_namespace));
+		msg_strlcpy(cp->k8s_name, p->k8s_name, sizeof(cp->k8s_name));
+		msg_strlcpy(cp->k8s_uid, p->k8s_uid, sizeof(cp->k8s_uid));
+		cp->ip = p->ip;
+		msg_strlcpy(cp->eni_id, p->eni ? p->eni->id : p->eni_id,
+		    sizeof(cp->eni_id));
+		cp->since = p->since;
+	}
+	c->npods = n;
+	n = 0;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &en->enis[i];
+
+		if (!e->used)
+			continue;
+		for (j = 0; j < e->naddrs; j++)
+			if (e->addrs[j].state == ADDR_COOLING &&
+			    e->addrs[j].cool_until > now)
+				n++;
+	}
+	if (n > CKPT_MAX_COOLING)
+		n = CKPT_MAX_COOLING;
+	if (n > 0 && (c->cooling = calloc(n, sizeof(*c->cooling))) == NULL) {
+		free(c->pods);
+		return -1;
+	}
+	for (i = 0; i < POOL_MAX_ENIS && c->ncooling < n; i++) {
+		const struct eni *e = &en->enis[i];
+
+		if (!e->used)
+			continue;
+		for (j = 0; j < e->naddrs && c->ncooling < n; j++) {
+			const struct eni_addr *a = &e->addrs[j];
+			struct ckpt_cooling *cc;
+
+			if (a->state != ADDR_COOLING || a->cool_until <= now)
+				continue;
+			cc = &c->cooling[c->ncooling++];
+			cc->ip = a->ip;
+			msg_strlcpy(cc->eni_id, e->id, sizeof(cc->eni_id));
+			cc->until = (int64_t)wall +
+			    (int64_t)((a->cool_until - now + 999) / 1000);
+		}
+	}
+	return 0;
+}
+
+static void
+flush_replies(struct broker *b, bool ok, const char *why)
+{
+	struct durable_reply *d;
+
+	while ((d = TAILQ_FIRST(&b->engine.durable_wait)) != NULL) {
+		TAILQ_REMOVE(&b->engine.durable_wait, d, entry);
+		if (ok)
+			jref_reply(&d->ref, d->answer);
+		else {
+			json_object_put(d->answer);
+			jref_error(&d->ref, "internal", "the pool's state could "
+			    "not be saved (%s); try again", why);
+		}
+		free(d);
+	}
+}
+
+static void
+checkpoint_flush(struct loop *l, struct loop_defer *d)
+{
+	struct broker *b = d->arg;
+	struct engine *en = &b->engine;
+	struct checkpoint c;
+	char err[512], *text;
+	size_t len;
+
+	(void)l;
+	if (!en->dirty)
+		return;
+	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN) {
+		/* Nothing is assigned before the instance is known. */
+		flush_replies(b, true, NULL);
+		return;
+	}
+	if (checkpoint_build(b, &c) == -1 ||
+	    (text = checkpoint_format(&c, &len)) == NULL) {
+		checkpoint_free(&c);
+		en->stats.checkpoint_failures++;
+		log_errorx("checkpoint: out of memory; answers held back");
+		flush_replies(b, false, "out of memory");
+		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
+		return;
+	}
+	checkpoint_free(&c);
+	if (checkpoint_write(en->state_fd, CKPT_FILE, text, len, err,
+	    sizeof(err)) == -1) {
+		free(text);
+		en->stats.checkpoint_failures++;
+		log_errorx("checkpoint: %s; the answers waiting for it fail, "
+		    "and it is retried", err);
+		flush_replies(b, false, err);
+		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
+		return;
+	}
+	free(text);
+	en->dirty = false;
+	en->stats.checkpoint_writes++;
+	flush_replies(b, true, NULL);
+}
+
+static void
+checkpoint_retry(struct loop *l, struct loop_timer *t)
+{
+	struct broker *b = t->arg;
+
+	(void)l;
+	checkpoint_mark(b);
+}
+
+/* ---- netd requests, a bounded number at a time ---- */
+
+static void	pod_netd_answer(struct broker *, void *, const struct msg *,
+		    bool);
+
+static void
+netd_slot_free(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct pod *p;
+
+	en->netd_inflight--;
+	if ((p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
+		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
+		p->netd_waiting = false;
+		pod_netd_send(p);
+	}
+}
+
+/* Ask netd to add (POD_ADDING) or remove (POD_DELETING) p's rules. */
+static void
+pod_netd_send(struct pod *p)
+{
+	struct broker *b = p->b;
+	struct engine *en = &b->engine;
+	struct msg_netd_pod_rule req;
+
+	if (en->netd_inflight >= ENGINE_MAX_NETD_INFLIGHT) {
+		if (!p->netd_waiting) {
+			TAILQ_INSERT_TAIL(&en->netd_queue, p, netd_q);
+			p->netd_waiting = true;
+		}
+		return;
+	}
+	en->netd_inflight++;
+	memset(&req, 0, sizeof(req));
+	req.addr = p->ip;
+	req.table = p->eni != NULL ? p->eni->table : 0;
+	broker_request(b, &p->req, &b->netd, p->state == POD_ADDING ?
+	    MSG_NETD_ADD_POD : MSG_NETD_DEL_POD, &req, sizeof(req),
+	    ENGINE_NETD_DEADLINE_MS, pod_netd_answer, p);
+}
+
+static void
+pod_add_failed(struct pod *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+pod_add_failed(struct pod *p, const char *fmt, ...)
+{
+	struct broker *b = p->b;
+	char why[MSG_ERR_LEN + 64];
+	int idx = pod_addr(p);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	log_warnx("pod %s/%s: add failed: %s", p->container_id, p->ifname,
+	    why);
+	b->engine.stats.adds_failed++;
+	/* Rules may be half there: the address cools before reuse, and
+	 * reconciliation removes what netd left. */
+	if (idx >= 0)
+		engine_release_addr(p->eni, idx, true);
+	jref_error(&p->add_ref, "netd", "setting up the pod's routing rules "
+	    "failed: %s", why);
+	if (p->del_wanted)
+		durable_reply(b, &p->del_ref, ok_answer());
+	pod_free(p);
+	checkpoint_mark(b);
+}
+
+static void
+pod_gone(struct pod *p)
+{
+	struct broker *b = p->b;
+	struct gc_run *gc = p->gc;
+	int idx = pod_addr(p);
+
+	if (idx >= 0)
+		engine_release_addr(p->eni, idx, true);
+	b->engine.stats.dels++;
+	durable_reply(b, &p->del_ref, ok_answer());
+	if (gc != NULL && --gc->outstanding == 0) {
+		struct json_object *o = ok_answer();
+
+		json_object_object_add(o, "released",
+		    json_object_new_int((int32_t)gc->released));
+		durable_reply(b, &gc->ref, o);
+		free(gc);
+	}
+	pod_free(p);
+	checkpoint_mark(b);
+}
+
+static void
+pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct pod *p = arg;
+	struct msg_result r;
+	char ip[IP4_STR_LEN];
+
+	(void)final;
+	netd_slot_free(b);
+	ip4_format(p->ip, ip);
+	if (m != NULL)
+		memcpy(&r, m->u.bytes, sizeof(r));
+	if (p->state == POD_ADDING) {
+		if (m == NULL) {
+			pod_add_failed(p, "enid-netd did not answer in time");
+			return;
+		}
+		if (r.status != ST_OK) {
+			pod_add_failed(p, "%s: %s", msg_status_name(r.status),
+			    r.message);
+			return;
+		}
+		p->state = POD_READY;
+		b->engine.stats.adds_ok++;
+		log_info("pod %s/%s (%s/%s): %s on %s", p->container_id,
+		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
+		    p->k8s_name[0] ? p->k8s_name : "-", ip,
+		    p->eni ? p->eni->id : "?");
+		durable_reply(b, &p->add_ref, pod_answer(b, p));
+		if (p->del_wanted)
+			pod_del_start(p);
+		return;
+	}
+	/* Deleting: rules that stay behind are found and removed by
+	 * reconciliation; the pod is gone either way. */
+	if (m == NULL)
+		log_warnx("pod %s/%s at %s: enid-netd did not answer the rule "
+		    "removal; reconciliation removes what is left",
+		    p->container_id, p->ifname, ip);
+	else if (r.status != ST_OK)
+		log_warnx("pod %s/%s at %s: rule removal: %s: %s; "
+		    "reconciliation removes what is left", p->container_id,
+		    p->ifname, ip, msg_status_name(r.status), r.message);
+	else
+		log_info("pod %s/%s: %s released", p->container_id, p->ifname,
+		    ip);
+	pod_gone(p);
+}
+
+static void
+pod_del_start(struct pod *p)
+{
+	p->state = POD_DELETING;
+	p->del_wanted = false;
+	pod_netd_send(p);
+}
+
+/* Make sure p's rules are installed (adopted or restored pods). */
+static void
+pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct pod *p = arg;
+	struct msg_result r;
+
+	(void)final;
+	netd_slot_free(b);
+	if (m == NULL)
+		return;
+	memcpy(&r, m->u.bytes, sizeof(r));
+	if (r.status != ST_OK)
+		log_warnx("pod %s/%s: restoring its rules: %s: %s",
+		    p->container_id, p->ifname, msg_status_name(r.status),
+		    r.message);
+	if (p->del_wanted)
+		pod_del_start(p);
+}
+
+void
+pod_rules_ensure(struct pod *p)
+{
+	struct broker *b = p->b;
+	struct msg_netd_pod_rule req;
+
+	if (p->state != POD_READY || p->eni == NULL || p->req.active)
+		return;
+	memset(&req, 0, sizeof(req));
+	req.addr = p->ip;
+	req.table = p->eni->table;
+	b->engine.netd_inflight++;
+	broker_request(b, &p->req, &b->netd, MSG_NETD_ADD_POD, &req,
+	    sizeof(req), ENGINE_NETD_DEADLINE_MS, pod_rules_answer, p);
+}
+
+/* ---- taking an address ---- */
+
+static void
+pod_take(struct broker *b, struct jref *ref, const char *cid,
+    const char *ifname, const char *ns, const char *name, const char *uid,
+    struct eni *e)
+{
+	struct pod *p = pod_new(b, cid, ifname);
+	uint64_t now = now_ms();
+	uint32_t i;
+	int best = -1;
+
+	msg_strlcpy(p->k8s_namespace, ns, sizeof(p->k8s_namespace));
+	msg_strlcpy(p->k8s_name, name, sizeof(p->k8s_name));
+	msg_strlcpy(p->k8s_uid, uid, sizeof(p->k8s_uid));
+	/* The free address that has rested longest: cooled ones first. */
+	for (i = 0; i < e->naddrs; i++) {
+		const struct eni_addr *a = &e->addrs[i];
+
+		if (a->state == ADDR_FREE ||
+		    (a->state == ADDR_COOLING && a->cool_until <= now)) {
+			if (best == -1 || a->cool_until <
+			    e->addrs[best].cool_until)
+				best = (int)i;
+		}
+	}
+	if (best < 0)
+		fatalx("pool: %s has no free address after all (bug)", e->id);
+	e->addrs[best].state = ADDR_ASSIGNED;
+	e->addrs[best].pod = p;
+	p->ip = e->addrs[best].ip;
+	p->eni = e;
+	msg_strlcpy(p->eni_id, e->id, sizeof(p->eni_id));
+	p->state = POD_ADDING;
+	p->since = (int64_t)time(NULL);
+	p->add_ref = *ref;
+	ref->server = NULL;
+	pod_netd_send(p);
+	engine_kick(b);
+}
+
+/* The ENI to take from now, or NULL. */
+static struct eni *
+pick_eni(struct broker *b)
+{
+	struct eni *best = NULL;
+	uint64_t now = now_ms();
+	uint32_t i, j, nfree, nbest = 0, assigned;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		if (!e->used || e->state != ENI_READY || e->drain_requested ||
+		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured)
+			continue;
+		nfree = assigned = 0;
+		for (j = 0; j < e->naddrs; j++) {
+			const struct eni_addr *a = &e->addrs[j];
+
+			if (a->state == ADDR_FREE || (a->state ==
+			    ADDR_COOLING && a->cool_until <= now))
+				nfree++;
+			else if (a->state == ADDR_ASSIGNED)
+				assigned++;
+		}
+		/* Pack: the fullest that still has room. */
+		if (nfree > 0 && (best == NULL || assigned > nbest)) {
+			best = e;
+			nbest = assigned;
+		}
+	}
+	return best;
+}
+
+/* ---- waiters ---- */
+
+static void
+waiter_free(struct broker *b, struct waiter *w)
+{
+	loop_timer_cancel(&b->loop, &w->timer);
+	TAILQ_REMOVE(&b->engine.waiters, w, entry);
+	b->engine.nwaiters--;
+	free(w);
+}
+
+static void
+waiter_timeout(struct loop *l, struct loop_timer *t)
+{
+	struct waiter *w = t->arg;
+	struct broker *b = w->b;
+	struct engine *en = &b->engine;
+
+	(void)l;
+	/* A growth failure while it waited names the cause better than
+	 * "timeout" does ("throttled", "cloud-unreachable"). */
+	jref_error(&w->ref, en->last_failure_code[0] &&
+	    en->last_failure_at >= w->since ? en->last_failure_code :
+	    "timeout", "no address within add_timeout (%u s): "
+	    "the pool is %s%s%s", b->cfg.pool.add_timeout_s,
+	    en->phase != PHASE_RUNNING ? "still starting" : "growing",
+	    en->last_failure[0] ? "; last growth failure: " : "",
+	    en->last_failure);
+	b->engine.stats.adds_failed++;
+	waiter_free(b, w);
+	engine_kick(b);
+}
+
+static void
+waiter_add(struct broker *b, struct jref *ref, const struct cni_request *r)
+{
+	struct waiter *w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("waiter: out of memory");
+	w->b = b;
+	w->ref = *ref;
+	ref->server = NULL;
+	msg_strlcpy(w->container_id, r->container_id, sizeof(w->container_id));
+	msg_strlcpy(w->ifname, r->ifname, sizeof(w->ifname));
+	msg_strlcpy(w->k8s_namespace, r->k8s_namespace,
+	    sizeof(w->k8s_namespace));
+	msg_strlcpy(w->k8s_name, r->k8s_name, sizeof(w->k8s_name));
+	msg_strlcpy(w->k8s_uid, r->k8s_uid, sizeof(w->k8s_uid));
+	w->since = now_ms();
+	loop_timer_init(&w->timer, waiter_timeout, w);
+	loop_timer_after(&b->loop, &w->timer,
+	    (uint64_t)b->cfg.pool.add_timeout_s * 1000);
+	TAILQ_INSERT_TAIL(&b->engine.waiters, w, entry);
+	b->engine.nwaiters++;
+	log_debug("pod %s/%s: waiting for an address (%u waiting)",
+	    w->container_id, w->ifname, b->engine.nwaiters);
+	engine_kick(b);
+}
+
+void
+waiters_fail(struct broker *b, uint64_t before, const char *code,
+    const char *fmt, ...)
+{
+	struct waiter *w;
+	char why[MSG_ERR_LEN + 128];
+	uint64_t timeout = (uint64_t)b->cfg.pool.add_timeout_s * 1000;
+	uint32_t n = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	/* Oldest first, so the deadlines are in order. */
+	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL &&
+	    w->since + timeout <= before) {
+		jref_error(&w->ref, code, "%s", why);
+		b->engine.stats.adds_failed++;
+		waiter_free(b, w);
+		n++;
+	}
+	if (n > 0)
+		log_warnx("pool: %u waiting ADDs answered %s: %s", n, code, why);
+}
+
+void
+pods_serve_waiters(struct broker *b)
+{
+	struct waiter *w;
+	struct pod *p;
+	struct eni *e;
+
+	if (b->engine.phase != PHASE_RUNNING)
+		return;
+	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL) {
+		if (!jref_alive(&w->ref)) {
+			waiter_free(b, w);	/* the runtime gave up */
+			continue;
+		}
+		if ((p = pod_find(b, w->container_id, w->ifname)) != NULL) {
+			/* Added meanwhile by a retry: the same answer. */
+			if (p->state == POD_READY && !p->lost)
+				jref_reply(&w->ref, pod_answer(b, p));
+			else
+				jref_error(&w->ref, "busy", "this attachment "
+				    "is being changed; try again");
+			waiter_free(b, w);
+			continue;
+		}
+		if ((e = pick_eni(b)) == NULL)
+			return;
+		pod_take(b, &w->ref, w->container_id, w->ifname,
+		    w->k8s_namespace, w->k8s_name, w->k8s_uid, e);
+		waiter_free(b, w);
+	}
+}
+
+/* ---- the ops ---- */
+
+static bool
+parse_or_bad(struct jref *ref, struct json_object *req, struct cni_request *r)
+{
+	char err[256];
+
+	if (cni_request_parse(req, r, err, sizeof(err)) == 0)
+		return true;
+	jref_bad(ref, "%s", err);
+	return false;
+}
+
+static void
+op_add(struct broker *b, struct jref *ref, struct json_object *req)
+{
+	struct cni_request r;
+	struct pod *p;
+	struct eni *e;
+
+	if (!parse_or_bad(ref, req, &r))
+		return;
+	if ((p = pod_find(b, r.container_id, r.ifname)) != NULL) {
+		switch (p->state) {
+		case POD_READY:
+			if (p->lost)
+				jref_error(ref, "address-lost", "this "
+				    "attachment's address is gone (%s); delete "
+				    "it first", p->lost_why);
+			else
+				/* Idempotent: the same address again. */
+				jref_reply(ref, pod_answer(b, p));
+			break;
+		case POD_ADDING:
+			/* A retry while the first is in flight takes over
+			 * the answer; the first was given up on. */
+			jref_error(&p->add_ref, "busy", "superseded by a "
+			    "repeated ADD");
+			p->add_ref = *ref;
+			ref->server = NULL;
+			break;
+		case POD_DELETING:
+			jref_error(ref, "busy", "this attachment is being "
+			    "deleted; try again");
+			break;
+		}
+		cni_request_free(&r);
+		return;
+	}
+	if (b->engine.phase == PHASE_RUNNING && b->engine.nwaiters == 0 &&
+	    (e = pick_eni(b)) != NULL)
+		pod_take(b, ref, r.container_id, r.ifname, r.k8s_namespace,
+		    r.k8s_name, r.k8s_uid, e);
+	else
+		waiter_add(b, ref, &r);
+	cni_request_free(&r);
+}
+
+static void
+op_del(struct broker *b, struct jref *ref, struct json_object *req)
+{
+	struct cni_request r;
+	struct waiter *w;
+	struct pod *p;
+
+	if (!parse_or_bad(ref, req, &r))
+		return;
+	/* An ADD still waiting for an address is simply dropped. */
+	TAILQ_FOREACH(w, &b->engine.waiters, entry)
+		if (strcmp(w->container_id, r.container_id) == 0 &&
+		    strcmp(w->ifname, r.ifname) == 0) {
+			jref_error(&w->ref, "cancelled", "deleted while "
+			    "waiting for an address");
+			waiter_free(b, w);
+			break;
+		}
+	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
+		jref_reply(ref, ok_answer());	/* idempotent */
+		cni_request_free(&r);
+		return;
+	}
+	if (p->del_ref.server != NULL)
+		jref_error(&p->del_ref, "busy", "superseded by a repeated DEL");
+	p->del_ref = *ref;
+	ref->server = NULL;
+	if (p->state == POD_READY && !p->req.active && !p->netd_waiting)
+		pod_del_start(p);
+	else
+		p->del_wanted = p->state != POD_DELETING;
+	cni_request_free(&r);
+}
+
+static void
+op_check(struct broker *b, struct jref *ref, struct json_object *req)
+{
+	struct cni_request r;
+	struct pod *p;
+	char ip[IP4_STR_LEN], want[IP4_STR_LEN];
+
+	if (!parse_or_bad(ref, req, &r))
+		return;
+	p = pod_find(b, r.container_id, r.ifname);
+	if (p == NULL)
+		jref_error(ref, "unknown-container", "enid holds no address "
+		    "for %s/%s", r.container_id, r.ifname);
+	else if (p->lost)
+		jref_error(ref, "address-lost", "%s", p->lost_why);
+	else if (p->state != POD_READY)
+		jref_error(ref, "busy", "this attachment is being changed");
+	else if (r.ip != 0 && r.ip != p->ip) {
+		ip4_format(p->ip, ip);
+		ip4_format(r.ip, want);
+		jref_error(ref, "address-mismatch", "enid holds %s for this "
+		    "attachment, not %s", ip, want);
+	} else if (p->eni == NULL || p->eni->state != ENI_READY)
+		jref_error(ref, "eni-unavailable", "its ENI %s is %s",
+		    p->eni ? p->eni->id : p->eni_id,
+		    p->eni ? eni_state_name(p->eni->state) : "gone");
+	else
+		jref_reply(ref, pod_answer(b, p));
+	cni_request_free(&r);
+}
+
+static void
+op_gc(struct broker *b, struct jref *ref, struct json_object *req)
+{
+	struct cni_request r;
+	struct gc_run *gc;
+	struct pod *p, *next;
+	size_t i;
+
+	if (!parse_or_bad(ref, req, &r))
+		return;
+	if (b->engine.phase != PHASE_RUNNING) {
+		/* Restored pods are not bound yet: nothing is released on a
+		 * view that may be partial. */
+		jref_error(ref, "try-again", "enid is still starting");
+		cni_request_free(&r);
+		return;
+	}
+	if ((gc = calloc(1, sizeof(*gc))) == NULL)
+		fatal("gc: out of memory");
+	gc->outstanding = 1;	/* held until every release is started */
+	for (p = TAILQ_FIRST(&b->engine.pods); p != NULL; p = next) {
+		bool valid = false;
+
+		next = TAILQ_NEXT(p, all);
+		for (i = 0; i < r.nvalid && !valid; i++)
+			valid = strcmp(r.valid[i].container_id,
+			    p->container_id) == 0 &&
+			    strcmp(r.valid[i].ifname, p->ifname) == 0;
+		if (valid || p->state == POD_DELETING || p->gc != NULL)
+			continue;
+		log_info("gc: pod %s/%s is not among the valid attachments; "
+		    "releasing it", p->container_id, p->ifname);
+		p->gc = gc;
+		gc->outstanding++;
+		gc->released++;
+		if (p->state == POD_READY && !p->req.active &&
+		    !p->netd_waiting)
+			pod_del_start(p);
+		else
+			p->del_wanted = true;
+	}
+	gc->ref = *ref;
+	ref->server = NULL;
+	if (--gc->outstanding == 0) {
+		struct json_object *o = ok_answer();
+
+		json_object_object_add(o, "released",
+		    json_object_new_int((int32_t)gc->released));
+		durable_reply(b, &gc->ref, o);
+		free(gc);
+	}
+	cni_request_free(&r);
+}
+
+static void
+op_status(struct broker *b, struct jref *ref, struct json_object *req)
+{
+	struct engine *en = &b->engine;
+	struct json_object *o;
+	struct cni_request r;
+	uint32_t free_, assigned, cooling, other, lost = 0;
+	struct pod *p;
+
+	if (!parse_or_bad(ref, req, &r))
+		return;
+	engine_counts(b, &free_, &assigned, &cooling, &other);
+	TAILQ_FOREACH(p, &en->pods, all)
+		if (p->lost)
+			lost++;
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "free", json_object_new_int((int32_t)free_));
+	json_object_object_add(o, "assigned",
+	    json_object_new_int((int32_t)assigned));
+	if (en->phase != PHASE_RUNNING) {
+		json_object_object_add(o, "available",
+		    json_object_new_boolean(0));
+		json_object_object_add(o, "code",
+		    json_object_new_string("not-ready"));
+		json_object_object_add(o, "reason", json_object_new_string(
+		    b->instance_state != INSTANCE_KNOWN ? "enid does not know "
+		    "its instance yet" : "enid is reconciling with the cloud"));
+	} else if (free_ == 0 && en->blocked != BLOCK_NONE) {
+		char why[MSG_ERR_LEN + 64];
+
+		json_object_object_add(o, "available",
+		    json_object_new_boolean(0));
+		json_object_object_add(o, "code", json_object_new_string(
+		    en->blocked == BLOCK_BACKOFF ? en->last_failure_code :
+		    pool_block_name(en->blocked)));
+		snprintf(why, sizeof(why), "no free address and the pool "
+		    "cannot grow: %s", en->blocked == BLOCK_BACKOFF ?
+		    en->last_failure : pool_block_name(en->blocked));
+		json_object_object_add(o, "reason",
+		    json_object_new_string(why));
+	} else
+		json_object_object_add(o, "available",
+		    json_object_new_boolean(1));
+	json_object_object_add(o, "lost_pods",
+	    json_object_new_int((int32_t)lost));
+	if (lost > 0)
+		json_object_object_add(o, "limited_reason",
+		    json_object_new_string("pods whose ENI or address vanished "
+		    "have no connectivity"));
+	jref_reply(ref, o);
+	cni_request_free(&r);
+}
+
+const struct jop cni_ops[] = {
+	{ "add",	op_add },
+	{ "del",	op_del },
+	{ "check",	op_check },
+	{ "gc",		op_gc },
+	{ "status",	op_status },
+	{ NULL,		NULL },
+};
+
+/* ---- restart ---- */
+
+void
+pod_restore(struct broker *b, const struct ckpt_pod *cp)
+{
+	struct pod *p;
+
+	if (pod_find(b, cp->container_id, cp->ifname) != NULL)
+		return;
+	p = pod_new(b, cp->container_id, cp->ifname);
+	msg_strlcpy(p->k8s_namespace, cp->k8s_namespace,
+	    sizeof(p->k8s_namespace));
+	msg_strlcpy(p->k8s_name, cp->k8s_name, sizeof(p->k8s_name));
+	msg_strlcpy(p->k8s_uid, cp->k8s_uid, sizeof(p->k8s_uid));
+	msg_strlcpy(p->eni_id, cp->eni_id, sizeof(p->eni_id));
+	p->ip = cp->ip;
+	p->since = cp->since;
+	p->state = POD_READY;
+	p->restored = true;
+}
+
+/*
+ * Restored pods find their addresses once their ENIs are ready again;
+ * restored cooling addresses cool on.  Called after every ENI set-up and
+ * after each reconciliation: a restored pod whose ENI the cloud no longer
+ * has (after a full reconciliation) is lost.
+ */
+void
+pods_bind_restored(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct pod *p;
+	uint64_t now = now_ms();
+	time_t wall = time(NULL);
+	size_t i;
+
+	TAILQ_FOREACH(p, &en->pods, all) {
+		struct eni *e;
+		int idx;
+
+		if (!p->restored || p->eni != NULL || p->lost)
+			continue;
+		e = eni_find(b, p->eni_id);
+		if (e == NULL || (e->state != ENI_READY &&
+		    e->state != ENI_DRAINING)) {
+			if (en->phase == PHASE_RUNNING && (e == NULL ||
+			    e->state > ENI_DRAINING))
+				pod_lost(p, "its ENI vanished while enid was "
+				    "down");
+			continue;
+		}
+		idx = eni_addr_index(e, p->ip);
+		if (idx < 0 || e->addrs[idx].state == ADDR_ASSIGNED) {
+			pod_lost(p, idx < 0 ? "the cloud no longer assigns its "
+			    "address" : "its address is held twice");
+			continue;
+		}
+		e->addrs[idx].state = ADDR_ASSIGNED;
+		e->addrs[idx].pod = p;
+		p->eni = e;
+		p->restored = false;
+		log_info("pod %s/%s: restored at %s", p->container_id,
+		    p->ifname, e->id);
+		pod_rules_ensure(p);
+	}
+	for (i = 0; i < en->restored.ncooling; i++) {
+		const struct ckpt_cooling *cc = &en->restored.cooling[i];
+		struct eni *e = eni_find(b, cc->eni_id);
+		int idx;
+
+		if (e == NULL || (idx = eni_addr_index(e, cc->ip)) < 0 ||
+		    e->addrs[idx].state != ADDR_FREE || cc->until <= wall)
+			continue;
+		e->addrs[idx].state = ADDR_COOLING;
+		e->addrs[idx].cool_until = now +
+		    (uint64_t)(cc->until - wall) * 1000;
+	}
+	engine_kick(b);
+}
+
+void
+pods_start(struct broker *b)
+{
+	loop_defer_init(&b->engine.flush, checkpoint_flush, b);
+	loop_timer_init(&b->engine.flush_retry, checkpoint_retry, b);
+}

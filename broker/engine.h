@@ -1,0 +1,302 @@
+/*
+ * The broker's pool engine, shared by its files: ENIs and their addresses
+ * (eni.c), pods and the CNI socket (cni.c), reconciliation and the leak
+ * collector (reconcile.c), and the checkpoint (checkpoint.c).  The policy
+ * itself is pool.c, pure; this is the state it is computed from and the
+ * machinery that carries its actions out.
+ *
+ * Included by enid.h, after the request and socket types it uses: a
+ * file of the broker includes enid.h.
+ */
+#ifndef ENID_ENGINE_H
+#define ENID_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "checkpoint.h"
+#include "pool.h"
+
+#define ENGINE_CLOUD_DEADLINE_MS 30000	/* one cloud intent */
+#define ENGINE_NETD_DEADLINE_MS	5000	/* one netd request */
+#define ENGINE_POLL_MIN_MS	500	/* waiting for detach: first poll */
+#define ENGINE_POLL_MAX_MS	8000
+#define ENGINE_REMOVE_MAX_TRIES	60	/* then left to the leak collector */
+#define ENGINE_GROW_BACKOFF_MIN_MS 1000	/* after a failed growth step */
+#define ENGINE_GROW_BACKOFF_MAX_MS 60000
+#define ENGINE_MAX_NETD_INFLIGHT 512	/* pod rule requests at once */
+
+/* Tags every ENI gets at creation (CreateNetworkInterface's own
+ * TagSpecifications, so none is ever untagged). */
+#define TAG_CREATOR		"enid.io/created-by"
+#define TAG_CREATOR_VALUE	"enid"
+#define TAG_INSTANCE		"enid.io/instance-id"
+#define TAG_CLUSTER		"enid.io/cluster"
+#define TAG_CREATED_AT		"enid.io/created-at"	/* unix seconds */
+
+enum addr_state {
+	ADDR_PENDING = 0,	/* the ENI is not ready: not in the pool */
+	ADDR_FREE,
+	ADDR_ASSIGNED,
+	ADDR_COOLING,
+	ADDR_REMOVING,		/* unassign in flight */
+};
+
+struct pod;
+
+/* Where removal stands, as the cloud last said. */
+enum eni_rm {
+	RM_UNKNOWN = 0,		/* look */
+	RM_ATTACHED,		/* detach */
+	RM_DETACHING,		/* look again later */
+	RM_AVAILABLE,		/* delete */
+};
+
+enum eni_cfg_step {
+	CFG_DECLARE = 0,
+	CFG_LINK,
+	CFG_SETUP,
+};
+
+struct eni_addr {
+	uint32_t		 ip;		/* network order */
+	enum addr_state		 state;
+	uint64_t		 cool_until;	/* ms, monotonic */
+	struct pod		*pod;
+};
+
+struct eni {
+	struct broker		*b;
+	bool			 used;
+	char			 id[MSG_ID_LEN];	/* "" while creating */
+	char			 subnet_id[MSG_ID_LEN];
+	int			 subnet;	/* index in engine.subnets */
+	char			 attachment_id[MSG_ID_LEN];
+	char			 client_token[MSG_TOKEN_LEN];
+	uint8_t			 mac[6];
+	bool			 primary;	/* device 0: the node's own */
+	bool			 ours;		/* tagged by enid for us */
+	/* its enid.io/instance-id tag when that names another instance (a
+	 * leak being collected): removal looks it up by that tag */
+	char			 tag_instance[MSG_ID_LEN];
+	int			 device_index;	/* -1 until attached */
+	uint32_t		 table;		/* 0: the primary */
+	uint32_t		 primary_ip;
+	enum eni_state		 state;
+	uint64_t		 state_since;
+	bool			 dot_pending;	/* DeleteOnTermination unset */
+	bool			 drain_requested;
+	uint32_t		 link_mtu;
+	uint32_t		 naddrs;
+	struct eni_addr		 addrs[POOL_MAX_ADDRS];
+	uint32_t		 assigning;	/* addresses asked for */
+	uint32_t		 remove_tries;
+	uint32_t		 poll_ms;
+	enum eni_rm		 rm;
+	bool			 rm_found;
+	/* one step of its lifecycle, one address change, one DOT call */
+	struct breq		 op;
+	struct breq		 addr_op;
+	struct breq		 dot_op;
+	struct loop_timer	 timer;
+	enum eni_cfg_step	 cfg_step;
+	char			 cause[MSG_ERR_LEN];	/* of the last change */
+	char			 removal[MSG_ERR_LEN];	/* why it is leaving */
+};
+
+enum pod_state {
+	POD_ADDING = 0,		/* address taken; netd rules in flight */
+	POD_READY,
+	POD_DELETING,		/* netd rules being removed */
+};
+
+struct pod {
+	LIST_ENTRY(pod)		 hash;
+	TAILQ_ENTRY(pod)	 all;
+	struct broker		*b;
+	char			 container_id[CKPT_CID_LEN];
+	char			 ifname[CKPT_IFNAME_LEN];
+	char			 k8s_namespace[CKPT_K8S_LEN];
+	char			 k8s_name[CKPT_K8S_LEN];
+	char			 k8s_uid[CKPT_UID_LEN];
+	uint32_t		 ip;
+	char			 eni_id[CKPT_ENI_LEN];
+	struct eni		*eni;		/* NULL: its ENI vanished */
+	enum pod_state		 state;
+	int64_t			 since;		/* unix seconds */
+	bool			 restored;	/* from the checkpoint */
+	bool			 lost;		/* ENI or address vanished */
+	char			 lost_why[128];
+	struct breq		 req;		/* its netd request */
+	bool			 netd_waiting;	/* queued for a netd slot */
+	TAILQ_ENTRY(pod)	 netd_q;
+	struct jref		 add_ref;	/* the ADD to answer, if any */
+	struct jref		 del_ref;	/* the DEL to answer, if any */
+	bool			 del_wanted;	/* DEL arrived while adding */
+	struct gc_run		*gc;		/* a GC waiting for it */
+};
+
+/* An answer held back until the checkpoint that makes it true is on
+ * disk. */
+struct durable_reply {
+	TAILQ_ENTRY(durable_reply) entry;
+	struct jref		 ref;
+	struct json_object	*answer;
+};
+
+/* An ADD waiting for the pool to grow, at most add_timeout. */
+struct waiter {
+	TAILQ_ENTRY(waiter)	 entry;
+	struct broker		*b;
+	struct jref		 ref;
+	char			 container_id[CKPT_CID_LEN];
+	char			 ifname[CKPT_IFNAME_LEN];
+	char			 k8s_namespace[CKPT_K8S_LEN];
+	char			 k8s_name[CKPT_K8S_LEN];
+	char			 k8s_uid[CKPT_UID_LEN];
+	uint64_t		 since;
+	struct loop_timer	 timer;
+};
+
+/* A GC op: answered once every pod it released is gone for good. */
+struct gc_run {
+	struct jref		 ref;
+	uint32_t		 outstanding;
+	uint32_t		 released;
+};
+
+struct subnet {
+	char			 id[MSG_ID_LEN];
+	char			 az[MSG_ID_LEN];
+	uint32_t		 cidr;		/* network order */
+	uint8_t			 prefix;
+	uint32_t		 gateway;	/* network order: base + 1 */
+	bool			 known;		/* described by the cloud */
+	bool			 configured;	/* growth may use it */
+	uint32_t		 available;
+	uint64_t		 inhibited_until;
+	uint32_t		 nsgs;
+	char			 sgs[MSG_MAX_SGS][MSG_ID_LEN];
+};
+
+enum engine_phase {
+	PHASE_WAITING = 0,	/* for the instance and netd's policy */
+	PHASE_STARTING,		/* first subnets describe and reconcile */
+	PHASE_RUNNING,
+};
+
+/* Counters for status and metrics. */
+struct engine_stats {
+	uint64_t		 adds_ok, adds_failed, dels, quarantines;
+	uint64_t		 enis_created, enis_deleted, leaks_deleted;
+	uint64_t		 drifts_fixed, reconciles, checkpoint_writes;
+	uint64_t		 checkpoint_failures;
+};
+
+struct reconcile_run;
+
+struct engine {
+	enum engine_phase	 phase;
+	struct pool_params	 params;
+	uint32_t		 ips_per_eni;
+	uint32_t		 cloud_attached;	/* last described */
+	struct eni		 enis[POOL_MAX_ENIS];
+	uint32_t		 nsubnets;
+	struct subnet		 subnets[POOL_MAX_SUBNETS];
+	struct breq		 subnets_req;
+	uint32_t		 subnets_seen;
+
+	/* pods */
+	LIST_HEAD(, pod)	 pod_hash[256];
+	TAILQ_HEAD(, pod)	 pods;
+	uint32_t		 npods;
+	TAILQ_HEAD(, pod)	 netd_queue;	/* waiting for a slot */
+	uint32_t		 netd_inflight;
+	TAILQ_HEAD(, waiter)	 waiters;
+	uint32_t		 nwaiters;
+
+	/* the cloud's view of the instance's attachments */
+	uint32_t		 ncloud_devices;
+	uint32_t		 cloud_devices[POOL_MAX_ENIS];
+
+	/* planning */
+	struct loop_defer	 kick;
+	struct loop_timer	 plan_timer;
+	uint64_t		 surplus_since;
+	uint64_t		 grow_backoff_until;
+	uint32_t		 grow_backoff_ms;
+	enum pool_block		 blocked;
+	char			 last_failure[MSG_ERR_LEN];
+	char			 last_failure_code[32];
+	uint64_t		 last_failure_at;
+
+	/* durability */
+	int			 state_fd;
+	bool			 dirty;
+	struct loop_defer	 flush;
+	struct loop_timer	 flush_retry;
+	TAILQ_HEAD(, durable_reply) durable_wait;
+	struct checkpoint	 restored;
+	bool			 rebuild_from_kernel; /* checkpoint was unusable */
+	int64_t			 started_wall;	/* unix s, engine_init */
+
+	/* reconciliation */
+	struct reconcile_run	*recon;
+	bool			 recon_again;
+	bool			 started_recon;
+	struct loop_timer	 recon_timer;
+	struct loop_timer	 subnets_timer;
+	struct jref		 recon_waiters[8];
+	uint32_t		 nrecon_waiters;
+	struct engine_stats	 stats;
+};
+
+/* eni.c */
+void	engine_init(struct broker *b);
+void	engine_start(struct broker *b);		/* instance known, policy set */
+void	engine_kick(struct broker *b);		/* re-plan after this turn */
+struct eni *eni_find(struct broker *b, const char *id);
+struct eni *eni_new(struct broker *b);
+void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	eni_configure(struct eni *e);		/* netd set-up, then ready */
+void	eni_remove(struct eni *e, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	eni_free(struct eni *e);
+void	eni_set_dot(struct eni *e);
+int	eni_addr_index(const struct eni *e, uint32_t ip);
+bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
+	    char *why, size_t whylen);
+struct subnet *subnet_by_id(struct broker *b, const char *id);
+void	engine_fail_growth(struct broker *b, const char *code,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
+	    uint32_t *cooling, uint32_t *other);
+uint32_t eni_table(struct broker *b, int device_index);
+
+/* cni.c */
+extern const struct jop cni_ops[];
+void	pods_init(struct broker *b);
+void	pods_start(struct broker *b);
+struct pod *pod_find(struct broker *b, const char *cid, const char *ifname);
+void	pods_serve_waiters(struct broker *b);
+/* Answer code to the waiting ADDs whose add_timeout ends by before (ms,
+ * monotonic; UINT64_MAX: all of them). */
+void	waiters_fail(struct broker *b, uint64_t before, const char *code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void	pod_lost(struct pod *p, const char *why);
+void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
+void	pods_bind_restored(struct broker *b);
+void	pod_rules_ensure(struct pod *p);
+void	checkpoint_mark(struct broker *b);	/* write before answers */
+void	durable_reply(struct broker *b, struct jref *ref,
+	    struct json_object *answer);
+void	engine_release_addr(struct eni *e, int idx, bool cool);
+
+/* reconcile.c */
+void	reconcile_now(struct broker *b, const char *why);
+void	reconcile_schedule(struct broker *b);
+void	subnets_describe(struct broker *b);
+
+#endif /* ENID_ENGINE_H */

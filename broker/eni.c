@@ -1,0 +1,1571 @@
+/*
+ * The pool engine's ENIs: their lifecycle, driven by enid-cloudd's and
+ * enid-netd's outcomes, and the planner that turns pool_plan()'s actions
+ * into those steps.
+ *
+ *   creating -> attaching -> configuring -> ready -> draining
+ *            -> detaching -> deleting -> gone;   quarantined
+ *
+ * An ENI's addresses enter the pool only once netd has found its link and
+ * set up its table (fail fast); a link that never appears, or a set-up
+ * that fails, quarantines the ENI, and it leaves by the one removal path:
+ * detach, wait until the cloud says it is available, delete.  Nothing
+ * ever deletes an attached ENI.  Every address the cloud names is checked
+ * against the ENI's subnet before it is used.
+ */
+#include <sys/random.h>
+
+#include <arpa/inet.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "enid.h"
+#include "log.h"
+
+static void	eni_remove_step(struct eni *e);
+static void	eni_configure_step(struct eni *e);
+static void	engine_plan_cb(struct loop *, struct loop_defer *);
+static void	engine_timer_cb(struct loop *, struct loop_timer *);
+
+/* ---- small helpers ---- */
+
+static const char *
+eni_name(const struct eni *e)
+{
+	return e->id[0] ? e->id : "(new ENI)";
+}
+
+uint32_t
+eni_table(struct broker *b, int device_index)
+{
+	return device_index > 0 ?
+	    b->cfg.routing.table_base + (uint32_t)device_index : 0;
+}
+
+struct subnet *
+subnet_by_id(struct broker *b, const char *id)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->engine.nsubnets; i++)
+		if (strcmp(b->engine.subnets[i].id, id) == 0)
+			return &b->engine.subnets[i];
+	return NULL;
+}
+
+struct eni *
+eni_find(struct broker *b, const char *id)
+{
+	uint32_t i;
+
+	if (id[0] == '\0')
+		return NULL;
+	for (i = 0; i < POOL_MAX_ENIS; i++)
+		if (b->engine.enis[i].used &&
+		    strcmp(b->engine.enis[i].id, id) == 0)
+			return &b->engine.enis[i];
+	return NULL;
+}
+
+int
+eni_addr_index(const struct eni *e, uint32_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].ip == ip)
+			return (int)i;
+	return -1;
+}
+
+static void	eni_timer_cb(struct loop *, struct loop_timer *);
+
+struct eni *
+eni_new(struct broker *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		if (e->used)
+			continue;
+		memset(e, 0, sizeof(*e));
+		e->b = b;
+		e->used = true;
+		e->subnet = -1;
+		e->device_index = -1;
+		e->state_since = now_ms();
+		loop_timer_init(&e->timer, eni_timer_cb, e);
+		return e;
+	}
+	return NULL;
+}
+
+void
+eni_free(struct eni *e)
+{
+	struct broker *b = e->b;
+	uint32_t i;
+
+	broker_request_cancel(b, &e->op);
+	broker_request_cancel(b, &e->addr_op);
+	broker_request_cancel(b, &e->dot_op);
+	loop_timer_cancel(&b->loop, &e->timer);
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].pod != NULL)
+			pod_lost(e->addrs[i].pod, "its ENI is gone");
+	e->used = false;
+	engine_kick(b);
+}
+
+void
+eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
+{
+	char cause[MSG_ERR_LEN];
+	va_list ap;
+
+	/* Formatted aside: the cause may quote the old one. */
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	memcpy(e->cause, cause, sizeof(e->cause));
+	if (st == e->state && e->state_since != 0) {
+		log_debug("%s: %s: %s", eni_name(e), eni_state_name(st),
+		    e->cause);
+		return;
+	}
+	log_info("%s: %s -> %s: %s", eni_name(e), eni_state_name(e->state),
+	    eni_state_name(st), e->cause);
+	if (st == ENI_QUARANTINED)
+		e->b->engine.stats.quarantines++;
+	e->state = st;
+	e->state_since = now_ms();
+	engine_kick(e->b);
+}
+
+/*
+ * An address the cloud named for e, judged before it is used: inside the
+ * ENI's subnet, not one of the subnet's reserved addresses (the network,
+ * the router, DNS, the reserved fourth, broadcast), not the ENI's own or
+ * the node's, inside the VPC, and on no other ENI.
+ */
+bool
+eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
+    char *why, size_t whylen)
+{
+	const struct subnet *s = e->subnet >= 0 ?
+	    &b->engine.subnets[e->subnet] : NULL;
+	const struct msg_cloud_instance *in = &b->instance;
+	uint32_t h = ntohl(ip), base, last, i;
+	bool in_vpc = false;
+
+	if (s == NULL || !s->known) {
+		snprintf(why, whylen, "subnet %s is not known", e->subnet_id);
+		return false;
+	}
+	if (!cidr4_contains(s->cidr, s->prefix, ip)) {
+		snprintf(why, whylen, "outside subnet %s", s->id);
+		return false;
+	}
+	base = ntohl(s->cidr);
+	last = s->prefix == 0 ? 0xffffffffu :
+	    base | (0xffffffffu >> s->prefix);
+	if (h - base < 4 || h == last) {
+		snprintf(why, whylen, "a reserved address of subnet %s", s->id);
+		return false;
+	}
+	if (ip == e->primary_ip || ip == in->primary_ip) {
+		snprintf(why, whylen, "the primary address of %s",
+		    ip == in->primary_ip ? "the node" : "the ENI");
+		return false;
+	}
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++)
+		if (cidr4_contains(in->cidrs[i].addr, in->cidrs[i].prefix, ip))
+			in_vpc = true;
+	if (!in_vpc) {
+		snprintf(why, whylen, "outside the VPC");
+		return false;
+	}
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &b->engine.enis[i];
+
+		if (!o->used || o == e)
+			continue;
+		if (o->primary_ip == ip || eni_addr_index(o, ip) >= 0) {
+			snprintf(why, whylen, "already on %s", eni_name(o));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Take the addresses a cloud answer names for e.  Each is checked; a bad
+ * one is logged and never used.  Returns how many were taken. */
+static uint32_t
+eni_take_addrs(struct eni *e, const uint32_t *addrs, uint32_t n,
+    enum addr_state st, const char *what)
+{
+	char why[128], ip[IP4_STR_LEN];
+	uint32_t i, taken = 0;
+
+	for (i = 0; i < n; i++) {
+		if (eni_addr_index(e, addrs[i]) >= 0)
+			continue;
+		ip4_format(addrs[i], ip);
+		if (!eni_addr_acceptable(e->b, e, addrs[i], why, sizeof(why))) {
+			log_security("%s: %s: the cloud named %s, %s; never "
+			    "used", eni_name(e), what, ip, why);
+			continue;
+		}
+		if (e->naddrs == POOL_MAX_ADDRS) {
+			log_errorx("%s: %s: more than %d addresses; %s not "
+			    "used", eni_name(e), what, POOL_MAX_ADDRS, ip);
+			continue;
+		}
+		e->addrs[e->naddrs].ip = addrs[i];
+		e->addrs[e->naddrs].state = st;
+		e->addrs[e->naddrs].pod = NULL;
+		e->naddrs++;
+		taken++;
+	}
+	return taken;
+}
+
+static void
+eni_drop_addr(struct eni *e, uint32_t idx)
+{
+	if (e->addrs[idx].pod != NULL)
+		pod_lost(e->addrs[idx].pod, "its address was taken back");
+	e->addrs[idx] = e->addrs[--e->naddrs];
+	if (idx < e->naddrs && e->addrs[idx].pod != NULL)
+		(void)0;	/* pods point at their ENI, not at the slot */
+}
+
+void
+engine_release_addr(struct eni *e, int idx, bool cool)
+{
+	struct eni_addr *a = &e->addrs[idx];
+
+	a->pod = NULL;
+	if (cool && e->b->cfg.pool.ip_cooldown_s > 0) {
+		a->state = ADDR_COOLING;
+		a->cool_until = now_ms() +
+		    (uint64_t)e->b->cfg.pool.ip_cooldown_s * 1000;
+	} else
+		a->state = ADDR_FREE;
+	engine_kick(e->b);
+}
+
+/* The cloud's outcome as the code ADD waiters are told. */
+static const char *
+outcome_code(const struct msg_cloud_status *st)
+{
+	switch (st == NULL ? CO_TRANSIENT : st->outcome) {
+	case CO_THROTTLED:
+		return "throttled";
+	case CO_SUBNET_FULL:
+		return "subnet-full";
+	case CO_LIMIT_EXCEEDED:
+		return "eni-limit";
+	case CO_TRANSIENT:
+		return "cloud-unreachable";
+	default:
+		return "cloud-error";
+	}
+}
+
+static void
+status_text(const struct msg_cloud_status *st, char *buf, size_t len)
+{
+	if (st == NULL)
+		snprintf(buf, len, "no answer from enid-cloudd in time");
+	else
+		snprintf(buf, len, "%s%s%s%s%s", cloud_outcome_name(st->outcome),
+		    st->code[0] ? ": " : "", st->code,
+		    st->message[0] ? ": " : "", st->message);
+}
+
+/* ---- growth failures ---- */
+
+void
+engine_fail_growth(struct broker *b, const char *code, const char *fmt, ...)
+{
+	struct engine *en = &b->engine;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(en->last_failure, sizeof(en->last_failure), fmt, ap);
+	va_end(ap);
+	msg_strlcpy(en->last_failure_code, code, sizeof(en->last_failure_code));
+	en->last_failure_at = now_ms();
+	/* A subnet out of addresses is inhibited on its own; anything else
+	 * backs growth off, doubling up to a minute. */
+	if (strcmp(code, "subnet-full") != 0) {
+		en->grow_backoff_ms = en->grow_backoff_ms == 0 ?
+		    ENGINE_GROW_BACKOFF_MIN_MS : en->grow_backoff_ms * 2;
+		if (en->grow_backoff_ms > ENGINE_GROW_BACKOFF_MAX_MS)
+			en->grow_backoff_ms = ENGINE_GROW_BACKOFF_MAX_MS;
+		en->grow_backoff_until = now_ms() + en->grow_backoff_ms;
+		log_warnx("pool: growth failed (%s); retrying in %u ms",
+		    en->last_failure, en->grow_backoff_ms);
+	} else
+		log_warnx("pool: growth failed (%s)", en->last_failure);
+	engine_kick(b);
+}
+
+static bool
+failure_may_pass(const char *code)
+{
+	return strcmp(code, "throttled") == 0 ||
+	    strcmp(code, "cloud-unreachable") == 0 ||
+	    strcmp(code, "no-address") == 0;
+}
+
+static void
+growth_succeeded(struct broker *b)
+{
+	b->engine.grow_backoff_ms = 0;
+	b->engine.grow_backoff_until = 0;
+}
+
+static void
+subnet_inhibit(struct broker *b, int idx, const char *why)
+{
+	struct subnet *s;
+
+	if (idx < 0 || (uint32_t)idx >= b->engine.nsubnets)
+		return;
+	s = &b->engine.subnets[idx];
+	s->inhibited_until = now_ms() +
+	    (uint64_t)b->cfg.pool.subnet_backoff_s * 1000;
+	s->available = 0;
+	log_warnx("subnet %s: %s; not used for growth for %u s, or until the "
+	    "cloud reports free addresses in it", s->id, why,
+	    b->cfg.pool.subnet_backoff_s);
+}
+
+/* ---- the removal path: teardown, detach, wait until available, delete */
+
+static void remove_answer(struct broker *, void *, const struct msg *, bool);
+
+static void
+eni_retry_later(struct eni *e)
+{
+	e->poll_ms = e->poll_ms == 0 ? ENGINE_POLL_MIN_MS : e->poll_ms * 2;
+	if (e->poll_ms > ENGINE_POLL_MAX_MS)
+		e->poll_ms = ENGINE_POLL_MAX_MS;
+	loop_timer_after(&e->b->loop, &e->timer, e->poll_ms);
+}
+
+static void
+remove_give_up(struct eni *e)
+{
+	log_errorx("%s: still not removed after %u steps (%s); left to "
+	    "reconciliation and the leak collector", eni_name(e),
+	    e->remove_tries, e->removal);
+	eni_free(e);
+}
+
+static void
+remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
+    bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_eni ce;
+	struct msg_cloud_done done;
+
+	(void)final;
+	if (m == NULL) {
+		e->rm = RM_UNKNOWN;
+		eni_retry_later(e);
+		return;
+	}
+	if (m->hdr.type == MSG_CLOUD_ENI) {
+		memcpy(&ce, m->u.bytes, sizeof(ce));
+		if (strcmp(ce.eni_id, e->id) != 0)
+			return;
+		e->rm_found = true;
+		/* What the cloud says now decides the next step. */
+		if (ce.status == ENI_ST_AVAILABLE && ce.instance_id[0] == '\0')
+			e->rm = RM_AVAILABLE;
+		else if (ce.status == ENI_ST_DETACHING ||
+		    ce.attach_status == ENI_ST_DETACHING ||
+		    ce.attachment_id[0] == '\0')
+			e->rm = RM_DETACHING;
+		else {
+			msg_strlcpy(e->attachment_id, ce.attachment_id,
+			    sizeof(e->attachment_id));
+			e->rm = RM_ATTACHED;
+		}
+		return;
+	}
+	memcpy(&done, m->u.bytes, sizeof(done));
+	if (done.st.outcome != CO_OK) {
+		/* A partial list proves nothing: ask again later. */
+		e->rm = RM_UNKNOWN;
+		eni_retry_later(e);
+		return;
+	}
+	if (!e->rm_found) {
+		log_info("%s: gone from the cloud", eni_name(e));
+		b->engine.stats.enis_deleted++;
+		eni_free(e);
+		return;
+	}
+	eni_remove_step(e);
+}
+
+/* Ask the cloud where e stands: the ENIs tagged for its instance (this
+ * node's, or a vanished one's for a leak), whatever their status. */
+static void
+remove_describe(struct eni *e)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_describe_enis req;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	req.filter = ENIS_BY_TAGS;
+	req.ntags = 1;
+	msg_strlcpy(req.tags[0].key, TAG_INSTANCE, sizeof(req.tags[0].key));
+	msg_strlcpy(req.tags[0].value, e->tag_instance[0] ? e->tag_instance :
+	    b->instance.instance_id, sizeof(req.tags[0].value));
+	e->rm_found = false;
+	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DESCRIBE_ENIS, &req,
+	    sizeof(req), req.deadline_ms, remove_describe_answer, e);
+}
+
+/*
+ * One step of removal, from what is known: an ENI the cloud shows
+ * available is deleted; one attached is detached; one detaching, or whose
+ * state is unknown, is looked at again after a pause.  Never a delete of
+ * an ENI not seen available.
+ */
+static void
+eni_remove_step(struct eni *e)
+{
+	struct broker *b = e->b;
+
+	if (++e->remove_tries > ENGINE_REMOVE_MAX_TRIES) {
+		remove_give_up(e);
+		return;
+	}
+	if (e->id[0] == '\0') {
+		eni_free(e);		/* it never existed */
+		return;
+	}
+	switch (e->rm) {
+	case RM_AVAILABLE: {
+		struct msg_cloud_delete req;
+
+		eni_set_state(e, ENI_DELETING, "available; deleting (%s)",
+		    e->removal);
+		memset(&req, 0, sizeof(req));
+		req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+		msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+		broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DELETE, &req,
+		    sizeof(req), req.deadline_ms, remove_answer, e);
+		return;
+	}
+	case RM_ATTACHED: {
+		struct msg_cloud_detach req;
+
+		if (e->state != ENI_DETACHING)
+			eni_set_state(e, ENI_DETACHING, "detaching (%s)",
+			    e->removal);
+		memset(&req, 0, sizeof(req));
+		req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+		msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+		msg_strlcpy(req.attachment_id, e->attachment_id,
+		    sizeof(req.attachment_id));
+		broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DETACH, &req,
+		    sizeof(req), req.deadline_ms, remove_answer, e);
+		return;
+	}
+	case RM_DETACHING:
+	case RM_UNKNOWN:
+		if (e->state != ENI_DETACHING && e->state != ENI_QUARANTINED)
+			eni_set_state(e, ENI_DETACHING, "waiting until it is "
+			    "available (%s)", e->removal);
+		eni_retry_later(e);
+		return;
+	}
+}
+
+static void
+remove_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_done done;
+	char text[MSG_ERR_LEN + 96];
+
+	(void)final;
+	if (m == NULL) {
+		log_warnx("%s: %s: no answer in time; looking again",
+		    eni_name(e), eni_state_name(e->state));
+		e->rm = RM_UNKNOWN;
+		eni_retry_later(e);
+		return;
+	}
+	memcpy(&done, m->u.bytes, sizeof(done));
+	status_text(&done.st, text, sizeof(text));
+	if (e->state == ENI_DELETING) {
+		if (done.st.outcome == CO_OK || done.st.outcome == CO_NOT_FOUND) {
+			log_info("%s: deleted (%s)", eni_name(e), e->removal);
+			b->engine.stats.enis_deleted++;
+			eni_free(e);
+			return;
+		}
+		/* In use after all: never forced; look again. */
+		log_warnx("%s: delete: %s; looking at its state again",
+		    eni_name(e), text);
+		e->rm = RM_UNKNOWN;
+		eni_retry_later(e);
+		return;
+	}
+	if (done.st.outcome == CO_OK || done.st.outcome == CO_NOT_FOUND)
+		log_info("%s: detach requested; waiting until it is available",
+		    eni_name(e));
+	else
+		log_warnx("%s: detach: %s; looking at its state again",
+		    eni_name(e), text);
+	e->rm = RM_DETACHING;
+	e->poll_ms = 0;
+	eni_retry_later(e);
+}
+
+static void
+remove_forget_answer(struct broker *b, void *arg, const struct msg *m,
+    bool final)
+{
+	struct eni *e = arg;
+
+	(void)b;
+	(void)final;
+	(void)m;
+	eni_remove_step(e);
+}
+
+static void
+remove_teardown_answer(struct broker *b, void *arg, const struct msg *m,
+    bool final)
+{
+	struct eni *e = arg;
+	struct msg_netd_eni req;
+	struct msg_result r;
+
+	(void)final;
+	if (m != NULL && m->hdr.type == MSG_NETD_RESULT) {
+		memcpy(&r, m->u.bytes, sizeof(r));
+		if (r.status != ST_OK)
+			log_warnx("%s: netd teardown: %s: %s", eni_name(e),
+			    msg_status_name(r.status), r.message);
+	}
+	memset(&req, 0, sizeof(req));
+	memcpy(req.mac, e->mac, 6);
+	req.table = e->table;
+	broker_request(b, &e->op, &b->netd, MSG_NETD_FORGET_ENI, &req,
+	    sizeof(req), ENGINE_NETD_DEADLINE_MS, remove_forget_answer, e);
+}
+
+/*
+ * Take e out of service and out of the cloud.  Never for the primary.
+ * An ENI netd was told about is torn down and forgotten first.
+ */
+void
+eni_remove(struct eni *e, const char *fmt, ...)
+{
+	struct broker *b = e->b;
+	enum eni_state was = e->state;
+	char cause[MSG_ERR_LEN];
+	uint32_t i;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	if (e->primary) {
+		log_errorx("%s: the primary ENI is never removed (%s)",
+		    eni_name(e), cause);
+		return;
+	}
+	broker_request_cancel(b, &e->op);
+	broker_request_cancel(b, &e->addr_op);
+	loop_timer_cancel(&b->loop, &e->timer);
+	msg_strlcpy(e->removal, cause, sizeof(e->removal));
+	/* Its addresses leave the pool now. */
+	for (i = 0; i < e->naddrs; i++) {
+		if (e->addrs[i].pod != NULL)
+			pod_lost(e->addrs[i].pod, "its ENI is being removed");
+		e->addrs[i].pod = NULL;
+		e->addrs[i].state = ADDR_PENDING;
+	}
+	e->assigning = 0;
+	e->remove_tries = 0;
+	e->poll_ms = 0;
+	/* What is known of its attachment; the cloud's word decides. */
+	e->rm = e->attachment_id[0] != '\0' ? RM_ATTACHED : RM_UNKNOWN;
+	if (was != ENI_QUARANTINED)
+		eni_set_state(e, ENI_DRAINING, "%s", cause);
+	if (!mac_is_zero(e->mac) && e->table != 0 &&
+	    (was == ENI_CONFIGURING || was == ENI_READY ||
+	    was == ENI_DRAINING || was == ENI_QUARANTINED)) {
+		struct msg_netd_setup_eni req;
+		struct subnet *s = e->subnet >= 0 ?
+		    &b->engine.subnets[e->subnet] : NULL;
+
+		memset(&req, 0, sizeof(req));
+		memcpy(req.mac, e->mac, 6);
+		req.table = e->table;
+		req.addr = e->primary_ip;
+		req.prefix = s ? s->prefix : 32;
+		req.gateway = s ? s->gateway : 0;
+		req.mtu = e->link_mtu;
+		broker_request(b, &e->op, &b->netd, MSG_NETD_TEARDOWN_ENI,
+		    &req, sizeof(req), ENGINE_NETD_DEADLINE_MS,
+		    remove_teardown_answer, e);
+		return;
+	}
+	eni_remove_step(e);
+}
+
+static void
+eni_quarantine(struct eni *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+eni_quarantine(struct eni *e, const char *fmt, ...)
+{
+	char why[MSG_ERR_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	eni_set_state(e, ENI_QUARANTINED, "%s; never used, will detach and "
+	    "delete", why);
+	/* Growth failed: whoever waits for an address hears it now. */
+	engine_fail_growth(e->b, "no-address", "ENI %s quarantined: %s",
+	    e->id[0] ? e->id : "(new)", why);
+	eni_remove(e, "quarantined: %s", why);
+}
+
+static void
+eni_timer_cb(struct loop *l, struct loop_timer *t)
+{
+	struct eni *e = t->arg;
+
+	(void)l;
+	switch (e->state) {
+	case ENI_DETACHING:
+	case ENI_DELETING:
+	case ENI_QUARANTINED:
+	case ENI_DRAINING:
+		remove_describe(e);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- DeleteOnTermination ---- */
+
+static void
+dot_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_done done;
+	char text[MSG_ERR_LEN + 96];
+
+	(void)b;
+	(void)final;
+	if (m != NULL) {
+		memcpy(&done, m->u.bytes, sizeof(done));
+		if (done.st.outcome == CO_OK) {
+			if (e->dot_pending)
+				log_info("%s: DeleteOnTermination set",
+				    eni_name(e));
+			e->dot_pending = false;
+			return;
+		}
+		status_text(&done.st, text, sizeof(text));
+	} else
+		status_text(NULL, text, sizeof(text));
+	/* Never a reason to give the ENI up: it stays, and reconciliation
+	 * tries again. */
+	if (!e->dot_pending)
+		log_warnx("%s: setting DeleteOnTermination: %s; the ENI stays "
+		    "in use and reconciliation retries it", eni_name(e), text);
+	e->dot_pending = true;
+}
+
+void
+eni_set_dot(struct eni *e)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_set_dot req;
+
+	if (e->dot_op.active || e->attachment_id[0] == '\0')
+		return;
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	msg_strlcpy(req.attachment_id, e->attachment_id,
+	    sizeof(req.attachment_id));
+	req.value = 1;
+	broker_request(b, &e->dot_op, &b->cloudd, MSG_CLOUD_SET_DOT, &req,
+	    sizeof(req), req.deadline_ms, dot_answer, e);
+}
+
+/* ---- configuring: netd declare, find link, set up ---- */
+
+static const char *const cfg_step_name[] = {
+	[CFG_DECLARE] = "declare",
+	[CFG_LINK] = "link lookup",
+	[CFG_SETUP] = "set-up",
+};
+
+static void
+configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_result r;
+	struct msg_netd_link link;
+	char mac[MAC_STR_LEN];
+	uint32_t i;
+
+	(void)final;
+	mac_format(e->mac, mac);
+	if (m == NULL) {
+		eni_quarantine(e, "enid-netd did not answer its %s in time",
+		    cfg_step_name[e->cfg_step]);
+		return;
+	}
+	if (m->hdr.type == MSG_NETD_LINK) {
+		memcpy(&link, m->u.bytes, sizeof(link));
+		if (memcmp(link.mac, e->mac, 6) != 0) {
+			eni_quarantine(e, "enid-netd found a link with MAC "
+			    "other than %s", mac);
+			return;
+		}
+		e->link_mtu = link.mtu;
+		log_info("%s: link %s is %s (mtu %u) after %llu ms",
+		    eni_name(e), mac, link.name, link.mtu,
+		    (unsigned long long)(now_ms() - e->state_since));
+		e->cfg_step = CFG_SETUP;
+		eni_configure_step(e);
+		return;
+	}
+	memcpy(&r, m->u.bytes, sizeof(r));
+	if (r.status != ST_OK) {
+		if (r.status == ST_NOT_FOUND && e->cfg_step == CFG_LINK)
+			eni_quarantine(e, "link %s never appeared within %u "
+			    "s: %s", mac, b->cfg.pool.link_timeout_s,
+			    r.message);
+		else
+			eni_quarantine(e, "enid-netd %s: %s: %s",
+			    cfg_step_name[e->cfg_step],
+			    msg_status_name(r.status), r.message);
+		return;
+	}
+	if (e->cfg_step == CFG_DECLARE) {
+		e->cfg_step = CFG_LINK;
+		eni_configure_step(e);
+		return;
+	}
+	/* Set up: the addresses enter the pool only now. */
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_PENDING)
+			e->addrs[i].state = ADDR_FREE;
+	growth_succeeded(b);
+	eni_set_state(e, e->drain_requested ? ENI_DRAINING : ENI_READY,
+	    "link found and table %u set up; %u addresses in the pool",
+	    e->table, e->naddrs);
+	pods_bind_restored(b);
+}
+
+static void
+eni_configure_step(struct eni *e)
+{
+	struct broker *b = e->b;
+	struct subnet *s = &b->engine.subnets[e->subnet];
+
+	if (e->cfg_step == CFG_DECLARE) {
+		struct msg_netd_eni req;
+
+		memset(&req, 0, sizeof(req));
+		memcpy(req.mac, e->mac, 6);
+		req.table = e->table;
+		broker_request(b, &e->op, &b->netd, MSG_NETD_DECLARE_ENI, &req,
+		    sizeof(req), ENGINE_NETD_DEADLINE_MS, configure_answer, e);
+	} else if (e->cfg_step == CFG_LINK) {
+		struct msg_netd_find_link req;
+
+		memset(&req, 0, sizeof(req));
+		memcpy(req.mac, e->mac, 6);
+		req.deadline_ms = b->cfg.pool.link_timeout_s * 1000;
+		broker_request(b, &e->op, &b->netd, MSG_NETD_FIND_LINK, &req,
+		    sizeof(req), req.deadline_ms, configure_answer, e);
+	} else {
+		struct msg_netd_setup_eni req;
+
+		memset(&req, 0, sizeof(req));
+		memcpy(req.mac, e->mac, 6);
+		req.table = e->table;
+		req.addr = e->primary_ip;
+		req.prefix = s->prefix;
+		req.gateway = s->gateway;
+		req.mtu = e->link_mtu;
+		broker_request(b, &e->op, &b->netd, MSG_NETD_SETUP_ENI, &req,
+		    sizeof(req), ENGINE_NETD_DEADLINE_MS, configure_answer, e);
+	}
+}
+
+/* Have netd set e up (declare, find its link, table and routes); its
+ * addresses join the pool when that is done. */
+void
+eni_configure(struct eni *e)
+{
+	struct broker *b = e->b;
+
+	if (e->subnet < 0 || !b->engine.subnets[e->subnet].known) {
+		eni_quarantine(e, "its subnet %s is not known", e->subnet_id);
+		return;
+	}
+	e->table = eni_table(b, e->device_index);
+	if (e->table == 0) {
+		eni_quarantine(e, "device index %d is not a secondary's",
+		    e->device_index);
+		return;
+	}
+	eni_set_state(e, ENI_CONFIGURING, "attached as device %d; setting up "
+	    "table %u", e->device_index, e->table);
+	e->cfg_step = CFG_DECLARE;
+	eni_configure_step(e);
+}
+
+/* ---- creating and attaching ---- */
+
+/* The lowest device index free in the pool and in the cloud's view. */
+static int
+free_device_index(struct broker *b)
+{
+	bool taken[POOL_MAX_ENIS + 1];
+	uint32_t i;
+
+	memset(taken, 0, sizeof(taken));
+	taken[0] = true;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &b->engine.enis[i];
+
+		if (e->used && e->device_index >= 0 &&
+		    e->device_index <= POOL_MAX_ENIS)
+			taken[e->device_index] = true;
+	}
+	for (i = 0; i < b->engine.ncloud_devices; i++)
+		if (b->engine.cloud_devices[i] <= POOL_MAX_ENIS)
+			taken[b->engine.cloud_devices[i]] = true;
+	for (i = 1; i < b->engine.params.max_enis && i <= POOL_MAX_ENIS; i++)
+		if (!taken[i])
+			return (int)i;
+	return -1;
+}
+
+static void
+attach_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_attached at;
+	char text[MSG_ERR_LEN + 96];
+
+	(void)final;
+	if (m == NULL) {
+		engine_fail_growth(b, "cloud-unreachable", "attaching %s: no "
+		    "answer in time", e->id);
+		eni_remove(e, "attach timed out; its state is unknown");
+		return;
+	}
+	memcpy(&at, m->u.bytes, sizeof(at));
+	if (at.st.outcome != CO_OK) {
+		status_text(&at.st, text, sizeof(text));
+		if (at.st.outcome == CO_LIMIT_EXCEEDED) {
+			/* Our count drifted from the cloud's: take the cloud's
+			 * now, so this can't repeat. */
+			engine_fail_growth(b, "eni-limit", "attaching %s: %s",
+			    e->id, text);
+			reconcile_now(b, "the cloud refused an attachment");
+		} else
+			engine_fail_growth(b, outcome_code(&at.st),
+			    "attaching %s: %s", e->id, text);
+		eni_remove(e, "attach failed: %s", text);
+		return;
+	}
+	msg_strlcpy(e->attachment_id, at.attachment_id,
+	    sizeof(e->attachment_id));
+	eni_set_dot(e);
+	eni_configure(e);
+}
+
+static void
+eni_attach(struct eni *e)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_attach req;
+	int dev = free_device_index(b);
+
+	if (dev < 0) {
+		engine_fail_growth(b, "eni-limit", "no free device index for "
+		    "%s", e->id);
+		eni_remove(e, "no device index free to attach it");
+		return;
+	}
+	e->device_index = dev;
+	eni_set_state(e, ENI_ATTACHING, "created in %s with %u addresses; "
+	    "attaching as device %d", e->subnet_id, e->naddrs, dev);
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.device_index = (uint32_t)dev;
+	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_ATTACH, &req,
+	    sizeof(req), req.deadline_ms, attach_answer, e);
+}
+
+/* A created ENI's answer, checked whole before anything of it is used. */
+static const char *
+created_eni_check(struct broker *b, const struct eni *e,
+    const struct msg_cloud_eni *ce)
+{
+	uint32_t i;
+
+	if (!ckpt_eni_id_ok(ce->eni_id))
+		return "an ENI id that is not one";
+	if (eni_find(b, ce->eni_id) != NULL)
+		return "the id of an ENI already in the pool";
+	if (strcmp(ce->subnet_id, e->subnet_id) != 0)
+		return "another subnet than the one asked for";
+	if (mac_is_zero(ce->mac) ||
+	    memcmp(ce->mac, b->instance.primary_mac, 6) == 0)
+		return "the node's own MAC, or none";
+	for (i = 0; i < POOL_MAX_ENIS; i++)
+		if (b->engine.enis[i].used && &b->engine.enis[i] != e &&
+		    memcmp(b->engine.enis[i].mac, ce->mac, 6) == 0)
+			return "the MAC of another ENI";
+	if (ce->naddrs > e->assigning)
+		return "more addresses than were asked for";
+	if (ce->instance_id[0] != '\0')
+		return "an ENI already attached";
+	return NULL;
+}
+
+static void
+create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_eni ce;
+	const struct subnet *s;
+	char text[MSG_ERR_LEN + 96], why[128];
+	const char *bad;
+
+	(void)final;
+	if (m == NULL) {
+		engine_fail_growth(b, "cloud-unreachable", "creating an ENI in "
+		    "%s: no answer in time", e->subnet_id);
+		eni_free(e);
+		return;
+	}
+	memcpy(&ce, m->u.bytes, sizeof(ce));
+	if (ce.st.outcome != CO_OK) {
+		status_text(&ce.st, text, sizeof(text));
+		if (ce.st.outcome == CO_SUBNET_FULL)
+			subnet_inhibit(b, e->subnet, "out of addresses");
+		engine_fail_growth(b, ce.st.outcome == CO_LIMIT_EXCEEDED ?
+		    "ip-limit" : outcome_code(&ce.st), "creating an ENI in %s: "
+		    "%s", e->subnet_id, text);
+		eni_free(e);
+		return;
+	}
+	b->engine.stats.enis_created++;
+	if ((bad = created_eni_check(b, e, &ce)) != NULL) {
+		/* Not ours to use.  A new id the cloud may still hold goes by
+		 * the removal path; one that names another ENI is left. */
+		log_security("%s: CreateNetworkInterface answered with %s; "
+		    "quarantined", ce.eni_id[0] ? ce.eni_id : "?", bad);
+		if (ckpt_eni_id_ok(ce.eni_id) && eni_find(b, ce.eni_id) == NULL)
+			msg_strlcpy(e->id, ce.eni_id, sizeof(e->id));
+		eni_quarantine(e, "the cloud's answer to its creation named "
+		    "%s", bad);
+		return;
+	}
+	msg_strlcpy(e->id, ce.eni_id, sizeof(e->id));
+	memcpy(e->mac, ce.mac, 6);
+	e->primary_ip = ce.primary_ip;
+	e->ours = true;
+	s = &b->engine.subnets[e->subnet];
+	if (!eni_addr_acceptable(b, e, ce.primary_ip, why, sizeof(why)) &&
+	    strstr(why, "primary address of the ENI") == NULL) {
+		log_security("%s: its primary address is %s", e->id, why);
+		eni_quarantine(e, "its primary address is %s", why);
+		return;
+	}
+	(void)s;
+	eni_take_addrs(e, ce.addrs, ce.naddrs, ADDR_PENDING, "created");
+	e->assigning = 0;
+	eni_attach(e);
+}
+
+/* A ClientToken: 32 hex digits of randomness, so a retried create is the
+ * same create and no other. */
+static void
+client_token(char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[16];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		fatal("getrandom");
+	for (i = 0; i < sizeof(r) && 2 * i + 2 < len; i++) {
+		buf[2 * i] = hex[r[i] >> 4];
+		buf[2 * i + 1] = hex[r[i] & 0xf];
+	}
+	buf[2 * i] = '\0';
+}
+
+static void
+eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
+{
+	struct subnet *s = &b->engine.subnets[subnet_idx];
+	struct msg_cloud_create_eni req;
+	struct eni *e;
+	uint32_t i;
+	char created[32];
+
+	if ((e = eni_new(b)) == NULL)
+		return;
+	msg_strlcpy(e->subnet_id, s->id, sizeof(e->subnet_id));
+	e->subnet = (int)subnet_idx;
+	e->assigning = count;
+	client_token(e->client_token, sizeof(e->client_token));
+	e->state = ENI_CREATING;
+	e->state_since = now_ms();
+	log_info("(new ENI): creating in %s with %u addresses (token %s)",
+	    s->id, count, e->client_token);
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.subnet_id, s->id, sizeof(req.subnet_id));
+	if (s->nsgs > 0) {
+		req.nsgs = s->nsgs;
+		memcpy(req.sgs, s->sgs, sizeof(req.sgs));
+	} else {
+		req.nsgs = b->instance.nsgs;
+		memcpy(req.sgs, b->instance.sgs, sizeof(req.sgs));
+	}
+	req.nsecondary = count;
+	msg_strlcpy(req.client_token, e->client_token,
+	    sizeof(req.client_token));
+	snprintf(req.description, sizeof(req.description),
+	    "enid pod addresses for %s", b->instance.instance_id);
+	snprintf(created, sizeof(created), "%lld", (long long)time(NULL));
+	i = 0;
+	msg_strlcpy(req.tags[i].key, TAG_CREATOR, sizeof(req.tags[i].key));
+	msg_strlcpy(req.tags[i++].value, TAG_CREATOR_VALUE,
+	    sizeof(req.tags[0].value));
+	msg_strlcpy(req.tags[i].key, TAG_INSTANCE, sizeof(req.tags[i].key));
+	msg_strlcpy(req.tags[i++].value, b->instance.instance_id,
+	    sizeof(req.tags[0].value));
+	msg_strlcpy(req.tags[i].key, TAG_CLUSTER, sizeof(req.tags[i].key));
+	msg_strlcpy(req.tags[i++].value, b->cfg.cluster_name,
+	    sizeof(req.tags[0].value));
+	msg_strlcpy(req.tags[i].key, TAG_CREATED_AT, sizeof(req.tags[i].key));
+	msg_strlcpy(req.tags[i++].value, created, sizeof(req.tags[0].value));
+	req.ntags = i;
+	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_CREATE_ENI, &req,
+	    sizeof(req), req.deadline_ms, create_answer, e);
+}
+
+/* ---- addresses on a ready ENI ---- */
+
+static void
+assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_assigned as;
+	char text[MSG_ERR_LEN + 96];
+	uint32_t asked = e->assigning, taken;
+
+	(void)final;
+	e->assigning = 0;
+	if (m == NULL) {
+		engine_fail_growth(b, "cloud-unreachable", "assigning %u "
+		    "addresses to %s: no answer in time", asked, e->id);
+		reconcile_now(b, "an assign's outcome is unknown");
+		return;
+	}
+	memcpy(&as, m->u.bytes, sizeof(as));
+	if (as.st.outcome != CO_OK) {
+		status_text(&as.st, text, sizeof(text));
+		if (as.st.outcome == CO_SUBNET_FULL)
+			subnet_inhibit(b, e->subnet, "out of addresses");
+		engine_fail_growth(b, as.st.outcome == CO_LIMIT_EXCEEDED ?
+		    "ip-limit" : outcome_code(&as.st), "assigning %u addresses "
+		    "to %s: %s", asked, e->id, text);
+		return;
+	}
+	if (as.naddrs != asked)
+		log_security("%s: asked for %u addresses, the cloud named %u; "
+		    "only checked ones are used", e->id, asked, as.naddrs);
+	taken = eni_take_addrs(e, as.addrs,
+	    as.naddrs < asked ? as.naddrs : asked,
+	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
+	growth_succeeded(b);
+	log_info("%s: %u addresses assigned", e->id, taken);
+	engine_kick(b);
+}
+
+static void
+eni_assign(struct eni *e, uint32_t count)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_ips req;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.count = count;
+	e->assigning = count;
+	log_info("%s: assigning %u addresses", e->id, count);
+	broker_request(b, &e->addr_op, &b->cloudd, MSG_CLOUD_ASSIGN_IPS, &req,
+	    sizeof(req), req.deadline_ms, assign_answer, e);
+}
+
+static void
+unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_done done;
+	char text[MSG_ERR_LEN + 96];
+	uint32_t i, n = 0;
+
+	(void)final;
+	if (m != NULL)
+		memcpy(&done, m->u.bytes, sizeof(done));
+	if (m == NULL || done.st.outcome != CO_OK) {
+		status_text(m ? &done.st : NULL, text, sizeof(text));
+		log_warnx("%s: unassigning addresses: %s; they stay in the pool",
+		    e->id, text);
+		for (i = 0; i < e->naddrs; i++)
+			if (e->addrs[i].state == ADDR_REMOVING)
+				e->addrs[i].state = ADDR_FREE;
+		engine_kick(b);
+		return;
+	}
+	for (i = e->naddrs; i-- > 0;)
+		if (e->addrs[i].state == ADDR_REMOVING) {
+			eni_drop_addr(e, i);
+			n++;
+		}
+	log_info("%s: %u surplus addresses given back", e->id, n);
+	engine_kick(b);
+}
+
+static void
+eni_unassign(struct eni *e, uint32_t count)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_ips req;
+	uint32_t i;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	for (i = 0; i < e->naddrs && req.naddrs < count; i++)
+		if (e->addrs[i].state == ADDR_FREE) {
+			e->addrs[i].state = ADDR_REMOVING;
+			req.addrs[req.naddrs++] = e->addrs[i].ip;
+		}
+	if (req.naddrs == 0)
+		return;
+	log_info("%s: giving back %u surplus addresses", e->id, req.naddrs);
+	broker_request(b, &e->addr_op, &b->cloudd, MSG_CLOUD_UNASSIGN_IPS,
+	    &req, sizeof(req), req.deadline_ms, unassign_answer, e);
+}
+
+/* ---- the planner ---- */
+
+void
+engine_kick(struct broker *b)
+{
+	loop_defer(&b->loop, &b->engine.kick);
+}
+
+static bool
+subnet_usable(struct broker *b, int idx)
+{
+	return idx >= 0 && (uint32_t)idx < b->engine.nsubnets &&
+	    b->engine.subnets[idx].configured;
+}
+
+/* The policy's view of the pool; map[i] is the ENI of view entry i. */
+static void
+engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
+{
+	struct engine *en = &b->engine;
+	uint64_t now = now_ms();
+	uint32_t i, j;
+
+	memset(f, 0, sizeof(*f));
+	f->attached_enis = en->cloud_attached;
+	f->waiters = en->nwaiters;
+	f->growth_backoff_until = en->grow_backoff_until;
+	f->surplus_since = en->surplus_since;
+	f->nsubnets = en->nsubnets;
+	for (i = 0; i < en->nsubnets; i++) {
+		f->subnets[i].configured = en->subnets[i].configured &&
+		    en->subnets[i].known;
+		f->subnets[i].available = en->subnets[i].available;
+		f->subnets[i].inhibited_until = en->subnets[i].inhibited_until;
+	}
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &en->enis[i];
+		struct pool_eni_view *v;
+
+		if (!e->used)
+			continue;
+		map[f->nenis] = e;
+		v = &f->enis[f->nenis++];
+		v->state = e->state;
+		v->primary = e->primary;
+		v->usable = subnet_usable(b, e->subnet) && !e->drain_requested;
+		v->busy = e->addr_op.active;
+		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
+		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
+		if (v->capacity > POOL_MAX_ADDRS)
+			v->capacity = POOL_MAX_ADDRS;
+		v->adding = e->assigning;
+		for (j = 0; j < e->naddrs; j++) {
+			switch (e->addrs[j].state) {
+			case ADDR_PENDING:
+				v->adding++;
+				break;
+			case ADDR_FREE:
+				v->free++;
+				break;
+			case ADDR_ASSIGNED:
+				v->assigned++;
+				break;
+			case ADDR_COOLING:
+				if (e->addrs[j].cool_until <= now)
+					v->free++;
+				else
+					v->cooling++;
+				break;
+			case ADDR_REMOVING:
+				v->removing++;
+				break;
+			}
+		}
+	}
+}
+
+/* Cooling addresses whose time is up become free. */
+static uint64_t
+engine_cool(struct broker *b, uint64_t now)
+{
+	uint64_t next = 0;
+	uint32_t i, j;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		if (!e->used)
+			continue;
+		for (j = 0; j < e->naddrs; j++) {
+			struct eni_addr *a = &e->addrs[j];
+
+			if (a->state != ADDR_COOLING)
+				continue;
+			if (a->cool_until <= now)
+				a->state = ADDR_FREE;
+			else if (next == 0 || a->cool_until < next)
+				next = a->cool_until;
+		}
+	}
+	return next;
+}
+
+static void
+engine_drains(struct broker *b)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+		bool busy = false;
+
+		if (!e->used || e->state != ENI_DRAINING || e->op.active ||
+		    loop_timer_armed(&e->timer) || e->addr_op.active)
+			continue;
+		for (j = 0; j < e->naddrs; j++)
+			if (e->addrs[j].state == ADDR_ASSIGNED ||
+			    e->addrs[j].state == ADDR_COOLING)
+				busy = true;
+		if (!busy)
+			eni_remove(e, "drained: no pod left on it");
+	}
+}
+
+static void
+arm_next(struct broker *b, uint64_t at)
+{
+	struct engine *en = &b->engine;
+
+	if (at == 0)
+		return;
+	if (!loop_timer_armed(&en->plan_timer) || en->plan_timer.deadline > at)
+		loop_timer_at(&b->loop, &en->plan_timer, at);
+}
+
+static void
+engine_plan_cb(struct loop *l, struct loop_defer *d)
+{
+	struct broker *b = d->arg;
+	struct engine *en = &b->engine;
+	static struct pool_facts f;
+	static struct pool_plan pl;
+	struct eni *map[POOL_MAX_ENIS];
+	uint64_t now = now_ms(), next;
+	uint32_t i;
+
+	(void)l;
+	if (en->phase != PHASE_RUNNING || b->shutting_down)
+		return;
+	next = engine_cool(b, now);
+	pods_serve_waiters(b);
+	engine_drains(b);
+	engine_view(b, &f, map);
+	pool_plan(&en->params, &f, now, &pl);
+
+	if (!pl.surplus)
+		en->surplus_since = 0;
+	else if (en->surplus_since == 0) {
+		en->surplus_since = now;
+		arm_next(b, now + en->params.shrink_delay_ms);
+	}
+	en->blocked = pl.blocked;
+	if (pl.blocked != BLOCK_NONE && en->nwaiters > 0) {
+		switch (pl.blocked) {
+		case BLOCK_BACKOFF:
+			/* A failure that may pass (throttled, a 5xx, a link
+			 * that never came) fails only the ADDs whose time is
+			 * up before growth is tried again; the others wait. */
+			waiters_fail(b, failure_may_pass(en->last_failure_code) ?
+			    en->grow_backoff_until : UINT64_MAX,
+			    en->last_failure_code[0] ? en->last_failure_code :
+			    "cloud-error", "the pool cannot grow now: %s",
+			    en->last_failure);
+			break;
+		case BLOCK_MAX_PODS:
+			waiters_fail(b, UINT64_MAX, "max-pods", "max_pods (%u) addresses "
+			    "are held by pods", en->params.max_pods);
+			break;
+		case BLOCK_ENI_LIMIT:
+			waiters_fail(b, UINT64_MAX, "eni-limit", "no free address, and the "
+			    "instance has no room for another ENI (%u of %u "
+			    "attached)", pl.used_slots, en->params.max_enis);
+			break;
+		case BLOCK_SUBNET_FULL:
+			waiters_fail(b, UINT64_MAX, "subnet-full", "no free address, and "
+			    "no configured subnet has addresses left");
+			break;
+		case BLOCK_NONE:
+			break;
+		}
+	}
+	for (i = 0; i < pl.nactions; i++) {
+		const struct pool_action *a = &pl.actions[i];
+		struct eni *e = a->type == ACT_CREATE_ENI ? NULL : map[a->eni];
+
+		switch (a->type) {
+		case ACT_ASSIGN:
+			eni_assign(e, a->count);
+			break;
+		case ACT_CREATE_ENI:
+			eni_create(b, a->subnet, a->count);
+			break;
+		case ACT_UNASSIGN:
+			eni_unassign(e, a->count);
+			break;
+		case ACT_RELEASE_ENI:
+			e->drain_requested = true;
+			eni_set_state(e, ENI_DRAINING, "surplus: its %u free "
+			    "addresses are more than the pool needs",
+			    a->count);
+			break;
+		}
+	}
+	for (i = 0; i < en->nsubnets; i++)
+		if (en->subnets[i].inhibited_until > now)
+			arm_next(b, en->subnets[i].inhibited_until);
+	arm_next(b, en->grow_backoff_until > now ? en->grow_backoff_until : 0);
+	arm_next(b, next);
+	if (en->surplus_since != 0)
+		arm_next(b, en->surplus_since + en->params.shrink_delay_ms);
+}
+
+static void
+engine_timer_cb(struct loop *l, struct loop_timer *t)
+{
+	struct broker *b = t->arg;
+
+	(void)l;
+	engine_kick(b);
+}
+
+void
+engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
+    uint32_t *cooling, uint32_t *other)
+{
+	uint64_t now = now_ms();
+	uint32_t i, j;
+
+	*free_ = *assigned = *cooling = *other = 0;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &b->engine.enis[i];
+
+		if (!e->used)
+			continue;
+		for (j = 0; j < e->naddrs; j++) {
+			const struct eni_addr *a = &e->addrs[j];
+
+			if (a->state == ADDR_ASSIGNED)
+				(*assigned)++;
+			else if (a->state == ADDR_COOLING &&
+			    a->cool_until > now)
+				(*cooling)++;
+			else if ((a->state == ADDR_FREE ||
+			    a->state == ADDR_COOLING) &&
+			    e->state == ENI_READY)
+				(*free_)++;
+			else
+				(*other)++;
+		}
+	}
+}
+
+void
+engine_init(struct broker *b)
+{
+	struct engine *en = &b->engine;
+
+	en->state_fd = -1;
+	en->started_wall = (int64_t)time(NULL);
+	loop_defer_init(&en->kick, engine_plan_cb, b);
+	loop_timer_init(&en->plan_timer, engine_timer_cb, b);
+	pods_init(b);
+	pods_start(b);
+	reconcile_schedule(b);
+}
+
+static struct subnet *
+subnet_add(struct broker *b, const char *id, bool configured)
+{
+	struct engine *en = &b->engine;
+	struct subnet *s;
+
+	if ((s = subnet_by_id(b, id)) != NULL)
+		return s;
+	if (en->nsubnets == POOL_MAX_SUBNETS)
+		return NULL;
+	s = &en->subnets[en->nsubnets++];
+	memset(s, 0, sizeof(*s));
+	msg_strlcpy(s->id, id, sizeof(s->id));
+	s->configured = configured;
+	return s;
+}
+
+/* Pods restored from the checkpoint, if it is this instance's. */
+static void
+engine_restore(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	char err[512];
+	size_t i;
+	int rc;
+
+	if (en->state_fd < 0)
+		return;
+	rc = checkpoint_load(en->state_fd, CKPT_FILE, &en->restored, err,
+	    sizeof(err));
+	if (rc == 1) {
+		log_info("checkpoint: none yet; starting with no pods");
+		return;
+	}
+	if (rc == -2)
+		fatalx("checkpoint: %s; not starting without it", err);
+	if (rc == -1) {
+		log_errorx("checkpoint: %s; rebuilding the pods from the cloud "
+		    "and the kernel", err);
+		en->rebuild_from_kernel = true;
+		return;
+	}
+	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {
+		log_warnx("checkpoint: written on %s, this is %s; its %zu pods "
+		    "are not this node's and are ignored",
+		    en->restored.instance_id, b->instance.instance_id,
+		    en->restored.npods);
+		checkpoint_free(&en->restored);
+		memset(&en->restored, 0, sizeof(en->restored));
+		return;
+	}
+	for (i = 0; i < en->restored.npods; i++)
+		pod_restore(b, &en->restored.pods[i]);
+	log_info("checkpoint: %zu pods and %zu cooling addresses restored",
+	    en->restored.npods, en->restored.ncooling);
+}
+
+/*
+ * The instance is known and netd has its policy: learn the subnets, take
+ * back the checkpoint, and reconcile; the pool runs once that is done.
+ */
+void
+engine_start(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct subnet *s;
+	uint32_t i;
+
+	if (en->phase != PHASE_WAITING)
+		return;
+	pool_params_from(&en->params, &b->cfg, b->instance.max_enis);
+	en->ips_per_eni = b->instance.ips_per_eni;
+	for (i = 0; i < b->cfg.nsubnets; i++) {
+		s = subnet_add(b, b->cfg.subnets[i].id, true);
+		if (s == NULL)
+			continue;
+		s->nsgs = b->cfg.subnets[i].nsgs;
+		memcpy(s->sgs, b->cfg.subnets[i].sgs, sizeof(s->sgs));
+	}
+	/* The primary's subnet: used for pods only when none is
+	 * configured (or it is among those configured). */
+	s = subnet_add(b, b->instance.subnet_id, b->cfg.nsubnets == 0);
+	if (s != NULL && s->nsgs == 0) {
+		s->nsgs = b->instance.nsgs;
+		memcpy(s->sgs, b->instance.sgs, sizeof(s->sgs));
+	}
+	log_info("pool: %u ENIs of %u addresses at most; warm_ip_target %u, "
+	    "minimum_ip_target %u, warm_eni_target %u, max_pods %u",
+	    en->params.max_enis, en->ips_per_eni,
+	    en->params.warm_ip_target, en->params.minimum_ip_target,
+	    en->params.warm_eni_target, en->params.max_pods);
+	engine_restore(b);
+	en->phase = PHASE_STARTING;
+	subnets_describe(b);
+}

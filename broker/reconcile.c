@@ -1,0 +1,1052 @@
+/*
+ * Reconciliation: the pool against the cloud's and the kernel's own lists,
+ * at start and every reconcile_interval_s (DESIGN.md, "Cloud calls").
+ *
+ *   1. describe the ENIs attached to this instance: the attached count
+ *      for limit decisions is the cloud's; tagged ENIs the pool doesn't
+ *      know are adopted (through netd set-up); pool ENIs the cloud no
+ *      longer has are dropped, and their pods logged; each ENI's
+ *      addresses are corrected both ways; DeleteOnTermination is retried;
+ *   2. describe the ENIs tagged for this instance: at start, ours that
+ *      are left unattached (a crash between create and attach) go;
+ *   3. dump netd's rules: a pod with an address gets its rules back,
+ *      rules of no pod go;
+ *   4. the leak collector: available ENIs older than leak_gc.grace_s,
+ *      tagged for this instance, or for this cluster and an instance that
+ *      no longer exists, are deleted.  Untagged ones and other clusters'
+ *      are never touched.
+ *
+ * A describe stream that does not end with an ok CLOUD_DONE is discarded
+ * whole: a partial list would make present ENIs look gone.  Every address
+ * the cloud names is checked before it joins the pool.
+ */
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "addr.h"
+#include "enid.h"
+#include "log.h"
+
+#define RECON_MAX_ENIS		(2 * POOL_MAX_ENIS)
+#define RECON_MAX_RULES		(2 * CKPT_MAX_PODS + 64)
+#define RECON_MAX_FIXES		64	/* stale rules removed per run */
+#define RECON_RETRY_MS		5000
+#define RECON_MAX_LEAKS		16	/* deleted per run */
+
+enum recon_step {
+	RS_ATTACHED = 0,
+	RS_OURS,
+	RS_RULES,
+	RS_LEAKS,
+	RS_INSTANCES,
+	RS_DONE,
+};
+
+struct reconcile_run {
+	struct broker		*b;
+	enum recon_step		 step;
+	bool			 first;
+	char			 why[128];
+	struct breq		 req;
+	size_t			 nenis;
+	struct msg_cloud_eni	 enis[RECON_MAX_ENIS];
+	bool			 overflow;
+	size_t			 nrules;
+	struct msg_netd_rule	 rules[RECON_MAX_RULES];
+	struct breq		 fixes[RECON_MAX_FIXES];
+	uint32_t		 fix_ips[RECON_MAX_FIXES];
+	size_t			 nfixes, fixes_out;
+	size_t			 nleaks;
+	struct msg_cloud_eni	 leaks[RECON_MAX_LEAKS];
+	struct msg_cloud_check_instances check;
+	uint32_t		 drifts;
+};
+
+static void	recon_step(struct reconcile_run *r);
+static void	recon_finish(struct reconcile_run *r, const char *failure);
+
+/* ---- helpers ---- */
+
+static const char *
+tag_value(const struct msg_cloud_eni *ce, const char *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < ce->ntags && i < MSG_MAX_TAGS; i++)
+		if (strcmp(ce->tags[i].key, key) == 0)
+			return ce->tags[i].value;
+	return NULL;
+}
+
+static bool
+tagged_for_us(struct broker *b, const struct msg_cloud_eni *ce)
+{
+	const char *creator = tag_value(ce, TAG_CREATOR);
+	const char *inst = tag_value(ce, TAG_INSTANCE);
+
+	return creator != NULL && strcmp(creator, TAG_CREATOR_VALUE) == 0 &&
+	    inst != NULL && strcmp(inst, b->instance.instance_id) == 0;
+}
+
+static void
+drift(struct reconcile_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+drift(struct reconcile_run *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("reconcile: %s", msg);
+	r->drifts++;
+	r->b->engine.stats.drifts_fixed++;
+}
+
+/* A pool slot to carry an ENI that is not in the pool through the
+ * removal path (detach if need be, wait, delete). */
+static void
+remove_foreign_slot(struct broker *b, const struct msg_cloud_eni *ce,
+    const char *why)
+{
+	const char *inst;
+	struct eni *e;
+
+	if (eni_find(b, ce->eni_id) != NULL || (e = eni_new(b)) == NULL)
+		return;
+	msg_strlcpy(e->id, ce->eni_id, sizeof(e->id));
+	msg_strlcpy(e->subnet_id, ce->subnet_id, sizeof(e->subnet_id));
+	memcpy(e->mac, ce->mac, 6);
+	e->ours = true;
+	if ((inst = tag_value(ce, TAG_INSTANCE)) != NULL &&
+	    strcmp(inst, b->instance.instance_id) != 0)
+		msg_strlcpy(e->tag_instance, inst, sizeof(e->tag_instance));
+	msg_strlcpy(e->attachment_id, ce->attachment_id,
+	    sizeof(e->attachment_id));
+	e->state = ENI_DETACHING;
+	e->state_since = now_ms();
+	eni_remove(e, "%s", why);
+}
+
+/* ---- step 1: the ENIs attached to this instance ---- */
+
+static void
+recon_addresses(struct reconcile_run *r, struct eni *e,
+    const struct msg_cloud_eni *ce)
+{
+	struct broker *b = r->b;
+	char ip[IP4_STR_LEN], why[128];
+	uint32_t i, j;
+
+	/* Not while an address change of its own is on its way. */
+	if (e->addr_op.active || e->assigning > 0)
+		return;
+	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
+		if (eni_addr_index(e, ce->addrs[i]) >= 0)
+			continue;
+		ip4_format(ce->addrs[i], ip);
+		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
+		    sizeof(why))) {
+			log_security("reconcile: %s carries %s, %s; never used",
+			    e->id, ip, why);
+			continue;
+		}
+		if (e->naddrs == POOL_MAX_ADDRS)
+			break;
+		e->addrs[e->naddrs].ip = ce->addrs[i];
+		e->addrs[e->naddrs].state = e->state == ENI_READY ||
+		    e->state == ENI_DRAINING ? ADDR_FREE : ADDR_PENDING;
+		e->addrs[e->naddrs].pod = NULL;
+		e->naddrs++;
+		drift(r, "%s: the cloud assigns %s, which the pool did not "
+		    "have; added", e->id, ip);
+	}
+	for (i = e->naddrs; i-- > 0;) {
+		bool present = false;
+
+		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
+			if (ce->addrs[j] == e->addrs[i].ip)
+				present = true;
+		if (present)
+			continue;
+		ip4_format(e->addrs[i].ip, ip);
+		if (e->addrs[i].pod != NULL)
+			pod_lost(e->addrs[i].pod, "the cloud no longer assigns "
+			    "its address");
+		drift(r, "%s: %s is no longer assigned by the cloud; dropped",
+		    e->id, ip);
+		e->addrs[i] = e->addrs[--e->naddrs];
+	}
+}
+
+static void
+recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
+{
+	struct broker *b = r->b;
+	struct eni *e = eni_find(b, ce->eni_id);
+	struct subnet *s;
+
+	if (e == NULL) {
+		if (memcmp(ce->mac, b->instance.primary_mac, 6) != 0 ||
+		    strcmp(ce->eni_id, b->instance.primary_eni) != 0) {
+			log_security("reconcile: device 0 is %s, not the "
+			    "primary ENI %s that IMDS names; not used",
+			    ce->eni_id, b->instance.primary_eni);
+			return;
+		}
+		if ((e = eni_new(b)) == NULL)
+			return;
+		msg_strlcpy(e->id, ce->eni_id, sizeof(e->id));
+		msg_strlcpy(e->subnet_id, ce->subnet_id, sizeof(e->subnet_id));
+		memcpy(e->mac, ce->mac, 6);
+		msg_strlcpy(e->attachment_id, ce->attachment_id,
+		    sizeof(e->attachment_id));
+		e->primary = true;
+		e->device_index = 0;
+		e->table = 0;
+		e->primary_ip = ce->primary_ip;
+		s = subnet_by_id(b, ce->subnet_id);
+		e->subnet = s ? (int)(s - b->engine.subnets) : -1;
+		e->state = ENI_READY;
+		e->state_since = now_ms();
+		log_info("%s: the primary ENI, in %s; its secondary addresses "
+		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
+		    "" : " only if its subnet is configured");
+	}
+	recon_addresses(r, e, ce);
+}
+
+static void
+recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
+{
+	struct broker *b = r->b;
+	struct subnet *s = subnet_by_id(b, ce->subnet_id);
+	struct eni *e;
+
+	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE)
+		return;		/* attaching or detaching: next time */
+	if (s == NULL || !s->known) {
+		log_info("reconcile: %s is in subnet %s, not known yet; "
+		    "adopted once it is described", ce->eni_id, ce->subnet_id);
+		if (s == NULL && b->engine.nsubnets < POOL_MAX_SUBNETS) {
+			s = &b->engine.subnets[b->engine.nsubnets++];
+			memset(s, 0, sizeof(*s));
+			msg_strlcpy(s->id, ce->subnet_id, sizeof(s->id));
+		}
+		subnets_describe(b);
+		return;
+	}
+	if ((e = eni_new(b)) == NULL)
+		return;
+	msg_strlcpy(e->id, ce->eni_id, sizeof(e->id));
+	msg_strlcpy(e->subnet_id, ce->subnet_id, sizeof(e->subnet_id));
+	e->subnet = (int)(s - b->engine.subnets);
+	memcpy(e->mac, ce->mac, 6);
+	msg_strlcpy(e->attachment_id, ce->attachment_id,
+	    sizeof(e->attachment_id));
+	e->device_index = ce->device_index;
+	e->primary_ip = ce->primary_ip;
+	e->ours = true;
+	e->dot_pending = !ce->delete_on_termination;
+	e->state = ENI_ATTACHING;
+	e->state_since = now_ms();
+	drift(r, "%s: attached and tagged for this node but not in the pool; "
+	    "adopting it", e->id);
+	recon_addresses(r, e, ce);
+	if (e->dot_pending)
+		eni_set_dot(e);
+	eni_configure(e);
+}
+
+static void
+recon_attached(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	struct engine *en = &b->engine;
+	size_t i;
+	uint32_t k;
+
+	en->cloud_attached = 0;
+	en->ncloud_devices = 0;
+	for (i = 0; i < r->nenis; i++) {
+		const struct msg_cloud_eni *ce = &r->enis[i];
+
+		if (strcmp(ce->instance_id, b->instance.instance_id) != 0) {
+			log_security("reconcile: %s is listed as attached to "
+			    "this instance but names %s; ignored", ce->eni_id,
+			    ce->instance_id[0] ? ce->instance_id : "none");
+			continue;
+		}
+		en->cloud_attached++;
+		if (ce->device_index >= 0 &&
+		    en->ncloud_devices < POOL_MAX_ENIS)
+			en->cloud_devices[en->ncloud_devices++] =
+			    (uint32_t)ce->device_index;
+	}
+	for (i = 0; i < r->nenis; i++) {
+		const struct msg_cloud_eni *ce = &r->enis[i];
+		struct eni *e;
+
+		if (strcmp(ce->instance_id, b->instance.instance_id) != 0)
+			continue;
+		if (ce->device_index == 0) {
+			recon_primary(r, ce);
+			continue;
+		}
+		e = eni_find(b, ce->eni_id);
+		if (e == NULL) {
+			if (tagged_for_us(b, ce))
+				recon_adopt(r, ce);
+			continue;
+		}
+		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
+		    e->state == ENI_CONFIGURING)
+			recon_addresses(r, e, ce);
+		if (e->ours && !ce->delete_on_termination &&
+		    e->state == ENI_READY) {
+			e->dot_pending = true;
+			eni_set_dot(e);
+		}
+	}
+	/* Pool ENIs the cloud no longer shows attached. */
+	for (k = 0; k < POOL_MAX_ENIS; k++) {
+		struct eni *e = &en->enis[k];
+		bool present = false;
+
+		if (!e->used || e->id[0] == '\0' ||
+		    (e->state != ENI_READY && e->state != ENI_DRAINING &&
+		    e->state != ENI_CONFIGURING))
+			continue;
+		for (i = 0; i < r->nenis; i++)
+			if (strcmp(r->enis[i].eni_id, e->id) == 0)
+				present = true;
+		if (present)
+			continue;
+		if (e->primary) {
+			log_errorx("reconcile: the primary ENI %s is not "
+			    "listed as attached; the pool keeps it", e->id);
+			continue;
+		}
+		drift(r, "%s: no longer attached to this instance; dropped "
+		    "from the pool", e->id);
+		/* Detached behind our back: it may still exist, available,
+		 * and it is ours, so it leaves by the removal path. */
+		e->attachment_id[0] = '\0';
+		eni_remove(e, "detached behind enid's back");
+	}
+}
+
+/* ---- step 2: ours, attached or not ---- */
+
+static void
+recon_ours(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	bool creating = false;
+	const char *created;
+	char *end;
+	long long t;
+	size_t i;
+	uint32_t k;
+
+	for (k = 0; k < POOL_MAX_ENIS; k++)
+		if (b->engine.enis[k].used &&
+		    b->engine.enis[k].state == ENI_CREATING)
+			creating = true;
+	for (i = 0; i < r->nenis; i++) {
+		const struct msg_cloud_eni *ce = &r->enis[i];
+
+		if (!tagged_for_us(b, ce) || eni_find(b, ce->eni_id) != NULL)
+			continue;
+		if (ce->instance_id[0] != '\0' &&
+		    strcmp(ce->instance_id, b->instance.instance_id) != 0) {
+			log_security("reconcile: %s is tagged for this node but "
+			    "attached to %s; left alone", ce->eni_id,
+			    ce->instance_id);
+			continue;
+		}
+		/* Made by an earlier life of enid on this node (a crash
+		 * between create and attach): nobody else may use it.
+		 * Anything younger than this start, or later, could be a
+		 * create whose answer is on its way; those wait for the
+		 * leak collector's grace. */
+		created = tag_value(ce, TAG_CREATED_AT);
+		if (ce->status == ENI_ST_AVAILABLE && r->first && !creating &&
+		    created != NULL && (t = strtoll(created, &end, 10)) > 0 &&
+		    *end == '\0' && t < b->engine.started_wall)
+			remove_foreign_slot(b, ce, "left over from before a "
+			    "restart; deleting");
+	}
+}
+
+/* ---- step 3: netd's rules ---- */
+
+static struct pod *
+pod_by_ip(struct broker *b, uint32_t ip)
+{
+	struct pod *p;
+
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->ip == ip && !p->lost)
+			return p;
+	return NULL;
+}
+
+static void
+fix_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct reconcile_run *r = arg;
+
+	(void)b;
+	(void)m;
+	(void)final;
+	if (--r->fixes_out == 0)
+		recon_step(r);
+}
+
+/*
+ * The checkpoint was unusable: a pod's "to" rule in the kernel is the
+ * only record left that its address is held.  Such an address, if the
+ * cloud still has it on one of the pool's ENIs, is kept as a pod named
+ * "enid-recovered-<ip>" so it is never handed out twice and its pod keeps
+ * its routing; the runtime's next CNI GC, which never lists that name,
+ * gives it back.
+ */
+static void
+recon_recover_pods(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	const struct enid_config *cfg = &b->cfg;
+	size_t i, k;
+	int n = 0;
+
+	for (i = 0; i < r->nrules; i++) {
+		const struct msg_netd_rule *ru = &r->rules[i];
+		struct ckpt_pod cp;
+		char ip[IP4_STR_LEN];
+		const struct eni *e = NULL;
+
+		if (ru->priority != cfg->routing.rule_priority_to ||
+		    ru->dst_len != 32 || pod_by_ip(b, ru->dst) != NULL)
+			continue;
+		for (k = 0; k < POOL_MAX_ENIS && e == NULL; k++) {
+			const struct eni *c = &b->engine.enis[k];
+			int idx;
+
+			if (c->used && c->primary_ip != ru->dst &&
+			    c->state <= ENI_DRAINING &&
+			    (idx = eni_addr_index(c, ru->dst)) >= 0 &&
+			    (c->addrs[idx].state == ADDR_FREE ||
+			    c->addrs[idx].state == ADDR_PENDING))
+				e = c;
+		}
+		ip4_format(ru->dst, ip);
+		if (e == NULL) {
+			log_warnx("reconcile: the kernel routes %s to a pod, but "
+			    "no ENI of the pool has it; its rules go", ip);
+			continue;
+		}
+		memset(&cp, 0, sizeof(cp));
+		snprintf(cp.container_id, sizeof(cp.container_id),
+		    "enid-recovered-%s", ip);
+		msg_strlcpy(cp.ifname, "eth0", sizeof(cp.ifname));
+		msg_strlcpy(cp.eni_id, e->id, sizeof(cp.eni_id));
+		cp.ip = ru->dst;
+		cp.since = (int64_t)time(NULL);
+		pod_restore(b, &cp);
+		log_warnx("reconcile: %s on %s is routed to a pod the lost "
+		    "checkpoint held; kept as %s until a CNI GC gives it back",
+		    ip, e->id, cp.container_id);
+		n++;
+	}
+	if (n > 0)
+		pods_bind_restored(b);
+}
+
+static void
+recon_rules(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	const struct enid_config *cfg = &b->cfg;
+	struct pod *p;
+	size_t i, j;
+
+	if (b->engine.rebuild_from_kernel) {
+		recon_recover_pods(r);
+		b->engine.rebuild_from_kernel = false;
+	}
+	/* Rules of no pod go (a few per run). */
+	for (i = 0; i < r->nrules && r->nfixes < RECON_MAX_FIXES; i++) {
+		const struct msg_netd_rule *ru = &r->rules[i];
+		uint32_t ip;
+		bool dup = false;
+
+		if (ru->priority == cfg->routing.rule_priority_to &&
+		    ru->dst_len == 32)
+			ip = ru->dst;
+		else if (ru->priority == cfg->routing.rule_priority_from &&
+		    ru->src_len == 32)
+			ip = ru->src;
+		else
+			continue;
+		p = pod_by_ip(b, ip);
+		if (p != NULL && (p->state != POD_READY ||
+		    ru->priority == cfg->routing.rule_priority_to ||
+		    (p->eni != NULL && ru->table == p->eni->table)))
+			continue;
+		for (j = 0; j < r->nfixes; j++)
+			if (r->fix_ips[j] == ip)
+				dup = true;
+		if (dup || p != NULL)
+			continue;
+		r->fix_ips[r->nfixes++] = ip;
+	}
+	for (i = 0; i < r->nfixes; i++) {
+		struct msg_netd_pod_rule req;
+		char ip[IP4_STR_LEN];
+
+		ip4_format(r->fix_ips[i], ip);
+		drift(r, "rules for %s belong to no pod; removing them", ip);
+		memset(&req, 0, sizeof(req));
+		req.addr = r->fix_ips[i];
+		r->fixes_out++;
+		broker_request(b, &r->fixes[i], &b->netd, MSG_NETD_DEL_POD, &req,
+		    sizeof(req), ENGINE_NETD_DEADLINE_MS, fix_answer, r);
+	}
+	/* A pod with an address gets its rules back. */
+	TAILQ_FOREACH(p, &b->engine.pods, all) {
+		bool to = false, from = false;
+
+		if (p->state != POD_READY || p->lost || p->eni == NULL ||
+		    p->eni->state != ENI_READY)
+			continue;
+		for (i = 0; i < r->nrules; i++) {
+			const struct msg_netd_rule *ru = &r->rules[i];
+
+			if (ru->priority == cfg->routing.rule_priority_to &&
+			    ru->dst == p->ip && ru->dst_len == 32)
+				to = true;
+			if (ru->priority == cfg->routing.rule_priority_from &&
+			    ru->src == p->ip && ru->src_len == 32 &&
+			    ru->table == p->eni->table)
+				from = true;
+		}
+		if (!to || (p->eni->table != 0 && !from)) {
+			char ip[IP4_STR_LEN];
+
+			ip4_format(p->ip, ip);
+			drift(r, "pod %s/%s at %s is missing its %s rule; "
+			    "restoring it", p->container_id, p->ifname, ip,
+			    !to ? "to" : "from");
+			pod_rules_ensure(p);
+		}
+	}
+}
+
+/* ---- step 4: the leak collector ---- */
+
+static void
+recon_leaks(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	int64_t now = (int64_t)time(NULL);
+	size_t i, j;
+
+	r->nleaks = 0;
+	memset(&r->check, 0, sizeof(r->check));
+	r->check.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	for (i = 0; i < r->nenis; i++) {
+		const struct msg_cloud_eni *ce = &r->enis[i];
+		const char *inst = tag_value(ce, TAG_INSTANCE);
+		const char *cluster = tag_value(ce, TAG_CLUSTER);
+		const char *created = tag_value(ce, TAG_CREATED_AT);
+		const char *creator = tag_value(ce, TAG_CREATOR);
+		char *end;
+		long long at;
+		bool seen = false;
+
+		/* Only ours, by every tag, and only unattached. */
+		if (ce->status != ENI_ST_AVAILABLE || ce->instance_id[0] ||
+		    creator == NULL || strcmp(creator, TAG_CREATOR_VALUE) ||
+		    inst == NULL || cluster == NULL ||
+		    strcmp(cluster, b->cfg.cluster_name) != 0 ||
+		    eni_find(b, ce->eni_id) != NULL)
+			continue;
+		if (created == NULL) {
+			log_info("leak collector: %s has no %s tag; its age is "
+			    "unknown, left alone", ce->eni_id, TAG_CREATED_AT);
+			continue;
+		}
+		errno = 0;
+		at = strtoll(created, &end, 10);
+		if (errno || *end != '\0' || end == created || at > now) {
+			log_warnx("leak collector: %s: %s \"%.32s\" is not a "
+			    "time in the past; left alone", ce->eni_id,
+			    TAG_CREATED_AT, created);
+			continue;
+		}
+		if (now - at < (int64_t)b->cfg.leak_gc.grace_s)
+			continue;
+		if (r->nleaks == RECON_MAX_LEAKS)
+			break;
+		r->leaks[r->nleaks++] = *ce;
+		if (strcmp(inst, b->instance.instance_id) == 0)
+			continue;
+		for (j = 0; j < r->check.nids; j++)
+			if (strcmp(r->check.ids[j], inst) == 0)
+				seen = true;
+		if (!seen && r->check.nids < MSG_MAX_INSTANCE_IDS)
+			msg_strlcpy(r->check.ids[r->check.nids++], inst,
+			    sizeof(r->check.ids[0]));
+	}
+}
+
+static void
+leak_delete(struct reconcile_run *r, const struct msg_cloud_eni *ce,
+    const char *whose)
+{
+	struct broker *b = r->b;
+
+	log_warnx("leak collector: %s (%s, tagged for %s) is available and "
+	    "older than %u s; deleting it", ce->eni_id, ce->subnet_id, whose,
+	    b->cfg.leak_gc.grace_s);
+	b->engine.stats.leaks_deleted++;
+	remove_foreign_slot(b, ce, "leaked");
+}
+
+static void
+recon_leaks_apply(struct reconcile_run *r, const struct msg_cloud_instances
+    *ans)
+{
+	struct broker *b = r->b;
+	size_t i, j;
+
+	for (i = 0; i < r->nleaks; i++) {
+		const char *inst = tag_value(&r->leaks[i], TAG_INSTANCE);
+
+		if (strcmp(inst, b->instance.instance_id) == 0) {
+			leak_delete(r, &r->leaks[i], "this node");
+			continue;
+		}
+		if (ans == NULL)
+			continue;
+		for (j = 0; j < r->check.nids && j < ans->nids; j++)
+			if (strcmp(r->check.ids[j], inst) == 0 &&
+			    !ans->exists[j])
+				leak_delete(r, &r->leaks[i], inst);
+	}
+}
+
+/* ---- the steps ---- */
+
+static void
+recon_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct reconcile_run *r = arg;
+	struct msg_cloud_done done;
+	char text[MSG_ERR_LEN + 96];
+
+	(void)b;
+	if (m == NULL) {
+		recon_finish(r, "no answer in time");
+		return;
+	}
+	switch (m->hdr.type) {
+	case MSG_CLOUD_ENI:
+		/* An id the checkpoint would refuse never enters the pool:
+		 * it would stop the next start.  enid-cloudd checks them
+		 * too; this is the broker not trusting it. */
+		if (r->nenis == RECON_MAX_ENIS) {
+			r->overflow = true;
+			return;
+		}
+		memcpy(&r->enis[r->nenis], m->u.bytes, sizeof(r->enis[0]));
+		if (!ckpt_eni_id_ok(r->enis[r->nenis].eni_id)) {
+			log_security("reconcile: enid-cloudd described an ENI "
+			    "whose id is not \"eni-\" and hex digits; "
+			    "ignored");
+			return;
+		}
+		r->nenis++;
+		return;
+	case MSG_NETD_RULE:
+		if (r->nrules == RECON_MAX_RULES)
+			r->overflow = true;
+		else
+			memcpy(&r->rules[r->nrules++], m->u.bytes,
+			    sizeof(r->rules[0]));
+		return;
+	case MSG_NETD_RESULT: {
+		struct msg_result res;
+
+		memcpy(&res, m->u.bytes, sizeof(res));
+		snprintf(text, sizeof(text), "enid-netd's rule dump: %s: %s",
+		    msg_status_name(res.status), res.message);
+		recon_finish(r, text);
+		return;
+	}
+	case MSG_NETD_END:
+		break;
+	case MSG_CLOUD_INSTANCES: {
+		struct msg_cloud_instances ans;
+
+		memcpy(&ans, m->u.bytes, sizeof(ans));
+		if (ans.st.outcome != CO_OK || ans.nids != r->check.nids) {
+			log_warnx("leak collector: checking instances failed; "
+			    "only this node's leaks are deleted this time");
+			recon_leaks_apply(r, NULL);
+		} else
+			recon_leaks_apply(r, &ans);
+		r->step = RS_DONE;
+		recon_step(r);
+		return;
+	}
+	default:	/* CLOUD_DONE */
+		memcpy(&done, m->u.bytes, sizeof(done));
+		if (done.st.outcome != CO_OK) {
+			snprintf(text, sizeof(text), "describe: %s%s%s%s%s",
+			    cloud_outcome_name(done.st.outcome),
+			    done.st.code[0] ? ": " : "", done.st.code,
+			    done.st.message[0] ? ": " : "", done.st.message);
+			recon_finish(r, text);
+			return;
+		}
+		break;
+	}
+	(void)final;
+	if (r->overflow) {
+		recon_finish(r, "more entries than the pool can hold; this "
+		    "answer is not used");
+		return;
+	}
+	switch (r->step) {
+	case RS_ATTACHED:
+		recon_attached(r);
+		r->step = RS_OURS;
+		break;
+	case RS_OURS:
+		recon_ours(r);
+		r->step = RS_RULES;
+		break;
+	case RS_RULES:
+		recon_rules(r);
+		r->step = RS_LEAKS;
+		if (r->fixes_out > 0)
+			return;		/* fix_answer goes on */
+		break;
+	case RS_LEAKS:
+		recon_leaks(r);
+		if (r->check.nids > 0) {
+			r->step = RS_INSTANCES;
+			broker_request(b, &r->req, &b->cloudd,
+			    MSG_CLOUD_CHECK_INSTANCES, &r->check,
+			    sizeof(r->check), r->check.deadline_ms,
+			    recon_answer, r);
+			return;
+		}
+		recon_leaks_apply(r, NULL);
+		r->step = RS_DONE;
+		break;
+	default:
+		break;
+	}
+	recon_step(r);
+}
+
+static void
+describe(struct reconcile_run *r, enum cloud_eni_filter filter, bool leaks)
+{
+	struct broker *b = r->b;
+	struct msg_cloud_describe_enis req;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	req.filter = filter;
+	if (filter == ENIS_BY_INSTANCE)
+		msg_strlcpy(req.instance_id, b->instance.instance_id,
+		    sizeof(req.instance_id));
+	else if (!leaks) {
+		req.ntags = 1;
+		msg_strlcpy(req.tags[0].key, TAG_INSTANCE,
+		    sizeof(req.tags[0].key));
+		msg_strlcpy(req.tags[0].value, b->instance.instance_id,
+		    sizeof(req.tags[0].value));
+	} else {
+		req.ntags = 2;
+		req.status = ENI_ST_AVAILABLE;
+		msg_strlcpy(req.tags[0].key, TAG_CREATOR,
+		    sizeof(req.tags[0].key));
+		msg_strlcpy(req.tags[0].value, TAG_CREATOR_VALUE,
+		    sizeof(req.tags[0].value));
+		msg_strlcpy(req.tags[1].key, TAG_CLUSTER,
+		    sizeof(req.tags[1].key));
+		msg_strlcpy(req.tags[1].value, b->cfg.cluster_name,
+		    sizeof(req.tags[1].value));
+	}
+	r->nenis = 0;
+	r->overflow = false;
+	broker_request(b, &r->req, &b->cloudd, MSG_CLOUD_DESCRIBE_ENIS, &req,
+	    sizeof(req), req.deadline_ms, recon_answer, r);
+}
+
+static void
+recon_step(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+
+	switch (r->step) {
+	case RS_ATTACHED:
+		describe(r, ENIS_BY_INSTANCE, false);
+		break;
+	case RS_OURS:
+		describe(r, ENIS_BY_TAGS, false);
+		break;
+	case RS_RULES: {
+		struct msg_netd_dump req;
+
+		memset(&req, 0, sizeof(req));
+		r->nrules = 0;
+		r->overflow = false;
+		broker_request(b, &r->req, &b->netd, MSG_NETD_DUMP_RULES, &req,
+		    sizeof(req), ENGINE_NETD_DEADLINE_MS, recon_answer, r);
+		break;
+	}
+	case RS_LEAKS:
+		if (!b->cfg.leak_gc.enabled) {
+			r->step = RS_DONE;
+			recon_step(r);
+			break;
+		}
+		describe(r, ENIS_BY_TAGS, true);
+		break;
+	case RS_INSTANCES:
+		break;
+	case RS_DONE:
+		recon_finish(r, NULL);
+		break;
+	}
+}
+
+/* ---- runs ---- */
+
+static void
+recon_timer_cb(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	reconcile_now(t->arg, "periodic");
+}
+
+static void
+recon_reply_waiters(struct broker *b, const char *failure, uint32_t drifts)
+{
+	struct engine *en = &b->engine;
+	struct json_object *o;
+	uint32_t i;
+
+	for (i = 0; i < en->nrecon_waiters; i++) {
+		if (failure != NULL) {
+			jref_error(&en->recon_waiters[i], "cloud-error",
+			    "reconciliation failed: %s", failure);
+			continue;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "ok", json_object_new_boolean(1));
+		json_object_object_add(o, "drifts_fixed",
+		    json_object_new_int((int32_t)drifts));
+		jref_reply(&en->recon_waiters[i], o);
+	}
+	en->nrecon_waiters = 0;
+}
+
+static void
+recon_finish(struct reconcile_run *r, const char *failure)
+{
+	struct broker *b = r->b;
+	struct engine *en = &b->engine;
+	bool first = r->first, again = en->recon_again;
+	uint32_t drifts = r->drifts;
+	size_t i;
+
+	broker_request_cancel(b, &r->req);
+	for (i = 0; i < r->nfixes; i++)
+		broker_request_cancel(b, &r->fixes[i]);
+	en->recon = NULL;
+	en->recon_again = false;
+	free(r);
+	en->stats.reconciles++;
+	if (failure != NULL) {
+		log_warnx("reconcile: %s; the run is discarded, nothing was "
+		    "changed by its partial answer; again in %d s", failure,
+		    RECON_RETRY_MS / 1000);
+		recon_reply_waiters(b, failure, 0);
+		loop_timer_after(&b->loop, &en->recon_timer, RECON_RETRY_MS);
+		return;
+	}
+	log_info("reconcile: done, %u drift%s fixed", drifts,
+	    drifts == 1 ? "" : "s");
+	recon_reply_waiters(b, NULL, drifts);
+	if (first && en->phase == PHASE_STARTING) {
+		en->phase = PHASE_RUNNING;
+		log_info("pool: running, %u pods restored from the checkpoint",
+		    en->npods);
+	}
+	pods_bind_restored(b);
+	checkpoint_mark(b);
+	engine_kick(b);
+	if (again)
+		reconcile_now(b, "asked for during the last run");
+	else
+		loop_timer_after(&b->loop, &en->recon_timer,
+		    (uint64_t)b->cfg.reconcile_interval_s * 1000);
+}
+
+void
+reconcile_now(struct broker *b, const char *why)
+{
+	struct engine *en = &b->engine;
+	struct reconcile_run *r;
+
+	if (en->phase == PHASE_WAITING || b->shutting_down)
+		return;
+	if (en->recon != NULL) {
+		en->recon_again = true;
+		return;
+	}
+	loop_timer_cancel(&b->loop, &en->recon_timer);
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		log_errorx("reconcile: out of memory; again in %d s",
+		    RECON_RETRY_MS / 1000);
+		loop_timer_after(&b->loop, &en->recon_timer, RECON_RETRY_MS);
+		return;
+	}
+	r->b = b;
+	r->first = en->phase == PHASE_STARTING;
+	msg_strlcpy(r->why, why, sizeof(r->why));
+	en->recon = r;
+	log_debug("reconcile: starting (%s)", why);
+	if (!r->first)
+		subnets_describe(b);	/* free counts, for subnet choice */
+	r->step = RS_ATTACHED;
+	recon_step(r);
+}
+
+/* ---- subnets ---- */
+
+static void
+subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct engine *en = &b->engine;
+	struct msg_cloud_subnet cs;
+	struct msg_cloud_done done;
+	struct subnet *s;
+	uint32_t i;
+	bool in_vpc = false;
+
+	(void)arg;
+	(void)final;
+	if (m == NULL || m->hdr.type == MSG_CLOUD_DONE) {
+		if (m != NULL)
+			memcpy(&done, m->u.bytes, sizeof(done));
+		if (m == NULL || done.st.outcome != CO_OK) {
+			log_warnx("subnets: describe failed (%s); again in %d s",
+			    m == NULL ? "no answer in time" : done.st.message,
+			    RECON_RETRY_MS / 1000);
+			loop_timer_after(&b->loop, &en->subnets_timer,
+			    RECON_RETRY_MS);
+			return;
+		}
+		for (i = 0; i < en->nsubnets; i++)
+			if (en->subnets[i].configured && !en->subnets[i].known)
+				log_errorx("subnet %s: the cloud does not "
+				    "describe it; not used", en->subnets[i].id);
+		if (en->phase == PHASE_STARTING && en->recon == NULL &&
+		    !en->started_recon) {
+			en->started_recon = true;
+			reconcile_now(b, "start");
+		}
+		engine_kick(b);
+		return;
+	}
+	memcpy(&cs, m->u.bytes, sizeof(cs));
+	if ((s = subnet_by_id(b, cs.subnet_id)) == NULL) {
+		log_security("subnets: the cloud described %s, which was not "
+		    "asked for; ignored", cs.subnet_id);
+		return;
+	}
+	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++)
+		if (cidr4_contains(b->instance.cidrs[i].addr,
+		    b->instance.cidrs[i].prefix, cs.cidr.addr) &&
+		    cs.cidr.prefix >= b->instance.cidrs[i].prefix)
+			in_vpc = true;
+	if (!in_vpc || cs.cidr.prefix < 16 || cs.cidr.prefix > 28) {
+		log_security("subnets: %s is described as %u.%u.%u.%u/%u, not a "
+		    "subnet of the VPC; not used", cs.subnet_id,
+		    (unsigned)(ntohl(cs.cidr.addr) >> 24),
+		    (unsigned)(ntohl(cs.cidr.addr) >> 16) & 0xff,
+		    (unsigned)(ntohl(cs.cidr.addr) >> 8) & 0xff,
+		    (unsigned)ntohl(cs.cidr.addr) & 0xff, cs.cidr.prefix);
+		return;
+	}
+	if (s->known && (s->cidr != cs.cidr.addr || s->prefix !=
+	    cs.cidr.prefix)) {
+		log_security("subnets: %s changed its CIDR; the first one "
+		    "stands", s->id);
+		return;
+	}
+	/* The cloud says it has addresses again: no need to wait out the
+	 * backoff (a subnet refilled, or addresses released elsewhere). */
+	if (s->inhibited_until > now_ms() && cs.available > 0) {
+		log_info("subnet %s: the cloud reports %u free addresses; used "
+		    "for growth again", s->id, cs.available);
+		s->inhibited_until = 0;
+	}
+	s->known = true;
+	s->cidr = cs.cidr.addr;
+	s->prefix = cs.cidr.prefix;
+	s->gateway = htonl(ntohl(cs.cidr.addr) + 1);
+	msg_strlcpy(s->az, cs.az, sizeof(s->az));
+	s->available = cs.available;
+}
+
+void
+subnets_describe(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct msg_cloud_describe_subnets req;
+	uint32_t i;
+
+	if (en->subnets_req.active)
+		return;
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	for (i = 0; i < en->nsubnets && i < MSG_MAX_SUBNETS; i++)
+		msg_strlcpy(req.ids[req.nids++], en->subnets[i].id,
+		    sizeof(req.ids[0]));
+	broker_request(b, &en->subnets_req, &b->cloudd,
+	    MSG_CLOUD_DESCRIBE_SUBNETS, &req, sizeof(req), req.deadline_ms,
+	    subnets_answer, NULL);
+}
+
+static void
+subnets_timer_cb(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	subnets_describe(t->arg);
+}
+
+void
+reconcile_schedule(struct broker *b)
+{
+	loop_timer_init(&b->engine.recon_timer, recon_timer_cb, b);
+	loop_timer_init(&b->engine.subnets_timer, subnets_timer_cb, b);
+}

@@ -1,0 +1,90 @@
+"""Test helpers: talk to enid's CNI socket, and wire a pod the way the
+plugin does, with iproute2 (a veth pair, the pod's /32, a default route
+via a link-local gateway with a static neighbour, a /32 host route), so
+the pool engine's tests don't depend on enid-cni."""
+import json
+import socket
+import subprocess
+import time
+
+GATEWAY = "169.254.1.1"
+
+
+def cni(sock, req, timeout=30):
+    """One request line, one answer line; returns (answer, elapsed s)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    t0 = time.monotonic()
+    s.connect(str(sock))
+    s.sendall((json.dumps(req) + "\n").encode())
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data), time.monotonic() - t0
+
+
+def add(sock, cid, ifname="eth0", timeout=30, **k8s):
+    req = {"op": "add", "container_id": cid, "ifname": ifname}
+    req.update(k8s)
+    return cni(sock, req, timeout)
+
+
+def delete(sock, cid, ifname="eth0", timeout=30):
+    return cni(sock, {"op": "del", "container_id": cid, "ifname": ifname},
+               timeout)
+
+
+def run(*argv, check=True):
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+class Pod:
+    """A pod namespace wired into a node namespace with its address."""
+    n = 0
+
+    def __init__(self, node_ns, ip, prefix="p"):
+        Pod.n += 1
+        self.node = node_ns
+        self.ip = ip
+        self.ns = "%s%d-%d" % (prefix, Pod.n, int(time.time() * 1000) % 100000)
+        self.host_if = "vh%d" % Pod.n
+        run("ip", "netns", "add", self.ns)
+        run("ip", "-n", self.node, "link", "add", self.host_if, "type", "veth",
+            "peer", "name", "eth0", "netns", self.ns)
+        mac = json.loads(run("ip", "-n", self.node, "-j", "link", "show",
+                             self.host_if).stdout)[0]["address"]
+        run("ip", "-n", self.node, "link", "set", self.host_if, "up")
+        run("ip", "-n", self.ns, "link", "set", "lo", "up")
+        run("ip", "-n", self.ns, "addr", "add", ip + "/32", "dev", "eth0")
+        run("ip", "-n", self.ns, "link", "set", "eth0", "up")
+        run("ip", "-n", self.ns, "route", "add", GATEWAY, "dev", "eth0",
+            "scope", "link")
+        run("ip", "-n", self.ns, "route", "add", "default", "via", GATEWAY,
+            "dev", "eth0")
+        run("ip", "-n", self.ns, "neigh", "add", GATEWAY, "lladdr", mac,
+            "dev", "eth0", "nud", "permanent")
+        run("ip", "-n", self.node, "route", "add", ip + "/32", "dev",
+            self.host_if)
+
+    def ping(self, host, count=1, wait=2):
+        r = run("ip", "netns", "exec", self.ns, "ping", "-c", str(count),
+                "-W", str(wait), "-q", host, check=False)
+        return r.returncode == 0
+
+    def remove(self):
+        run("ip", "-n", self.node, "link", "del", self.host_if, check=False)
+        run("ip", "netns", "del", self.ns, check=False)
+
+
+def prepare_node(node_ns):
+    """What the plugin's host side needs in the node: forwarding, and loose
+    reverse-path checks (replies to pods on secondary ENIs arrive there)."""
+    for key, val in (("net.ipv4.ip_forward", "1"),
+                     ("net.ipv4.conf.all.rp_filter", "2"),
+                     ("net.ipv4.conf.default.rp_filter", "2")):
+        run("ip", "netns", "exec", node_ns, "sysctl", "-qw",
+            "%s=%s" % (key, val))
