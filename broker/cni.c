@@ -637,25 +637,41 @@ waiter_free(struct broker *b, struct waiter *w)
 	free(w);
 }
 
+/*
+ * Free w and hand back its request, to be answered after.  An answer may
+ * re-enter the broker: the client's next line is taken at once, and a DEL
+ * there looks for this very waiter, so w must be gone by then.
+ */
+static struct jref
+waiter_take(struct broker *b, struct waiter *w)
+{
+	struct jref ref = w->ref;
+
+	waiter_free(b, w);
+	return ref;
+}
+
 static void
 waiter_timeout(struct loop *l, struct loop_timer *t)
 {
 	struct waiter *w = t->arg;
 	struct broker *b = w->b;
 	struct engine *en = &b->engine;
+	struct jref ref;
+	const char *code;
 
 	(void)l;
 	/* A growth failure while it waited names the cause better than
 	 * "timeout" does ("throttled", "cloud-unreachable"). */
-	jref_error(&w->ref, en->last_failure_code[0] &&
-	    en->last_failure_at >= w->since ? en->last_failure_code :
-	    "timeout", "no address within add_timeout (%u s): "
+	code = en->last_failure_code[0] && en->last_failure_at >= w->since ?
+	    en->last_failure_code : "timeout";
+	b->engine.stats.adds_failed++;
+	ref = waiter_take(b, w);
+	jref_error(&ref, code, "no address within add_timeout (%u s): "
 	    "the pool is %s%s%s", b->cfg.pool.add_timeout_s,
 	    en->phase != PHASE_RUNNING ? "still starting" : "growing",
 	    en->last_failure[0] ? "; last growth failure: " : "",
 	    en->last_failure);
-	b->engine.stats.adds_failed++;
-	waiter_free(b, w);
 	engine_kick(b);
 }
 
@@ -702,9 +718,10 @@ waiters_fail(struct broker *b, uint64_t before, const char *code,
 	/* Oldest first, so the deadlines are in order. */
 	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL &&
 	    w->since + timeout <= before) {
-		jref_error(&w->ref, code, "%s", why);
+		struct jref ref = waiter_take(b, w);
+
 		b->engine.stats.adds_failed++;
-		waiter_free(b, w);
+		jref_error(&ref, code, "%s", why);
 		n++;
 	}
 	if (n > 0)
@@ -721,18 +738,20 @@ pods_serve_waiters(struct broker *b)
 	if (b->engine.phase != PHASE_RUNNING)
 		return;
 	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL) {
+		struct jref ref;
+
 		if (!jref_alive(&w->ref)) {
 			waiter_free(b, w);	/* the runtime gave up */
 			continue;
 		}
 		if ((p = pod_find(b, w->container_id, w->ifname)) != NULL) {
 			/* Added meanwhile by a retry: the same answer. */
+			ref = waiter_take(b, w);
 			if (p->state == POD_READY && !p->lost)
-				jref_reply(&w->ref, pod_answer(b, p));
+				jref_reply(&ref, pod_answer(b, p));
 			else
-				jref_error(&w->ref, "busy", "this attachment "
+				jref_error(&ref, "busy", "this attachment "
 				    "is being changed; try again");
-			waiter_free(b, w);
 			continue;
 		}
 		if ((e = pick_eni(b)) == NULL)
@@ -814,9 +833,10 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 	TAILQ_FOREACH(w, &b->engine.waiters, entry)
 		if (strcmp(w->container_id, r.container_id) == 0 &&
 		    strcmp(w->ifname, r.ifname) == 0) {
-			jref_error(&w->ref, "cancelled", "deleted while "
+			struct jref wref = waiter_take(b, w);
+
+			jref_error(&wref, "cancelled", "deleted while "
 			    "waiting for an address");
-			waiter_free(b, w);
 			break;
 		}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {

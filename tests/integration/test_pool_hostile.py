@@ -1,0 +1,157 @@
+"""The pool engine against hostile peers and awkward timing.
+
+enid runs in a node of tests/vpcsim as in test_pool.py, but its enid-cloudd
+or enid-netd is mitm_helper.py standing in front of the real one: answers
+are changed, held back, dropped or added to, as a compromised helper (or a
+cloud whose answers arrive late) would.  Each test checks that the broker
+logs what it refused, that the pool (enidctl show) and the checkpoint keep
+no address it should not, and that the cloud lost nothing it should keep.
+"""
+import itertools
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+import podwire
+from conftest import SRCDIR, built
+from poolenv import PoolEnv
+
+LIMITS = ("--ip-limit", "4", "--eni-limit", "4")
+_seq = itertools.count()
+MITM = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                    "mitm_helper.py")
+
+CO_OK, CO_TRANSIENT = 0, 6
+
+
+class HostileEnv(PoolEnv):
+    """A PoolEnv whose helpers may be mitm_helper.py in front of the real
+    ones (mitm: names of the helpers to stand in front of)."""
+
+    def __init__(self, workdir, enid_user, mitm=(), **kw):
+        d = workdir / "hostile-helpers"
+        d.mkdir()
+        real = {"enid-netd": built("netd/enid-netd"),
+                "enid-cloudd": built("cloudd/enid-cloudd")}
+        for name, path in real.items():
+            os.symlink(MITM if name in mitm else path, d / name)
+        (d / "mitm.json").write_text(json.dumps({
+            "real": real,
+            "msg_h": os.path.join(SRCDIR, "common", "msg.h")}))
+        self.mitm_dir = d
+        super().__init__(workdir, enid_user, d, **kw)
+
+    def rules(self, helper, rules):
+        """Replace the rules of the mitm in front of helper."""
+        path = self.mitm_dir / ("rules-%s.json" % helper)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"rules": rules}))
+        os.rename(tmp, path)
+
+    def mitm_log(self, helper):
+        try:
+            with open(self.mitm_dir / ("mitm-%s.log" % helper)) as f:
+                return [json.loads(x) for x in f if x.strip()]
+        except FileNotFoundError:
+            return []
+
+    def fired(self, helper, rule, event=None):
+        return [x for x in self.mitm_log(helper)
+                if x.get("rule") == rule and
+                (event is None or x["event"] == event)]
+
+    def log(self):
+        return self.enid.text()
+
+
+@pytest.fixture
+def make_env(workdir, enid_user):
+    envs = []
+
+    def make(mitm=(), sim_args=LIMITS, **conf):
+        prefix = "eh%d%d" % (os.getpid() % 10000, next(_seq))
+        conf.setdefault("pool", pool_conf())
+        env = HostileEnv(workdir, enid_user, mitm=mitm, prefix=prefix,
+                         sim_args=sim_args, **conf)
+        envs.append(env)
+        return env
+
+    yield make
+    keep = os.environ.get("ENID_IT_KEEP")
+    for env in envs:
+        env.stop()
+        if keep:
+            import shutil
+            dst = os.path.join(keep, env.sim.dir.parent.name)
+            shutil.copytree(env.workdir, dst, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.sock"))
+
+
+def pool_conf(**pool):
+    base = {"add_timeout_s": 10, "ip_cooldown_s": 0, "link_timeout_s": 10}
+    base.update(pool)
+    return base
+
+
+def cloud_addrs(env):
+    """{ENI id: set of secondary addresses} of the ENIs attached to the
+    node, as the cloud has them."""
+    iid = env.node["instance_id"]
+    return {e["id"]: set(e["addresses"][1:]) for e in env.state()["enis"]
+            if e.get("instance_id") == iid}
+
+
+def pool_addrs(env):
+    """{address: (ENI id, state, container id)} of the pool."""
+    out = {}
+    for e in env.show("enis"):
+        for a in e["addresses"]:
+            assert a["ip"] not in out, ("an address on two ENIs", a, out)
+            out[a["ip"]] = (e["id"], a["state"], a.get("container_id"))
+    return out
+
+
+def read_answers(s, n, timeout):
+    buf = b""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and buf.count(b"\n") < n:
+        s.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    return [json.loads(x) for x in buf.splitlines() if x.strip()]
+
+
+# ---- the CNI socket: answers that re-enter the broker ----
+
+def test_pipelined_del_behind_a_waiting_add(make_env):
+    """A client that writes an ADD and its DEL in one go: when the ADD is
+    answered (here: subnet-full), the DEL is taken at once, inside that
+    answer.  It must not free the waiting ADD a second time."""
+    env = make_env(pool=pool_conf(add_timeout_s=2))
+    env.subnet_free(env.node["subnet_id"], 0)
+    env.start()
+    for i in range(3):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(str(env.cni_sock))
+        s.sendall(b'{"op": "add", "container_id": "pipe%d", "ifname": '
+                  b'"eth0"}\n{"op": "del", "container_id": "pipe%d", '
+                  b'"ifname": "eth0"}\n' % (i, i))
+        got = read_answers(s, 2, 8)
+        s.close()
+        time.sleep(0.3)
+        assert env.enid.proc.poll() is None, env.log()[-3000:]
+        assert len(got) == 2, got
+        assert got[0]["ok"] is False and \
+            got[0]["code"] in ("subnet-full", "timeout"), got
+        assert got[1] == {"ok": True}, got
+    assert env.show("pods") == []
+    assert env.checkpoint()["pods"] == []
