@@ -406,14 +406,37 @@ pod_netd_send(struct pod *p)
 	    ENGINE_NETD_DEADLINE_MS, pod_netd_answer, p);
 }
 
+/* One pod a GC released is gone: the GC is answered with the last. */
 static void
-pod_add_failed(struct pod *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+gc_release_done(struct broker *b, struct gc_run *gc)
+{
+	struct json_object *o;
+
+	if (gc == NULL || --gc->outstanding > 0)
+		return;
+	o = ok_answer();
+	json_object_object_add(o, "released",
+	    json_object_new_int((int32_t)gc->released));
+	durable_reply(b, &gc->ref, o);
+	free(gc);
+}
 
 static void
-pod_add_failed(struct pod *p, const char *fmt, ...)
+pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * The ADD fails and the pod goes.  A DEL or GC that came meanwhile is
+ * done by that.  The ADD is answered last, once the pod is freed: the
+ * answer may re-enter the broker with the client's next request.
+ */
+static void
+pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
 {
 	struct broker *b = p->b;
+	struct jref add = p->add_ref, del = p->del_ref;
+	struct gc_run *gc = p->gc;
+	bool del_wanted = p->del_wanted;
 	char why[MSG_ERR_LEN + 64];
 	int idx = pod_addr(p);
 	va_list ap;
@@ -428,12 +451,12 @@ pod_add_failed(struct pod *p, const char *fmt, ...)
 	 * reconciliation removes what netd left. */
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
-	jref_error(&p->add_ref, "netd", "setting up the pod's routing rules "
-	    "failed: %s", why);
-	if (p->del_wanted)
-		durable_reply(b, &p->del_ref, ok_answer());
 	pod_free(p);
 	checkpoint_mark(b);
+	if (del_wanted)
+		durable_reply(b, &del, ok_answer());
+	gc_release_done(b, gc);
+	jref_error(&add, code, "%s", why);
 }
 
 static void
@@ -447,14 +470,7 @@ pod_gone(struct pod *p)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
 	durable_reply(b, &p->del_ref, ok_answer());
-	if (gc != NULL && --gc->outstanding == 0) {
-		struct json_object *o = ok_answer();
-
-		json_object_object_add(o, "released",
-		    json_object_new_int((int32_t)gc->released));
-		durable_reply(b, &gc->ref, o);
-		free(gc);
-	}
+	gc_release_done(b, gc);
 	pod_free(p);
 	checkpoint_mark(b);
 }
@@ -473,12 +489,15 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		memcpy(&r, m->u.bytes, sizeof(r));
 	if (p->state == POD_ADDING) {
 		if (m == NULL) {
-			pod_add_failed(p, "enid-netd did not answer in time");
+			pod_add_failed(p, "netd", "setting up the pod's "
+			    "routing rules failed: enid-netd did not answer "
+			    "in time");
 			return;
 		}
 		if (r.status != ST_OK) {
-			pod_add_failed(p, "%s: %s", msg_status_name(r.status),
-			    r.message);
+			pod_add_failed(p, "netd", "setting up the pod's "
+			    "routing rules failed: %s: %s",
+			    msg_status_name(r.status), r.message);
 			return;
 		}
 		p->state = POD_READY;
@@ -929,14 +948,7 @@ op_gc(struct broker *b, struct jref *ref, struct json_object *req)
 	}
 	gc->ref = *ref;
 	ref->server = NULL;
-	if (--gc->outstanding == 0) {
-		struct json_object *o = ok_answer();
-
-		json_object_object_add(o, "released",
-		    json_object_new_int((int32_t)gc->released));
-		durable_reply(b, &gc->ref, o);
-		free(gc);
-	}
+	gc_release_done(b, gc);
 	cni_request_free(&r);
 }
 

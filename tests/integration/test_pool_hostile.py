@@ -155,3 +155,47 @@ def test_pipelined_del_behind_a_waiting_add(make_env):
         assert got[1] == {"ok": True}, got
     assert env.show("pods") == []
     assert env.checkpoint()["pods"] == []
+
+
+def add_async(env, cid, **kw):
+    """An ADD in a thread; returns (thread, box) with box["a"] set once
+    answered."""
+    box = {}
+
+    def run():
+        try:
+            box["a"], _ = env.add(cid, **kw)
+        except OSError as e:
+            box["a"] = {"ok": False, "code": "connection", "error": str(e)}
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, box
+
+
+def pod_entry(env, cid):
+    for p in env.show("pods"):
+        if p["container_id"] == cid:
+            return p
+    return None
+
+
+def test_gc_of_an_add_that_then_fails_is_answered(make_env):
+    """A GC that releases a pod whose ADD is still at netd, and netd then
+    refuses the ADD: the GC is answered, and the address is free again."""
+    env = make_env(mitm=("enid-netd",))
+    env.start()
+    env.add_and_ping("keep")
+    env.rules("enid-netd", [{"id": "fail", "request": "NETD_ADD_POD",
+                             "delay_ms": 2000, "set": {"status": 3}}])
+    t, box = add_async(env, "doomed")
+    env.wait(lambda: env.fired("enid-netd", "fail", "bound"), 5,
+             "the ADD's rules to reach netd")
+    gc, _ = podwire.cni(env.cni_sock, {
+        "op": "gc", "valid_attachments": [
+            {"container_id": "keep", "ifname": "eth0"}]}, timeout=15)
+    t.join(15)
+    assert box["a"]["ok"] is False, box
+    assert gc["ok"] is True and gc["released"] == 1, gc
+    assert [p["container_id"] for p in env.show("pods")] == ["keep"]
+    assert [p["container_id"] for p in env.checkpoint()["pods"]] == ["keep"]
