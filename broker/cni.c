@@ -500,6 +500,14 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			    msg_status_name(r.status), r.message);
 			return;
 		}
+		if (p->lost) {
+			/* Its ENI or address went while netd worked: the
+			 * address would not route. */
+			pod_add_failed(p, "address-lost", "the address %s "
+			    "went while the pod's rules were set up (%s); "
+			    "try again", ip, p->lost_why);
+			return;
+		}
 		p->state = POD_READY;
 		b->engine.stats.adds_ok++;
 		log_info("pod %s/%s (%s/%s): %s on %s", p->container_id,

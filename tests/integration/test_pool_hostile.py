@@ -180,6 +180,38 @@ def pod_entry(env, cid):
     return None
 
 
+def test_add_whose_address_goes_while_netd_works_is_refused(make_env):
+    """The pod's address is unassigned behind enid's back while netd is
+    still installing its rules: when netd answers, the ADD must fail, not
+    hand out an address the cloud no longer routes."""
+    env = make_env(mitm=("enid-netd",))
+    env.start()
+    a = env.add_and_ping("first")
+    env.rules("enid-netd", [{"id": "hold", "request": "NETD_ADD_POD",
+                             "delay_ms": 4000}])
+    t, box = add_async(env, "late")
+    env.wait(lambda: env.fired("enid-netd", "hold", "bound"), 5,
+             "the ADD's rules to reach netd")
+    p = env.wait(lambda: pod_entry(env, "late"), 5, "the pod")
+    assert p["state"] == "adding", p
+    eni = p["eni"]
+    env.ec2().unassign_private_ip_addresses(NetworkInterfaceId=eni,
+                                            PrivateIpAddresses=[p["ip"]])
+    env.reconcile()
+    t.join(20)
+    ans = box["a"]
+    assert ans["ok"] is False and ans["code"] == "address-lost", ans
+    # the lost address is in no pod, nowhere in the pool, not checkpointed
+    assert p["ip"] not in pool_addrs(env)
+    assert all(x["ip"] != p["ip"] for x in env.checkpoint()["pods"])
+    assert pod_entry(env, "late") is None
+    # and the pod that was there keeps its address
+    assert pod_entry(env, "first")["ip"] == a["ip"]
+    # a retry gets a working address
+    env.rules("enid-netd", [])
+    env.add_and_ping("late")
+
+
 def test_gc_of_an_add_that_then_fails_is_answered(make_env):
     """A GC that releases a pod whose ADD is still at netd, and netd then
     refuses the ADD: the GC is answered, and the address is free again."""
