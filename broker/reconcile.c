@@ -49,12 +49,25 @@ enum recon_step {
 	RS_DONE,
 };
 
+/* An ENI as the pool had it when the cloud was asked. */
+struct recon_known {
+	char			 id[MSG_ID_LEN];
+	enum eni_state		 state;
+	uint32_t		 naddrs;
+	uint32_t		 addrs[POOL_MAX_ADDRS];
+};
+
 struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
 	bool			 first;
 	char			 why[128];
 	struct breq		 req;
+	/* the pool when the attached ENIs were asked for: an answer shows
+	 * the cloud as it was then, so only what the pool had then is
+	 * judged by it */
+	size_t			 nknown;
+	struct recon_known	 known[POOL_MAX_ENIS];
 	size_t			 nenis;
 	struct msg_cloud_eni	 enis[RECON_MAX_ENIS];
 	bool			 overflow;
@@ -93,6 +106,51 @@ tagged_for_us(struct broker *b, const struct msg_cloud_eni *ce)
 
 	return creator != NULL && strcmp(creator, TAG_CREATOR_VALUE) == 0 &&
 	    inst != NULL && strcmp(inst, b->instance.instance_id) == 0;
+}
+
+/* Note the pool as it is now, as the attached ENIs are asked for. */
+static void
+recon_remember(struct reconcile_run *r)
+{
+	struct engine *en = &r->b->engine;
+	uint32_t i, j;
+
+	r->nknown = 0;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &en->enis[i];
+		struct recon_known *k;
+
+		if (!e->used || e->id[0] == '\0')
+			continue;
+		k = &r->known[r->nknown++];
+		memcpy(k->id, e->id, sizeof(k->id));
+		k->state = e->state;
+		k->naddrs = e->naddrs;
+		for (j = 0; j < e->naddrs; j++)
+			k->addrs[j] = e->addrs[j].ip;
+	}
+}
+
+static const struct recon_known *
+recon_known(const struct reconcile_run *r, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < r->nknown; i++)
+		if (strcmp(r->known[i].id, id) == 0)
+			return &r->known[i];
+	return NULL;
+}
+
+static bool
+known_addr(const struct recon_known *k, uint32_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < k->naddrs; i++)
+		if (k->addrs[i] == ip)
+			return true;
+	return false;
 }
 
 static void
@@ -140,19 +198,29 @@ remove_foreign_slot(struct broker *b, const struct msg_cloud_eni *ce,
 
 /* ---- step 1: the ENIs attached to this instance ---- */
 
+/*
+ * Correct e's addresses by the cloud's answer.  fresh: e was made from
+ * this answer, which has all of it.  Otherwise the answer is as old as
+ * the question, so it speaks only of what the pool had then: an address
+ * that arrived since (an assign answered meanwhile) is not dropped, one
+ * that left since (an unassign) is not added back, and an ENI that
+ * joined the pool since is left for the next run.
+ */
 static void
 recon_addresses(struct reconcile_run *r, struct eni *e,
-    const struct msg_cloud_eni *ce)
+    const struct msg_cloud_eni *ce, bool fresh)
 {
 	struct broker *b = r->b;
+	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
 	char ip[IP4_STR_LEN], why[128];
 	uint32_t i, j;
 
 	/* Not while an address change of its own is on its way. */
-	if (e->addr_op.active || e->assigning > 0)
+	if (e->addr_op.active || e->assigning > 0 || (!fresh && k == NULL))
 		return;
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
-		if (eni_addr_index(e, ce->addrs[i]) >= 0)
+		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
+		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
@@ -177,7 +245,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
-		if (present)
+		if (present || (k != NULL && !known_addr(k, e->addrs[i].ip)))
 			continue;
 		ip4_format(e->addrs[i].ip, ip);
 		if (e->addrs[i].pod != NULL)
@@ -195,6 +263,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	struct broker *b = r->b;
 	struct eni *e = eni_find(b, ce->eni_id);
 	struct subnet *s;
+	bool fresh = e == NULL;
 
 	if (e == NULL) {
 		if (memcmp(ce->mac, b->instance.primary_mac, 6) != 0 ||
@@ -223,7 +292,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
 		    "" : " only if its subnet is configured");
 	}
-	recon_addresses(r, e, ce);
+	recon_addresses(r, e, ce, fresh);
 }
 
 static void
@@ -262,7 +331,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->state_since = now_ms();
 	drift(r, "%s: attached and tagged for this node but not in the pool; "
 	    "adopting it", e->id);
-	recon_addresses(r, e, ce);
+	recon_addresses(r, e, ce, true);
 	if (e->dot_pending)
 		eni_set_dot(e);
 	eni_configure(e);
@@ -305,27 +374,36 @@ recon_attached(struct reconcile_run *r)
 		}
 		e = eni_find(b, ce->eni_id);
 		if (e == NULL) {
-			if (tagged_for_us(b, ce))
+			/* One the pool had when it asked has left it since
+			 * (removed): the answer's "attached" is old news. */
+			if (tagged_for_us(b, ce) &&
+			    recon_known(r, ce->eni_id) == NULL)
 				recon_adopt(r, ce);
 			continue;
 		}
 		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
 		    e->state == ENI_CONFIGURING)
-			recon_addresses(r, e, ce);
+			recon_addresses(r, e, ce, false);
 		if (e->ours && !ce->delete_on_termination &&
 		    e->state == ENI_READY) {
 			e->dot_pending = true;
 			eni_set_dot(e);
 		}
 	}
-	/* Pool ENIs the cloud no longer shows attached. */
+	/* Pool ENIs the cloud no longer shows attached: only those that
+	 * were attached already when it was asked. */
 	for (k = 0; k < POOL_MAX_ENIS; k++) {
 		struct eni *e = &en->enis[k];
+		const struct recon_known *was;
 		bool present = false;
 
 		if (!e->used || e->id[0] == '\0' ||
 		    (e->state != ENI_READY && e->state != ENI_DRAINING &&
 		    e->state != ENI_CONFIGURING))
+			continue;
+		if ((was = recon_known(r, e->id)) == NULL ||
+		    (was->state != ENI_READY && was->state != ENI_DRAINING &&
+		    was->state != ENI_CONFIGURING))
 			continue;
 		for (i = 0; i < r->nenis; i++)
 			if (strcmp(r->enis[i].eni_id, e->id) == 0)
@@ -772,10 +850,11 @@ describe(struct reconcile_run *r, enum cloud_eni_filter filter, bool leaks)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	req.filter = filter;
-	if (filter == ENIS_BY_INSTANCE)
+	if (filter == ENIS_BY_INSTANCE) {
 		msg_strlcpy(req.instance_id, b->instance.instance_id,
 		    sizeof(req.instance_id));
-	else if (!leaks) {
+		recon_remember(r);
+	} else if (!leaks) {
 		req.ntags = 1;
 		msg_strlcpy(req.tags[0].key, TAG_INSTANCE,
 		    sizeof(req.tags[0].key));

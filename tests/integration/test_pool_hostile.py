@@ -231,3 +231,56 @@ def test_gc_of_an_add_that_then_fails_is_answered(make_env):
     assert gc["ok"] is True and gc["released"] == 1, gc
     assert [p["container_id"] for p in env.show("pods")] == ["keep"]
     assert [p["container_id"] for p in env.checkpoint()["pods"]] == ["keep"]
+
+
+# ---- a describe answer that arrives late ----
+
+@pytest.mark.parametrize("shape", ["eni", "addresses"])
+def test_late_describe_answer_loses_nothing(make_env, shape):
+    """The answer to reconciliation's describe of the attached ENIs is
+    held 5 s (a slow or paged cloud), while the pool grows and pods take
+    the new addresses.  The answer shows the cloud as it was before: the
+    broker must not take it as news that the new ENI or addresses went,
+    so no acknowledged pod is lost and no address is dropped."""
+    if shape == "eni":
+        pool = pool_conf()                      # warm_eni_target 1
+        npods = 4       # three on the primary, the fourth on a new ENI
+    else:
+        pool = pool_conf(warm_eni_target=0, warm_ip_target=1)
+        npods = 2       # each one makes the pool assign one more
+    env = make_env(mitm=("enid-cloudd",), pool=pool,
+                   reconcile_interval_s=5)
+    env.start()
+    env.wait(lambda: env.show("pool")["free"] >= 1, 10, "a warm address")
+    env.rules("enid-cloudd", [{"id": "late", "request":
+                               "CLOUD_DESCRIBE_ENIS", "match": {"filter": 0},
+                               "delay_ms": 5000}])
+    env.wait(lambda: env.fired("enid-cloudd", "late", "bound"), 10,
+             "a reconcile to describe the attached ENIs")
+    t0 = time.monotonic()
+    acked = {}
+    for i in range(npods):
+        a, _ = env.add("late%d" % i, timeout=20)
+        assert a["ok"], a
+        acked["late%d" % i] = a["ip"]
+    assert time.monotonic() - t0 < 4.5, "growth took longer than the hold"
+    # the held answer arrives, and one more reconcile runs after it
+    env.wait(lambda: env.fired("enid-cloudd", "late", "hold"), 10,
+             "the held answer")
+    time.sleep(max(0.0, t0 + 5.5 - time.monotonic()))
+    env.reconcile()
+    log = env.log()
+    pods = {p["container_id"]: p for p in env.show("pods")}
+    for cid, ip in acked.items():
+        assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
+            (pods[cid], log[-4000:])
+    ck = {p["container_id"]: p["ip"] for p in env.checkpoint()["pods"]}
+    assert ck == acked
+    assert "no longer attached to this instance" not in log
+    assert "is no longer assigned by the cloud" not in log
+    pa = pool_addrs(env)
+    for cid, ip in acked.items():
+        assert pa[ip][2] == cid, (ip, pa)
+    for cid, ip in acked.items():
+        p = env.wire(cid, ip)
+        assert p.ping(env.ep["vpc_host"], wait=2), (cid, ip)
