@@ -1157,8 +1157,23 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	(void)final;
 	if (m != NULL)
 		memcpy(&done, m->u.bytes, sizeof(done));
-	if (m == NULL || done.st.outcome != CO_OK) {
+	if (m == NULL || done.st.outcome == CO_TRANSIENT) {
+		/* It may have been done: an address handed out now might not
+		 * route.  They leave the pool, and reconciliation adds back
+		 * those the cloud still has. */
 		status_text(m ? &done.st : NULL, text, sizeof(text));
+		log_warnx("%s: unassigning addresses: %s; the outcome is "
+		    "unknown: they leave the pool until the cloud is asked",
+		    e->id, text);
+		for (i = e->naddrs; i-- > 0;)
+			if (e->addrs[i].state == ADDR_REMOVING)
+				eni_drop_addr(e, i);
+		reconcile_now(b, "an unassign's outcome is unknown");
+		engine_kick(b);
+		return;
+	}
+	if (done.st.outcome != CO_OK) {
+		status_text(&done.st, text, sizeof(text));
 		log_warnx("%s: unassigning addresses: %s; they stay in the pool",
 		    e->id, text);
 		for (i = 0; i < e->naddrs; i++)

@@ -284,3 +284,34 @@ def test_late_describe_answer_loses_nothing(make_env, shape):
     for cid, ip in acked.items():
         p = env.wire(cid, ip)
         assert p.ping(env.ep["vpc_host"], wait=2), (cid, ip)
+
+
+# ---- an unassign whose outcome is unknown ----
+
+def test_unassign_of_unknown_outcome_hands_nothing_out(make_env):
+    """The pool gives back surplus addresses; the cloud does it, but
+    enid-cloudd says the call failed (a 5xx after the fact, a timeout).
+    The addresses may be gone: they must not go back into the pool until
+    the cloud says they are there, so every pod that gets one can ping."""
+    env = make_env(mitm=("enid-cloudd",), reconcile_interval_s=120,
+                   pool=pool_conf(warm_eni_target=0, warm_ip_target=1,
+                                  shrink_delay_s=1))
+    env.start()
+    for i in range(2):
+        env.add_and_ping("s%d" % i)
+    env.rules("enid-cloudd", [{"id": "lie", "request": "CLOUD_UNASSIGN_IPS",
+                               "set": {"st.outcome": CO_TRANSIENT}}])
+    for i in range(2):
+        env.unwire("s%d" % i)
+        a, _ = env.delete("s%d" % i)
+        assert a["ok"], a
+    env.wait(lambda: env.fired("enid-cloudd", "lie", "set"), 15,
+             "the pool to give back its surplus")
+    time.sleep(0.3)
+    assert "unassigning addresses" in env.log()
+    have = set().union(*cloud_addrs(env).values())
+    offered = {ip for ip, (_, st, _) in pool_addrs(env).items()
+               if st == "free"}
+    assert offered <= have, (offered, have)
+    for i in range(3):
+        env.add_and_ping("t%d" % i)
