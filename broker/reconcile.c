@@ -295,12 +295,58 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	recon_addresses(r, e, ce, fresh);
 }
 
+/*
+ * An ENI about to be adopted, judged as a created one is: its link and
+ * table must be its own.  One that names a pool ENI's MAC or device index
+ * would have netd set up, and later tear down, that ENI's link and table;
+ * one whose address is a pod's or the node's would be given to it.
+ * Returns why it is refused, or NULL.
+ */
+static const char *
+adopt_check(struct reconcile_run *r, const struct msg_cloud_eni *ce,
+    const struct subnet *s, char *why, size_t whylen)
+{
+	struct broker *b = r->b;
+	struct eni probe;
+	char ip[IP4_STR_LEN], bad[96];
+	uint32_t i;
+
+	if (mac_is_zero(ce->mac) || (ce->mac[0] & 1) ||
+	    memcmp(ce->mac, b->instance.primary_mac, 6) == 0)
+		return "a MAC that is none, multicast, or the node's own";
+	if (ce->device_index < 1 ||
+	    (uint32_t)ce->device_index >= b->engine.params.max_enis)
+		return "a device index outside the instance's secondaries";
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &b->engine.enis[i];
+
+		if (!o->used)
+			continue;
+		if (memcmp(o->mac, ce->mac, 6) == 0)
+			return "the MAC of an ENI in the pool";
+		if (o->device_index == ce->device_index)
+			return "the device index of an ENI in the pool";
+	}
+	/* Its own address, checked as a created ENI's is. */
+	memset(&probe, 0, sizeof(probe));
+	probe.subnet = (int)(s - b->engine.subnets);
+	msg_strlcpy(probe.subnet_id, s->id, sizeof(probe.subnet_id));
+	if (!eni_addr_acceptable(b, &probe, ce->primary_ip, bad, sizeof(bad))) {
+		ip4_format(ce->primary_ip, ip);
+		snprintf(why, whylen, "its own address %s: %s", ip, bad);
+		return why;
+	}
+	return NULL;
+}
+
 static void
 recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 {
 	struct broker *b = r->b;
 	struct subnet *s = subnet_by_id(b, ce->subnet_id);
 	struct eni *e;
+	const char *bad;
+	char why[160];
 
 	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE)
 		return;		/* attaching or detaching: next time */
@@ -313,6 +359,12 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 			msg_strlcpy(s->id, ce->subnet_id, sizeof(s->id));
 		}
 		subnets_describe(b);
+		return;
+	}
+	if ((bad = adopt_check(r, ce, s, why, sizeof(why))) != NULL) {
+		log_security("reconcile: %s is listed as attached and tagged for "
+		    "this node, with %s; not adopted, and nothing is done "
+		    "to it", ce->eni_id, bad);
 		return;
 	}
 	if ((e = eni_new(b)) == NULL)

@@ -21,8 +21,11 @@ requests, default 1) and then applies to every answer to each of them:
                         "aa:bb:.." MACs, lists of IPv4 for "addrs")
   "drop": true          the answer is not passed on
   "delay_ms": N         the request's answers are held N ms (in order)
+  "where": {FIELD: V}   only answers (stream entries) whose fields match
   "extra": [SET, ...]   before a stream's end marker, one more entry per
-                        SET: a copy of the stream's first entry, changed
+                        SET: a copy of the stream's first entry (or of the
+                        first matching SET's "from"), changed; "copies": N
+                        makes N, with "%d" in strings numbering them
   "end_outcome": N      a stream's end marker's outcome becomes N
 Nothing here is a fake of the protocol: the payloads are the real ones,
 with the sizes checked against the header before a field is touched.
@@ -172,6 +175,19 @@ def set_fields(obj, changes):
             setattr(obj, k, v)
 
 
+def pick(names, msgs, where):
+    """The first of msgs whose fields are as where says, or None."""
+    for m in msgs:
+        cls = STRUCTS.get(names.get(HDR.unpack_from(m)[0]))
+        if cls is None or len(m) - HDR.size != ctypes.sizeof(cls):
+            continue
+        o = cls.from_buffer_copy(m[HDR.size:])
+        if all(getattr(o, k) == (v.encode() if isinstance(v, str) else v)
+               for k, v in where.items()):
+            return m
+    return None
+
+
 def describe(tname, payload):
     """A few fields of a payload, for the log."""
     cls = STRUCTS.get(tname)
@@ -235,7 +251,7 @@ class Mitm:
                        for k, v in match.items()):
                     continue
             r["count"] -= 1
-            self.bound[rid] = (tname, r, {"first": None, "t0":
+            self.bound[rid] = (tname, r, {"entries": [], "t0":
                                           time.monotonic()})
             self.note(event="bound", rule=r.get("id"), request=tname, id=rid)
             return
@@ -253,18 +269,27 @@ class Mitm:
         if ENTRY.get(req) != tname:
             del self.bound[rid]         # the final answer
         out = []
-        if state["first"] is None and tname not in STREAM_END:
-            state["first"] = bytes(data)
-        if tname in STREAM_END and r.get("extra") and state["first"]:
-            first = state["first"]
-            cls = STRUCTS[self.name[HDR.unpack_from(first)[0]]]
+        if tname not in STREAM_END:
+            state["entries"].append(bytes(data))
+        if tname in STREAM_END and r.get("extra") and state["entries"]:
+            n = 0
             for ch in r["extra"]:
-                o = cls.from_buffer_copy(first[HDR.size:])
-                set_fields(o, ch)
-                out.append(first[:HDR.size] + bytes(o))
-            self.note(event="extra", rule=r.get("id"), n=len(r["extra"]))
+                ch = dict(ch)
+                src = pick(self.name, state["entries"], ch.pop("from", {}))
+                if src is None:
+                    continue
+                cls = STRUCTS[self.name[HDR.unpack_from(src)[0]]]
+                for i in range(ch.pop("copies", 1)):
+                    o = cls.from_buffer_copy(src[HDR.size:])
+                    set_fields(o, {k: (v % i if isinstance(v, str) and
+                                       "%d" in v else v)
+                                   for k, v in ch.items()})
+                    out.append(src[:HDR.size] + bytes(o))
+                    n += 1
+            self.note(event="extra", rule=r.get("id"), n=n)
         want = r.get("answer")
-        applies = want is None or want == tname
+        applies = (want is None or want == tname) and \
+            (not r.get("where") or pick(self.name, [data], r["where"]))
         if applies and r.get("drop"):
             self.note(event="drop", rule=r.get("id"), answer=tname,
                       was=describe(tname, payload))

@@ -315,3 +315,103 @@ def test_unassign_of_unknown_outcome_hands_nothing_out(make_env):
     assert offered <= have, (offered, have)
     for i in range(3):
         env.add_and_ping("t%d" % i)
+
+
+# ---- a compromised enid-cloudd ----
+
+def node_net(env):
+    """The node's routing state, as netd keeps it."""
+    out = []
+    for argv in (("ip", "-n", env.ns, "-4", "rule"),
+                 ("ip", "-n", env.ns, "-4", "route", "show", "table", "all"),
+                 ("ip", "-n", env.ns, "-4", "-o", "addr")):
+        out.append(podwire.run(*argv).stdout)
+    return out
+
+
+def settle(env, quiet=1.5, timeout=20):
+    """Wait until the pool stops changing (growth done) and the sim's data
+    plane matches its model."""
+    end = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        now = json.dumps(env.show("enis"), sort_keys=True,
+                         default=str).replace('"since_s"', "")
+        now = [(e["id"], e["state"], sorted(a["ip"] for a in e["addresses"]))
+               for e in env.show("enis")]
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            env.wait_dataplane()
+            return
+        time.sleep(0.1)
+    raise AssertionError("the pool did not settle: %r" % (last,))
+
+
+def wait_pods_on_two_enis(env, prefix, n):
+    acked = {}
+    for i in range(n):
+        a = env.add_and_ping("%s%d" % (prefix, i))
+        acked["%s%d" % (prefix, i)] = (a["ip"], a.get("eni"))
+    assert len({e for _, e in acked.values()}) == 2, acked
+    return acked
+
+
+def test_describe_naming_a_pool_enis_link_is_not_adopted(make_env):
+    """enid-cloudd lists, among the attached ENIs, made-up ones tagged
+    for this node that take a pool ENI's MAC and device index, or a pod's
+    address as their own: none is adopted (each is a security event), and
+    when they vanish again nothing of the real ENI is torn down."""
+    env = make_env(mitm=("enid-cloudd",),
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0,
+                                  link_timeout_s=2))
+    env.start()
+    acked = wait_pods_on_two_enis(env, "a", 4)
+    second = next(e for e in env.show("enis")
+                  if not e["primary"] and e["state"] == "ready")
+    primary_pod_ip = next(ip for ip, eni in acked.values()
+                          if eni == env.node["primary_eni"])
+    settle(env)
+    before_net = node_net(env)
+    before_pool = pool_addrs(env)
+    used = {e["device_index"] for e in env.show("enis")}
+    free_index = min(set(range(1, 4)) - used)
+    fake = [
+        # the same link (MAC and device index) under another id
+        {"from": {"device_index": second["device_index"]},
+         "eni_id": "eni-0badc0ffee0000001", "primary_ip": "10.0.0.200",
+         "addrs": ["10.0.0.201", "10.0.0.202"]},
+        # another MAC at the same device index
+        {"from": {"device_index": second["device_index"]},
+         "eni_id": "eni-0badc0ffee0000002", "mac": "02:00:5e:00:00:99",
+         "addrs": ["10.0.0.203"]},
+        # a free device index, but a pod's address as its own
+        {"from": {"device_index": second["device_index"]},
+         "eni_id": "eni-0badc0ffee0000003", "mac": "02:00:5e:00:00:98",
+         "device_index": free_index, "primary_ip": primary_pod_ip,
+         "addrs": []},
+    ]
+    env.rules("enid-cloudd", [{"id": "fake", "request": "CLOUD_DESCRIBE_ENIS",
+                               "match": {"filter": 0}, "extra": fake}])
+    env.reconcile()
+    assert env.fired("enid-cloudd", "fake", "extra")
+    time.sleep(3)       # a link lookup of a made-up MAC would end by now
+    env.rules("enid-cloudd", [])
+    env.reconcile()
+    time.sleep(1)
+    log = env.log()
+    for f, why in zip(fake, ("the MAC of an ENI in the pool",
+                             "the device index of an ENI in the pool",
+                             "already on")):
+        assert "security: reconcile: %s is listed" % f["eni_id"] in log
+        line = next(x for x in log.splitlines()
+                    if "security: reconcile: %s" % f["eni_id"] in x)
+        assert why in line, line
+    assert "quarantined" not in log and "detach" not in log
+    ids = {e["id"] for e in env.show("enis")}
+    assert not any(f["eni_id"] in ids for f in fake), ids
+    assert pool_addrs(env) == before_pool
+    env.wait_dataplane()
+    assert node_net(env) == before_net
+    for cid, (ip, _) in acked.items():
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), (cid, ip)
