@@ -1125,6 +1125,14 @@ assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	taken = eni_take_addrs(e, as.addrs,
 	    as.naddrs < asked ? as.naddrs : asked,
 	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
+	if (taken == 0 && asked > 0) {
+		/* Asking again at once would get the same: back off, and
+		 * learn from the cloud what it did assign. */
+		engine_fail_growth(b, "no-address", "assigning %u addresses to "
+		    "%s: the cloud named none that can be used", asked, e->id);
+		reconcile_now(b, "an assign named no usable address");
+		return;
+	}
 	growth_succeeded(b);
 	log_info("%s: %u addresses assigned", e->id, taken);
 	engine_kick(b);

@@ -415,3 +415,106 @@ def test_describe_naming_a_pool_enis_link_is_not_adopted(make_env):
     assert node_net(env) == before_net
     for cid, (ip, _) in acked.items():
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), (cid, ip)
+
+
+def test_create_answers_that_lie(make_env):
+    """enid-cloudd answers CreateNetworkInterface with an id that is not
+    one, the node's own MAC, the node's own address as the ENI's, and
+    secondary addresses outside the subnet, the node's and a reserved
+    one.  Each is logged as a security event and never used; the ENIs the
+    cloud really made leave by the removal path, and nothing attached is
+    deleted."""
+    env = make_env(mitm=("enid-cloudd",), pool=pool_conf(warm_ip_target=6))
+    node_ip = env.node["primary_ip"]
+    bad_addrs = ["10.0.99.5", node_ip, "10.0.0.2"]
+    env.rules("enid-cloudd", [
+        {"id": "badid", "request": "CLOUD_CREATE_ENI",
+         "set": {"eni_id": "eni-../../etc"}},
+        {"id": "nodemac", "request": "CLOUD_CREATE_ENI",
+         "set": {"mac": env.node["primary_mac"]}},
+        {"id": "nodeip", "request": "CLOUD_CREATE_ENI",
+         "set": {"primary_ip": node_ip}},
+        {"id": "badaddrs", "request": "CLOUD_CREATE_ENI",
+         "set": {"addrs": bad_addrs}},
+    ])
+    env.start()
+    for rule in ("badid", "nodemac", "nodeip", "badaddrs"):
+        env.wait(lambda: env.fired("enid-cloudd", rule, "set"), 20, rule)
+    settle(env, timeout=40)
+    log = env.log()
+    for needle in ("CreateNetworkInterface answered with an ENI id that is "
+                   "not one",
+                   "CreateNetworkInterface answered with the node's own MAC",
+                   "its primary address is the primary address of the node",
+                   "the cloud named 10.0.99.5, outside subnet",
+                   "the cloud named %s, the primary address of the node"
+                   % node_ip,
+                   "the cloud named 10.0.0.2, a reserved address"):
+        assert "security: " in log and needle in log, needle
+    # nothing the cloud did not give, nothing of the node's
+    pa = pool_addrs(env)
+    assert not set(bad_addrs) & set(pa), pa
+    ca = cloud_addrs(env)
+    for ip, (eni, _, _) in pa.items():
+        assert ip in ca.get(eni, ()), (ip, eni, ca)
+    ids = [e["id"] for e in env.show("enis")]
+    made = {x["now"].get("eni_id") or x["was"].get("eni_id"): x["rule"]
+            for x in env.mitm_log("enid-cloudd") if x["event"] == "set"}
+    st = env.state()
+    by_id = {e["id"]: e for e in st["enis"]}
+    for rule in ("nodemac", "nodeip"):
+        eni = next(i for i, r in made.items() if r == rule)
+        assert eni not in ids
+        env.wait(lambda: eni not in {e["id"] for e in env.state()["enis"]},
+                 20, "the quarantined %s to be deleted" % eni)
+    # the bad-id create: its real ENI is unknown to enid; it stays, tagged,
+    # for the leak collector
+    real_badid = next(x["was"]["eni_id"] for x in
+                      env.mitm_log("enid-cloudd")
+                      if x.get("rule") == "badid" and x["event"] == "set")
+    assert by_id[real_badid]["status"] == "available"
+    assert errors_of(env, "InvalidNetworkInterface.InUse") == 0
+    assert st["calls"].get("DeleteNetworkInterface", 0) == 2
+    for i in range(4):
+        env.add_and_ping("c%d" % i)
+
+
+def errors_of(env, code):
+    return sum(c.get(code, 0) for c in env.state()["errors"].values())
+
+
+def test_assign_answers_that_lie(make_env):
+    """enid-cloudd answers AssignPrivateIpAddresses with the node's own
+    address, then (were it asked again) with none at all.  Neither is
+    used; growth backs off instead of asking again at once, and the
+    addresses the cloud really assigned are learned by reconciliation."""
+    env = make_env(mitm=("enid-cloudd",), reconcile_interval_s=120,
+                   sim_args=("--ip-limit", "10", "--eni-limit", "4"),
+                   pool=pool_conf(warm_ip_target=1, warm_eni_target=0))
+    env.start()
+    env.wait(lambda: env.show("pool")["free"] == 1, 10, "a warm address")
+    node_ip = env.node["primary_ip"]
+    env.rules("enid-cloudd", [
+        {"id": "wrong", "request": "CLOUD_ASSIGN_IPS",
+         "set": {"addrs": [node_ip]}},
+        {"id": "none", "request": "CLOUD_ASSIGN_IPS", "set": {"addrs": []}},
+    ])
+    calls0 = env.state()["calls"].get("AssignPrivateIpAddresses", 0)
+    env.add_and_ping("a0")
+    env.wait(lambda: env.fired("enid-cloudd", "wrong", "set"), 10, "a lie")
+    time.sleep(3)
+    calls = env.state()["calls"].get("AssignPrivateIpAddresses", 0) - calls0
+    log = env.log()
+    assert "the cloud named %s, the primary address of the node" % node_ip \
+        in log
+    assert calls == 1, (calls, log[-3000:])
+    pa = pool_addrs(env)
+    assert node_ip not in pa
+    env.wait(lambda: set(pa) == set().union(*cloud_addrs(env).values()) or
+             None, 5, "the pool to hold what the cloud assigned")
+    for i in range(1, 4):
+        env.add_and_ping("a%d" % i)
+    pa = pool_addrs(env)
+    ca = cloud_addrs(env)
+    for ip, (eni, _, _) in pa.items():
+        assert ip in ca[eni]
