@@ -25,7 +25,7 @@ requests, default 1) and then applies to every answer to each of them:
   "extra": [SET, ...]   before a stream's end marker, one more entry per
                         SET: a copy of the stream's first entry (or of the
                         first matching SET's "from"), changed; "copies": N
-                        makes N, with "%d" in strings numbering them
+                        makes N, numbered by a "%d" (or "%05d"...) in strings
   "end_outcome": N      a stream's end marker's outcome becomes N
 Nothing here is a fake of the protocol: the payloads are the real ones,
 with the sizes checked against the header before a field is touched.
@@ -282,7 +282,7 @@ class Mitm:
                 for i in range(ch.pop("copies", 1)):
                     o = cls.from_buffer_copy(src[HDR.size:])
                     set_fields(o, {k: (v % i if isinstance(v, str) and
-                                       "%d" in v else v)
+                                       "%" in v else v)
                                    for k, v in ch.items()})
                     out.append(src[:HDR.size] + bytes(o))
                     n += 1

@@ -518,3 +518,54 @@ def test_assign_answers_that_lie(make_env):
     ca = cloud_addrs(env)
     for ip, (eni, _, _) in pa.items():
         assert ip in ca[eni]
+
+
+def test_describe_streams_that_lie(make_env):
+    """Reconciliation's describe of the attached ENIs: a stream that ends
+    non-ok after dropping every entry, a flood of entries, and entries
+    that give a pool ENI the node's address and another ENI's pod
+    address.  The first two are discarded whole, the last addresses are
+    refused; the pool, the checkpoint and the pods stay as they were."""
+    env = make_env(mitm=("enid-cloudd",), reconcile_interval_s=120,
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    env.start()
+    acked = wait_pods_on_two_enis(env, "d", 4)
+    settle(env)
+    second = next(e for e in env.show("enis")
+                  if not e["primary"] and e["state"] == "ready")
+    primary_pod_ip = next(ip for ip, eni in acked.values()
+                          if eni == env.node["primary_eni"])
+    node_ip = env.node["primary_ip"]
+    before = (pool_addrs(env), env.checkpoint()["pods"], node_net(env))
+    lies = [
+        ("partial", {"answer": "CLOUD_ENI", "drop": True,
+                     "end_outcome": CO_TRANSIENT},
+         "the run is discarded"),
+        ("flood", {"extra": [{"copies": 100,
+                              "eni_id": "eni-f100d%013d"}]},
+         "more entries than the pool can hold"),
+        ("twice", {"answer": "CLOUD_ENI",
+                   "where": {"device_index": second["device_index"]},
+                   "set": {"addrs": [a["ip"] for a in second["addresses"]] +
+                           [primary_pod_ip, node_ip]}},
+         "carries %s, already on %s" % (primary_pod_ip,
+                                        env.node["primary_eni"])),
+    ]
+    for name, rule, needle in lies:
+        env.rules("enid-cloudd", [dict(rule, id=name, request=
+                                       "CLOUD_DESCRIBE_ENIS",
+                                       match={"filter": 0})])
+        a = env.ctl({"op": "reconcile"})
+        assert env.fired("enid-cloudd", name), name
+        assert needle in env.log(), (name, env.log()[-2000:])
+        if name != "twice":
+            assert a["ok"] is False and a["code"] == "cloud-error", a
+        else:
+            assert "carries %s, the primary address of the node" % node_ip \
+                in env.log()
+        assert (pool_addrs(env), env.checkpoint()["pods"],
+                node_net(env)) == before, name
+    log = env.log()
+    assert "no longer attached" not in log and "no longer assigned" not in log
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
