@@ -780,6 +780,15 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		eni_configure_step(e);
 		return;
 	}
+	if (e->cfg_step == CFG_LINK) {
+		/* Found is a link, never a bare "ok": without one, no table
+		 * was set up and the addresses would not route. */
+		log_security("%s: enid-netd answered the lookup of link %s "
+		    "with \"ok\" and no link", eni_name(e), mac);
+		eni_quarantine(e, "enid-netd answered its link lookup without "
+		    "a link");
+		return;
+	}
 	/* Set up: the addresses enter the pool only now. */
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_PENDING)

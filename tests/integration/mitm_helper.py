@@ -20,6 +20,8 @@ requests, default 1) and then applies to every answer to each of them:
   "set": {FIELD: V}     change fields of the answer (dotted IPv4 strings,
                         "aa:bb:.." MACs, lists of IPv4 for "addrs")
   "drop": true          the answer is not passed on
+  "replace": TYPE       the answer becomes one of TYPE, all zero but for
+                        what "set" says
   "delay_ms": N         the request's answers are held N ms (in order)
   "where": {FIELD: V}   only answers (stream entries) whose fields match
   "extra": [SET, ...]   before a stream's end marker, one more entry per
@@ -290,6 +292,14 @@ class Mitm:
         want = r.get("answer")
         applies = (want is None or want == tname) and \
             (not r.get("where") or pick(self.name, [data], r["where"]))
+        if applies and r.get("replace"):
+            # Another answer type the request allows, all zero but for
+            # what "set" says.
+            tname = r["replace"]
+            payload = bytes(ctypes.sizeof(STRUCTS[tname]))
+            data = HDR.pack(self.num[tname], 0, len(payload), rid, 0) + \
+                payload
+            self.note(event="replace", rule=r.get("id"), answer=tname)
         if applies and r.get("drop"):
             self.note(event="drop", rule=r.get("id"), answer=tname,
                       was=describe(tname, payload))

@@ -569,3 +569,35 @@ def test_describe_streams_that_lie(make_env):
     assert "no longer attached" not in log and "no longer assigned" not in log
     for cid in acked:
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+
+
+# ---- a compromised enid-netd ----
+
+def test_link_lookups_that_lie(make_env):
+    """enid-netd answers an ENI's link lookup with a link of another MAC,
+    then another's with a bare "ok" and no link at all.  Neither ENI may
+    join the pool (its table was never set up): both are quarantined and
+    removed, and every pod gets a working address."""
+    env = make_env(mitm=("enid-netd",),
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    env.rules("enid-netd", [
+        {"id": "othermac", "request": "NETD_FIND_LINK",
+         "set": {"mac": "02:00:5e:00:00:42"}},
+        {"id": "nolink", "request": "NETD_FIND_LINK",
+         "replace": "NETD_RESULT", "set": {"status": 0}},
+    ])
+    env.start()
+    for i in range(6):
+        env.add_and_ping("l%d" % i)
+    assert env.fired("enid-netd", "othermac", "set")
+    assert env.fired("enid-netd", "nolink", "replace")
+    log = env.log()
+    assert "enid-netd found a link with MAC other than" in log
+    assert "answered its link lookup without a link" in log, log[-3000:]
+    assert log.count("-> quarantined") == 2
+    settle(env)
+    assert not [e for e in env.node_enis() if e["status"] == "available"]
+    pa = pool_addrs(env)
+    ca = cloud_addrs(env)
+    for ip, (eni, _, _) in pa.items():
+        assert ip in ca[eni]
