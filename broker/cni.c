@@ -182,6 +182,21 @@ pod_answer(struct broker *b, const struct pod *p)
 	return o;
 }
 
+/*
+ * A repeated ADD of a pod already ready gets the same answer, but no
+ * sooner than the checkpoint that records the pod is on disk: after a
+ * failed write the first ADD was refused, and the retry must not be
+ * acknowledged on an assignment a restart would not know.
+ */
+static void
+pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
+{
+	if (b->engine.dirty)
+		durable_reply(b, ref, pod_answer(b, p));
+	else
+		jref_reply(ref, pod_answer(b, p));
+}
+
 static struct json_object *
 ok_answer(void)
 {
@@ -775,7 +790,7 @@ pods_serve_waiters(struct broker *b)
 			/* Added meanwhile by a retry: the same answer. */
 			ref = waiter_take(b, w);
 			if (p->state == POD_READY && !p->lost)
-				jref_reply(&ref, pod_answer(b, p));
+				pod_answer_again(b, &ref, p);
 			else
 				jref_error(&ref, "busy", "this attachment "
 				    "is being changed; try again");
@@ -820,7 +835,7 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 				    "it first", p->lost_why);
 			else
 				/* Idempotent: the same address again. */
-				jref_reply(ref, pod_answer(b, p));
+				pod_answer_again(b, ref, p);
 			break;
 		case POD_ADDING:
 			/* A retry while the first is in flight takes over

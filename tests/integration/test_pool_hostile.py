@@ -601,3 +601,29 @@ def test_link_lookups_that_lie(make_env):
     ca = cloud_addrs(env)
     for ip, (eni, _, _) in pa.items():
         assert ip in ca[eni]
+
+
+# ---- durability ----
+
+def test_repeated_add_is_acknowledged_only_once_on_disk(make_env):
+    """The checkpoint cannot be written (the state directory is read-only
+    for a while): the ADD is refused, and its retries too, until the pod is
+    on disk; none is acknowledged on an assignment a restart would lose."""
+    env = make_env()
+    env.start()
+    env.add_and_ping("disk0")
+    os.chmod(env.state_dir, 0o500)
+    try:
+        a, _ = env.add("disk1")
+        assert a["ok"] is False and a["code"] == "internal", a
+        for _ in range(3):
+            b, _ = env.add("disk1")
+            assert b["ok"] is False and b["code"] == "internal", b
+            assert "disk1" not in [p["container_id"]
+                                   for p in env.checkpoint()["pods"]]
+    finally:
+        os.chmod(env.state_dir, 0o700)
+    b = env.wait(lambda: env.add("disk1")[0]["ok"] and env.add("disk1")[0],
+                 10, "the ADD to be acknowledged")
+    ck = {p["container_id"]: p["ip"] for p in env.checkpoint()["pods"]}
+    assert ck.get("disk1") == b["ip"], (ck, b)
