@@ -1053,6 +1053,12 @@ reconcile_now(struct broker *b, const char *why)
 		en->recon_again = true;
 		return;
 	}
+	/* The first run starts once the subnets are described (their
+	 * answer starts it): before, no ENI could be adopted, and the
+	 * restored pods on them would look lost.  Whoever asked is
+	 * answered by that run. */
+	if (en->phase == PHASE_STARTING && !en->started_recon)
+		return;
 	loop_timer_cancel(&b->loop, &en->recon_timer);
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
 		log_errorx("reconcile: out of memory; again in %d s",

@@ -627,3 +627,52 @@ def test_repeated_add_is_acknowledged_only_once_on_disk(make_env):
                  10, "the ADD to be acknowledged")
     ck = {p["container_id"]: p["ip"] for p in env.checkpoint()["pods"]}
     assert ck.get("disk1") == b["ip"], (ck, b)
+
+
+# ---- restart: the first reconciliation must know the pods' subnets ----
+
+def restart(env, **conf):
+    """Stop enid (as a service manager would) and start it again, with
+    conf changed."""
+    from conftest import write_config
+    env.enid.stop()
+    extra = dict(env.conf_extra)
+    extra.update(conf)
+    env.conf = write_config(env.workdir, env.enid_user, **extra)
+    return env.start(wait=False)
+
+
+def held_pods_survive(env, acked):
+    pods = {p["container_id"]: p for p in env.show("pods")}
+    for cid, (ip, _) in acked.items():
+        assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
+            (pods[cid], env.log()[-3000:])
+    ck = {p["container_id"]: p["ip"] for p in env.checkpoint()["pods"]}
+    assert ck == {c: ip for c, (ip, _) in acked.items()}, ck
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    # and new pods never get their addresses
+    for i in range(3):
+        a, _ = env.add("after%d" % i)
+        assert a["ok"] and a["ip"] not in [ip for ip, _ in acked.values()], a
+
+
+def test_reconcile_asked_for_during_start_loses_no_pod(make_env):
+    """After a restart, while the subnets are still being described, an
+    operator asks for a reconciliation.  It must not run on a pool that
+    cannot adopt its ENIs yet: restored pods are kept."""
+    env = make_env(mitm=("enid-cloudd",),
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    env.start()
+    acked = wait_pods_on_two_enis(env, "r", 4)
+    env.rules("enid-cloudd", [{"id": "slow", "request":
+                               "CLOUD_DESCRIBE_SUBNETS", "delay_ms": 3000}])
+    e = restart(env)
+    env.wait(lambda: env.fired("enid-cloudd", "slow", "bound"), 10,
+             "the subnets to be asked for")
+    a = env.ctl({"op": "reconcile"})
+    assert a["ok"], a
+    assert e.wait_log("pool: running", 20)
+    env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
+             10, "the pods to be bound")
+    held_pods_survive(env, acked)
