@@ -80,6 +80,8 @@ struct reconcile_run {
 	struct msg_cloud_eni	 leaks[RECON_MAX_LEAKS];
 	struct msg_cloud_check_instances check;
 	uint32_t		 drifts;
+	bool			 deferred;	/* an adoption waits for its
+						 * subnet to be described */
 };
 
 static void	recon_step(struct reconcile_run *r);
@@ -357,6 +359,9 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 			s = &b->engine.subnets[b->engine.nsubnets++];
 			memset(s, 0, sizeof(*s));
 			msg_strlcpy(s->id, ce->subnet_id, sizeof(s->id));
+			/* Asked for now: at start, the pods restored on it
+			 * wait for that rather than look lost. */
+			r->deferred = true;
 		}
 		subnets_describe(b);
 		return;
@@ -1005,6 +1010,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	struct broker *b = r->b;
 	struct engine *en = &b->engine;
 	bool first = r->first, again = en->recon_again;
+	bool deferred = r->deferred;
 	uint32_t drifts = r->drifts;
 	size_t i;
 
@@ -1026,6 +1032,17 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	log_info("reconcile: done, %u drift%s fixed", drifts,
 	    drifts == 1 ? "" : "s");
 	recon_reply_waiters(b, NULL, drifts);
+	if (first && en->phase == PHASE_STARTING && deferred) {
+		/* ENIs of subnets the pool did not know are attached: the
+		 * pool runs (and judges restored pods) only once they are
+		 * adopted.  The first run again, after the describe. */
+		log_info("reconcile: waiting for the subnets of attached ENIs "
+		    "to be described before the pool runs");
+		en->started_recon = !en->subnets_req.active;
+		if (en->started_recon)
+			reconcile_now(b, "start, with the subnets described");
+		return;
+	}
 	if (first && en->phase == PHASE_STARTING) {
 		en->phase = PHASE_RUNNING;
 		log_info("pool: running, %u pods restored from the checkpoint",

@@ -676,3 +676,35 @@ def test_reconcile_asked_for_during_start_loses_no_pod(make_env):
     env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
              10, "the pods to be bound")
     held_pods_survive(env, acked)
+
+
+def test_restart_with_a_subnet_no_longer_configured_keeps_its_pods(
+        make_env):
+    """Pods live on ENIs of a subnet that a new configuration no longer
+    lists.  After the restart the broker learns that subnet before it
+    decides anything about them: the pods keep their addresses (the
+    subnet is only no longer used for growth)."""
+    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    other = next(s["id"] for s in env.state()["subnets"]
+                 if s["id"] != env.node["subnet_id"])
+    from conftest import write_config
+    env.conf = write_config(env.workdir, env.enid_user,
+                            **dict(env.conf_extra, subnets=[{"id": other}]))
+    env.start()
+    acked = {}
+    for i in range(3):
+        a = env.add_and_ping("o%d" % i)
+        acked["o%d" % i] = (a["ip"], a["eni"])
+    assert all(ip.startswith("10.0.1") for ip, _ in acked.values()), acked
+    e = restart(env)            # no "subnets": the primary's only
+    assert e.wait_log("pool: running", 30), e.text()
+    env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
+             15, "the pods to be bound")
+    pods = {p["container_id"]: p for p in env.show("pods")}
+    for cid, (ip, _) in acked.items():
+        assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
+            (pods[cid], e.text()[-3000:])
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    ck = {p["container_id"] for p in env.checkpoint()["pods"]}
+    assert ck == set(acked)
