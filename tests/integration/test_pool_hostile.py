@@ -708,3 +708,30 @@ def test_restart_with_a_subnet_no_longer_configured_keeps_its_pods(
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
     ck = {p["container_id"] for p in env.checkpoint()["pods"]}
     assert ck == set(acked)
+
+
+# ---- no leaks ----
+
+def test_create_of_unknown_outcome_leaks_no_eni(make_env):
+    """CreateNetworkInterface is done in the cloud, but enid-cloudd's
+    answer says it failed transiently (a 5xx or a deadline after the
+    cloud acted).  The ENI exists, tagged, and nobody else will use it:
+    the broker asks again with the same ClientToken, gets that ENI, and
+    uses it, rather than leave it to the leak collector's grace (an hour
+    by default)."""
+    env = make_env(mitm=("enid-cloudd",),
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    env.start()
+    env.rules("enid-cloudd", [{"id": "unknown", "request":
+                               "CLOUD_CREATE_ENI",
+                               "set": {"st.outcome": CO_TRANSIENT}}])
+    for i in range(4):
+        env.add_and_ping("u%d" % i)
+    made = env.fired("enid-cloudd", "unknown", "set")[0]["was"]["eni_id"]
+    settle(env)
+    assert [e["id"] for e in env.node_enis()
+            if e["status"] == "available"] == []
+    assert made in {e["id"] for e in env.show("enis")}
+    assert {e["id"] for e in env.node_enis()} == \
+        {e["id"] for e in env.show("enis")}
+    assert "asking again with the same token" in env.log()
