@@ -735,3 +735,41 @@ def test_create_of_unknown_outcome_leaks_no_eni(make_env):
     assert {e["id"] for e in env.node_enis()} == \
         {e["id"] for e in env.show("enis")}
     assert "asking again with the same token" in env.log()
+
+
+def test_rule_dumps_that_lie(make_env):
+    """enid-netd's rule dump adds rules of its own making: a pod rule for
+    a free address of the pool, a "from" rule of a live pod into another
+    table, and then a flood.  The pool and the checkpoint are unchanged:
+    a dump never makes an address held or lost, and a flood is discarded
+    whole."""
+    env = make_env(mitm=("enid-netd",), reconcile_interval_s=120,
+                   pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    env.start()
+    acked = wait_pods_on_two_enis(env, "g", 4)
+    settle(env)
+    conf = {"to": 512, "from": 1536}
+    free_ip = next(ip for ip, (_, st, _) in pool_addrs(env).items()
+                   if st == "free")
+    pod_ip = next(ip for ip, _ in acked.values())
+    before = (pool_addrs(env), env.checkpoint()["pods"])
+    lies = [
+        ("garbage", {"extra": [
+            {"priority": conf["to"], "table": 254, "src": 0, "src_len": 0,
+             "dst": free_ip, "dst_len": 32},
+            {"priority": conf["from"], "table": 163, "src": pod_ip,
+             "src_len": 32, "dst": 0, "dst_len": 0}]}),
+        ("flood", {"extra": [{"copies": 20000,
+                              "priority": conf["to"], "dst_len": 32}]}),
+    ]
+    for name, rule in lies:
+        env.rules("enid-netd", [dict(rule, id=name,
+                                     request="NETD_DUMP_RULES")])
+        env.ctl({"op": "reconcile"})
+        assert env.fired("enid-netd", name, "extra"), name
+        assert (pool_addrs(env), env.checkpoint()["pods"]) == before, name
+    assert "more entries than the pool can hold" in env.log()
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    a = env.add_and_ping("g-after")
+    assert a["ip"] not in [ip for ip, _ in acked.values()]
