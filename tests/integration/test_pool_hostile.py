@@ -335,8 +335,6 @@ def settle(env, quiet=1.5, timeout=20):
     end = time.monotonic() + timeout
     last, since = None, time.monotonic()
     while time.monotonic() < end:
-        now = json.dumps(env.show("enis"), sort_keys=True,
-                         default=str).replace('"since_s"', "")
         now = [(e["id"], e["state"], sorted(a["ip"] for a in e["addresses"]))
                for e in env.show("enis")]
         if now != last:
