@@ -182,6 +182,21 @@ pod_answer(struct broker *b, const struct pod *p)
 	return o;
 }
 
+/*
+ * A repeated ADD of a pod already ready gets the same answer, but no
+ * sooner than the checkpoint that records the pod is on disk: after a
+ * failed write the first ADD was refused, and the retry must not be
+ * acknowledged on an assignment a restart would not know.
+ */
+static void
+pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
+{
+	if (b->engine.dirty)
+		durable_reply(b, ref, pod_answer(b, p));
+	else
+		jref_reply(ref, pod_answer(b, p));
+}
+
 static struct json_object *
 ok_answer(void)
 {
@@ -406,14 +421,37 @@ pod_netd_send(struct pod *p)
 	    ENGINE_NETD_DEADLINE_MS, pod_netd_answer, p);
 }
 
+/* One pod a GC released is gone: the GC is answered with the last. */
 static void
-pod_add_failed(struct pod *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+gc_release_done(struct broker *b, struct gc_run *gc)
+{
+	struct json_object *o;
+
+	if (gc == NULL || --gc->outstanding > 0)
+		return;
+	o = ok_answer();
+	json_object_object_add(o, "released",
+	    json_object_new_int((int32_t)gc->released));
+	durable_reply(b, &gc->ref, o);
+	free(gc);
+}
 
 static void
-pod_add_failed(struct pod *p, const char *fmt, ...)
+pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * The ADD fails and the pod goes.  A DEL or GC that came meanwhile is
+ * done by that.  The ADD is answered last, once the pod is freed: the
+ * answer may re-enter the broker with the client's next request.
+ */
+static void
+pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
 {
 	struct broker *b = p->b;
+	struct jref add = p->add_ref, del = p->del_ref;
+	struct gc_run *gc = p->gc;
+	bool del_wanted = p->del_wanted;
 	char why[MSG_ERR_LEN + 64];
 	int idx = pod_addr(p);
 	va_list ap;
@@ -428,12 +466,12 @@ pod_add_failed(struct pod *p, const char *fmt, ...)
 	 * reconciliation removes what netd left. */
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
-	jref_error(&p->add_ref, "netd", "setting up the pod's routing rules "
-	    "failed: %s", why);
-	if (p->del_wanted)
-		durable_reply(b, &p->del_ref, ok_answer());
 	pod_free(p);
 	checkpoint_mark(b);
+	if (del_wanted)
+		durable_reply(b, &del, ok_answer());
+	gc_release_done(b, gc);
+	jref_error(&add, code, "%s", why);
 }
 
 static void
@@ -447,14 +485,7 @@ pod_gone(struct pod *p)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
 	durable_reply(b, &p->del_ref, ok_answer());
-	if (gc != NULL && --gc->outstanding == 0) {
-		struct json_object *o = ok_answer();
-
-		json_object_object_add(o, "released",
-		    json_object_new_int((int32_t)gc->released));
-		durable_reply(b, &gc->ref, o);
-		free(gc);
-	}
+	gc_release_done(b, gc);
 	pod_free(p);
 	checkpoint_mark(b);
 }
@@ -473,12 +504,23 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		memcpy(&r, m->u.bytes, sizeof(r));
 	if (p->state == POD_ADDING) {
 		if (m == NULL) {
-			pod_add_failed(p, "enid-netd did not answer in time");
+			pod_add_failed(p, "netd", "setting up the pod's "
+			    "routing rules failed: enid-netd did not answer "
+			    "in time");
 			return;
 		}
 		if (r.status != ST_OK) {
-			pod_add_failed(p, "%s: %s", msg_status_name(r.status),
-			    r.message);
+			pod_add_failed(p, "netd", "setting up the pod's "
+			    "routing rules failed: %s: %s",
+			    msg_status_name(r.status), r.message);
+			return;
+		}
+		if (p->lost) {
+			/* Its ENI or address went while netd worked: the
+			 * address would not route. */
+			pod_add_failed(p, "address-lost", "the address %s "
+			    "went while the pod's rules were set up (%s); "
+			    "try again", ip, p->lost_why);
 			return;
 		}
 		p->state = POD_READY;
@@ -637,25 +679,41 @@ waiter_free(struct broker *b, struct waiter *w)
 	free(w);
 }
 
+/*
+ * Free w and hand back its request, to be answered after.  An answer may
+ * re-enter the broker: the client's next line is taken at once, and a DEL
+ * there looks for this very waiter, so w must be gone by then.
+ */
+static struct jref
+waiter_take(struct broker *b, struct waiter *w)
+{
+	struct jref ref = w->ref;
+
+	waiter_free(b, w);
+	return ref;
+}
+
 static void
 waiter_timeout(struct loop *l, struct loop_timer *t)
 {
 	struct waiter *w = t->arg;
 	struct broker *b = w->b;
 	struct engine *en = &b->engine;
+	struct jref ref;
+	const char *code;
 
 	(void)l;
 	/* A growth failure while it waited names the cause better than
 	 * "timeout" does ("throttled", "cloud-unreachable"). */
-	jref_error(&w->ref, en->last_failure_code[0] &&
-	    en->last_failure_at >= w->since ? en->last_failure_code :
-	    "timeout", "no address within add_timeout (%u s): "
+	code = en->last_failure_code[0] && en->last_failure_at >= w->since ?
+	    en->last_failure_code : "timeout";
+	b->engine.stats.adds_failed++;
+	ref = waiter_take(b, w);
+	jref_error(&ref, code, "no address within add_timeout (%u s): "
 	    "the pool is %s%s%s", b->cfg.pool.add_timeout_s,
 	    en->phase != PHASE_RUNNING ? "still starting" : "growing",
 	    en->last_failure[0] ? "; last growth failure: " : "",
 	    en->last_failure);
-	b->engine.stats.adds_failed++;
-	waiter_free(b, w);
 	engine_kick(b);
 }
 
@@ -702,9 +760,10 @@ waiters_fail(struct broker *b, uint64_t before, const char *code,
 	/* Oldest first, so the deadlines are in order. */
 	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL &&
 	    w->since + timeout <= before) {
-		jref_error(&w->ref, code, "%s", why);
+		struct jref ref = waiter_take(b, w);
+
 		b->engine.stats.adds_failed++;
-		waiter_free(b, w);
+		jref_error(&ref, code, "%s", why);
 		n++;
 	}
 	if (n > 0)
@@ -721,18 +780,20 @@ pods_serve_waiters(struct broker *b)
 	if (b->engine.phase != PHASE_RUNNING)
 		return;
 	while ((w = TAILQ_FIRST(&b->engine.waiters)) != NULL) {
+		struct jref ref;
+
 		if (!jref_alive(&w->ref)) {
 			waiter_free(b, w);	/* the runtime gave up */
 			continue;
 		}
 		if ((p = pod_find(b, w->container_id, w->ifname)) != NULL) {
 			/* Added meanwhile by a retry: the same answer. */
+			ref = waiter_take(b, w);
 			if (p->state == POD_READY && !p->lost)
-				jref_reply(&w->ref, pod_answer(b, p));
+				pod_answer_again(b, &ref, p);
 			else
-				jref_error(&w->ref, "busy", "this attachment "
+				jref_error(&ref, "busy", "this attachment "
 				    "is being changed; try again");
-			waiter_free(b, w);
 			continue;
 		}
 		if ((e = pick_eni(b)) == NULL)
@@ -774,7 +835,7 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 				    "it first", p->lost_why);
 			else
 				/* Idempotent: the same address again. */
-				jref_reply(ref, pod_answer(b, p));
+				pod_answer_again(b, ref, p);
 			break;
 		case POD_ADDING:
 			/* A retry while the first is in flight takes over
@@ -814,9 +875,10 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 	TAILQ_FOREACH(w, &b->engine.waiters, entry)
 		if (strcmp(w->container_id, r.container_id) == 0 &&
 		    strcmp(w->ifname, r.ifname) == 0) {
-			jref_error(&w->ref, "cancelled", "deleted while "
+			struct jref wref = waiter_take(b, w);
+
+			jref_error(&wref, "cancelled", "deleted while "
 			    "waiting for an address");
-			waiter_free(b, w);
 			break;
 		}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
@@ -909,14 +971,7 @@ op_gc(struct broker *b, struct jref *ref, struct json_object *req)
 	}
 	gc->ref = *ref;
 	ref->server = NULL;
-	if (--gc->outstanding == 0) {
-		struct json_object *o = ok_answer();
-
-		json_object_object_add(o, "released",
-		    json_object_new_int((int32_t)gc->released));
-		durable_reply(b, &gc->ref, o);
-		free(gc);
-	}
+	gc_release_done(b, gc);
 	cni_request_free(&r);
 }
 

@@ -74,6 +74,8 @@ struct eni {
 	int			 subnet;	/* index in engine.subnets */
 	char			 attachment_id[MSG_ID_LEN];
 	char			 client_token[MSG_TOKEN_LEN];
+	int64_t			 created_at;	/* its tag: a retried create
+						 * must be the same request */
 	uint8_t			 mac[6];
 	bool			 primary;	/* device 0: the node's own */
 	bool			 ours;		/* tagged by enid for us */

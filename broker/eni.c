@@ -30,6 +30,7 @@
 
 static void	eni_remove_step(struct eni *e);
 static void	eni_configure_step(struct eni *e);
+static void	eni_create_send(struct eni *e);
 static void	engine_plan_cb(struct loop *, struct loop_defer *);
 static void	engine_timer_cb(struct loop *, struct loop_timer *);
 
@@ -664,6 +665,9 @@ eni_timer_cb(struct loop *l, struct loop_timer *t)
 
 	(void)l;
 	switch (e->state) {
+	case ENI_CREATING:
+		eni_create_send(e);	/* its outcome was unknown */
+		break;
 	case ENI_DETACHING:
 	case ENI_DELETING:
 	case ENI_QUARANTINED:
@@ -778,6 +782,15 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (e->cfg_step == CFG_DECLARE) {
 		e->cfg_step = CFG_LINK;
 		eni_configure_step(e);
+		return;
+	}
+	if (e->cfg_step == CFG_LINK) {
+		/* Found is a link, never a bare "ok": without one, no table
+		 * was set up and the addresses would not route. */
+		log_security("%s: enid-netd answered the lookup of link %s "
+		    "with \"ok\" and no link", eni_name(e), mac);
+		eni_quarantine(e, "enid-netd answered its link lookup without "
+		    "a link");
 		return;
 	}
 	/* Set up: the addresses enter the pool only now. */
@@ -974,13 +987,29 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	const char *bad;
 
 	(void)final;
-	if (m == NULL) {
+	if (m != NULL)
+		memcpy(&ce, m->u.bytes, sizeof(ce));
+	if (m == NULL || ce.st.outcome == CO_TRANSIENT) {
+		/* The cloud may have made it, tagged for us and used by
+		 * nobody: the same request with the same ClientToken gets
+		 * that ENI, or makes it now.  Given up, it is the leak
+		 * collector's. */
+		status_text(m ? &ce.st : NULL, text, sizeof(text));
 		engine_fail_growth(b, "cloud-unreachable", "creating an ENI in "
-		    "%s: no answer in time", e->subnet_id);
-		eni_free(e);
+		    "%s: %s", e->subnet_id, text);
+		if (e->poll_ms >= ENGINE_POLL_MAX_MS) {
+			log_warnx("(new ENI): creating with token %s: outcome "
+			    "still unknown; given up, an ENI it made is left "
+			    "to the leak collector", e->client_token);
+			eni_free(e);
+			return;
+		}
+		eni_retry_later(e);
+		log_info("(new ENI): creating with token %s: outcome unknown; "
+		    "asking again with the same token in %u ms",
+		    e->client_token, e->poll_ms);
 		return;
 	}
-	memcpy(&ce, m->u.bytes, sizeof(ce));
 	if (ce.st.outcome != CO_OK) {
 		status_text(&ce.st, text, sizeof(text));
 		if (ce.st.outcome == CO_SUBNET_FULL)
@@ -1038,25 +1067,15 @@ client_token(char *buf, size_t len)
 	buf[2 * i] = '\0';
 }
 
+/* Ask for e's creation: the same request each time for one ENI. */
 static void
-eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
+eni_create_send(struct eni *e)
 {
-	struct subnet *s = &b->engine.subnets[subnet_idx];
+	struct broker *b = e->b;
+	struct subnet *s = &b->engine.subnets[e->subnet];
 	struct msg_cloud_create_eni req;
-	struct eni *e;
-	uint32_t i;
+	uint32_t i, count = e->assigning;
 	char created[32];
-
-	if ((e = eni_new(b)) == NULL)
-		return;
-	msg_strlcpy(e->subnet_id, s->id, sizeof(e->subnet_id));
-	e->subnet = (int)subnet_idx;
-	e->assigning = count;
-	client_token(e->client_token, sizeof(e->client_token));
-	e->state = ENI_CREATING;
-	e->state_since = now_ms();
-	log_info("(new ENI): creating in %s with %u addresses (token %s)",
-	    s->id, count, e->client_token);
 
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
@@ -1073,7 +1092,7 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 	    sizeof(req.client_token));
 	snprintf(req.description, sizeof(req.description),
 	    "enid pod addresses for %s", b->instance.instance_id);
-	snprintf(created, sizeof(created), "%lld", (long long)time(NULL));
+	snprintf(created, sizeof(created), "%lld", (long long)e->created_at);
 	i = 0;
 	msg_strlcpy(req.tags[i].key, TAG_CREATOR, sizeof(req.tags[i].key));
 	msg_strlcpy(req.tags[i++].value, TAG_CREATOR_VALUE,
@@ -1089,6 +1108,26 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 	req.ntags = i;
 	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_CREATE_ENI, &req,
 	    sizeof(req), req.deadline_ms, create_answer, e);
+}
+
+static void
+eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
+{
+	struct subnet *s = &b->engine.subnets[subnet_idx];
+	struct eni *e;
+
+	if ((e = eni_new(b)) == NULL)
+		return;
+	msg_strlcpy(e->subnet_id, s->id, sizeof(e->subnet_id));
+	e->subnet = (int)subnet_idx;
+	e->assigning = count;
+	e->created_at = (int64_t)time(NULL);
+	client_token(e->client_token, sizeof(e->client_token));
+	e->state = ENI_CREATING;
+	e->state_since = now_ms();
+	log_info("(new ENI): creating in %s with %u addresses (token %s)",
+	    s->id, count, e->client_token);
+	eni_create_send(e);
 }
 
 /* ---- addresses on a ready ENI ---- */
@@ -1125,6 +1164,14 @@ assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	taken = eni_take_addrs(e, as.addrs,
 	    as.naddrs < asked ? as.naddrs : asked,
 	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
+	if (taken == 0 && asked > 0) {
+		/* Asking again at once would get the same: back off, and
+		 * learn from the cloud what it did assign. */
+		engine_fail_growth(b, "no-address", "assigning %u addresses to "
+		    "%s: the cloud named none that can be used", asked, e->id);
+		reconcile_now(b, "an assign named no usable address");
+		return;
+	}
 	growth_succeeded(b);
 	log_info("%s: %u addresses assigned", e->id, taken);
 	engine_kick(b);
@@ -1157,8 +1204,23 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	(void)final;
 	if (m != NULL)
 		memcpy(&done, m->u.bytes, sizeof(done));
-	if (m == NULL || done.st.outcome != CO_OK) {
+	if (m == NULL || done.st.outcome == CO_TRANSIENT) {
+		/* It may have been done: an address handed out now might not
+		 * route.  They leave the pool, and reconciliation adds back
+		 * those the cloud still has. */
 		status_text(m ? &done.st : NULL, text, sizeof(text));
+		log_warnx("%s: unassigning addresses: %s; the outcome is "
+		    "unknown: they leave the pool until the cloud is asked",
+		    e->id, text);
+		for (i = e->naddrs; i-- > 0;)
+			if (e->addrs[i].state == ADDR_REMOVING)
+				eni_drop_addr(e, i);
+		reconcile_now(b, "an unassign's outcome is unknown");
+		engine_kick(b);
+		return;
+	}
+	if (done.st.outcome != CO_OK) {
+		status_text(&done.st, text, sizeof(text));
 		log_warnx("%s: unassigning addresses: %s; they stay in the pool",
 		    e->id, text);
 		for (i = 0; i < e->naddrs; i++)

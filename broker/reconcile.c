@@ -49,12 +49,25 @@ enum recon_step {
 	RS_DONE,
 };
 
+/* An ENI as the pool had it when the cloud was asked. */
+struct recon_known {
+	char			 id[MSG_ID_LEN];
+	enum eni_state		 state;
+	uint32_t		 naddrs;
+	uint32_t		 addrs[POOL_MAX_ADDRS];
+};
+
 struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
 	bool			 first;
 	char			 why[128];
 	struct breq		 req;
+	/* the pool when the attached ENIs were asked for: an answer shows
+	 * the cloud as it was then, so only what the pool had then is
+	 * judged by it */
+	size_t			 nknown;
+	struct recon_known	 known[POOL_MAX_ENIS];
 	size_t			 nenis;
 	struct msg_cloud_eni	 enis[RECON_MAX_ENIS];
 	bool			 overflow;
@@ -67,6 +80,8 @@ struct reconcile_run {
 	struct msg_cloud_eni	 leaks[RECON_MAX_LEAKS];
 	struct msg_cloud_check_instances check;
 	uint32_t		 drifts;
+	bool			 deferred;	/* an adoption waits for its
+						 * subnet to be described */
 };
 
 static void	recon_step(struct reconcile_run *r);
@@ -93,6 +108,51 @@ tagged_for_us(struct broker *b, const struct msg_cloud_eni *ce)
 
 	return creator != NULL && strcmp(creator, TAG_CREATOR_VALUE) == 0 &&
 	    inst != NULL && strcmp(inst, b->instance.instance_id) == 0;
+}
+
+/* Note the pool as it is now, as the attached ENIs are asked for. */
+static void
+recon_remember(struct reconcile_run *r)
+{
+	struct engine *en = &r->b->engine;
+	uint32_t i, j;
+
+	r->nknown = 0;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &en->enis[i];
+		struct recon_known *k;
+
+		if (!e->used || e->id[0] == '\0')
+			continue;
+		k = &r->known[r->nknown++];
+		memcpy(k->id, e->id, sizeof(k->id));
+		k->state = e->state;
+		k->naddrs = e->naddrs;
+		for (j = 0; j < e->naddrs; j++)
+			k->addrs[j] = e->addrs[j].ip;
+	}
+}
+
+static const struct recon_known *
+recon_known(const struct reconcile_run *r, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < r->nknown; i++)
+		if (strcmp(r->known[i].id, id) == 0)
+			return &r->known[i];
+	return NULL;
+}
+
+static bool
+known_addr(const struct recon_known *k, uint32_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < k->naddrs; i++)
+		if (k->addrs[i] == ip)
+			return true;
+	return false;
 }
 
 static void
@@ -140,19 +200,29 @@ remove_foreign_slot(struct broker *b, const struct msg_cloud_eni *ce,
 
 /* ---- step 1: the ENIs attached to this instance ---- */
 
+/*
+ * Correct e's addresses by the cloud's answer.  fresh: e was made from
+ * this answer, which has all of it.  Otherwise the answer is as old as
+ * the question, so it speaks only of what the pool had then: an address
+ * that arrived since (an assign answered meanwhile) is not dropped, one
+ * that left since (an unassign) is not added back, and an ENI that
+ * joined the pool since is left for the next run.
+ */
 static void
 recon_addresses(struct reconcile_run *r, struct eni *e,
-    const struct msg_cloud_eni *ce)
+    const struct msg_cloud_eni *ce, bool fresh)
 {
 	struct broker *b = r->b;
+	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
 	char ip[IP4_STR_LEN], why[128];
 	uint32_t i, j;
 
 	/* Not while an address change of its own is on its way. */
-	if (e->addr_op.active || e->assigning > 0)
+	if (e->addr_op.active || e->assigning > 0 || (!fresh && k == NULL))
 		return;
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
-		if (eni_addr_index(e, ce->addrs[i]) >= 0)
+		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
+		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
@@ -177,7 +247,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
-		if (present)
+		if (present || (k != NULL && !known_addr(k, e->addrs[i].ip)))
 			continue;
 		ip4_format(e->addrs[i].ip, ip);
 		if (e->addrs[i].pod != NULL)
@@ -195,6 +265,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	struct broker *b = r->b;
 	struct eni *e = eni_find(b, ce->eni_id);
 	struct subnet *s;
+	bool fresh = e == NULL;
 
 	if (e == NULL) {
 		if (memcmp(ce->mac, b->instance.primary_mac, 6) != 0 ||
@@ -223,7 +294,51 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
 		    "" : " only if its subnet is configured");
 	}
-	recon_addresses(r, e, ce);
+	recon_addresses(r, e, ce, fresh);
+}
+
+/*
+ * An ENI about to be adopted, judged as a created one is: its link and
+ * table must be its own.  One that names a pool ENI's MAC or device index
+ * would have netd set up, and later tear down, that ENI's link and table;
+ * one whose address is a pod's or the node's would be given to it.
+ * Returns why it is refused, or NULL.
+ */
+static const char *
+adopt_check(struct reconcile_run *r, const struct msg_cloud_eni *ce,
+    const struct subnet *s, char *why, size_t whylen)
+{
+	struct broker *b = r->b;
+	struct eni probe;
+	char ip[IP4_STR_LEN], bad[96];
+	uint32_t i;
+
+	if (mac_is_zero(ce->mac) || (ce->mac[0] & 1) ||
+	    memcmp(ce->mac, b->instance.primary_mac, 6) == 0)
+		return "a MAC that is none, multicast, or the node's own";
+	if (ce->device_index < 1 ||
+	    (uint32_t)ce->device_index >= b->engine.params.max_enis)
+		return "a device index outside the instance's secondaries";
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &b->engine.enis[i];
+
+		if (!o->used)
+			continue;
+		if (memcmp(o->mac, ce->mac, 6) == 0)
+			return "the MAC of an ENI in the pool";
+		if (o->device_index == ce->device_index)
+			return "the device index of an ENI in the pool";
+	}
+	/* Its own address, checked as a created ENI's is. */
+	memset(&probe, 0, sizeof(probe));
+	probe.subnet = (int)(s - b->engine.subnets);
+	msg_strlcpy(probe.subnet_id, s->id, sizeof(probe.subnet_id));
+	if (!eni_addr_acceptable(b, &probe, ce->primary_ip, bad, sizeof(bad))) {
+		ip4_format(ce->primary_ip, ip);
+		snprintf(why, whylen, "its own address %s: %s", ip, bad);
+		return why;
+	}
+	return NULL;
 }
 
 static void
@@ -232,6 +347,8 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	struct broker *b = r->b;
 	struct subnet *s = subnet_by_id(b, ce->subnet_id);
 	struct eni *e;
+	const char *bad;
+	char why[160];
 
 	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE)
 		return;		/* attaching or detaching: next time */
@@ -242,8 +359,17 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 			s = &b->engine.subnets[b->engine.nsubnets++];
 			memset(s, 0, sizeof(*s));
 			msg_strlcpy(s->id, ce->subnet_id, sizeof(s->id));
+			/* Asked for now: at start, the pods restored on it
+			 * wait for that rather than look lost. */
+			r->deferred = true;
 		}
 		subnets_describe(b);
+		return;
+	}
+	if ((bad = adopt_check(r, ce, s, why, sizeof(why))) != NULL) {
+		log_security("reconcile: %s is listed as attached and tagged for "
+		    "this node, with %s; not adopted, and nothing is done "
+		    "to it", ce->eni_id, bad);
 		return;
 	}
 	if ((e = eni_new(b)) == NULL)
@@ -262,7 +388,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->state_since = now_ms();
 	drift(r, "%s: attached and tagged for this node but not in the pool; "
 	    "adopting it", e->id);
-	recon_addresses(r, e, ce);
+	recon_addresses(r, e, ce, true);
 	if (e->dot_pending)
 		eni_set_dot(e);
 	eni_configure(e);
@@ -305,27 +431,36 @@ recon_attached(struct reconcile_run *r)
 		}
 		e = eni_find(b, ce->eni_id);
 		if (e == NULL) {
-			if (tagged_for_us(b, ce))
+			/* One the pool had when it asked has left it since
+			 * (removed): the answer's "attached" is old news. */
+			if (tagged_for_us(b, ce) &&
+			    recon_known(r, ce->eni_id) == NULL)
 				recon_adopt(r, ce);
 			continue;
 		}
 		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
 		    e->state == ENI_CONFIGURING)
-			recon_addresses(r, e, ce);
+			recon_addresses(r, e, ce, false);
 		if (e->ours && !ce->delete_on_termination &&
 		    e->state == ENI_READY) {
 			e->dot_pending = true;
 			eni_set_dot(e);
 		}
 	}
-	/* Pool ENIs the cloud no longer shows attached. */
+	/* Pool ENIs the cloud no longer shows attached: only those that
+	 * were attached already when it was asked. */
 	for (k = 0; k < POOL_MAX_ENIS; k++) {
 		struct eni *e = &en->enis[k];
+		const struct recon_known *was;
 		bool present = false;
 
 		if (!e->used || e->id[0] == '\0' ||
 		    (e->state != ENI_READY && e->state != ENI_DRAINING &&
 		    e->state != ENI_CONFIGURING))
+			continue;
+		if ((was = recon_known(r, e->id)) == NULL ||
+		    (was->state != ENI_READY && was->state != ENI_DRAINING &&
+		    was->state != ENI_CONFIGURING))
 			continue;
 		for (i = 0; i < r->nenis; i++)
 			if (strcmp(r->enis[i].eni_id, e->id) == 0)
@@ -772,10 +907,11 @@ describe(struct reconcile_run *r, enum cloud_eni_filter filter, bool leaks)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	req.filter = filter;
-	if (filter == ENIS_BY_INSTANCE)
+	if (filter == ENIS_BY_INSTANCE) {
 		msg_strlcpy(req.instance_id, b->instance.instance_id,
 		    sizeof(req.instance_id));
-	else if (!leaks) {
+		recon_remember(r);
+	} else if (!leaks) {
 		req.ntags = 1;
 		msg_strlcpy(req.tags[0].key, TAG_INSTANCE,
 		    sizeof(req.tags[0].key));
@@ -874,6 +1010,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	struct broker *b = r->b;
 	struct engine *en = &b->engine;
 	bool first = r->first, again = en->recon_again;
+	bool deferred = r->deferred;
 	uint32_t drifts = r->drifts;
 	size_t i;
 
@@ -895,6 +1032,17 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	log_info("reconcile: done, %u drift%s fixed", drifts,
 	    drifts == 1 ? "" : "s");
 	recon_reply_waiters(b, NULL, drifts);
+	if (first && en->phase == PHASE_STARTING && deferred) {
+		/* ENIs of subnets the pool did not know are attached: the
+		 * pool runs (and judges restored pods) only once they are
+		 * adopted.  The first run again, after the describe. */
+		log_info("reconcile: waiting for the subnets of attached ENIs "
+		    "to be described before the pool runs");
+		en->started_recon = !en->subnets_req.active;
+		if (en->started_recon)
+			reconcile_now(b, "start, with the subnets described");
+		return;
+	}
 	if (first && en->phase == PHASE_STARTING) {
 		en->phase = PHASE_RUNNING;
 		log_info("pool: running, %u pods restored from the checkpoint",
@@ -922,6 +1070,12 @@ reconcile_now(struct broker *b, const char *why)
 		en->recon_again = true;
 		return;
 	}
+	/* The first run starts once the subnets are described (their
+	 * answer starts it): before, no ENI could be adopted, and the
+	 * restored pods on them would look lost.  Whoever asked is
+	 * answered by that run. */
+	if (en->phase == PHASE_STARTING && !en->started_recon)
+		return;
 	loop_timer_cancel(&b->loop, &en->recon_timer);
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
 		log_errorx("reconcile: out of memory; again in %d s",
