@@ -9,9 +9,12 @@ tests_bench_bench_broker_LDADD = $(JSONC_LIBS)
 EXTRA_DIST += tests/bench/bench_broker_run tests/bench/bench_memory \
 	tests/bench/benchenv.py
 
+# Both run even when the first fails; the target fails if either did.
 .PHONY: bench
 bench: all
-	cd $(srcdir) && ENID_BUILDDIR=$(abs_builddir) \
-		/usr/bin/python3 tests/bench/bench_broker_run $(BENCH_BROKER_ARGS)
-	cd $(srcdir) && ENID_BUILDDIR=$(abs_builddir) \
-		/usr/bin/python3 tests/bench/bench_memory $(BENCH_MEMORY_ARGS)
+	cd $(srcdir) || exit 2; rc=0; \
+	ENID_BUILDDIR=$(abs_builddir) /usr/bin/python3 \
+		tests/bench/bench_broker_run $(BENCH_BROKER_ARGS) || rc=1; \
+	ENID_BUILDDIR=$(abs_builddir) /usr/bin/python3 \
+		tests/bench/bench_memory $(BENCH_MEMORY_ARGS) || rc=1; \
+	exit $$rc
