@@ -30,6 +30,7 @@
 
 #define JSERVER_RETRY_ACCEPT_MS	1000	/* after EMFILE */
 #define JSERVER_MAX_GROUPS	64
+#define JSERVER_ACCEPT_BUDGET	64	/* connections taken per wakeup */
 
 struct jclient {
 	struct jserver		*server;
@@ -491,22 +492,22 @@ peer_admitted(const struct jserver *s, int fd, const struct ucred *cred)
 	return false;
 }
 
-static void
-jserver_accept_cb(struct loop *l, struct loop_io *io, uint32_t events)
+/* Accept one connection; false when there is nothing more to accept now
+ * (none waiting, no slot, or out of descriptors). */
+static bool
+jserver_accept_one(struct loop *l, struct jserver *s)
 {
-	struct jserver *s = io->arg;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct jclient *c = NULL;
 	size_t i;
 	int fd;
 
-	(void)events;
 	if (s->nclients == s->maxclients) {
 		/* No slot: leave connections in the backlog until one is
 		 * freed (client_close resumes accepting). */
 		jserver_set_accepting(s, false);
-		return;
+		return false;
 	}
 	fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1) {
@@ -517,13 +518,13 @@ jserver_accept_cb(struct loop *l, struct loop_io *io, uint32_t events)
 			loop_timer_after(l, &s->retry_timer,
 			    JSERVER_RETRY_ACCEPT_MS);
 		}
-		return;
+		return false;
 	}
 	memset(&cred, 0, sizeof(cred));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
 		log_warn("%s: SO_PEERCRED", s->what);
 		close(fd);
-		return;
+		return true;
 	}
 	if (!peer_admitted(s, fd, &cred)) {
 		s->refused++;
@@ -532,7 +533,7 @@ jserver_accept_cb(struct loop *l, struct loop_io *io, uint32_t events)
 		    (unsigned)cred.gid, s->root_only ? "only root may connect" :
 		    "neither root nor in the admin group");
 		close(fd);
-		return;
+		return true;
 	}
 	for (i = 0; i < s->maxclients; i++)
 		if (!s->clients[i].used) {
@@ -548,9 +549,32 @@ jserver_accept_cb(struct loop *l, struct loop_io *io, uint32_t events)
 		log_warn("%s: watching a client", s->what);
 		close(fd);
 		c->used = false;
-		return;
+		return false;
 	}
 	s->nclients++;
+	/* A client writes its request right after connecting: take it now,
+	 * not a loop turn later. */
+	client_cb(l, &c->io, EPOLLIN);
+	return true;
+}
+
+/*
+ * Take every waiting connection (up to a bound), not one per wakeup:
+ * clients that connect together are then read, answered by netd, and
+ * checkpointed together, one write for all of them.  One accept per loop
+ * turn would let the backlog feed one request into each turn, and each
+ * would pay for a checkpoint write of its own.
+ */
+static void
+jserver_accept_cb(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct jserver *s = io->arg;
+	int n;
+
+	(void)events;
+	for (n = 0; n < JSERVER_ACCEPT_BUDGET; n++)
+		if (!jserver_accept_one(l, s))
+			break;
 }
 
 int

@@ -90,6 +90,7 @@ enum probe {
 	PROBE_IOCTL_TIOCSTI,
 	PROBE_SYSLOG_RECONNECT,
 	PROBE_RESOLVE_LOCALHOST,
+	PROBE_QSORT_4K,
 };
 
 static const char *const probe_names[] = {
@@ -133,7 +134,16 @@ static const char *const probe_names[] = {
 	[PROBE_IOCTL_TIOCSTI] = "ioctl(TIOCSTI)",
 	[PROBE_SYSLOG_RECONNECT] = "syslog reconnect",
 	[PROBE_RESOLVE_LOCALHOST] = "getaddrinfo(localhost)",
+	[PROBE_QSORT_4K] = "qsort(4 KiB)",
 };
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static int
 probe_result(long rc)
@@ -299,6 +309,21 @@ run_probe(enum probe p, pid_t other)
 			return 3;
 		freeaddrinfo(res);
 		return 0;
+	case PROBE_QSORT_4K: {
+		/* The first sort of more than 1 KiB in a process: glibc asks
+		 * sysinfo how much memory there is (checkpoint_format sorts
+		 * the pods and their addresses). */
+		static uint32_t v[1024];
+		size_t i;
+
+		for (i = 0; i < 1024; i++)
+			v[i] = (uint32_t)((i * 2654435761u) >> 7);
+		qsort(v, 1024, sizeof(v[0]), cmp_u32);
+		for (i = 1; i < 1024; i++)
+			if (v[i - 1] > v[i])
+				return 5;
+		return 0;
+	}
 	}
 	return 4;
 }
@@ -455,8 +480,9 @@ test_broker(void **state)
 	expect_killed(SANDBOX_BROKER, PROBE_FCNTL_GETFL);
 	expect_killed(SANDBOX_BROKER, PROBE_FCNTL_SETFL);
 	expect_killed(SANDBOX_BROKER, PROBE_IOCTL_FIONREAD);
-	/* It writes its checkpoint. */
+	/* It writes its checkpoint, sorting the pods to check it. */
 	expect_allowed(SANDBOX_BROKER, PROBE_OPEN_WRITE);
+	expect_allowed(SANDBOX_BROKER, PROBE_QSORT_4K);
 }
 
 static void

@@ -1,0 +1,200 @@
+"""What enid's benchmarks share: a node of the simulated VPC with enid
+running in it (the steps of tests/integration/poolenv.py, but each one
+undone on the way out, also after a failure or a SIGTERM), its control
+socket, and the daemons' pids.
+
+Everything runs as root and touches only what it creates: a scratch
+directory, and the sim's namespaces under a prefix of this run's own.
+Every wait is bounded.
+"""
+import json
+import os
+import pathlib
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import podwire                                           # noqa: E402
+from conftest import BUILDDIR, VPCSIM, Enid, Sim, write_config  # noqa: E402
+
+ENID_USER = "enid"
+
+
+SETUP_ERROR = 2      # the benchmarks' exit status when they cannot run
+
+
+def refuse(prog, why):
+    print("%s: %s" % (prog, why), file=sys.stderr)
+    sys.exit(SETUP_ERROR)
+
+
+def need_root(prog):
+    if os.geteuid() != 0:
+        refuse(prog, "needs root (network namespaces, cni.sock)")
+
+
+def need_built(prog, *rels):
+    for rel in ("broker/enid", "netd/enid-netd", "cloudd/enid-cloudd") + rels:
+        path = os.path.join(BUILDDIR, rel)
+        if not os.access(path, os.X_OK):
+            refuse(prog, "%s is not built (set ENID_BUILDDIR to the build "
+                   "tree)" % path)
+    try:
+        pwd.getpwnam(ENID_USER)
+    except KeyError:
+        refuse(prog, "no user %r for the daemons to drop to; run "
+               "sh tests/deps.sh" % ENID_USER)
+
+
+def exit_on_signals():
+    """SIGTERM and SIGHUP unwind like ^C does, so every cleanup runs."""
+    def handler(signo, _frame):
+        print("stopped by signal %d; cleaning up" % signo, file=sys.stderr)
+        raise SystemExit(128 + signo)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)
+
+
+def fs_type(path):
+    r = subprocess.run(["stat", "-f", "-c", "%T", str(path)],
+                       capture_output=True, text=True, check=False)
+    return r.stdout.strip() or "?"
+
+
+class Node:
+    """The sim (one node, the given limits) and enid in node 0.
+
+        with Node("bench", ["--eni-limit", "8"], pool={...}) as n:
+            n.wait_pool(lambda p: p["free"] >= 64, 120, "a warm pool")
+    """
+
+    def __init__(self, name, sim_args, keep=None, **conf):
+        self.name = name
+        self.sim_args = list(sim_args)
+        self.keep = keep
+        self.prefix = "%s%d" % (name, os.getpid() % 100000)
+        cloud = {"ec2_endpoint": "http://198.18.0.1/", "allow_http": True}
+        cloud.update(conf.pop("cloud", {}))
+        conf.setdefault("cluster_name", "bench")
+        conf.setdefault("log_level", "info")
+        self.conf_extra = dict(conf, cloud=cloud)
+        self.workdir = None
+        self.sim = None
+        self.enid = None
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _start(self):
+        self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="enid-%s-"
+                                                     % self.name))
+        # The unprivileged daemons traverse it (mkdtemp makes it 0700).
+        os.chmod(self.workdir, 0o755)
+        helpers = self.workdir / "helpers"
+        helpers.mkdir()
+        for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
+            os.symlink(os.path.join(BUILDDIR, rel),
+                       helpers / os.path.basename(rel))
+        self.sim = Sim(self.workdir, nodes=1, prefix=self.prefix,
+                       args=self.sim_args)
+        self.ep = self.sim.ep
+        self.ns = self.ep["nodes"][0]["netns"]
+        self.conf = write_config(self.workdir, ENID_USER, **self.conf_extra)
+        self.cni_sock = self.workdir / "run" / "cni.sock"
+        self.ctl_sock = self.workdir / "run" / "ctl.sock"
+        self.state_dir = self.workdir / "state"
+        podwire.prepare_node(self.ns)
+        self.enid = Enid(self.ns, self.conf, helpers,
+                         self.workdir / "enid.log")
+        if not self.enid.wait_log("pool: running", 60):
+            raise RuntimeError("enid did not start its pool in 60 s; its "
+                               "log ends:\n" + self.enid.text()[-2000:])
+
+    def __exit__(self, *exc):
+        if self.enid is not None:
+            self.enid.stop()
+        if self.sim is not None:
+            self.sim.stop()
+        # The sim removes its namespaces on SIGTERM; if it could not
+        # (killed, or it failed half-way), its --cleanup does.
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                              text=True, check=False).stdout
+        if any(l.startswith(self.prefix + "-") for l in left.splitlines()):
+            subprocess.run(["/usr/bin/python3", VPCSIM, "--cleanup",
+                            "--prefix", self.prefix], check=False,
+                           timeout=60, capture_output=True)
+        if self.workdir is not None:
+            if self.keep:
+                dst = os.path.join(self.keep, self.workdir.name)
+                shutil.copytree(self.workdir, dst, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.sock",
+                                                              "helpers"))
+                print("logs kept in %s" % dst, file=sys.stderr)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return False
+
+    # ---- enid ----
+
+    def ctl(self, req):
+        a, _ = podwire.cni(self.ctl_sock, req, timeout=10)
+        if not a.get("ok"):
+            raise RuntimeError("enidctl %s: %r" % (req.get("op"), a))
+        return a
+
+    def pool(self):
+        return self.ctl({"op": "show", "what": "pool"})["pool"]
+
+    def checkpoint(self):
+        with open(self.state_dir / "checkpoint.json") as f:
+            return json.load(f)
+
+    def pids(self):
+        """{name: pid} of enid and its two helpers, from enidctl status,
+        each checked against /proc (the name is the process's comm)."""
+        out = {}
+        for p in self.ctl({"op": "status"})["processes"]:
+            with open("/proc/%d/comm" % p["pid"]) as f:
+                comm = f.read().strip()
+            if comm != p["name"][:15]:
+                raise RuntimeError("pid %d is %r, not %r" % (
+                    p["pid"], comm, p["name"]))
+            out[p["name"]] = p["pid"]
+        return out
+
+    def pod_rules(self):
+        """enid-netd's rules in the node (its protocol tag, 233)."""
+        r = subprocess.run(["ip", "-n", self.ns, "-j", "rule"],
+                           capture_output=True, text=True, check=True)
+        return [x for x in json.loads(r.stdout or "[]")
+                if str(x.get("protocol")) == "233"]
+
+    def cloud_calls(self):
+        """The sim's per-action call counts."""
+        st = self.sim.control("GET", "/state")
+        return dict(st.get("calls") or {})
+
+    def wait_pool(self, cond, timeout, what, step=0.2):
+        end = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < end:
+            if self.enid.proc.poll() is not None:
+                raise RuntimeError("enid exited while waiting for %s; its "
+                                   "log ends:\n%s" % (
+                                       what, self.enid.text()[-2000:]))
+            last = self.pool()
+            if cond(last):
+                return last
+            time.sleep(step)
+        raise RuntimeError("no %s after %d s (pool: %r)" % (what, timeout,
+                                                           last))
