@@ -2,11 +2,14 @@
 # Install what enid needs to build, test and demo, from Debian's packages.
 # Run as root on Debian 12.  Safe to run again.
 set -eu
+# systemd (for systemd-analyze), strace and python3-yaml check contrib/:
+# tests/integration/test_contrib.py.
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
  libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
  python3 python3-pytest python3-boto3 iproute2 iputils-ping procps curl openssl
- containernetworking-plugins mandoc clang libclang-rt-14-dev git"
+ containernetworking-plugins mandoc clang libclang-rt-14-dev git
+ systemd strace python3-yaml"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
