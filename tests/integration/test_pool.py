@@ -338,7 +338,9 @@ def check_consistent(env, acked):
 
 
 def test_kill9_mid_growth_and_mid_add(make_env):
-    env = make_env(pool=pool_conf(add_timeout_s=20))
+    # room for every pod of the test: 5 x 5 addresses
+    env = make_env(sim_args=("--ip-limit", "6", "--eni-limit", "6"),
+                   pool=pool_conf(add_timeout_s=20))
     env.start()
     acked = {}
     for i in range(3):
