@@ -3,8 +3,9 @@
  * json-c: each op takes its required and allowed fields; every way a
  * request can be wrong is refused one spoiled field at a time with the
  * message naming the field; strings are taken at their field's size - 1
- * and refused at its size; and a refused request leaves nothing allocated
- * (ASan's leak check in the sanitizer build holds us to it).
+ * and refused at its size; the largest request fits the socket's line
+ * limit; and a refused request leaves nothing allocated (ASan's leak check
+ * in the sanitizer build holds us to it).
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include "addr.h"
 #include "checkpoint.h"
 #include "cnireq.h"
+#include "enid.h"
 
 #define CID	"0123456789abcdef"
 #define NOPS	5
@@ -755,6 +757,59 @@ test_valid_attachments(void **state)
 	cni_request_free(&r);
 }
 
+/*
+ * The largest request the parser takes fits the CNI socket's line limit
+ * (broker/enid.h) in the usual encodings: CNIREQ_MAX_VALID attachments,
+ * each with a 256-byte container id and an ifname of 15 quote marks, so
+ * that every byte is escaped.
+ */
+static void
+test_largest_request_fits_a_line(void **state)
+{
+	static const int flags[] = {
+		JSON_C_TO_STRING_PLAIN, JSON_C_TO_STRING_SPACED,
+		JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+	};
+	struct cni_request r;
+	struct json_object *o, *arr, *again;
+	struct json_tokener *tok;
+	const char *text;
+	char *cid, *ifname, num[16];
+	size_t i, len;
+
+	(void)state;
+	cid = repeat('c', CKPT_CID_LEN - 1);
+	ifname = repeat('"', CKPT_IFNAME_LEN - 1);
+	o = request("gc");
+	arr = json_object_new_array();
+	for (i = 0; i < CNIREQ_MAX_VALID; i++) {
+		snprintf(num, sizeof(num), "%zu", i);
+		memcpy(cid, num, strlen(num));	/* distinct, as a runtime's */
+		json_object_array_add(arr, attachment(cid, ifname));
+	}
+	set(o, "valid_attachments", arr);
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		text = json_object_to_json_string_ext(o, flags[i]);
+		len = strlen(text);
+		assert_true(len <= CNI_LINE_MAX);
+		/* and the socket's strict tokeniser takes it back whole */
+		tok = json_tokener_new();
+		assert_non_null(tok);
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+		again = json_tokener_parse_ex(tok, text, (int)len);
+		assert_non_null(again);
+		assert_int_equal(json_tokener_get_parse_end(tok), len);
+		json_tokener_free(tok);
+		accepted(again, &r);
+		assert_int_equal(r.nvalid, CNIREQ_MAX_VALID);
+		assert_string_equal(r.valid[7].ifname, ifname);
+		cni_request_free(&r);
+	}
+	json_object_put(o);
+	free(cid);
+	free(ifname);
+}
+
 /* A failure after the attachments were taken frees them (the leak check
  * of the sanitizer build catches it if not). */
 static void
@@ -883,6 +938,7 @@ main(void)
 		cmocka_unit_test(test_rules_agree_with_checkpoint),
 		cmocka_unit_test(test_ip),
 		cmocka_unit_test(test_valid_attachments),
+		cmocka_unit_test(test_largest_request_fits_a_line),
 		cmocka_unit_test(test_failure_after_attachments_frees),
 		cmocka_unit_test(test_embedded_nul),
 		cmocka_unit_test(test_quoted_names_are_tame),
