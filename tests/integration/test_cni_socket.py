@@ -13,6 +13,7 @@ import time
 import pytest
 
 import podwire
+from conftest import BUILDDIR
 from poolenv import PoolEnv
 
 _seq = itertools.count()
@@ -293,6 +294,15 @@ def test_corrupt_checkpoint_rebuilds_from_cloud_and_kernel(env):
 
 # ---- hostile clients: what the fuzzer cannot reach (it has no I/O) ----
 
+def sanitized():
+    """ASan keeps freed memory in quarantine: RSS says nothing there."""
+    try:
+        with open(os.path.join(BUILDDIR, "Makefile")) as f:
+            return any(x.startswith("SAN_CFLAGS = -fsanitize") for x in f)
+    except FileNotFoundError:
+        return False
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -395,7 +405,8 @@ def test_gc_of_a_full_node_fits_a_line(env):
     # it is reused: a repeat costs nothing more.
     print("gc of 4096 attachments: %d bytes, answered in %.0f ms; enid "
           "RSS after each, KiB: %s" % (len(line), dt * 1000, grown))
-    assert grown[0] < 8192 and grown[-1] - grown[0] < 512, grown
+    if not sanitized():
+        assert grown[0] < 8192 and grown[-1] - grown[0] < 512, grown
     assert len(env.show("pods")) == 3
     # one past the cap is refused, naming the cap
     valid.append({"container_id": "one-more", "ifname": "eth0"})
@@ -520,7 +531,8 @@ def test_clients_that_never_read(env):
           "p50 %.1f ms" % (len(hogs), pushed / 1048576.0, grown,
                            lat[len(lat) // 2] * 1000))
     assert lat[len(lat) // 2] < 0.2, lat
-    assert grown < 4096, (grown, log[-2000:])
+    if not sanitized():
+        assert grown < 4096, (grown, log[-2000:])
     r, _ = podwire.cni(env.cni_sock, {"op": "status"})
     assert r["ok"], r
 
