@@ -16,6 +16,12 @@
 #include "addr.h"
 #include "cnireq.h"
 
+#define SHOWN_LEN	33
+#define CID_RULE	"not a container id (1 to 256 of [A-Za-z0-9_.-], " \
+			"not starting with '.' or '-')"
+#define IFNAME_RULE	"not an interface name (1 to 15 printable bytes, " \
+			"no '/', ':' or space, not \".\" or \"..\")"
+
 enum field {
 	F_OP = 0x1,
 	F_CID = 0x2,
@@ -79,6 +85,22 @@ take_str(struct json_object *v, const char *key, char *dst, size_t size,
 	return 0;
 }
 
+/*
+ * A client's string as an error may quote it: at most 32 bytes, anything
+ * outside printable ASCII shown as '?', so that a key or op name cannot
+ * put a newline or an escape sequence into the log line that reports it.
+ */
+static const char *
+shown(const char *s, char buf[SHOWN_LEN])
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i < SHOWN_LEN - 1; i++)
+		buf[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
 /* Kubernetes names: printable ASCII, nothing that could spoil a log. */
 static bool
 k8s_ok(const char *s)
@@ -94,7 +116,7 @@ take_valid(struct json_object *v, struct cni_request *r, char *err,
     size_t errlen)
 {
 	size_t i, n;
-	char key[64];
+	char key[64], sh[SHOWN_LEN];
 
 	if (!json_object_is_type(v, json_type_array)) {
 		snprintf(err, errlen, "valid_attachments: must be an array");
@@ -128,8 +150,8 @@ take_valid(struct json_object *v, struct cni_request *r, char *err,
 				    sizeof(a->container_id), err, errlen) == -1)
 					return -1;
 				if (!ckpt_container_id_ok(a->container_id)) {
-					snprintf(err, errlen, "%s: not a "
-					    "container id", key);
+					snprintf(err, errlen, "%s: %s", key,
+					    CID_RULE);
 					return -1;
 				}
 				have_cid = true;
@@ -140,20 +162,20 @@ take_valid(struct json_object *v, struct cni_request *r, char *err,
 				    sizeof(a->ifname), err, errlen) == -1)
 					return -1;
 				if (!ckpt_ifname_ok(a->ifname)) {
-					snprintf(err, errlen, "%s: not an "
-					    "interface name", key);
+					snprintf(err, errlen, "%s: %s", key,
+					    IFNAME_RULE);
 					return -1;
 				}
 				have_if = true;
 			} else {
 				snprintf(err, errlen, "valid_attachments[%zu]: "
-				    "unknown key \"%.32s\"", i, k);
+				    "unknown key \"%s\"", i, shown(k, sh));
 				return -1;
 			}
 		}
 		if (!have_cid || !have_if) {
-			snprintf(err, errlen, "valid_attachments[%zu]: needs "
-			    "container_id and ifname", i);
+			snprintf(err, errlen, "valid_attachments[%zu]: missing "
+			    "\"%s\"", i, have_cid ? "ifname" : "container_id");
 			return -1;
 		}
 		r->nvalid = i + 1;
@@ -167,9 +189,10 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 {
 	struct json_object *opv;
 	const char *opname;
-	unsigned seen = 0;
+	unsigned seen = 0, missing;
 	size_t i;
 	int oi = -1;
+	char sh[SHOWN_LEN];
 
 	memset(r, 0, sizeof(*r));
 	if (!json_object_is_type(o, json_type_object)) {
@@ -182,11 +205,16 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 		return -1;
 	}
 	opname = json_object_get_string(opv);
+	/* "status\u0000x" would compare equal to "status" */
+	if (strlen(opname) != (size_t)json_object_get_string_len(opv)) {
+		snprintf(err, errlen, "op: contains a NUL byte");
+		return -1;
+	}
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (strcmp(ops[i].name, opname) == 0)
 			oi = (int)i;
 	if (oi < 0) {
-		snprintf(err, errlen, "unknown op \"%.32s\"", opname);
+		snprintf(err, errlen, "unknown op \"%s\"", shown(opname, sh));
 		return -1;
 	}
 	r->op = ops[oi].op;
@@ -211,8 +239,8 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 		else
 			f = 0;
 		if (f == 0 || !(ops[oi].allowed & f)) {
-			snprintf(err, errlen, "%s: unknown key \"%.32s\"",
-			    ops[oi].name, key);
+			snprintf(err, errlen, "%s: unknown key \"%s\"",
+			    ops[oi].name, shown(key, sh));
 			goto fail;
 		}
 		seen |= f;
@@ -222,9 +250,8 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			    sizeof(r->container_id), err, errlen) == -1)
 				goto fail;
 			if (!ckpt_container_id_ok(r->container_id)) {
-				snprintf(err, errlen, "container_id: not a "
-				    "container id (1 to 256 of A-Z a-z 0-9 _ "
-				    ". -)");
+				snprintf(err, errlen, "container_id: %s",
+				    CID_RULE);
 				goto fail;
 			}
 			break;
@@ -233,8 +260,7 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			    errlen) == -1)
 				goto fail;
 			if (!ckpt_ifname_ok(r->ifname)) {
-				snprintf(err, errlen, "ifname: not an interface "
-				    "name");
+				snprintf(err, errlen, "ifname: %s", IFNAME_RULE);
 				goto fail;
 			}
 			break;
@@ -279,10 +305,10 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			break;
 		}
 	}
-	if ((seen & ops[oi].required) != ops[oi].required) {
-		snprintf(err, errlen, "%s: needs %s", ops[oi].name,
-		    ops[oi].required & F_VALID ? "valid_attachments" :
-		    "container_id and ifname");
+	if ((missing = ops[oi].required & ~seen) != 0) {
+		snprintf(err, errlen, "%s: missing \"%s\"", ops[oi].name,
+		    missing & F_CID ? "container_id" : missing & F_IFNAME ?
+		    "ifname" : "valid_attachments");
 		goto fail;
 	}
 	return 0;

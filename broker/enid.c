@@ -449,11 +449,11 @@ main(int argc, char *argv[])
 	    pw->pw_gid, 0700);
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
 	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
-	    CTL_MAX_CLIENTS, err, sizeof(err))) == NULL)
+	    CTL_MAX_CLIENTS, CTL_LINE_MAX, err, sizeof(err))) == NULL)
 		fatalx("%s", err);
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CNI_SOCK_NAME);
-	if ((b.cni = jserver_open(path, "cni", true, 0, CNI_MAX_CLIENTS, err,
-	    sizeof(err))) == NULL)
+	if ((b.cni = jserver_open(path, "cni", true, 0, CNI_MAX_CLIENTS,
+	    CNI_LINE_MAX, err, sizeof(err))) == NULL)
 		fatalx("%s", err);
 
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,

@@ -72,10 +72,18 @@ struct child {
 
 /* ---- server.c: the JSON-line unix sockets ---- */
 
-#define JSERVER_LINE_MAX	8192	/* a request line */
 #define JSERVER_OUT_MAX		(4 * 1024 * 1024)
+#define JSERVER_IDLE_MS		10000	/* for a request, or a read */
 #define CTL_MAX_CLIENTS		32
+#define CTL_LINE_MAX		8192	/* a request line */
 #define CNI_MAX_CLIENTS		256
+/*
+ * The largest request is a gc naming CNIREQ_MAX_VALID (4096) attachments:
+ * about 320 bytes each with a 256-byte container id and an escaped
+ * ifname, 1.3 MB in all; room besides for a client's whitespace.  The
+ * input buffer grows to it only while such a line arrives.
+ */
+#define CNI_LINE_MAX		(2 * 1024 * 1024)
 
 struct jserver;
 struct json_object;
@@ -135,8 +143,8 @@ struct broker {
 /* server.c.  Open as root (before the drop): 0660 root:group, or 0600
  * root:root for root_only; then start once the loop runs. */
 struct jserver *jserver_open(const char *path, const char *what,
-	    bool root_only, gid_t group, size_t maxclients, char *err,
-	    size_t errlen);
+	    bool root_only, gid_t group, size_t maxclients, size_t linemax,
+	    char *err, size_t errlen);
 int	jserver_start(struct broker *b, struct jserver *s,
 	    const struct jop *ops);
 void	jserver_close(struct broker *b, struct jserver *s);

@@ -38,3 +38,26 @@ fuzz-checkpoint: $(FUZZ_CKPT_SRC)
 		$(srcdir)/tests/fuzz/corpus/checkpoint; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_checkpoint
+
+# libFuzzer over the CNI request parser, fed lines as cni.sock is
+# (tests/fuzz/fuzz_cnireq.c): `make fuzz-cnireq FUZZ_SECONDS=300`.
+FUZZ_CNIREQ_SRC = $(srcdir)/tests/fuzz/fuzz_cnireq.c \
+	$(srcdir)/broker/cnireq.c $(srcdir)/broker/checkpoint.c \
+	$(srcdir)/common/addr.c
+EXTRA_DIST += tests/fuzz/fuzz_cnireq.c tests/fuzz/cnireq.dict \
+	tests/fuzz/corpus/cnireq
+.PHONY: fuzz-cnireq
+fuzz-cnireq: $(FUZZ_CNIREQ_SRC)
+	@mkdir -p tests/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -include $(top_builddir)/config.h \
+		-I$(top_srcdir)/common -I$(top_srcdir)/broker $(JSONC_CFLAGS) \
+		-o tests/fuzz/fuzz_cnireq $(FUZZ_CNIREQ_SRC) $(JSONC_LIBS)
+	work=$$(mktemp -d) && \
+	./tests/fuzz/fuzz_cnireq -max_total_time=$(FUZZ_SECONDS) \
+		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+		-dict=$(srcdir)/tests/fuzz/cnireq.dict \
+		-print_final_stats=1 $$work \
+		$(srcdir)/tests/fuzz/corpus/cnireq; \
+	rc=$$?; rm -rf $$work; exit $$rc
+CLEANFILES += tests/fuzz/fuzz_cnireq

@@ -7,10 +7,19 @@
  * owns; each peer's credentials (SO_PEERCRED, SO_PEERGROUPS) are checked
  * at accept; accepting pauses while descriptors or client slots run out.
  *
- * A line over the limit, invalid JSON, or a request that is not an object
- * with a string "op" gets "bad-request" and the connection is closed;
- * nothing in the daemon changes.  An op may answer later (an ADD waiting
- * for the pool): it keeps a jref, which goes stale if the client leaves.
+ * A line over the socket's limit, invalid JSON (strictly: json-c's
+ * leniencies are refused), or a request that is not an object with a
+ * string "op" gets "bad-request" and the connection is closed; nothing in
+ * the daemon changes.  An op may answer later (an ADD waiting for the
+ * pool): it keeps a jref, which goes stale if the client leaves.
+ *
+ * What a client can make the daemon hold is bounded: its input buffer
+ * grows to the line limit only while a long line arrives and is given back
+ * after; no further request is read while an answer waits to be sent, so
+ * a client that never reads fills its own socket, not our memory; and a
+ * client has JSERVER_IDLE_MS, whenever it is not waiting on us, to send
+ * its next request and read its answer, so that idle connections cannot
+ * hold every slot.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +40,7 @@
 #define JSERVER_RETRY_ACCEPT_MS	1000	/* after EMFILE */
 #define JSERVER_MAX_GROUPS	64
 #define JSERVER_ACCEPT_BUDGET	64	/* connections taken per wakeup */
+#define JSERVER_IN_KEEP		4096	/* input buffer kept between lines */
 
 struct jclient {
 	struct jserver		*server;
@@ -41,11 +51,12 @@ struct jclient {
 	uid_t			 uid;
 	bool			 busy;		/* a request is being answered */
 	bool			 taking;	/* in client_take_lines */
-	size_t			 inlen;
-	char			 in[JSERVER_LINE_MAX + 1];
+	size_t			 inlen, insize;
+	char			*in;		/* up to the line limit + 1 */
 	size_t			 outlen, outoff;
 	char			*out;
 	bool			 closing;	/* close once out is flushed */
+	struct loop_timer	 idle_timer;	/* armed while not busy */
 };
 
 struct jserver {
@@ -60,13 +71,14 @@ struct jserver {
 	bool			 accepting;
 	struct loop_timer	 retry_timer;
 	size_t			 maxclients, nclients;
+	size_t			 linemax;	/* a request line, without '\n' */
 	struct jclient		*clients;
 	uint64_t		 refused, bad_requests;
 };
 
 struct jserver *
 jserver_open(const char *path, const char *what, bool root_only,
-    gid_t group, size_t maxclients, char *err, size_t errlen)
+    gid_t group, size_t maxclients, size_t linemax, char *err, size_t errlen)
 {
 	struct jserver *s;
 	struct sockaddr_un sun;
@@ -92,6 +104,7 @@ jserver_open(const char *path, const char *what, bool root_only,
 	s->root_only = root_only;
 	s->group = root_only ? 0 : group;
 	s->maxclients = maxclients;
+	s->linemax = linemax;
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd == -1) {
 		snprintf(err, errlen, "%s: socket: %s", path, strerror(errno));
@@ -167,9 +180,13 @@ client_close(struct jclient *c)
 	struct jserver *s = c->server;
 
 	loop_del_io(&s->broker->loop, &c->io);
+	loop_timer_cancel(&s->broker->loop, &c->idle_timer);
 	close(c->io.fd);
 	free(c->out);
 	c->out = NULL;
+	free(c->in);
+	c->in = NULL;
+	c->insize = 0;
 	c->used = false;
 	c->busy = false;
 	c->taking = false;
@@ -182,16 +199,33 @@ client_close(struct jclient *c)
 		jserver_set_accepting(s, true);
 }
 
-/* What to watch: room for pending output; while a request is answered,
- * only a hang-up; otherwise the next request. */
+/* What to watch: room for pending output, and nothing else until it is
+ * sent; while a request is answered, only a hang-up; otherwise the next
+ * request. */
 static void
 client_watch(struct jclient *c)
 {
-	uint32_t ev = c->busy ? EPOLLRDHUP : EPOLLIN;
+	uint32_t ev;
 
 	if (c->outoff < c->outlen)
-		ev |= EPOLLOUT;
+		ev = EPOLLOUT;
+	else if (c->busy)
+		ev = EPOLLRDHUP;
+	else
+		ev = EPOLLIN;
 	loop_mod_io(&c->server->broker->loop, &c->io, ev);
+}
+
+static void
+client_idle_cb(struct loop *l, struct loop_timer *t)
+{
+	struct jclient *c = t->arg;
+
+	(void)l;
+	log_info("%s: client pid %d uid %u: no request or no reading for "
+	    "%d ms; closing", c->server->what, (int)c->pid, (unsigned)c->uid,
+	    JSERVER_IDLE_MS);
+	client_close(c);
 }
 
 static void
@@ -231,6 +265,8 @@ client_reply(struct jclient *c, struct json_object *o)
 	char *p;
 
 	c->busy = false;
+	loop_timer_after(&c->server->broker->loop, &c->idle_timer,
+	    JSERVER_IDLE_MS);
 	if (c->outlen + len + 1 > JSERVER_OUT_MAX ||
 	    (p = realloc(c->out, c->outlen + len + 1)) == NULL) {
 		log_warnx("%s: client pid %d: answer of %zu bytes dropped; "
@@ -365,6 +401,7 @@ client_line(struct jclient *c, const char *line, size_t len)
 		client_bad(c, "out of memory");
 		return;
 	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	req = json_tokener_parse_ex(tok, line, (int)len);
 	if (req == NULL || json_tokener_get_error(tok) != json_tokener_success
 	    || json_tokener_get_parse_end(tok) != len) {
@@ -397,6 +434,7 @@ client_line(struct jclient *c, const char *line, size_t len)
 	/* While it is answered, read nothing more but watch for the client
 	 * hanging up, so a waiting op can see it left. */
 	c->busy = true;
+	loop_timer_cancel(&c->server->broker->loop, &c->idle_timer);
 	client_watch(c);
 	ref.server = c->server;
 	ref.slot = (uint32_t)(c - c->server->clients);
@@ -407,33 +445,58 @@ client_line(struct jclient *c, const char *line, size_t len)
 	json_object_put(req);
 }
 
-/* Take complete lines, one at a time, while no request is being
- * answered. */
+/* Take complete lines, one at a time, while no request is being answered
+ * and no answer waits to be sent.  Each is tokenised where it lies (the
+ * op gets the object, not the text); the rest is moved down once. */
 static void
 client_take_lines(struct jclient *c)
 {
-	static char line[JSERVER_LINE_MAX + 1];
+	struct jserver *s = c->server;
 	uint32_t gen = c->gen;
+	size_t off = 0;
 	char *nl;
 
+	if (c->inlen == 0)
+		return;
 	c->taking = true;
 	while (c->used && c->gen == gen && !c->busy && !c->closing &&
-	    (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
-		size_t linelen = (size_t)(nl - c->in);
+	    c->outlen == 0 &&
+	    (nl = memchr(c->in + off, '\n', c->inlen - off)) != NULL) {
+		size_t linelen = (size_t)(nl - (c->in + off));
 
-		/* Out of the buffer before it is handled. */
-		memcpy(line, c->in, linelen);
-		line[linelen] = '\0';
-		memmove(c->in, nl + 1, c->inlen - linelen - 1);
-		c->inlen -= linelen + 1;
-		client_line(c, line, linelen);
+		off += linelen + 1;
+		client_line(c, nl - linelen, linelen);
 	}
 	if (!c->used || c->gen != gen)
 		return;			/* closed while answering */
 	c->taking = false;
-	if (!c->closing && c->inlen > JSERVER_LINE_MAX)
-		client_bad(c, "request line longer than %d bytes",
-		    JSERVER_LINE_MAX);
+	memmove(c->in, c->in + off, c->inlen - off);
+	c->inlen -= off;
+	if (c->inlen == 0 && c->insize > JSERVER_IN_KEEP) {
+		free(c->in);		/* a long line's room, given back */
+		c->in = NULL;
+		c->insize = 0;
+	}
+	if (!c->closing && c->inlen > s->linemax &&
+	    memchr(c->in, '\n', c->inlen) == NULL)
+		client_bad(c, "request line longer than %zu bytes",
+		    s->linemax);
+}
+
+/* Room for more input: double, up to the line limit and its newline. */
+static int
+client_grow(struct jclient *c)
+{
+	size_t size = c->insize ? c->insize * 2 : JSERVER_IN_KEEP;
+	char *p;
+
+	if (size > c->server->linemax + 1)
+		size = c->server->linemax + 1;
+	if (size <= c->insize || (p = realloc(c->in, size)) == NULL)
+		return -1;
+	c->in = p;
+	c->insize = size;
+	return 0;
 }
 
 static void
@@ -445,17 +508,26 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	(void)l;
 	if (events & EPOLLOUT) {
 		client_flush(c);
-		if (!c->used || !(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)))
-			return;
+		/* All sent: the next request, if one came meanwhile. */
+		if (c->used && c->outlen == 0 && !c->busy && !c->closing)
+			client_take_lines(c);
+		return;
 	}
-	if (c->busy) {
+	if (c->busy || c->outlen > 0) {
 		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 			client_close(c);	/* its jref goes stale */
 		return;
 	}
 	if (c->closing)
 		return;
-	n = recv(io->fd, c->in + c->inlen, JSERVER_LINE_MAX + 1 - c->inlen,
+	if (c->inlen == c->insize && client_grow(c) == -1) {
+		log_warnx("%s: client pid %d: input buffer of %zu bytes "
+		    "cannot grow; closing", c->server->what, (int)c->pid,
+		    c->insize);
+		client_close(c);
+		return;
+	}
+	n = recv(io->fd, c->in + c->inlen, c->insize - c->inlen,
 	    MSG_DONTWAIT);
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -544,13 +616,15 @@ jserver_accept_one(struct loop *l, struct jserver *s)
 	c->server = s;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
-	c->inlen = c->outlen = c->outoff = 0;
+	c->inlen = c->insize = c->outlen = c->outoff = 0;
 	if (loop_add_io(l, &c->io, fd, EPOLLIN, client_cb, c) == -1) {
 		log_warn("%s: watching a client", s->what);
 		close(fd);
 		c->used = false;
 		return false;
 	}
+	loop_timer_init(&c->idle_timer, client_idle_cb, c);
+	loop_timer_after(l, &c->idle_timer, JSERVER_IDLE_MS);
 	s->nclients++;
 	/* A client writes its request right after connecting: take it now,
 	 * not a loop turn later. */
