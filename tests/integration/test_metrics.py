@@ -541,6 +541,45 @@ def test_values_after_a_known_sequence(make_env, workdir, enid_user):
                       op="del", code="ok") == first + 2
     env.wait(rewritten, 25, "the textfile rewritten", step=0.5)
     assert os.listdir(prom) == ["enid.prom"]
+    check_dashboard(metrics(env))
+
+
+DASHBOARD = pathlib.Path(__file__).resolve().parents[2] / "contrib" / \
+    "grafana-enid.json"
+
+
+def check_dashboard(fams):
+    """contrib/grafana-enid.json queries exactly enid's metrics: each name
+    it uses is a sample enid writes, each family enid writes is used, and
+    each label it groups or filters by (but the scrape's instance) is one
+    those samples carry."""
+    dash = json.loads(DASHBOARD.read_text())
+    names = {s for f in fams.values() for (s, _) in f["samples"]}
+    labels_of = {}
+    for f in fams.values():
+        for (s, labels) in f["samples"]:
+            labels_of.setdefault(s, set()).update(k for k, _ in labels)
+    used, ids = set(), set()
+    for p in dash["panels"]:
+        assert p["id"] not in ids
+        ids.add(p["id"])
+        g = p["gridPos"]
+        assert g["x"] + g["w"] <= 24, p["title"]
+        for t in p.get("targets", []):
+            expr = t["expr"]
+            refs = set(re.findall(r"\benid_[a-z_]+", expr))
+            assert refs and refs <= names, (p["title"], refs - names)
+            used |= refs
+            have = set().union(*(labels_of[r] for r in refs)) | {"instance"}
+            for by in re.findall(r"by \(([^)]*)\)", expr):
+                for label in by.split(","):
+                    assert label.strip() in have | {"le"}, (expr, label)
+            for sel in re.findall(r"\{([^}]*)\}", expr):
+                for label in re.findall(r"(\w+)\s*!?=~?", sel):
+                    assert label in have, (expr, label)
+    fam_used = {n for n in fams if any(u == n or u.startswith(n + "_")
+                                       for u in used)}
+    assert fam_used == set(fams), set(fams) - fam_used
 
 
 def test_quarantine_and_link_waits(make_env):
