@@ -691,3 +691,16 @@ def test_live_drain(live):
     states = {e["id"]: e["state"] for e in live.show("enis")}
     assert states.get(secondary[0], "gone") in \
         ("draining", "detaching", "deleting", "gone"), states
+
+
+def test_silent_daemon_times_out(daemon):
+    """A daemon that reads the request and never answers: exit 1 after
+    the command's time limit (5 s for all but reconcile)."""
+    import time
+    t0 = time.monotonic()
+    r = enidctl(daemon, b"", "show", "pool")
+    took = time.monotonic() - t0
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode() == "enidctl: %s: no answer within 5 s\n" % \
+        daemon.path
+    assert 4.5 < took < 12, took
