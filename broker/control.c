@@ -208,6 +208,68 @@ subnet_json(const struct subnet *s)
 	return o;
 }
 
+/* ---- limits ---- */
+
+bool
+pool_limits(struct broker *b, struct pool_limits *l)
+{
+	const struct engine *en = &b->engine;
+	struct subnet *primary;
+
+	memset(l, 0, sizeof(*l));
+	if (b->instance_state != INSTANCE_KNOWN || en->phase == PHASE_WAITING)
+		return false;
+	l->cloud_max_enis = b->instance.max_enis;
+	l->cloud_ips_per_eni = b->instance.ips_per_eni;
+	l->conf_max_enis = b->cfg.pool.max_enis;
+	l->conf_max_pods = b->cfg.pool.max_pods;
+	l->max_enis = en->params.max_enis;
+	/* Each ENI keeps its own primary address; the rest are for pods
+	 * (eni.c's capacity). */
+	l->pod_ips_per_eni = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
+	if (l->pod_ips_per_eni > POOL_MAX_ADDRS)
+		l->pod_ips_per_eni = POOL_MAX_ADDRS;
+	/* The primary ENI serves pods only if its subnet is one growth may
+	 * use (no subnets configured, or it is among them). */
+	primary = subnet_by_id(b, b->instance.subnet_id);
+	l->primary_for_pods = primary != NULL && primary->configured;
+	l->pod_enis = l->max_enis;
+	if (!l->primary_for_pods && l->pod_enis > 0)
+		l->pod_enis--;
+	l->pod_capacity = l->pod_enis * l->pod_ips_per_eni;
+	l->max_pods = l->pod_capacity;
+	if (l->conf_max_pods != 0 && l->conf_max_pods < l->max_pods)
+		l->max_pods = l->conf_max_pods;
+	return true;
+}
+
+static struct json_object *
+limits_json(struct broker *b, const struct pool_limits *l)
+{
+	struct json_object *o = json_object_new_object();
+
+#define ADD_U32(name, v) \
+	json_object_object_add(o, name, json_object_new_int64((int64_t)(v)))
+	json_object_object_add(o, "instance_type",
+	    json_object_new_string(b->instance.instance_type));
+	ADD_U32("cloud_max_enis", l->cloud_max_enis);
+	ADD_U32("cloud_ips_per_eni", l->cloud_ips_per_eni);
+	ADD_U32("config_max_enis", l->conf_max_enis);
+	ADD_U32("config_max_pods", l->conf_max_pods);
+	ADD_U32("max_enis", l->max_enis);
+	ADD_U32("pod_ips_per_eni", l->pod_ips_per_eni);
+	json_object_object_add(o, "primary_for_pods",
+	    json_object_new_boolean(l->primary_for_pods));
+	ADD_U32("pod_enis", l->pod_enis);
+	ADD_U32("pod_capacity", l->pod_capacity);
+	ADD_U32("max_pods", l->max_pods);
+	ADD_U32("warm_ip_target", b->cfg.pool.warm_ip_target);
+	ADD_U32("minimum_ip_target", b->cfg.pool.minimum_ip_target);
+	ADD_U32("warm_eni_target", b->cfg.pool.warm_eni_target);
+#undef ADD_U32
+	return o;
+}
+
 static void
 op_show(struct broker *b, struct jref *r, struct json_object *req)
 {
@@ -245,10 +307,29 @@ op_show(struct broker *b, struct jref *r, struct json_object *req)
 			json_object_array_add(list,
 			    subnet_json(&en->subnets[i]));
 		json_object_object_add(o, "subnets", list);
+	} else if (strcmp(what, "config") == 0) {
+		/* The broker wiped the secrets at start; config_to_json
+		 * leaves their keys out anyway. */
+		json_object_object_add(o, "config", config_to_json(&b->cfg));
+		json_object_object_add(o, "config_path",
+		    json_object_new_string(b->config_path));
+		json_object_object_add(o, "static_credentials",
+		    json_object_new_boolean(b->static_keys));
+	} else if (strcmp(what, "limits") == 0) {
+		struct pool_limits lim;
+
+		if (!pool_limits(b, &lim)) {
+			json_object_put(o);
+			jref_error(r, "not-ready", "enid does not know its "
+			    "instance's limits yet (instance %s)",
+			    instance_state_name(b->instance_state));
+			return;
+		}
+		json_object_object_add(o, "limits", limits_json(b, &lim));
 	} else {
 		json_object_put(o);
 		jref_bad(r, "unknown \"what\" \"%.32s\" (pool, enis, pods, "
-		    "subnets)", what);
+		    "subnets, config, limits)", what);
 		return;
 	}
 	jref_reply(r, o);
@@ -379,11 +460,19 @@ op_log_level(struct broker *b, struct jref *r, struct json_object *req)
 	jref_reply(r, o);
 }
 
+static void
+op_metrics(struct broker *b, struct jref *r, struct json_object *req)
+{
+	(void)req;
+	metrics_request(b, r);
+}
+
 const struct jop ctl_ops[] = {
 	{ "status",	op_status },
 	{ "show",	op_show },
 	{ "reconcile",	op_reconcile },
 	{ "drain",	op_drain },
 	{ "log-level",	op_log_level },
+	{ "metrics",	op_metrics },
 	{ NULL,		NULL },
 };

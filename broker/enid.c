@@ -389,7 +389,10 @@ main(int argc, char *argv[])
 		log_warnx("configuration: %s", err);
 		return 1;
 	}
-	config_wipe_secrets(&b.cfg);	/* only enid-cloudd uses them */
+	/* Only enid-cloudd uses them; enidctl show config says whether
+	 * there were any. */
+	b.static_keys = b.cfg.cloud.access_key_id[0] != '\0';
+	config_wipe_secrets(&b.cfg);
 	if (check_only) {
 		fprintf(stderr, "enid: configuration %s OK\n", b.config_path);
 		return 0;
@@ -443,6 +446,7 @@ main(int argc, char *argv[])
 	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
 
 	engine_init(&b);
+	metrics_init(&b);
 	close(prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755));
 	/* The checkpoint is written relative to this descriptor, kept. */
 	b.engine.state_fd = prepare_dir(b.cfg.state_dir, pw->pw_uid,
@@ -454,6 +458,10 @@ main(int argc, char *argv[])
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CNI_SOCK_NAME);
 	if ((b.cni = jserver_open(path, "cni", true, 0, CNI_MAX_CLIENTS,
 	    CNI_LINE_MAX, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
+	/* The textfile is written through a descriptor for its directory,
+	 * as the checkpoint is: no path is opened after the drop. */
+	if (metrics_open_textfile(&b, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
@@ -478,6 +486,8 @@ main(int argc, char *argv[])
 	if (jserver_start(&b, b.ctl, ctl_ops) == -1 ||
 	    jserver_start(&b, b.cni, cni_ops) == -1)
 		fatal("control and CNI sockets");
+	jserver_observe(b.cni, metrics_cni_answer);
+	metrics_start(&b);
 	child_hello(&b, &b.netd);
 	child_hello(&b, &b.cloudd);
 	loop_timer_after(&b.loop, &b.handshake_timer, BROKER_HANDSHAKE_MS);

@@ -45,6 +45,7 @@ struct breq {
 	enum msg_type		 type;
 	uint32_t		 wait_ms;	/* broker side: deadline + slack */
 	uint64_t		 sent_ms;
+	uint64_t		 sent_us;	/* for the metrics */
 	struct loop_timer	 timer;
 	req_done_cb		 done;
 	void			*arg;
@@ -94,6 +95,8 @@ struct jref {
 	uint32_t		 slot, gen;
 	pid_t			 pid;
 	uid_t			 uid;
+	const char		*op;		/* its op's name */
+	uint64_t		 t0_us;		/* when the request came */
 };
 
 typedef void (*jop_fn)(struct broker *, struct jref *, struct json_object *);
@@ -101,6 +104,11 @@ struct jop {
 	const char		*name;
 	jop_fn			 fn;
 };
+
+/* Told of every answer to an op, once, as it is given (even when its
+ * client has left): the metrics' outcomes and latencies. */
+typedef void (*jobserve_fn)(struct broker *, const struct jref *,
+    struct json_object *answer);
 
 enum instance_state {
 	INSTANCE_UNKNOWN = 0,
@@ -111,6 +119,63 @@ enum instance_state {
 
 /* The pool engine's state (engine.h), held in the broker. */
 #include "engine.h"
+
+/* ---- metrics.c ---- */
+
+#define METRICS_MAX_CNI_SERIES	64	/* (op, code) pairs */
+#define METRICS_CODE_LEN	32
+#define METRICS_STATS_WAIT_MS	1000	/* cloudd answers at once */
+#define METRICS_TEXTFILE_INTERVAL_MS 15000
+
+/* How a find-link request to enid-netd ended. */
+enum link_result {
+	LINK_FOUND = 0,
+	LINK_NOT_FOUND,		/* netd's deadline passed */
+	LINK_REFUSED,
+	LINK_FAILED,
+	LINK_NO_ANSWER,		/* the broker's deadline passed */
+	LINK_RESULT_COUNT
+};
+
+struct cni_series {
+	const char		*op;		/* a jop's name */
+	char			 code[METRICS_CODE_LEN];	/* "ok" or */
+	struct msg_hist		 latency;
+};
+
+struct metrics {
+	struct cni_series	 cni[METRICS_MAX_CNI_SERIES];
+	uint32_t		 ncni;
+	uint64_t		 cni_unrecorded;	/* no series left */
+	struct msg_hist		 link_wait[LINK_RESULT_COUNT];
+	struct msg_cloud_stats_answer cloud;	/* as cloudd last sent it */
+	bool			 cloud_known;
+	struct breq		 stats_req;
+	struct jref		 waiting[CTL_MAX_CLIENTS];
+	uint32_t		 nwaiting;
+	/* metrics_textfile: its directory, opened before the drop */
+	int			 textfile_dirfd;	/* -1: none */
+	char			 textfile_name[256];
+	char			 textfile_tmp[264];
+	bool			 textfile_due;
+	struct loop_timer	 textfile_timer;
+	int			 textfile_errno;	/* last one logged */
+};
+
+/* What the pool may hold, from the instance's limits and the
+ * configuration (enidctl show limits, and the metrics). */
+struct pool_limits {
+	uint32_t		 cloud_max_enis;
+	uint32_t		 cloud_ips_per_eni;
+	uint32_t		 conf_max_enis;	/* 0: not set */
+	uint32_t		 conf_max_pods;	/* 0: not set */
+	uint32_t		 max_enis;	/* in effect, the primary too */
+	uint32_t		 pod_ips_per_eni; /* its own one excepted */
+	uint32_t		 pod_enis;	/* whose addresses pods get */
+	bool			 primary_for_pods;
+	uint32_t		 pod_capacity;	/* pod_enis x per ENI */
+	uint32_t		 max_pods;	/* in effect */
+};
 
 struct broker {
 	struct loop		 loop;
@@ -138,6 +203,9 @@ struct broker {
 
 	/* the pool: eni.c, cni.c, reconcile.c */
 	struct engine		 engine;
+
+	bool			 static_keys;	/* configured, then wiped */
+	struct metrics		 metrics;
 };
 
 /* server.c.  Open as root (before the drop): 0660 root:group, or 0600
@@ -150,6 +218,7 @@ int	jserver_start(struct broker *b, struct jserver *s,
 void	jserver_close(struct broker *b, struct jserver *s);
 void	jserver_counters(const struct jserver *s, size_t *clients,
 	    uint64_t *refused, uint64_t *bad);
+void	jserver_observe(struct jserver *s, jobserve_fn fn);
 /* Answer r (takes o's reference); a stale r drops it. */
 void	jref_reply(struct jref *r, struct json_object *o);
 void	jref_error(struct jref *r, const char *code, const char *fmt, ...)
@@ -163,6 +232,20 @@ struct json_object *jerror_new(const char *code, const char *fmt, ...)
 
 /* control.c: the admin socket's operations. */
 extern const struct jop ctl_ops[];
+/* false while the instance is unknown */
+bool	pool_limits(struct broker *b, struct pool_limits *l);
+
+/* metrics.c */
+void	metrics_init(struct broker *b);
+/* As root, before the drop: open metrics_textfile's directory. */
+int	metrics_open_textfile(struct broker *b, char *err, size_t errlen);
+void	metrics_start(struct broker *b);
+/* Answer r with the metrics, once enid-cloudd's counters are in. */
+void	metrics_request(struct broker *b, struct jref *r);
+void	metrics_cni_answer(struct broker *b, const struct jref *r,
+	    struct json_object *answer);
+/* A find-link request ended: m its answer, NULL if none came. */
+void	metrics_link_wait(struct broker *b, const struct msg *m, uint64_t us);
 
 /* req.c: requests to the children, each with a deadline.  r must be idle
  * (not active); it stays the caller's and must outlive the request, or be

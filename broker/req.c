@@ -58,6 +58,8 @@ static const struct answer_rule answer_rules[] = {
 	  MSG_CLOUD_DONE },
 	{ MSG_CLOUD_CHECK_INSTANCES, { MSG_CLOUD_INSTANCES }, MSG_NONE,
 	  MSG_NONE },
+	{ MSG_CLOUD_STATS,	{ MSG_CLOUD_STATS_ANSWER }, MSG_NONE,
+	  MSG_NONE },
 };
 
 static const struct answer_rule *
@@ -94,6 +96,8 @@ req_timeout(struct loop *l, struct loop_timer *t)
 		log_warnx("%s: %s (id %u) not answered within %u ms", c->name,
 		    msg_type_name(r->type), r->id, r->wait_ms);
 	req_finish(b, r);
+	if (r->type == MSG_NETD_FIND_LINK)
+		metrics_link_wait(b, NULL, now_us() - r->sent_us);
 	r->done(b, r->arg, NULL, true);
 }
 
@@ -120,6 +124,7 @@ broker_request(struct broker *b, struct breq *r, struct child *c,
 	r->done = done;
 	r->arg = arg;
 	r->sent_ms = now_ms();
+	r->sent_us = now_us();
 	TAILQ_INSERT_TAIL(&c->pending, r, entry);
 	c->npending++;
 	loop_timer_init(&r->timer, req_timeout, r);
@@ -199,6 +204,10 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 	}
 	if (final)
 		req_finish(b, q);
+	/* The link's wait, as the broker sees it: from the request to the
+	 * answer, netd's backoff included. */
+	if (final && q->type == MSG_NETD_FIND_LINK)
+		metrics_link_wait(b, m, now_us() - q->sent_us);
 	q->done(b, q->arg, m, final);
 	return 0;
 }

@@ -74,6 +74,7 @@ struct jserver {
 	size_t			 linemax;	/* a request line, without '\n' */
 	struct jclient		*clients;
 	uint64_t		 refused, bad_requests;
+	jobserve_fn		 observe;
 };
 
 struct jserver *
@@ -311,6 +312,8 @@ jref_reply(struct jref *r, struct json_object *o)
 {
 	struct jclient *c = jref_client(r);
 
+	if (r->server != NULL && r->server->observe != NULL)
+		r->server->observe(r->server->broker, r, o);
 	r->server = NULL;
 	if (c == NULL) {
 		json_object_put(o);	/* the client left; nobody to tell */
@@ -351,20 +354,26 @@ void
 jref_bad(struct jref *r, const char *fmt, ...)
 {
 	struct jclient *c = jref_client(r);
+	struct json_object *o;
 	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	o = jerror_new("bad-request", "%s", msg);
+	if (r->server != NULL && r->server->observe != NULL)
+		r->server->observe(r->server->broker, r, o);
 	r->server = NULL;
-	if (c == NULL)
+	if (c == NULL) {
+		json_object_put(o);
 		return;
+	}
 	c->server->bad_requests++;
 	log_info("%s: client pid %d uid %u: bad request: %s", c->server->what,
 	    (int)c->pid, (unsigned)c->uid, msg);
 	c->closing = true;
-	client_reply(c, jerror_new("bad-request", "%s", msg));
+	client_reply(c, o);
 }
 
 /* A request we cannot take: answer bad-request, close after the answer. */
@@ -441,6 +450,8 @@ client_line(struct jclient *c, const char *line, size_t len)
 	ref.gen = c->gen;
 	ref.pid = c->pid;
 	ref.uid = c->uid;
+	ref.op = o->name;
+	ref.t0_us = now_us();
 	o->fn(c->server->broker, &ref, req);
 	json_object_put(req);
 }
@@ -687,4 +698,10 @@ jserver_counters(const struct jserver *s, size_t *clients, uint64_t *refused,
 	*clients = s->nclients;
 	*refused = s->refused;
 	*bad = s->bad_requests;
+}
+
+void
+jserver_observe(struct jserver *s, jobserve_fn fn)
+{
+	s->observe = fn;
 }

@@ -272,6 +272,7 @@ start_attempt(struct cloud_call *c)
 	}
 	c->state = CS_INFLIGHT;
 	c->attempt_start = now;
+	c->attempt_start_us = now_us();
 	counters_of(cd, c)->calls++;
 }
 
@@ -437,6 +438,7 @@ attempt_done(struct http_req *r, void *arg)
 	bool parsed = false;
 
 	lat = now - c->attempt_start;
+	msg_hist_observe(&cn->latency, now_us() - c->attempt_start_us);
 	cn->latency_ms_sum += lat;
 	if (lat > cn->latency_ms_max)
 		cn->latency_ms_max = lat;
@@ -991,4 +993,28 @@ cloud_log_counters(const struct cloudd *cd)
 		    (unsigned long long)(c->latency_ms_sum / c->calls),
 		    (unsigned long long)c->latency_ms_max);
 	}
+}
+
+void
+cloud_send_stats(struct cloudd *cd, uint32_t id)
+{
+	static struct msg_cloud_stats_answer a;
+	struct msg_cloud_action_stats *as;
+	const struct cloud_counters *c;
+	int i;
+
+	_Static_assert(EC2_ACTION_COUNT <= MSG_STATS_ACTIONS,
+	    "every EC2 action must fit a stats answer");
+	memset(&a, 0, sizeof(a));
+	for (i = 0; i < EC2_ACTION_COUNT; i++) {
+		c = &cd->counters[i];
+		as = &a.actions[a.nactions++];
+		msg_strlcpy(as->action, ec2_action_name(i), sizeof(as->action));
+		as->calls = c->calls;
+		as->errors = c->errors;
+		as->throttles = c->throttles;
+		as->retries = c->retries;
+		as->latency = c->latency;
+	}
+	cloudd_send(cd, MSG_CLOUD_STATS_ANSWER, id, &a, sizeof(a));
 }

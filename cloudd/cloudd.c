@@ -53,6 +53,9 @@ cloudd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 	case MSG_CLOUD_CHECK_INSTANCES:
 		intent_start(cd, m);
 		break;
+	case MSG_CLOUD_STATS:
+		cloud_send_stats(cd, m->hdr.id);
+		break;
 	default:
 		fatalx("broker: %s not handled by this cloudd",
 		    msg_type_name(m->hdr.type));

@@ -109,6 +109,7 @@ struct cloud_call {
 	uint64_t		 deadline;	/* absolute, ms */
 	uint64_t		 created;
 	uint64_t		 attempt_start;
+	uint64_t		 attempt_start_us;	/* for the histogram */
 	unsigned		 attempt;
 	bool			 reauthed;
 	enum call_state		 state;
@@ -122,7 +123,8 @@ struct cloud_call {
 };
 TAILQ_HEAD(call_list, cloud_call);
 
-/* Per action (and one more for IMDS): a later issue exports these. */
+/* Per action (and one more for IMDS); the EC2 actions' go to the broker's
+ * metrics (MSG_CLOUD_STATS). */
 struct cloud_counters {
 	uint64_t	calls;		/* HTTP attempts */
 	uint64_t	throttles;
@@ -130,6 +132,7 @@ struct cloud_counters {
 	uint64_t	errors;		/* attempts ending not ok */
 	uint64_t	latency_ms_sum;
 	uint64_t	latency_ms_max;
+	struct msg_hist	latency;	/* attempts that ended */
 };
 
 enum boot_step {
@@ -236,6 +239,8 @@ int	cloud_imds(struct cloudd *cd, const char *path, uint64_t deadline,
 	    cloud_call_cb cb, void *arg);
 void	cloud_kick(struct cloudd *cd);
 void	cloud_log_counters(const struct cloudd *cd);
+/* Answer a MSG_CLOUD_STATS with the EC2 actions' counters. */
+void	cloud_send_stats(struct cloudd *cd, uint32_t id);
 /* Fill a status; message printf-style. */
 void	cloud_status(struct msg_cloud_status *st, enum cloud_outcome outcome,
 	    const char *code, const char *fmt, ...)

@@ -119,6 +119,7 @@ static const struct key top_keys[] = {
 	OBJ("routing", routing_keys),
 	U32("reconcile_interval_s", reconcile_interval_s, 5, 86400),
 	OBJ("leak_gc", leak_gc_keys),
+	STR("metrics_textfile", metrics_textfile),
 	END
 };
 
@@ -388,6 +389,34 @@ absolute_path(const char *p)
 	    !(n >= 3 && strcmp(p + n - 3, "/..") == 0);
 }
 
+/* The node exporter's textfile collector reads only "*.prom"; the name
+ * leaves room for the temporary one beside it (".NAME.tmp"). */
+#define TEXTFILE_SUFFIX		".prom"
+#define TEXTFILE_NAME_MAX	200
+
+static int
+check_textfile(const char *p, struct perr *pe)
+{
+	const char *name;
+	size_t n;
+
+	if (p[0] == '\0')
+		return 0;
+	if (!absolute_path(p))
+		return fail(pe, "metrics_textfile", "must be an absolute path");
+	name = strrchr(p, '/') + 1;
+	n = strlen(name);
+	if (n <= strlen(TEXTFILE_SUFFIX) ||
+	    strcmp(name + n - strlen(TEXTFILE_SUFFIX), TEXTFILE_SUFFIX) != 0)
+		return fail(pe, "metrics_textfile", "\"%s\" must name a file "
+		    "ending in \"%s\" (the node exporter's textfile collector "
+		    "reads only those)", p, TEXTFILE_SUFFIX);
+	if (n > TEXTFILE_NAME_MAX)
+		return fail(pe, "metrics_textfile", "file name longer than %d "
+		    "bytes", TEXTFILE_NAME_MAX);
+	return 0;
+}
+
 /* Checks that span keys. */
 static int
 check_config(const struct enid_config *cfg, struct perr *pe)
@@ -422,7 +451,7 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
 		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",
 		    cfg->pool.max_pods);
-	return 0;
+	return check_textfile(cfg->metrics_textfile, pe);
 }
 
 int
@@ -527,4 +556,68 @@ config_wipe_secrets(struct enid_config *cfg)
 	    sizeof(cfg->cloud.secret_access_key));
 	explicit_bzero(cfg->cloud.session_token,
 	    sizeof(cfg->cloud.session_token));
+}
+
+/* ---- the configuration in effect, as JSON ---- */
+
+static struct json_object *
+obj_to_json(const struct enid_config *cfg, const struct key *tab)
+{
+	const char *base = (const char *)cfg;
+	struct json_object *o = json_object_new_object(), *v, *a, *sgs;
+	const struct key *k;
+	uint32_t i, j;
+
+	for (k = tab; k->name != NULL; k++) {
+		switch (k->type) {
+		case K_SECRET:
+			continue;	/* never shown */
+		case K_STR:
+			v = json_object_new_string(base + k->off);
+			break;
+		case K_U32:
+			v = json_object_new_int64(
+			    *(const uint32_t *)(const void *)(base + k->off));
+			break;
+		case K_BOOL:
+			v = json_object_new_boolean(
+			    *(const bool *)(base + k->off));
+			break;
+		case K_LEVEL:
+			v = json_object_new_string(log_level_name(
+			    *(const int *)(const void *)(base + k->off)));
+			break;
+		case K_OBJ:
+			v = obj_to_json(cfg, k->sub);
+			break;
+		case K_SUBNETS:
+			v = json_object_new_array();
+			for (i = 0; i < cfg->nsubnets &&
+			    i < CONF_MAX_SUBNETS; i++) {
+				a = json_object_new_object();
+				json_object_object_add(a, "id",
+				    json_object_new_string(cfg->subnets[i].id));
+				sgs = json_object_new_array();
+				for (j = 0; j < cfg->subnets[i].nsgs &&
+				    j < CONF_MAX_SGS; j++)
+					json_object_array_add(sgs,
+					    json_object_new_string(
+					    cfg->subnets[i].sgs[j]));
+				json_object_object_add(a, "security_groups",
+				    sgs);
+				json_object_array_add(v, a);
+			}
+			break;
+		default:
+			continue;
+		}
+		json_object_object_add(o, k->name, v);
+	}
+	return o;
+}
+
+struct json_object *
+config_to_json(const struct enid_config *cfg)
+{
+	return obj_to_json(cfg, top_keys);
 }

@@ -86,6 +86,10 @@ struct enid_config {
 		bool		enabled;
 		uint32_t	grace_s;
 	}		leak_gc;
+
+	/* "": none; else a path ending ".prom" for the node exporter's
+	 * textfile collector */
+	char		metrics_textfile[CONF_PATH_LEN];
 };
 
 void	config_defaults(struct enid_config *cfg);
@@ -101,5 +105,14 @@ int	config_load(const char *path, struct enid_config *cfg, char *err,
  * them.
  */
 void	config_wipe_secrets(struct enid_config *cfg);
+
+/*
+ * The configuration in effect as a JSON object in the file's own shape
+ * (enidctl show config): every key with its value, defaults included,
+ * except the secrets, which are never shown.  Parsed back, it gives the
+ * same configuration with the secrets empty.
+ */
+struct json_object;
+struct json_object *config_to_json(const struct enid_config *cfg);
 
 #endif /* ENID_CONF_H */

@@ -25,6 +25,15 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static void	loop_timerfd_cb(struct loop *, struct loop_io *, uint32_t);
 static void	loop_sigfd_cb(struct loop *, struct loop_io *, uint32_t);
 

@@ -81,6 +81,7 @@ struct loop {
 };
 
 uint64_t now_ms(void);			/* CLOCK_MONOTONIC, ms */
+uint64_t now_us(void);			/* the same clock, us: latencies */
 
 int	loop_init(struct loop *l);
 void	loop_free(struct loop *l);

@@ -83,6 +83,46 @@ msg_strlcpy(char *dst, const char *src, size_t size)
 	memset(dst + n, 0, size - n);
 }
 
+/* From half a millisecond (a CNI answer from the warm pool) to a minute
+ * (a link that is slow to appear, a cloud call retried to its end). */
+const uint64_t msg_hist_bounds_us[MSG_HIST_NBOUNDS] = {
+	500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
+};
+
+void
+msg_hist_observe(struct msg_hist *h, uint64_t us)
+{
+	size_t i;
+
+	for (i = 0; i < MSG_HIST_NBOUNDS; i++)
+		if (us <= msg_hist_bounds_us[i])
+			break;
+	h->counts[i]++;
+	h->sum_us += us;
+}
+
+uint64_t
+msg_hist_count(const struct msg_hist *h)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i <= MSG_HIST_NBOUNDS; i++)
+		n += h->counts[i];
+	return n;
+}
+
+void
+msg_hist_add(struct msg_hist *to, const struct msg_hist *h)
+{
+	size_t i;
+
+	for (i = 0; i <= MSG_HIST_NBOUNDS; i++)
+		to->counts[i] += h->counts[i];
+	to->sum_us += h->sum_us;
+}
+
 static const char *const outcome_names[CO_MAX] = {
 	[CO_OK] = "ok",
 	[CO_THROTTLED] = "throttled",
@@ -680,4 +720,65 @@ check_CLOUD_DONE(const void *p)
 	const struct msg_cloud_done *m = p;
 
 	return check_status(&m->st);
+}
+
+static const char *
+check_CLOUD_STATS(const void *p)
+{
+	return check_none(p);
+}
+
+static bool
+action_name_ok(const char *s)
+{
+	size_t i;
+
+	if (!msg_str_ok(s, MSG_ACTION_LEN) || s[0] == '\0')
+		return false;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * What cloudd's counting makes true: an attempt is counted when it
+ * starts and observed when it ends, and only an ended one can fail, be
+ * throttled, or be retried.
+ */
+static const char *
+check_CLOUD_STATS_ANSWER(const void *p)
+{
+	static const struct msg_cloud_action_stats zero;
+	const struct msg_cloud_stats_answer *m = p;
+	const struct msg_cloud_action_stats *a;
+	uint32_t i, j;
+
+	if (m->nactions > MSG_STATS_ACTIONS)
+		return "too many actions in cloud stats";
+	for (i = 0; i < MSG_STATS_ACTIONS; i++) {
+		a = &m->actions[i];
+		if (i >= m->nactions) {
+			if (memcmp(a, &zero, sizeof(zero)) != 0)
+				return "cloud stats entry past the count is "
+				    "not empty";
+			continue;
+		}
+		if (!action_name_ok(a->action))
+			return "cloud stats action name not alphanumeric";
+		/* Bounded, so that sums neither wrap nor lose precision
+		 * as JSON numbers. */
+		if (a->calls > MSG_STATS_COUNT_MAX)
+			return "cloud stats counter out of range";
+		for (j = 0; j <= MSG_HIST_NBOUNDS; j++)
+			if (a->latency.counts[j] > a->calls)
+				return "cloud stats counters inconsistent";
+		if (msg_hist_count(&a->latency) > a->calls ||
+		    a->errors > msg_hist_count(&a->latency) ||
+		    a->throttles > a->errors || a->retries > a->errors)
+			return "cloud stats counters inconsistent";
+	}
+	return NULL;
 }

@@ -375,6 +375,47 @@ struct msg_cloud_done {
 	uint32_t	count;		/* entries sent before this, for streams */
 };
 
+/* ---- statistics, for the broker's metrics ---- */
+
+/*
+ * A latency histogram as it crosses a channel: a count per bucket (not
+ * cumulative) for each upper bound of msg_hist_bounds_us, one more for
+ * everything above the last, and the sum of what was observed.  The
+ * bounds are part of the protocol, so that both ends label buckets alike.
+ */
+#define MSG_HIST_NBOUNDS	16
+
+struct msg_hist {
+	uint64_t	counts[MSG_HIST_NBOUNDS + 1];
+	uint64_t	sum_us;
+};
+
+#define MSG_STATS_ACTIONS	16
+#define MSG_STATS_COUNT_MAX	(1ULL << 53)	/* exact as a double */
+#define MSG_ACTION_LEN		48
+
+struct msg_cloud_stats {	/* broker -> cloudd: send your counters */
+	uint32_t	unused;
+};
+
+/* One EC2 action's counters since cloudd started. */
+struct msg_cloud_action_stats {
+	char		action[MSG_ACTION_LEN];	/* "AttachNetworkInterface" */
+	uint64_t	calls;		/* HTTP attempts started */
+	uint64_t	errors;		/* attempts that ended other than ok */
+	uint64_t	throttles;	/* of those, throttled by the cloud */
+	uint64_t	retries;	/* attempts made again after an error */
+	struct msg_hist	latency;	/* of the attempts that ended */
+};
+
+/* Entries past nactions are all zero.  Two entries may name the same
+ * action (cloudd asks DescribeInstances for two purposes). */
+struct msg_cloud_stats_answer {
+	uint32_t	nactions;
+	uint32_t	pad;
+	struct msg_cloud_action_stats actions[MSG_STATS_ACTIONS];
+};
+
 /*
  * The one list of message types: X(NAME, payload struct, directions,
  * flags).
@@ -423,7 +464,9 @@ struct msg_cloud_done {
 	X(CLOUD_CHECK_INSTANCES, struct msg_cloud_check_instances, \
 	    DIR_B2C, 0) \
 	X(CLOUD_INSTANCES,	struct msg_cloud_instances, DIR_C2B, 0) \
-	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0)
+	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0) \
+	X(CLOUD_STATS,		struct msg_cloud_stats, DIR_B2C, 0) \
+	X(CLOUD_STATS_ANSWER,	struct msg_cloud_stats_answer, DIR_C2B, 0)
 
 #define MSG_ENUM_ENTRY(name, type, dirs, flags)	MSG_##name,
 enum msg_type {
@@ -504,6 +547,12 @@ bool		 msg_str_ok(const char *s, size_t size);
 
 /* Copy a C string into a fixed field, truncating; always NUL-terminates. */
 void		 msg_strlcpy(char *dst, const char *src, size_t size);
+
+/* The histogram buckets' upper bounds, in microseconds. */
+extern const uint64_t msg_hist_bounds_us[MSG_HIST_NBOUNDS];
+void		 msg_hist_observe(struct msg_hist *h, uint64_t us);
+uint64_t	 msg_hist_count(const struct msg_hist *h);
+void		 msg_hist_add(struct msg_hist *to, const struct msg_hist *h);
 
 const char	*cloud_outcome_name(unsigned int outcome);
 const char	*msg_status_name(unsigned int status);

@@ -91,6 +91,9 @@ static const struct sb_rule broker_rules[] = {
 	ALLOW("openat"), ALLOW("fsync"), ALLOW("fdatasync"),
 	ALLOW("ftruncate"), ALLOW("rename"), ALLOW("renameat"),
 	ALLOW("renameat2"), ALLOW("unlink"), ALLOW("unlinkat"),
+	/* metrics_textfile, the same way; made readable for the node
+	 * exporter whatever the umask (a file of our own: no capability) */
+	ALLOW("fchmod"),
 	/* the children: reaped here; signalled only by pid (sandbox_load) */
 	ALLOW("wait4"), ALLOW("waitid"),
 	/* glibc's qsort asks for the memory size (sysconf(_SC_PHYS_PAGES),

@@ -2,38 +2,75 @@
  * enidctl: the admin command.  Sends one request line to enid's control
  * socket and checks the answer as strictly as the daemon checks requests:
  * exactly one JSON object on one line and nothing after it, with a boolean
- * "ok", and on failure a string "code" and "error".  Whatever the daemon
- * says reaches the terminal only escaped: no control character, C1
- * control or invalid UTF-8 is printed raw.
+ * "ok", and on failure a string "code" and "error"; each field a command
+ * prints must be there with its type.  Whatever the daemon says reaches
+ * the terminal only escaped: no control character, C1 control or invalid
+ * UTF-8 is printed raw.
+ *
+ * Exit status: 0 done, 1 the daemon is not there, refused, or answered
+ * malformed, 2 a usage error (enidctl(8)).
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "conf.h"
 
-#define CTL_ANSWER_MAX	(1024 * 1024)
+#define CTL_ANSWER_MAX	(4 * 1024 * 1024)	/* the daemon's own cap */
 #define CTL_TIMEOUT_MS	5000
+/* A reconciliation is a few cloud calls, each with its own deadline in
+ * the daemon; one asked for during a run waits for the next run too. */
+#define CTL_RECONCILE_TIMEOUT_MS 120000
+#define CTL_ID_MAX	63	/* the daemon's ids are shorter */
 
-static void
+static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr,
 	    "usage: enidctl [-j] [-s socket] command [argument]\n"
 	    "commands:\n"
-	    "  status             show the daemon's processes and state\n"
-	    "  log-level LEVEL    set the log level (error, warning, info, "
-	    "debug)\n");
+	    "  status           the processes, the instance and the pool\n"
+	    "  show pool        the pool's counts and why it can't grow\n"
+	    "  show enis        each ENI: state, device, addresses, subnet\n"
+	    "  show pods        each pod attachment: address, ENI, state\n"
+	    "  show subnets     the subnets: range, zone, free addresses\n"
+	    "  show config      the configuration in effect, without "
+	    "secrets\n"
+	    "  show limits      the instance's limits and the pool's from "
+	    "them\n"
+	    "  reconcile        reconcile with the cloud now, and wait\n"
+	    "  drain ENI        no new pods on ENI; released once empty\n"
+	    "  log-level LEVEL  error, warning, info or debug\n"
+	    "  metrics          the metrics, in the Prometheus text format\n"
+	    "-j prints the daemon's answer as JSON.\n");
 	exit(2);
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void __attribute__((noreturn))
+nomem(void)
+{
+	fprintf(stderr, "enidctl: out of memory\n");
+	exit(1);
 }
 
 static int
@@ -71,11 +108,13 @@ malformed(const char *why)
  * with it or are already waiting, are refused.
  */
 static char *
-read_answer(int fd, const char *path, size_t *linelen)
+read_answer(int fd, const char *path, int timeout_ms, const char *late,
+    size_t *linelen)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap), *nl, extra;
 	struct pollfd pfd = { fd, POLLIN, 0 };
+	int64_t deadline = mono_ms() + timeout_ms, left;
 	ssize_t n;
 
 	if (buf == NULL) {
@@ -83,9 +122,11 @@ read_answer(int fd, const char *path, size_t *linelen)
 		exit(1);
 	}
 	for (;;) {
-		if (poll(&pfd, 1, CTL_TIMEOUT_MS) != 1) {
-			fprintf(stderr, "enidctl: %s: no answer within %d ms\n",
-			    path, CTL_TIMEOUT_MS);
+		/* One deadline for the whole answer, however it trickles. */
+		left = deadline - mono_ms();
+		if (left < 0 || poll(&pfd, 1, (int)left) != 1) {
+			fprintf(stderr, "enidctl: %s: no answer within %d "
+			    "s%s\n", path, timeout_ms / 1000, late);
 			exit(1);
 		}
 		if (len + 1 >= cap) {
@@ -279,83 +320,666 @@ field(struct json_object *o, const char *name, enum json_type type)
 	return v;
 }
 
+/*
+ * Where the commands print: a memory stream, copied to stdout only once
+ * the whole answer has passed its checks, so that a malformed one prints
+ * nothing but the error.
+ */
+static FILE *out;
+
+static void
+putc_out(int c)
+{
+	fputc(c, out);
+}
+
+/* ---- answer fields ---- */
+
+static const char *
+str(struct json_object *o, const char *name)
+{
+	return json_object_get_string(field(o, name, json_type_string));
+}
+
+/* A count: an integer, not negative. */
+static long long
+count(struct json_object *o, const char *name)
+{
+	int64_t v = json_object_get_int64(field(o, name, json_type_int));
+
+	if (v < 0) {
+		fprintf(stderr, "enidctl: malformed answer: \"%s\" is "
+		    "negative\n", name);
+		exit(1);
+	}
+	return (long long)v;
+}
+
+static bool
+flag(struct json_object *o, const char *name)
+{
+	return json_object_get_boolean(field(o, name, json_type_boolean));
+}
+
+/* Entry i of an array of objects. */
+static struct json_object *
+entry(struct json_object *arr, size_t i, const char *what)
+{
+	struct json_object *o = json_object_array_get_idx(arr, i);
+
+	if (!json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "enidctl: malformed answer: %s entry is not "
+		    "an object\n", what);
+		exit(1);
+	}
+	return o;
+}
+
+/* ---- tables ---- */
+
+#define TABLE_MAX_COLS	8
+
+/*
+ * Columns as wide as their widest cell, one space apart; a heading that
+ * starts with '>' is right-aligned (numbers).  The last column is not
+ * padded, so a long value there (a pod's name) does not push the others.
+ */
+struct table {
+	size_t		 ncols, ncells, cap;
+	char		*head[TABLE_MAX_COLS];
+	bool		 right[TABLE_MAX_COLS];
+	char		**cell;
+};
+
+static void
+table_init(struct table *t, const char *spec)
+{
+	char *copy = strdup(spec), *tok, *save = NULL;
+
+	if (copy == NULL)
+		nomem();
+	memset(t, 0, sizeof(*t));
+	for (tok = strtok_r(copy, " ", &save); tok != NULL &&
+	    t->ncols < TABLE_MAX_COLS; tok = strtok_r(NULL, " ", &save)) {
+		t->right[t->ncols] = tok[0] == '>';
+		if ((t->head[t->ncols++] = strdup(tok + (tok[0] == '>'))) ==
+		    NULL)
+			nomem();
+	}
+	free(copy);
+}
+
+static void
+table_add(struct table *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+table_add(struct table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *c;
+
+	if (t->ncells == t->cap) {
+		char **more = reallocarray(t->cell, t->cap ? t->cap * 2 : 64,
+		    sizeof(*more));
+
+		if (more == NULL)
+			nomem();
+		t->cell = more;
+		t->cap = t->cap ? t->cap * 2 : 64;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&c, fmt, ap) == -1)
+		nomem();
+	va_end(ap);
+	t->cell[t->ncells++] = c;
+}
+
+/* Terminal columns of escaped text: printable ASCII and UTF-8, one a
+ * character. */
+static size_t
+text_width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+static void
+table_line(const struct table *t, char *const *cells, const size_t *w)
+{
+	size_t i, pad;
+
+	for (i = 0; i < t->ncols; i++) {
+		pad = w[i] - text_width(cells[i]);
+		if (i > 0)
+			putc_out(' ');
+		if (t->right[i])
+			fprintf(out, "%*s%s", (int)pad, "", cells[i]);
+		else if (i + 1 < t->ncols)
+			fprintf(out, "%s%*s", cells[i], (int)pad, "");
+		else
+			fputs(cells[i], out);
+	}
+	putc_out('\n');
+}
+
+static void
+table_print(struct table *t)
+{
+	size_t w[TABLE_MAX_COLS], i;
+
+	for (i = 0; i < t->ncols; i++)
+		w[i] = text_width(t->head[i]);
+	for (i = 0; i < t->ncells; i++)
+		if (text_width(t->cell[i]) > w[i % t->ncols])
+			w[i % t->ncols] = text_width(t->cell[i]);
+	table_line(t, t->head, w);
+	for (i = 0; i + t->ncols <= t->ncells; i += t->ncols)
+		table_line(t, t->cell + i, w);
+	for (i = 0; i < t->ncells; i++)
+		free(t->cell[i]);
+	for (i = 0; i < t->ncols; i++)
+		free(t->head[i]);
+	free(t->cell);
+}
+
+/* Free text (a cause, an error) under what it is about: indented, in
+ * lines that fit 80 columns where the words do. */
+static void
+print_wrapped(const char *text)
+{
+	const size_t indent = 4, width = 80;
+	size_t col = indent, n;
+	const char *w;
+
+	fprintf(out, "%*s", (int)indent, "");
+	while (*text != '\0') {
+		while (*text == ' ')
+			text++;
+		if (*text == '\0')
+			break;
+		w = text;
+		while (*text != '\0' && *text != ' ')
+			text++;
+		n = (size_t)(text - w);
+		if (col > indent && col + 1 + n > width) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			putc_out(' ');
+			col++;
+		}
+		fwrite(w, 1, n, out);
+		col += n;
+	}
+	putc_out('\n');
+}
+
+/* ---- the commands' output ---- */
+
+/* "key         value": the key column of status and show pool. */
+#define KV	"%-12s %s"
+
 static void
 print_instance(struct json_object *in)
 {
-	const char *state = json_object_get_string(field(in, "state",
-	    json_type_string));
+	const char *state = str(in, "state");
 	struct json_object *cidrs, *v;
 	size_t i;
 
 	if (strcmp(state, "known") != 0) {
-		printf("instance: %s", state);
+		fprintf(out, "%-12s %s", "instance", state);
 		if (json_object_object_get_ex(in, "error", &v) &&
 		    json_object_is_type(v, json_type_string))
-			printf(" (%s)", json_object_get_string(v));
-		printf("\n");
+			fprintf(out, " (%s)", json_object_get_string(v));
+		fprintf(out, "\n");
 		return;
 	}
-	printf("instance %s (%s in %s), %d ENIs of %d addresses\n",
-	    json_object_get_string(field(in, "id", json_type_string)),
-	    json_object_get_string(field(in, "type", json_type_string)),
-	    json_object_get_string(field(in, "az", json_type_string)),
-	    json_object_get_int(field(in, "max_enis", json_type_int)),
-	    json_object_get_int(field(in, "ips_per_eni", json_type_int)));
-	printf("primary ENI %s (%s) in %s, VPC",
-	    json_object_get_string(field(in, "primary_eni", json_type_string)),
-	    json_object_get_string(field(in, "primary_mac", json_type_string)),
-	    json_object_get_string(field(in, "subnet", json_type_string)));
+	fprintf(out, "%-12s %s, %s in %s\n", "instance", str(in, "id"),
+	    str(in, "type"), str(in, "az"));
+	fprintf(out, "%-12s %lld ENIs of %lld addresses\n", "limits",
+	    count(in, "max_enis"), count(in, "ips_per_eni"));
+	fprintf(out, "%-12s %s (%s)\n", "primary ENI", str(in, "primary_eni"),
+	    str(in, "primary_mac"));
+	fprintf(out, KV "\n", "subnet", str(in, "subnet"));
+	fprintf(out, "%-12s", "VPC");
 	cidrs = field(in, "vpc_cidrs", json_type_array);
 	for (i = 0; i < json_object_array_length(cidrs); i++) {
 		v = json_object_array_get_idx(cidrs, i);
-		if (!json_object_is_type(v, json_type_string)) {
-			fprintf(stderr, "enidctl: malformed answer: VPC CIDR "
-			    "is not a string\n");
-			exit(1);
-		}
-		printf(" %s", json_object_get_string(v));
+		if (!json_object_is_type(v, json_type_string))
+			malformed("VPC CIDR is not a string");
+		fprintf(out, " %s", json_object_get_string(v));
 	}
-	printf("\n");
+	fprintf(out, "\n");
 }
 
 static void
-print_status(struct json_object *ans)
+print_pool_counts(struct json_object *pool)
+{
+	fprintf(out, "%-12s %s, %lld ENIs (%lld attached in the cloud), %lld "
+	    "pods, %lld waiting\n", "pool", str(pool, "phase"),
+	    count(pool, "enis"), count(pool, "cloud_attached"),
+	    count(pool, "pods"), count(pool, "waiting"));
+	fprintf(out, "%-12s %lld free, %lld assigned, %lld cooling, %lld "
+	    "other\n", "addresses", count(pool, "free"),
+	    count(pool, "assigned"), count(pool, "cooling"),
+	    count(pool, "other"));
+}
+
+static void
+print_status(struct json_object *ans, const char *arg)
 {
 	struct json_object *procs = field(ans, "processes", json_type_array);
+	struct json_object *p;
+	struct table t;
 	size_t i;
 
-	printf("enid %s, up %lld s, log level %s\n",
-	    json_object_get_string(field(ans, "version", json_type_string)),
-	    (long long)json_object_get_int64(field(ans, "uptime_s",
-	    json_type_int)),
-	    json_object_get_string(field(ans, "log_level", json_type_string)));
+	(void)arg;
+	fprintf(out, "enid %s, up %lld s, log level %s\n", str(ans, "version"),
+	    count(ans, "uptime_s"), str(ans, "log_level"));
 	print_instance(field(ans, "instance", json_type_object));
-	printf("%-14s %8s  %s\n", "PROCESS", "PID", "STATE");
+	print_pool_counts(field(ans, "pool", json_type_object));
+	table_init(&t, "PROCESS >PID STATE");
 	for (i = 0; i < json_object_array_length(procs); i++) {
-		struct json_object *p = json_object_array_get_idx(procs, i);
-
-		if (!json_object_is_type(p, json_type_object)) {
-			fprintf(stderr, "enidctl: malformed answer: process "
-			    "entry is not an object\n");
-			exit(1);
-		}
-		printf("%-14s %8d  %s\n",
-		    json_object_get_string(field(p, "name", json_type_string)),
-		    json_object_get_int(field(p, "pid", json_type_int)),
-		    json_object_get_boolean(field(p, "ready",
-		    json_type_boolean)) ? "ready" : "starting");
+		p = entry(procs, i, "process");
+		table_add(&t, "%s", str(p, "name"));
+		table_add(&t, "%lld", count(p, "pid"));
+		table_add(&t, "%s", flag(p, "ready") ? "ready" : "starting");
 	}
+	table_print(&t);
+}
+
+static void
+print_pool(struct json_object *ans, const char *arg)
+{
+	struct json_object *pool = field(ans, "pool", json_type_object), *v;
+
+	(void)arg;
+	print_pool_counts(pool);
+	fprintf(out, KV "\n", "growth", strcmp(str(pool, "blocked"),
+	    "none") == 0 ? "not blocked" : str(pool, "blocked"));
+	if (json_object_object_get_ex(pool, "last_failure", &v)) {
+		fprintf(out, "%-12s (%s)\n", "last failure",
+		    str(pool, "last_failure_code"));
+		print_wrapped(str(pool, "last_failure"));
+	}
+}
+
+static void
+print_enis(struct json_object *ans, const char *arg)
+{
+	struct json_object *enis = field(ans, "enis", json_type_array);
+	struct json_object *e, *addrs, *a;
+	long long nfree, used, cool;
+	struct table t;
+	const char *st;
+	size_t i, j;
+
+	(void)arg;
+	table_init(&t, "ENI STATE >DEV >FREE >USED >COOL SUBNET");
+	for (i = 0; i < json_object_array_length(enis); i++) {
+		e = entry(enis, i, "ENI");
+		addrs = field(e, "addresses", json_type_array);
+		nfree = used = cool = 0;
+		for (j = 0; j < json_object_array_length(addrs); j++) {
+			a = entry(addrs, j, "address");
+			st = str(a, "state");
+			(void)str(a, "ip");
+			if (strcmp(st, "free") == 0)
+				nfree++;
+			else if (strcmp(st, "assigned") == 0)
+				used++;
+			else if (strcmp(st, "cooling") == 0)
+				cool++;
+		}
+		/* Not yet created, an ENI has no id but its state says so. */
+		table_add(&t, "%s", str(e, "id")[0] ? str(e, "id") : "-");
+		table_add(&t, "%s", str(e, "state"));
+		if (json_object_get_int(field(e, "device_index",
+		    json_type_int)) < 0)
+			table_add(&t, "-");
+		else
+			table_add(&t, "%lld", count(e, "device_index"));
+		table_add(&t, "%lld", nfree);
+		table_add(&t, "%lld", used);
+		table_add(&t, "%lld", cool);
+		table_add(&t, "%s", str(e, "subnet")[0] ? str(e, "subnet") :
+		    "-");
+	}
+	table_print(&t);
+	/* Why an ENI is where it is, when that is not plain "ready". */
+	for (i = 0; i < json_object_array_length(enis); i++) {
+		e = entry(enis, i, "ENI");
+		if (strcmp(str(e, "state"), "ready") == 0 ||
+		    str(e, "cause")[0] == '\0')
+			continue;
+		fprintf(out, "%s, %s for %lld s:\n", str(e, "id")[0] ?
+		    str(e, "id") : "(new ENI)", str(e, "state"),
+		    count(e, "since_s"));
+		print_wrapped(str(e, "cause"));
+	}
+}
+
+static void
+print_pods(struct json_object *ans, const char *arg)
+{
+	struct json_object *pods = field(ans, "pods", json_type_array), *p;
+	const char *ns, *name;
+	struct table t;
+	size_t i;
+
+	(void)arg;
+	table_init(&t, "CONTAINER IF IP ENI STATE POD");
+	for (i = 0; i < json_object_array_length(pods); i++) {
+		p = entry(pods, i, "pod");
+		ns = str(p, "namespace");
+		name = str(p, "name");
+		/* The runtime's ids are 64 hex digits; -j shows them whole. */
+		table_add(&t, "%.12s", str(p, "container_id"));
+		table_add(&t, "%s", str(p, "ifname"));
+		table_add(&t, "%s", str(p, "ip"));
+		table_add(&t, "%s", str(p, "eni"));
+		table_add(&t, "%s", str(p, "state"));
+		if (ns[0] == '\0' && name[0] == '\0')
+			table_add(&t, "-");
+		else
+			table_add(&t, "%s/%s", ns[0] ? ns : "-",
+			    name[0] ? name : "-");
+	}
+	table_print(&t);
+	for (i = 0; i < json_object_array_length(pods); i++) {
+		p = entry(pods, i, "pod");
+		if (strcmp(str(p, "state"), "lost") != 0)
+			continue;
+		fprintf(out, "%.12s, lost:\n", str(p, "container_id"));
+		print_wrapped(str(p, "lost_why"));
+	}
+}
+
+static void
+print_subnets(struct json_object *ans, const char *arg)
+{
+	struct json_object *subs = field(ans, "subnets", json_type_array), *s;
+	long long rest;
+	struct table t;
+	size_t i;
+
+	(void)arg;
+	table_init(&t, "SUBNET AZ CIDR >FREE PODS RESTING");
+	for (i = 0; i < json_object_array_length(subs); i++) {
+		s = entry(subs, i, "subnet");
+		table_add(&t, "%s", str(s, "id"));
+		if (flag(s, "known")) {
+			table_add(&t, "%s", str(s, "az"));
+			table_add(&t, "%s", str(s, "cidr"));
+		} else {
+			table_add(&t, "?");
+			table_add(&t, "?");
+		}
+		table_add(&t, "%lld", count(s, "available"));
+		table_add(&t, "%s", flag(s, "configured") ? "yes" : "no");
+		rest = count(s, "inhibited_s");
+		if (rest > 0)
+			table_add(&t, "%llds", rest);
+		else
+			table_add(&t, "-");
+	}
+	table_print(&t);
+}
+
+/* The configuration as "key value" lines, nested keys joined by dots. */
+static void
+config_rows(struct table *t, const char *prefix, struct json_object *o)
+{
+	struct json_object *v;
+	char key[512];
+	size_t i, n;
+
+	json_object_object_foreach(o, k, val) {
+		char *ek = escape_text(k);	/* keys are the daemon's too */
+
+		snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." :
+		    "", ek);
+		free(ek);
+		switch (json_object_get_type(val)) {
+		case json_type_object:
+			config_rows(t, key, val);
+			break;
+		case json_type_array:
+			n = json_object_array_length(val);
+			if (n == 0) {
+				table_add(t, "%s", key);
+				table_add(t, "(none)");
+				break;
+			}
+			for (i = 0; i < n; i++) {
+				char sub[600];
+
+				v = json_object_array_get_idx(val, i);
+				snprintf(sub, sizeof(sub), "%s[%zu]", key, i);
+				if (json_object_is_type(v, json_type_object)) {
+					config_rows(t, sub, v);
+					continue;
+				}
+				table_add(t, "%s", sub);
+				table_add(t, "%s", json_object_get_string(v));
+			}
+			break;
+		case json_type_string:
+			table_add(t, "%s", key);
+			table_add(t, "%s", json_object_get_string(val)[0] ?
+			    json_object_get_string(val) : "\"\"");
+			break;
+		default:
+			table_add(t, "%s", key);
+			table_add(t, "%s", json_object_get_string(val));
+			break;
+		}
+	}
+}
+
+static void
+print_config(struct json_object *ans, const char *arg)
+{
+	struct table t;
+
+	(void)arg;
+	fprintf(out, "from %s\n", str(ans, "config_path"));
+	table_init(&t, "KEY VALUE");
+	config_rows(&t, "", field(ans, "config", json_type_object));
+	table_print(&t);
+	fprintf(out, "cloud.access_key_id, secret_access_key, "
+	    "session_token: %s\n",
+	    flag(ans, "static_credentials") ? "set (never shown)" :
+	    "not set (credentials from IMDS or the environment)");
+}
+
+static void
+print_limits(struct json_object *ans, const char *arg)
+{
+	struct json_object *l = field(ans, "limits", json_type_object);
+	char cfg[64];
+
+	(void)arg;
+	fprintf(out, "instance type      %s\n", str(l, "instance_type"));
+	if (count(l, "config_max_enis") != 0)
+		snprintf(cfg, sizeof(cfg), "pool.max_enis %lld",
+		    count(l, "config_max_enis"));
+	else
+		snprintf(cfg, sizeof(cfg), "pool.max_enis not set");
+	fprintf(out, "ENIs               %lld (the instance's limit %lld; "
+	    "%s)\n",
+	    count(l, "max_enis"), count(l, "cloud_max_enis"), cfg);
+	fprintf(out, "addresses per ENI  %lld: %lld for pods, one the "
+	    "ENI's own\n",
+	    count(l, "cloud_ips_per_eni"), count(l, "pod_ips_per_eni"));
+	fprintf(out, "ENIs for pods      %lld (the primary %s)\n",
+	    count(l, "pod_enis"), flag(l, "primary_for_pods") ? "included" :
+	    "not: its subnet is not among those configured");
+	fprintf(out, "pod addresses      %lld (%lld ENIs x %lld)\n",
+	    count(l, "pod_capacity"), count(l, "pod_enis"),
+	    count(l, "pod_ips_per_eni"));
+	if (count(l, "config_max_pods") != 0)
+		snprintf(cfg, sizeof(cfg), "pool.max_pods %lld",
+		    count(l, "config_max_pods"));
+	else
+		snprintf(cfg, sizeof(cfg), "pool.max_pods not set");
+	fprintf(out, "max pods           %lld (%s)\n", count(l, "max_pods"),
+	    cfg);
+	fprintf(out, "warm targets       warm_ip_target %lld, "
+	    "minimum_ip_target %lld, warm_eni_target %lld\n",
+	    count(l, "warm_ip_target"), count(l, "minimum_ip_target"),
+	    count(l, "warm_eni_target"));
+}
+
+static void
+print_reconcile(struct json_object *ans, const char *arg)
+{
+	long long n = count(ans, "drifts_fixed");
+
+	(void)arg;
+	fprintf(out, "reconciled: %lld drift%s fixed\n", n, n == 1 ? "" : "s");
+}
+
+static void
+print_drain(struct json_object *ans, const char *arg)
+{
+	(void)arg;
+	fprintf(out, "%s: %s; released once no pod is left on it\n",
+	    str(ans, "eni"), str(ans, "state"));
+}
+
+static void
+print_log_level(struct json_object *ans, const char *arg)
+{
+	(void)arg;
+	fprintf(out, "log level: %s\n", str(ans, "log_level"));
+}
+
+/*
+ * The metrics text goes out as it is, for a scraper or a file: so it may
+ * hold nothing a terminal acts on.  (The daemon escapes label values.)
+ */
+static void
+print_metrics(struct json_object *ans, const char *arg)
+{
+	const unsigned char *p;
+	size_t n, i = 0, k;
+
+	(void)arg;
+	(void)field(ans, "metrics", json_type_array);
+	p = (const unsigned char *)str(ans, "text");
+	n = strlen((const char *)p);
+	if (n == 0 || p[n - 1] != '\n')
+		malformed("the metrics text does not end with a newline");
+	while (i < n) {
+		if (p[i] == '\n' || (p[i] >= 0x20 && p[i] < 0x7f))
+			i++;
+		else if ((k = utf8_printable(p + i, n - i)) > 0)
+			i += k;
+		else
+			malformed("control character or invalid UTF-8 in the "
+			    "metrics text");
+	}
+	fwrite(p, 1, n, out);
+}
+
+/* ---- commands ---- */
+
+struct command {
+	const char	*name;
+	const char	*what;		/* show's subject */
+	const char	*op;
+	const char	*arg_key;	/* the request field the argument
+					 * goes to, or NULL: none */
+	int		 timeout_ms;
+	void		(*print)(struct json_object *, const char *);
+};
+
+static const struct command commands[] = {
+	{ "status", NULL, "status", NULL, CTL_TIMEOUT_MS, print_status },
+	{ "show", "pool", "show", NULL, CTL_TIMEOUT_MS, print_pool },
+	{ "show", "enis", "show", NULL, CTL_TIMEOUT_MS, print_enis },
+	{ "show", "pods", "show", NULL, CTL_TIMEOUT_MS, print_pods },
+	{ "show", "subnets", "show", NULL, CTL_TIMEOUT_MS, print_subnets },
+	{ "show", "config", "show", NULL, CTL_TIMEOUT_MS, print_config },
+	{ "show", "limits", "show", NULL, CTL_TIMEOUT_MS, print_limits },
+	{ "reconcile", NULL, "reconcile", NULL, CTL_RECONCILE_TIMEOUT_MS,
+	  print_reconcile },
+	{ "drain", NULL, "drain", "eni", CTL_TIMEOUT_MS, print_drain },
+	{ "log-level", NULL, "log-level", "level", CTL_TIMEOUT_MS,
+	  print_log_level },
+	{ "metrics", NULL, "metrics", NULL, CTL_TIMEOUT_MS, print_metrics },
+};
+
+static bool
+level_ok(const char *s)
+{
+	return strcmp(s, "error") == 0 || strcmp(s, "warning") == 0 ||
+	    strcmp(s, "info") == 0 || strcmp(s, "debug") == 0;
+}
+
+/* A cloud id as an argument: printable ASCII, short. */
+static bool
+id_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > CTL_ID_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (s[i] <= 0x20 || s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* The command argv names, or usage: exit 2. */
+static const struct command *
+parse_command(int argc, char *argv[], const char **arg)
+{
+	const struct command *c;
+	size_t i;
+	int want;
+
+	*arg = NULL;
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		c = &commands[i];
+		if (strcmp(c->name, argv[0]) != 0)
+			continue;
+		if (c->what != NULL) {
+			if (argc != 2 || strcmp(c->what, argv[1]) != 0)
+				continue;
+			return c;
+		}
+		want = c->arg_key != NULL ? 2 : 1;
+		if (argc != want)
+			usage();
+		if (c->arg_key == NULL)
+			return c;
+		*arg = argv[1];
+		if (strcmp(c->arg_key, "level") == 0 ? !level_ok(*arg) :
+		    !id_ok(*arg))
+			usage();
+		return c;
+	}
+	usage();
 }
 
 int
 main(int argc, char *argv[])
 {
 	const char *path = ENID_RUNTIME_DIR "/ctl.sock";
+	const struct command *cmd;
 	struct json_object *req, *ans;
 	struct json_tokener *tok;
-	const char *line, *cmd;
+	const char *line, *arg;
 	bool raw = false, ok;
-	char *answer;
+	char *answer, *outbuf = NULL;
+	size_t outlen = 0;
 	int ch, fd;
 	size_t len;
 
@@ -375,34 +999,36 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1)
 		usage();
-	cmd = argv[0];
-	req = json_object_new_object();
-	if (strcmp(cmd, "status") == 0 && argc == 1)
-		json_object_object_add(req, "op", json_object_new_string("status"));
-	else if (strcmp(cmd, "log-level") == 0 && argc == 2) {
-		json_object_object_add(req, "op",
-		    json_object_new_string("log-level"));
-		json_object_object_add(req, "level",
-		    json_object_new_string(argv[1]));
-	} else
-		usage();
+	cmd = parse_command(argc, argv, &arg);
+	if ((req = json_object_new_object()) == NULL)
+		nomem();
+	json_object_object_add(req, "op", json_object_new_string(cmd->op));
+	if (cmd->what != NULL)
+		json_object_object_add(req, "what",
+		    json_object_new_string(cmd->what));
+	if (cmd->arg_key != NULL)
+		json_object_object_add(req, cmd->arg_key,
+		    json_object_new_string(arg));
 
 	fd = ctl_connect(path);
 	line = json_object_to_json_string_ext(req,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(line);
-	if (write(fd, line, len) != (ssize_t)len || write(fd, "\n", 1) != 1) {
+	/* A daemon that refuses us closes the connection: EPIPE, not a
+	 * signal. */
+	if (send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
 		fprintf(stderr, "enidctl: %s: write: %s\n", path,
 		    strerror(errno));
 		return 1;
 	}
-	answer = read_answer(fd, path, &len);
+	answer = read_answer(fd, path, cmd->timeout_ms,
+	    cmd->timeout_ms == CTL_RECONCILE_TIMEOUT_MS ?
+	    "; the reconciliation goes on in the daemon (see its log)" : "",
+	    &len);
 	close(fd);
-	tok = json_tokener_new();
-	if (tok == NULL) {
-		fprintf(stderr, "enidctl: out of memory\n");
-		return 1;
-	}
+	if ((tok = json_tokener_new()) == NULL)
+		nomem();
 	ans = json_tokener_parse_ex(tok, answer, (int)len);
 	if (ans == NULL || json_tokener_get_error(tok) != json_tokener_success)
 		malformed("not JSON");
@@ -419,20 +1045,27 @@ main(int argc, char *argv[])
 		print_json(ans);
 		goto done;
 	}
-	escape_tree(ans);
+	/* The metrics text is checked whole instead, and printed as is. */
+	if (cmd->print != print_metrics || !ok)
+		escape_tree(ans);
 	if (!ok) {
-		fprintf(stderr, "enidctl: %s: %s\n",
-		    json_object_get_string(field(ans, "code", json_type_string)),
-		    json_object_get_string(field(ans, "error",
-		    json_type_string)));
+		fprintf(stderr, "enidctl: %s: %s\n", str(ans, "code"),
+		    str(ans, "error"));
 		return 1;
 	}
-	if (strcmp(cmd, "status") == 0)
-		print_status(ans);
-	else
-		printf("log level: %s\n", json_object_get_string(field(ans,
-		    "log_level", json_type_string)));
+	if ((out = open_memstream(&outbuf, &outlen)) == NULL)
+		nomem();
+	cmd->print(ans, arg);
+	if (fclose(out) == EOF)
+		nomem();
+	fwrite(outbuf, 1, outlen, stdout);
+	free(outbuf);
 done:
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "enidctl: writing the output: %s\n",
+		    strerror(errno));
+		return 1;
+	}
 	json_object_put(ans);
 	json_object_put(req);
 	free(answer);

@@ -1,11 +1,20 @@
-"""enidctl against a fake daemon: a unix socket in a temporary directory
-that reads the request line and answers with exactly the bytes a test
-gives.  enidctl must refuse anything but one JSON object on one line with
-nothing after it, and must never print a daemon string raw: control
-characters, C1 controls and invalid UTF-8 reach the terminal escaped.
-No root and no network namespace needed; loopback-free (unix socket)."""
+"""enidctl, first against a fake daemon: a unix socket in a temporary
+directory that reads the request line and answers with exactly the bytes a
+test gives.  enidctl must refuse anything but one JSON object on one line
+with nothing after it, must never print a daemon string raw (control
+characters, C1 controls and invalid UTF-8 reach the terminal escaped), and
+exits 2 on usage errors without asking the daemon.
+
+Then against enid itself in a node of the simulated VPC (PoolEnv): every
+command in both formats, its exit codes, the table layout, a drain of an
+unknown ENI, secrets never shown, and a user who is not an admin refused.
+"""
+import itertools
 import json
 import os
+import pathlib
+import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -15,12 +24,17 @@ import pytest
 
 from conftest import built
 
+POOL = {"phase": "running", "free": 2, "assigned": 3, "cooling": 0,
+        "other": 0, "enis": 2, "cloud_attached": 2, "pods": 3,
+        "waiting": 0, "blocked": "none"}
+
 STATUS = {
     "ok": True, "version": "0.1.0", "uptime_s": 5, "log_level": "info",
     "processes": [{"name": "enid", "pid": 10, "ready": True},
                   {"name": "enid-netd", "pid": 11, "ready": True},
                   {"name": "enid-cloudd", "pid": 12, "ready": False}],
     "instance": {"state": "unknown"},
+    "pool": POOL,
 }
 
 
@@ -176,7 +190,7 @@ def test_status_strings_escaped(daemon, evil, shown):
     assert_no_raw_controls(r.stdout)
     out = r.stdout.decode()
     assert f"enid {shown}, up 5 s" in out
-    assert f"instance: failed ({shown})" in out
+    assert f"instance     failed ({shown})" in out
     assert out.count(shown) == 3
 
 
@@ -226,3 +240,467 @@ def test_json_output_escaped(daemon, raw, value):
     assert r.returncode == 0, r.stderr
     assert_no_raw_controls(r.stdout)
     assert json.loads(r.stdout)["version"] == value
+
+
+# ---- usage errors: exit 2, and the daemon is never asked ----
+
+def run_ctl(path, *args, timeout=30, prefix=()):
+    return subprocess.run([*prefix, built("ctl/enidctl"), "-s", str(path),
+                           *args], capture_output=True, timeout=timeout)
+
+
+USAGE = [
+    (), ("frobnicate",), ("show",), ("show", "bogus"), ("show", "pool", "x"),
+    ("status", "x"), ("drain",), ("drain", "eni-1", "eni-2"), ("drain", ""),
+    ("drain", "eni-\x1b[2J"), ("drain", "eni-" + "0" * 60),
+    ("log-level",), ("log-level", "loud"), ("log-level", "debug", "x"),
+    ("reconcile", "now"), ("metrics", "x"), ("-x", "status"), ("-s",),
+]
+
+
+@pytest.mark.parametrize("args", USAGE)
+def test_usage_errors_exit_2(daemon, args):
+    r = run_ctl(daemon.path, *args)
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    assert r.stdout == b""
+    assert b"usage: enidctl [-j] [-s socket] command [argument]" in r.stderr
+    for cmd in (b"show limits", b"drain ENI", b"metrics", b"reconcile"):
+        assert cmd in r.stderr
+    daemon.sock.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        daemon.sock.accept()
+
+
+def test_not_running_is_one_line_naming_the_socket():
+    d = tempfile.mkdtemp(prefix="enidctl-t-")
+    try:
+        path = os.path.join(d, "ctl.sock")
+        for args in (("status",), ("-j", "metrics"), ("show", "enis")):
+            r = run_ctl(path, *args)
+            assert r.returncode == 1, r
+            assert r.stdout == b""
+            lines = r.stderr.decode().splitlines()
+            assert len(lines) == 1 and path in lines[0], lines
+            assert "No such file" in lines[0] and "is enid running" in \
+                lines[0]
+        # A socket nobody listens on any more (enid died).
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+        r = run_ctl(path, "status")
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 1 and r.stdout == b""
+        assert len(lines) == 1 and path in lines[0] and \
+            "Connection refused" in lines[0], lines
+    finally:
+        shutil.rmtree(d)
+
+
+def test_daemon_error_exits_1(daemon):
+    err = {"ok": False, "code": "unknown-eni",
+           "error": "no ENI \"eni-0feedface\" in the pool"}
+    for args in (("drain", "eni-0feedface"),
+                 ("-j", "drain", "eni-0feedface")):
+        r = enidctl(daemon, line(err), *args)
+        assert r.returncode == 1
+        assert r.stdout == b""
+        assert r.stderr == b'enidctl: unknown-eni: no ENI "eni-0feedface" ' \
+            b'in the pool\n'
+        assert daemon.requests[-1] == \
+            b'{"op":"drain","eni":"eni-0feedface"}\n'
+
+
+# ---- each command against canned answers ----
+
+ENI_A = {"id": "eni-0a1b2c3d4e5f67890", "state": "ready", "cause":
+         "link found", "since_s": 30, "primary": True,
+         "subnet": "subnet-0a1b2c3d4e5f67890", "mac": "02:00:00:00:00:01",
+         "device_index": 0, "table": 0,
+         "delete_on_termination_pending": False,
+         "addresses": [{"ip": "10.0.0.5", "state": "assigned",
+                        "container_id": "c" * 64},
+                       {"ip": "10.0.0.6", "state": "free"},
+                       {"ip": "10.0.0.7", "state": "cooling"}]}
+ENI_B = {**ENI_A, "id": "eni-0fedcba9876543210", "state": "quarantined",
+         "cause": "link 02:00:00:00:00:02 not found after 7 tries",
+         "primary": False, "device_index": 1, "table": 101,
+         "addresses": []}
+ENI_NEW = {**ENI_A, "id": "", "state": "creating", "cause": "", "subnet": "",
+           "device_index": -1, "addresses": []}
+POD = {"container_id": "a" * 64, "ifname": "eth0", "namespace": "default",
+       "name": "web-0", "ip": "10.0.0.5", "eni": ENI_A["id"],
+       "state": "ready", "since": 1700000000}
+SUBNET = {"id": "subnet-0a1b2c3d4e5f67890", "configured": True,
+          "known": True, "cidr": "10.0.0.0/20", "az": "us-east-1a",
+          "available": 4090, "inhibited_s": 0}
+LIMITS = {"instance_type": "m5.large", "cloud_max_enis": 3,
+          "cloud_ips_per_eni": 10, "config_max_enis": 0,
+          "config_max_pods": 20, "max_enis": 3, "pod_ips_per_eni": 9,
+          "primary_for_pods": True, "pod_enis": 3, "pod_capacity": 27,
+          "max_pods": 20, "warm_ip_target": 0, "minimum_ip_target": 0,
+          "warm_eni_target": 1}
+CONFIG = {"config_path": "/etc/enid/enid.conf", "static_credentials": True,
+          "config": {"user": "enid", "admin_group": "",
+                     "cloud": {"region": "us-east-1",
+                               "rate": {"mutating": {"capacity": 10}}},
+                     "subnets": [{"id": "subnet-0a1b2c3d4e5f67890",
+                                  "security_groups": ["sg-1", "sg-2"]}],
+                     "leak_gc": {"enabled": True}}}
+METRICS_TEXT = ("# HELP enid_pods Pod attachments holding an address\n"
+                "# TYPE enid_pods gauge\nenid_pods 3\n")
+METRICS = {"text": METRICS_TEXT, "metrics": [
+    {"name": "enid_pods", "type": "gauge",
+     "help": "Pod attachments holding an address",
+     "samples": [{"name": "enid_pods", "labels": {}, "value": 3}]}]}
+
+CANNED = [
+    (("show", "pool"), {"op": "show", "what": "pool"},
+     {"pool": dict(POOL, blocked="subnet-full", last_failure="subnet full",
+                   last_failure_code="subnet-full")},
+     ["pool         running, 2 ENIs (2 attached in the cloud), 3 pods, 0 "
+      "waiting", "addresses    2 free, 3 assigned, 0 cooling, 0 other",
+      "growth       subnet-full", "last failure (subnet-full)",
+      "    subnet full"]),
+    (("show", "enis"), {"op": "show", "what": "enis"},
+     {"enis": [ENI_A, ENI_B, ENI_NEW]},
+     ["ENI                   STATE       DEV FREE USED COOL SUBNET",
+      "eni-0a1b2c3d4e5f67890 ready         0    1    1    1 "
+      "subnet-0a1b2c3d4e5f67890",
+      "eni-0fedcba9876543210 quarantined   1    0    0    0 "
+      "subnet-0a1b2c3d4e5f67890",
+      "-                     creating      -    0    0    0 -",
+      "eni-0fedcba9876543210, quarantined for 30 s:",
+      "    link 02:00:00:00:00:02 not found after 7 tries"]),
+    (("show", "pods"), {"op": "show", "what": "pods"},
+     {"pods": [POD, dict(POD, container_id="b" * 64, namespace="",
+                         name="", state="lost", lost_why="ENI gone",
+                         ip="10.0.0.16")]},
+     ["CONTAINER    IF   IP        ENI                   STATE POD",
+      "aaaaaaaaaaaa eth0 10.0.0.5  eni-0a1b2c3d4e5f67890 ready default/web-0",
+      "bbbbbbbbbbbb eth0 10.0.0.16 eni-0a1b2c3d4e5f67890 lost  -",
+      "bbbbbbbbbbbb, lost:", "    ENI gone"]),
+    (("show", "subnets"), {"op": "show", "what": "subnets"},
+     {"subnets": [SUBNET, dict(SUBNET, id="subnet-1", known=False,
+                               configured=False, available=0,
+                               inhibited_s=590)]},
+     ["SUBNET                   AZ         CIDR        FREE PODS RESTING",
+      "subnet-0a1b2c3d4e5f67890 us-east-1a 10.0.0.0/20 4090 yes  -",
+      "subnet-1                 ?          ?              0 no   590s"]),
+    (("show", "config"), {"op": "show", "what": "config"}, CONFIG,
+     ["from /etc/enid/enid.conf"] + ["%-29s %s" % kv for kv in [
+         ("KEY", "VALUE"), ("user", "enid"), ("admin_group", '""'),
+         ("cloud.region", "us-east-1"), ("cloud.rate.mutating.capacity", "10"),
+         ("subnets[0].id", "subnet-0a1b2c3d4e5f67890"),
+         ("subnets[0].security_groups[0]", "sg-1"),
+         ("subnets[0].security_groups[1]", "sg-2"),
+         ("leak_gc.enabled", "true")]] + [
+      "cloud.access_key_id, secret_access_key, session_token: set (never "
+      "shown)"]),
+    (("show", "limits"), {"op": "show", "what": "limits"},
+     {"limits": LIMITS},
+     ["instance type      m5.large",
+      "ENIs               3 (the instance's limit 3; pool.max_enis not set)",
+      "addresses per ENI  10: 9 for pods, one the ENI's own",
+      "ENIs for pods      3 (the primary included)",
+      "pod addresses      27 (3 ENIs x 9)",
+      "max pods           20 (pool.max_pods 20)"]),
+    (("reconcile",), {"op": "reconcile"}, {"drifts_fixed": 1},
+     ["reconciled: 1 drift fixed"]),
+    (("drain", "eni-0fedcba9876543210"),
+     {"op": "drain", "eni": "eni-0fedcba9876543210"},
+     {"eni": "eni-0fedcba9876543210", "state": "draining"},
+     ["eni-0fedcba9876543210: draining; released once no pod is left on "
+      "it"]),
+    (("log-level", "warning"), {"op": "log-level", "level": "warning"},
+     {"log_level": "warning"}, ["log level: warning"]),
+    (("metrics",), {"op": "metrics"}, METRICS, METRICS_TEXT.splitlines()),
+]
+
+
+@pytest.mark.parametrize("args, sent, answer, shown", CANNED,
+                         ids=[" ".join(c[0]) for c in CANNED])
+def test_command_both_formats(daemon, args, sent, answer, shown):
+    ans = {"ok": True, **answer}
+    r = enidctl(daemon, line(ans), *args)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == b""
+    assert json.loads(daemon.requests[-1]) == sent
+    out = r.stdout.decode()
+    if args == ("metrics",):
+        assert out == METRICS_TEXT        # as it is, for a scraper
+    for want in shown:
+        assert want in out.splitlines(), (want, out)
+    assert all(len(x) <= 80 for x in out.splitlines()), out
+    r = enidctl(daemon, line(ans), "-j", *args)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == ans
+
+
+# Every printed string of each table, hostile.
+EVIL = "\x1b]0;owned\x07\u009b2J"
+EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
+
+
+@pytest.mark.parametrize("args, answer", [
+    (("show", "enis"), {"enis": [dict(ENI_B, id=EVIL, state=EVIL,
+                                      subnet=EVIL, cause=EVIL)]}),
+    (("show", "pods"), {"pods": [dict(POD, container_id=EVIL, ifname=EVIL,
+                                      ip=EVIL, eni=EVIL, state=EVIL,
+                                      namespace=EVIL, name=EVIL)]}),
+    (("show", "subnets"), {"subnets": [dict(SUBNET, id=EVIL, az=EVIL,
+                                            cidr=EVIL)]}),
+    (("show", "config"), {**CONFIG, "config_path": EVIL,
+                          "config": {EVIL: EVIL, "a": {"b": [EVIL]}}}),
+    (("show", "limits"), {"limits": dict(LIMITS, instance_type=EVIL)}),
+    (("show", "pool"), {"pool": dict(POOL, phase=EVIL, blocked=EVIL,
+                                     last_failure=EVIL,
+                                     last_failure_code=EVIL)}),
+    (("drain", "eni-1"), {"eni": EVIL, "state": EVIL}),
+])
+def test_table_strings_escaped(daemon, args, answer):
+    r = enidctl(daemon, line({"ok": True, **answer}), *args)
+    assert r.returncode == 0, r.stderr
+    assert_no_raw_controls(r.stdout)
+    assert EVIL_SHOWN[:10] in r.stdout.decode()
+
+
+@pytest.mark.parametrize("args, answer, why", [
+    (("show", "enis"), {"enis": [{k: v for k, v in ENI_A.items()
+                                  if k != "state"}]},
+     '"state" missing or not a string'),
+    (("show", "enis"), {"enis": {}}, '"enis" missing or not a array'),
+    (("show", "enis"), {"enis": [5]}, "ENI entry is not an object"),
+    (("show", "pods"), {"pods": [dict(POD, ip=None)]},
+     '"ip" missing or not a string'),
+    (("show", "subnets"), {"subnets": [dict(SUBNET, available=-1)]},
+     '"available" is negative'),
+    (("show", "limits"), {"limits": {}}, '"instance_type" missing'),
+    (("show", "config"), {"config": {}, "config_path": "/x"},
+     '"static_credentials" missing or not a boolean'),
+    (("reconcile",), {"drifts_fixed": "1"},
+     '"drifts_fixed" missing or not a int'),
+    (("metrics",), {"text": "enid_pods 1\n"}, '"metrics" missing'),
+    (("metrics",), {"text": "enid_pods\x1b[2J 1\n", "metrics": []},
+     "control character or invalid UTF-8 in the metrics text"),
+    (("metrics",), {"text": "enid_pods 1", "metrics": []},
+     "the metrics text does not end with a newline"),
+])
+def test_command_answers_checked(daemon, args, answer, why):
+    r = enidctl(daemon, line({"ok": True, **answer}), *args)
+    assert r.returncode == 1, r.stdout
+    assert r.stdout == b""
+    assert f"malformed answer: {why}".encode() in r.stderr, r.stderr
+
+
+# ---- against enid in a node of the simulated VPC ----
+
+_seq = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def live(enid_user):
+    """One enid for the module's live tests: a node with small limits
+    (4 ENIs of 4 addresses), static credentials in the configuration
+    (which show config must never print), three pods."""
+    from poolenv import PoolEnv
+    wd = pathlib.Path(tempfile.mkdtemp(prefix="enid-ctl-"))
+    os.chmod(wd, 0o755)
+    helpers = wd / "helpers"
+    helpers.mkdir()
+    for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
+        os.symlink(built(rel), helpers / os.path.basename(rel))
+    env = PoolEnv(wd, enid_user, helpers,
+                  prefix="ec%d%d" % (os.getpid() % 10000, next(_seq)),
+                  sim_args=("--ip-limit", "4", "--eni-limit", "4"),
+                  pool={"add_timeout_s": 10, "ip_cooldown_s": 0},
+                  reconcile_interval_s=3600)
+    try:
+        creds = env.ep["static_credentials"]
+        env.conf_extra["cloud"].update(creds)
+        from conftest import write_config
+        env.conf = write_config(wd, enid_user, **env.conf_extra)
+        env.secrets = [creds["access_key_id"], creds["secret_access_key"]]
+        env.start()
+        for i in range(3):
+            a, _ = env.add("%064x" % (0xc0ffee00 + i),
+                           k8s_namespace="default", k8s_name="web-%d" % i)
+            assert a["ok"], a
+        settle(env)
+        yield env
+    finally:
+        env.stop()
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def settle(env, timeout=30):
+    """Wait until the pool stops changing: every ENI ready and the counts
+    the same twice, half a second apart, so that two commands in a row
+    see the same pool."""
+    import time
+    last = [None]
+
+    def still():
+        enis = env.show("enis")
+        now = (json.dumps(env.show("pool"), sort_keys=True),
+               sorted((e["id"], e["state"], len(e["addresses"]))
+                      for e in enis))
+        same = now == last[0] and all(e["state"] == "ready" for e in enis)
+        last[0] = now
+        return same
+    env.wait(still, timeout, "a settled pool", step=0.5)
+
+
+def ctl(env, *args, prefix=()):
+    return run_ctl(env.ctl_sock, *args, prefix=prefix)
+
+
+def column_starts(header):
+    return [m.start() for m in re.finditer(r"\S+", header)]
+
+
+def test_live_every_command_both_formats(live):
+    cmds = [("status",), ("show", "pool"), ("show", "enis"),
+            ("show", "pods"), ("show", "subnets"), ("show", "config"),
+            ("show", "limits"), ("reconcile",), ("log-level", "debug"),
+            ("metrics",)]
+    for args in cmds:
+        t = ctl(live, *args)
+        j = ctl(live, "-j", *args)
+        assert t.returncode == 0 and j.returncode == 0, (args, t, j)
+        assert t.stderr == b"" and j.stderr == b"", (args, t, j)
+        assert_no_raw_controls(t.stdout)
+        text = t.stdout.decode()
+        ans = json.loads(j.stdout)
+        assert ans["ok"] is True
+        for secret in live.secrets:
+            assert secret not in text and secret not in j.stdout.decode()
+        if args != ("metrics",):
+            long = [x for x in text.splitlines() if len(x) > 80]
+            assert not long, (args, long)
+        what = args[-1]
+        if args == ("status",):
+            assert text.startswith("enid %s, up " % ans["version"])
+            for p in ans["processes"]:
+                assert re.search(r"^%s +%d ready$" % (p["name"], p["pid"]),
+                                 text, re.M), text
+        elif what == "pool":
+            p = ans["pool"]
+            assert ("addresses    %d free, %d assigned, %d cooling, %d "
+                    "other" % (p["free"], p["assigned"], p["cooling"],
+                               p["other"])) in text.splitlines()
+        elif what == "enis":
+            lines = text.splitlines()
+            starts = column_starts(lines[0])
+            assert lines[0].split() == ["ENI", "STATE", "DEV", "FREE",
+                                        "USED", "COOL", "SUBNET"]
+            for e in ans["enis"]:
+                row = [x for x in lines if x.startswith(e["id"] + " ")]
+                assert len(row) == 1, (e["id"], text)
+                assert row[0][starts[1]:].split()[0] == e["state"]
+                assert row[0][starts[6]:] == e["subnet"]
+        elif what == "pods":
+            lines = text.splitlines()
+            assert len(lines) == 1 + len(ans["pods"]) == 4, text
+            for p in ans["pods"]:
+                assert re.search(r"^%s +eth0 +%s +%s +ready +%s/%s$" % (
+                    p["container_id"][:12], re.escape(p["ip"]), p["eni"],
+                    p["namespace"], p["name"]), text, re.M), text
+        elif what == "subnets":
+            for s in ans["subnets"]:
+                assert re.search(r"^%s +%s +%s +%d yes" % (
+                    s["id"], s["az"], re.escape(s["cidr"]),
+                    s["available"]), text, re.M), text
+        elif what == "config":
+            c = ans["config"]
+            assert ans["static_credentials"] is True
+            assert "access_key_id" not in c["cloud"]
+            assert "secret_access_key" not in c["cloud"]
+            assert "set (never shown)" in text
+            assert re.search(r"^pool\.add_timeout_s +10$", text, re.M)
+            assert re.search(r"^cloud\.ec2_endpoint +http://198\.18\.0\.1/$",
+                             text, re.M)
+        elif what == "limits":
+            lim = ans["limits"]
+            assert (lim["max_enis"], lim["pod_ips_per_eni"],
+                    lim["pod_capacity"]) == (4, 3, 12), lim
+            assert "pod addresses      12 (4 ENIs x 3)" in text
+        elif what == "reconcile":
+            assert re.fullmatch(r"reconciled: \d+ drifts? fixed\n", text)
+            assert isinstance(ans["drifts_fixed"], int)
+        elif what == "debug":
+            assert text == "log level: debug\n"
+        elif what == "metrics":
+            assert text.startswith("# HELP enid_")
+            assert "\nenid_pods 3\n" in text
+            assert any(f["name"] == "enid_pods" for f in ans["metrics"])
+
+
+def test_live_reconcile_waits_for_the_run(live):
+    """reconcile answers when a run is done, with what it fixed: an address
+    taken away behind enid's back is one drift."""
+    free = [(e["id"], a["ip"]) for e in live.show("enis")
+            if e["state"] == "ready" for a in e["addresses"]
+            if a["state"] == "free"]
+    assert free, live.show("enis")
+    eni, ip = free[0]
+    live.ec2().unassign_private_ip_addresses(NetworkInterfaceId=eni,
+                                              PrivateIpAddresses=[ip])
+    r = ctl(live, "reconcile")
+    assert r.returncode == 0, r.stderr
+    n = int(re.fullmatch(rb"reconciled: (\d+) drifts? fixed\n",
+                         r.stdout).group(1))
+    assert n >= 1, r.stdout
+    assert live.enid.wait_log("%s: %s is no longer assigned by the cloud"
+                              % (eni, ip)), live.enid.text()
+
+
+def test_live_refuses_who_is_not_admin(live):
+    nobody = ("setpriv", "--reuid", "nobody", "--regid", "nogroup",
+              "--clear-groups")
+    for args in (("status",), ("-j", "show", "config"), ("metrics",)):
+        r = ctl(live, *args, prefix=nobody)
+        assert r.returncode == 1, r
+        assert r.stdout == b""
+        lines = r.stderr.decode().splitlines()
+        assert len(lines) == 1 and str(live.ctl_sock) in lines[0] and \
+            "Permission denied" in lines[0], lines
+    # Past the file mode (CAP_DAC_OVERRIDE), SO_PEERCRED still refuses.
+    caps = ("--inh-caps", "+dac_override", "--ambient-caps",
+            "+dac_override")
+    r = ctl(live, "show", "config", prefix=nobody + caps)
+    assert r.returncode == 1 and r.stdout == b"", r
+    assert live.enid.wait_log("security: ctl: connection from pid")
+
+
+def test_live_drain(live):
+    r = ctl(live, "drain", "eni-0000000000000dead")
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr == b'enidctl: unknown-eni: no ENI ' \
+        b'"eni-0000000000000dead" in the pool\n'
+    r = ctl(live, "-j", "drain", "eni-0000000000000dead")
+    assert r.returncode == 1 and b"eni-0000000000000dead" in r.stderr
+    r = ctl(live, "drain", live.node["primary_eni"])
+    assert r.returncode == 1 and b"refused" in r.stderr, r.stderr
+    secondary = [e["id"] for e in live.show("enis")
+                 if not e["primary"] and e["state"] == "ready"]
+    assert secondary, live.show("enis")
+    r = ctl(live, "drain", secondary[0])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == "%s: draining; released once no pod is " \
+        "left on it\n" % secondary[0]
+    states = {e["id"]: e["state"] for e in live.show("enis")}
+    assert states.get(secondary[0], "gone") in \
+        ("draining", "detaching", "deleting", "gone"), states
+
+
+def test_silent_daemon_times_out(daemon):
+    """A daemon that reads the request and never answers: exit 1 after
+    the command's time limit (5 s for all but reconcile)."""
+    import time
+    t0 = time.monotonic()
+    r = enidctl(daemon, b"", "show", "pool")
+    took = time.monotonic() - t0
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode() == "enidctl: %s: no answer within 5 s\n" % \
+        daemon.path
+    assert 4.5 < took < 12, took

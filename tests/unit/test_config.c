@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <json-c/json.h>
+
 #include "conf.h"
 #include "log.h"
 
@@ -123,6 +125,24 @@ static const struct bad bad_cases[] = {
 	  "reconcile_interval_s: 1 out of range 5..86400" },
 	{ "{\"cluster_name\": \"a\\u0000b\"}",
 	  "cluster_name: string contains a NUL byte" },
+	{ "{\"metrics_textfile\": \"enid.prom\"}",
+	  "metrics_textfile: must be an absolute path" },
+	{ "{\"metrics_textfile\": \"/var/lib/ne/../enid.prom\"}",
+	  "metrics_textfile: must be an absolute path" },
+	{ "{\"metrics_textfile\": \"/var/lib/ne/enid.txt\"}",
+	  "metrics_textfile: \"/var/lib/ne/enid.txt\" must name a file ending "
+	  "in \".prom\" (the node exporter's textfile collector reads only "
+	  "those)" },
+	{ "{\"metrics_textfile\": \"/var/lib/ne/.prom\"}",
+	  "metrics_textfile: \"/var/lib/ne/.prom\" must name a file ending "
+	  "in \".prom\" (the node exporter's textfile collector reads only "
+	  "those)" },
+	{ "{\"metrics_textfile\": \"/var/lib/ne/\"}",
+	  "metrics_textfile: \"/var/lib/ne/\" must name a file ending "
+	  "in \".prom\" (the node exporter's textfile collector reads only "
+	  "those)" },
+	{ "{\"metrics_textfile\": 5}",
+	  "metrics_textfile: expected a string, got int" },
 };
 
 static void
@@ -612,6 +632,80 @@ test_wipe_secrets(void **state)
 	assert_memory_equal(&cfg, &before, sizeof(cfg));
 }
 
+/* The longest file name metrics_textfile takes, and one byte more. */
+static void
+test_textfile_name_bound(void **state)
+{
+	char name[256], text[512];
+
+	(void)state;
+	memset(name, 'a', sizeof(name));
+	memcpy(name + 200 - 5, ".prom", 6);
+	snprintf(text, sizeof(text), "{\"metrics_textfile\": \"/m/%s\"}",
+	    name);
+	assert_null(parse_err(text));
+	assert_int_equal(strlen(strrchr(cfg.metrics_textfile, '/') + 1), 200);
+	memset(name, 'a', sizeof(name));
+	memcpy(name + 201 - 5, ".prom", 6);
+	snprintf(text, sizeof(text), "{\"metrics_textfile\": \"/m/%s\"}",
+	    name);
+	assert_string_equal(parse_err(text),
+	    "metrics_textfile: file name longer than 200 bytes");
+	assert_null(parse_err("{}"));
+	assert_string_equal(cfg.metrics_textfile, "");
+	assert_null(parse_err("{\"metrics_textfile\": "
+	    "\"/var/lib/node_exporter/textfile/enid.prom\"}"));
+	assert_string_equal(cfg.metrics_textfile,
+	    "/var/lib/node_exporter/textfile/enid.prom");
+}
+
+/*
+ * enidctl show config: every key but the secrets, in the file's shape,
+ * so that it parses back to the same configuration, secrets empty.
+ */
+static void
+test_config_to_json_round_trip(void **state)
+{
+	static struct enid_config first;
+	const char *text =
+	    "{\"user\": \"nobody\", \"admin_group\": \"adm\",\n"
+	    " \"log_level\": \"warning\", \"cluster_name\": \"prod\",\n"
+	    " \"cloud\": {\"region\": \"eu-west-1\", \"allow_http\": true,\n"
+	    "   \"access_key_id\": \"AKIDEXAMPLE\",\n"
+	    "   \"secret_access_key\": \"wJalrXUtnFEMI\",\n"
+	    "   \"session_token\": \"FwoGZXIvYXdz\",\n"
+	    "   \"rate\": {\"mutating\": {\"capacity\": 5}}},\n"
+	    " \"pool\": {\"max_pods\": 29, \"link_timeout_s\": 7},\n"
+	    " \"subnets\": [{\"id\": \"subnet-a\", \"security_groups\": "
+	    "[\"sg-1\", \"sg-2\"]}, {\"id\": \"subnet-b\"}],\n"
+	    " \"leak_gc\": {\"enabled\": false},\n"
+	    " \"metrics_textfile\": \"/m/enid.prom\"}\n";
+	struct json_object *o, *cloud;
+	const char *out;
+	char err[256];
+
+	(void)state;
+	assert_null(parse_err(text));
+	config_wipe_secrets(&cfg);
+	first = cfg;
+	assert_null(parse_err(text));	/* the secrets, again */
+	o = config_to_json(&cfg);
+	out = json_object_to_json_string(o);
+	assert_null(strstr(out, "AKIDEXAMPLE"));
+	assert_null(strstr(out, "wJalrXUtnFEMI"));
+	assert_null(strstr(out, "FwoGZXIvYXdz"));
+	assert_true(json_object_object_get_ex(o, "cloud", &cloud));
+	assert_false(json_object_object_get_ex(cloud, "access_key_id", NULL));
+	assert_false(json_object_object_get_ex(cloud, "session_token", NULL));
+	assert_non_null(strstr(out, "\"log_level\": \"warning\""));
+	assert_non_null(strstr(out,
+	    "\"metrics_textfile\": \"\\/m\\/enid.prom\""));
+	assert_int_equal(config_parse(out, strlen(out), &cfg, err,
+	    sizeof(err)), 0);
+	assert_memory_equal(&cfg, &first, sizeof(cfg));
+	json_object_put(o);
+}
+
 int
 main(void)
 {
@@ -627,6 +721,8 @@ main(void)
 		cmocka_unit_test(test_cross_key_edges),
 		cmocka_unit_test(test_size_cap),
 		cmocka_unit_test(test_wipe_secrets),
+		cmocka_unit_test(test_textfile_name_bound),
+		cmocka_unit_test(test_config_to_json_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -626,6 +626,106 @@ test_names(void **state)
 	assert_string_equal(msg_status_name(ST_REFUSED), "refused");
 }
 
+/* The histogram's buckets: each bound belongs to its own bucket, one
+ * microsecond more to the next, and past the last bound to the extra one. */
+static void
+test_hist_buckets(void **state)
+{
+	struct msg_hist h, sum;
+	size_t i;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	msg_hist_observe(&h, 0);
+	msg_hist_observe(&h, 500);
+	msg_hist_observe(&h, 501);
+	msg_hist_observe(&h, 60000000);
+	msg_hist_observe(&h, 60000001);
+	msg_hist_observe(&h, UINT32_MAX);
+	assert_int_equal(h.counts[0], 2);
+	assert_int_equal(h.counts[1], 1);
+	assert_int_equal(h.counts[MSG_HIST_NBOUNDS - 1], 1);
+	assert_int_equal(h.counts[MSG_HIST_NBOUNDS], 2);
+	assert_int_equal(msg_hist_count(&h), 6);
+	assert_int_equal(h.sum_us, 0 + 500 + 501 + 60000000 + 60000001 +
+	    (uint64_t)UINT32_MAX);
+	for (i = 1; i < MSG_HIST_NBOUNDS; i++)
+		assert_true(msg_hist_bounds_us[i] > msg_hist_bounds_us[i - 1]);
+	memset(&sum, 0, sizeof(sum));
+	msg_hist_add(&sum, &h);
+	msg_hist_add(&sum, &h);
+	assert_int_equal(msg_hist_count(&sum), 12);
+	assert_int_equal(sum.sum_us, 2 * h.sum_us);
+}
+
+static const char *
+stats_why(const struct msg_cloud_stats_answer *a)
+{
+	return validate_raw(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_STATS_ANSWER,
+	    sizeof(*a), a, sizeof(*a));
+}
+
+/* cloudd's counters as the broker checks them: one good answer, then each
+ * way a lying or broken cloudd could spoil it. */
+static void
+test_cloud_stats_checked(void **state)
+{
+	static struct msg_cloud_stats_answer good, a;
+	struct msg_cloud_action_stats *e = &a.actions[0];
+	const char *inconsistent = "cloud stats counters inconsistent";
+
+	(void)state;
+	memset(&good, 0, sizeof(good));
+	good.nactions = 2;
+	strcpy(good.actions[0].action, "AttachNetworkInterface");
+	good.actions[0].calls = 4;		/* one still in flight */
+	good.actions[0].latency.counts[0] = 2;
+	good.actions[0].latency.counts[MSG_HIST_NBOUNDS] = 1;
+	good.actions[0].errors = 2;
+	good.actions[0].throttles = 1;
+	good.actions[0].retries = 2;
+	strcpy(good.actions[1].action, "AttachNetworkInterface");
+	a = good;
+	assert_null(stats_why(&a));
+	a = good;
+	a.nactions = MSG_STATS_ACTIONS + 1;
+	assert_string_equal(stats_why(&a), "too many actions in cloud stats");
+	a = good;
+	a.actions[2].retries = 1;
+	assert_string_equal(stats_why(&a),
+	    "cloud stats entry past the count is not empty");
+	a = good;
+	a.nactions = 3;			/* the third has no name */
+	assert_string_equal(stats_why(&a),
+	    "cloud stats action name not alphanumeric");
+	a = good;
+	strcpy(e->action, "Attach-Network");
+	assert_string_equal(stats_why(&a),
+	    "cloud stats action name not alphanumeric");
+	a = good;
+	memset(e->action, 'A', sizeof(e->action));
+	assert_string_equal(stats_why(&a),
+	    "cloud stats action name not alphanumeric");
+	a = good;
+	e->calls = MSG_STATS_COUNT_MAX + 1;
+	assert_string_equal(stats_why(&a), "cloud stats counter out of range");
+	a = good;
+	e->latency.counts[3] = 5;	/* more ended than started */
+	assert_string_equal(stats_why(&a), inconsistent);
+	a = good;
+	e->latency.counts[3] = 2;
+	assert_string_equal(stats_why(&a), inconsistent);
+	a = good;
+	e->errors = 4;			/* more failed than ended */
+	assert_string_equal(stats_why(&a), inconsistent);
+	a = good;
+	e->throttles = 3;
+	assert_string_equal(stats_why(&a), inconsistent);
+	a = good;
+	e->retries = 3;
+	assert_string_equal(stats_why(&a), inconsistent);
+}
+
 int
 main(void)
 {
@@ -645,6 +745,8 @@ main(void)
 		cmocka_unit_test(test_flags_enforced),
 		cmocka_unit_test(test_flag_table),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_hist_buckets),
+		cmocka_unit_test(test_cloud_stats_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
