@@ -31,6 +31,7 @@ all-local: cni/enid-ipam
 cni/enid-ipam: cni/enid-cni
 	rm -f cni/enid-ipam && cd cni && $(LN_S) enid-cni enid-ipam
 CLEANFILES += cni/enid-ipam
+EXTRA_DIST += tests/bench/bench_cni
 
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_cniconf
