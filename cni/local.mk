@@ -10,7 +10,9 @@ cni_libcnilogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 cnibin_PROGRAMS += cni/enid-cni
 cni_enid_cni_SOURCES = cni/enid-cni.c cni/wire.c cni/wire.h
 cni_enid_cni_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBNL_CFLAGS)
-cni_enid_cni_LDADD = cni/libcnilogic.a $(COMMON_LIBS) $(LIBNL_LIBS)
+# Only addr.c of the common library; CNI_NETLIBS is libnl and json-c,
+# archives when configure found them (a shorter start-up).
+cni_enid_cni_LDADD = cni/libcnilogic.a common/libenidcommon.a $(CNI_NETLIBS)
 
 # The runtime runs a plugin by its type's name; the role follows it.  The
 # CNI directory's programs install with the data (its name holds no
