@@ -537,12 +537,20 @@ cmd_del(void)
 	/* The pod's interface goes whether or not enid answers. */
 	if (c->role == CNI_ROLE_MAIN) {
 		cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
+		struct wire_link h;
+		int rc;
+
 		if (wire_open(&cni.w, werr, sizeof(werr)) == -1)
 			wire_failed = true;
 		else {
 			cni.wire_open = true;
-			wire_failed = wire_link_del(&cni.w, host, werr,
-			    sizeof(werr)) == -1;
+			/* Only a veth by that name is this attachment's. */
+			if ((rc = wire_get_link(&cni.w, false, host, &h, werr,
+			    sizeof(werr))) == -1)
+				wire_failed = true;
+			else if (rc == 1 && h.veth)
+				wire_failed = wire_link_del(&cni.w, host, werr,
+				    sizeof(werr)) == -1;
 		}
 	}
 	if (sent == -1 || (cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL)
