@@ -1,14 +1,27 @@
 /*
- * enid-cni: the CNI plugin (CNI spec 1.1).  Executed as root by the
- * container runtime with the network configuration on stdin and the
- * command in CNI_COMMAND.  It validates both, answers VERSION itself, and
- * sends every other command as one JSON line to the broker's CNI socket,
- * printing the broker's answer as the CNI result or error.  Errors go to
- * stdout as {"cniVersion","code","msg","details"} with a non-zero exit, as
- * libcni reads them there.
+ * enid-cni: the CNI plugin (CNI spec 1.1; configurations at 0.4.0, 1.0.0
+ * and 1.1.0 accepted, results in their shape).  Executed as root by the
+ * container runtime, in the node's network namespace, with the network
+ * configuration on stdin and the command in CNI_COMMAND.
  *
- * Pod wiring (veth, addresses and routes in the pod's namespace) and the
- * broker's side of the CNI socket arrive with the pool engine.
+ * Two roles, chosen by the name it is executed as:
+ *   enid-cni   takes an address from enid over its CNI socket and wires
+ *              the pod itself (wire.c): a veth pair, the /32 in the pod, a
+ *              link-local gateway, a host route;
+ *   enid-ipam  an IPAM plugin under another (the reference ptp): it only
+ *              takes the address and answers with ips, routes and dns.
+ * Either way enid has enid-netd install the pod's policy rules before it
+ * answers an ADD.
+ *
+ * Errors go to stdout as {"cniVersion","code","msg","details"} with exit
+ * status 1, as libcni reads them there; enid-cni(8) has the codes.  Every
+ * error path gives back what the invocation took: the links it made, and
+ * enid's assignment (through a DEL of its own).
+ *
+ * Where the time goes matters (a pod's start waits on it): the request to
+ * enid is sent first, and the kernel work that does not need its answer
+ * (creating the veth pair on ADD, deleting it on DEL) runs while enid
+ * writes its checkpoint.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,322 +32,757 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
-#include "conf.h"
+#include "addr.h"
+#include "cniconf.h"
+#include "wire.h"
 
-#define CNI_STDIN_MAX		(64 * 1024)
 #define CNI_ANSWER_MAX		(64 * 1024)
-#define CNI_TIMEOUT_MS		30000	/* the broker's add_timeout is less */
+#define CNI_TIMEOUT_MS		30000	/* enid's add_timeout is less */
+#define CNI_RELEASE_MS		5000	/* a DEL of our own, on an error path */
 
-/* CNI error codes (SPEC.md, "Error"). */
-#define CNI_ERR_INCOMPATIBLE	1
-#define CNI_ERR_INVALID_ENV	4
-#define CNI_ERR_IO		5
-#define CNI_ERR_DECODE		6
-#define CNI_ERR_INVALID_CONFIG	7
-#define CNI_ERR_TRY_AGAIN	11
-#define CNI_ERR_NOT_AVAILABLE	50
-
-static const char *const supported_versions[] = {
-	"0.4.0", "1.0.0", "1.1.0", NULL,
+/* A request on enid's CNI socket, sent now and answered later. */
+struct call {
+	int		 fd;
+	int		 code;		/* CNI code when it failed */
+	char		 err[256];
 };
 
-static const char *cni_version = "1.1.0";	/* echoed in answers */
-/* The process context: held here so an error exit can release it
- * (cni_version points into conf). */
+/* The process context, held here so an error exit can release it. */
 static struct {
-	struct json_object	*conf, *req, *ans;
-} cni;
+	struct cni_conf	 c;
+	struct wire	 w;
+	bool		 wire_open;
+	const char	*version;	/* what errors are answered in */
+	struct json_object *ans;
+} cni = { .version = "1.1.0" };
 
-static void cni_fail(int code, const char *details, const char *fmt, ...)
+static void
+print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	/* Flushed here: a sanitizer report at exit must not swallow it. */
+	fflush(stdout);
+}
+
+static void
+cleanup(void)
+{
+	json_object_put(cni.ans);
+	cni.ans = NULL;
+	if (cni.wire_open)
+		wire_close(&cni.w);
+	cni.wire_open = false;
+	cni_conf_free(&cni.c);
+}
+
+static void
+cni_fail_error(const struct cni_error *e) __attribute__((noreturn));
+
+static void
+cni_fail_error(const struct cni_error *e)
+{
+	struct json_object *o = cni_result_error(cni.version, e);
+
+	print_json(o);
+	json_object_put(o);
+	cleanup();
+	exit(1);
+}
+
+static void
+cni_fail(int code, const char *details, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 
 static void
 cni_fail(int code, const char *details, const char *fmt, ...)
 {
-	struct json_object *o = json_object_new_object();
-	char msg[512];
+	struct cni_error e;
 	va_list ap;
 
+	memset(&e, 0, sizeof(e));
+	e.code = code;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
 	va_end(ap);
-	json_object_object_add(o, "cniVersion",
-	    json_object_new_string(cni_version));
-	json_object_object_add(o, "code", json_object_new_int(code));
-	json_object_object_add(o, "msg", json_object_new_string(msg));
 	if (details != NULL)
-		json_object_object_add(o, "details",
-		    json_object_new_string(details));
-	printf("%s\n", json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-	json_object_put(cni.ans);
-	json_object_put(cni.req);
-	json_object_put(cni.conf);
-	/* Flushed here: libcni reads the error from stdout, and a sanitizer
-	 * report at exit must not be able to swallow it. */
-	fflush(stdout);
-	exit(1);
+		snprintf(e.details, sizeof(e.details), "%s", details);
+	cni_fail_error(&e);
 }
 
-static bool
-version_supported(const char *v)
+/* ---- enid's CNI socket ---- */
+
+static int
+call_send(struct call *k, const char *path, struct json_object *req)
 {
-	const char *const *p;
-
-	for (p = supported_versions; *p; p++)
-		if (strcmp(*p, v) == 0)
-			return true;
-	return false;
-}
-
-static void
-cmd_version(void)
-{
-	struct json_object *o = json_object_new_object();
-	struct json_object *a = json_object_new_array();
-	const char *const *p;
-
-	for (p = supported_versions; *p; p++)
-		json_object_array_add(a, json_object_new_string(*p));
-	json_object_object_add(o, "cniVersion",
-	    json_object_new_string(cni_version));
-	json_object_object_add(o, "supportedVersions", a);
-	printf("%s\n", json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-}
-
-static struct json_object *
-read_config(void)
-{
-	static char buf[CNI_STDIN_MAX + 1];
-	struct json_tokener *tok;
-	struct json_object *parsed;
-	enum json_tokener_error jerr;
-	size_t len = 0;
+	struct sockaddr_un sun;
+	const char *line;
+	size_t len, off = 0;
 	ssize_t n;
 
-	while ((n = read(STDIN_FILENO, buf + len, sizeof(buf) - len)) > 0) {
+	memset(k, 0, sizeof(*k));
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if ((k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(k->fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		k->code = CNI_ERR_TRY_AGAIN;
+		snprintf(k->err, sizeof(k->err), "cannot reach enid at %s: %s; "
+		    "is it running?", path, strerror(errno));
+		goto fail;
+	}
+	line = json_object_to_json_string_ext(req,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	len = strlen(line);
+	while (off <= len) {
+		/* The line, then its newline. */
+		n = off < len ? send(k->fd, line + off, len - off,
+		    MSG_NOSIGNAL) : send(k->fd, "\n", 1, MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			k->code = CNI_ERR_IO;
+			snprintf(k->err, sizeof(k->err), "writing to enid at "
+			    "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+fail:
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	return -1;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The answer line, parsed; NULL with k->err set. */
+static struct json_object *
+call_recv(struct call *k, int timeout_ms)
+{
+	static char buf[CNI_ANSWER_MAX + 1];
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	struct json_object *ans;
+	struct pollfd pfd;
+	size_t len = 0;
+	ssize_t n;
+	int rc;
+
+	if (k->fd < 0)
+		return NULL;
+	pfd.fd = k->fd;
+	pfd.events = POLLIN;
+	while (memchr(buf, '\n', len) == NULL) {
+		uint64_t now = now_ms();
+
+		if (now >= end || (rc = poll(&pfd, 1, (int)(end - now))) == 0) {
+			k->code = CNI_ERR_TRY_AGAIN;
+			snprintf(k->err, sizeof(k->err), "enid did not answer "
+			    "within %d ms", timeout_ms);
+			goto fail;
+		}
+		if (rc == -1 && errno == EINTR)
+			continue;
+		if (len == CNI_ANSWER_MAX) {
+			k->code = CNI_ERR_IO;
+			snprintf(k->err, sizeof(k->err), "enid's answer is "
+			    "longer than %d bytes", CNI_ANSWER_MAX);
+			goto fail;
+		}
+		if ((n = read(k->fd, buf + len, CNI_ANSWER_MAX - len)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			k->code = CNI_ERR_IO;
+			snprintf(k->err, sizeof(k->err), "enid closed the "
+			    "connection without a complete answer");
+			goto fail;
+		}
 		len += (size_t)n;
-		if (len > CNI_STDIN_MAX)
-			cni_fail(CNI_ERR_DECODE, NULL, "network configuration "
-			    "larger than %d bytes", CNI_STDIN_MAX);
 	}
-	if (n == -1)
-		cni_fail(CNI_ERR_IO, strerror(errno), "reading the network "
-		    "configuration from stdin");
-	tok = json_tokener_new();
-	parsed = json_tokener_parse_ex(tok, buf, (int)len);
-	jerr = json_tokener_get_error(tok);
-	json_tokener_free(tok);
-	if (parsed == NULL || jerr != json_tokener_success) {
-		json_object_put(parsed);
-		cni_fail(CNI_ERR_DECODE, NULL, "network configuration is not "
-		    "valid JSON");
+	close(k->fd);
+	k->fd = -1;
+	buf[len] = '\0';
+	ans = json_tokener_parse(buf);
+	if (ans == NULL || !json_object_is_type(ans, json_type_object) ||
+	    !json_object_object_get_ex(ans, "ok", NULL)) {
+		json_object_put(ans);
+		k->code = CNI_ERR_IO;
+		snprintf(k->err, sizeof(k->err), "enid's answer is not a JSON "
+		    "object with \"ok\"");
+		return NULL;
 	}
-	if (!json_object_is_type(parsed, json_type_object)) {
-		json_object_put(parsed);
-		cni_fail(CNI_ERR_DECODE, NULL, "network configuration is not "
-		    "a JSON object");
-	}
-	return parsed;
+	return ans;
+fail:
+	close(k->fd);
+	k->fd = -1;
+	return NULL;
 }
 
 static const char *
-conf_string(struct json_object *conf, const char *key, bool required)
+ans_str(struct json_object *ans, const char *key)
 {
 	struct json_object *v;
 
-	if (!json_object_object_get_ex(conf, key, &v)) {
-		if (required)
-			cni_fail(CNI_ERR_INVALID_CONFIG, NULL, "network "
-			    "configuration: missing \"%s\"", key);
+	if (!json_object_object_get_ex(ans, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
 		return NULL;
-	}
-	if (!json_object_is_type(v, json_type_string))
-		cni_fail(CNI_ERR_INVALID_CONFIG, NULL, "network configuration: "
-		    "\"%s\" must be a string", key);
 	return json_object_get_string(v);
 }
 
-static const char *
-env(const char *name, bool required)
+static bool
+ans_ok(struct json_object *ans)
 {
-	const char *v = getenv(name);
+	struct json_object *v;
 
-	if ((v == NULL || *v == '\0') && required)
-		cni_fail(CNI_ERR_INVALID_ENV, NULL, "%s is not set", name);
-	return v;
+	return json_object_object_get_ex(ans, "ok", &v) &&
+	    json_object_is_type(v, json_type_boolean) &&
+	    json_object_get_boolean(v);
 }
 
-/* CNI_ARGS "K=V;K=V": copy the pod identity keys into req. */
+/* A failed answer as a CNI error: the broker's code and reason. */
 static void
-add_cni_args(struct json_object *req)
+fail_answer(struct json_object *ans, const char *what)
+    __attribute__((noreturn));
+
+static void
+fail_answer(struct json_object *ans, const char *what)
 {
-	const char *args = getenv("CNI_ARGS");
-	char *copy, *save = NULL, *kv;
+	const char *code = ans_str(ans, "code"), *err = ans_str(ans, "error");
+	char details[128];
 
-	if (args == NULL || *args == '\0')
-		return;
-	if (strlen(args) > 4096)
-		cni_fail(CNI_ERR_INVALID_ENV, NULL, "CNI_ARGS longer than "
-		    "4096 bytes");
-	copy = strdup(args);
-	for (kv = strtok_r(copy, ";", &save); kv != NULL;
-	    kv = strtok_r(NULL, ";", &save)) {
-		char *eq = strchr(kv, '=');
-
-		if (eq == NULL) {
-			char bad[64];
-
-			snprintf(bad, sizeof(bad), "%s", kv);
-			free(copy);
-			cni_fail(CNI_ERR_INVALID_ENV, NULL, "CNI_ARGS: \"%s\" "
-			    "is not KEY=VALUE", bad);
-		}
-		*eq = '\0';
-		if (strcmp(kv, "K8S_POD_NAMESPACE") == 0)
-			json_object_object_add(req, "pod_namespace",
-			    json_object_new_string(eq + 1));
-		else if (strcmp(kv, "K8S_POD_NAME") == 0)
-			json_object_object_add(req, "pod_name",
-			    json_object_new_string(eq + 1));
-	}
-	free(copy);
+	if (code == NULL)
+		code = "unknown";
+	snprintf(details, sizeof(details), "enid: %s", code);
+	cni_fail(cni_broker_code(code), details, "%s: %s", what,
+	    err != NULL ? err : "enid gave no reason");
 }
 
-/* One request line out, one answer line back, within the time limit. */
 static struct json_object *
-broker_call(const char *path, struct json_object *req)
+request(const char *op, bool attach)
 {
-	static char buf[CNI_ANSWER_MAX + 1];
-	struct sockaddr_un sun;
-	struct pollfd pfd;
-	const char *line;
-	struct json_object *ans;
-	size_t len = 0;
-	ssize_t n;
-	int fd;
+	const struct cni_conf *c = &cni.c;
+	struct json_object *r = json_object_new_object();
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		cni_fail(CNI_ERR_INVALID_CONFIG, NULL, "socket path \"%s\" too "
-		    "long", path);
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd == -1 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
-		cni_fail(CNI_ERR_TRY_AGAIN, strerror(errno), "cannot reach "
-		    "enid at %s; is it running?", path);
-	line = json_object_to_json_string_ext(req,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (dprintf(fd, "%s\n", line) < 0)
-		cni_fail(CNI_ERR_IO, strerror(errno), "writing to %s", path);
-	pfd.fd = fd;
-	pfd.events = POLLIN;
-	for (;;) {
-		if (poll(&pfd, 1, CNI_TIMEOUT_MS) != 1)
-			cni_fail(CNI_ERR_TRY_AGAIN, NULL, "enid did not answer "
-			    "within %d ms", CNI_TIMEOUT_MS);
-		n = read(fd, buf + len, CNI_ANSWER_MAX - len);
-		if (n <= 0)
-			cni_fail(CNI_ERR_IO, NULL, "enid closed the connection "
-			    "without a complete answer");
-		len += (size_t)n;
-		if (memchr(buf, '\n', len) != NULL)
-			break;
-		if (len == CNI_ANSWER_MAX)
-			cni_fail(CNI_ERR_IO, NULL, "answer from enid longer "
-			    "than %d bytes", CNI_ANSWER_MAX);
+	json_object_object_add(r, "op", json_object_new_string(op));
+	if (!attach)
+		return r;
+	json_object_object_add(r, "container_id",
+	    json_object_new_string(c->container_id));
+	json_object_object_add(r, "ifname", json_object_new_string(c->ifname));
+	if (c->netns[0] != '\0')
+		json_object_object_add(r, "netns",
+		    json_object_new_string(c->netns));
+	if (c->k8s_namespace[0] != '\0')
+		json_object_object_add(r, "k8s_namespace",
+		    json_object_new_string(c->k8s_namespace));
+	if (c->k8s_name[0] != '\0')
+		json_object_object_add(r, "k8s_name",
+		    json_object_new_string(c->k8s_name));
+	if (c->k8s_uid[0] != '\0')
+		json_object_object_add(r, "k8s_uid",
+		    json_object_new_string(c->k8s_uid));
+	return r;
+}
+
+/* Send and wait; a failure to talk to enid ends the invocation. */
+static struct json_object *
+call(struct json_object *req, const char *what)
+{
+	struct json_object *ans;
+	struct call k;
+
+	if (call_send(&k, cni.c.socket, req) == -1) {
+		json_object_put(req);
+		cni_fail(k.code, NULL, "%s: %s", what, k.err);
 	}
-	close(fd);
-	buf[len] = '\0';
-	ans = json_tokener_parse(buf);
-	if (ans == NULL || !json_object_is_type(ans, json_type_object))
-		cni_fail(CNI_ERR_DECODE, NULL, "malformed answer from enid");
+	json_object_put(req);
+	if ((ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL)
+		cni_fail(k.code, NULL, "%s: %s", what, k.err);
 	return ans;
 }
 
-int
-main(void)
+/* Give back an address this invocation may hold: a DEL of our own. */
+static void
+release(void)
 {
-	const char *cmd, *socket_path, *type;
-	struct json_object *ok, *v;
+	struct json_object *req = request("del", true), *ans;
+	struct call k;
 
-	cmd = env("CNI_COMMAND", true);
-	if (strcmp(cmd, "VERSION") == 0) {
-		cmd_version();
+	if (call_send(&k, cni.c.socket, req) == 0 &&
+	    (ans = call_recv(&k, CNI_RELEASE_MS)) != NULL)
+		json_object_put(ans);
+	json_object_put(req);
+}
+
+/* ---- the commands ---- */
+
+static void
+open_wire(bool pod)
+{
+	char err[256];
+	int rc;
+
+	if (wire_open(&cni.w, err, sizeof(err)) == -1)
+		cni_fail(CNI_ERR_IO, NULL, "%s", err);
+	cni.wire_open = true;
+	if (!pod)
+		return;
+	if ((rc = wire_open_pod(&cni.w, cni.c.netns, err, sizeof(err))) != 0)
+		cni_fail(rc == WIRE_NS_FAIL ? CNI_ERR_WIRING :
+		    CNI_ERR_INVALID_ENV, NULL, "%s", err);
+}
+
+static uint32_t
+answer_ip(struct json_object *ans)
+{
+	const char *s = ans_str(ans, "ip");
+	uint32_t ip;
+
+	if (s == NULL || ip4_parse(s, &ip) == -1)
 		return 0;
-	}
-	if (strcmp(cmd, "ADD") != 0 && strcmp(cmd, "DEL") != 0 &&
-	    strcmp(cmd, "CHECK") != 0 && strcmp(cmd, "GC") != 0 &&
-	    strcmp(cmd, "STATUS") != 0)
-		cni_fail(CNI_ERR_INVALID_ENV, NULL, "unknown CNI_COMMAND "
-		    "\"%.32s\"", cmd);
+	return ip;
+}
 
-	cni.conf = read_config();
-	cni_version = conf_string(cni.conf, "cniVersion", true);
-	if (!version_supported(cni_version)) {
-		const char *asked = cni_version;
+static void
+cmd_add_main(void)
+{
+	const struct cni_conf *c = &cni.c;
+	struct wire_link h, p;
+	struct cni_wired wired;
+	struct call k;
+	char host[CNI_IFNAME_LEN], err[512] = "";
+	bool reuse = false, created = false, veth_failed = false;
+	uint32_t ip;
+	int rc;
 
-		cni_version = "1.1.0";
-		cni_fail(CNI_ERR_INCOMPATIBLE, NULL, "cniVersion \"%.16s\" not "
-		    "supported (0.4.0, 1.0.0, 1.1.0)", asked);
+	open_wire(true);
+	cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
+	/*
+	 * One (container id, ifname) has one host end, by its name.  If it
+	 * exists, its peer's namespace says whether this is a repeat for the
+	 * same pod (finish the wiring, same address) or another namespace
+	 * (refused before enid is asked, so nothing changes).
+	 */
+	if ((rc = wire_get_link(&cni.w, false, host, &h, err,
+	    sizeof(err))) < 0)
+		cni_fail(CNI_ERR_WIRING, NULL, "%s", err);
+	if (rc == 1) {
+		if (!h.veth)
+			cni_fail(CNI_ERR_ELSEWHERE, NULL, "the host interface %s "
+			    "exists and is not a veth; enid-cni will not use "
+			    "it", host);
+		if ((rc = wire_peer_in_pod(&cni.w, &h, err,
+		    sizeof(err))) < 0)
+			cni_fail(CNI_ERR_WIRING, NULL, "%s", err);
+		if (rc == 0)
+			cni_fail(CNI_ERR_ELSEWHERE, NULL, "container %s "
+			    "interface %s is already attached in another "
+			    "network namespace (host interface %s); DEL it "
+			    "first", c->container_id, c->ifname, host);
+		reuse = true;
 	}
-	type = conf_string(cni.conf, "type", true);
-	if (strcmp(type, "enid-cni") != 0 && strcmp(type, "enid-ipam") != 0)
-		cni_fail(CNI_ERR_INVALID_CONFIG, NULL, "type \"%.32s\" is not "
-		    "enid-cni", type);
-	socket_path = conf_string(cni.conf, "socket", false);
-	if (socket_path == NULL)
-		socket_path = ENID_RUNTIME_DIR "/cni.sock";
 
-	cni.req = json_object_new_object();
-	json_object_object_add(cni.req, "op", json_object_new_string(cmd));
-	if (strcmp(cmd, "ADD") == 0 || strcmp(cmd, "DEL") == 0 ||
-	    strcmp(cmd, "CHECK") == 0) {
-		json_object_object_add(cni.req, "container_id",
-		    json_object_new_string(env("CNI_CONTAINERID", true)));
-		json_object_object_add(cni.req, "ifname",
-		    json_object_new_string(env("CNI_IFNAME", true)));
-		/* DEL does not require the namespace (it may be gone). */
-		if (env("CNI_NETNS", strcmp(cmd, "DEL") != 0) != NULL)
-			json_object_object_add(cni.req, "netns",
-			    json_object_new_string(getenv("CNI_NETNS")));
-		add_cni_args(cni.req);
-	}
-	cni.ans = broker_call(socket_path, cni.req);
-	if (!json_object_object_get_ex(cni.ans, "ok", &ok) ||
-	    !json_object_is_type(ok, json_type_boolean))
-		cni_fail(CNI_ERR_DECODE, NULL, "malformed answer from enid: no "
-		    "\"ok\"");
-	if (!json_object_get_boolean(ok)) {
-		const char *code = "unknown", *err = "no reason given";
+	{
+		struct json_object *req = request("add", true);
 
-		if (json_object_object_get_ex(cni.ans, "code", &v) &&
-		    json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-		if (json_object_object_get_ex(cni.ans, "error", &v) &&
-		    json_object_is_type(v, json_type_string))
-			err = json_object_get_string(v);
-		cni_fail(strcmp(cmd, "STATUS") == 0 ? CNI_ERR_NOT_AVAILABLE :
-		    strcmp(code, "throttled") == 0 ||
-		    strcmp(code, "timeout") == 0 ? CNI_ERR_TRY_AGAIN : 100,
-		    code, "%s", err);
+		rc = call_send(&k, c->socket, req);
+		json_object_put(req);
+		if (rc == -1)
+			cni_fail(k.code, NULL, "ADD: %s", k.err);
 	}
-	if (json_object_object_get_ex(cni.ans, "result", &v)) {
-		json_object_object_add(v, "cniVersion",
-		    json_object_new_string(cni_version));
-		printf("%s\n", json_object_to_json_string_ext(v,
-		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	/* While enid answers. */
+	if (!reuse) {
+		if (wire_veth_add(&cni.w, host, c->ifname, c->mtu, err,
+		    sizeof(err)) == 0)
+			created = true;
+		else
+			veth_failed = true;
 	}
-	json_object_put(cni.ans);
-	json_object_put(cni.req);
-	json_object_put(cni.conf);
+	if ((cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL) {
+		if (created)
+			(void)wire_link_del(&cni.w, host, err, sizeof(err));
+		release();	/* enid may still finish the ADD */
+		cni_fail(k.code, NULL, "ADD: %s", k.err);
+	}
+	if (!ans_ok(cni.ans)) {
+		if (created)
+			(void)wire_link_del(&cni.w, host, err, sizeof(err));
+		fail_answer(cni.ans, "ADD");
+	}
+	if ((ip = answer_ip(cni.ans)) == 0) {
+		if (created)
+			(void)wire_link_del(&cni.w, host, err, sizeof(err));
+		release();
+		cni_fail(CNI_ERR_IO, NULL, "ADD: enid's answer has no valid "
+		    "\"ip\"");
+	}
+	if (veth_failed) {
+		release();
+		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
+	}
+	if (wire_get_link(&cni.w, false, host, &h, err, sizeof(err)) != 1 ||
+	    wire_get_link(&cni.w, true, c->ifname, &p, err, sizeof(err)) != 1 ||
+	    p.peer_ifindex != h.ifindex) {
+		if (err[0] == '\0')
+			snprintf(err, sizeof(err), "%s in the pod is not the "
+			    "peer of %s", c->ifname, host);
+		goto undo;
+	}
+	if (wire_configure(&cni.w, &h, &p, ip, err, sizeof(err)) == -1)
+		goto undo;
+
+	memset(&wired, 0, sizeof(wired));
+	wired.ip = ip;
+	memcpy(wired.host.name, h.name, sizeof(h.name));
+	memcpy(wired.host.mac, h.mac, 6);
+	wired.host.mtu = h.mtu;
+	memcpy(wired.pod.name, p.name, sizeof(p.name));
+	memcpy(wired.pod.mac, p.mac, 6);
+	wired.pod.mtu = p.mtu;
+	{
+		struct json_object *r = cni_result_main(c, &wired);
+
+		print_json(r);
+		json_object_put(r);
+	}
+	return;
+undo:
+	{
+		char derr[256];
+
+		(void)wire_link_del(&cni.w, host, derr, sizeof(derr));
+	}
+	release();
+	cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
+}
+
+/*
+ * The IPAM role's gateway must lie inside the prefix it hands out (ptp
+ * adds the default route while only the address's own prefix route
+ * exists) and becomes a /32 on every host end.  The node's own source
+ * address toward the pod's subnet meets both without giving the node an
+ * address it did not have; the prefix is the subnet's or the VPC's that
+ * holds both, else the longest the two share.
+ */
+static void
+cmd_add_ipam(void)
+{
+	struct json_object *v, *r;
+	uint32_t ip, gw, src, nets[1 + 8];
+	uint8_t lens[1 + 8], prefix;
+	size_t n = 0, i;
+	const char *s;
+	char err[256];
+
+	cni.ans = call(request("add", true), "ADD");
+	if (!ans_ok(cni.ans))
+		fail_answer(cni.ans, "ADD");
+	if ((ip = answer_ip(cni.ans)) == 0 ||
+	    (s = ans_str(cni.ans, "subnet_gateway")) == NULL ||
+	    ip4_parse(s, &gw) == -1) {
+		release();
+		cni_fail(CNI_ERR_IO, NULL, "ADD: enid's answer lacks a valid "
+		    "\"ip\" or \"subnet_gateway\"");
+	}
+	if ((s = ans_str(cni.ans, "subnet")) != NULL &&
+	    cidr4_parse(s, &nets[n], &lens[n]) == 0)
+		n++;
+	if (json_object_object_get_ex(cni.ans, "vpc_cidrs", &v) &&
+	    json_object_is_type(v, json_type_array))
+		for (i = 0; i < json_object_array_length(v) && n < 9; i++) {
+			s = json_object_get_string(
+			    json_object_array_get_idx(v, i));
+			if (s != NULL && cidr4_parse(s, &nets[n],
+			    &lens[n]) == 0)
+				n++;
+		}
+	open_wire(false);
+	if (wire_source_toward(&cni.w, gw, &src, err, sizeof(err)) == -1) {
+		release();
+		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
+	}
+	prefix = cni_common_prefix(ip, src, nets, lens, n);
+	r = cni_result_ipam(&cni.c, ip, prefix, src);
+	print_json(r);
+	json_object_put(r);
+}
+
+static void
+cmd_del(void)
+{
+	const struct cni_conf *c = &cni.c;
+	char host[CNI_IFNAME_LEN], werr[256] = "";
+	bool wire_failed = false;
+	struct json_object *req;
+	struct call k;
+	int sent;
+
+	req = request("del", true);
+	sent = call_send(&k, c->socket, req);
+	json_object_put(req);
+	/* The pod's interface goes whether or not enid answers. */
+	if (c->role == CNI_ROLE_MAIN) {
+		cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
+		struct wire_link h;
+		int rc;
+
+		if (wire_open(&cni.w, werr, sizeof(werr)) == -1)
+			wire_failed = true;
+		else {
+			cni.wire_open = true;
+			/* Only a veth by that name is this attachment's. */
+			if ((rc = wire_get_link(&cni.w, false, host, &h, werr,
+			    sizeof(werr))) == -1)
+				wire_failed = true;
+			else if (rc == 1 && h.veth)
+				wire_failed = wire_link_del(&cni.w, host, werr,
+				    sizeof(werr)) == -1;
+		}
+	}
+	if (sent == -1 || (cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL)
+		cni_fail(k.code, NULL, "DEL: %s%s", k.err, c->role ==
+		    CNI_ROLE_MAIN && !wire_failed ? " (the pod's interface "
+		    "was removed)" : "");
+	if (!ans_ok(cni.ans))
+		fail_answer(cni.ans, "DEL");
+	if (wire_failed)
+		cni_fail(CNI_ERR_WIRING, NULL, "DEL: %s", werr);
+}
+
+static void
+cmd_check(void)
+{
+	const struct cni_conf *c = &cni.c;
+	struct json_object *req = request("check", true);
+	char ip[IP4_STR_LEN], host[CNI_IFNAME_LEN], err[1024];
+	int rc;
+
+	ip4_format(c->prev_ip, ip);
+	json_object_object_add(req, "ip", json_object_new_string(ip));
+	cni.ans = call(req, "CHECK");
+	if (!ans_ok(cni.ans))
+		fail_answer(cni.ans, "CHECK");
+	if (c->role == CNI_ROLE_IPAM)
+		return;
+	if (wire_open(&cni.w, err, sizeof(err)) == -1)
+		cni_fail(CNI_ERR_IO, NULL, "%s", err);
+	cni.wire_open = true;
+	if ((rc = wire_open_pod(&cni.w, c->netns, err, sizeof(err))) != 0)
+		cni_fail(rc == WIRE_NS_BAD ? CNI_ERR_INVALID_ENV :
+		    CNI_ERR_CHECK, NULL, "CHECK: %s", err);
+	cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
+	if ((rc = wire_check(&cni.w, host, c->ifname, c->prev_ip, err,
+	    sizeof(err))) < 0)
+		cni_fail(CNI_ERR_WIRING, NULL, "CHECK: %s", err);
+	if (rc == 1)
+		cni_fail(CNI_ERR_CHECK, NULL, "CHECK: %s", err);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+struct keep_set {
+	char	(*names)[CNI_IFNAME_LEN];
+	size_t	n;
+};
+
+static bool
+keep_name(const char *name, void *arg)
+{
+	const struct keep_set *k = arg;
+
+	return k->n > 0 && bsearch(name, k->names, k->n, sizeof(*k->names),
+	    name_cmp) != NULL;
+}
+
+static void
+cmd_gc(void)
+{
+	const struct cni_conf *c = &cni.c;
+	struct json_object *req = request("gc", false), *list;
+	struct keep_set keep = { NULL, 0 };
+	char err[256];
+	unsigned removed;
+	size_t i;
+	int rc;
+
+	list = json_object_new_array();
+	for (i = 0; i < c->nvalid; i++) {
+		struct json_object *a = json_object_new_object();
+
+		json_object_object_add(a, "container_id",
+		    json_object_new_string(c->valid[i].container_id));
+		json_object_object_add(a, "ifname",
+		    json_object_new_string(c->valid[i].ifname));
+		json_object_array_add(list, a);
+	}
+	json_object_object_add(req, "valid_attachments", list);
+	cni.ans = call(req, "GC");
+	if (!ans_ok(cni.ans))
+		fail_answer(cni.ans, "GC");
+	if (c->role == CNI_ROLE_IPAM)
+		return;
+	/* Then the host ends of whatever is not valid. */
+	if (c->nvalid > 0 && (keep.names = calloc(c->nvalid,
+	    sizeof(*keep.names))) == NULL)
+		cni_fail(CNI_ERR_IO, NULL, "GC: out of memory");
+	for (i = 0; i < c->nvalid; i++)
+		cni_veth_name(c->veth_prefix, c->valid[i].container_id,
+		    c->valid[i].ifname, keep.names[i]);
+	keep.n = c->nvalid;
+	if (keep.n > 0)
+		qsort(keep.names, keep.n, sizeof(*keep.names), name_cmp);
+	if (wire_open(&cni.w, err, sizeof(err)) == -1) {
+		free(keep.names);
+		cni_fail(CNI_ERR_IO, NULL, "GC: %s", err);
+	}
+	cni.wire_open = true;
+	rc = wire_sweep(&cni.w, c->veth_prefix, keep_name, &keep, &removed,
+	    err, sizeof(err));
+	free(keep.names);
+	if (rc == -1)
+		cni_fail(CNI_ERR_WIRING, NULL, "GC: %s", err);
+}
+
+static void
+cmd_status(void)
+{
+	struct json_object *req = request("status", false), *v;
+	const char *code, *reason;
+	struct call k;
+	int64_t lost = 0;
+	bool available;
+
+	if (call_send(&k, cni.c.socket, req) == -1 ||
+	    (cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL) {
+		json_object_put(req);
+		cni_fail(CNI_ERR_NOT_AVAILABLE, "enid: unreachable", "no ADD "
+		    "can be served: %s", k.err);
+	}
+	json_object_put(req);
+	if (!ans_ok(cni.ans)) {
+		reason = ans_str(cni.ans, "error");
+		cni_fail(CNI_ERR_NOT_AVAILABLE, NULL, "no ADD can be served: "
+		    "enid refused STATUS: %s", reason ? reason : "no reason");
+	}
+	available = json_object_object_get_ex(cni.ans, "available", &v) &&
+	    json_object_get_boolean(v);
+	if (json_object_object_get_ex(cni.ans, "lost_pods", &v) &&
+	    json_object_is_type(v, json_type_int))
+		lost = json_object_get_int64(v);
+	code = ans_str(cni.ans, "code");
+	reason = ans_str(cni.ans, "reason");
+	if (lost > 0) {
+		char details[128];
+
+		snprintf(details, sizeof(details), "enid: %lld lost pods%s%s",
+		    (long long)lost, available ? "" : "; ",
+		    available ? "" : code ? code : "unavailable");
+		cni_fail(CNI_ERR_LIMITED, details, "%lld pods have lost their "
+		    "address or ENI and may have no connectivity%s%s",
+		    (long long)lost, available ? "" : "; and no ADD can be "
+		    "served: ", available ? "" : reason ? reason :
+		    "no reason given");
+	}
+	if (!available) {
+		char details[128];
+
+		snprintf(details, sizeof(details), "enid: %s",
+		    code ? code : "unavailable");
+		cni_fail(CNI_ERR_NOT_AVAILABLE, details, "no ADD can be served "
+		    "now: %s", reason ? reason : "no reason given");
+	}
+}
+
+static size_t
+read_stdin(char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < size) {
+		n = read(STDIN_FILENO, buf + len, size - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			cni_fail(CNI_ERR_IO, strerror(errno), "reading the "
+			    "network configuration from stdin");
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return len;
+}
+
+int
+main(int argc, char **argv)
+{
+	static char text[CNI_STDIN_MAX + 1];
+	const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	struct cni_env env;
+	struct cni_error e;
+	enum cni_role role;
+	size_t len;
+
+	self = self != NULL ? self + 1 : argc > 0 ? argv[0] : "enid-cni";
+	role = strcmp(self, "enid-ipam") == 0 ? CNI_ROLE_IPAM : CNI_ROLE_MAIN;
+	env.command = getenv("CNI_COMMAND");
+	env.containerid = getenv("CNI_CONTAINERID");
+	env.netns = getenv("CNI_NETNS");
+	env.ifname = getenv("CNI_IFNAME");
+	env.args = getenv("CNI_ARGS");
+	/* VERSION may come with nothing on stdin at all. */
+	len = env.command != NULL && strcmp(env.command, "VERSION") == 0 &&
+	    isatty(STDIN_FILENO) ? 0 : read_stdin(text, sizeof(text));
+	if (cni_conf_parse(role, &env, text, len, &cni.c, &e) == -1) {
+		cni.version = cni.c.version != NULL ? cni.c.version : "1.1.0";
+		cni_fail_error(&e);
+	}
+	cni.version = cni.c.version;
+	switch (cni.c.cmd) {
+	case CNI_CMD_VERSION: {
+		struct json_object *o = cni_result_version(cni.c.version);
+
+		print_json(o);
+		json_object_put(o);
+		break;
+	}
+	case CNI_CMD_ADD:
+		if (role == CNI_ROLE_MAIN)
+			cmd_add_main();
+		else
+			cmd_add_ipam();
+		break;
+	case CNI_CMD_DEL:
+		cmd_del();
+		break;
+	case CNI_CMD_CHECK:
+		cmd_check();
+		break;
+	case CNI_CMD_GC:
+		cmd_gc();
+		break;
+	case CNI_CMD_STATUS:
+		cmd_status();
+		break;
+	}
+	cleanup();
 	return 0;
 }

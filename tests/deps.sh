@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
  libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
- python3 python3-pytest python3-boto3 iproute2 iputils-ping procps curl openssl
+ python3 python3-pytest python3-boto3 python3-jsonschema iproute2 iputils-ping procps curl openssl
  containernetworking-plugins mandoc clang libclang-rt-14-dev git
  systemd strace python3-yaml"
 missing=""

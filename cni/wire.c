@@ -1,0 +1,760 @@
+/*
+ * The pod's wiring through libnl-route-3 (see wire.h).
+ *
+ * What a pod gets, in the main role:
+ *   node:  <prefix><hash> --veth-- CNI_IFNAME  :pod
+ *   pod:   ADDR/32 on CNI_IFNAME; 169.254.1.1 dev CNI_IFNAME scope link;
+ *          default via 169.254.1.1; neighbour 169.254.1.1 lladdr <host
+ *          end's MAC> nud permanent
+ *   node:  ADDR/32 dev <host end> scope link
+ * The pod never ARPs for its gateway (the entry is permanent), so the host
+ * end needs no address and no proxy_arp; the node ARPs for the pod's
+ * address on the host end, which the pod answers as for any of its own.
+ *
+ * Every change is a replace, so running the same wiring twice is harmless.
+ * The two requests libnl has no object for (a namespace id by file
+ * descriptor, a route lookup) are built by hand: one reply, then the ack.
+ */
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+#include <linux/neighbour.h>
+#include <linux/net_namespace.h>
+#include <linux/nsfs.h>
+#include <linux/rtnetlink.h>
+
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/socket.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/neighbour.h>
+#include <netlink/route/route.h>
+
+#include "addr.h"
+#include "wire.h"
+
+static struct nl_sock *
+sock_open(char *err, size_t errlen)
+{
+	struct nl_sock *sk;
+	int rc;
+
+	if ((sk = nl_socket_alloc()) == NULL) {
+		snprintf(err, errlen, "netlink: out of memory");
+		return NULL;
+	}
+	if ((rc = nl_connect(sk, NETLINK_ROUTE)) < 0) {
+		snprintf(err, errlen, "netlink: connect: %s", nl_geterror(rc));
+		nl_socket_free(sk);
+		return NULL;
+	}
+	return sk;
+}
+
+int
+wire_open(struct wire *w, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	w->podns = -1;
+	if ((w->hostns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) ==
+	    -1) {
+		snprintf(err, errlen, "opening the node's network namespace: "
+		    "%s", strerror(errno));
+		return -1;
+	}
+	if ((w->host = sock_open(err, errlen)) == NULL) {
+		close(w->hostns);
+		w->hostns = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void
+wire_close(struct wire *w)
+{
+	if (w->pod != NULL)
+		nl_socket_free(w->pod);
+	if (w->host != NULL)
+		nl_socket_free(w->host);
+	if (w->podns >= 0)
+		close(w->podns);
+	if (w->hostns >= 0)
+		close(w->hostns);
+	w->pod = w->host = NULL;
+	w->podns = w->hostns = -1;
+}
+
+int
+wire_open_pod(struct wire *w, const char *path, char *err, size_t errlen)
+{
+	struct statfs sfs;
+	struct stat st, hst;
+	int fd, type;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "CNI_NETNS %s: %s", path,
+		    strerror(errno));
+		return errno == ENOENT ? WIRE_NS_GONE : WIRE_NS_BAD;
+	}
+	/* A namespace file lives on nsfs; ask it which kind it is. */
+	if (fstatfs(fd, &sfs) == -1 || sfs.f_type != NSFS_MAGIC) {
+		snprintf(err, errlen, "CNI_NETNS %s is not a namespace file",
+		    path);
+		close(fd);
+		return WIRE_NS_BAD;
+	}
+	if ((type = ioctl(fd, NS_GET_NSTYPE)) != CLONE_NEWNET) {
+		snprintf(err, errlen, "CNI_NETNS %s is not a network namespace",
+		    path);
+		close(fd);
+		return WIRE_NS_BAD;
+	}
+	if (fstat(fd, &st) == -1 || fstat(w->hostns, &hst) == -1) {
+		snprintf(err, errlen, "CNI_NETNS %s: fstat: %s", path,
+		    strerror(errno));
+		close(fd);
+		return WIRE_NS_FAIL;
+	}
+	if (st.st_dev == hst.st_dev && st.st_ino == hst.st_ino) {
+		snprintf(err, errlen, "CNI_NETNS %s is the node's own network "
+		    "namespace", path);
+		close(fd);
+		return WIRE_NS_BAD;
+	}
+	/* A netlink socket belongs to the namespace it was made in. */
+	if (setns(fd, CLONE_NEWNET) == -1) {
+		snprintf(err, errlen, "entering CNI_NETNS %s: %s", path,
+		    strerror(errno));
+		close(fd);
+		return WIRE_NS_FAIL;
+	}
+	w->pod = sock_open(err, errlen);
+	if (setns(w->hostns, CLONE_NEWNET) == -1) {
+		/* Anything done now would land in the pod: stop here. */
+		fprintf(stderr, "enid-cni: cannot return to the node's network "
+		    "namespace: %s\n", strerror(errno));
+		abort();
+	}
+	if (w->pod == NULL) {
+		close(fd);
+		return WIRE_NS_FAIL;
+	}
+	w->podns = fd;
+	return 0;
+}
+
+/* ---- requests libnl has no object for ---- */
+
+struct one_reply {
+	int		(*parse)(struct nlmsghdr *, void *);
+	void		*arg;
+	int		 rc;
+	bool		 seen;
+};
+
+static int
+one_valid(struct nl_msg *msg, void *arg)
+{
+	struct one_reply *r = arg;
+
+	if (!r->seen) {
+		r->seen = true;
+		r->rc = r->parse(nlmsg_hdr(msg), r->arg);
+	}
+	return NL_STOP;
+}
+
+/* Send m (consumed) and read its one reply, then the ack. */
+static int
+request_one(struct nl_sock *sk, struct nl_msg *m,
+    int (*parse)(struct nlmsghdr *, void *), void *arg)
+{
+	struct one_reply r = { parse, arg, -NLE_OBJ_NOTFOUND, false };
+	struct nl_cb *cb;
+	int rc;
+
+	if ((cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL) {
+		nlmsg_free(m);
+		return -NLE_NOMEM;
+	}
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, one_valid, &r);
+	rc = nl_send_auto(sk, m);
+	nlmsg_free(m);
+	if (rc >= 0)
+		rc = nl_recvmsgs(sk, cb);
+	if (rc >= 0)
+		rc = nl_wait_for_ack(sk);
+	nl_cb_put(cb);
+	return rc < 0 ? rc : r.rc;
+}
+
+static int
+parse_nsid(struct nlmsghdr *h, void *arg)
+{
+	struct nlattr *tb[NETNSA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWNSID ||
+	    nlmsg_parse(h, sizeof(struct rtgenmsg), tb, NETNSA_MAX,
+	    NULL) < 0 || tb[NETNSA_NSID] == NULL)
+		return -NLE_NOATTR;
+	*(int32_t *)arg = (int32_t)nla_get_u32(tb[NETNSA_NSID]);
+	return 0;
+}
+
+int
+wire_peer_in_pod(struct wire *w, const struct wire_link *host, char *err,
+    size_t errlen)
+{
+	struct rtgenmsg g = { .rtgen_family = AF_UNSPEC };
+	struct nl_msg *m;
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	int rc;
+
+	if (!host->have_nsid)
+		return 0;	/* its peer is in the node's namespace */
+	if ((m = nlmsg_alloc_simple(RTM_GETNSID, NLM_F_REQUEST)) == NULL ||
+	    nlmsg_append(m, &g, sizeof(g), NLMSG_ALIGNTO) < 0 ||
+	    nla_put_u32(m, NETNSA_FD, (uint32_t)w->podns) < 0) {
+		nlmsg_free(m);
+		snprintf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	if ((rc = request_one(w->host, m, parse_nsid, &nsid)) < 0) {
+		snprintf(err, errlen, "the id of CNI_NETNS in the node's "
+		    "namespace: %s", nl_geterror(rc));
+		return -1;
+	}
+	/* An unassigned id cannot be the one the peer link reported. */
+	return nsid != NETNSA_NSID_NOT_ASSIGNED && nsid == host->nsid;
+}
+
+static int
+parse_prefsrc(struct nlmsghdr *h, void *arg)
+{
+	struct nlattr *tb[RTA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWROUTE ||
+	    nlmsg_parse(h, sizeof(struct rtmsg), tb, RTA_MAX, NULL) < 0 ||
+	    tb[RTA_PREFSRC] == NULL || nla_len(tb[RTA_PREFSRC]) != 4)
+		return -NLE_NOATTR;
+	memcpy(arg, nla_data(tb[RTA_PREFSRC]), 4);
+	return 0;
+}
+
+int
+wire_source_toward(struct wire *w, uint32_t dst, uint32_t *src, char *err,
+    size_t errlen)
+{
+	struct rtmsg rtm = { .rtm_family = AF_INET, .rtm_dst_len = 32 };
+	char ip[IP4_STR_LEN];
+	struct nl_msg *m;
+	int rc;
+
+	if ((m = nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_REQUEST)) == NULL ||
+	    nlmsg_append(m, &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0 ||
+	    nla_put(m, RTA_DST, 4, &dst) < 0) {
+		nlmsg_free(m);
+		snprintf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	*src = 0;
+	if ((rc = request_one(w->host, m, parse_prefsrc, src)) < 0 ||
+	    *src == 0) {
+		ip4_format(dst, ip);
+		snprintf(err, errlen, "the node's source address toward %s: %s",
+		    ip, rc < 0 ? nl_geterror(rc) : "none");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- links ---- */
+
+static void
+link_fill(struct rtnl_link *link, struct wire_link *l)
+{
+	struct nl_addr *a = rtnl_link_get_addr(link);
+	const char *type = rtnl_link_get_type(link);
+
+	memset(l, 0, sizeof(*l));
+	l->ifindex = rtnl_link_get_ifindex(link);
+	snprintf(l->name, sizeof(l->name), "%s", rtnl_link_get_name(link));
+	if (a != NULL && nl_addr_get_len(a) == 6)
+		memcpy(l->mac, nl_addr_get_binary_addr(a), 6);
+	l->mtu = rtnl_link_get_mtu(link);
+	l->up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
+	l->veth = type != NULL && strcmp(type, "veth") == 0;
+	l->peer_ifindex = rtnl_link_get_link(link);
+	l->have_nsid = rtnl_link_get_link_netnsid(link, &l->nsid) == 0;
+}
+
+int
+wire_get_link(struct wire *w, bool in_pod, const char *name,
+    struct wire_link *l, char *err, size_t errlen)
+{
+	struct rtnl_link *link = NULL;
+	int rc;
+
+	rc = rtnl_link_get_kernel(in_pod ? w->pod : w->host, 0, name, &link);
+	if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV)
+		return 0;
+	if (rc < 0) {
+		snprintf(err, errlen, "looking up %s in the %s namespace: %s",
+		    name, in_pod ? "pod's" : "node's", nl_geterror(rc));
+		return -1;
+	}
+	link_fill(link, l);
+	rtnl_link_put(link);
+	return 1;
+}
+
+/* Brings the pod's end up (the host end came up with the pair). */
+static int
+link_up(struct wire *w, const char *ifname, char *err, size_t errlen)
+{
+	struct rtnl_link *orig, *change;
+	struct wire_link l;
+	int rc;
+
+	if ((rc = wire_get_link(w, true, ifname, &l, err, errlen)) != 1) {
+		if (rc == 0)
+			snprintf(err, errlen, "%s vanished from the pod's "
+			    "namespace as it was made", ifname);
+		return -1;
+	}
+	orig = rtnl_link_alloc();
+	change = rtnl_link_alloc();
+	if (orig == NULL || change == NULL) {
+		rtnl_link_put(orig);
+		rtnl_link_put(change);
+		snprintf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	rtnl_link_set_ifindex(orig, l.ifindex);
+	rtnl_link_set_flags(change, IFF_UP);
+	rc = rtnl_link_change(w->pod, orig, change, 0);
+	rtnl_link_put(change);
+	rtnl_link_put(orig);
+	if (rc < 0) {
+		snprintf(err, errlen, "bringing %s up in the pod: %s", ifname,
+		    nl_geterror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int
+wire_veth_add(struct wire *w, const char *host, const char *ifname,
+    uint32_t mtu, char *err, size_t errlen)
+{
+	struct rtnl_link *link, *peer;
+	struct wire_link l;
+	int rc;
+
+	if ((link = rtnl_link_veth_alloc()) == NULL) {
+		snprintf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	peer = rtnl_link_veth_get_peer(link);
+	rtnl_link_set_name(link, host);
+	rtnl_link_set_name(peer, ifname);
+	/* Only the host end comes up here: the kernel opens the peer before
+	 * the pair is joined, and a veth without its peer refuses to open. */
+	rtnl_link_set_flags(link, IFF_UP);
+	if (mtu > 0) {
+		rtnl_link_set_mtu(link, mtu);
+		rtnl_link_set_mtu(peer, mtu);
+	}
+	/* Made with its final name right in the pod: no rename, no move. */
+	rtnl_link_set_ns_fd(peer, w->podns);
+	rtnl_link_put(peer);
+	rc = rtnl_link_add(w->host, link, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_veth_release(link);
+	if (rc == 0) {
+		char scratch[128];
+
+		if (link_up(w, ifname, err, errlen) == 0)
+			return 0;
+		/* What it made goes with the failure. */
+		(void)wire_link_del(w, host, scratch, sizeof(scratch));
+		return -1;
+	}
+	if (rc == -NLE_EXIST && wire_get_link(w, false, host, &l, err,
+	    errlen) == 1)
+		snprintf(err, errlen, "creating the veth pair: %s already "
+		    "exists in the node's namespace", host);
+	else if (rc == -NLE_EXIST)
+		snprintf(err, errlen, "creating the veth pair: %s already "
+		    "exists in the pod's namespace", ifname);
+	else
+		snprintf(err, errlen, "creating the veth pair %s/%s: %s", host,
+		    ifname, nl_geterror(rc));
+	return -1;
+}
+
+int
+wire_link_del(struct wire *w, const char *name, char *err, size_t errlen)
+{
+	struct rtnl_link *link;
+	int rc;
+
+	if ((link = rtnl_link_alloc()) == NULL) {
+		snprintf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	rtnl_link_set_name(link, name);
+	rc = rtnl_link_delete(w->host, link);
+	rtnl_link_put(link);
+	if (rc == 0 || rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV)
+		return 0;
+	snprintf(err, errlen, "deleting %s: %s", name, nl_geterror(rc));
+	return -1;
+}
+
+/* ---- addresses, routes, neighbours ---- */
+
+static struct nl_addr *
+v4(uint32_t a, int prefix)
+{
+	struct nl_addr *n = nl_addr_build(AF_INET, &a, 4);
+
+	if (n != NULL)
+		nl_addr_set_prefixlen(n, prefix);
+	return n;
+}
+
+static int
+addr_add(struct nl_sock *sk, int ifindex, uint32_t ip)
+{
+	struct rtnl_addr *a;
+	struct nl_addr *local;
+	int rc;
+
+	if ((a = rtnl_addr_alloc()) == NULL || (local = v4(ip, 32)) == NULL) {
+		rtnl_addr_put(a);
+		return -NLE_NOMEM;
+	}
+	rtnl_addr_set_ifindex(a, ifindex);
+	rc = rtnl_addr_set_local(a, local);
+	nl_addr_put(local);
+	if (rc == 0)
+		rc = rtnl_addr_add(sk, a, NLM_F_REPLACE);
+	rtnl_addr_put(a);
+	return rc;
+}
+
+/* dst/len dev ifindex [via gw]; a gateway of 0 makes it scope link. */
+static int
+route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
+    uint32_t gw)
+{
+	struct rtnl_route *r;
+	struct rtnl_nexthop *nh;
+	struct nl_addr *d = NULL, *g = NULL;
+	int rc = -NLE_NOMEM;
+
+	if ((r = rtnl_route_alloc()) == NULL)
+		return rc;
+	if ((nh = rtnl_route_nh_alloc()) == NULL || (d = v4(dst, len)) ==
+	    NULL || (gw != 0 && (g = v4(gw, 32)) == NULL)) {
+		if (nh != NULL)
+			rtnl_route_nh_free(nh);
+		goto out;
+	}
+	rtnl_route_set_family(r, AF_INET);
+	rtnl_route_set_table(r, RT_TABLE_MAIN);
+	rtnl_route_set_type(r, RTN_UNICAST);
+	rtnl_route_set_scope(r, gw != 0 ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
+	if ((rc = rtnl_route_set_dst(r, d)) < 0) {
+		rtnl_route_nh_free(nh);
+		goto out;
+	}
+	rtnl_route_nh_set_ifindex(nh, ifindex);
+	if (g != NULL)
+		rtnl_route_nh_set_gateway(nh, g);
+	rtnl_route_add_nexthop(r, nh);
+	rc = rtnl_route_add(sk, r, NLM_F_REPLACE);
+out:
+	nl_addr_put(g);
+	nl_addr_put(d);
+	rtnl_route_put(r);
+	return rc;
+}
+
+static int
+neigh_add(struct nl_sock *sk, int ifindex, uint32_t ip, const uint8_t mac[6])
+{
+	struct rtnl_neigh *n;
+	struct nl_addr *d, *ll;
+	int rc = -NLE_NOMEM;
+
+	if ((n = rtnl_neigh_alloc()) == NULL)
+		return rc;
+	d = v4(ip, 32);
+	ll = nl_addr_build(AF_LLC, mac, 6);
+	if (d != NULL && ll != NULL) {
+		rtnl_neigh_set_ifindex(n, ifindex);
+		rtnl_neigh_set_family(n, AF_INET);
+		if ((rc = rtnl_neigh_set_dst(n, d)) == 0) {
+			rtnl_neigh_set_lladdr(n, ll);
+			rtnl_neigh_set_state(n, NUD_PERMANENT);
+			rc = rtnl_neigh_add(sk, n, NLM_F_CREATE |
+			    NLM_F_REPLACE);
+		}
+	}
+	nl_addr_put(ll);
+	nl_addr_put(d);
+	rtnl_neigh_put(n);
+	return rc;
+}
+
+int
+wire_configure(struct wire *w, const struct wire_link *host,
+    const struct wire_link *pod, uint32_t ip, char *err, size_t errlen)
+{
+	char ips[IP4_STR_LEN];
+	uint32_t gw;
+	int rc;
+
+	(void)ip4_parse(CNI_GATEWAY, &gw);
+	ip4_format(ip, ips);
+	if ((rc = addr_add(w->pod, pod->ifindex, ip)) < 0) {
+		snprintf(err, errlen, "adding %s/32 to %s in the pod: %s", ips,
+		    pod->name, nl_geterror(rc));
+		return -1;
+	}
+	if ((rc = route_add(w->pod, gw, 32, pod->ifindex, 0)) < 0) {
+		snprintf(err, errlen, "adding the route to %s dev %s in the "
+		    "pod: %s", CNI_GATEWAY, pod->name, nl_geterror(rc));
+		return -1;
+	}
+	if ((rc = route_add(w->pod, 0, 0, pod->ifindex, gw)) < 0) {
+		snprintf(err, errlen, "adding the default route via %s in the "
+		    "pod: %s", CNI_GATEWAY, nl_geterror(rc));
+		return -1;
+	}
+	if ((rc = neigh_add(w->pod, pod->ifindex, gw, host->mac)) < 0) {
+		snprintf(err, errlen, "adding the neighbour entry for %s in "
+		    "the pod: %s", CNI_GATEWAY, nl_geterror(rc));
+		return -1;
+	}
+	if ((rc = route_add(w->host, ip, 32, host->ifindex, 0)) < 0) {
+		snprintf(err, errlen, "adding the route to %s dev %s on the "
+		    "node: %s", ips, host->name, nl_geterror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- CHECK ---- */
+
+static void
+missing(char *err, size_t errlen, const char *fmt, const char *a,
+    const char *b)
+{
+	size_t used = strlen(err);
+	char item[256];
+
+	snprintf(item, sizeof(item), fmt, a, b);
+	snprintf(err + used, errlen - used, "%s%s", used > 0 ? "; " : "",
+	    item);
+}
+
+static bool
+addr_is(struct nl_addr *a, uint32_t ip, int prefix)
+{
+	return a != NULL && nl_addr_get_family(a) == AF_INET &&
+	    (int)nl_addr_get_prefixlen(a) == prefix &&
+	    (prefix == 0 || (nl_addr_get_len(a) == 4 &&
+	    memcmp(nl_addr_get_binary_addr(a), &ip, 4) == 0));
+}
+
+static bool
+has_addr(struct nl_cache *c, int ifindex, uint32_t ip)
+{
+	struct nl_object *o;
+
+	for (o = nl_cache_get_first(c); o; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+
+		if (rtnl_addr_get_ifindex(a) == ifindex &&
+		    addr_is(rtnl_addr_get_local(a), ip, 32))
+			return true;
+	}
+	return false;
+}
+
+/* A main-table route to dst/len through ifindex (via gw, if not 0). */
+static bool
+has_route(struct nl_cache *c, uint32_t dst, int len, int ifindex,
+    uint32_t gw)
+{
+	struct nl_object *o;
+
+	for (o = nl_cache_get_first(c); o; o = nl_cache_get_next(o)) {
+		struct rtnl_route *r = (struct rtnl_route *)o;
+		struct rtnl_nexthop *nh;
+		struct nl_addr *g;
+
+		if (rtnl_route_get_table(r) != RT_TABLE_MAIN ||
+		    rtnl_route_get_nnexthops(r) != 1 ||
+		    !addr_is(rtnl_route_get_dst(r), dst, len))
+			continue;
+		nh = rtnl_route_nexthop_n(r, 0);
+		g = rtnl_route_nh_get_gateway(nh);
+		if (rtnl_route_nh_get_ifindex(nh) == ifindex &&
+		    (gw == 0 ? g == NULL : addr_is(g, gw, 32)))
+			return true;
+	}
+	return false;
+}
+
+static bool
+has_neigh(struct nl_cache *c, int ifindex, uint32_t ip, const uint8_t mac[6])
+{
+	struct nl_object *o;
+
+	for (o = nl_cache_get_first(c); o; o = nl_cache_get_next(o)) {
+		struct rtnl_neigh *n = (struct rtnl_neigh *)o;
+		struct nl_addr *ll = rtnl_neigh_get_lladdr(n);
+
+		if (rtnl_neigh_get_ifindex(n) == ifindex &&
+		    addr_is(rtnl_neigh_get_dst(n), ip, 32) &&
+		    (rtnl_neigh_get_state(n) & NUD_PERMANENT) && ll != NULL &&
+		    nl_addr_get_len(ll) == 6 &&
+		    memcmp(nl_addr_get_binary_addr(ll), mac, 6) == 0)
+			return true;
+	}
+	return false;
+}
+
+int
+wire_check(struct wire *w, const char *host, const char *ifname, uint32_t ip,
+    char *err, size_t errlen)
+{
+	struct nl_cache *addrs = NULL, *proutes = NULL, *hroutes = NULL;
+	struct nl_cache *neigh = NULL;
+	struct wire_link h, p;
+	char ips[IP4_STR_LEN], mac[MAC_STR_LEN], scratch[256];
+	uint32_t gw;
+	int rc, hr, pr, in;
+
+	(void)ip4_parse(CNI_GATEWAY, &gw);
+	ip4_format(ip, ips);
+	if ((hr = wire_get_link(w, false, host, &h, err, errlen)) < 0 ||
+	    (pr = wire_get_link(w, true, ifname, &p, err, errlen)) < 0)
+		return -1;
+	if ((rc = rtnl_addr_alloc_cache(w->pod, &addrs)) < 0 ||
+	    (rc = rtnl_route_alloc_cache(w->pod, AF_INET, 0, &proutes)) < 0 ||
+	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &hroutes)) < 0 ||
+	    (rc = rtnl_neigh_alloc_cache(w->pod, &neigh)) < 0) {
+		snprintf(err, errlen, "netlink: reading addresses, routes and "
+		    "neighbours: %s", nl_geterror(rc));
+		rc = -1;
+		goto out;
+	}
+	err[0] = '\0';
+	if (hr == 0)
+		missing(err, errlen, "the host interface %s is missing", host,
+		    NULL);
+	else if (!h.up)
+		missing(err, errlen, "the host interface %s is down", host,
+		    NULL);
+	if (pr == 0)
+		missing(err, errlen, "the interface %s is missing in the pod's "
+		    "namespace", ifname, NULL);
+	else if (!p.up)
+		missing(err, errlen, "the interface %s is down in the pod's "
+		    "namespace", ifname, NULL);
+	if (hr == 1 && pr == 1) {
+		if ((in = wire_peer_in_pod(w, &h, scratch,
+		    sizeof(scratch))) < 0) {
+			snprintf(err, errlen, "%s", scratch);
+			rc = -1;
+			goto out;
+		}
+		if (!in || h.peer_ifindex != p.ifindex)
+			missing(err, errlen, "the host interface %s is not the "
+			    "peer of %s in CNI_NETNS", host, ifname);
+	}
+	if (pr == 1) {
+		if (!has_addr(addrs, p.ifindex, ip))
+			missing(err, errlen, "the address %s/32 is missing on "
+			    "%s in the pod", ips, ifname);
+		if (!has_route(proutes, gw, 32, p.ifindex, 0))
+			missing(err, errlen, "the route to the gateway %s dev "
+			    "%s is missing in the pod", CNI_GATEWAY, ifname);
+		if (!has_route(proutes, 0, 0, p.ifindex, gw))
+			missing(err, errlen, "the default route via %s dev %s "
+			    "is missing in the pod", CNI_GATEWAY, ifname);
+	}
+	if (pr == 1 && hr == 1 && !has_neigh(neigh, p.ifindex, gw, h.mac)) {
+		mac_format(h.mac, mac);
+		missing(err, errlen, "the permanent neighbour entry "
+		    CNI_GATEWAY " lladdr %s on %s is missing in the pod", mac,
+		    ifname);
+	}
+	if (hr == 1 && !has_route(hroutes, ip, 32, h.ifindex, 0))
+		missing(err, errlen, "the route to %s dev %s is missing on the "
+		    "node", ips, host);
+	rc = err[0] != '\0';
+out:
+	if (neigh != NULL)
+		nl_cache_free(neigh);
+	if (hroutes != NULL)
+		nl_cache_free(hroutes);
+	if (proutes != NULL)
+		nl_cache_free(proutes);
+	if (addrs != NULL)
+		nl_cache_free(addrs);
+	return rc;
+}
+
+/* ---- GC ---- */
+
+int
+wire_sweep(struct wire *w, const char *prefix,
+    bool (*keep)(const char *name, void *arg), void *arg, unsigned *removed,
+    char *err, size_t errlen)
+{
+	struct nl_cache *links;
+	struct nl_object *o;
+	int rc, failed = 0;
+
+	*removed = 0;
+	if ((rc = rtnl_link_alloc_cache(w->host, AF_UNSPEC, &links)) < 0) {
+		snprintf(err, errlen, "netlink: listing links: %s",
+		    nl_geterror(rc));
+		return -1;
+	}
+	for (o = nl_cache_get_first(links); o; o = nl_cache_get_next(o)) {
+		struct rtnl_link *l = (struct rtnl_link *)o;
+		const char *name = rtnl_link_get_name(l);
+		const char *type = rtnl_link_get_type(l);
+
+		if (name == NULL || type == NULL || strcmp(type, "veth") != 0 ||
+		    !cni_veth_name_ours(prefix, name) || keep(name, arg))
+			continue;
+		if (wire_link_del(w, name, err, errlen) == -1)
+			failed = -1;	/* err names the last; go on */
+		else
+			(*removed)++;
+	}
+	nl_cache_free(links);
+	return failed;
+}
