@@ -700,7 +700,8 @@ def test_conflist():
 
 def test_conflist_is_accepted_by_the_plugin(tmp_path):
     """What the runtime hands enid-cni from this conflist passes the
-    plugin's checks: with no daemon at the socket, the error is that one."""
+    plugin's checks: with no daemon at the socket, the error is that one
+    (STATUS's 50, "no ADD can be served now", as the CNI spec has it)."""
     conf = json.loads(read(CONFLIST))
     plugin = dict(conf["plugins"][0], cniVersion=conf["cniVersion"],
                   name=conf["name"], socket=str(tmp_path / "cni.sock"))
@@ -708,5 +709,5 @@ def test_conflist_is_accepted_by_the_plugin(tmp_path):
                        env={"CNI_COMMAND": "STATUS", "CNI_PATH": "/opt/cni"},
                        capture_output=True, text=True, timeout=30)
     out = json.loads(r.stdout)
-    assert r.returncode != 0 and out["code"] == 11, out
+    assert r.returncode != 0 and out["code"] == 50, out
     assert "cannot reach enid at %s" % plugin["socket"] in out["msg"], out
