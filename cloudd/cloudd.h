@@ -169,6 +169,11 @@ struct intent {
 		struct msg_cloud_check_instances	ci;
 	}			 req;
 	struct msg_cloud_instance *inst;	/* describe-instance, built up */
+	/* describe-instance: its two EC2 calls in flight at once, and how
+	 * each failed (DescribeInstances, DescribeInstanceTypes), answered
+	 * once both have ended */
+	unsigned		 di_pending;
+	struct msg_cloud_status	 di_st[2];
 	/* check-instances, built up page by page */
 	uint8_t			 exists[MSG_MAX_INSTANCE_IDS];
 	uint8_t			 named[MSG_MAX_INSTANCE_IDS];
