@@ -988,7 +988,11 @@ recon_ready(struct reconcile_run *r, enum recon_ask which)
 	    !r->b->engine.subnets_described)
 		return NOT_YET;
 	if (q->failure[0] != '\0') {
-		recon_finish(r, q->failure);
+		char why[sizeof(q->failure)];
+
+		/* Copied: recon_finish() frees the run, q with it. */
+		memcpy(why, q->failure, sizeof(why));
+		recon_finish(r, why);
 		return RUN_ENDED;
 	}
 	if (which == ASK_RULES)
