@@ -82,6 +82,10 @@ struct recon_question {
 	bool			 overflow;
 	char			 failure[MSG_ERR_LEN + 96];	/* "": ok */
 	size_t			 n;
+	/* its entries, grown as they come: a run holds only what the
+	 * cloud and netd told it, not room for the most they could */
+	void			*entries;
+	size_t			 cap;
 };
 
 struct reconcile_run {
@@ -91,7 +95,6 @@ struct reconcile_run {
 	char			 why[128];
 	struct breq		 req;		/* check-instances */
 	struct recon_question	 q[ASK_COUNT];
-	struct msg_cloud_eni	 answers[ASK_COUNT][RECON_MAX_ENIS];
 	/* the pool when the attached ENIs were asked for: an answer shows
 	 * the cloud as it was then, so only what the pool had then is
 	 * judged by it */
@@ -101,7 +104,7 @@ struct reconcile_run {
 	size_t			 nenis;
 	const struct msg_cloud_eni *enis;
 	size_t			 nrules;
-	struct msg_netd_rule	 rules[RECON_MAX_RULES];
+	const struct msg_netd_rule *rules;
 	struct breq		 fixes[RECON_MAX_FIXES];
 	uint32_t		 fix_ips[RECON_MAX_FIXES];
 	size_t			 nfixes, fixes_out;
@@ -813,6 +816,36 @@ recon_leaks_apply(struct reconcile_run *r, const struct msg_cloud_instances
 
 /* ---- the questions ---- */
 
+/* Room for one more entry of q (at most max of size bytes), or NULL: the
+ * answer is then too long, or memory ran out, and is not used. */
+static void *
+question_slot(struct recon_question *q, size_t max, size_t size)
+{
+	size_t cap;
+	void *p;
+
+	if (q->overflow)
+		return NULL;
+	if (q->n == max) {
+		q->overflow = true;
+		return NULL;
+	}
+	if (q->n == q->cap) {
+		cap = q->cap == 0 ? 8 : q->cap * 2;
+		if (cap > max)
+			cap = max;
+		if ((p = reallocarray(q->entries, cap, size)) == NULL) {
+			snprintf(q->failure, sizeof(q->failure), "out of "
+			    "memory for %zu answers", cap);
+			q->overflow = true;
+			return NULL;
+		}
+		q->entries = p;
+		q->cap = cap;
+	}
+	return (char *)q->entries + q->n * size;
+}
+
 static void
 question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
@@ -828,17 +861,16 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		goto answered;
 	}
 	switch (m->hdr.type) {
-	case MSG_CLOUD_ENI:
+	case MSG_CLOUD_ENI: {
+		struct msg_cloud_eni *ce;
+
 		/* An id the checkpoint would refuse never enters the pool:
 		 * it would stop the next start.  enid-cloudd checks them
 		 * too; this is the broker not trusting it. */
-		if (q->n == RECON_MAX_ENIS) {
-			q->overflow = true;
+		if ((ce = question_slot(q, RECON_MAX_ENIS, sizeof(*ce))) == NULL)
 			return;
-		}
-		memcpy(&r->answers[q->which][q->n], m->u.bytes,
-		    sizeof(r->answers[0][0]));
-		if (!ckpt_eni_id_ok(r->answers[q->which][q->n].eni_id)) {
+		memcpy(ce, m->u.bytes, sizeof(*ce));
+		if (!ckpt_eni_id_ok(ce->eni_id)) {
 			log_security("reconcile: enid-cloudd described an ENI "
 			    "whose id is not \"eni-\" and hex digits; "
 			    "ignored");
@@ -846,13 +878,17 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		}
 		q->n++;
 		return;
-	case MSG_NETD_RULE:
-		if (q->n == RECON_MAX_RULES)
-			q->overflow = true;
-		else
-			memcpy(&r->rules[q->n++], m->u.bytes,
-			    sizeof(r->rules[0]));
+	}
+	case MSG_NETD_RULE: {
+		struct msg_netd_rule *ru;
+
+		if ((ru = question_slot(q, RECON_MAX_RULES, sizeof(*ru))) ==
+		    NULL)
+			return;
+		memcpy(ru, m->u.bytes, sizeof(*ru));
+		q->n++;
 		return;
+	}
 	case MSG_NETD_RESULT:
 		memcpy(&res, m->u.bytes, sizeof(res));
 		snprintf(q->failure, sizeof(q->failure), "enid-netd's rule "
@@ -995,10 +1031,11 @@ recon_ready(struct reconcile_run *r, enum recon_ask which)
 		recon_finish(r, why);
 		return RUN_ENDED;
 	}
-	if (which == ASK_RULES)
+	if (which == ASK_RULES) {
+		r->rules = q->entries;
 		r->nrules = q->n;
-	else {
-		r->enis = r->answers[which];
+	} else {
+		r->enis = q->entries;
 		r->nenis = q->n;
 	}
 	return READY;
@@ -1102,8 +1139,10 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	size_t i;
 
 	broker_request_cancel(b, &r->req);
-	for (i = 0; i < ASK_COUNT; i++)
+	for (i = 0; i < ASK_COUNT; i++) {
 		broker_request_cancel(b, &r->q[i].req);
+		free(r->q[i].entries);
+	}
 	for (i = 0; i < r->nfixes; i++)
 		broker_request_cancel(b, &r->fixes[i]);
 	en->recon = NULL;
