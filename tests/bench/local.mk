@@ -24,3 +24,10 @@ bench: all
 	BENCH_WARMUP_ARGS="$(BENCH_WARMUP_ARGS)" \
 	BENCH_ROLLOUT_ARGS="$(BENCH_ROLLOUT_ARGS)" BENCH_ONLY="$(BENCH_ONLY)" \
 	/usr/bin/python3 tests/bench/bench_all
+
+# Where the CPU goes on the broker's ADD path and cloudd's request path
+# (perf sampling; tests/bench/bench_profile).  Not in the table: no ratio.
+.PHONY: bench-profile
+bench-profile: all
+	cd $(srcdir) && ENID_BUILDDIR=$(abs_builddir) \
+	/usr/bin/python3 tests/bench/bench_profile $(BENCH_PROFILE_ARGS)
