@@ -19,9 +19,9 @@
  * The questions of steps 1 to 4 are all asked as a run starts, so that
  * their answers take one round trip to the cloud rather than four (at
  * start, on every node's critical path); each answer is used in the order
- * above once it is complete, as if it had been asked then.  The first
- * run's questions also go out with the first subnets describe; its
- * answers wait for that (adopting an ENI needs its subnet).
+ * above once it is complete.  The first run's questions also go out with
+ * the first subnets describe; its answers wait for that (adopting an ENI
+ * needs its subnet).
  *
  * A describe stream that does not end with an ok CLOUD_DONE is discarded
  * whole: a partial list would make present ENIs look gone.  Every address
