@@ -64,7 +64,7 @@ class Dataplane:
             "link add %s type veth peer name eth0 address %s netns %s"
             % (vpc_if, eni.mac, ns),
             "link set %s up" % vpc_if] +
-            self._deliver_cmds(vpc_if, eni.addresses[0], eni.mac))
+            self._deliver_cmds(vpc_if, eni.addresses[0], eni.mac, primary=True))
         netns.ip_batch(ns, [
             "link set lo up",
             "addr add %s/%d dev eth0" % (eni.addresses[0], prefixlen),
@@ -73,16 +73,15 @@ class Dataplane:
         self.links[eni.id] = {"vpc_if": vpc_if, "node_if": "eth0", "netns": ns,
                               "routes": {eni.addresses[0]}, "created": time.time()}
 
-    def _deliver(self, vpc_if, addr, mac):
-        netns.ip_batch(self.vpc_ns, self._deliver_cmds(vpc_if, addr, mac))
 
-    def _deliver_cmds(self, vpc_if, addr, mac):
+    def _deliver_cmds(self, vpc_if, addr, mac, primary=False):
         # As the VPC fabric does: an assigned address goes to the ENI that
         # holds it, by its MAC, with no ARP (a node answers none for the
-        # addresses it routes on to pods).  With --dataplane links, none:
-        # only the links a daemon configures (a fleet's rollout, which
-        # sends no packet).
-        if not self.routes:
+        # addresses it routes on to pods).  With --dataplane links, only
+        # the node's own address is routed (its daemon reaches EC2 and
+        # IMDS through it); attached ENIs get their links and no route
+        # (a fleet's rollout, which sends no packet from a pod).
+        if not self.routes and not primary:
             return []
         return ["route replace %s/32 dev %s" % (addr, vpc_if),
                 "neigh replace %s lladdr %s dev %s nud permanent"
@@ -178,7 +177,7 @@ class Dataplane:
                      "link set %s up" % vpc_if]
             have = {"vpc_if": vpc_if, "node_if": node_if, "netns": want["netns"],
                     "routes": set(), "created": None}
-        adding = sorted(want["routes"] - have["routes"])
+        adding = sorted(want["routes"] - have["routes"]) if self.routes else []
         for addr in adding:
             cmds += self._deliver_cmds(have["vpc_if"], addr, want["mac"])
         try:
