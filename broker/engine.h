@@ -208,6 +208,7 @@ struct engine {
 	struct subnet		 subnets[POOL_MAX_SUBNETS];
 	struct breq		 subnets_req;
 	uint32_t		 subnets_seen;
+	bool			 subnets_described;	/* once, ever */
 
 	/* pods */
 	LIST_HEAD(, pod)	 pod_hash[256];

@@ -1630,4 +1630,8 @@ engine_start(struct broker *b)
 	engine_restore(b);
 	en->phase = PHASE_STARTING;
 	subnets_describe(b);
+	/* Asked together: start-up takes one describe round trip, not
+	 * two (the run's answers wait for the subnets; reconcile.c). */
+	en->started_recon = true;
+	reconcile_now(b, "start");
 }

@@ -16,6 +16,13 @@
  *      no longer exists, are deleted.  Untagged ones and other clusters'
  *      are never touched.
  *
+ * The questions of steps 1 to 4 are all asked as a run starts, so that
+ * their answers take one round trip to the cloud rather than four (at
+ * start, on every node's critical path); each answer is used in the order
+ * above once it is complete.  The first run's questions also go out with
+ * the first subnets describe; its answers wait for that (adopting an ENI
+ * needs its subnet).
+ *
  * A describe stream that does not end with an ok CLOUD_DONE is discarded
  * whole: a partial list would make present ENIs look gone.  Every address
  * the cloud names is checked before it joins the pool.
@@ -57,22 +64,47 @@ struct recon_known {
 	uint32_t		 addrs[POOL_MAX_ADDRS];
 };
 
+/* The questions a run asks at its start. */
+enum recon_ask {
+	ASK_ATTACHED = 0,	/* describe: attached to this instance */
+	ASK_OURS,		/* describe: tagged for this instance */
+	ASK_RULES,		/* netd's rule dump */
+	ASK_LEAKS,		/* describe: available, ours, this cluster */
+	ASK_COUNT,
+};
+
+struct recon_question {
+	struct reconcile_run	*r;
+	enum recon_ask		 which;
+	struct breq		 req;
+	bool			 asked;
+	bool			 answered;
+	bool			 overflow;
+	char			 failure[MSG_ERR_LEN + 96];	/* "": ok */
+	size_t			 n;
+	/* its entries, grown as they come: a run holds only what the
+	 * cloud and netd told it, not room for the most they could */
+	void			*entries;
+	size_t			 cap;
+};
+
 struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
 	bool			 first;
 	char			 why[128];
-	struct breq		 req;
+	struct breq		 req;		/* check-instances */
+	struct recon_question	 q[ASK_COUNT];
 	/* the pool when the attached ENIs were asked for: an answer shows
 	 * the cloud as it was then, so only what the pool had then is
 	 * judged by it */
 	size_t			 nknown;
 	struct recon_known	 known[POOL_MAX_ENIS];
+	/* the answer the step at hand reads */
 	size_t			 nenis;
-	struct msg_cloud_eni	 enis[RECON_MAX_ENIS];
-	bool			 overflow;
+	const struct msg_cloud_eni *enis;
 	size_t			 nrules;
-	struct msg_netd_rule	 rules[RECON_MAX_RULES];
+	const struct msg_netd_rule *rules;
 	struct breq		 fixes[RECON_MAX_FIXES];
 	uint32_t		 fix_ips[RECON_MAX_FIXES];
 	size_t			 nfixes, fixes_out;
@@ -84,7 +116,7 @@ struct reconcile_run {
 						 * subnet to be described */
 };
 
-static void	recon_step(struct reconcile_run *r);
+static void	recon_advance(struct reconcile_run *r);
 static void	recon_finish(struct reconcile_run *r, const char *failure);
 
 /* ---- helpers ---- */
@@ -546,7 +578,7 @@ fix_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	(void)m;
 	(void)final;
 	if (--r->fixes_out == 0)
-		recon_step(r);
+		recon_advance(r);
 }
 
 /*
@@ -782,142 +814,127 @@ recon_leaks_apply(struct reconcile_run *r, const struct msg_cloud_instances
 	}
 }
 
-/* ---- the steps ---- */
+/* ---- the questions ---- */
+
+/* Room for one more entry of q (at most max of size bytes), or NULL: the
+ * answer is then too long, or memory ran out, and is not used. */
+static void *
+question_slot(struct recon_question *q, size_t max, size_t size)
+{
+	size_t cap;
+	void *p;
+
+	if (q->overflow)
+		return NULL;
+	if (q->n == max) {
+		q->overflow = true;
+		return NULL;
+	}
+	if (q->n == q->cap) {
+		cap = q->cap == 0 ? 8 : q->cap * 2;
+		if (cap > max)
+			cap = max;
+		if ((p = reallocarray(q->entries, cap, size)) == NULL) {
+			snprintf(q->failure, sizeof(q->failure), "out of "
+			    "memory for %zu answers", cap);
+			q->overflow = true;
+			return NULL;
+		}
+		q->entries = p;
+		q->cap = cap;
+	}
+	return (char *)q->entries + q->n * size;
+}
 
 static void
-recon_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
-	struct reconcile_run *r = arg;
+	struct recon_question *q = arg;
+	struct reconcile_run *r = q->r;
 	struct msg_cloud_done done;
-	char text[MSG_ERR_LEN + 96];
+	struct msg_result res;
 
 	(void)b;
+	(void)final;
 	if (m == NULL) {
-		recon_finish(r, "no answer in time");
-		return;
+		snprintf(q->failure, sizeof(q->failure), "no answer in time");
+		goto answered;
 	}
 	switch (m->hdr.type) {
-	case MSG_CLOUD_ENI:
+	case MSG_CLOUD_ENI: {
+		struct msg_cloud_eni *ce;
+
 		/* An id the checkpoint would refuse never enters the pool:
 		 * it would stop the next start.  enid-cloudd checks them
 		 * too; this is the broker not trusting it. */
-		if (r->nenis == RECON_MAX_ENIS) {
-			r->overflow = true;
+		if ((ce = question_slot(q, RECON_MAX_ENIS, sizeof(*ce))) == NULL)
 			return;
-		}
-		memcpy(&r->enis[r->nenis], m->u.bytes, sizeof(r->enis[0]));
-		if (!ckpt_eni_id_ok(r->enis[r->nenis].eni_id)) {
+		memcpy(ce, m->u.bytes, sizeof(*ce));
+		if (!ckpt_eni_id_ok(ce->eni_id)) {
 			log_security("reconcile: enid-cloudd described an ENI "
 			    "whose id is not \"eni-\" and hex digits; "
 			    "ignored");
 			return;
 		}
-		r->nenis++;
-		return;
-	case MSG_NETD_RULE:
-		if (r->nrules == RECON_MAX_RULES)
-			r->overflow = true;
-		else
-			memcpy(&r->rules[r->nrules++], m->u.bytes,
-			    sizeof(r->rules[0]));
-		return;
-	case MSG_NETD_RESULT: {
-		struct msg_result res;
-
-		memcpy(&res, m->u.bytes, sizeof(res));
-		snprintf(text, sizeof(text), "enid-netd's rule dump: %s: %s",
-		    msg_status_name(res.status), res.message);
-		recon_finish(r, text);
+		q->n++;
 		return;
 	}
+	case MSG_NETD_RULE: {
+		struct msg_netd_rule *ru;
+
+		if ((ru = question_slot(q, RECON_MAX_RULES, sizeof(*ru))) ==
+		    NULL)
+			return;
+		memcpy(ru, m->u.bytes, sizeof(*ru));
+		q->n++;
+		return;
+	}
+	case MSG_NETD_RESULT:
+		memcpy(&res, m->u.bytes, sizeof(res));
+		snprintf(q->failure, sizeof(q->failure), "enid-netd's rule "
+		    "dump: %s: %s", msg_status_name(res.status), res.message);
+		break;
 	case MSG_NETD_END:
 		break;
-	case MSG_CLOUD_INSTANCES: {
-		struct msg_cloud_instances ans;
-
-		memcpy(&ans, m->u.bytes, sizeof(ans));
-		if (ans.st.outcome != CO_OK || ans.nids != r->check.nids) {
-			log_warnx("leak collector: checking instances failed; "
-			    "only this node's leaks are deleted this time");
-			recon_leaks_apply(r, NULL);
-		} else
-			recon_leaks_apply(r, &ans);
-		r->step = RS_DONE;
-		recon_step(r);
-		return;
-	}
 	default:	/* CLOUD_DONE */
 		memcpy(&done, m->u.bytes, sizeof(done));
-		if (done.st.outcome != CO_OK) {
-			snprintf(text, sizeof(text), "describe: %s%s%s%s%s",
+		if (done.st.outcome != CO_OK)
+			snprintf(q->failure, sizeof(q->failure),
+			    "describe: %s%s%s%s%s",
 			    cloud_outcome_name(done.st.outcome),
 			    done.st.code[0] ? ": " : "", done.st.code,
 			    done.st.message[0] ? ": " : "", done.st.message);
-			recon_finish(r, text);
-			return;
-		}
 		break;
 	}
-	(void)final;
-	if (r->overflow) {
-		recon_finish(r, "more entries than the pool can hold; this "
-		    "answer is not used");
-		return;
-	}
-	switch (r->step) {
-	case RS_ATTACHED:
-		recon_attached(r);
-		r->step = RS_OURS;
-		break;
-	case RS_OURS:
-		recon_ours(r);
-		r->step = RS_RULES;
-		break;
-	case RS_RULES:
-		recon_rules(r);
-		r->step = RS_LEAKS;
-		if (r->fixes_out > 0)
-			return;		/* fix_answer goes on */
-		break;
-	case RS_LEAKS:
-		recon_leaks(r);
-		if (r->check.nids > 0) {
-			r->step = RS_INSTANCES;
-			broker_request(b, &r->req, &b->cloudd,
-			    MSG_CLOUD_CHECK_INSTANCES, &r->check,
-			    sizeof(r->check), r->check.deadline_ms,
-			    recon_answer, r);
-			return;
-		}
-		recon_leaks_apply(r, NULL);
-		r->step = RS_DONE;
-		break;
-	default:
-		break;
-	}
-	recon_step(r);
+	if (q->failure[0] == '\0' && q->overflow)
+		snprintf(q->failure, sizeof(q->failure), "more entries than "
+		    "the pool can hold; this answer is not used");
+answered:
+	q->answered = true;
+	recon_advance(r);
 }
 
 static void
-describe(struct reconcile_run *r, enum cloud_eni_filter filter, bool leaks)
+ask_enis(struct reconcile_run *r, enum recon_ask which)
 {
 	struct broker *b = r->b;
 	struct msg_cloud_describe_enis req;
 
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
-	req.filter = filter;
-	if (filter == ENIS_BY_INSTANCE) {
+	if (which == ASK_ATTACHED) {
+		req.filter = ENIS_BY_INSTANCE;
 		msg_strlcpy(req.instance_id, b->instance.instance_id,
 		    sizeof(req.instance_id));
-		recon_remember(r);
-	} else if (!leaks) {
+	} else if (which == ASK_OURS) {
+		req.filter = ENIS_BY_TAGS;
 		req.ntags = 1;
 		msg_strlcpy(req.tags[0].key, TAG_INSTANCE,
 		    sizeof(req.tags[0].key));
 		msg_strlcpy(req.tags[0].value, b->instance.instance_id,
 		    sizeof(req.tags[0].value));
 	} else {
+		req.filter = ENIS_BY_TAGS;
 		req.ntags = 2;
 		req.status = ENI_ST_AVAILABLE;
 		msg_strlcpy(req.tags[0].key, TAG_CREATOR,
@@ -929,47 +946,154 @@ describe(struct reconcile_run *r, enum cloud_eni_filter filter, bool leaks)
 		msg_strlcpy(req.tags[1].value, b->cfg.cluster_name,
 		    sizeof(req.tags[1].value));
 	}
-	r->nenis = 0;
-	r->overflow = false;
-	broker_request(b, &r->req, &b->cloudd, MSG_CLOUD_DESCRIBE_ENIS, &req,
-	    sizeof(req), req.deadline_ms, recon_answer, r);
+	broker_request(b, &r->q[which].req, &b->cloudd,
+	    MSG_CLOUD_DESCRIBE_ENIS, &req, sizeof(req), req.deadline_ms,
+	    question_answer, &r->q[which]);
 }
 
+/* Every question of the run at once.  The pool is noted as the attached
+ * ENIs are asked for: their answer is judged against it. */
 static void
-recon_step(struct reconcile_run *r)
+recon_ask_all(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	struct msg_netd_dump dump;
+	int i;
+
+	for (i = 0; i < ASK_COUNT; i++) {
+		r->q[i].r = r;
+		r->q[i].which = (enum recon_ask)i;
+	}
+	recon_remember(r);
+	r->q[ASK_ATTACHED].asked = true;
+	ask_enis(r, ASK_ATTACHED);
+	r->q[ASK_OURS].asked = true;
+	ask_enis(r, ASK_OURS);
+	memset(&dump, 0, sizeof(dump));
+	r->q[ASK_RULES].asked = true;
+	broker_request(b, &r->q[ASK_RULES].req, &b->netd, MSG_NETD_DUMP_RULES,
+	    &dump, sizeof(dump), ENGINE_NETD_DEADLINE_MS, question_answer,
+	    &r->q[ASK_RULES]);
+	if (b->cfg.leak_gc.enabled) {
+		r->q[ASK_LEAKS].asked = true;
+		ask_enis(r, ASK_LEAKS);
+	}
+}
+
+/* ---- the steps ---- */
+
+static void
+instances_answer(struct broker *b, void *arg, const struct msg *m,
+    bool final)
+{
+	struct reconcile_run *r = arg;
+	struct msg_cloud_instances ans;
+
+	(void)b;
+	(void)final;
+	if (m == NULL) {
+		recon_finish(r, "checking instances: no answer in time");
+		return;
+	}
+	memcpy(&ans, m->u.bytes, sizeof(ans));
+	if (ans.st.outcome != CO_OK || ans.nids != r->check.nids) {
+		log_warnx("leak collector: checking instances failed; only "
+		    "this node's leaks are deleted this time");
+		recon_leaks_apply(r, NULL);
+	} else
+		recon_leaks_apply(r, &ans);
+	r->step = RS_DONE;
+	recon_advance(r);
+}
+
+/*
+ * Whether the answer to a step's question is in (for the first run's
+ * attached ENIs, also the subnets described), made the one the step
+ * reads.  A failed answer ends the run: r is gone when this says so.
+ */
+enum ready { NOT_YET, READY, RUN_ENDED };
+
+static enum ready
+recon_ready(struct reconcile_run *r, enum recon_ask which)
+{
+	struct recon_question *q = &r->q[which];
+
+	if (!q->answered)
+		return NOT_YET;
+	if (r->first && which == ASK_ATTACHED &&
+	    !r->b->engine.subnets_described)
+		return NOT_YET;
+	if (q->failure[0] != '\0') {
+		char why[sizeof(q->failure)];
+
+		/* Copied: recon_finish() frees the run, q with it. */
+		memcpy(why, q->failure, sizeof(why));
+		recon_finish(r, why);
+		return RUN_ENDED;
+	}
+	if (which == ASK_RULES) {
+		r->rules = q->entries;
+		r->nrules = q->n;
+	} else {
+		r->enis = q->entries;
+		r->nenis = q->n;
+	}
+	return READY;
+}
+
+/* Take the steps whose answers are in, in order. */
+static void
+recon_advance(struct reconcile_run *r)
 {
 	struct broker *b = r->b;
 
-	switch (r->step) {
-	case RS_ATTACHED:
-		describe(r, ENIS_BY_INSTANCE, false);
-		break;
-	case RS_OURS:
-		describe(r, ENIS_BY_TAGS, false);
-		break;
-	case RS_RULES: {
-		struct msg_netd_dump req;
-
-		memset(&req, 0, sizeof(req));
-		r->nrules = 0;
-		r->overflow = false;
-		broker_request(b, &r->req, &b->netd, MSG_NETD_DUMP_RULES, &req,
-		    sizeof(req), ENGINE_NETD_DEADLINE_MS, recon_answer, r);
-		break;
-	}
-	case RS_LEAKS:
-		if (!b->cfg.leak_gc.enabled) {
-			r->step = RS_DONE;
-			recon_step(r);
+	for (;;) {
+		switch (r->step) {
+		case RS_ATTACHED:
+			if (recon_ready(r, ASK_ATTACHED) != READY)
+				return;
+			recon_attached(r);
+			r->step = RS_OURS;
 			break;
+		case RS_OURS:
+			if (recon_ready(r, ASK_OURS) != READY)
+				return;
+			recon_ours(r);
+			r->step = RS_RULES;
+			break;
+		case RS_RULES:
+			if (recon_ready(r, ASK_RULES) != READY)
+				return;
+			recon_rules(r);
+			r->step = RS_LEAKS;
+			if (r->fixes_out > 0)
+				return;		/* fix_answer goes on */
+			break;
+		case RS_LEAKS:
+			if (!r->q[ASK_LEAKS].asked) {
+				r->step = RS_DONE;
+				break;
+			}
+			if (recon_ready(r, ASK_LEAKS) != READY)
+				return;
+			recon_leaks(r);
+			if (r->check.nids > 0) {
+				r->step = RS_INSTANCES;
+				broker_request(b, &r->req, &b->cloudd,
+				    MSG_CLOUD_CHECK_INSTANCES, &r->check,
+				    sizeof(r->check), r->check.deadline_ms,
+				    instances_answer, r);
+				return;
+			}
+			recon_leaks_apply(r, NULL);
+			r->step = RS_DONE;
+			break;
+		case RS_INSTANCES:
+			return;		/* instances_answer goes on */
+		case RS_DONE:
+			recon_finish(r, NULL);
+			return;
 		}
-		describe(r, ENIS_BY_TAGS, true);
-		break;
-	case RS_INSTANCES:
-		break;
-	case RS_DONE:
-		recon_finish(r, NULL);
-		break;
 	}
 }
 
@@ -1015,6 +1139,10 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	size_t i;
 
 	broker_request_cancel(b, &r->req);
+	for (i = 0; i < ASK_COUNT; i++) {
+		broker_request_cancel(b, &r->q[i].req);
+		free(r->q[i].entries);
+	}
 	for (i = 0; i < r->nfixes; i++)
 		broker_request_cancel(b, &r->fixes[i]);
 	en->recon = NULL;
@@ -1091,7 +1219,7 @@ reconcile_now(struct broker *b, const char *why)
 	if (!r->first)
 		subnets_describe(b);	/* free counts, for subnet choice */
 	r->step = RS_ATTACHED;
-	recon_step(r);
+	recon_ask_all(r);
 }
 
 /* ---- subnets ---- */
@@ -1123,6 +1251,12 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			if (en->subnets[i].configured && !en->subnets[i].known)
 				log_errorx("subnet %s: the cloud does not "
 				    "describe it; not used", en->subnets[i].id);
+		if (!en->subnets_described) {
+			en->subnets_described = true;
+			/* The first run's answers waited for this. */
+			if (en->recon != NULL && en->recon->first)
+				recon_advance(en->recon);
+		}
 		if (en->phase == PHASE_STARTING && en->recon == NULL &&
 		    !en->started_recon) {
 			en->started_recon = true;

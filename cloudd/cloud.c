@@ -156,7 +156,10 @@ pump(struct cloudd *cd, enum rate_class rc)
 			continue;
 		}
 		now = now_ms();
-		if (!rl_take(&cd->buckets[rc], now)) {
+		/* rate.enabled false: no client-side limit at all (for
+		 * comparison with SDK defaults, which have none). */
+		if (cd->cfg.cloud.rate_enabled &&
+		    !rl_take(&cd->buckets[rc], now)) {
 			loop_timer_after(&cd->loop, &cd->bucket_timers[rc],
 			    rl_wait_ms(&cd->buckets[rc], now));
 			return;
@@ -496,12 +499,15 @@ attempt_done(struct http_req *r, void *arg)
 	}
 	if (retry == EC2_RETRY_NO ||
 	    (retry == EC2_RETRY_IDEMPOTENT && !c->idempotent) ||
-	    c->attempt >= CLOUDD_MAX_ATTEMPTS) {
+	    c->attempt >= cd->cfg.cloud.retry.max_attempts) {
 		call_finish(c, &st, NULL);
 		return;
 	}
-	delay = backoff_ms(c->attempt - 1, CLOUDD_BACKOFF_BASE_MS,
-	    CLOUDD_BACKOFF_CAP_MS, rand32());
+	delay = cd->cfg.cloud.retry.jitter ?
+	    backoff_ms(c->attempt - 1, cd->cfg.cloud.retry.base_ms,
+	    cd->cfg.cloud.retry.cap_ms, rand32()) :
+	    backoff_ceiling_ms(c->attempt - 1, cd->cfg.cloud.retry.base_ms,
+	    cd->cfg.cloud.retry.cap_ms);
 	if (now + delay >= c->deadline) {
 		log_debug("%s: attempt %u failed (%s %s); no time left for "
 		    "another before the deadline", call_name(c), c->attempt,

@@ -24,9 +24,6 @@
 #define CLOUDD_IMDS_MAX_BODY	(64 * 1024)
 #define CLOUDD_IMDS_TOKEN_TTL_S	21600
 #define CLOUDD_IMDS_TIMEOUT_MS	2000
-#define CLOUDD_BACKOFF_BASE_MS	100
-#define CLOUDD_BACKOFF_CAP_MS	5000
-#define CLOUDD_MAX_ATTEMPTS	10
 #define CLOUDD_DEFAULT_DEADLINE_MS 30000
 #define CLOUDD_MAX_DEADLINE_MS	600000
 #define CLOUDD_MAX_PAGES	100
@@ -169,6 +166,11 @@ struct intent {
 		struct msg_cloud_check_instances	ci;
 	}			 req;
 	struct msg_cloud_instance *inst;	/* describe-instance, built up */
+	/* describe-instance: its two EC2 calls in flight at once, and how
+	 * each failed (DescribeInstances, DescribeInstanceTypes), answered
+	 * once both have ended */
+	unsigned		 di_pending;
+	struct msg_cloud_status	 di_st[2];
 	/* check-instances, built up page by page */
 	uint8_t			 exists[MSG_MAX_INSTANCE_IDS];
 	uint8_t			 named[MSG_MAX_INSTANCE_IDS];

@@ -188,13 +188,19 @@ intent_call_cb(struct cloud_call *c, const struct msg_cloud_status *st,
 
 /* ---- describe-instance ---- */
 
+/*
+ * IMDS first (instance id, MAC, VPC CIDRs, instance type: no API
+ * latency), then DescribeInstances and DescribeInstanceTypes at once:
+ * the type comes from IMDS, so the second call need not wait for the
+ * first (start-up is on every node's critical path), and the type EC2
+ * describes must be IMDS's.
+ */
 enum {
 	DI_INSTANCE_ID = 0,
 	DI_MAC,
 	DI_CIDRS,
+	DI_TYPE_NAME,
 	DI_DESCRIBE,
-	DI_TYPE,
-	DI_DONE,
 };
 
 /* IMDS text into a fixed string (one line, no control characters). */
@@ -241,8 +247,10 @@ parse_cidr_lines(const char *body, size_t len, struct msg_cloud_instance *m)
 	return m->ncidrs > 0 ? 0 : -1;
 }
 
-static void
-di_described(struct intent *it, const struct ec2_answer *a)
+/* DescribeInstances' answer into it->inst; -1 with st saying why. */
+static int
+di_described(struct intent *it, const struct ec2_answer *a,
+    struct msg_cloud_status *st)
 {
 	struct cloudd *cd = it->cd;
 	struct msg_cloud_instance *m = it->inst;
@@ -251,19 +259,25 @@ di_described(struct intent *it, const struct ec2_answer *a)
 	uint8_t mac[6];
 	uint32_t i, dev;
 
+#define DI_FAIL(...) do {						\
+	cloud_status(st, CO_FATAL, "", __VA_ARGS__);			\
+	return -1;							\
+} while (0)
 	if (a->nitems != 1)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: %u "
-		    "instances in the answer for %s", a->nitems, m->instance_id));
+		DI_FAIL("DescribeInstances: %u instances in the answer for %s",
+		    a->nitems, m->instance_id);
 	in = &a->list.instances[0];
 	if (strcmp(in->id, m->instance_id) != 0)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: answer "
-		    "is about another instance"));
+		DI_FAIL("DescribeInstances: answer is about another instance");
 	if (!ec2_name_ok(in->type, sizeof(m->instance_type)) ||
 	    !ec2_name_ok(in->az, sizeof(m->az)) ||
 	    !ec2_id_ok(in->subnet_id, "subnet-") ||
 	    !ec2_id_ok(in->vpc_id, "vpc-"))
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: invalid "
-		    "type, zone, subnet or VPC for %s", m->instance_id));
+		DI_FAIL("DescribeInstances: invalid type, zone, subnet or VPC "
+		    "for %s", m->instance_id);
+	if (strcmp(in->type, m->instance_type) != 0)
+		DI_FAIL("DescribeInstances: %s is a %s, IMDS says %s",
+		    m->instance_id, in->type, m->instance_type);
 	for (i = 0; i < in->nenis; i++) {
 		if (!in->enis[i].attached ||
 		    ec2_uint(in->enis[i].device_index, 1024, &dev) == -1 ||
@@ -272,20 +286,19 @@ di_described(struct intent *it, const struct ec2_answer *a)
 		p = &in->enis[i];
 	}
 	if (p == NULL)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: %s has "
-		    "no interface at device index 0", m->instance_id));
+		DI_FAIL("DescribeInstances: %s has no interface at device "
+		    "index 0", m->instance_id);
 	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1 ||
 	    ip4_parse(p->private_ip, &m->primary_ip) == -1)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: invalid "
-		    "primary interface id, MAC or address"));
+		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
+		    "or address");
 	if (memcmp(mac, it->mac, 6) != 0)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstances: primary "
-		    "interface MAC %s differs from IMDS's", p->mac));
+		DI_FAIL("DescribeInstances: primary interface MAC %s differs "
+		    "from IMDS's", p->mac);
 	for (i = 0; i < p->ngroups; i++)
 		if (!ec2_id_ok(p->groups[i], "sg-"))
-			THEN(intent_fail(it, CO_FATAL, "DescribeInstances: "
-			    "invalid security group \"%s\"", p->groups[i]));
-	msg_strlcpy(m->instance_type, in->type, sizeof(m->instance_type));
+			DI_FAIL("DescribeInstances: invalid security group "
+			    "\"%s\"", p->groups[i]);
 	msg_strlcpy(m->az, in->az, sizeof(m->az));
 	msg_strlcpy(m->region, cd->region, sizeof(m->region));
 	msg_strlcpy(m->primary_eni, p->id, sizeof(m->primary_eni));
@@ -296,29 +309,88 @@ di_described(struct intent *it, const struct ec2_answer *a)
 	for (i = 0; i < p->ngroups; i++)
 		msg_strlcpy(m->sgs[i], p->groups[i], sizeof(m->sgs[i]));
 	msg_strlcpy(cd->vpc_id, in->vpc_id, sizeof(cd->vpc_id));
-	it->step = DI_TYPE;
-	intent_next(it);
+	return 0;
 }
 
-static void
+/* DescribeInstanceTypes' answer into it->inst's limits. */
+static int
 di_typed(struct intent *it, const struct ec2_answer *a,
-    const struct msg_cloud_status *st)
+    struct msg_cloud_status *st)
 {
 	struct msg_cloud_instance *m = it->inst;
 	const struct ec2_instance_type *t;
 
 	if (a->nitems != 1 || strcmp(a->list.types[0].name,
 	    m->instance_type) != 0)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstanceTypes: no "
-		    "single answer for %s", m->instance_type));
+		DI_FAIL("DescribeInstanceTypes: no single answer for %s",
+		    m->instance_type);
 	t = &a->list.types[0];
 	if (ec2_uint(t->max_enis, 64, &m->max_enis) == -1 ||
 	    m->max_enis == 0 ||
 	    ec2_uint(t->ipv4_per_eni, 64, &m->ips_per_eni) == -1 ||
 	    m->ips_per_eni == 0)
-		THEN(intent_fail(it, CO_FATAL, "DescribeInstanceTypes: "
-		    "invalid limits for %s", m->instance_type));
-	intent_reply(it, st);
+		DI_FAIL("DescribeInstanceTypes: invalid limits for %s",
+		    m->instance_type);
+	return 0;
+#undef DI_FAIL
+}
+
+/* One of the two calls ended (fail: how, or NULL if it went well).  The
+ * answer goes once both have; if both failed, it is DescribeInstances'
+ * failure, as when the two went one after the other. */
+static void
+di_call_end(struct intent *it, enum ec2_action action,
+    const struct msg_cloud_status *fail)
+{
+	struct msg_cloud_status st;
+	int i;
+
+	if (fail != NULL)
+		it->di_st[action == EC2_DESCRIBE_INSTANCES ? 0 : 1] = *fail;
+	if (--it->di_pending > 0)
+		return;
+	for (i = 0; i < 2; i++)
+		if (it->di_st[i].outcome != CO_OK)
+			THEN(intent_reply(it, &it->di_st[i]));
+	cloud_status(&st, CO_OK, "", "%s", "");
+	intent_reply(it, &st);
+}
+
+static void
+di_call_cb(struct cloud_call *c, const struct msg_cloud_status *st,
+    const struct ec2_answer *a, const char *body, size_t len, void *arg)
+{
+	struct intent *it = arg;
+	struct msg_cloud_status bad;
+	int rc;
+
+	(void)body;
+	(void)len;
+	if (st->outcome != CO_OK)
+		THEN(di_call_end(it, c->action, st));
+	if (a == NULL || a->is_error) {
+		cloud_status(&bad, CO_FATAL, "", "%s: no answer to read",
+		    ec2_action_name(c->action));
+		THEN(di_call_end(it, c->action, &bad));
+	}
+	rc = c->action == EC2_DESCRIBE_INSTANCES ? di_described(it, a, &bad) :
+	    di_typed(it, a, &bad);
+	di_call_end(it, c->action, rc == -1 ? &bad : NULL);
+}
+
+/* Start one of the two; it is not touched afterwards (the other's end
+ * may answer and free it). */
+static void
+di_ec2(struct intent *it, enum ec2_action action, struct ec2_form *f)
+{
+	struct msg_cloud_status st;
+
+	if (cloud_ec2(it->cd, action, f, it->deadline, true, di_call_cb,
+	    it) == 0)
+		return;
+	cloud_status(&st, CO_TRANSIENT, "", "%s: out of memory",
+	    ec2_action_name(action));
+	di_call_end(it, action, &st);
 }
 
 /* ---- describe-subnets and describe-enis: paged streams ---- */
@@ -531,12 +603,20 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 			if (parse_cidr_lines(body, len, it->inst) == -1)
 				THEN(intent_fail(it, CO_FATAL, "IMDS: "
 				    "invalid or too many VPC CIDR blocks"));
+			it->step = DI_TYPE_NAME;
+			break;
+		case DI_TYPE_NAME:
+			if (imds_text(body, len, text, sizeof(text)) == -1 ||
+			    !ec2_name_ok(text, sizeof(it->inst->instance_type)))
+				THEN(intent_fail(it, CO_FATAL, "IMDS: "
+				    "invalid instance type"));
+			msg_strlcpy(it->inst->instance_type, text,
+			    sizeof(it->inst->instance_type));
 			it->step = DI_DESCRIBE;
 			break;
-		case DI_DESCRIBE:
-			THEN(di_described(it, a));
-		case DI_TYPE:
-			THEN(di_typed(it, a, st));
+		default:	/* its EC2 calls end in di_call_cb() */
+			THEN(intent_fail(it, CO_FATAL, "describe-instance: "
+			    "answer out of turn"));
 		}
 		break;
 	case MSG_CLOUD_DESCRIBE_SUBNETS:
@@ -609,16 +689,20 @@ intent_next(struct intent *it)
 			snprintf(path, sizeof(path), "meta-data/network/"
 			    "interfaces/macs/%s/vpc-ipv4-cidr-blocks", mac);
 			THEN(intent_imds(it, path));
-		case DI_DESCRIBE:
+		case DI_TYPE_NAME:
+			THEN(intent_imds(it, "meta-data/instance-type"));
+		case DI_DESCRIBE: {
+			struct ec2_form types;
+
 			ec2_form_init(&f, EC2_DESCRIBE_INSTANCES);
 			ec2_form_add(&f, "InstanceId.1", cd->instance_id);
-			THEN(intent_ec2(it, EC2_DESCRIBE_INSTANCES, &f, true));
-		case DI_TYPE:
-			ec2_form_init(&f, EC2_DESCRIBE_INSTANCE_TYPES);
-			ec2_form_add(&f, "InstanceType.1",
+			ec2_form_init(&types, EC2_DESCRIBE_INSTANCE_TYPES);
+			ec2_form_add(&types, "InstanceType.1",
 			    it->inst->instance_type);
-			THEN(intent_ec2(it, EC2_DESCRIBE_INSTANCE_TYPES, &f,
-			    true));
+			it->di_pending = 2;
+			di_ec2(it, EC2_DESCRIBE_INSTANCES, &f);
+			THEN(di_ec2(it, EC2_DESCRIBE_INSTANCE_TYPES, &types));
+		}
 		}
 		return;
 	case MSG_CLOUD_DESCRIBE_SUBNETS:

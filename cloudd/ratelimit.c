@@ -71,14 +71,20 @@ rl_throttled(struct rl_bucket *b, uint64_t now)
 }
 
 uint64_t
-backoff_ms(unsigned attempt, uint64_t base, uint64_t cap, uint32_t rnd)
+backoff_ceiling_ms(unsigned attempt, uint64_t base, uint64_t cap)
 {
 	uint64_t ceiling = base;
 
 	while (attempt-- > 0 && ceiling < cap && ceiling <= UINT32_MAX)
 		ceiling *= 2;
-	if (ceiling > cap)
-		ceiling = cap;
+	return ceiling > cap ? cap : ceiling;
+}
+
+uint64_t
+backoff_ms(unsigned attempt, uint64_t base, uint64_t cap, uint32_t rnd)
+{
+	uint64_t ceiling = backoff_ceiling_ms(attempt, base, cap);
+
 	/* rnd has 32 bits: past them the draw is rnd itself, and ceiling + 1
 	 * can't wrap to 0 below. */
 	if (ceiling >= UINT32_MAX)

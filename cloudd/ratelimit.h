@@ -39,4 +39,10 @@ void	 rl_throttled(struct rl_bucket *b, uint64_t now);
 uint64_t backoff_ms(unsigned attempt, uint64_t base, uint64_t cap,
 	    uint32_t rnd);
 
+/*
+ * The ceiling itself, min(cap, base * 2^attempt): the delay without
+ * jitter (base == cap makes it fixed, as SDK defaults retry).
+ */
+uint64_t backoff_ceiling_ms(unsigned attempt, uint64_t base, uint64_t cap);
+
 #endif /* ENID_RATELIMIT_H */

@@ -58,8 +58,17 @@ static const struct key rate_describe_keys[] = {
 };
 
 static const struct key rate_keys[] = {
+	BOOL("enabled", cloud.rate_enabled),
 	OBJ("mutating", rate_mutating_keys),
 	OBJ("describe", rate_describe_keys),
+	END
+};
+
+static const struct key retry_keys[] = {
+	U32("base_ms", cloud.retry.base_ms, 1, 60000),
+	U32("cap_ms", cloud.retry.cap_ms, 1, 600000),
+	BOOL("jitter", cloud.retry.jitter),
+	U32("max_attempts", cloud.retry.max_attempts, 1, 100),
 	END
 };
 
@@ -75,6 +84,7 @@ static const struct key cloud_keys[] = {
 	SECRET("session_token", cloud.session_token),
 	U32("timeout_ms", cloud.timeout_ms, 100, 600000),
 	OBJ("rate", rate_keys),
+	OBJ("retry", retry_keys),
 	END
 };
 
@@ -142,6 +152,11 @@ config_defaults(struct enid_config *cfg)
 	cfg->cloud.rate_mutating.refill_per_s = 2;
 	cfg->cloud.rate_describe.capacity = 20;
 	cfg->cloud.rate_describe.refill_per_s = 4;
+	cfg->cloud.rate_enabled = true;
+	cfg->cloud.retry.base_ms = 100;
+	cfg->cloud.retry.cap_ms = 5000;
+	cfg->cloud.retry.jitter = true;
+	cfg->cloud.retry.max_attempts = 10;
 	cfg->pool.warm_ip_target = 0;
 	cfg->pool.minimum_ip_target = 0;
 	cfg->pool.warm_eni_target = 1;
@@ -440,6 +455,9 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 	    cfg->cloud.access_key_id[0] == '\0')
 		return fail(pe, "cloud.session_token", "given without "
 		    "access_key_id");
+	if (cfg->cloud.retry.cap_ms < cfg->cloud.retry.base_ms)
+		return fail(pe, "cloud.retry.cap_ms", "%u is below base_ms (%u)",
+		    cfg->cloud.retry.cap_ms, cfg->cloud.retry.base_ms);
 	/* Equal priorities would leave the order of "to POD" and "from POD"
 	 * rules to the kernel's insertion order. */
 	if (cfg->routing.rule_priority_to >= cfg->routing.rule_priority_from)

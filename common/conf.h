@@ -55,8 +55,15 @@ struct enid_config {
 		char		secret_access_key[CONF_STR_LEN];
 		char		session_token[2048];
 		uint32_t	timeout_ms;		/* one HTTP call */
+		bool		rate_enabled;	/* false: no client limit */
 		struct conf_rate rate_mutating;
 		struct conf_rate rate_describe;
+		struct {
+			uint32_t	base_ms;	/* first retry's ceiling */
+			uint32_t	cap_ms;
+			bool		jitter;		/* full; else fixed */
+			uint32_t	max_attempts;
+		}		retry;
 	}		cloud;
 
 	struct {

@@ -52,6 +52,94 @@ def need_built(prog, *rels):
                "sh tests/deps.sh" % ENID_USER)
 
 
+REQUIRED_TOOLS = {"/usr/sbin/ip": "iproute2", "/usr/bin/python3": "python3"}
+
+
+def need_tools(prog, tools=None):
+    """Each tool (path: Debian package) must be installed."""
+    for path, pkg in dict(REQUIRED_TOOLS, **(tools or {})).items():
+        if not os.access(path, os.X_OK):
+            refuse(prog, "%s is missing: install the Debian package %s "
+                   "(sh tests/deps.sh)" % (path, pkg))
+
+
+def running_sims():
+    """[(pid, prefix)] of every vpcsim running on the machine."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if not any(a.endswith(b"vpcsim/vpcsim") for a in argv[:3]) or \
+                b"--cleanup" in argv:
+            continue
+        prefix = "enid"
+        for i, a in enumerate(argv[:-1]):
+            if a == b"--prefix":
+                prefix = argv[i + 1].decode(errors="replace")
+        out.append((int(d), prefix))
+    return out
+
+
+def need_quiet_machine(prog):
+    """No other simulated VPC running: its threads and its enids would
+    share the two cores with what is measured, and the figure would
+    mean nothing."""
+    sims = running_sims()
+    if not sims:
+        return
+    which = ", ".join("pid %d, prefix %s" % s for s in sims)
+    if os.environ.get("ENID_BENCH_BUSY_OK") == "1":
+        # For trying a benchmark out on a shared machine, not for figures.
+        print("%s: WARNING: another vpcsim is running (%s); ENID_BENCH_"
+              "BUSY_OK=1, so going on: these figures share the CPUs"
+              % (prog, which), file=sys.stderr)
+        return
+    refuse(prog, "another vpcsim is running (%s); a measurement beside it "
+           "means nothing: wait until it ends (or set ENID_BENCH_BUSY_OK=1 "
+           "to try the benchmark anyway)" % which)
+
+
+def need_free_namespaces(prog, prefix):
+    """Our own namespace names must not exist yet."""
+    left = [n for n in os.listdir("/run/netns")
+            if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") \
+        else []
+    if left:
+        refuse(prog, "namespaces %s exist already (left by a crashed "
+               "run?): remove them with tests/vpcsim/vpcsim --cleanup "
+               "--prefix %s" % (" ".join(sorted(left)[:4]), prefix))
+
+
+def preflight(prog, prefix=None, tools=None, quiet=True):
+    """Every precondition a benchmark has, each refused by name."""
+    need_root(prog)
+    need_tools(prog, tools)
+    need_built(prog)
+    if quiet:
+        need_quiet_machine(prog)
+    if prefix:
+        need_free_namespaces(prog, prefix)
+
+
+def record(prog, rows):
+    """Add this benchmark's rows to the combined table (tests/bench/
+    bench_all): to the JSON-lines file ENID_BENCH_RESULTS names, if any.
+    A row: name, measured, compared (what it was set against, measured in
+    the same run), ratio, target (text), ok (True, False, or None when the
+    row has no target)."""
+    path = os.environ.get("ENID_BENCH_RESULTS")
+    if not path:
+        return
+    with open(path, "a") as f:
+        for r in rows:
+            f.write(json.dumps(dict(r, bench=prog)) + "\n")
+
+
 def exit_on_signals():
     """SIGTERM and SIGHUP unwind like ^C does, so every cleanup runs."""
     def handler(signo, _frame):

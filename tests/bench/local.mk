@@ -7,14 +7,27 @@ tests_bench_bench_broker_SOURCES = tests/bench/bench_broker.c
 tests_bench_bench_broker_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tests_bench_bench_broker_LDADD = $(JSONC_LIBS)
 EXTRA_DIST += tests/bench/bench_broker_run tests/bench/bench_memory \
-	tests/bench/benchenv.py
+	tests/bench/benchenv.py tests/bench/bench_cni \
+	tests/bench/bench_netd_rules tests/bench/bench_warmup \
+	tests/bench/bench_rollout tests/bench/bench_all \
+	tests/bench/bench_profile
 
-# Both run even when the first fails; the target fails if either did.
+# Every benchmark runs, even after one fails, and one table closes the
+# run (tests/bench/bench_all; doc/performance.md).  BENCH_ONLY=warmup,...
+# picks some; BENCH_<NAME>_ARGS pass arguments to one.
 .PHONY: bench
 bench: all
-	cd $(srcdir) || exit 2; rc=0; \
-	ENID_BUILDDIR=$(abs_builddir) /usr/bin/python3 \
-		tests/bench/bench_broker_run $(BENCH_BROKER_ARGS) || rc=1; \
-	ENID_BUILDDIR=$(abs_builddir) /usr/bin/python3 \
-		tests/bench/bench_memory $(BENCH_MEMORY_ARGS) || rc=1; \
-	exit $$rc
+	cd $(srcdir) && ENID_BUILDDIR=$(abs_builddir) \
+	BENCH_CNI_ARGS="$(BENCH_CNI_ARGS)" \
+	BENCH_BROKER_ARGS="$(BENCH_BROKER_ARGS)" \
+	BENCH_MEMORY_ARGS="$(BENCH_MEMORY_ARGS)" \
+	BENCH_WARMUP_ARGS="$(BENCH_WARMUP_ARGS)" \
+	BENCH_ROLLOUT_ARGS="$(BENCH_ROLLOUT_ARGS)" BENCH_ONLY="$(BENCH_ONLY)" \
+	/usr/bin/python3 tests/bench/bench_all
+
+# Where the CPU goes on the broker's ADD path and cloudd's request path
+# (perf sampling; tests/bench/bench_profile).  Not in the table: no ratio.
+.PHONY: bench-profile
+bench-profile: all
+	cd $(srcdir) && ENID_BUILDDIR=$(abs_builddir) \
+	/usr/bin/python3 tests/bench/bench_profile $(BENCH_PROFILE_ARGS)

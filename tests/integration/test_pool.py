@@ -508,3 +508,26 @@ def test_leak_gc(make_env):
     assert kept <= ids, (kept - ids)
     text = env.enid.text()
     assert "leak" in text
+
+
+def test_reconcile_questions_fail_one_at_a_time(make_env):
+    """A run's questions go out at once (reconcile.c); any one failing ends
+    the run with its own error, each in turn, and enid goes on: the next
+    run, with the faults gone, succeeds.  The first run at start also
+    waits for the subnets describe, and the pool runs after it."""
+    env = make_env(log_level="debug", pool=pool_conf(warm_eni_target=1))
+    env.start()
+    for rule, why in (
+            ({"action": "DescribeNetworkInterfaces",
+              "code": "UnauthorizedOperation", "count": 1}, "describe"),
+            ({"action": "DescribeNetworkInterfaces",
+              "code": "UnauthorizedOperation", "count": 3}, "describe")):
+        env.faults([rule])
+        a = env.ctl({"op": "reconcile"})
+        assert not a["ok"] and a["code"] == "cloud-error", a
+        assert why in a["error"] and "UnauthorizedOperation" in a["error"], a
+        assert env.enid.proc.poll() is None, env.enid.text()[-2000:]
+        env.clear_faults()
+    env.reconcile()
+    assert env.enid.proc.poll() is None
+    assert env.show("pool")["phase"] == "running"

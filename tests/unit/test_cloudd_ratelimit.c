@@ -82,6 +82,13 @@ test_backoff(void **state)
 	unsigned a;
 
 	(void)state;
+	/* without jitter: the ceiling itself; base == cap is fixed */
+	assert_int_equal(backoff_ceiling_ms(0, 100, 5000), 100);
+	assert_int_equal(backoff_ceiling_ms(3, 100, 5000), 800);
+	assert_int_equal(backoff_ceiling_ms(9, 100, 5000), 5000);
+	assert_int_equal(backoff_ceiling_ms(0, 1000, 1000), 1000);
+	assert_int_equal(backoff_ceiling_ms(7, 1000, 1000), 1000);
+	assert_int_equal(backoff_ceiling_ms(200, 100, 5000), 5000);
 	assert_int_equal(backoff_ms(0, 100, 5000, 0), 0);
 	assert_int_equal(backoff_ms(0, 100, 5000, 100), 100);
 	assert_int_equal(backoff_ms(0, 100, 5000, 101), 0);

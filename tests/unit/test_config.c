@@ -85,6 +85,12 @@ static const struct bad bad_cases[] = {
 	{ "{\"subnets\": [{\"id\": \"subnet-1\", \"security_groups\": "
 	  "[\"group\"]}]}",
 	  "subnets[0].security_groups[0]: \"group\" is not a security group id" },
+	{ "{\"cloud\": {\"retry\": {\"base_ms\": 2000, \"cap_ms\": 1000}}}",
+	  "cloud.retry.cap_ms: 1000 is below base_ms (2000)" },
+	{ "{\"cloud\": {\"retry\": {\"base_ms\": 6000}}}",
+	  "cloud.retry.cap_ms: 5000 is below base_ms (6000)" },
+	{ "{\"cloud\": {\"rate\": {\"enabled\": 0}}}",
+	  "cloud.rate.enabled: expected true or false, got int" },
 	{ "{\"routing\": {\"table_base\": 250}}",
 	  "routing.table_base: 250 out of range 1..188" },
 	{ "{\"routing\": {\"rule_priority_to\": 2000, "
@@ -210,7 +216,10 @@ test_full_config(void **state)
 	    "  \"cloud\": {\"provider\": \"ec2\", \"region\": \"eu-west-1\",\n"
 	    "    \"ec2_endpoint\": \"http://198.18.0.1/\", \"allow_http\": true,\n"
 	    "    \"rate\": {\"mutating\": {\"capacity\": 5, \"refill_per_s\": 1},\n"
-	    "             \"describe\": {\"capacity\": 9, \"refill_per_s\": 3}}},\n"
+	    "             \"describe\": {\"capacity\": 9, \"refill_per_s\": 3},\n"
+	    "             \"enabled\": false},\n"
+	    "    \"retry\": {\"base_ms\": 1000, \"cap_ms\": 1000, \"jitter\": false,\n"
+	    "              \"max_attempts\": 4}},\n"
 	    "  \"pool\": {\"warm_ip_target\": 3, \"minimum_ip_target\": 5,\n"
 	    "    \"warm_eni_target\": 0, \"max_pods\": 29, \"max_enis\": 3,\n"
 	    "    \"ip_cooldown_s\": 0, \"add_timeout_s\": 4},\n"
@@ -231,6 +240,10 @@ test_full_config(void **state)
 	assert_true(cfg.cloud.allow_http);
 	assert_int_equal(cfg.cloud.rate_mutating.capacity, 5);
 	assert_int_equal(cfg.cloud.rate_describe.refill_per_s, 3);
+	assert_false(cfg.cloud.rate_enabled);
+	assert_int_equal(cfg.cloud.retry.base_ms, 1000);
+	assert_int_equal(cfg.cloud.retry.cap_ms, 1000);
+	assert_false(cfg.cloud.retry.jitter);
 	assert_int_equal(cfg.pool.max_pods, 29);
 	assert_int_equal(cfg.nsubnets, 2);
 	assert_string_equal(cfg.subnets[0].sgs[1], "sg-2");
@@ -318,6 +331,12 @@ static const struct u32_key u32_keys[] = {
 	{ "cloud.rate.describe.refill_per_s",
 	  CFG_OFF(cloud.rate_describe.refill_per_s), 1, 10000,
 	  NULL, NULL, NULL },
+	{ "cloud.retry.base_ms", CFG_OFF(cloud.retry.base_ms), 1, 60000,
+	  "\"cap_ms\": 600000", NULL, NULL },
+	{ "cloud.retry.cap_ms", CFG_OFF(cloud.retry.cap_ms), 1, 600000,
+	  "\"base_ms\": 1", NULL, NULL },
+	{ "cloud.retry.max_attempts", CFG_OFF(cloud.retry.max_attempts), 1,
+	  100, NULL, NULL, NULL },
 	{ "pool.warm_ip_target", CFG_OFF(pool.warm_ip_target), 0, 1000,
 	  NULL, NULL, NULL },
 	{ "pool.minimum_ip_target", CFG_OFF(pool.minimum_ip_target), 0, 1000,

@@ -8,7 +8,8 @@ EXTRA_DIST += tests/vpcsim/vpcsim tests/vpcsim/README.md tests/vpcsim/run-tests 
 	tests/vpcsim/simlib/imds.py tests/vpcsim/simlib/control.py \
 	tests/vpcsim/test_vpcsim_ec2.py tests/vpcsim/test_vpcsim_imds.py \
 	tests/vpcsim/test_vpcsim_dataplane.py tests/vpcsim/test_vpcsim_faults.py \
-	tests/vpcsim/test_vpcsim_badinput.py tests/vpcsim/test_vpcsim_lifecycle.py
+	tests/vpcsim/test_vpcsim_badinput.py tests/vpcsim/test_vpcsim_lifecycle.py \
+	tests/vpcsim/test_vpcsim_links.py
 
 .PHONY: check-vpcsim
 check-vpcsim:

@@ -29,6 +29,7 @@ class Dataplane:
         self.errors = collections.deque(maxlen=20)
         self.stopping = False
         self.thread = None
+        self.routes = getattr(sim.cfg, "dataplane", "full") == "full"
 
     # ------------------------------------------------------------ set-up
 
@@ -54,30 +55,37 @@ class Dataplane:
             netns.ip(ns, "addr", "add", s.gateway + "/32", "dev", "lo")
 
     def create_node(self, i, eni, prefixlen):
+        # Three execs a node (batches), so a fleet of them starts quickly.
         ns = self.node_ns(i)
         netns.add_netns(ns)
         self.made_ns.append(ns)
-        netns.ip(ns, "link", "set", "lo", "up")
         vpc_if = self._vpc_ifname()
-        netns.ip(self.vpc_ns, "link", "add", vpc_if, "type", "veth", "peer", "name",
-                 "eth0", "address", eni.mac, "netns", ns)
-        netns.ip(self.vpc_ns, "link", "set", vpc_if, "up")
-        netns.ip(ns, "addr", "add", "%s/%d" % (eni.addresses[0], prefixlen),
-                 "dev", "eth0")
-        netns.ip(ns, "link", "set", "eth0", "up")
-        netns.ip(ns, "route", "add", "default", "via", eni.subnet.gateway,
-                 "dev", "eth0")
-        self._deliver(vpc_if, eni.addresses[0], eni.mac)
+        netns.ip_batch(self.vpc_ns, [
+            "link add %s type veth peer name eth0 address %s netns %s"
+            % (vpc_if, eni.mac, ns),
+            "link set %s up" % vpc_if] +
+            self._deliver_cmds(vpc_if, eni.addresses[0], eni.mac, primary=True))
+        netns.ip_batch(ns, [
+            "link set lo up",
+            "addr add %s/%d dev eth0" % (eni.addresses[0], prefixlen),
+            "link set eth0 up",
+            "route add default via %s dev eth0" % eni.subnet.gateway])
         self.links[eni.id] = {"vpc_if": vpc_if, "node_if": "eth0", "netns": ns,
                               "routes": {eni.addresses[0]}, "created": time.time()}
 
-    def _deliver(self, vpc_if, addr, mac):
+
+    def _deliver_cmds(self, vpc_if, addr, mac, primary=False):
         # As the VPC fabric does: an assigned address goes to the ENI that
         # holds it, by its MAC, with no ARP (a node answers none for the
-        # addresses it routes on to pods).
-        netns.ip(self.vpc_ns, "route", "replace", addr + "/32", "dev", vpc_if)
-        netns.ip(self.vpc_ns, "neigh", "replace", addr, "lladdr", mac, "dev",
-                 vpc_if, "nud", "permanent")
+        # addresses it routes on to pods).  With --dataplane links, only
+        # the node's own address is routed (its daemon reaches EC2 and
+        # IMDS through it); attached ENIs get their links and no route
+        # (a fleet's rollout, which sends no packet from a pod).
+        if not self.routes and not primary:
+            return []
+        return ["route replace %s/32 dev %s" % (addr, vpc_if),
+                "neigh replace %s lladdr %s dev %s nud permanent"
+                % (addr, mac, vpc_if)]
 
     def _vpc_ifname(self):
         self.seq += 1
@@ -156,26 +164,38 @@ class Dataplane:
             have = None
         if want is None:
             return
+        # One `ip -batch` for the link and its new routes: the link
+        # appears with its routes, as a real attachment's does.
+        cmds = []
         if have is None:
             vpc_if = self._vpc_ifname()
             node_if = "eth%d" % want["device_index"]
             if netns.link_exists(want["netns"], node_if):
                 node_if = "eth%dx%d" % (want["device_index"], self.seq)
-            netns.ip(self.vpc_ns, "link", "add", vpc_if, "type", "veth", "peer",
-                     "name", node_if, "address", want["mac"], "netns", want["netns"])
-            netns.ip(self.vpc_ns, "link", "set", vpc_if, "up")
+            cmds += ["link add %s type veth peer name %s address %s netns %s"
+                     % (vpc_if, node_if, want["mac"], want["netns"]),
+                     "link set %s up" % vpc_if]
             have = {"vpc_if": vpc_if, "node_if": node_if, "netns": want["netns"],
-                    "routes": set(), "created": time.time()}
-            with self.cv:
+                    "routes": set(), "created": None}
+        adding = sorted(want["routes"] - have["routes"]) if self.routes else []
+        for addr in adding:
+            cmds += self._deliver_cmds(have["vpc_if"], addr, want["mac"])
+        try:
+            netns.ip_batch(self.vpc_ns, cmds)
+        except netns.NetnsError:
+            if have["created"] is None:    # no half-made link left behind
+                netns.ip(self.vpc_ns, "link", "del", have["vpc_if"], check=False)
+            raise
+        with self.cv:
+            if have["created"] is None:
+                have["created"] = time.time()
                 self.links[eni_id] = have
-        for addr in sorted(want["routes"] - have["routes"]):
-            self._deliver(have["vpc_if"], addr, want["mac"])
-            with self.cv:
-                have["routes"].add(addr)
-        for addr in sorted(have["routes"] - want["routes"]):
-            netns.ip(self.vpc_ns, "route", "del", addr + "/32", "dev", have["vpc_if"],
-                     check=False)
-            netns.ip(self.vpc_ns, "neigh", "del", addr, "dev", have["vpc_if"],
-                     check=False)
-            with self.cv:
-                have["routes"].discard(addr)
+            have["routes"].update(adding)
+        gone = sorted(have["routes"] - want["routes"])
+        cmds = []
+        for addr in gone:
+            cmds += ["route del %s/32 dev %s" % (addr, have["vpc_if"]),
+                     "neigh del %s dev %s" % (addr, have["vpc_if"])]
+        netns.ip_batch(self.vpc_ns, cmds, force=True)
+        with self.cv:
+            have["routes"].difference_update(gone)
