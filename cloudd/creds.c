@@ -1,5 +1,7 @@
 /*
- * Parsing of IMDS role credentials and times (creds.h).  Pure.
+ * Parsing of IMDS role credentials, times and the other IMDS answers
+ * (creds.h).  Pure.  A body is as http.c hands it over: len bytes with a
+ * NUL after them, or NULL when empty.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -8,7 +10,9 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "creds.h"
+#include "ec2.h"
 
 #define BAD(...)	do { snprintf(err, errlen, __VA_ARGS__); goto out; } \
 			while (0)
@@ -144,4 +148,76 @@ imds_first_line(const char *text, size_t len, char *out, size_t size)
 		return -1;
 	out[i] = '\0';
 	return 0;
+}
+
+int
+imds_token(const char *body, size_t len, char *out, size_t size)
+{
+	if (len == 0 || len >= size || !creds_text_ok(body, size))
+		return -1;
+	memcpy(out, body, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+imds_region(const char *body, size_t len, char *out, size_t size)
+{
+	if (len == 0 || len >= size)
+		return -1;
+	memcpy(out, body, len);
+	out[len] = '\0';
+	if (!ec2_name_ok(out, size)) {
+		out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+int
+imds_text(const char *body, size_t len, char *out, size_t size)
+{
+	size_t n = len;
+
+	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n >= size || memchr(body, '\0', n) != NULL)
+		return -1;
+	memcpy(out, body, n);
+	out[n] = '\0';
+	return ec2_tag_text_ok(out, size) ? 0 : -1;
+}
+
+int
+imds_cidr_lines(const char *body, size_t len,
+    struct msg_cidr cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs)
+{
+	char line[64];
+	size_t i = 0, j;
+
+	*ncidrs = 0;
+	while (i < len) {
+		for (j = 0; i < len && body[i] != '\n'; i++) {
+			if (j + 1 >= sizeof(line))
+				goto bad;
+			line[j++] = body[i];
+		}
+		i++;
+		while (j > 0 && line[j - 1] == '\r')
+			j--;
+		line[j] = '\0';
+		if (j == 0)
+			continue;
+		if (*ncidrs == MSG_MAX_CIDRS)
+			goto bad;
+		if (cidr4_parse(line, &cidrs[*ncidrs].addr,
+		    &cidrs[*ncidrs].prefix) == -1)
+			goto bad;
+		(*ncidrs)++;
+	}
+	if (*ncidrs > 0)
+		return 0;
+bad:
+	*ncidrs = 0;
+	return -1;
 }
