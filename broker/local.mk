@@ -35,7 +35,7 @@ fuzz-checkpoint: $(FUZZ_CKPT_SRC)
 	./tests/fuzz/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-dict=$(srcdir)/tests/fuzz/checkpoint.dict \
-		-print_final_stats=1 $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
 		$(srcdir)/tests/fuzz/corpus/checkpoint; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_checkpoint
@@ -58,7 +58,7 @@ fuzz-cnireq: $(FUZZ_CNIREQ_SRC)
 	./tests/fuzz/fuzz_cnireq -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-dict=$(srcdir)/tests/fuzz/cnireq.dict \
-		-print_final_stats=1 $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
 		$(srcdir)/tests/fuzz/corpus/cnireq; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_cnireq
