@@ -1,6 +1,7 @@
 /*
  * Admin socket requests (see ctlreq.h).  The messages are those the ops
- * gave when each read its own fields.
+ * gave when each read its own fields; a value the client sent is quoted
+ * in one only as shown(), since the broker logs every bad request.
  */
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 
 #include "ctlreq.h"
 #include "log.h"
+
+#define SHOWN_LEN	33
 
 static const char *const op_names[CTL_OP_COUNT] = {
 	[CTL_OP_STATUS] = "status",
@@ -40,7 +43,24 @@ ctl_show_name(enum ctl_show what)
 	return (unsigned)what < CTL_SHOW_COUNT ? show_names[what] : "?";
 }
 
-/* The string member key: *s, or -1 with err set. */
+/*
+ * A client's string as an error may quote it: at most 32 bytes, anything
+ * outside printable ASCII shown as '?', so that it cannot put a newline or
+ * an escape sequence into the log line that reports it.
+ */
+static const char *
+shown(const char *s, char buf[SHOWN_LEN])
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i < SHOWN_LEN - 1; i++)
+		buf[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* The string member key, whole: *s, or -1 with err set.  A NUL inside
+ * ("pool\u0000x") would make it compare equal to its first part. */
 static int
 take_str(struct json_object *o, const char *key, const char **s, char *err,
     size_t errlen)
@@ -53,6 +73,10 @@ take_str(struct json_object *o, const char *key, const char **s, char *err,
 		return -1;
 	}
 	*s = json_object_get_string(v);
+	if (strlen(*s) != (size_t)json_object_get_string_len(v)) {
+		snprintf(err, errlen, "\"%s\" contains a NUL byte", key);
+		return -1;
+	}
 	return 0;
 }
 
@@ -62,6 +86,7 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 {
 	struct json_object *v;
 	const char *name, *s;
+	char sh[SHOWN_LEN];
 	unsigned i;
 
 	memset(r, 0, sizeof(*r));
@@ -82,7 +107,7 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 		if (strcmp(op_names[i], name) == 0)
 			break;
 	if (i == CTL_OP_COUNT) {
-		snprintf(err, errlen, "unknown op \"%.64s\"", name);
+		snprintf(err, errlen, "unknown op \"%s\"", shown(name, sh));
 		return -1;
 	}
 	r->op = (enum ctl_op)i;
@@ -95,8 +120,9 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 			if (strcmp(show_names[i], s) == 0)
 				break;
 		if (i == CTL_SHOW_COUNT) {
-			snprintf(err, errlen, "unknown \"what\" \"%.32s\" (pool, "
-			    "enis, pods, subnets, config, limits)", s);
+			snprintf(err, errlen, "unknown \"what\" \"%s\" (pool, "
+			    "enis, pods, subnets, config, limits)",
+			    shown(s, sh));
 			return -1;
 		}
 		r->what = (enum ctl_show)i;
@@ -111,8 +137,8 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 		if (take_str(o, "level", &s, err, errlen) == -1)
 			return -1;
 		if ((r->level = log_level_parse(s)) < 0) {
-			snprintf(err, errlen, "unknown level \"%.32s\" (error, "
-			    "warning, info, debug)", s);
+			snprintf(err, errlen, "unknown level \"%s\" (error, "
+			    "warning, info, debug)", shown(s, sh));
 			return -1;
 		}
 		break;

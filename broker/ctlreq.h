@@ -3,8 +3,8 @@
  * before an op acts on it (pure: a JSON object in, a struct out), as
  * cnireq.h is for the CNI socket.  "op" picks the operation; each op reads
  * only its own keys and ignores others, as enidctl has always relied on;
- * a missing or mistyped field or an unknown value is refused with a
- * message naming the field.
+ * a missing or mistyped field, an unknown value, or a string with a NUL
+ * in it is refused with a message naming the field.
  *
  *   status, reconcile, metrics   nothing
  *   show       what: pool, enis, pods, subnets, config or limits
