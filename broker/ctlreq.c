@@ -1,7 +1,8 @@
 /*
  * Admin socket requests (see ctlreq.h).  The messages are those the ops
  * gave when each read its own fields; a value the client sent is quoted
- * in one only as shown(), since the broker logs every bad request.
+ * in one only through log_tame(), at most 32 bytes of it, since the
+ * broker logs every bad request.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,22 +42,6 @@ const char *
 ctl_show_name(enum ctl_show what)
 {
 	return (unsigned)what < CTL_SHOW_COUNT ? show_names[what] : "?";
-}
-
-/*
- * A client's string as an error may quote it: at most 32 bytes, anything
- * outside printable ASCII shown as '?', so that it cannot put a newline or
- * an escape sequence into the log line that reports it.
- */
-static const char *
-shown(const char *s, char buf[SHOWN_LEN])
-{
-	size_t i;
-
-	for (i = 0; s[i] != '\0' && i < SHOWN_LEN - 1; i++)
-		buf[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
-	buf[i] = '\0';
-	return buf;
 }
 
 /* The string member key, whole: *s, or -1 with err set.  A NUL inside
@@ -107,7 +92,8 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 		if (strcmp(op_names[i], name) == 0)
 			break;
 	if (i == CTL_OP_COUNT) {
-		snprintf(err, errlen, "unknown op \"%s\"", shown(name, sh));
+		snprintf(err, errlen, "unknown op \"%s\"",
+		    log_tame(name, sh, sizeof(sh)));
 		return -1;
 	}
 	r->op = (enum ctl_op)i;
@@ -122,7 +108,7 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 		if (i == CTL_SHOW_COUNT) {
 			snprintf(err, errlen, "unknown \"what\" \"%s\" (pool, "
 			    "enis, pods, subnets, config, limits)",
-			    shown(s, sh));
+			    log_tame(s, sh, sizeof(sh)));
 			return -1;
 		}
 		r->what = (enum ctl_show)i;
@@ -138,7 +124,8 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 			return -1;
 		if ((r->level = log_level_parse(s)) < 0) {
 			snprintf(err, errlen, "unknown level \"%s\" (error, "
-			    "warning, info, debug)", shown(s, sh));
+			    "warning, info, debug)",
+			    log_tame(s, sh, sizeof(sh)));
 			return -1;
 		}
 		break;
