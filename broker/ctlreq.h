@@ -39,7 +39,7 @@ enum ctl_show {
 struct ctl_request {
 	enum ctl_op	 op;
 	enum ctl_show	 what;		/* show */
-	const char	*eni;		/* drain: in the request object; "" else */
+	const char	*eni;		/* drain: in the request; else "" */
 	int		 level;		/* log-level: enum log_level; else -1 */
 };
 

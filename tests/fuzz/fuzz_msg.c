@@ -514,7 +514,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			avail = (size_t)(end - p) < ti->size ?
 			    (size_t)(end - p) : ti->size;
 			memcpy(dgram + sizeof(hdr), p, avail);
-			memset(dgram + sizeof(hdr) + avail, 0, ti->size - avail);
+			memset(dgram + sizeof(hdr) + avail, 0,
+			    ti->size - avail);
 			p += avail;
 			n = sizeof(hdr) + ti->size;
 		} else {

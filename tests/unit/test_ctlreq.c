@@ -123,9 +123,11 @@ test_refusals(void **state)
 		{ "{\"op\":7}", "missing string field \"op\"" },
 		{ "{\"op\":\"start\"}", "unknown op \"start\"" },
 		{ "{\"op\":\"show\"}", "\"what\" must be a string" },
-		{ "{\"op\":\"show\",\"what\":null}", "\"what\" must be a string" },
-		{ "{\"op\":\"show\",\"what\":\"all\"}", "unknown \"what\" \"all\" "
-		  "(pool, enis, pods, subnets, config, limits)" },
+		{ "{\"op\":\"show\",\"what\":null}",
+		  "\"what\" must be a string" },
+		{ "{\"op\":\"show\",\"what\":\"all\"}",
+		  "unknown \"what\" \"all\" (pool, enis, pods, subnets, "
+		  "config, limits)" },
 		{ "{\"op\":\"drain\"}", "\"eni\" must be a string" },
 		{ "{\"op\":\"drain\",\"eni\":[\"eni-1\"]}",
 		  "\"eni\" must be a string" },
