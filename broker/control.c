@@ -1,8 +1,9 @@
 /*
  * The admin socket's operations (ctl.sock, mode 0660, root and
- * admin_group; the socket itself is server.c).  A missing or mistyped
- * field gets "bad-request" and the connection is closed; nothing in the
- * daemon changes.
+ * admin_group; the socket itself is server.c).  Each op's request is
+ * parsed whole by ctlreq.c first: a missing or mistyped field gets
+ * "bad-request" and the connection is closed; nothing in the daemon
+ * changes.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "addr.h"
+#include "ctlreq.h"
 #include "enid.h"
 #include "log.h"
 
@@ -208,6 +210,18 @@ subnet_json(const struct subnet *s)
 	return o;
 }
 
+/* Parse req, or answer bad-request: false then. */
+static bool
+parse_or_bad(struct jref *r, struct json_object *req, struct ctl_request *cr)
+{
+	char err[256];
+
+	if (ctl_request_parse(req, cr, err, sizeof(err)) == 0)
+		return true;
+	jref_bad(r, "%s", err);
+	return false;
+}
+
 /* ---- limits ---- */
 
 bool
@@ -274,40 +288,42 @@ static void
 op_show(struct broker *b, struct jref *r, struct json_object *req)
 {
 	struct engine *en = &b->engine;
-	struct json_object *v, *o, *list;
-	const char *what;
+	struct json_object *o, *list;
+	struct ctl_request cr;
+	struct pool_limits lim;
 	struct pod *p;
 	uint32_t i;
 
-	if (!json_object_object_get_ex(req, "what", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		jref_bad(r, "\"what\" must be a string");
+	if (!parse_or_bad(r, req, &cr))
 		return;
-	}
-	what = json_object_get_string(v);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	if (strcmp(what, "pool") == 0) {
+	switch (cr.what) {
+	case CTL_SHOW_POOL:
 		json_object_object_add(o, "pool", pool_json(b));
-	} else if (strcmp(what, "enis") == 0) {
+		break;
+	case CTL_SHOW_ENIS:
 		list = json_object_new_array();
 		for (i = 0; i < POOL_MAX_ENIS; i++)
 			if (en->enis[i].used)
 				json_object_array_add(list,
 				    eni_json(b, &en->enis[i]));
 		json_object_object_add(o, "enis", list);
-	} else if (strcmp(what, "pods") == 0) {
+		break;
+	case CTL_SHOW_PODS:
 		list = json_object_new_array();
 		TAILQ_FOREACH(p, &en->pods, all)
 			json_object_array_add(list, pod_json(p));
 		json_object_object_add(o, "pods", list);
-	} else if (strcmp(what, "subnets") == 0) {
+		break;
+	case CTL_SHOW_SUBNETS:
 		list = json_object_new_array();
 		for (i = 0; i < en->nsubnets; i++)
 			json_object_array_add(list,
 			    subnet_json(&en->subnets[i]));
 		json_object_object_add(o, "subnets", list);
-	} else if (strcmp(what, "config") == 0) {
+		break;
+	case CTL_SHOW_CONFIG:
 		/* The broker wiped the secrets at start; config_to_json
 		 * leaves their keys out anyway. */
 		json_object_object_add(o, "config", config_to_json(&b->cfg));
@@ -315,9 +331,8 @@ op_show(struct broker *b, struct jref *r, struct json_object *req)
 		    json_object_new_string(b->config_path));
 		json_object_object_add(o, "static_credentials",
 		    json_object_new_boolean(b->static_keys));
-	} else if (strcmp(what, "limits") == 0) {
-		struct pool_limits lim;
-
+		break;
+	case CTL_SHOW_LIMITS:
 		if (!pool_limits(b, &lim)) {
 			json_object_put(o);
 			jref_error(r, "not-ready", "enid does not know its "
@@ -326,10 +341,10 @@ op_show(struct broker *b, struct jref *r, struct json_object *req)
 			return;
 		}
 		json_object_object_add(o, "limits", limits_json(b, &lim));
-	} else {
+		break;
+	default:
 		json_object_put(o);
-		jref_bad(r, "unknown \"what\" \"%.32s\" (pool, enis, pods, "
-		    "subnets, config, limits)", what);
+		jref_bad(r, "internal: show %u", (unsigned)cr.what);
 		return;
 	}
 	jref_reply(r, o);
@@ -339,8 +354,10 @@ static void
 op_reconcile(struct broker *b, struct jref *r, struct json_object *req)
 {
 	struct engine *en = &b->engine;
+	struct ctl_request cr;
 
-	(void)req;
+	if (!parse_or_bad(r, req, &cr))
+		return;
 	if (en->phase == PHASE_WAITING) {
 		jref_error(r, "not-ready", "enid does not know its instance "
 		    "yet");
@@ -365,17 +382,15 @@ op_reconcile(struct broker *b, struct jref *r, struct json_object *req)
 static void
 op_drain(struct broker *b, struct jref *r, struct json_object *req)
 {
-	struct json_object *v, *o;
+	struct json_object *o;
+	struct ctl_request cr;
 	struct eni *e;
 
-	if (!json_object_object_get_ex(req, "eni", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		jref_bad(r, "\"eni\" must be a string");
+	if (!parse_or_bad(r, req, &cr))
 		return;
-	}
-	if ((e = eni_find(b, json_object_get_string(v))) == NULL) {
+	if ((e = eni_find(b, cr.eni)) == NULL) {
 		jref_error(r, "unknown-eni", "no ENI \"%.64s\" in the pool",
-		    json_object_get_string(v));
+		    cr.eni);
 		return;
 	}
 	if (e->primary) {
@@ -404,10 +419,14 @@ op_drain(struct broker *b, struct jref *r, struct json_object *req)
 static void
 op_status(struct broker *b, struct jref *r, struct json_object *req)
 {
-	struct json_object *o = json_object_new_object();
-	struct json_object *procs = json_object_new_array();
-	struct json_object *self = json_object_new_object();
+	struct json_object *o, *procs, *self;
+	struct ctl_request cr;
 
+	if (!parse_or_bad(r, req, &cr))
+		return;
+	o = json_object_new_object();
+	procs = json_object_new_array();
+	self = json_object_new_object();
 	json_object_object_add(self, "name", json_object_new_string("enid"));
 	json_object_object_add(self, "pid", json_object_new_int(getpid()));
 	json_object_object_add(self, "ready", json_object_new_boolean(
@@ -424,28 +443,20 @@ op_status(struct broker *b, struct jref *r, struct json_object *req)
 	json_object_object_add(o, "processes", procs);
 	json_object_object_add(o, "instance", instance_json(b));
 	json_object_object_add(o, "pool", pool_json(b));
-	(void)req;
 	jref_reply(r, o);
 }
 
 static void
 op_log_level(struct broker *b, struct jref *r, struct json_object *req)
 {
-	struct json_object *v, *o;
+	struct json_object *o;
+	struct ctl_request cr;
 	struct msg_loglevel ll;
 	int level;
 
-	if (!json_object_object_get_ex(req, "level", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		jref_bad(r, "\"level\" must be a string");
+	if (!parse_or_bad(r, req, &cr))
 		return;
-	}
-	level = log_level_parse(json_object_get_string(v));
-	if (level < 0) {
-		jref_bad(r, "unknown level \"%.32s\" (error, warning, info, "
-		    "debug)", json_object_get_string(v));
-		return;
-	}
+	level = cr.level;
 	log_set_level(level);
 	memset(&ll, 0, sizeof(ll));
 	ll.level = level;
@@ -463,7 +474,10 @@ op_log_level(struct broker *b, struct jref *r, struct json_object *req)
 static void
 op_metrics(struct broker *b, struct jref *r, struct json_object *req)
 {
-	(void)req;
+	struct ctl_request cr;
+
+	if (!parse_or_bad(r, req, &cr))
+		return;
 	metrics_request(b, r);
 }
 

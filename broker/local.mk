@@ -1,11 +1,12 @@
 # enid: the broker (unprivileged after start-up; holds the pool).
 #
 # Its pure parts (pool policy, the checkpoint's text and rules and the file
-# that holds it, CNI request parsing) are a library of their own so the
-# unit tests and the fuzzers reach them without the daemon.
+# that holds it, CNI and ctl request parsing) are a library of their own
+# so the unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
 broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
-	broker/cnireq.c broker/cnireq.h broker/checkpoint.c broker/checkpoint.h
+	broker/cnireq.c broker/cnireq.h broker/ctlreq.c broker/ctlreq.h \
+	broker/checkpoint.c broker/checkpoint.h
 broker_libbrokerlogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 
@@ -34,7 +35,7 @@ fuzz-checkpoint: $(FUZZ_CKPT_SRC)
 	./tests/fuzz/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-dict=$(srcdir)/tests/fuzz/checkpoint.dict \
-		-print_final_stats=1 $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
 		$(srcdir)/tests/fuzz/corpus/checkpoint; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_checkpoint
@@ -57,7 +58,7 @@ fuzz-cnireq: $(FUZZ_CNIREQ_SRC)
 	./tests/fuzz/fuzz_cnireq -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-dict=$(srcdir)/tests/fuzz/cnireq.dict \
-		-print_final_stats=1 $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
 		$(srcdir)/tests/fuzz/corpus/cnireq; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_cnireq

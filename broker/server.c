@@ -405,6 +405,7 @@ client_line(struct jclient *c, const char *line, size_t len)
 	const struct jop *o;
 	const char *name;
 	struct jref ref;
+	char shown[65];
 
 	if ((tok = json_tokener_new()) == NULL) {
 		client_bad(c, "out of memory");
@@ -436,7 +437,8 @@ client_line(struct jclient *c, const char *line, size_t len)
 		if (strcmp(o->name, name) == 0)
 			break;
 	if (o->name == NULL) {
-		client_bad(c, "unknown op \"%.64s\"", name);
+		client_bad(c, "unknown op \"%s\"",
+		    log_tame(name, shown, sizeof(shown)));
 		json_object_put(req);
 		return;
 	}

@@ -796,30 +796,26 @@ boot_done(struct http_req *r, void *arg)
 	}
 	switch (step) {
 	case BOOT_TOKEN:
-		if (r->resplen == 0 || r->resplen >= sizeof(cd->imds_token) ||
-		    !creds_text_ok(r->resp, sizeof(cd->imds_token))) {
+		if (imds_token(r->resp, r->resplen, cd->imds_token,
+		    sizeof(cd->imds_token)) == -1) {
 			boot_fail(cd, "IMDS token: unusable answer");
 			return;
 		}
-		memcpy(cd->imds_token, r->resp, r->resplen + 1);
 		cd->imds_token_renew = now_ms() +
 		    (uint64_t)CLOUDD_IMDS_TOKEN_TTL_S * 1000 * 8 / 10;
 		log_debug("cloud: IMDSv2 token fetched");
 		break;
 	case BOOT_REGION:
-		/* An empty answer has no buffer at all (resp is NULL). */
-		if (r->resplen == 0 || r->resplen >= sizeof(text)) {
-			boot_fail(cd, "IMDS region: %s answer", r->resplen ?
-			    "oversized" : "empty");
+		if (imds_region(r->resp, r->resplen, text,
+		    sizeof(cd->region)) == -1) {
+			boot_fail(cd, "IMDS region: %s answer",
+			    r->resplen == 0 ? "empty" :
+			    r->resplen >= sizeof(cd->region) ? "oversized" :
+			    "unusable");
 			return;
 		}
-		memcpy(text, r->resp, r->resplen);
-		text[r->resplen] = '\0';
-		if (!ec2_name_ok(text, sizeof(cd->region))) {
-			boot_fail(cd, "IMDS region: unusable answer");
-			return;
-		}
-		snprintf(cd->region, sizeof(cd->region), "%.63s", text);
+		/* shorter than the region's field: imds_region said so */
+		memcpy(cd->region, text, sizeof(cd->region));
 		set_ec2_url(cd);
 		break;
 	case BOOT_ROLE:

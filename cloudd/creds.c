@@ -1,5 +1,7 @@
 /*
- * Parsing of IMDS role credentials and times (creds.h).  Pure.
+ * Parsing of IMDS role credentials, times and the other IMDS answers
+ * (creds.h).  Pure.  A body is as http.c hands it over: len bytes with a
+ * NUL after them, or NULL when empty.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -8,7 +10,9 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "creds.h"
+#include "ec2.h"
 
 #define BAD(...)	do { snprintf(err, errlen, __VA_ARGS__); goto out; } \
 			while (0)
@@ -60,15 +64,21 @@ creds_refresh_in_ms(time_t expiration, time_t now)
 	return left < CREDS_MIN_REFRESH_MS ? CREDS_MIN_REFRESH_MS : left;
 }
 
+/* A string member, or NULL if absent, of another type, or holding a NUL
+ * ("\u0000"), which would cut it short of what the document says. */
 static const char *
 get_str(struct json_object *o, const char *key)
 {
 	struct json_object *v;
+	const char *s;
 
 	if (!json_object_object_get_ex(o, key, &v) ||
 	    !json_object_is_type(v, json_type_string))
 		return NULL;
-	return json_object_get_string(v);
+	s = json_object_get_string(v);
+	if (strlen(s) != (size_t)json_object_get_string_len(v))
+		return NULL;
+	return s;
 }
 
 int
@@ -76,7 +86,7 @@ creds_parse_imds(const char *json, size_t len, struct cloud_creds *c,
     char *err, size_t errlen)
 {
 	struct json_tokener *tok;
-	struct json_object *o = NULL;
+	struct json_object *o = NULL, *v;
 	const char *code, *akid, *secret, *token, *exp;
 	int rc = -1;
 
@@ -95,8 +105,15 @@ creds_parse_imds(const char *json, size_t len, struct cloud_creds *c,
 		BAD("credentials document is not one JSON object");
 	if (!json_object_is_type(o, json_type_object))
 		BAD("credentials document is not a JSON object");
-	if ((code = get_str(o, "Code")) != NULL && strcmp(code, "Success") != 0)
-		BAD("credentials document says Code \"%.64s\"", code);
+	/* Any string Code but exactly "Success" is a refusal, one with a
+	 * NUL in it too. */
+	if (json_object_object_get_ex(o, "Code", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		code = json_object_get_string(v);
+		if (strcmp(code, "Success") != 0 ||
+		    json_object_get_string_len(v) != (int)strlen("Success"))
+			BAD("credentials document says Code \"%.64s\"", code);
+	}
 	akid = get_str(o, "AccessKeyId");
 	secret = get_str(o, "SecretAccessKey");
 	token = get_str(o, "Token");
@@ -144,4 +161,82 @@ imds_first_line(const char *text, size_t len, char *out, size_t size)
 		return -1;
 	out[i] = '\0';
 	return 0;
+}
+
+int
+imds_token(const char *body, size_t len, char *out, size_t size)
+{
+	/* creds_text_ok() stops at a NUL: one inside would cut the token
+	 * we send back short of the one IMDS gave. */
+	if (len == 0 || len >= size || memchr(body, '\0', len) != NULL ||
+	    !creds_text_ok(body, size))
+		return -1;
+	memcpy(out, body, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+imds_region(const char *body, size_t len, char *out, size_t size)
+{
+	if (len == 0 || len >= size)
+		return -1;
+	memcpy(out, body, len);
+	out[len] = '\0';
+	/* ec2_name_ok() stops at a NUL: the whole answer must pass. */
+	if (strlen(out) != len || !ec2_name_ok(out, size)) {
+		out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+int
+imds_text(const char *body, size_t len, char *out, size_t size)
+{
+	size_t n = len;
+
+	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n >= size || memchr(body, '\0', n) != NULL)
+		return -1;
+	memcpy(out, body, n);
+	out[n] = '\0';
+	return ec2_tag_text_ok(out, size) ? 0 : -1;
+}
+
+int
+imds_cidr_lines(const char *body, size_t len,
+    struct msg_cidr cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs)
+{
+	char line[64];
+	size_t i = 0, j;
+
+	*ncidrs = 0;
+	while (i < len) {
+		for (j = 0; i < len && body[i] != '\n'; i++) {
+			/* a NUL would end the line for cidr4_parse() and
+			 * hide what follows it */
+			if (j + 1 >= sizeof(line) || body[i] == '\0')
+				goto bad;
+			line[j++] = body[i];
+		}
+		i++;
+		while (j > 0 && line[j - 1] == '\r')
+			j--;
+		line[j] = '\0';
+		if (j == 0)
+			continue;
+		if (*ncidrs == MSG_MAX_CIDRS)
+			goto bad;
+		if (cidr4_parse(line, &cidrs[*ncidrs].addr,
+		    &cidrs[*ncidrs].prefix) == -1)
+			goto bad;
+		(*ncidrs)++;
+	}
+	if (*ncidrs > 0)
+		return 0;
+bad:
+	*ncidrs = 0;
+	return -1;
 }

@@ -1,7 +1,9 @@
 /*
  * Cloud credentials and what IMDS says, parsed without I/O: the role
  * credentials document (JSON), its ISO 8601 Expiration, and when to
- * refresh them.
+ * refresh them; and every other IMDS answer cloudd reads (the session
+ * token, the region, the role's name, one-line ids and MACs, the VPC's
+ * CIDR blocks), each checked whole before it is used.
  */
 #ifndef ENID_CREDS_H
 #define ENID_CREDS_H
@@ -10,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "msg.h"
 
 #define CREDS_KEY_LEN		128
 #define CREDS_TOKEN_LEN		4096
@@ -35,5 +39,18 @@ bool	creds_text_ok(const char *s, size_t max);
 /* The first line of an IMDS listing (a role name), checked: 1..127 of
  * [A-Za-z0-9+=,.@_-].  0, or -1. */
 int	imds_first_line(const char *text, size_t len, char *out, size_t size);
+/* The answer to PUT api/token: the whole body is the token, printable
+ * ASCII without spaces or ':', shorter than size.  0, or -1. */
+int	imds_token(const char *body, size_t len, char *out, size_t size);
+/* The answer to placement/region: the whole body is the region's name
+ * (ec2_name_ok), shorter than size.  0, or -1. */
+int	imds_region(const char *body, size_t len, char *out, size_t size);
+/* A one-line answer (instance-id, mac, vpc-id) into a fixed string: the
+ * trailing line break dropped, no control characters.  0, or -1. */
+int	imds_text(const char *body, size_t len, char *out, size_t size);
+/* vpc-ipv4-cidr-blocks: one CIDR a line, 1 to MSG_MAX_CIDRS of them
+ * (blank lines and CRs ignored).  0, or -1 with *ncidrs 0. */
+int	imds_cidr_lines(const char *body, size_t len,
+	    struct msg_cidr cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs);
 
 #endif /* ENID_CREDS_H */

@@ -203,50 +203,6 @@ enum {
 	DI_DESCRIBE,
 };
 
-/* IMDS text into a fixed string (one line, no control characters). */
-static int
-imds_text(const char *body, size_t len, char *out, size_t size)
-{
-	size_t n = len;
-
-	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
-		n--;
-	if (n == 0 || n >= size || memchr(body, '\0', n) != NULL)
-		return -1;
-	memcpy(out, body, n);
-	out[n] = '\0';
-	return ec2_tag_text_ok(out, size) ? 0 : -1;
-}
-
-static int
-parse_cidr_lines(const char *body, size_t len, struct msg_cloud_instance *m)
-{
-	char line[64];
-	size_t i = 0, j;
-
-	m->ncidrs = 0;
-	while (i < len) {
-		for (j = 0; i < len && body[i] != '\n'; i++) {
-			if (j + 1 >= sizeof(line))
-				return -1;
-			line[j++] = body[i];
-		}
-		i++;
-		while (j > 0 && line[j - 1] == '\r')
-			j--;
-		line[j] = '\0';
-		if (j == 0)
-			continue;
-		if (m->ncidrs == MSG_MAX_CIDRS)
-			return -1;
-		if (cidr4_parse(line, &m->cidrs[m->ncidrs].addr,
-		    &m->cidrs[m->ncidrs].prefix) == -1)
-			return -1;
-		m->ncidrs++;
-	}
-	return m->ncidrs > 0 ? 0 : -1;
-}
-
 /* DescribeInstances' answer into it->inst; -1 with st saying why. */
 static int
 di_described(struct intent *it, const struct ec2_answer *a,
@@ -600,7 +556,8 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 			it->step = DI_CIDRS;
 			break;
 		case DI_CIDRS:
-			if (parse_cidr_lines(body, len, it->inst) == -1)
+			if (imds_cidr_lines(body, len, it->inst->cidrs,
+			    &it->inst->ncidrs) == -1)
 				THEN(intent_fail(it, CO_FATAL, "IMDS: "
 				    "invalid or too many VPC CIDR blocks"));
 			it->step = DI_TYPE_NAME;

@@ -59,7 +59,7 @@ fuzz-ec2-xml: $(FUZZ_EC2_SRC)
 	work=$$(mktemp -d) && \
 	./tests/fuzz/fuzz_ec2_xml -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
 		$(srcdir)/tests/fuzz/ec2_xml_corpus; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_ec2_xml

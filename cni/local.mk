@@ -62,6 +62,6 @@ fuzz-cni: $(FUZZ_CNI_SRC)
 	./tests/fuzz/fuzz_cni_stdin -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=16384 -timeout=10 -rss_limit_mb=2048 \
 		-dict=$(srcdir)/tests/fuzz/cni.dict \
-		-print_final_stats=1 $$work $(srcdir)/tests/fuzz/corpus/cni; \
+		-print_final_stats=1 $(FUZZ_FLAGS) $$work $(srcdir)/tests/fuzz/corpus/cni; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_cni_stdin

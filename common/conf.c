@@ -357,6 +357,10 @@ parse_value(struct json_object *v, const struct key *k,
 		if (!json_object_is_type(v, json_type_string))
 			return fail(pe, path, "expected a string, got %s",
 			    type_name(v));
+		/* "debug\u0000x" would be debug to log_level_parse() */
+		if (strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v))
+			return fail(pe, path, "string contains a NUL byte");
 		lvl = log_level_parse(json_object_get_string(v));
 		if (lvl < 0)
 			return fail(pe, path, "unknown level \"%s\" (error, "

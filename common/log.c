@@ -73,6 +73,19 @@ log_level_name(enum log_level level)
 	return (unsigned)level <= LOG_LVL_DEBUG ? level_names[level] : "?";
 }
 
+const char *
+log_tame(const char *s, char *buf, size_t size)
+{
+	size_t i;
+
+	if (size == 0)
+		return buf;
+	for (i = 0; s[i] != '\0' && i < size - 1; i++)
+		buf[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
 static void
 vlog(enum log_level level, int saved_errno, const char *tag,
     const char *fmt, va_list ap)

@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOG_LVL_ERROR = 0,
@@ -25,6 +26,10 @@ enum log_level log_get_level(void);
 bool	log_uses_syslog(void);
 int	log_level_parse(const char *name);	/* -1 if unknown */
 const char *log_level_name(enum log_level level);
+/* A client's string as a log line may quote it: into buf, at most size - 1
+ * bytes, anything outside printable ASCII as '?', so that it cannot end
+ * the line or carry an escape sequence.  Returns buf. */
+const char *log_tame(const char *s, char *buf, size_t size);
 
 /* An error the process survives: "error: ..." (log_error adds errno). */
 void	log_error(const char *fmt, ...) LOG_PRINTF(1, 2);

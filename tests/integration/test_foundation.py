@@ -153,11 +153,24 @@ def test_ctl_status_and_bad_requests(start_enid, workdir):
                      (b'{"op": "explode"}\n', 'unknown op "explode"'),
                      (b'{"op": "log-level", "level": "loud"}\n',
                       'unknown level "loud"'),
+                     # a client's string reaches the log tamed
+                     (b'{"op": "ex\\nplode\\u001b[2J"}\n',
+                      'unknown op "ex?plode?[2J"'),
+                     (b'{"op": "show", "what": "x\\r\\nforged"}\n',
+                      'unknown "what" "x??forged"'),
+                     # and whole: "pool\u0000x" is not "pool"
+                     (b'{"op": "show", "what": "pool\\u0000x"}\n',
+                      '"what" contains a NUL byte'),
+                     (b'{"op": "drain", "eni": "eni-1\\u0000x"}\n',
+                      '"eni" contains a NUL byte'),
                      (b"x" * 9000, "request line longer than 8192 bytes")]:
         ans, rest = ask(raw)
         assert ans["ok"] is False and ans["code"] == "bad-request", ans
         assert why in ans["error"], ans
         assert rest == b""
+    assert enid.wait_log('bad request: unknown op "ex?plode?[2J"'), \
+        enid.text()
+    assert "\x1b" not in enid.text() and "\nforged" not in enid.text()
     # Nothing changed: the daemon still answers and is unchanged.
     out = subprocess.run([built("ctl/enidctl"), "-s", sock, "status"],
                          capture_output=True, text=True, timeout=10)

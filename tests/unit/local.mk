@@ -29,10 +29,11 @@ tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
 
 # The broker's checkpoint: text, rules, and the file (no root needed; as
-# root one case runs a child that gives it up); the CNI request parser.
+# root one case runs a child that gives it up); the CNI and ctl request
+# parsers.
 if HAVE_CMOCKA
 UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash \
-	tests/unit/test_cnireq
+	tests/unit/test_cnireq tests/unit/test_ctlreq
 check_PROGRAMS += $(UNIT_BROKER)
 TESTS += $(UNIT_BROKER)
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
@@ -44,6 +45,9 @@ tests_unit_test_checkpoint_crash_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_cnireq_SOURCES = tests/unit/test_cnireq.c
 tests_unit_test_cnireq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_cnireq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_ctlreq_SOURCES = tests/unit/test_ctlreq.c
+tests_unit_test_ctlreq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_ctlreq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
 
 if HAVE_CMOCKA

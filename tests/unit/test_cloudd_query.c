@@ -351,6 +351,71 @@ test_creds(void **state)
 	assert_int_equal(imds_first_line("", 0, role, sizeof(role)), -1);
 }
 
+/*
+ * The other IMDS answers, each taken whole.  A NUL inside an answer used
+ * to end what the check saw, so that "tok\0junk" passed as the token
+ * "tok" (found by fuzz-imds): the same for the region, a CIDR line, and a
+ * credentials document's strings written "\u0000".
+ */
+/* A literal and its length, NULs included. */
+#define LIT(s)	(s), sizeof(s) - 1
+
+static void
+test_imds_answers(void **state)
+{
+	struct msg_cidr cidrs[MSG_MAX_CIDRS];
+	struct cloud_creds c;
+	char out[256], err[256];
+	uint32_t n;
+	const char *nul_key = "{\"AccessKeyId\":\"AK\\u0000ID\",\"Secret"
+	    "AccessKey\":\"s\",\"Token\":\"t\",\"Expiration\":"
+	    "\"2024-05-01T17:00:00Z\"}";
+	const char *nul_exp = "{\"AccessKeyId\":\"AKID\",\"Secret"
+	    "AccessKey\":\"s\",\"Token\":\"t\",\"Expiration\":"
+	    "\"2024-05-01T17:00:00Z\\u0000later\"}";
+	const char *nul_code = "{\"Code\":\"Success\\u0000no\",\"AccessKey"
+	    "Id\":\"AKID\",\"SecretAccessKey\":\"s\",\"Token\":\"t\","
+	    "\"Expiration\":\"2024-05-01T17:00:00Z\"}";
+
+	(void)state;
+	assert_int_equal(imds_token(LIT("AQAE0Zjm=="), out, sizeof(out)), 0);
+	assert_string_equal(out, "AQAE0Zjm==");
+	assert_int_equal(imds_token(LIT(",\0\0"), out, sizeof(out)), -1);
+	assert_int_equal(imds_token(LIT("a b"), out, sizeof(out)), -1);
+	assert_int_equal(imds_token(NULL, 0, out, sizeof(out)), -1);
+
+	assert_int_equal(imds_region(LIT("us-east-1"), out, 64), 0);
+	assert_string_equal(out, "us-east-1");
+	assert_int_equal(imds_region(LIT("3\0\2123\n\n"), out, 64), -1);
+	assert_int_equal(imds_region(LIT("US-EAST-1"), out, 64), -1);
+
+	assert_int_equal(imds_text(LIT("i-0123\r\n"), out, 64), 0);
+	assert_string_equal(out, "i-0123");
+	assert_int_equal(imds_text(LIT("i-01\x1b[2J"), out, 64), -1);
+
+	assert_int_equal(imds_cidr_lines(LIT("10.0.0.0/16\n100.64.0.0/10\r\n"
+	    "\n"), cidrs, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(cidrs[1].prefix, 10);
+	assert_int_equal(imds_cidr_lines(LIT("10.0.0.0/16\n100.64.0.0/10\0\0"
+	    "``\n"), cidrs, &n), -1);
+	assert_int_equal(n, 0);
+	assert_int_equal(imds_cidr_lines(LIT("10.0.0.0/16\nnot a cidr\n"),
+	    cidrs, &n), -1);
+	assert_int_equal(n, 0);
+
+	assert_int_equal(creds_parse_imds(nul_key, strlen(nul_key), &c, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "AccessKeyId"));
+	assert_int_equal(creds_parse_imds(nul_exp, strlen(nul_exp), &c, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "Expiration"));
+	assert_int_equal(creds_parse_imds(nul_code, strlen(nul_code), &c, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "Code"));
+	assert_int_equal(c.access_key_id[0], '\0');
+}
+
 /* Every byte value, as a value and as a key: RFC 3986's unreserved
  * characters pass, everything else is %XX in upper case ('+' included,
  * which a form decoder would read as a space; ' ' is %20, never '+'). */
@@ -651,6 +716,7 @@ main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_checks),
 		cmocka_unit_test(test_creds),
+		cmocka_unit_test(test_imds_answers),
 		cmocka_unit_test(test_form_every_byte),
 		cmocka_unit_test(test_form_cap),
 		cmocka_unit_test(test_check_edges),

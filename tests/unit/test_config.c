@@ -46,6 +46,9 @@ static const struct bad bad_cases[] = {
 	{ "{\"user\": \"\"}", "user: must not be empty" },
 	{ "{\"log_level\": \"loud\"}",
 	  "log_level: unknown level \"loud\" (error, warning, info, debug)" },
+	/* fuzz-config's same_level(): this was the level debug */
+	{ "{\"log_level\": \"debug\\u0000x\"}",
+	  "log_level: string contains a NUL byte" },
 	{ "{\"runtime_dir\": \"run/enid\"}",
 	  "runtime_dir: must be an absolute path" },
 	{ "{\"pool\": {\"warm_ip_target\": \"3\"}}",

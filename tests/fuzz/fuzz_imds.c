@@ -1,0 +1,419 @@
+/*
+ * libFuzzer target for what enid-cloudd reads from IMDS (cloudd/creds.c):
+ * the role credentials document (JSON) and its Expiration, the role
+ * listing, the session token, the region, the one-line instance id, MAC
+ * and VPC id, and the VPC's CIDR blocks.  The first input byte picks the
+ * answer; the rest is its body, handed over as cloudd/http.c hands one:
+ * exactly the body's bytes and a NUL after them, or NULL when empty.
+ *
+ * Invariants, beyond "does not crash":
+ * - what is accepted is exactly what the body says: each credential is
+ *   the document's string byte for byte (read again here with json-c),
+ *   a token, region or id is the body itself (less a trailing line
+ *   break), a MAC formats back to the body's text, CIDR blocks format
+ *   back to the body's lines, an Expiration formats and parses back to
+ *   the same second;
+ * - the credentials put back into a document parse again to the same;
+ * - whatever satisfies an answer's rules, stated here apart from the
+ *   parser, is accepted, and nothing else is;
+ * - a refused document leaves the credentials all zero and says why in a
+ *   terminated message, the same refusal whatever the error buffer's
+ *   size; refused CIDR lines leave no block counted.
+ *
+ *   make fuzz-imds [FUZZ_SECONDS=N]
+ */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "addr.h"
+#include "creds.h"
+#include "ec2.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x)	do { if (!(x)) __builtin_trap(); } while (0)
+
+/* cloudd's fields (cloudd.h) that each answer lands in. */
+#define ROLE_LEN	128
+#define TOKEN_LEN	256
+#define REGION_LEN	64
+
+enum answer {
+	A_CREDS,
+	A_ROLE,
+	A_TOKEN,
+	A_REGION,
+	A_INSTANCE_ID,
+	A_MAC,
+	A_VPC_ID,
+	A_CIDRS,
+	A_EXPIRATION,
+	A_COUNT
+};
+
+static bool
+all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		if (*b++ != 0)
+			return false;
+	return true;
+}
+
+static bool
+terminated(const char *s, size_t size)
+{
+	return memchr(s, '\0', size) != NULL;
+}
+
+/* An Expiration, written as IMDS writes one, reads back the same. */
+static void
+time_round_trips(time_t t)
+{
+	struct tm tm;
+	char text[64];
+	time_t again;
+
+	CHECK(gmtime_r(&t, &tm) != NULL);
+	CHECK(strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0);
+	CHECK(iso8601_parse(text, &again) == 0);
+	CHECK(again == t);
+}
+
+/* The document's string for key, as json-c reads it (with its length),
+ * must be the field, byte for byte. */
+static void
+same_as_document(struct json_object *doc, const char *key, const char *field)
+{
+	struct json_object *v;
+
+	CHECK(json_object_object_get_ex(doc, key, &v));
+	CHECK(json_object_is_type(v, json_type_string));
+	CHECK((size_t)json_object_get_string_len(v) == strlen(field));
+	CHECK(memcmp(json_object_get_string(v), field, strlen(field)) == 0);
+}
+
+static void
+creds_accepted(const char *body, size_t len, const struct cloud_creds *c)
+{
+	struct json_tokener *tok;
+	struct json_object *doc, *v, *back;
+	struct cloud_creds again;
+	const char *text;
+	char err[256];
+	struct tm tm;
+	char when[64];
+
+	CHECK(terminated(c->access_key_id, sizeof(c->access_key_id)));
+	CHECK(terminated(c->secret_access_key, sizeof(c->secret_access_key)));
+	CHECK(terminated(c->session_token, sizeof(c->session_token)));
+	CHECK(creds_text_ok(c->access_key_id, sizeof(c->access_key_id)));
+	CHECK(creds_text_ok(c->secret_access_key,
+	    sizeof(c->secret_access_key)));
+	CHECK(creds_text_ok(c->session_token, sizeof(c->session_token)));
+
+	CHECK((tok = json_tokener_new()) != NULL);
+	doc = json_tokener_parse_ex(tok, body, (int)len);
+	CHECK(doc != NULL && json_object_is_type(doc, json_type_object));
+	json_tokener_free(tok);
+	same_as_document(doc, "AccessKeyId", c->access_key_id);
+	same_as_document(doc, "SecretAccessKey", c->secret_access_key);
+	same_as_document(doc, "Token", c->session_token);
+	if (json_object_object_get_ex(doc, "Code", &v))
+		CHECK(!json_object_is_type(v, json_type_string) ||
+		    (json_object_get_string_len(v) == 7 &&
+		    memcmp(json_object_get_string(v), "Success", 7) == 0));
+	json_object_put(doc);
+	time_round_trips(c->expiration);
+
+	/* Written back as IMDS would, it reads the same. */
+	CHECK(gmtime_r(&c->expiration, &tm) != NULL);
+	CHECK(strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0);
+	back = json_object_new_object();
+	json_object_object_add(back, "Code", json_object_new_string("Success"));
+	json_object_object_add(back, "AccessKeyId",
+	    json_object_new_string(c->access_key_id));
+	json_object_object_add(back, "SecretAccessKey",
+	    json_object_new_string(c->secret_access_key));
+	json_object_object_add(back, "Token",
+	    json_object_new_string(c->session_token));
+	json_object_object_add(back, "Expiration",
+	    json_object_new_string(when));
+	text = json_object_to_json_string_ext(back, JSON_C_TO_STRING_PLAIN);
+	CHECK(creds_parse_imds(text, strlen(text), &again, err,
+	    sizeof(err)) == 0);
+	CHECK(memcmp(&again, c, sizeof(again)) == 0);
+	json_object_put(back);
+	explicit_bzero(&again, sizeof(again));
+}
+
+static void
+fuzz_creds(const char *body, size_t len)
+{
+	struct cloud_creds c, c2;
+	char err[256], small[24];
+	size_t smallen;
+	int rc, rc2;
+
+	memset(err, 'x', sizeof(err));
+	rc = creds_parse_imds(body, len, &c, err, sizeof(err));
+	if (rc == 0)
+		creds_accepted(body, len, &c);
+	else {
+		CHECK(rc == -1);
+		CHECK(all_zero(&c, sizeof(c)));
+		CHECK(terminated(err, sizeof(err)) && err[0] != '\0');
+	}
+	/* The same answer with a short error buffer, never written past. */
+	smallen = 1 + len % (sizeof(small) - 1);
+	memset(small, 'x', sizeof(small));
+	rc2 = creds_parse_imds(body, len, &c2, small, smallen);
+	CHECK(rc2 == rc);
+	CHECK(rc == 0 || terminated(small, smallen));
+	CHECK(smallen == sizeof(small) || small[smallen] == 'x');
+	CHECK(memcmp(&c, &c2, sizeof(c)) == 0);
+}
+
+/* The rules, stated apart from creds.c. */
+static bool
+role_char(unsigned char ch)
+{
+	return isascii(ch) && (isalnum(ch) || (ch != '\0' &&
+	    strchr("+=,.@_-", ch) != NULL));
+}
+
+static bool
+token_char(unsigned char ch)
+{
+	return ch > 0x20 && ch < 0x7f && ch != ':';
+}
+
+static bool
+region_char(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	    ch == '.' || ch == '-';
+}
+
+static bool
+all_of(const char *s, size_t n, bool (*ok)(unsigned char))
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!ok((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static void
+fuzz_role(const char *body, size_t len)
+{
+	char out[ROLE_LEN];
+	size_t n = 0;
+	bool valid;
+	int rc;
+
+	while (n < len && body[n] != '\n' && body[n] != '\r')
+		n++;
+	valid = n > 0 && n < ROLE_LEN && all_of(body, n, role_char);
+	rc = imds_first_line(body, len, out, sizeof(out));
+	CHECK(rc == 0 || rc == -1);
+	CHECK((rc == 0) == valid);
+	if (rc == 0)
+		CHECK(strlen(out) == n && memcmp(out, body, n) == 0);
+}
+
+static void
+fuzz_token(const char *body, size_t len)
+{
+	char out[TOKEN_LEN];
+	bool valid = len > 0 && len < TOKEN_LEN && all_of(body, len,
+	    token_char);
+	int rc;
+
+	rc = imds_token(body, len, out, sizeof(out));
+	CHECK(rc == 0 || rc == -1);
+	CHECK((rc == 0) == valid);
+	if (rc == 0)
+		CHECK(strlen(out) == len && memcmp(out, body, len) == 0);
+}
+
+static void
+fuzz_region(const char *body, size_t len)
+{
+	char out[REGION_LEN];
+	bool valid = len > 0 && len < REGION_LEN && all_of(body, len,
+	    region_char);
+	int rc;
+
+	rc = imds_region(body, len, out, sizeof(out));
+	CHECK(rc == 0 || rc == -1);
+	CHECK((rc == 0) == valid);
+	if (rc == 0)
+		CHECK(strlen(out) == len && memcmp(out, body, len) == 0);
+}
+
+/* A one-line answer: the body less its trailing line breaks. */
+static int
+fuzz_text(const char *body, size_t len, char *out, size_t size)
+{
+	size_t n = len, i;
+	bool valid;
+	int rc;
+
+	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+		n--;
+	valid = n > 0 && n < size;
+	for (i = 0; valid && i < n; i++)
+		if ((unsigned char)body[i] < 0x20 || body[i] == 0x7f)
+			valid = false;
+	rc = imds_text(body, len, out, size);
+	CHECK(rc == 0 || rc == -1);
+	CHECK((rc == 0) == valid);
+	if (rc == 0)
+		CHECK(strlen(out) == n && memcmp(out, body, n) == 0);
+	return rc;
+}
+
+static void
+fuzz_id(const char *body, size_t len, const char *prefix)
+{
+	char text[MSG_ID_LEN];
+
+	if (fuzz_text(body, len, text, sizeof(text)) == 0 &&
+	    ec2_id_ok(text, prefix)) {
+		CHECK(strncmp(text, prefix, strlen(prefix)) == 0);
+		CHECK(strlen(text) > strlen(prefix));
+	}
+}
+
+static void
+fuzz_mac(const char *body, size_t len)
+{
+	char text[MSG_ID_LEN], again[MAC_STR_LEN];
+	uint8_t mac[6];
+	size_t i;
+
+	if (fuzz_text(body, len, text, sizeof(text)) == -1 ||
+	    mac_parse(text, mac) == -1)
+		return;
+	mac_format(mac, again);
+	CHECK(strlen(text) == strlen(again));
+	for (i = 0; text[i] != '\0'; i++)
+		CHECK(tolower((unsigned char)text[i]) == again[i]);
+}
+
+static void
+fuzz_cidrs(const char *body, size_t len)
+{
+	struct msg_cidr cidrs[MSG_MAX_CIDRS];
+	char *lines, *w, text[CIDR4_STR_LEN];
+	size_t i, j, start;
+	uint32_t n, k;
+
+	if (imds_cidr_lines(body, len, cidrs, &n) == -1) {
+		CHECK(n == 0);
+		return;
+	}
+	CHECK(n >= 1 && n <= MSG_MAX_CIDRS);
+
+	/* The body's lines, less CRs at their ends and blank lines, are
+	 * the blocks' one text each, in order. */
+	CHECK((lines = malloc(len + 2)) != NULL);	/* and a last \n */
+	w = lines;
+	for (i = 0; i < len; i = j + 1) {
+		for (j = i; j < len && body[j] != '\n'; j++)
+			;
+		start = i;
+		i = j;
+		while (i > start && body[i - 1] == '\r')
+			i--;
+		if (i == start)
+			continue;
+		memcpy(w, body + start, i - start);
+		w += i - start;
+		*w++ = '\n';
+	}
+	*w = '\0';
+	w = lines;
+	for (k = 0; k < n; k++) {
+		CHECK(cidrs[k].prefix <= 32);
+		cidr4_format(cidrs[k].addr, cidrs[k].prefix, text);
+		CHECK(strncmp(w, text, strlen(text)) == 0);
+		w += strlen(text);
+		CHECK(*w++ == '\n');
+	}
+	CHECK(*w == '\0');
+	free(lines);
+}
+
+static void
+fuzz_expiration(const char *body, size_t len)
+{
+	time_t t;
+
+	if (memchr(body, '\0', len) != NULL)
+		return;			/* a JSON string's own NUL ends it */
+	if (iso8601_parse(body, &t) == 0)
+		time_round_trips(t);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *body = NULL;
+	size_t len;
+
+	if (size == 0)
+		return 0;
+	len = size - 1;
+	/* As http.c keeps an answer: the bytes and a NUL, or no buffer. */
+	if (len > 0) {
+		CHECK((body = malloc(len + 1)) != NULL);
+		memcpy(body, data + 1, len);
+		body[len] = '\0';
+	}
+	switch (data[0] % A_COUNT) {
+	case A_CREDS:
+		fuzz_creds(body, len);
+		break;
+	case A_ROLE:
+		fuzz_role(body, len);
+		break;
+	case A_TOKEN:
+		fuzz_token(body, len);
+		break;
+	case A_REGION:
+		fuzz_region(body, len);
+		break;
+	case A_INSTANCE_ID:
+		fuzz_id(body, len, "i-");
+		break;
+	case A_MAC:
+		fuzz_mac(body, len);
+		break;
+	case A_VPC_ID:
+		fuzz_id(body, len, "vpc-");
+		break;
+	case A_CIDRS:
+		fuzz_cidrs(body, len);
+		break;
+	case A_EXPIRATION:
+		if (body != NULL)
+			fuzz_expiration(body, len);
+		break;
+	}
+	free(body);
+	return 0;
+}

@@ -1,0 +1,537 @@
+/*
+ * libFuzzer target for the internal message decoder (common/msg.c): the
+ * datagrams of one channel, sent raw over a real SOCK_SEQPACKET
+ * socketpair and taken by msg_recv(), as enid, enid-netd and enid-cloudd
+ * take them, header, length, direction, flags and per-type checker alike.
+ *
+ * Input: one byte of set-up, then datagrams.
+ *   set-up bits 0-1  the receiving end: netd from the broker, cloudd from
+ *                    the broker, the broker from netd, from cloudd;
+ *          bit 2     MSG_PERMIT_POLICY granted from the start;
+ *          bit 3     the handshake already done;
+ *          bit 4     typed: each datagram is a type byte (taken modulo
+ *                    the types allowed in this direction), a 4-byte id and
+ *                    the type's payload (zeroes past the input's end),
+ *                    with a header msg_send() would write; otherwise raw:
+ *                    a 2-byte little-endian length, then that many bytes.
+ * At most MAX_DATAGRAMS per input.  A rejected datagram ends the input,
+ * as it ends the channel between internal peers.
+ *
+ * Invariants, beyond "does not crash":
+ * - msg_recv() says what the pure msg_validate() says on the channel's
+ *   state before, reading no byte past the datagram (an exact-size heap
+ *   copy); a datagram over the receive buffer is refused as such;
+ * - a refused datagram leaves the channel's state as it was and names
+ *   the cause;
+ * - an accepted one records the handshake and once-only types and
+ *   nothing else; sent again by msg_send() from the other end it gives
+ *   the same bytes; validated again it passes; its type's checker passes
+ *   on an exact-size copy of the payload;
+ * - what every receiver then relies on holds, checked here apart from the
+ *   checkers: each string field can be strlen()'d within its own bytes
+ *   (ASan sees a missing NUL), counts fit their arrays, enums are known,
+ *   prefixes are at most 32 and format and parse back, the stats'
+ *   counters are consistent.
+ *
+ *   make fuzz-msg [FUZZ_SECONDS=N]
+ */
+#include <sys/socket.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "msg.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x)	do { if (!(x)) __builtin_trap(); } while (0)
+#define MAX_DATAGRAMS	16
+
+/* The payload struct of every type, from the one list, to check the
+ * table's sizes against. */
+#define SIZE_ENTRY(name, type, dirs, flags)	[MSG_##name] = sizeof(type),
+static const size_t type_size[MSG_TYPE_COUNT] = {
+	MSG_TYPES(SIZE_ENTRY)
+};
+#undef SIZE_ENTRY
+
+static const struct {
+	enum msg_peer	self, peer;
+} ends[4] = {
+	{ PEER_NETD, PEER_BROKER },
+	{ PEER_CLOUDD, PEER_BROKER },
+	{ PEER_BROKER, PEER_NETD },
+	{ PEER_BROKER, PEER_CLOUDD },
+};
+
+static int sv[2] = { -1, -1 };	/* [0] the sender's end, [1] ours */
+
+/* A receiver's strlen(): on a copy of just the field, so that a missing
+ * NUL is a heap overflow ASan reports. */
+static size_t
+field_len(const char *field, size_t size)
+{
+	char *copy;
+	size_t n;
+
+	CHECK((copy = malloc(size)) != NULL);
+	memcpy(copy, field, size);
+	n = strlen(copy);
+	free(copy);
+	CHECK(n < size);
+	return n;
+}
+
+#define FIELD_LEN(f)	field_len((f), sizeof(f))
+
+static void
+cidr_usable(const struct msg_cidr *c)
+{
+	char text[CIDR4_STR_LEN];
+	uint32_t addr;
+	uint8_t prefix;
+
+	CHECK(c->prefix <= 32);
+	cidr4_format(c->addr, c->prefix, text);
+	CHECK(cidr4_parse(text, &addr, &prefix) == 0);
+	CHECK(addr == c->addr && prefix == c->prefix);
+}
+
+static void
+status_usable(const struct msg_cloud_status *st)
+{
+	CHECK(strcmp(cloud_outcome_name(st->outcome), "unknown") != 0);
+	FIELD_LEN(st->code);
+	FIELD_LEN(st->message);
+	FIELD_LEN(st->request_id);
+}
+
+static void
+tags_usable(uint32_t n, const struct msg_tag *t)
+{
+	uint32_t i;
+
+	CHECK(n <= MSG_MAX_TAGS);
+	for (i = 0; i < n; i++) {
+		FIELD_LEN(t[i].key);
+		FIELD_LEN(t[i].value);
+	}
+}
+
+static void
+sgs_usable(uint32_t n, const char (*sgs)[MSG_ID_LEN])
+{
+	uint32_t i;
+
+	CHECK(n <= MSG_MAX_SGS);
+	for (i = 0; i < n; i++)
+		field_len(sgs[i], MSG_ID_LEN);
+}
+
+static void
+stats_usable(const struct msg_cloud_stats_answer *m)
+{
+	uint64_t ended;
+	uint32_t i, j;
+	size_t n;
+
+	CHECK(m->nactions <= MSG_STATS_ACTIONS);
+	for (i = 0; i < MSG_STATS_ACTIONS; i++) {
+		const struct msg_cloud_action_stats *a = &m->actions[i];
+
+		if (i >= m->nactions) {
+			static const struct msg_cloud_action_stats zero;
+
+			CHECK(memcmp(a, &zero, sizeof(zero)) == 0);
+			continue;
+		}
+		n = FIELD_LEN(a->action);
+		CHECK(n > 0);
+		for (j = 0; j < n; j++)
+			CHECK((a->action[j] >= 'A' && a->action[j] <= 'Z') ||
+			    (a->action[j] >= 'a' && a->action[j] <= 'z') ||
+			    (a->action[j] >= '0' && a->action[j] <= '9'));
+		/* The metrics add these up as doubles: no wrap, exact. */
+		CHECK(a->calls <= MSG_STATS_COUNT_MAX);
+		ended = 0;
+		for (j = 0; j <= MSG_HIST_NBOUNDS; j++) {
+			CHECK(a->latency.counts[j] <= a->calls);
+			ended += a->latency.counts[j];
+		}
+		CHECK(ended <= a->calls);
+		CHECK(a->errors <= ended);
+		CHECK(a->throttles <= a->errors && a->retries <= a->errors);
+	}
+}
+
+/* What the receiving code takes for granted once msg_recv() said OK. */
+static void
+payload_usable(unsigned int type, const void *p)
+{
+	uint32_t i;
+
+	switch (type) {
+	case MSG_LOG_LEVEL: {
+		const struct msg_loglevel *m = p;
+
+		CHECK(m->level >= 0 && m->level <= 3);
+		break;
+	}
+	case MSG_NETD_POLICY: {
+		const struct msg_netd_policy *m = p;
+
+		CHECK(m->ncidrs <= MSG_MAX_CIDRS);
+		for (i = 0; i < m->ncidrs; i++)
+			cidr_usable(&m->cidrs[i]);
+		break;
+	}
+	case MSG_NETD_SETUP_ENI:
+	case MSG_NETD_TEARDOWN_ENI: {
+		const struct msg_netd_setup_eni *m = p;
+		struct msg_cidr c = { m->addr, m->prefix, { 0 } };
+
+		cidr_usable(&c);
+		break;
+	}
+	case MSG_NETD_LINK:
+		FIELD_LEN(((const struct msg_netd_link *)p)->name);
+		break;
+	case MSG_NETD_RULE: {
+		const struct msg_netd_rule *m = p;
+		struct msg_cidr src = { m->src, m->src_len, { 0 } };
+		struct msg_cidr dst = { m->dst, m->dst_len, { 0 } };
+
+		cidr_usable(&src);
+		cidr_usable(&dst);
+		break;
+	}
+	case MSG_NETD_RESULT: {
+		const struct msg_result *m = p;
+
+		CHECK(strcmp(msg_status_name(m->status), "unknown") != 0);
+		FIELD_LEN(m->message);
+		break;
+	}
+	case MSG_CLOUD_INSTANCE: {
+		const struct msg_cloud_instance *m = p;
+
+		status_usable(&m->st);
+		FIELD_LEN(m->instance_id);
+		FIELD_LEN(m->instance_type);
+		FIELD_LEN(m->az);
+		FIELD_LEN(m->region);
+		FIELD_LEN(m->primary_eni);
+		FIELD_LEN(m->subnet_id);
+		FIELD_LEN(m->vpc_id);
+		CHECK(m->ncidrs <= MSG_MAX_CIDRS);
+		for (i = 0; i < m->ncidrs; i++)
+			cidr_usable(&m->cidrs[i]);
+		sgs_usable(m->nsgs, m->sgs);
+		break;
+	}
+	case MSG_CLOUD_DESCRIBE_SUBNETS: {
+		const struct msg_cloud_describe_subnets *m = p;
+
+		CHECK(m->nids <= MSG_MAX_SUBNETS);
+		for (i = 0; i < m->nids; i++)
+			FIELD_LEN(m->ids[i]);
+		break;
+	}
+	case MSG_CLOUD_SUBNET: {
+		const struct msg_cloud_subnet *m = p;
+
+		FIELD_LEN(m->subnet_id);
+		FIELD_LEN(m->az);
+		cidr_usable(&m->cidr);
+		break;
+	}
+	case MSG_CLOUD_CREATE_ENI: {
+		const struct msg_cloud_create_eni *m = p;
+
+		FIELD_LEN(m->subnet_id);
+		FIELD_LEN(m->client_token);
+		FIELD_LEN(m->description);
+		CHECK(m->nsecondary <= MSG_MAX_ENI_ADDRS);
+		sgs_usable(m->nsgs, m->sgs);
+		tags_usable(m->ntags, m->tags);
+		break;
+	}
+	case MSG_CLOUD_ENI: {
+		const struct msg_cloud_eni *m = p;
+
+		status_usable(&m->st);
+		FIELD_LEN(m->eni_id);
+		FIELD_LEN(m->subnet_id);
+		FIELD_LEN(m->instance_id);
+		FIELD_LEN(m->attachment_id);
+		CHECK(m->status < ENI_ST_MAX && m->attach_status < ENI_ST_MAX);
+		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
+		tags_usable(m->ntags, m->tags);
+		break;
+	}
+	case MSG_CLOUD_ATTACH:
+		FIELD_LEN(((const struct msg_cloud_attach *)p)->eni_id);
+		break;
+	case MSG_CLOUD_ATTACHED: {
+		const struct msg_cloud_attached *m = p;
+
+		status_usable(&m->st);
+		FIELD_LEN(m->attachment_id);
+		break;
+	}
+	case MSG_CLOUD_SET_DOT: {
+		const struct msg_cloud_set_dot *m = p;
+
+		FIELD_LEN(m->eni_id);
+		FIELD_LEN(m->attachment_id);
+		CHECK(m->value == 0 || m->value == 1);
+		break;
+	}
+	case MSG_CLOUD_ASSIGN_IPS:
+	case MSG_CLOUD_UNASSIGN_IPS: {
+		const struct msg_cloud_ips *m = p;
+
+		FIELD_LEN(m->eni_id);
+		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
+		CHECK(m->count <= MSG_MAX_ENI_ADDRS);
+		break;
+	}
+	case MSG_CLOUD_ASSIGNED: {
+		const struct msg_cloud_assigned *m = p;
+
+		status_usable(&m->st);
+		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
+		break;
+	}
+	case MSG_CLOUD_DETACH: {
+		const struct msg_cloud_detach *m = p;
+
+		FIELD_LEN(m->eni_id);
+		FIELD_LEN(m->attachment_id);
+		break;
+	}
+	case MSG_CLOUD_DELETE:
+		FIELD_LEN(((const struct msg_cloud_delete *)p)->eni_id);
+		break;
+	case MSG_CLOUD_DESCRIBE_ENIS: {
+		const struct msg_cloud_describe_enis *m = p;
+
+		CHECK(m->filter < ENIS_FILTER_MAX);
+		CHECK(m->status < ENI_ST_MAX);
+		FIELD_LEN(m->instance_id);
+		tags_usable(m->ntags, m->tags);
+		break;
+	}
+	case MSG_CLOUD_CHECK_INSTANCES: {
+		const struct msg_cloud_check_instances *m = p;
+
+		CHECK(m->nids <= MSG_MAX_INSTANCE_IDS);
+		for (i = 0; i < m->nids; i++)
+			CHECK(FIELD_LEN(m->ids[i]) > 0);
+		break;
+	}
+	case MSG_CLOUD_INSTANCES: {
+		const struct msg_cloud_instances *m = p;
+
+		status_usable(&m->st);
+		CHECK(m->nids <= MSG_MAX_INSTANCE_IDS);
+		for (i = 0; i < MSG_MAX_INSTANCE_IDS; i++)
+			CHECK(m->exists[i] == 0 ||
+			    (m->exists[i] == 1 && i < m->nids));
+		break;
+	}
+	case MSG_CLOUD_DONE:
+		status_usable(&((const struct msg_cloud_done *)p)->st);
+		break;
+	case MSG_CLOUD_STATS_ANSWER:
+		stats_usable(p);
+		break;
+	default:
+		/* No field with a meaning to check: ids, numbers, MACs. */
+		break;
+	}
+}
+
+/* Sent again by msg_send() from the other end: the very same bytes. */
+static void
+reencodes(const struct msg_chan *rx, const unsigned char *dgram, size_t n)
+{
+	static unsigned char back[sizeof(struct msg) + 1];
+	struct msg_chan tx;
+	struct msg_hdr hdr;
+	ssize_t got;
+
+	memcpy(&hdr, dgram, sizeof(hdr));
+	msg_chan_init(&tx, sv[0], rx->peer, rx->self, "fuzz");
+	CHECK(msg_send(&tx, hdr.type, hdr.id, dgram + sizeof(hdr),
+	    n - sizeof(hdr)) == 0);
+	got = recv(sv[1], back, sizeof(back), MSG_DONTWAIT | MSG_TRUNC);
+	CHECK(got >= 0 && (size_t)got == n);
+	CHECK(memcmp(back, dgram, n) == 0);
+}
+
+static bool
+same_state(const struct msg_chan *a, const struct msg_chan *b)
+{
+	return a->fd == b->fd && a->self == b->self && a->peer == b->peer &&
+	    a->peer_name == b->peer_name && a->greeted == b->greeted &&
+	    a->permits == b->permits &&
+	    memcmp(a->seen_once, b->seen_once, sizeof(a->seen_once)) == 0;
+}
+
+/* One datagram on chan: true if accepted (and the channel goes on). */
+static bool
+one_datagram(struct msg_chan *chan, const unsigned char *dgram, size_t n)
+{
+	static struct msg m;
+	const struct msg_type_info *ti;
+	struct msg_chan before = *chan, expect;
+	enum msg_recv_result rr;
+	const char *pure = NULL, *why;
+	unsigned char *copy = NULL, *payload;
+
+	if (n <= sizeof(struct msg)) {
+		CHECK((copy = malloc(n ? n : 1)) != NULL);
+		memcpy(copy, dgram, n);
+		pure = msg_validate(&before, copy, n);
+		CHECK(same_state(&before, chan));
+	}
+	CHECK(send(sv[0], dgram, n, MSG_DONTWAIT) == (ssize_t)n);
+	memset(&m, 0xa5, sizeof(m));
+	rr = msg_recv(chan, &m, &why);
+
+	if (n == 0) {
+		/* An empty datagram reads as the peer's end of file. */
+		CHECK(rr == MSG_RECV_EOF && same_state(&before, chan));
+		free(copy);
+		return false;
+	}
+	if (n > sizeof(struct msg)) {
+		CHECK(rr == MSG_RECV_BAD && why != NULL &&
+		    strcmp(why, "datagram larger than any message") == 0);
+		CHECK(same_state(&before, chan));
+		return false;
+	}
+	CHECK(rr == MSG_RECV_OK || rr == MSG_RECV_BAD);
+	CHECK(why == pure);
+	if (rr == MSG_RECV_BAD) {
+		CHECK(why != NULL && why[0] != '\0');
+		CHECK(same_state(&before, chan));
+		free(copy);
+		return false;
+	}
+
+	/* Accepted: the header is one msg_send() writes, for a known type
+	 * allowed this way, with its exact size. */
+	CHECK(memcmp(&m, dgram, n) == 0);
+	CHECK((ti = msg_type_info(m.hdr.type)) != NULL);
+	CHECK(m.hdr.type < MSG_TYPE_COUNT && ti->size == type_size[m.hdr.type]);
+	CHECK(n == sizeof(struct msg_hdr) + ti->size && m.hdr.len == ti->size);
+	CHECK(m.hdr.flags == 0 && m.hdr.reserved == 0);
+	CHECK(ti->dirs & msg_dir_bit(chan->peer, chan->self));
+	CHECK(before.greeted || (ti->flags & MF_HANDSHAKE));
+	CHECK(!(ti->flags & MF_POLICY) || (before.permits & MSG_PERMIT_POLICY));
+	CHECK(!(ti->flags & MF_ONCE) || !((before.seen_once[m.hdr.type / 64] >>
+	    (m.hdr.type % 64)) & 1));
+
+	expect = before;
+	if (ti->flags & MF_HANDSHAKE)
+		expect.greeted = true;
+	if (ti->flags & MF_ONCE)
+		expect.seen_once[m.hdr.type / 64] |=
+		    (uint64_t)1 << (m.hdr.type % 64);
+	CHECK(same_state(&expect, chan));
+
+	CHECK(msg_validate(&before, copy, n) == NULL);
+	payload = copy + sizeof(struct msg_hdr);
+	CHECK(ti->check(payload) == NULL);
+	payload_usable(m.hdr.type, payload);
+	reencodes(chan, dgram, n);
+	free(copy);
+	return true;
+}
+
+/* The types this end may receive, for typed mode. */
+static size_t
+allowed_types(const struct msg_chan *chan, unsigned int *types)
+{
+	unsigned int t, bit = msg_dir_bit(chan->peer, chan->self);
+	size_t n = 0;
+
+	for (t = 1; t < MSG_TYPE_COUNT; t++)
+		if (msg_type_info(t)->dirs & bit)
+			types[n++] = t;
+	return n;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static unsigned char dgram[sizeof(struct msg) + 1024];
+	unsigned int types[MSG_TYPE_COUNT];
+	const uint8_t *p = data, *end = data + size;
+	struct msg_chan chan;
+	struct msg_hdr hdr;
+	size_t ntypes, n, i, avail;
+	unsigned int setup;
+	bool typed;
+
+	if (sv[0] == -1) {
+		CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+		CHECK(sizeof(type_size) / sizeof(type_size[0]) ==
+		    MSG_TYPE_COUNT);
+	}
+	if (size == 0)
+		return 0;
+	setup = *p++;
+	msg_chan_init(&chan, sv[1], ends[setup & 3].self, ends[setup & 3].peer,
+	    "fuzz");
+	if (setup & 4)
+		msg_chan_permit(&chan, MSG_PERMIT_POLICY);
+	chan.greeted = (setup & 8) != 0;
+	typed = (setup & 16) != 0;
+	ntypes = allowed_types(&chan, types);
+	CHECK(ntypes > 0);
+
+	for (i = 0; i < MAX_DATAGRAMS && p < end; i++) {
+		if (typed) {
+			const struct msg_type_info *ti;
+
+			memset(&hdr, 0, sizeof(hdr));
+			hdr.type = (uint16_t)types[*p++ % ntypes];
+			ti = msg_type_info(hdr.type);
+			avail = (size_t)(end - p) < sizeof(hdr.id) ?
+			    (size_t)(end - p) : sizeof(hdr.id);
+			memcpy(&hdr.id, p, avail);
+			p += avail;
+			hdr.len = (uint32_t)ti->size;
+			memcpy(dgram, &hdr, sizeof(hdr));
+			avail = (size_t)(end - p) < ti->size ?
+			    (size_t)(end - p) : ti->size;
+			memcpy(dgram + sizeof(hdr), p, avail);
+			memset(dgram + sizeof(hdr) + avail, 0,
+			    ti->size - avail);
+			p += avail;
+			n = sizeof(hdr) + ti->size;
+		} else {
+			if (end - p < 2)
+				break;
+			n = (size_t)p[0] | (size_t)p[1] << 8;
+			p += 2;
+			if (n > (size_t)(end - p))
+				n = (size_t)(end - p);
+			if (n > sizeof(dgram))
+				n = sizeof(dgram);
+			memcpy(dgram, p, n);
+			p += n;
+		}
+		if (!one_datagram(&chan, dgram, n))
+			break;
+	}
+	return 0;
+}
