@@ -213,6 +213,7 @@ build_ec2_req(struct cloud_call *c)
 	snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:ec2", cd->region);
 	snprintf(r->userpwd, sizeof(r->userpwd), "%s:%s",
 	    cd->creds.access_key_id, cd->creds.secret_access_key);
+	c->creds_gen = cd->creds_gen;
 	return 0;
 }
 
@@ -480,11 +481,18 @@ attempt_done(struct http_req *r, void *arg)
 	c->has_last = true;
 
 	if (retry == EC2_RETRY_REAUTH) {
+		/* Expired or refused (revoked) role credentials: one more
+		 * try per call, with new ones.  Only the credentials this
+		 * attempt used are dropped, so calls refused together share
+		 * one fetch; a refusal that new credentials don't cure is
+		 * the call's answer. */
 		if (cd->creds_from_imds && !c->reauthed) {
-			log_info("%s: %s; fetching new credentials and "
-			    "retrying", call_name(c), st.code);
 			c->reauthed = true;
-			invalidate_creds(cd);
+			if (c->creds_gen == cd->creds_gen) {
+				log_info("%s: %s; fetching new credentials and "
+				    "retrying", call_name(c), st.code);
+				invalidate_creds(cd);
+			}
 			park(c);
 			return;
 		}
@@ -848,6 +856,7 @@ boot_done(struct http_req *r, void *arg)
 			    (long long)(nc.expiration - now));
 		cd->creds = nc;
 		cd->creds_ok = true;
+		cd->creds_gen++;
 		cd->creds_refresh_due = false;
 		explicit_bzero(&nc, sizeof(nc));
 		loop_timer_after(&cd->loop, &cd->creds_timer,

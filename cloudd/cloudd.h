@@ -112,6 +112,7 @@ struct cloud_call {
 	uint64_t		 attempt_start_us;	/* for the histogram */
 	unsigned		 attempt;
 	bool			 reauthed;
+	unsigned		 creds_gen;	/* of the attempt's credentials */
 	enum call_state		 state;
 	struct http_req		 req;
 	struct loop_timer	 backoff_timer;
@@ -195,6 +196,7 @@ struct cloudd {
 	bool			 creds_ok;
 	bool			 creds_refresh_due;
 	struct cloud_creds	 creds;
+	unsigned		 creds_gen;	/* counts credentials taken */
 	struct loop_timer	 creds_timer;
 	char			 role[128];
 	char			 imds_token[256];
