@@ -346,11 +346,13 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 			cloud_status(st, CO_TRANSIENT, "", "%s: HTTP %ld with "
 			    "an unreadable body (%s)", call_name(c), r->status,
 			    err);
+			log_errorx("%s", st->message);
 			return EC2_RETRY_IDEMPOTENT;
 		}
 		cloud_status(st, r->status == 200 ? CO_TRANSIENT : CO_FATAL, "",
 		    "%s: HTTP %ld, unusable answer: %s", call_name(c),
 		    r->status, err);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_NO;
 	}
 	*parsed = true;
@@ -358,6 +360,7 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 		if (r->status != 200) {
 			cloud_status(st, CO_FATAL, "", "%s: HTTP %ld with a "
 			    "success body", call_name(c), r->status);
+			log_errorx("%s", st->message);
 			return EC2_RETRY_NO;
 		}
 		cloud_status(st, CO_OK, "", "%s", "");
@@ -385,15 +388,20 @@ judge_transport(struct cloud_call *c, struct msg_cloud_status *st)
 {
 	struct http_req *r = &c->req;
 
+	/* An answer too large or too slow is the endpoint's doing (or
+	 * whoever sits in its place): an error line, whatever comes of the
+	 * call. */
 	if (r->oversize || r->cc == CURLE_FILESIZE_EXCEEDED) {
 		cloud_status(st, CO_TRANSIENT, "", "%s: answer over the "
 		    "%zu-byte cap; refused", call_name(c), r->max_body);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_NO;
 	}
 	if (r->cc == CURLE_OPERATION_TIMEDOUT) {
 		cloud_status(st, CO_TRANSIENT, "", "%s: no complete answer "
 		    "within %llu ms (%s)", call_name(c),
 		    (unsigned long long)r->timeout_ms, r->errbuf);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_IDEMPOTENT;
 	}
 	cloud_status(st, CO_TRANSIENT, "", "%s: %s", call_name(c), r->errbuf);

@@ -156,6 +156,7 @@ struct intent {
 	int			 step;
 	uint32_t		 sent;		/* stream entries so far */
 	unsigned		 pages;
+	bool			 refused;	/* failed by cloudd's checks */
 	char			 next_token[EC2_TOKEN_LEN];
 	union {
 		struct msg_cloud_describe_instance	di;
