@@ -862,6 +862,22 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 	cni_request_free(&r);
 }
 
+/*
+ * Until the instance is known the checkpoint is not read back, and an
+ * attachment it holds looks unknown: a DEL answered ok then would leave
+ * its address held for good (the pod comes back from the checkpoint), and
+ * a CHECK would call it unknown.  They are told to try again.
+ */
+static bool
+checkpoint_unread(struct broker *b, struct jref *ref)
+{
+	if (b->engine.phase != PHASE_WAITING)
+		return false;
+	jref_error(ref, "try-again", "enid is still starting: its checkpoint "
+	    "is not read back yet");
+	return true;
+}
+
 static void
 op_del(struct broker *b, struct jref *ref, struct json_object *req)
 {
@@ -881,6 +897,10 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 			    "waiting for an address");
 			break;
 		}
+	if (checkpoint_unread(b, ref)) {
+		cni_request_free(&r);
+		return;
+	}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
 		jref_reply(ref, ok_answer());	/* idempotent */
 		cni_request_free(&r);
@@ -906,6 +926,10 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 
 	if (!parse_or_bad(ref, req, &r))
 		return;
+	if (checkpoint_unread(b, ref)) {
+		cni_request_free(&r);
+		return;
+	}
 	p = pod_find(b, r.container_id, r.ifname);
 	if (p == NULL)
 		jref_error(ref, "unknown-container", "enid holds no address "
