@@ -137,7 +137,24 @@ pod_lost(struct pod *p, const char *why)
 	p->lost = true;
 	msg_strlcpy(p->lost_why, why, sizeof(p->lost_why));
 	p->eni = NULL;
+	engine_withhold_addr(p->b, p);
 	checkpoint_mark(p->b);
+}
+
+/*
+ * A pod other than except whose address is ip: among the lost ones (whose
+ * address the cloud took back, but which keep it configured until the
+ * runtime deletes them) if lost, else among the others.  NULL if none.
+ */
+struct pod *
+pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
+{
+	struct pod *p;
+
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p != except && p->lost == lost && p->ip == ip)
+			return p;
+	return NULL;
 }
 
 /* ---- answers ---- */
@@ -553,8 +570,19 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 static void
 pod_del_start(struct pod *p)
 {
+	char ip[IP4_STR_LEN];
+
 	p->state = POD_DELETING;
 	p->del_wanted = false;
+	/* A lost pod's address may be another pod's by now (a checkpoint
+	 * that held it twice): the rules for it are that pod's, and stay. */
+	if (p->lost && pod_with_ip(p->b, p->ip, false, p) != NULL) {
+		ip4_format(p->ip, ip);
+		log_info("pod %s/%s: released; %s is another pod's now, whose "
+		    "rules stay", p->container_id, p->ifname, ip);
+		pod_gone(p);
+		return;
+	}
 	pod_netd_send(p);
 }
 

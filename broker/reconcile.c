@@ -214,6 +214,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 {
 	struct broker *b = r->b;
 	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
+	const struct pod *lp;
 	char ip[IP4_STR_LEN], why[128];
 	uint32_t i, j;
 
@@ -225,6 +226,13 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
+		if ((lp = pod_with_ip(b, ce->addrs[i], true, NULL)) != NULL) {
+			log_warnx("reconcile: %s: %s is still the address of "
+			    "pod %s/%s, whose address was taken back; not used "
+			    "until it is deleted", e->id, ip, lp->container_id,
+			    lp->ifname);
+			continue;
+		}
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
 		    sizeof(why))) {
 			log_security("reconcile: %s carries %s, %s; never used",

@@ -68,3 +68,45 @@ def test_del_while_the_checkpoint_is_unread_is_not_acknowledged(make_env):
     assert states[a["ip"]] in ("free", "cooling"), states
     ans, _ = env.delete("nobody")
     assert ans == {"ok": True}, ans
+
+
+def test_address_of_a_lost_pod_is_no_other_pods(make_env):
+    """A pod's address is unassigned behind enid's back (the pod is lost,
+    but keeps the address configured until the runtime deletes it), and
+    the cloud then assigns that address to the node again.  It must not
+    be handed to another pod while the lost one lives: the node would
+    have it twice, and the lost pod's DEL would take the new pod's
+    rules.  Once the lost pod is deleted it is the pool's again."""
+    env = make_env(reconcile_interval_s=60,
+                   pool={"warm_ip_target": 1, "warm_eni_target": 0})
+    env.start()
+    a = env.add_and_ping("lost")
+    ip, eni = a["ip"], a["eni"]
+    ec2 = env.ec2()
+    ec2.unassign_private_ip_addresses(NetworkInterfaceId=eni,
+                                      PrivateIpAddresses=[ip])
+    env.reconcile()
+    p = next(x for x in env.show("pods") if x["container_id"] == "lost")
+    assert p["state"] == "lost", p
+    ec2.assign_private_ip_addresses(NetworkInterfaceId=eni,
+                                    PrivateIpAddresses=[ip])
+    env.reconcile()
+    pool = {x["ip"] for e in env.show("enis") for x in e["addresses"]}
+    assert ip not in pool, pool
+    assert "%s is still the address of pod lost/eth0" % ip in env.enid.text()
+    others = {}
+    for i in range(3):
+        b = env.add_and_ping("new%d" % i)
+        others["new%d" % i] = b["ip"]
+    assert ip not in others.values(), others
+    # The lost pod goes: its DEL leaves every other pod's rules alone,
+    # and its address comes back to the pool.
+    env.unwire("lost")
+    ans, _ = env.delete("lost")
+    assert ans == {"ok": True}, ans
+    for cid in others:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    env.reconcile()
+    states = {x["ip"]: x["state"] for e in env.show("enis")
+              for x in e["addresses"]}
+    assert states.get(ip) == "free", states
