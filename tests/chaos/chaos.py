@@ -340,6 +340,8 @@ class Pod:
         self.state = "adding"       # live, deleting, gone
         self.t_add = time.monotonic()
         self.sod_add = sod
+        self.checked = False
+        self.reported = False
         self.t_ack = None
         self.victim = False
 
@@ -361,6 +363,7 @@ class Harness:
         self.sabotage = []          # (t, sod, addresses) taken behind
         self.sod0 = 0
         self.sod0 = self.sod()
+        self.reported = set()
         self.stop_churn = threading.Event()
         self.stop_faults = threading.Event()
         self.undo = []              # (t, description, fn)
@@ -509,7 +512,10 @@ class Harness:
                 add = not add
             if add or not live:
                 return "add", None
-            p = self.rng.choice(live)
+            ready = [p for p in live if p.checked]
+            if not ready:
+                return "add", None
+            p = self.rng.choice(ready)
             p.state = "deleting"
             return "del", p
 
@@ -583,6 +589,7 @@ class Harness:
             self.res.violation("duplicate-address", "ADD %s got %s, which "
                                "live pod(s) %s hold", pod.cid, ip, others)
         ok, t = ping(pod.ns, self.ep["vpc_host"], PING_WAIT_S)
+        pod.checked = True      # from now on the churn may delete it
         self.res.pings["after-add ok" if ok else "after-add failed"] += 1
         if not ok:
             if self.is_victim(pod):
@@ -640,8 +647,13 @@ class Harness:
         knows once two reconciliations ended after the change (the first
         may have asked the cloud before it)."""
         with self.lock:
-            hits = [sod for t, sod, ips in self.sabotage
+            hits = [sod for t, sod, ips, _ in self.sabotage
                     if pod.ip in ips]
+            enis = {eni: sod for t, sod, _, eni in self.sabotage if eni}
+        if enis:
+            eni = self.eni_of(pod)
+            if eni in enis:
+                hits.append(enis[eni])
         if not hits:
             return False
         done = self.reconciles_done()
@@ -651,6 +663,22 @@ class Harness:
             if len([d for d in done if sod < d < pod.sod_add]) < 2:
                 return True
         return False
+
+    def eni_of(self, pod):
+        """The ENI pod's address is on: enid's word, else the cloud's."""
+        try:
+            for p in self.show("pods"):
+                if p["container_id"] == pod.cid and p.get("eni"):
+                    return p["eni"]
+        except (OSError, ValueError):
+            pass
+        try:
+            for e in self.sim.control("GET", "/state")["enis"]:
+                if pod.ip in e["addresses"]:
+                    return e["id"]
+        except (OSError, ValueError):
+            pass
+        return None
 
     def reconciles_done(self):
         """When enid logged "reconcile: done", in seconds of the day."""
@@ -689,11 +717,13 @@ class Harness:
         self.res.victims += 1
         self.res.event(op="victim", cid=pod.cid, ip=pod.ip)
 
-    def sabotaged(self, ips):
+    def sabotaged(self, ips, eni=None):
+        """ips (or every address of eni, even ones it gets later) are
+        taken behind enid's back."""
         now = time.monotonic()
-        self.res.event(op="sabotage", ips=sorted(ips))
+        self.res.event(op="sabotage", ips=sorted(ips), eni=eni)
         with self.lock:
-            self.sabotage.append((now, self.sod(), set(ips)))
+            self.sabotage.append((now, self.sod(), set(ips), eni))
             hit = [p for p in self.pods.values()
                    if p.state == "live" and p.ip in ips]
         for p in hit:
@@ -712,7 +742,7 @@ class Harness:
         for p in live:
             by_ip[p.ip].append(p.cid)
         for ip, cids in by_ip.items():
-            if len(cids) > 1:
+            if len(cids) > 1 and self.first_time("live", ip, cids):
                 self.res.violation("duplicate-address", "%s is held by live "
                                    "pods %s", ip, cids)
         if self.svc.running.is_set():
@@ -726,7 +756,7 @@ class Harness:
                     seen[p["ip"]].append("%s(%s)" % (p["container_id"],
                                                      p["state"]))
                 for ip, who in seen.items():
-                    if len(who) > 1:
+                    if len(who) > 1 and self.first_time("enid", ip, who):
                         self.res.violation("duplicate-address", "enid lists "
                                            "%s for pods %s", ip, who)
         now = time.monotonic()
@@ -743,11 +773,20 @@ class Harness:
                 continue
             if self.is_victim(p):
                 self.mark_victim(p)
-            else:
+            elif not p.reported:
+                p.reported = True       # once per pod
                 self.res.violation("held-unreachable", "pod %s at %s, "
                                    "acknowledged %.1f s ago, no longer "
                                    "reaches %s", p.cid, p.ip,
                                    now - p.t_ack, self.ep["vpc_host"])
+
+    def first_time(self, *what):
+        """A breach seen again at the next check is reported once."""
+        key = json.dumps(what, sort_keys=True)
+        if key in self.reported:
+            return False
+        self.reported.add(key)
+        return True
 
     # ---- faults ----
 
@@ -888,12 +927,12 @@ class Harness:
         e = self.rng.choice(enis)
         # Before and after: the pool may grow onto it meanwhile, and the
         # call may take a while under throttling.
-        self.sabotaged(e["addresses"])
+        self.sabotaged(e["addresses"], e["id"])
         try:
             self.ec2().detach_network_interface(
                 AttachmentId=e["attachment"]["id"])
         finally:
-            self.sabotaged(self.eni_addrs(e["id"]))
+            self.sabotaged(self.eni_addrs(e["id"]), e["id"])
         return "ENI detached behind enid's back"
 
     def f_unassign(self):
