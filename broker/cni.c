@@ -137,7 +137,24 @@ pod_lost(struct pod *p, const char *why)
 	p->lost = true;
 	msg_strlcpy(p->lost_why, why, sizeof(p->lost_why));
 	p->eni = NULL;
+	engine_withhold_addr(p->b, p);
 	checkpoint_mark(p->b);
+}
+
+/*
+ * A pod other than except whose address is ip: among the lost ones (whose
+ * address the cloud took back, but which keep it configured until the
+ * runtime deletes them) if lost, else among the others.  NULL if none.
+ */
+struct pod *
+pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
+{
+	struct pod *p;
+
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p != except && p->lost == lost && p->ip == ip)
+			return p;
+	return NULL;
 }
 
 /* ---- answers ---- */
@@ -553,8 +570,19 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 static void
 pod_del_start(struct pod *p)
 {
+	char ip[IP4_STR_LEN];
+
 	p->state = POD_DELETING;
 	p->del_wanted = false;
+	/* A lost pod's address may be another pod's by now (a checkpoint
+	 * that held it twice): the rules for it are that pod's, and stay. */
+	if (p->lost && pod_with_ip(p->b, p->ip, false, p) != NULL) {
+		ip4_format(p->ip, ip);
+		log_info("pod %s/%s: released; %s is another pod's now, whose "
+		    "rules stay", p->container_id, p->ifname, ip);
+		pod_gone(p);
+		return;
+	}
 	pod_netd_send(p);
 }
 
@@ -862,6 +890,22 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 	cni_request_free(&r);
 }
 
+/*
+ * Until the instance is known the checkpoint is not read back, and an
+ * attachment it holds looks unknown: a DEL answered ok then would leave
+ * its address held for good (the pod comes back from the checkpoint), and
+ * a CHECK would call it unknown.  They are told to try again.
+ */
+static bool
+checkpoint_unread(struct broker *b, struct jref *ref)
+{
+	if (b->engine.phase != PHASE_WAITING)
+		return false;
+	jref_error(ref, "try-again", "enid is still starting: its checkpoint "
+	    "is not read back yet");
+	return true;
+}
+
 static void
 op_del(struct broker *b, struct jref *ref, struct json_object *req)
 {
@@ -881,6 +925,10 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 			    "waiting for an address");
 			break;
 		}
+	if (checkpoint_unread(b, ref)) {
+		cni_request_free(&r);
+		return;
+	}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
 		jref_reply(ref, ok_answer());	/* idempotent */
 		cni_request_free(&r);
@@ -906,6 +954,10 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 
 	if (!parse_or_bad(ref, req, &r))
 		return;
+	if (checkpoint_unread(b, ref)) {
+		cni_request_free(&r);
+		return;
+	}
 	p = pod_find(b, r.container_id, r.ifname);
 	if (p == NULL)
 		jref_error(ref, "unknown-container", "enid holds no address "

@@ -277,6 +277,7 @@ void	engine_fail_growth(struct broker *b, const char *code,
 void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
 	    uint32_t *cooling, uint32_t *other);
 uint32_t eni_table(struct broker *b, int device_index);
+void	engine_withhold_addr(struct broker *b, const struct pod *p);
 
 /* cni.c */
 extern const struct jop cni_ops[];
@@ -289,6 +290,8 @@ void	pods_serve_waiters(struct broker *b);
 void	waiters_fail(struct broker *b, uint64_t before, const char *code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void	pod_lost(struct pod *p, const char *why);
+struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
+	    const struct pod *except);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);

@@ -214,12 +214,20 @@ eni_take_addrs(struct eni *e, const uint32_t *addrs, uint32_t n,
     enum addr_state st, const char *what)
 {
 	char why[128], ip[IP4_STR_LEN];
+	const struct pod *lp;
 	uint32_t i, taken = 0;
 
 	for (i = 0; i < n; i++) {
 		if (eni_addr_index(e, addrs[i]) >= 0)
 			continue;
 		ip4_format(addrs[i], ip);
+		if ((lp = pod_with_ip(e->b, addrs[i], true, NULL)) != NULL) {
+			log_warnx("%s: %s: %s is still the address of pod "
+			    "%s/%s, whose address was taken back; not used "
+			    "until it is deleted", eni_name(e), what, ip,
+			    lp->container_id, lp->ifname);
+			continue;
+		}
 		if (!eni_addr_acceptable(e->b, e, addrs[i], why, sizeof(why))) {
 			log_security("%s: %s: the cloud named %s, %s; never "
 			    "used", eni_name(e), what, ip, why);
@@ -247,6 +255,39 @@ eni_drop_addr(struct eni *e, uint32_t idx)
 	e->addrs[idx] = e->addrs[--e->naddrs];
 	if (idx < e->naddrs && e->addrs[idx].pod != NULL)
 		(void)0;	/* pods point at their ENI, not at the slot */
+}
+
+/*
+ * p's address was taken back by the cloud, but p keeps it configured until
+ * the runtime deletes p.  Should the cloud have given it to one of our
+ * ENIs again, it leaves the pool until then: handed to another pod, it
+ * would be on the node twice (and p's DEL would take that pod's rules).
+ * p's own slot, if any, is assigned, so a caller walking that ENI's
+ * addresses loses no entry under its feet.
+ */
+void
+engine_withhold_addr(struct broker *b, const struct pod *p)
+{
+	char ip[IP4_STR_LEN];
+	struct eni *e;
+	uint32_t i;
+	int idx;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		e = &b->engine.enis[i];
+		if (!e->used || (idx = eni_addr_index(e, p->ip)) < 0)
+			continue;
+		if (e->addrs[idx].state != ADDR_FREE &&
+		    e->addrs[idx].state != ADDR_COOLING &&
+		    e->addrs[idx].state != ADDR_PENDING)
+			continue;
+		ip4_format(p->ip, ip);
+		log_warnx("%s: %s is still the address of pod %s/%s, whose "
+		    "address was taken back; out of the pool until it is "
+		    "deleted", eni_name(e), ip, p->container_id, p->ifname);
+		e->addrs[idx] = e->addrs[--e->naddrs];
+		engine_kick(b);
+	}
 }
 
 void

@@ -246,6 +246,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 {
 	struct broker *b = r->b;
 	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
+	const struct pod *lp;
 	char ip[IP4_STR_LEN], why[128];
 	uint32_t i, j;
 
@@ -257,6 +258,13 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
+		if ((lp = pod_with_ip(b, ce->addrs[i], true, NULL)) != NULL) {
+			log_warnx("reconcile: %s: %s is still the address of "
+			    "pod %s/%s, whose address was taken back; not used "
+			    "until it is deleted", e->id, ip, lp->container_id,
+			    lp->ifname);
+			continue;
+		}
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
 		    sizeof(why))) {
 			log_security("reconcile: %s carries %s, %s; never used",
@@ -426,6 +434,40 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	eni_configure(e);
 }
 
+/*
+ * An ENI's MAC never changes: an entry that gives a pool ENI another one
+ * (the node's own, say) is not the cloud's view of that ENI, and none of
+ * it is used.  The ENI stays as the pool has it (it is listed).
+ */
+static bool
+recon_same_link(struct broker *b, const struct eni *e,
+    const struct msg_cloud_eni *ce)
+{
+	char got[MAC_STR_LEN], have[MAC_STR_LEN];
+
+	if (memcmp(ce->mac, e->mac, 6) == 0)
+		return true;
+	mac_format(ce->mac, got);
+	mac_format(e->mac, have);
+	log_security("reconcile: %s is described with MAC %s%s, not its own "
+	    "%s; the entry is not used", e->id, got,
+	    memcmp(ce->mac, b->instance.primary_mac, 6) == 0 ?
+	    " (the node's own link)" : "", have);
+	return false;
+}
+
+/* The index of an entry of the answer with e's MAC, or r->nenis. */
+static size_t
+recon_mac_listed(const struct reconcile_run *r, const struct eni *e)
+{
+	size_t i;
+
+	for (i = 0; i < r->nenis; i++)
+		if (memcmp(r->enis[i].mac, e->mac, 6) == 0)
+			break;
+	return i;
+}
+
 static void
 recon_attached(struct reconcile_run *r)
 {
@@ -470,6 +512,8 @@ recon_attached(struct reconcile_run *r)
 				recon_adopt(r, ce);
 			continue;
 		}
+		if (!recon_same_link(b, e, ce))
+			continue;
 		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
 		    e->state == ENI_CONFIGURING)
 			recon_addresses(r, e, ce, false);
@@ -499,6 +543,15 @@ recon_attached(struct reconcile_run *r)
 				present = true;
 		if (present)
 			continue;
+		if ((i = recon_mac_listed(r, e)) < r->nenis) {
+			/* Its link is listed under another id: ids don't
+			 * change, so the answer is wrong about one of them,
+			 * and the pods on this one keep working. */
+			log_security("reconcile: %s is not listed, but its MAC "
+			    "is, as %s; the answer is inconsistent, the pool "
+			    "keeps %s", e->id, r->enis[i].eni_id, e->id);
+			continue;
+		}
 		if (e->primary) {
 			log_errorx("reconcile: the primary ENI %s is not "
 			    "listed as attached; the pool keeps it", e->id);

@@ -216,6 +216,7 @@ build_ec2_req(struct cloud_call *c)
 	snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:ec2", cd->region);
 	snprintf(r->userpwd, sizeof(r->userpwd), "%s:%s",
 	    cd->creds.access_key_id, cd->creds.secret_access_key);
+	c->creds_gen = cd->creds_gen;
 	return 0;
 }
 
@@ -348,11 +349,13 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 			cloud_status(st, CO_TRANSIENT, "", "%s: HTTP %ld with "
 			    "an unreadable body (%s)", call_name(c), r->status,
 			    err);
+			log_errorx("%s", st->message);
 			return EC2_RETRY_IDEMPOTENT;
 		}
 		cloud_status(st, r->status == 200 ? CO_TRANSIENT : CO_FATAL, "",
 		    "%s: HTTP %ld, unusable answer: %s", call_name(c),
 		    r->status, err);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_NO;
 	}
 	*parsed = true;
@@ -360,6 +363,7 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 		if (r->status != 200) {
 			cloud_status(st, CO_FATAL, "", "%s: HTTP %ld with a "
 			    "success body", call_name(c), r->status);
+			log_errorx("%s", st->message);
 			return EC2_RETRY_NO;
 		}
 		cloud_status(st, CO_OK, "", "%s", "");
@@ -387,15 +391,20 @@ judge_transport(struct cloud_call *c, struct msg_cloud_status *st)
 {
 	struct http_req *r = &c->req;
 
+	/* An answer too large or too slow is the endpoint's doing (or
+	 * whoever sits in its place): an error line, whatever comes of the
+	 * call. */
 	if (r->oversize || r->cc == CURLE_FILESIZE_EXCEEDED) {
 		cloud_status(st, CO_TRANSIENT, "", "%s: answer over the "
 		    "%zu-byte cap; refused", call_name(c), r->max_body);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_NO;
 	}
 	if (r->cc == CURLE_OPERATION_TIMEDOUT) {
 		cloud_status(st, CO_TRANSIENT, "", "%s: no complete answer "
 		    "within %llu ms (%s)", call_name(c),
 		    (unsigned long long)r->timeout_ms, r->errbuf);
+		log_errorx("%s", st->message);
 		return EC2_RETRY_IDEMPOTENT;
 	}
 	cloud_status(st, CO_TRANSIENT, "", "%s: %s", call_name(c), r->errbuf);
@@ -483,11 +492,18 @@ attempt_done(struct http_req *r, void *arg)
 	c->has_last = true;
 
 	if (retry == EC2_RETRY_REAUTH) {
+		/* Expired or refused (revoked) role credentials: one more
+		 * try per call, with new ones.  Only the credentials this
+		 * attempt used are dropped, so calls refused together share
+		 * one fetch; a refusal that new credentials don't cure is
+		 * the call's answer. */
 		if (cd->creds_from_imds && !c->reauthed) {
-			log_info("%s: %s; fetching new credentials and "
-			    "retrying", call_name(c), st.code);
 			c->reauthed = true;
-			invalidate_creds(cd);
+			if (c->creds_gen == cd->creds_gen) {
+				log_info("%s: %s; fetching new credentials and "
+				    "retrying", call_name(c), st.code);
+				invalidate_creds(cd);
+			}
 			park(c);
 			return;
 		}
@@ -850,6 +866,7 @@ boot_done(struct http_req *r, void *arg)
 			    (long long)(nc.expiration - now));
 		cd->creds = nc;
 		cd->creds_ok = true;
+		cd->creds_gen++;
 		cd->creds_refresh_due = false;
 		explicit_bzero(&nc, sizeof(nc));
 		loop_timer_after(&cd->loop, &cd->creds_timer,

@@ -109,6 +109,7 @@ struct cloud_call {
 	uint64_t		 attempt_start_us;	/* for the histogram */
 	unsigned		 attempt;
 	bool			 reauthed;
+	unsigned		 creds_gen;	/* of the attempt's credentials */
 	enum call_state		 state;
 	struct http_req		 req;
 	struct loop_timer	 backoff_timer;
@@ -152,6 +153,7 @@ struct intent {
 	int			 step;
 	uint32_t		 sent;		/* stream entries so far */
 	unsigned		 pages;
+	bool			 refused;	/* failed by cloudd's checks */
 	char			 next_token[EC2_TOKEN_LEN];
 	union {
 		struct msg_cloud_describe_instance	di;
@@ -197,6 +199,7 @@ struct cloudd {
 	bool			 creds_ok;
 	bool			 creds_refresh_due;
 	struct cloud_creds	 creds;
+	unsigned		 creds_gen;	/* counts credentials taken */
 	struct loop_timer	 creds_timer;
 	char			 role[128];
 	char			 imds_token[256];

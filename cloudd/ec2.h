@@ -243,7 +243,7 @@ enum ec2_retry {
 	EC2_RETRY_NO = 0,
 	EC2_RETRY_ALWAYS,	/* the call did not run: throttled */
 	EC2_RETRY_IDEMPOTENT,	/* it may have run: only if repeating is safe */
-	EC2_RETRY_REAUTH,	/* credentials expired: refresh, then retry */
+	EC2_RETRY_REAUTH,	/* credentials expired or refused: refresh, retry */
 };
 
 /*

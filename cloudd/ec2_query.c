@@ -655,9 +655,12 @@ ec2_classify(enum ec2_action action, unsigned http_status, const char *code,
 		"AttachmentLimitExceeded", "PrivateIpAddressLimitExceeded",
 		"NetworkInterfaceLimitExceeded", NULL,
 	};
+	/* Credentials the cloud no longer takes: expired, or refused
+	 * (role credentials revoked before they expire; IMDS has new
+	 * ones). */
 	static const char *const expired[] = {
 		"RequestExpired", "ExpiredToken", "ExpiredTokenException",
-		NULL,
+		"AuthFailure", NULL,
 	};
 	static const char *const in_use[] = {
 		"IncorrectState", "InvalidNetworkInterface.InUse",

@@ -45,7 +45,7 @@ intent_log(const struct intent *it, const struct msg_cloud_status *st)
 		log_debug("intent %u %s: ok in %llu ms", it->id,
 		    intent_name(it), ms);
 	else
-		log_info("intent %u %s: %s in %llu ms: %s%s%s%s%s", it->id,
+		(it->refused ? log_errorx : log_info)("intent %u %s: %s in %llu ms: %s%s%s%s%s", it->id,
 		    intent_name(it), cloud_outcome_name(st->outcome), ms,
 		    st->code, st->code[0] ? ": " : "", st->message,
 		    st->request_id[0] ? " (request " : "", st->request_id[0] ?
@@ -138,6 +138,9 @@ intent_fail(struct intent *it, enum cloud_outcome outcome, const char *fmt,
 	vsnprintf(st.message, sizeof(st.message), fmt, ap);
 	va_end(ap);
 	ec2_sanitize(st.message);
+	/* cloudd's own verdict (an answer that fails its checks): an
+	 * error line, where the cloud's own failures are news. */
+	it->refused = true;
 	intent_reply(it, &st);
 }
 

@@ -356,6 +356,50 @@ def test_credentials_refresh(sim):
         d.close()
 
 
+def test_credentials_revoked(sim):
+    """Role credentials revoked before they expire (the chaos soak found
+    cloudd stuck on AuthFailure until they would have expired): the call
+    that is refused fetches new ones from IMDS and goes through; calls
+    refused together share that one fetch."""
+    d = Drive(write_conf(sim, "revoke.conf"),
+              os.path.join(sim["dir"], "revoke.log"))
+    sid = sim["subnets"][0]["id"]
+    try:
+        a = d.call("describe-subnets", ids=[sid], deadline_ms=5000)
+        assert a["outcome"] == "ok", (a, d.stderr())
+        st0 = control(sim, "GET", "/state")
+        control(sim, "POST", "/credentials", {"revoke": True})
+        ids = [d.send("describe-subnets", ids=[sid], deadline_ms=8000)
+               for _ in range(4)]
+        for i in ids:
+            a = d.wait(i)
+            assert a["outcome"] == "ok", (a, d.stderr())
+        st = control(sim, "GET", "/state")
+        refused = st["errors"].get("DescribeSubnets", {}).get(
+            "AuthFailure", 0) - st0["errors"].get(
+            "DescribeSubnets", {}).get("AuthFailure", 0)
+        assert refused >= 1, st["errors"]
+        issued = st["credentials"]["issued"] - st0["credentials"]["issued"]
+        assert issued == 1, (issued, d.stderr())
+        assert "AuthFailure; fetching new credentials and retrying" in \
+            d.stderr()
+        # Refused again with the new credentials: one fetch per call,
+        # then the call's answer names the cause.
+        fetch = "AuthFailure; fetching new credentials and retrying"
+        d.stderr()                      # flushed
+        fetches = open(d.log).read().count(fetch)
+        control(sim, "POST", "/faults", {"action": "DescribeSubnets",
+                                         "code": "AuthFailure",
+                                         "status": 401, "count": 2})
+        a = d.call("describe-subnets", ids=[sid], deadline_ms=5000)
+        assert a["outcome"] == "fatal" and a["code"] == "AuthFailure", a
+        d.stderr()
+        assert open(d.log).read().count(fetch) == fetches + 1, d.stderr()
+    finally:
+        control(sim, "DELETE", "/faults")
+        d.close()
+
+
 # ------------------------------------------------------------------ 4
 
 def test_rate_limit_1000(sim):

@@ -261,7 +261,7 @@ test_classify(void **state)
 		{ EC2_CREATE_ENI, 403, "UnauthorizedOperation", "", CO_FATAL,
 		  EC2_RETRY_NO },
 		{ EC2_CREATE_ENI, 401, "AuthFailure", "", CO_FATAL,
-		  EC2_RETRY_NO },
+		  EC2_RETRY_REAUTH },
 		{ EC2_CREATE_ENI, 400, "RequestExpired", "", CO_FATAL,
 		  EC2_RETRY_REAUTH },
 		{ EC2_CREATE_ENI, 400, "InvalidParameterValue", "bad", CO_FATAL,

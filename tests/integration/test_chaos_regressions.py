@@ -1,0 +1,112 @@
+"""Bugs the chaos soak (tests/chaos) found, each as a test of its own.
+
+enid runs in a node of tests/vpcsim as in test_pool.py; each test sets up
+the situation the soak ran into, in the few steps that matter.
+"""
+import itertools
+import os
+import time
+
+import pytest
+
+from poolenv import PoolEnv
+
+_seq = itertools.count()
+
+
+@pytest.fixture
+def make_env(workdir, enid_user, helper_dir):
+    envs = []
+
+    def make(**conf):
+        pool = {"add_timeout_s": 10, "ip_cooldown_s": 0, "link_timeout_s": 10}
+        pool.update(conf.pop("pool", {}))
+        env = PoolEnv(workdir, enid_user, helper_dir,
+                      prefix="cr%d%d" % (os.getpid() % 10000, next(_seq)),
+                      sim_args=("--ip-limit", "6", "--eni-limit", "4"),
+                      pool=pool, **conf)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.stop()
+
+
+def test_del_while_the_checkpoint_is_unread_is_not_acknowledged(make_env):
+    """enid restarts while the cloud cannot be reached (here: every
+    DescribeInstances fails), so the instance is unknown and the
+    checkpoint is not read back.  A DEL then must not be answered ok:
+    the pod would come back from the checkpoint once enid runs, its
+    address held for good.  It is told to try again, and a DEL once enid
+    runs releases the pod."""
+    env = make_env()
+    env.start()
+    a = env.add_and_ping("ck0")
+    env.add_and_ping("ck1")
+    env.kill9()
+    env.faults([{"action": "DescribeInstances", "code": "InternalError",
+                 "status": 500, "probability": 1.0}])
+    e = env.start(wait=False)
+    assert e.wait_log("all processes ready", 10), e.text()
+    # The broker answers while it waits for the cloud.
+    for cid in ("ck0", "nobody"):
+        ans, took = env.delete(cid, timeout=5)
+        assert ans["ok"] is False and ans["code"] == "try-again", ans
+        assert took < 1.0
+    env.clear_faults()
+    assert e.wait_log("pool: running", 30), e.text()
+    assert {p["container_id"] for p in env.show("pods")} == {"ck0", "ck1"}
+    env.unwire("ck0")
+    ans, _ = env.delete("ck0")
+    assert ans == {"ok": True}, ans
+    assert [p["container_id"] for p in env.show("pods")] == ["ck1"]
+    assert [p["container_id"] for p in env.checkpoint()["pods"]] == ["ck1"]
+    # and the address is the pool's again
+    states = {x["ip"]: x["state"] for en in env.show("enis")
+              for x in en["addresses"]}
+    assert states[a["ip"]] in ("free", "cooling"), states
+    ans, _ = env.delete("nobody")
+    assert ans == {"ok": True}, ans
+
+
+def test_address_of_a_lost_pod_is_no_other_pods(make_env):
+    """A pod's address is unassigned behind enid's back (the pod is lost,
+    but keeps the address configured until the runtime deletes it), and
+    the cloud then assigns that address to the node again.  It must not
+    be handed to another pod while the lost one lives: the node would
+    have it twice, and the lost pod's DEL would take the new pod's
+    rules.  Once the lost pod is deleted it is the pool's again."""
+    env = make_env(reconcile_interval_s=60,
+                   pool={"warm_ip_target": 1, "warm_eni_target": 0})
+    env.start()
+    a = env.add_and_ping("lost")
+    ip, eni = a["ip"], a["eni"]
+    ec2 = env.ec2()
+    ec2.unassign_private_ip_addresses(NetworkInterfaceId=eni,
+                                      PrivateIpAddresses=[ip])
+    env.reconcile()
+    p = next(x for x in env.show("pods") if x["container_id"] == "lost")
+    assert p["state"] == "lost", p
+    ec2.assign_private_ip_addresses(NetworkInterfaceId=eni,
+                                    PrivateIpAddresses=[ip])
+    env.reconcile()
+    pool = {x["ip"] for e in env.show("enis") for x in e["addresses"]}
+    assert ip not in pool, pool
+    assert "%s is still the address of pod lost/eth0" % ip in env.enid.text()
+    others = {}
+    for i in range(3):
+        b = env.add_and_ping("new%d" % i)
+        others["new%d" % i] = b["ip"]
+    assert ip not in others.values(), others
+    # The lost pod goes: its DEL leaves every other pod's rules alone,
+    # and its address comes back to the pool.
+    env.unwire("lost")
+    ans, _ = env.delete("lost")
+    assert ans == {"ok": True}, ans
+    for cid in others:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    env.reconcile()
+    states = {x["ip"]: x["state"] for e in env.show("enis")
+              for x in e["addresses"]}
+    assert states.get(ip) == "free", states
