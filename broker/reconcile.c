@@ -1284,6 +1284,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct msg_cloud_subnet cs;
 	struct msg_cloud_done done;
 	struct subnet *s;
+	char cidr[CIDR4_STR_LEN];
 	uint32_t i;
 	bool in_vpc = false;
 
@@ -1329,13 +1330,17 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    b->instance.cidrs[i].prefix, cs.cidr.addr) &&
 		    cs.cidr.prefix >= b->instance.cidrs[i].prefix)
 			in_vpc = true;
+	cidr4_format(cs.cidr.addr, cs.cidr.prefix, cidr);
 	if (!in_vpc || cs.cidr.prefix < 16 || cs.cidr.prefix > 28) {
-		log_security("subnets: %s is described as %u.%u.%u.%u/%u, not a "
-		    "subnet of the VPC; not used", cs.subnet_id,
-		    (unsigned)(ntohl(cs.cidr.addr) >> 24),
-		    (unsigned)(ntohl(cs.cidr.addr) >> 16) & 0xff,
-		    (unsigned)(ntohl(cs.cidr.addr) >> 8) & 0xff,
-		    (unsigned)ntohl(cs.cidr.addr) & 0xff, cs.cidr.prefix);
+		log_security("subnets: %s is described as %s, not a subnet of "
+		    "the VPC; not used", cs.subnet_id, cidr);
+		return;
+	}
+	/* Host bits set: the reserved addresses (the router's among them)
+	 * would be counted from the wrong place, and let through. */
+	if ((cs.cidr.addr & ~prefix_mask(cs.cidr.prefix)) != 0) {
+		log_security("subnets: %s is described as %s, which has host "
+		    "bits set; not used", cs.subnet_id, cidr);
 		return;
 	}
 	if (s->known && (s->cidr != cs.cidr.addr || s->prefix !=

@@ -19,6 +19,8 @@ times (default: always), in the first matching rule's "mode":
                 ({"id": ID} | {"device_index": N} | {"secondary": true}):
                 "mac", "add": [IP, ...], "rename": true (a new made-up id
                 in every answer)
+  subnets       DescribeSubnets, per subnet ("match": {"id": ID} or
+                every one): "cidr" the CIDR block it is described with
   pages         Describe*: every page ends with a new nextToken; pages
                 asked for with one of ours are answered here, as a copy of
                 the first, and never end
@@ -175,6 +177,20 @@ def rewrite(rule, action, body, rules):
                 change_eni(eni, rule, w)
                 what["enis"].append(w)
         if not what["enis"]:
+            return None
+    elif mode == "subnets":
+        s = root.find(q("subnetSet"))
+        if s is None:
+            return None
+        what["subnets"] = []
+        for sn in s.findall(q("item")):
+            sid = sn.findtext(q("subnetId"))
+            if rule.get("match", {}).get("id") not in (None, sid):
+                continue
+            what["subnets"].append({"subnet": sid, "cidr_was": sn.findtext(
+                q("cidrBlock")), "cidr": rule["cidr"]})
+            set_text(sn, "cidrBlock", rule["cidr"])
+        if not what["subnets"]:
             return None
     elif mode == "pages":
         tok = "hostile-%016x" % random.getrandbits(64)

@@ -425,3 +425,29 @@ def test_hostile_xml(make_env, mode, needle):
     reconcile_refused(env, w, needle)
     recover(env)
     w.check()
+
+
+# ---- a subnet described with a CIDR that is no network's ----
+
+def test_subnet_cidr_with_host_bits(make_env):
+    """DescribeSubnets gives the node's subnet as 10.0.0.16/20: inside
+    the VPC and of a sane size, but with host bits set.  Taken as is, the
+    subnet's reserved addresses would be counted from .16, so the real
+    network address, gateway and DNS address pass the check, and an assign
+    answer naming the gateway puts it in a pod."""
+    env = make_env()
+    sid = env.node["subnet_id"]
+    env.rules({"id": "cidr", "action": "DescribeSubnets", "mode": "subnets",
+               "match": {"id": sid}, "cidr": "10.0.0.16/20"},
+              {"id": "gw", "action": "AssignPrivateIpAddresses",
+               "mode": "assign", "replace": [SUBNET0_GW, "10.0.0.2"]})
+    link = node_link(env)
+    env.start()
+    w = Watch(env, link)
+    got = grow_and_wait(env, 4, "c")
+    assert env.changed("cidr"), "the lie was never told"
+    assert not {SUBNET0_GW, "10.0.0.2"} & set(got), got
+    w.check([SUBNET0_GW, "10.0.0.2"],
+            r"%s is described as 10\.0\.0\.16/20" % re.escape(sid))
+    recover(env)
+    w.check([SUBNET0_GW, "10.0.0.2"])
