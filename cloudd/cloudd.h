@@ -27,6 +27,8 @@
 #define CLOUDD_DEFAULT_DEADLINE_MS 30000
 #define CLOUDD_MAX_DEADLINE_MS	600000
 #define CLOUDD_MAX_PAGES	100
+/* ENIs one describe may list: the broker takes at most 64 per answer */
+#define CLOUDD_MAX_LISTED	256
 #define CLOUDD_MAX_INTENTS	4096
 
 /* ---- HTTP (http.c) ---- */
@@ -168,6 +170,9 @@ struct intent {
 		struct msg_cloud_check_instances	ci;
 	}			 req;
 	struct msg_cloud_instance *inst;	/* describe-instance, built up */
+	/* describe-ENIs: the ids listed so far, from its first page on */
+	char			(*listed)[MSG_ID_LEN];
+	uint32_t		 nlisted;
 	/* describe-instance: its two EC2 calls in flight at once, and how
 	 * each failed (DescribeInstances, DescribeInstanceTypes), answered
 	 * once both have ended */

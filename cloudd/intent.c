@@ -32,6 +32,7 @@ intent_free(struct intent *it)
 	TAILQ_REMOVE(&cd->intents, it, entry);
 	cd->nintents--;
 	free(it->inst);
+	free(it->listed);
 	free(it);
 	peer_resume(&cd->peer);		/* room for another intent */
 }
@@ -407,6 +408,31 @@ den_page(struct intent *it, const struct ec2_answer *a,
 		    sizeof(err)) == -1)
 			THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
 			    "Interfaces page %u: %s", it->pages, err));
+	/* A listing names each ENI once.  One that names an ENI again
+	 * (pages that start over: they never end) or names more than the
+	 * broker could take ends here, rather than page on until the page
+	 * cap, on the describe calls' rate budget, long past the deadline. */
+	if (a->nitems > 0 && it->listed == NULL &&
+	    (it->listed = calloc(CLOUDD_MAX_LISTED,
+	    sizeof(*it->listed))) == NULL)
+		THEN(intent_fail(it, CO_TRANSIENT, "DescribeNetworkInterfaces:"
+		    " out of memory"));
+	for (i = 0; i < a->nitems; i++) {
+		const char *id = a->list.enis[i].id;
+		uint32_t j;
+
+		for (j = 0; j < it->nlisted; j++)
+			if (strcmp(it->listed[j], id) == 0)
+				THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
+				    "Interfaces page %u lists %s again; a "
+				    "listing that repeats itself never ends",
+				    it->pages, id));
+		if (it->nlisted == CLOUDD_MAX_LISTED)
+			THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
+			    "Interfaces: more than %d ENIs listed",
+			    CLOUDD_MAX_LISTED));
+		msg_strlcpy(it->listed[it->nlisted++], id, MSG_ID_LEN);
+	}
 	for (i = 0; i < a->nitems; i++) {
 		(void)ec2_eni_to_msg(&a->list.enis[i], &m, err, sizeof(err));
 		m.st = *st;
