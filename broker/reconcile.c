@@ -117,6 +117,8 @@ struct reconcile_run {
 };
 
 static void	recon_advance(struct reconcile_run *r);
+static bool	recon_same_link(struct broker *, const struct eni *,
+		    const struct msg_cloud_eni *);
 static void	recon_finish(struct reconcile_run *r, const char *failure);
 
 /* ---- helpers ---- */
@@ -333,7 +335,8 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		log_info("%s: the primary ENI, in %s; its secondary addresses "
 		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
 		    "" : " only if its subnet is configured");
-	}
+	} else if (!recon_same_link(b, e, ce))
+		return;
 	recon_addresses(r, e, ce, fresh);
 }
 
