@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 
 import pytest
@@ -98,39 +99,56 @@ def make_env(workdir, enid_user, helper_dir):
 
 # ---- what must hold whatever the cloud says ----
 
+def ip_text(env, *args):
+    return podwire.run("ip", "-n", env.ns, *args).stdout
+
+
 def node_link(env):
-    """The node's own link as the kernel has it: addresses, MTU, state,
-    MAC, the main table, and every rule that names it."""
-    ns = env.ns
-    link = json.loads(podwire.run("ip", "-n", ns, "-j", "addr", "show",
-                                  "dev", "eth0").stdout)[0]
+    """The node's own link as ip(8) prints it: the link itself, its IPv4
+    addresses, every IPv4 route through it in every table, and
+    the rules (a hostile answer may add pods' rules, never take one)."""
+    link = json.loads(ip_text(env, "-j", "link", "show", "dev", "eth0"))[0]
     keep = {k: link.get(k) for k in ("ifindex", "mtu", "operstate",
-                                     "address", "flags")}
-    keep["addrs"] = sorted((a["local"], a["prefixlen"])
-                           for a in link.get("addr_info", []))
-    keep["main"] = podwire.run("ip", "-n", ns, "-4", "route", "show",
-                               "table", "main", "dev", "eth0").stdout
-    keep["rules"] = [r for r in podwire.run(
-        "ip", "-n", ns, "-4", "rule").stdout.splitlines() if "eth0" in r]
+                                     "address", "flags", "master")}
+    keep["addr"] = ip_text(env, "-4", "addr", "show", "dev", "eth0")
+    keep["routes"] = ip_text(env, "-4", "route", "show", "table", "all",
+                             "dev", "eth0")
+    keep["rules"] = set(ip_text(env, "-4", "rule").splitlines())
     return keep
+
+
+def text_state(env):
+    """The whole node as test_netd_hostile.py compares it: `ip link`,
+    `ip addr`, `ip rule`, `ip route show table all` (IPv4: enid has no
+    IPv6, and a new link's IPv6 addresses settle on their own time)."""
+    return {"link": ip_text(env, "link"), "addr": ip_text(env, "-4", "addr"),
+            "rule": ip_text(env, "rule"),
+            "route": ip_text(env, "-4", "route", "show", "table", "all")}
 
 
 class Watch:
     """What a hostile answer must not change: the processes, the node's
     own link; and what it must not cause: an address of the lie in a pod
-    or the pool, a request to netd that names the node's link."""
+    or the pool, a request to netd that names the node's link.  whole:
+    the answer is to change nothing at all, so the node's whole state is
+    compared too (the pool must have settled first)."""
 
-    def __init__(self, env, link=None):
+    def __init__(self, env, link=None, whole=False):
         self.env = env
         self.pids = (env.enid.pid, env.enid.children())
         assert set(self.pids[1]) == {"enid-netd", "enid-cloudd"}, self.pids
         self.link = link or node_link(env)
+        self.whole = text_state(env) if whole else None
         self.mark = 0 if link else len(env.log())
 
     def new_log(self):
         return self.env.log()[self.mark:]
 
-    def check(self, bad_addrs=(), needle=None, timeout=20):
+    def check(self, bad_addrs=(), needle=None, timeout=20, got=(),
+              unchanged=False):
+        """got: the addresses ADDs were answered with meanwhile.
+        unchanged: nothing on the node may differ from when the watch
+        began."""
         env = self.env
         if needle is not None:
             rx = re.compile(r"(security|error): .*" + needle)
@@ -150,8 +168,19 @@ class Watch:
         # the broker never asked.
         assert "refused" not in "\n".join(
             x for x in log.splitlines() if "enid-netd[" in x), log[-3000:]
-        assert node_link(env) == self.link
+        now = node_link(env)
+        assert self.link["rules"] <= now["rules"], \
+            self.link["rules"] - now["rules"]
+        assert {k: v for k, v in now.items() if k != "rules"} == \
+            {k: v for k, v in self.link.items() if k != "rules"}
+        if unchanged:
+            assert self.whole is not None
+            assert text_state(env) == self.whole
         bad = set(bad_addrs)
+        assert not bad & set(got), (bad & set(got))
+        rules = "\n".join(now["rules"])
+        assert not [a for a in bad if re.search(
+            r"\b%s\b" % re.escape(a), rules)], rules
         held = {p["ip"] for p in env.show("pods")}
         assert not bad & held, (bad & held)
         pool = {a["ip"] for e in env.show("enis") for a in e["addresses"]}
@@ -232,9 +261,10 @@ def test_assign_names_a_foreign_address(make_env, case):
            "node-address": "primary address of the node"}[case]
     env.rules({"id": "lie", "action": "AssignPrivateIpAddresses",
                "mode": "assign", "replace": [bad], "count": 1})
-    grow_and_wait(env, 4, "p")
+    got = grow_and_wait(env, 4, "p")
     assert env.changed("lie"), "the lie was never told"
-    w.check([bad], r"the cloud named %s, [^;]*%s" % (re.escape(bad), why))
+    w.check([bad], r"the cloud named %s, [^;]*%s" % (re.escape(bad), why),
+            got=got)
     recover(env)
     w.check([bad])
 
@@ -252,8 +282,9 @@ def test_assign_names_another_enis_address(make_env):
     w = Watch(env)
     env.rules({"id": "dup", "action": "AssignPrivateIpAddresses",
                "mode": "assign", "replace": [primary_ip], "count": 1})
-    grow_and_wait(env, 2, "b")
+    got = grow_and_wait(env, 2, "b")
     assert env.changed("dup")
+    assert primary_ip not in got, got
     w.check([], r"the cloud named %s, already on %s" % (
         re.escape(primary_ip), env.node["primary_eni"]))
     pods = {p["container_id"]: p["ip"] for p in env.show("pods")}
@@ -272,10 +303,10 @@ def test_assign_names_more_than_asked_for(make_env):
     extra = ["10.0.0.200", "10.0.0.201", "10.0.0.202"]
     env.rules({"id": "more", "action": "AssignPrivateIpAddresses",
                "mode": "assign", "add": extra, "count": 1})
-    grow_and_wait(env, 4, "m")
+    got = grow_and_wait(env, 4, "m")
     assert env.changed("more")
     w.check(extra, r"(\d+ addresses in the answer, \d+ asked for|"
-            r"asked for \d+ addresses, the cloud named \d+)")
+            r"asked for \d+ addresses, the cloud named \d+)", got=got)
     recover(env)
     w.check(extra)
 
@@ -303,9 +334,32 @@ def test_create_and_describe_name_the_nodes_mac(make_env):
                "mac": mac})
     env.reconcile()
     assert env.changed("desc")
-    w.check([], r"%s" % re.escape(secondary[0]["id"]))
+    w.check([], r"%s is described with MAC %s \(the node's own link\)" % (
+        re.escape(secondary[0]["id"]), re.escape(mac)))
     recover(env)
     w.check()
+
+
+def test_describe_gives_the_primary_another_mac(make_env):
+    """Reconciliation's describe lists the primary ENI (device 0) with a
+    MAC that is not the node's, and an address more: the entry is not
+    the cloud's view of that ENI, and none of it is used, as for a
+    secondary ENI."""
+    env = make_env(pool={"warm_ip_target": 1})
+    env.start()
+    pods_on(env, 2, "q")
+    settle(env)
+    w = Watch(env)
+    fake = "02:aa:bb:cc:dd:ee"
+    env.rules({"id": "pmac", "action": "DescribeNetworkInterfaces",
+               "mode": "describe", "match": {"device_index": 0},
+               "mac": fake, "add": ["10.0.0.250"]})
+    env.reconcile()
+    assert env.changed("pmac")
+    w.check(["10.0.0.250"], r"%s is described with MAC %s, not its own" % (
+        re.escape(env.node["primary_eni"]), re.escape(fake)))
+    recover(env)
+    w.check(["10.0.0.250"])
 
 
 def test_describe_duplicates_an_address_across_enis(make_env):
@@ -351,7 +405,8 @@ def test_eni_ids_change_between_calls(make_env):
         env.ctl({"op": "reconcile"})
     made_up = {x["id_now"] for c in env.changed("ids") for x in c["enis"]}
     assert len(made_up) >= 3, env.changed()
-    w.check([], r"(eni-[0-9a-f]+ is listed|is tagged for this node)")
+    w.check([], r"is not listed, but its MAC is, as (%s)" % "|".join(
+        made_up))
     ids = {e["id"] for e in env.show("enis")}
     assert not ids & made_up, ids & made_up
     recover(env, tag="j")
@@ -361,20 +416,29 @@ def test_eni_ids_change_between_calls(make_env):
 # ---- answers that are no answer ----
 
 def reconcile_refused(env, w, needle):
+    """The run is refused; the pool, the pods and the node stay exactly
+    as they were."""
+    def pool():
+        return [[{k: v for k, v in x.items() if k != "since_s"}
+                 for x in env.show(what)] for what in ("enis", "pods")]
+    before = pool()
     a = env.ctl({"op": "reconcile"})
     assert a["ok"] is False, a
-    w.check([], needle)
+    w.check([], needle, unchanged=True)
+    assert pool() == before
 
 
 def test_describe_pages_that_never_end(make_env):
     env = make_env()
     env.start()
     pods_on(env, 2, "n")
-    w = Watch(env)
+    settle(env)
+    w = Watch(env, whole=True)
     env.rules({"id": "pages", "action": "DescribeNetworkInterfaces",
                "mode": "pages"})
-    reconcile_refused(env, w, r"more than \d+ pages")
-    assert len(env.changed()) >= 100
+    # Each page starts the listing over: its second names an ENI again.
+    reconcile_refused(env, w, r"page 2 lists eni-[0-9a-f]+ again")
+    assert len(env.changed("pages")) >= 2
     recover(env)
     w.check()
 
@@ -384,7 +448,8 @@ def test_gigantic_answer(make_env, chunked):
     env = make_env()
     env.start()
     pods_on(env, 2, "g")
-    w = Watch(env)
+    settle(env)
+    w = Watch(env, whole=True)
     env.rules({"id": "huge", "action": "DescribeNetworkInterfaces",
                "mode": "huge", "bytes": 8 << 20, "chunked": chunked})
     reconcile_refused(env, w, r"over the \d+-byte cap")
@@ -396,14 +461,27 @@ def test_slowloris_answer(make_env):
     env = make_env()
     env.start()
     pods_on(env, 2, "s")
+    settle(env)
     w = Watch(env)
     env.rules({"id": "slow", "action": "DescribeNetworkInterfaces",
                "mode": "slow", "chunk": 16, "every_ms": 500})
     t0 = time.monotonic()
-    reconcile_refused(env, w, r"no complete answer within 3000 ms")
-    # Meanwhile the pool goes on: an ADD and a DEL are answered at once.
-    a, took = env.add("s-during")
-    assert a["ok"] and took < 1.0, (a, took)
+    out = {}
+    th = threading.Thread(target=lambda: out.update(
+        a=env.ctl({"op": "reconcile"})))
+    th.start()
+    try:
+        env.wait(lambda: env.changed("slow"), 10, "a slow answer to begin")
+        # While the answer dribbles, the pool goes on: an ADD and a DEL
+        # are answered at once.
+        a, took = env.add("s-during")
+        assert a["ok"] and took < 1.0, (a, took)
+        d, took = env.delete("s-during")
+        assert d["ok"] and took < 1.0, (d, took)
+    finally:
+        th.join(60)
+    assert not th.is_alive() and out["a"]["ok"] is False, out
+    w.check([], r"no complete answer within 3000 ms")
     recover(env)
     w.check()
     assert time.monotonic() - t0 < 60
@@ -419,7 +497,8 @@ def test_hostile_xml(make_env, mode, needle):
     env = make_env()
     env.start()
     pods_on(env, 2, "x")
-    w = Watch(env)
+    settle(env)
+    w = Watch(env, whole=True)
     env.rules({"id": mode, "action": "DescribeNetworkInterfaces",
                "mode": mode, "levels": 20000, "n": 5000})
     reconcile_refused(env, w, needle)
@@ -446,8 +525,8 @@ def test_subnet_cidr_with_host_bits(make_env):
     w = Watch(env, link)
     got = grow_and_wait(env, 4, "c")
     assert env.changed("cidr"), "the lie was never told"
-    assert not {SUBNET0_GW, "10.0.0.2"} & set(got), got
     w.check([SUBNET0_GW, "10.0.0.2"],
-            r"%s is described as 10\.0\.0\.16/20" % re.escape(sid))
+            r"%s is described as 10\.0\.0\.16/20, which has host bits" %
+            re.escape(sid), got=got)
     recover(env)
     w.check([SUBNET0_GW, "10.0.0.2"])
