@@ -46,11 +46,12 @@ intent_log(const struct intent *it, const struct msg_cloud_status *st)
 		log_debug("intent %u %s: ok in %llu ms", it->id,
 		    intent_name(it), ms);
 	else
-		(it->refused ? log_errorx : log_info)("intent %u %s: %s in %llu ms: %s%s%s%s%s", it->id,
-		    intent_name(it), cloud_outcome_name(st->outcome), ms,
-		    st->code, st->code[0] ? ": " : "", st->message,
-		    st->request_id[0] ? " (request " : "", st->request_id[0] ?
-		    st->request_id : "");
+		(it->refused ? log_errorx : log_info)("intent %u %s: %s in "
+		    "%llu ms: %s%s%s%s%s%s", it->id, intent_name(it),
+		    cloud_outcome_name(st->outcome), ms, st->code,
+		    st->code[0] ? ": " : "", st->message,
+		    st->request_id[0] ? " (request " : "", st->request_id,
+		    st->request_id[0] ? ")" : "");
 }
 
 /* The final answer, with st, for any intent type; frees the intent. */
