@@ -211,6 +211,7 @@ journal_replay(struct checkpoint *c, const uint8_t *buf, size_t len,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	r->max_generation = -1;
 	checkpoint_sort(c);
 	for (;;) {
 		w = whole_at(buf, len, off, &f);

@@ -56,7 +56,8 @@ void	journal_frame(uint8_t *rec, int64_t generation, uint64_t seq,
 struct journal_replay {
 	size_t		 records;	/* applied */
 	size_t		 end;		/* offset after the last applied */
-	int64_t		 max_generation; /* of any whole record; -1: none */
+	int64_t		 max_generation; /* of any whole record; -1: none
+					    (or replay failed) */
 	size_t		 newer_at;	/* offset of one with the greatest */
 	char		 stop[160];	/* why replay stopped, for the log */
 };

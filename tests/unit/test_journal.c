@@ -142,8 +142,11 @@ copy_checkpoint(const struct checkpoint *c, struct checkpoint *d)
 	d->cooling = calloc(c->ncooling + 1, sizeof(*d->cooling));
 	assert_non_null(d->pods);
 	assert_non_null(d->cooling);
-	memcpy(d->pods, c->pods, c->npods * sizeof(*d->pods));
-	memcpy(d->cooling, c->cooling, c->ncooling * sizeof(*d->cooling));
+	if (c->npods > 0)
+		memcpy(d->pods, c->pods, c->npods * sizeof(*d->pods));
+	if (c->ncooling > 0)
+		memcpy(d->cooling, c->cooling,
+		    c->ncooling * sizeof(*d->cooling));
 }
 
 static const char *
