@@ -1648,7 +1648,7 @@ fail:
  * with ".2" and on if an earlier one of the same second is there (never
  * over it: it may be what an operator needs to see).
  */
-void
+int
 ckpt_move_aside(int dirfd, const char *name, char *note, size_t notelen)
 {
 	struct timespec now;
@@ -1675,6 +1675,7 @@ ckpt_move_aside(int dirfd, const char *name, char *note, size_t notelen)
 	else
 		snprintf(note, notelen, "could not move it aside: %s",
 		    strerror(errno));
+	return rc == 0 ? 0 : -1;
 }
 
 static int

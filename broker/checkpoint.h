@@ -228,8 +228,8 @@ int	ckpt_read_file(int dirfd, const char *name, size_t max, char **text,
 
 /* Rename name in dirfd to "name.corrupt-<unix seconds>" (".2" and on
  * after one of the same second, never over it); note says where to, or
- * why it could not be moved. */
-void	ckpt_move_aside(int dirfd, const char *name, char *note,
+ * why it could not be moved (then -1). */
+int	ckpt_move_aside(int dirfd, const char *name, char *note,
 	    size_t notelen);
 
 #endif /* ENID_CHECKPOINT_H */

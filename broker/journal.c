@@ -243,14 +243,28 @@ journal_replay(struct checkpoint *c, const uint8_t *buf, size_t len,
 
 /* ---- the store ---- */
 
+/*
+ * A journal whose records are not to be replayed goes out of the way; if
+ * it cannot, it is made again (zeroes) before the next snapshot is
+ * written, so that none of its records can pass for one of that
+ * snapshot's generation.
+ */
+static void
+journal_aside(struct ckpt_store *s, int dirfd, char *note, size_t notelen)
+{
+	if (ckpt_move_aside(dirfd, CKPT_JOURNAL_FILE, note, notelen) == -1)
+		s->renew = true;
+}
+
 /* Both files out of the way after a corrupt journal; err names the cause
  * and where each went. */
 static void
-both_aside(int dirfd, const char *cause, char *err, size_t errlen)
+both_aside(struct ckpt_store *s, int dirfd, const char *cause, char *err,
+    size_t errlen)
 {
 	char jnote[300], snote[300];
 
-	ckpt_move_aside(dirfd, CKPT_JOURNAL_FILE, jnote, sizeof(jnote));
+	journal_aside(s, dirfd, jnote, sizeof(jnote));
 	ckpt_move_aside(dirfd, CKPT_FILE, snote, sizeof(snote));
 	snprintf(err, errlen, "%s: %s; %s, and %s: %s", CKPT_JOURNAL_FILE,
 	    cause, jnote, CKPT_FILE, snote);
@@ -286,8 +300,7 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 		if (jrc != 1) {
 			size_t n = strlen(err);
 
-			ckpt_move_aside(dirfd, CKPT_JOURNAL_FILE, aside,
-			    sizeof(aside));
+			journal_aside(s, dirfd, aside, sizeof(aside));
 			snprintf(err + n, errlen - n, "; %s: %s",
 			    CKPT_JOURNAL_FILE, aside);
 		}
@@ -303,8 +316,7 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 		 */
 		if (jrc == -1 || (jrc == 0 && journal_max_generation(
 		    (uint8_t *)buf, len, &at) >= 0)) {
-			ckpt_move_aside(dirfd, CKPT_JOURNAL_FILE, aside,
-			    sizeof(aside));
+			journal_aside(s, dirfd, aside, sizeof(aside));
 			snprintf(note, notelen, "%s without %s: ignored; %s",
 			    CKPT_JOURNAL_FILE, CKPT_FILE, aside);
 		}
@@ -314,7 +326,7 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 	}
 
 	if (jrc == -1) {
-		both_aside(dirfd, cause, err, errlen);
+		both_aside(s, dirfd, cause, err, errlen);
 		checkpoint_free(c);
 		s->loaded = true;
 		return -1;
@@ -341,7 +353,7 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 			rc = -1;
 		}
 		if (rc == -1) {
-			both_aside(dirfd, cause, err, errlen);
+			both_aside(s, dirfd, cause, err, errlen);
 			checkpoint_free(c);
 			s->loaded = true;
 			return -1;
@@ -355,12 +367,33 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 	return 0;
 }
 
+/* A new journal of zeroes in place of the one there (atomically). */
+static int
+journal_renew(struct ckpt_store *s, int dirfd, char *err, size_t errlen)
+{
+	char *zeroes;
+	int rc;
+
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	if ((zeroes = calloc(1, s->size)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", CKPT_JOURNAL_FILE);
+		return -1;
+	}
+	rc = checkpoint_write(dirfd, CKPT_JOURNAL_FILE, zeroes, s->size, err,
+	    errlen);
+	free(zeroes);
+	if (rc == 0)
+		s->renew = false;
+	return rc;
+}
+
 /* The journal open and whole, made (or made again) if it is not. */
 static int
 journal_ready(struct ckpt_store *s, int dirfd, char *err, size_t errlen)
 {
 	struct stat st;
-	char *zeroes;
 	int fd, tries;
 
 	if (s->fd >= 0)
@@ -385,19 +418,11 @@ journal_ready(struct ckpt_store *s, int dirfd, char *err, size_t errlen)
 		}
 		if (fd >= 0)
 			close(fd);
-		if (tries > 0)
+		if (tries > 0 || journal_renew(s, dirfd, err, errlen) == -1)
 			break;
-		if ((zeroes = calloc(1, s->size)) == NULL) {
-			snprintf(err, errlen, "%s: out of memory",
-			    CKPT_JOURNAL_FILE);
-			return -1;
-		}
-		fd = checkpoint_write(dirfd, CKPT_JOURNAL_FILE, zeroes,
-		    s->size, err, errlen);
-		free(zeroes);
-		if (fd == -1)
-			return -1;
 	}
+	if (tries == 0)
+		return -1;
 	snprintf(err, errlen, "%s: not a whole file of %zu bytes after it "
 	    "was made", CKPT_JOURNAL_FILE, s->size);
 	return -1;
@@ -510,6 +535,8 @@ save_snapshot(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 	/* taken even if the write fails: a generation is never reused */
 	next->generation = ++s->generation;
 	s->compact = true;
+	if (s->renew && journal_renew(s, dirfd, err, errlen) == -1)
+		return -1;
 	if ((text = checkpoint_format(next, &len)) == NULL) {
 		if (errno == EINVAL && checkpoint_check(next, cause,
 		    sizeof(cause)) == -1)

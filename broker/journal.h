@@ -86,6 +86,7 @@ struct ckpt_store {
 	uint64_t		 seq;		/* and has this number */
 	int64_t			 generation;	/* the last snapshot's */
 	bool			 compact;	/* the next save: a snapshot */
+	bool			 renew;		/* a journal not to be trusted */
 	struct checkpoint	 durable;	/* sorted: what the files hold */
 };
 

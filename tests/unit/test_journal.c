@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1309,6 +1310,68 @@ test_store_journal_link(void **state)
 	dir_close(&d);
 }
 
+/* Every name a move aside could take in the next few seconds, taken. */
+static void
+block_aside(const struct dir *d, const char *name)
+{
+	char aside[300];
+	time_t now = time(NULL), t;
+	int i;
+
+	for (t = now; t <= now + 3; t++)
+		for (i = 1; i <= 9; i++) {
+			if (i == 1)
+				snprintf(aside, sizeof(aside), "%s.corrupt-%lld",
+				    name, (long long)t);
+			else
+				snprintf(aside, sizeof(aside),
+				    "%s.corrupt-%lld.%d", name, (long long)t, i);
+			put_bytes(d, aside, "taken", 5);
+		}
+}
+
+/*
+ * A journal without its snapshot that cannot be moved aside: the next
+ * snapshot (generation 1, as its records may be) is written only after the
+ * journal was made again, so that a crash right after it finds none of
+ * them.
+ */
+static void
+test_store_stale_journal_renewed(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c;
+	struct world w, other;
+	struct dir d;
+	char note[512], err[1024];
+
+	(void)state;
+	dir_open(&d);
+	rng_state = 0x57;
+	world_random(&other);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	assert_int_equal(save(&s, &d, &other, 1), CKPT_SAVED_SNAPSHOT);
+	world_step(&other);
+	assert_int_equal(save(&s, &d, &other, 2), CKPT_SAVED_RECORD);
+	ckpt_store_close(&s);
+	assert_int_equal(unlinkat(d.fd, CKPT_FILE, 0), 0);
+
+	block_aside(&d, CKPT_JOURNAL_FILE);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	assert_non_null(strstr(note, "could not move it aside"));
+	assert_true(exists(&d, CKPT_JOURNAL_FILE));
+	/* another life's state, at generation 1 again; "killed" at once */
+	world_random(&w);
+	assert_int_equal(save(&s, &d, &w, 3), CKPT_SAVED_SNAPSHOT);
+	expect_loaded(&d, &w, 3, 1, "generation 1, 0 journal records "
+	    "replayed, then unwritten space at offset 0");
+	world_step(&w);
+	assert_int_equal(save(&s, &d, &w, 4), CKPT_SAVED_RECORD);
+	expect_loaded(&d, &w, 4, 1, "generation 1, 1 journal record");
+	ckpt_store_close(&s);
+	dir_close(&d);
+}
+
 int
 main(void)
 {
@@ -1331,6 +1394,7 @@ main(void)
 		cmocka_unit_test(test_store_bad_pairs),
 		cmocka_unit_test(test_store_unreadable_stays),
 		cmocka_unit_test(test_store_journal_link),
+		cmocka_unit_test(test_store_stale_journal_renewed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
