@@ -666,6 +666,11 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	p->add_ref = *ref;
 	ref->server = NULL;
 	pod_netd_send(p);
+	/* Recorded now, so the write overlaps netd's work; the answer still
+	 * waits for both.  Should enid die before netd answers, the restart
+	 * restores the pod (and its rules), and the runtime's retry of the
+	 * unanswered ADD gets the same address, or its DEL releases it. */
+	checkpoint_mark(b);
 	engine_kick(b);
 }
 
