@@ -1,6 +1,7 @@
 /*
  * The broker's checkpoint (see checkpoint.h): the JSON text and its
- * rules, and the file that holds it.
+ * rules, the differences between two checkpoints (a journal record's
+ * payload), and the snapshot's file.
  *
  * Parsing has two layers.  The first maps JSON to the struct through small
  * field tables and refuses only what cannot be stored (wrong types, unknown
@@ -221,12 +222,13 @@ check_ip(uint32_t ip, const char *path, struct perr *pe)
  * are named only to say what is wrong with one that fails.
  */
 static int
-check_pod_fields(const struct ckpt_pod *p, size_t i, struct perr *pe)
+check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
+    struct perr *pe)
 {
 	char path[64];
 
 #define AT(f)	(pe->len == 0 ? (f) :					\
-	    (snprintf(path, sizeof(path), "pods[%zu].%s", i, f), path))
+	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
 	if (check_str(p->container_id, sizeof(p->container_id), R_CID,
 	    AT("container_id"), pe) == -1 ||
 	    check_str(p->ifname, sizeof(p->ifname), R_IFNAME, AT("ifname"),
@@ -247,22 +249,24 @@ check_pod_fields(const struct ckpt_pod *p, size_t i, struct perr *pe)
 }
 
 static int
-check_pod(const struct ckpt_pod *p, size_t i, struct perr *pe)
+check_pod(const struct ckpt_pod *p, const char *list, size_t i,
+    struct perr *pe)
 {
 	struct perr silent = { NULL, 0 };
 
-	if (check_pod_fields(p, i, &silent) == 0)
+	if (check_pod_fields(p, list, i, &silent) == 0)
 		return 0;
-	return check_pod_fields(p, i, pe);
+	return check_pod_fields(p, list, i, pe);
 }
 
 static int
-check_cooling_fields(const struct ckpt_cooling *k, size_t i, struct perr *pe)
+check_cooling_fields(const struct ckpt_cooling *k, const char *list,
+    size_t i, struct perr *pe)
 {
 	char path[64];
 
 #define AT(f)	(pe->len == 0 ? (f) :					\
-	    (snprintf(path, sizeof(path), "cooling[%zu].%s", i, f), path))
+	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
 	if (check_ip(k->ip, AT("ip"), pe) == -1 ||
 	    check_str(k->eni_id, sizeof(k->eni_id), R_ENI, AT("eni"),
 	    pe) == -1 ||
@@ -273,13 +277,14 @@ check_cooling_fields(const struct ckpt_cooling *k, size_t i, struct perr *pe)
 }
 
 static int
-check_cooling(const struct ckpt_cooling *k, size_t i, struct perr *pe)
+check_cooling(const struct ckpt_cooling *k, const char *list, size_t i,
+    struct perr *pe)
 {
 	struct perr silent = { NULL, 0 };
 
-	if (check_cooling_fields(k, i, &silent) == 0)
+	if (check_cooling_fields(k, list, i, &silent) == 0)
 		return 0;
-	return check_cooling_fields(k, i, pe);
+	return check_cooling_fields(k, list, i, pe);
 }
 
 static int
@@ -413,6 +418,9 @@ check_all(const struct checkpoint *c, struct perr *pe)
 	    "instance_id", pe) == -1 ||
 	    check_time(c->written, "written", pe) == -1)
 		return -1;
+	if (c->generation < 0 || c->generation > CKPT_MAX_GENERATION)
+		return fail(pe, "generation", "out of range 0..%lld",
+		    (long long)CKPT_MAX_GENERATION);
 	if (c->npods > CKPT_MAX_PODS)
 		return fail(pe, "pods", "more than %d entries", CKPT_MAX_PODS);
 	if (c->ncooling > CKPT_MAX_COOLING)
@@ -422,10 +430,10 @@ check_all(const struct checkpoint *c, struct perr *pe)
 	    (c->ncooling > 0 && c->cooling == NULL))
 		return fail(pe, "", "entries counted but not given");
 	for (i = 0; i < c->npods; i++)
-		if (check_pod(&c->pods[i], i, pe) == -1)
+		if (check_pod(&c->pods[i], "pods", i, pe) == -1)
 			return -1;
 	for (i = 0; i < c->ncooling; i++)
-		if (check_cooling(&c->cooling[i], i, pe) == -1)
+		if (check_cooling(&c->cooling[i], "cooling", i, pe) == -1)
 			return -1;
 	return check_unique(c, pe);
 }
@@ -618,27 +626,30 @@ get_array(struct json_object *v, const char *name, size_t max,
 
 /* The version first: a newer file's other keys would only confuse. */
 static int
-get_version(struct json_object *root, struct perr *pe)
+get_version(struct json_object *root, int64_t *version, struct perr *pe)
 {
 	struct json_object *v;
-	int64_t version;
 
 	if (!json_object_object_get_ex(root, "version", &v))
 		return fail(pe, "", "missing key \"version\"");
-	if (get_int(v, &version, "version", pe) == -1)
+	if (get_int(v, version, "version", pe) == -1)
 		return -1;
-	if (version != CKPT_VERSION)
+	if (*version != 1 && *version != CKPT_VERSION)
 		return fail(pe, "version", "unsupported version %lld (this "
-		    "enid reads %d)", (long long)version, CKPT_VERSION);
+		    "enid reads 1 and %d)", (long long)*version, CKPT_VERSION);
 	return 0;
 }
 
 static int
 get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 {
+	/* "generation" last: version 1 has none (and is generation 0) */
 	static const char *const keys[] = {
 		"version", "instance_id", "written", "pods", "cooling",
+		"generation",
 	};
+	size_t nkeys = NFIELDS(keys);
+	int64_t version;
 	unsigned seen = 0;
 	char kp[64];
 	size_t i;
@@ -647,13 +658,15 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 	if (!json_object_is_type(root, json_type_object))
 		return fail(pe, "", "expected an object, got %s",
 		    type_name(root));
-	if (get_version(root, pe) == -1)
+	if (get_version(root, &version, pe) == -1)
 		return -1;
+	if (version == 1)
+		nkeys--;
 	json_object_object_foreach(root, key, val) {
-		for (i = 0; i < NFIELDS(keys); i++)
+		for (i = 0; i < nkeys; i++)
 			if (strcmp(keys[i], key) == 0)
 				break;
-		switch (i) {
+		switch (i < nkeys ? (int)i : -1) {
 		case 0:
 			rc = 0;
 			break;
@@ -675,6 +688,9 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 			    &c->ncooling, cooling_fields,
 			    NFIELDS(cooling_fields), pe);
 			break;
+		case 5:
+			rc = get_int(val, &c->generation, key, pe);
+			break;
 		default:
 			key_for_path(kp, sizeof(kp), "", key);
 			return fail(pe, kp, "unknown key");
@@ -683,23 +699,24 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 			return rc;
 		seen |= 1u << i;
 	}
-	for (i = 0; i < NFIELDS(keys); i++)
+	for (i = 0; i < nkeys; i++)
 		if (!(seen & (1u << i)))
 			return fail(pe, "", "missing key \"%s\"", keys[i]);
 	return 0;
 }
 
+/* Text to a JSON object: one object and nothing after it but space. */
 static int
-parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
+parse_json(const char *text, size_t len, struct json_object **out,
+    struct perr *pe)
 {
 	struct json_tokener *tok;
 	struct json_object *root;
 	enum json_tokener_error jerr;
 	const char *nul;
 	size_t end;
-	int rc;
 
-	memset(c, 0, sizeof(*c));
+	*out = NULL;
 	if (len > CKPT_MAX_BYTES)
 		return fail(pe, "", "larger than %d bytes", CKPT_MAX_BYTES);
 	/* json-c would take a NUL for the end of the text */
@@ -733,6 +750,19 @@ parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
 		return fail(pe, "", "trailing data after the JSON object at "
 		    "offset %zu", end);
 	}
+	*out = root;
+	return 0;
+}
+
+static int
+parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
+{
+	struct json_object *root;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if ((rc = parse_json(text, len, &root, pe)) != 0)
+		return rc;
 	rc = get_top(root, c, pe);
 	json_object_put(root);
 	if (rc == 0)
@@ -765,6 +795,7 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 	size_t i;
 
 	if (strcmp(a->instance_id, b->instance_id) != 0 ||
+	    a->generation != b->generation ||
 	    a->written != b->written || a->npods != b->npods ||
 	    a->ncooling != b->ncooling)
 		return false;
@@ -879,9 +910,43 @@ put_ip(struct out *o, const char *key, uint32_t ip)
 	put_str(o, key, text);
 }
 
+/* Key order as in the tables above. */
+static void
+put_pod(struct out *o, const struct ckpt_pod *p)
+{
+	put_s(o, "{");
+	put_str(o, "container_id", p->container_id);
+	put_s(o, ", ");
+	put_str(o, "ifname", p->ifname);
+	put_s(o, ", ");
+	put_str(o, "namespace", p->k8s_namespace);
+	put_s(o, ", ");
+	put_str(o, "name", p->k8s_name);
+	put_s(o, ", ");
+	put_str(o, "uid", p->k8s_uid);
+	put_s(o, ", ");
+	put_ip(o, "ip", p->ip);
+	put_s(o, ", ");
+	put_str(o, "eni", p->eni_id);
+	put_s(o, ", ");
+	put_int(o, "since", p->since);
+	put_s(o, "}");
+}
+
+static void
+put_cooling(struct out *o, const struct ckpt_cooling *k)
+{
+	put_s(o, "{");
+	put_ip(o, "ip", k->ip);
+	put_s(o, ", ");
+	put_str(o, "eni", k->eni_id);
+	put_s(o, ", ");
+	put_int(o, "until", k->until);
+	put_s(o, "}");
+}
+
 /*
- * One pod or cooling address a line, so an operator can read and diff it;
- * key order as in the tables above.
+ * One pod or cooling address a line, so an operator can read and diff it.
  */
 char *
 checkpoint_format(const struct checkpoint *c, size_t *len)
@@ -901,42 +966,20 @@ checkpoint_format(const struct checkpoint *c, size_t *len)
 	put_s(&o, "{");
 	put_int(&o, "version", CKPT_VERSION);
 	put_s(&o, ", ");
+	put_int(&o, "generation", c->generation);
+	put_s(&o, ", ");
 	put_str(&o, "instance_id", c->instance_id);
 	put_s(&o, ", ");
 	put_int(&o, "written", c->written);
 	put_s(&o, ",\n\"pods\": [");
 	for (i = 0; i < c->npods; i++) {
-		const struct ckpt_pod *p = &c->pods[i];
-
-		put_s(&o, i == 0 ? "\n{" : ",\n{");
-		put_str(&o, "container_id", p->container_id);
-		put_s(&o, ", ");
-		put_str(&o, "ifname", p->ifname);
-		put_s(&o, ", ");
-		put_str(&o, "namespace", p->k8s_namespace);
-		put_s(&o, ", ");
-		put_str(&o, "name", p->k8s_name);
-		put_s(&o, ", ");
-		put_str(&o, "uid", p->k8s_uid);
-		put_s(&o, ", ");
-		put_ip(&o, "ip", p->ip);
-		put_s(&o, ", ");
-		put_str(&o, "eni", p->eni_id);
-		put_s(&o, ", ");
-		put_int(&o, "since", p->since);
-		put_s(&o, "}");
+		put_s(&o, i == 0 ? "\n" : ",\n");
+		put_pod(&o, &c->pods[i]);
 	}
 	put_s(&o, c->npods > 0 ? "\n],\n\"cooling\": [" : "],\n\"cooling\": [");
 	for (i = 0; i < c->ncooling; i++) {
-		const struct ckpt_cooling *k = &c->cooling[i];
-
-		put_s(&o, i == 0 ? "\n{" : ",\n{");
-		put_ip(&o, "ip", k->ip);
-		put_s(&o, ", ");
-		put_str(&o, "eni", k->eni_id);
-		put_s(&o, ", ");
-		put_int(&o, "until", k->until);
-		put_s(&o, "}");
+		put_s(&o, i == 0 ? "\n" : ",\n");
+		put_cooling(&o, &c->cooling[i]);
 	}
 	put_s(&o, c->ncooling > 0 ? "\n]}\n" : "]}\n");
 	if (o.failed || o.len > CKPT_MAX_BYTES) {
@@ -948,6 +991,560 @@ checkpoint_format(const struct checkpoint *c, size_t *len)
 	if (len != NULL)
 		*len = o.len;
 	return o.buf;
+}
+
+/* ---- differences: a journal record's payload ---- */
+
+static int
+cmp_pod(const void *a, const void *b)
+{
+	const struct ckpt_pod *p = a, *q = b;
+	int d;
+
+	if ((d = strcmp(p->container_id, q->container_id)) != 0)
+		return d;
+	return strcmp(p->ifname, q->ifname);
+}
+
+static int
+cmp_cooling(const void *a, const void *b)
+{
+	uint32_t x = ntohl(((const struct ckpt_cooling *)a)->ip);
+	uint32_t y = ntohl(((const struct ckpt_cooling *)b)->ip);
+
+	return (x > y) - (x < y);
+}
+
+void
+checkpoint_sort(struct checkpoint *c)
+{
+	if (c->npods > 1)
+		qsort(c->pods, c->npods, sizeof(*c->pods), cmp_pod);
+	if (c->ncooling > 1)
+		qsort(c->cooling, c->ncooling, sizeof(*c->cooling),
+		    cmp_cooling);
+}
+
+static bool
+pod_same(const struct ckpt_pod *p, const struct ckpt_pod *q)
+{
+	return strcmp(p->k8s_namespace, q->k8s_namespace) == 0 &&
+	    strcmp(p->k8s_name, q->k8s_name) == 0 &&
+	    strcmp(p->k8s_uid, q->k8s_uid) == 0 && p->ip == q->ip &&
+	    strcmp(p->eni_id, q->eni_id) == 0 && p->since == q->since;
+}
+
+static bool
+cooling_same(const struct ckpt_cooling *k, const struct ckpt_cooling *l)
+{
+	return strcmp(k->eni_id, l->eni_id) == 0 && k->until == l->until;
+}
+
+static void
+diff_del_pod(struct ckpt_diff *d, const struct ckpt_pod *p, bool fill)
+{
+	if (fill) {
+		memcpy(d->pods_del[d->npods_del].container_id,
+		    p->container_id, sizeof(p->container_id));
+		memcpy(d->pods_del[d->npods_del].ifname, p->ifname,
+		    sizeof(p->ifname));
+	}
+	d->npods_del++;
+}
+
+static void
+diff_add_pod(struct ckpt_diff *d, const struct ckpt_pod *p, bool fill)
+{
+	if (fill)
+		d->pods_add[d->npods_add] = *p;
+	d->npods_add++;
+}
+
+static void
+diff_del_cooling(struct ckpt_diff *d, const struct ckpt_cooling *k,
+    bool fill)
+{
+	if (fill)
+		d->cool_del[d->ncool_del].ip = k->ip;
+	d->ncool_del++;
+}
+
+static void
+diff_add_cooling(struct ckpt_diff *d, const struct ckpt_cooling *k,
+    bool fill)
+{
+	if (fill)
+		d->cool_add[d->ncool_add] = *k;
+	d->ncool_add++;
+}
+
+/* A merge of the two sorted lists; counting only unless fill (then the
+ * arrays are sized by a counting pass). */
+static void
+diff_walk(const struct checkpoint *from, const struct checkpoint *to,
+    struct ckpt_diff *d, bool fill)
+{
+	size_t i = 0, j = 0;
+	int c;
+
+	d->npods_del = d->npods_add = d->ncool_del = d->ncool_add = 0;
+	while (i < from->npods || j < to->npods) {
+		if (i == from->npods)
+			c = 1;
+		else if (j == to->npods)
+			c = -1;
+		else
+			c = cmp_pod(&from->pods[i], &to->pods[j]);
+		if (c < 0)
+			diff_del_pod(d, &from->pods[i++], fill);
+		else if (c > 0)
+			diff_add_pod(d, &to->pods[j++], fill);
+		else {
+			if (!pod_same(&from->pods[i], &to->pods[j])) {
+				diff_del_pod(d, &from->pods[i], fill);
+				diff_add_pod(d, &to->pods[j], fill);
+			}
+			i++;
+			j++;
+		}
+	}
+	i = j = 0;
+	while (i < from->ncooling || j < to->ncooling) {
+		if (i == from->ncooling)
+			c = 1;
+		else if (j == to->ncooling)
+			c = -1;
+		else
+			c = cmp_cooling(&from->cooling[i], &to->cooling[j]);
+		if (c < 0)
+			diff_del_cooling(d, &from->cooling[i++], fill);
+		else if (c > 0)
+			diff_add_cooling(d, &to->cooling[j++], fill);
+		else {
+			if (!cooling_same(&from->cooling[i], &to->cooling[j])) {
+				diff_del_cooling(d, &from->cooling[i], fill);
+				diff_add_cooling(d, &to->cooling[j], fill);
+			}
+			i++;
+			j++;
+		}
+	}
+}
+
+int
+ckpt_diff_make(const struct checkpoint *from, const struct checkpoint *to,
+    struct ckpt_diff *d)
+{
+	struct ckpt_diff n;
+
+	memset(d, 0, sizeof(*d));
+	diff_walk(from, to, &n, false);
+	if ((n.npods_del > 0 && (d->pods_del = calloc(n.npods_del,
+	    sizeof(*d->pods_del))) == NULL) ||
+	    (n.npods_add > 0 && (d->pods_add = calloc(n.npods_add,
+	    sizeof(*d->pods_add))) == NULL) ||
+	    (n.ncool_del > 0 && (d->cool_del = calloc(n.ncool_del,
+	    sizeof(*d->cool_del))) == NULL) ||
+	    (n.ncool_add > 0 && (d->cool_add = calloc(n.ncool_add,
+	    sizeof(*d->cool_add))) == NULL)) {
+		ckpt_diff_free(d);
+		errno = ENOMEM;
+		return -1;
+	}
+	diff_walk(from, to, d, true);
+	d->written = to->written;
+	return 0;
+}
+
+bool
+ckpt_diff_empty(const struct ckpt_diff *d)
+{
+	return d->npods_del == 0 && d->npods_add == 0 &&
+	    d->ncool_del == 0 && d->ncool_add == 0;
+}
+
+void
+ckpt_diff_free(struct ckpt_diff *d)
+{
+	free(d->pods_del);
+	free(d->pods_add);
+	free(d->cool_del);
+	free(d->cool_add);
+	memset(d, 0, sizeof(*d));
+}
+
+void
+ckpt_cooling_settle(const struct checkpoint *prev, struct checkpoint *next)
+{
+	size_t i = 0, j = 0;
+	int c;
+
+	while (i < prev->ncooling && j < next->ncooling) {
+		const struct ckpt_cooling *k = &prev->cooling[i];
+		struct ckpt_cooling *l = &next->cooling[j];
+
+		if ((c = cmp_cooling(k, l)) < 0)
+			i++;
+		else if (c > 0)
+			j++;
+		else {
+			if (strcmp(k->eni_id, l->eni_id) == 0 &&
+			    k->until - l->until <= 1 &&
+			    l->until - k->until <= 1)
+				l->until = k->until;
+			i++;
+			j++;
+		}
+	}
+}
+
+/* The rules for a difference's own fields; what it does to a checkpoint
+ * is checked by applying it. */
+static int
+check_diff(const struct ckpt_diff *d, struct perr *pe)
+{
+	char path[64];
+	size_t i;
+
+	if (check_time(d->written, "written", pe) == -1)
+		return -1;
+	if (d->npods_del > CKPT_MAX_PODS)
+		return fail(pe, "pods_removed", "more than %d entries",
+		    CKPT_MAX_PODS);
+	if (d->npods_add > CKPT_MAX_PODS)
+		return fail(pe, "pods_added", "more than %d entries",
+		    CKPT_MAX_PODS);
+	if (d->ncool_del > CKPT_MAX_COOLING)
+		return fail(pe, "cooling_removed", "more than %d entries",
+		    CKPT_MAX_COOLING);
+	if (d->ncool_add > CKPT_MAX_COOLING)
+		return fail(pe, "cooling_added", "more than %d entries",
+		    CKPT_MAX_COOLING);
+	if ((d->npods_del > 0 && d->pods_del == NULL) ||
+	    (d->npods_add > 0 && d->pods_add == NULL) ||
+	    (d->ncool_del > 0 && d->cool_del == NULL) ||
+	    (d->ncool_add > 0 && d->cool_add == NULL))
+		return fail(pe, "", "entries counted but not given");
+	for (i = 0; i < d->npods_del; i++) {
+		const struct ckpt_pod_key *k = &d->pods_del[i];
+
+		snprintf(path, sizeof(path), "pods_removed[%zu].container_id",
+		    i);
+		if (check_str(k->container_id, sizeof(k->container_id), R_CID,
+		    path, pe) == -1)
+			return -1;
+		snprintf(path, sizeof(path), "pods_removed[%zu].ifname", i);
+		if (check_str(k->ifname, sizeof(k->ifname), R_IFNAME, path,
+		    pe) == -1)
+			return -1;
+	}
+	for (i = 0; i < d->npods_add; i++)
+		if (check_pod(&d->pods_add[i], "pods_added", i, pe) == -1)
+			return -1;
+	for (i = 0; i < d->ncool_del; i++) {
+		snprintf(path, sizeof(path), "cooling_removed[%zu].ip", i);
+		if (check_ip(d->cool_del[i].ip, path, pe) == -1)
+			return -1;
+	}
+	for (i = 0; i < d->ncool_add; i++)
+		if (check_cooling(&d->cool_add[i], "cooling_added", i,
+		    pe) == -1)
+			return -1;
+	return 0;
+}
+
+char *
+ckpt_diff_format(const struct ckpt_diff *d, size_t headroom, size_t *len)
+{
+	struct out o = { NULL, 0, 0, false };
+	size_t i;
+	int rc;
+
+	if (check_diff(d, &(struct perr){ NULL, 0 }) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	o.cap = headroom + 256 + d->npods_del * 300 + d->npods_add * 900 +
+	    d->ncool_del * 32 + d->ncool_add * 128;
+	if ((o.buf = malloc(o.cap)) == NULL)
+		return NULL;
+	/* the caller's header goes there */
+	memset(o.buf, 0, headroom);
+	o.len = headroom;
+	put_s(&o, "{");
+	put_int(&o, "written", d->written);
+	put_s(&o, ", \"pods_removed\": [");
+	for (i = 0; i < d->npods_del; i++) {
+		put_s(&o, i == 0 ? "{" : ", {");
+		put_str(&o, "container_id", d->pods_del[i].container_id);
+		put_s(&o, ", ");
+		put_str(&o, "ifname", d->pods_del[i].ifname);
+		put_s(&o, "}");
+	}
+	put_s(&o, "], \"pods_added\": [");
+	for (i = 0; i < d->npods_add; i++) {
+		if (i > 0)
+			put_s(&o, ", ");
+		put_pod(&o, &d->pods_add[i]);
+	}
+	put_s(&o, "], \"cooling_removed\": [");
+	for (i = 0; i < d->ncool_del; i++) {
+		put_s(&o, i == 0 ? "{" : ", {");
+		put_ip(&o, "ip", d->cool_del[i].ip);
+		put_s(&o, "}");
+	}
+	put_s(&o, "], \"cooling_added\": [");
+	for (i = 0; i < d->ncool_add; i++) {
+		if (i > 0)
+			put_s(&o, ", ");
+		put_cooling(&o, &d->cool_add[i]);
+	}
+	put_s(&o, "]}");
+	if (o.failed || o.len - headroom > CKPT_MAX_BYTES) {
+		rc = o.failed ? errno : EFBIG;
+		free(o.buf);
+		errno = rc;
+		return NULL;
+	}
+	if (len != NULL)
+		*len = o.len - headroom;
+	return o.buf;
+}
+
+static const struct field pod_key_fields[] = {
+	{ "container_id", F_STR, offsetof(struct ckpt_pod_key, container_id),
+	  sizeof(((struct ckpt_pod_key *)0)->container_id) },
+	{ "ifname", F_STR, offsetof(struct ckpt_pod_key, ifname),
+	  sizeof(((struct ckpt_pod_key *)0)->ifname) },
+};
+
+static const struct field cooling_key_fields[] = {
+	{ "ip", F_IP, offsetof(struct ckpt_cooling_key, ip), 0 },
+};
+
+static int
+get_diff(struct json_object *root, struct ckpt_diff *d, struct perr *pe)
+{
+	static const char *const keys[] = {
+		"written", "pods_removed", "pods_added", "cooling_removed",
+		"cooling_added",
+	};
+	unsigned seen = 0;
+	char kp[64];
+	size_t i;
+	int rc;
+
+	if (!json_object_is_type(root, json_type_object))
+		return fail(pe, "", "expected an object, got %s",
+		    type_name(root));
+	json_object_object_foreach(root, key, val) {
+		for (i = 0; i < NFIELDS(keys); i++)
+			if (strcmp(keys[i], key) == 0)
+				break;
+		switch (i) {
+		case 0:
+			rc = get_int(val, &d->written, key, pe);
+			break;
+		case 1:
+			rc = get_array(val, key, CKPT_MAX_PODS,
+			    sizeof(struct ckpt_pod_key), (void **)&d->pods_del,
+			    &d->npods_del, pod_key_fields,
+			    NFIELDS(pod_key_fields), pe);
+			break;
+		case 2:
+			rc = get_array(val, key, CKPT_MAX_PODS,
+			    sizeof(struct ckpt_pod), (void **)&d->pods_add,
+			    &d->npods_add, pod_fields, NFIELDS(pod_fields), pe);
+			break;
+		case 3:
+			rc = get_array(val, key, CKPT_MAX_COOLING,
+			    sizeof(struct ckpt_cooling_key),
+			    (void **)&d->cool_del, &d->ncool_del,
+			    cooling_key_fields, NFIELDS(cooling_key_fields),
+			    pe);
+			break;
+		case 4:
+			rc = get_array(val, key, CKPT_MAX_COOLING,
+			    sizeof(struct ckpt_cooling), (void **)&d->cool_add,
+			    &d->ncool_add, cooling_fields,
+			    NFIELDS(cooling_fields), pe);
+			break;
+		default:
+			key_for_path(kp, sizeof(kp), "", key);
+			return fail(pe, kp, "unknown key");
+		}
+		if (rc != 0)
+			return rc;
+		seen |= 1u << i;
+	}
+	for (i = 0; i < NFIELDS(keys); i++)
+		if (!(seen & (1u << i)))
+			return fail(pe, "", "missing key \"%s\"", keys[i]);
+	return check_diff(d, pe);
+}
+
+int
+ckpt_diff_parse(const char *text, size_t len, struct ckpt_diff *d,
+    char *err, size_t errlen)
+{
+	struct perr pe = { err, errlen };
+	struct json_object *root;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	if ((rc = parse_json(text, len, &root, &pe)) == 0) {
+		rc = get_diff(root, d, &pe);
+		json_object_put(root);
+	}
+	if (rc != 0)
+		ckpt_diff_free(d);
+	return rc == 0 ? 0 : rc == OUT_OF_MEMORY ? -2 : -1;
+}
+
+/* Index of the pod (cid, ifname) in c (sorted), or -1. */
+static ssize_t
+find_pod(const struct checkpoint *c, const char *cid, const char *ifname)
+{
+	size_t lo = 0, hi = c->npods, mid;
+	int d;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((d = strcmp(cid, c->pods[mid].container_id)) == 0)
+			d = strcmp(ifname, c->pods[mid].ifname);
+		if (d == 0)
+			return (ssize_t)mid;
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+static ssize_t
+find_cooling(const struct checkpoint *c, uint32_t ip)
+{
+	struct ckpt_cooling key = { .ip = ip };
+	size_t lo = 0, hi = c->ncooling, mid;
+	int d;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((d = cmp_cooling(&key, &c->cooling[mid])) == 0)
+			return (ssize_t)mid;
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+/* Which entries of c the difference removes, each named once and each
+ * there; additions not already there (unless removed first). */
+static int
+apply_marks(const struct checkpoint *c, const struct ckpt_diff *d,
+    bool *gone_pod, bool *gone_cool, struct perr *pe)
+{
+	char text[IP4_STR_LEN];
+	ssize_t k;
+	size_t i;
+
+	for (i = 0; i < d->npods_del; i++) {
+		const struct ckpt_pod_key *key = &d->pods_del[i];
+
+		k = find_pod(c, key->container_id, key->ifname);
+		if (k < 0 || gone_pod[k])
+			return fail(pe, "", "pods_removed[%zu]: container %s "
+			    "interface %s is not in the checkpoint%s", i,
+			    key->container_id, key->ifname,
+			    k < 0 ? "" : " (removed twice)");
+		gone_pod[k] = true;
+	}
+	for (i = 0; i < d->npods_add; i++) {
+		const struct ckpt_pod *p = &d->pods_add[i];
+
+		k = find_pod(c, p->container_id, p->ifname);
+		if (k >= 0 && !gone_pod[k])
+			return fail(pe, "", "pods_added[%zu]: container %s "
+			    "interface %s is already in the checkpoint", i,
+			    p->container_id, p->ifname);
+	}
+	for (i = 0; i < d->ncool_del; i++) {
+		k = find_cooling(c, d->cool_del[i].ip);
+		if (k < 0 || gone_cool[k]) {
+			ip4_format(d->cool_del[i].ip, text);
+			return fail(pe, "", "cooling_removed[%zu]: %s is not "
+			    "cooling in the checkpoint%s", i, text,
+			    k < 0 ? "" : " (removed twice)");
+		}
+		gone_cool[k] = true;
+	}
+	for (i = 0; i < d->ncool_add; i++) {
+		k = find_cooling(c, d->cool_add[i].ip);
+		if (k >= 0 && !gone_cool[k]) {
+			ip4_format(d->cool_add[i].ip, text);
+			return fail(pe, "", "cooling_added[%zu]: %s is already "
+			    "cooling in the checkpoint", i, text);
+		}
+	}
+	return 0;
+}
+
+int
+checkpoint_apply(struct checkpoint *c, const struct ckpt_diff *d, char *err,
+    size_t errlen)
+{
+	struct perr pe = { err, errlen };
+	struct checkpoint n;
+	bool *gone_pod = NULL, *gone_cool = NULL;
+	size_t i, np, nc;
+	int rc = OUT_OF_MEMORY;
+
+	memset(&n, 0, sizeof(n));
+	if ((rc = check_diff(d, &pe)) != 0)
+		return rc == OUT_OF_MEMORY ? -2 : -1;
+	rc = OUT_OF_MEMORY;
+	if ((gone_pod = calloc(c->npods + 1, sizeof(*gone_pod))) == NULL ||
+	    (gone_cool = calloc(c->ncooling + 1, sizeof(*gone_cool))) == NULL)
+		goto out;
+	if (apply_marks(c, d, gone_pod, gone_cool, &pe) == -1) {
+		rc = -1;
+		goto out;
+	}
+	/* removals name distinct entries that are there: no underflow */
+	np = c->npods - d->npods_del + d->npods_add;
+	nc = c->ncooling - d->ncool_del + d->ncool_add;
+	memcpy(n.instance_id, c->instance_id, sizeof(n.instance_id));
+	n.generation = c->generation;
+	n.written = d->written;
+	if ((np > 0 && (n.pods = calloc(np, sizeof(*n.pods))) == NULL) ||
+	    (nc > 0 && (n.cooling = calloc(nc, sizeof(*n.cooling))) == NULL))
+		goto out;
+	for (i = 0; i < c->npods; i++)
+		if (!gone_pod[i])
+			n.pods[n.npods++] = c->pods[i];
+	for (i = 0; i < d->npods_add; i++)
+		n.pods[n.npods++] = d->pods_add[i];
+	for (i = 0; i < c->ncooling; i++)
+		if (!gone_cool[i])
+			n.cooling[n.ncooling++] = c->cooling[i];
+	for (i = 0; i < d->ncool_add; i++)
+		n.cooling[n.ncooling++] = d->cool_add[i];
+	checkpoint_sort(&n);
+	if ((rc = check_all(&n, &pe)) != 0)
+		goto out;
+	checkpoint_free(c);
+	*c = n;
+	memset(&n, 0, sizeof(n));
+out:
+	if (rc == OUT_OF_MEMORY)
+		fail(&pe, "", "out of memory");
+	checkpoint_free(&n);
+	free(gone_pod);
+	free(gone_cool);
+	return rc == 0 ? 0 : rc == OUT_OF_MEMORY ? -2 : -1;
 }
 
 /* ---- the file ---- */
@@ -1051,8 +1648,8 @@ fail:
  * with ".2" and on if an earlier one of the same second is there (never
  * over it: it may be what an operator needs to see).
  */
-static void
-move_aside(int dirfd, const char *name, char *note, size_t notelen)
+int
+ckpt_move_aside(int dirfd, const char *name, char *note, size_t notelen)
 {
 	struct timespec now;
 	char aside[256];
@@ -1078,6 +1675,7 @@ move_aside(int dirfd, const char *name, char *note, size_t notelen)
 	else
 		snprintf(note, notelen, "could not move it aside: %s",
 		    strerror(errno));
+	return rc == 0 ? 0 : -1;
 }
 
 static int
@@ -1086,7 +1684,7 @@ unusable(int dirfd, const char *name, const char *cause, char *err,
 {
 	char note[300];
 
-	move_aside(dirfd, name, note, sizeof(note));
+	ckpt_move_aside(dirfd, name, note, sizeof(note));
 	snprintf(err, errlen, "%s: %s; %s", name, cause, note);
 	return -1;
 }
@@ -1100,18 +1698,17 @@ local_errno(int e)
 }
 
 int
-checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
-    char *err, size_t errlen)
+ckpt_read_file(int dirfd, const char *name, size_t max, char **text,
+    size_t *len, char *cause, size_t causelen, char *err, size_t errlen)
 {
-	struct perr pe;
 	struct stat st;
-	char cause[512];
-	char *text;
+	char *buf;
 	size_t got = 0, size;
 	ssize_t n;
-	int fd, rc;
+	int fd;
 
-	memset(c, 0, sizeof(*c));
+	*text = NULL;
+	*len = 0;
 	if (name_ok(name, err, errlen) == -1)
 		return -2;
 	/* O_NONBLOCK: a FIFO in its place must not hang the start */
@@ -1120,13 +1717,15 @@ checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	if (fd == -1) {
 		if (errno == ENOENT)
 			return 1;
-		if (errno == ELOOP)
-			return unusable(dirfd, name, "a symbolic link, not "
-			    "followed", err, errlen);
+		if (errno == ELOOP) {
+			snprintf(cause, causelen, "a symbolic link, not "
+			    "followed");
+			return -1;
+		}
 		if (!local_errno(errno)) {
-			snprintf(cause, sizeof(cause), "cannot open: %s",
+			snprintf(cause, causelen, "cannot open: %s",
 			    strerror(errno));
-			return unusable(dirfd, name, cause, err, errlen);
+			return -1;
 		}
 		snprintf(err, errlen, "%s: %s; left in place", name,
 		    strerror(errno));
@@ -1140,31 +1739,31 @@ checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return unusable(dirfd, name, S_ISDIR(st.st_mode) ?
-		    "a directory, not a regular file" :
-		    "not a regular file", err, errlen);
+		snprintf(cause, causelen, "%s", S_ISDIR(st.st_mode) ?
+		    "a directory, not a regular file" : "not a regular file");
+		return -1;
 	}
-	if (st.st_size > CKPT_MAX_BYTES) {
+	if ((uintmax_t)st.st_size > (uintmax_t)max) {
 		close(fd);
-		snprintf(cause, sizeof(cause), "%lld bytes, larger than %d",
-		    (long long)st.st_size, CKPT_MAX_BYTES);
-		return unusable(dirfd, name, cause, err, errlen);
+		snprintf(cause, causelen, "%lld bytes, larger than %zu",
+		    (long long)st.st_size, max);
+		return -1;
 	}
 	size = (size_t)st.st_size;
-	if ((text = malloc(size + 1)) == NULL) {
+	if ((buf = malloc(size + 1)) == NULL) {
 		snprintf(err, errlen, "%s: out of memory; left in place", name);
 		close(fd);
 		return -2;
 	}
 	/* One byte more than fstat said, to see a file still growing. */
 	while (got <= size) {
-		n = read(fd, text + got, size + 1 - got);
+		n = read(fd, buf + got, size + 1 - got);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
 			snprintf(err, errlen, "%s: reading: %s; left in place",
 			    name, strerror(errno));
-			free(text);
+			free(buf);
 			close(fd);
 			return -2;
 		}
@@ -1174,13 +1773,36 @@ checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	}
 	close(fd);
 	if (got > size) {
-		free(text);
+		free(buf);
 		snprintf(err, errlen, "%s: grew while being read; left in "
 		    "place", name);
 		return -2;
 	}
+	buf[got] = '\0';
+	*text = buf;
+	*len = got;
+	return 0;
+}
+
+int
+checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
+    char *err, size_t errlen)
+{
+	struct perr pe;
+	char cause[512];
+	char *text;
+	size_t len;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = ckpt_read_file(dirfd, name, CKPT_MAX_BYTES, &text, &len, cause,
+	    sizeof(cause), err, errlen);
+	if (rc == -1)
+		return unusable(dirfd, name, cause, err, errlen);
+	if (rc != 0)
+		return rc;
 	pe = (struct perr){ cause, sizeof(cause) };
-	rc = parse(text, got, c, &pe);
+	rc = parse(text, len, c, &pe);
 	free(text);
 	if (rc == OUT_OF_MEMORY) {
 		snprintf(err, errlen, "%s: %s; left in place", name, cause);

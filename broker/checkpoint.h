@@ -4,11 +4,28 @@
  * released addresses are still cooling.  ENIs themselves are not recorded:
  * on start they are rebuilt from the cloud's own list.
  *
+ * The record lives in two files in the state directory:
+ *
+ *   checkpoint.json     a snapshot: the whole record and its generation,
+ *                       written atomically (a temporary file, fsync,
+ *                       rename over the snapshot, fsync of the directory);
+ *   checkpoint.journal  a fixed-size file of records, each what changed
+ *                       since the one before (struct ckpt_diff), framed
+ *                       with the snapshot's generation, a sequence number
+ *                       and a CRC, written in place with one pwrite and
+ *                       one fdatasync (journal.h).
+ *
+ * The record is the snapshot with the journal's records of its generation
+ * applied in order, up to the first record that is not whole.  An answer
+ * that the record must hold waits until either write has returned; a
+ * record costs a fraction of a snapshot.  When the journal is full
+ * (and at every start) a new snapshot with the next generation is written,
+ * which makes every record in the journal stale at once.
+ *
  * Parsing and formatting are pure (text in, struct out; struct in, text
- * out) so unit tests and the fuzzer reach them without files.  Writing is
- * atomic: a temporary file in the state directory, fsync, rename over the
- * checkpoint, fsync of the directory.  A checkpoint that does not parse
- * whole is moved aside, never half-used.
+ * out), and so are the differences between two checkpoints and applying
+ * one, so unit tests and the fuzzer reach them without files.  A snapshot
+ * that does not parse whole is moved aside, never half-used.
  */
 #ifndef ENID_CHECKPOINT_H
 #define ENID_CHECKPOINT_H
@@ -18,7 +35,8 @@
 #include <stdint.h>
 
 #define CKPT_FILE		"checkpoint.json"
-#define CKPT_VERSION		1
+/* 2: with "generation" (a journal beside it); 1, read as generation 0. */
+#define CKPT_VERSION		2
 #define CKPT_MAX_BYTES		(8 * 1024 * 1024)
 #define CKPT_MAX_PODS		4096
 #define CKPT_MAX_COOLING	4096
@@ -32,6 +50,8 @@
 
 /* Times are unix seconds in 0..CKPT_MAX_TIME (9999-12-31T23:59:59Z). */
 #define CKPT_MAX_TIME		INT64_C(253402300799)
+/* Generations count snapshots: room for one a nanosecond for a century. */
+#define CKPT_MAX_GENERATION	(INT64_C(1) << 62)
 
 struct ckpt_pod {
 	char		container_id[CKPT_CID_LEN];
@@ -52,6 +72,7 @@ struct ckpt_cooling {
 
 struct checkpoint {
 	char		 instance_id[CKPT_ENI_LEN];
+	int64_t		 generation;	/* the snapshot's; see journal.h */
 	int64_t		 written;	/* unix seconds */
 	size_t		 npods;
 	struct ckpt_pod	*pods;
@@ -80,6 +101,75 @@ int	checkpoint_check(const struct checkpoint *c, char *err, size_t errlen);
 /* Field by field, in order. */
 bool	checkpoint_equal(const struct checkpoint *a,
 	    const struct checkpoint *b);
+
+/* Pure.  Pods in (container id, ifname) order, cooling addresses in
+ * address order: the order the differences below need. */
+void	checkpoint_sort(struct checkpoint *c);
+
+/* What names a pod in a removal, and a cooling address. */
+struct ckpt_pod_key {
+	char		container_id[CKPT_CID_LEN];
+	char		ifname[CKPT_IFNAME_LEN];
+};
+
+struct ckpt_cooling_key {
+	uint32_t	ip;		/* network byte order */
+};
+
+/*
+ * What changed from one checkpoint to the next: the new "written", pods
+ * and cooling addresses removed, then those added.  A pod or cooling
+ * address with the same key and other fields changed is removed and added
+ * again.  Applied, removals must name what is there and additions what is
+ * not; the result must pass checkpoint_check().
+ */
+struct ckpt_diff {
+	int64_t			 written;
+	size_t			 npods_del;
+	struct ckpt_pod_key	*pods_del;
+	size_t			 npods_add;
+	struct ckpt_pod		*pods_add;
+	size_t			 ncool_del;
+	struct ckpt_cooling_key	*cool_del;
+	size_t			 ncool_add;
+	struct ckpt_cooling	*cool_add;
+};
+
+/* Pure.  from and to sorted (checkpoint_sort) and the same instance's.
+ * 0, or -1 out of memory (*d empty). */
+int	ckpt_diff_make(const struct checkpoint *from,
+	    const struct checkpoint *to, struct ckpt_diff *d);
+/* Nothing removed or added (written aside). */
+bool	ckpt_diff_empty(const struct ckpt_diff *d);
+/* Pure.  A malloc'd text of headroom bytes left for the caller (a journal
+ * record's header) and then the JSON object, NUL-terminated; *len counts
+ * the JSON alone.  NULL: out of memory (errno ENOMEM) or larger than
+ * CKPT_MAX_BYTES (EFBIG). */
+char	*ckpt_diff_format(const struct ckpt_diff *d, size_t headroom,
+	    size_t *len);
+/* Pure, as strict as checkpoint_parse: exactly the keys, every field of
+ * its type and within its field, the keys well-formed, the counts within
+ * the caps.  0, or -1 with err naming the first problem (*d empty), or -2
+ * out of memory. */
+int	ckpt_diff_parse(const char *text, size_t len, struct ckpt_diff *d,
+	    char *err, size_t errlen);
+void	ckpt_diff_free(struct ckpt_diff *d);
+/*
+ * Pure.  Apply d to c (sorted; it stays sorted).  0; or -1 with err
+ * naming the entry ("pods_removed[2]: ... is not in the checkpoint") or
+ * the rule the result breaks, c unchanged; or -2 out of memory, c
+ * unchanged.
+ */
+int	checkpoint_apply(struct checkpoint *c, const struct ckpt_diff *d,
+	    char *err, size_t errlen);
+/*
+ * Pure.  A cooling address's end is recomputed from the monotonic clock
+ * at every build and rounds to the second either way: where next (sorted)
+ * has an address cooling on the same ENI as in prev (sorted) and its end
+ * differs by a second at most, take prev's, so it is not recorded again.
+ */
+void	ckpt_cooling_settle(const struct checkpoint *prev,
+	    struct checkpoint *next);
 
 /* True for a syntactically acceptable CNI container id: 1 to 256 of
  * [A-Za-z0-9_.-], not starting with '.' or '-'. */
@@ -124,5 +214,22 @@ int	checkpoint_write(int dirfd, const char *name, const char *buf,
  */
 int	checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	    char *err, size_t errlen);
+
+/*
+ * Read name in dirfd whole, at most max bytes, not following a link nor
+ * blocking on a FIFO.  1: there is none; 0: *text (malloc'd, with a NUL
+ * after its *len bytes); -1: it is unusable (a link, not a regular file,
+ * too large): cause says why, the file is left where it is; -2: a reason
+ * local to this process or machine, err names the file and says why.
+ */
+int	ckpt_read_file(int dirfd, const char *name, size_t max, char **text,
+	    size_t *len, char *cause, size_t causelen, char *err,
+	    size_t errlen);
+
+/* Rename name in dirfd to "name.corrupt-<unix seconds>" (".2" and on
+ * after one of the same second, never over it); note says where to, or
+ * why it could not be moved (then -1). */
+int	ckpt_move_aside(int dirfd, const char *name, char *note,
+	    size_t notelen);
 
 #endif /* ENID_CHECKPOINT_H */

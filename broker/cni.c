@@ -14,8 +14,8 @@
  * status Whether an address can be had now, and why not.
  *
  * Answers that change durable state are held until the checkpoint that
- * records the change is on disk; ADDs and DELs finishing in one loop turn
- * share one write.  Pod rule requests to netd are limited in number at a
+ * records the change is on disk (a journal record, or a new snapshot; see
+ * journal.h); ADDs and DELs finishing in one loop turn share one write.  Pod rule requests to netd are limited in number at a
  * time, so netd's queue (and the liveness ping behind it) stays short.
  */
 #include <arpa/inet.h>
@@ -301,7 +301,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	if (n > CKPT_MAX_COOLING)
 		n = CKPT_MAX_COOLING;
 	if (n > 0 && (c->cooling = calloc(n, sizeof(*c->cooling))) == NULL) {
-		free(c->pods);
+		checkpoint_free(c);
 		return -1;
 	}
 	for (i = 0; i < POOL_MAX_ENIS && c->ncooling < n; i++) {
@@ -343,36 +343,38 @@ flush_replies(struct broker *b, bool ok, const char *why)
 	}
 }
 
+/*
+ * Make the pool's state durable, then answer what waited for it: one
+ * journal record of what changed since the last save, or a new snapshot
+ * when the journal is full (journal.h).
+ */
 static void
 checkpoint_flush(struct loop *l, struct loop_defer *d)
 {
 	struct broker *b = d->arg;
 	struct engine *en = &b->engine;
 	struct checkpoint c;
-	char err[512], *text;
-	size_t len;
+	enum ckpt_saved saved;
+	char err[512], warn[512];
 
 	(void)l;
 	if (!en->dirty)
 		return;
-	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN) {
-		/* Nothing is assigned before the instance is known. */
+	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
+	    !en->store.loaded) {
+		/* Nothing is assigned before the checkpoint is read back. */
 		flush_replies(b, true, NULL);
 		return;
 	}
-	if (checkpoint_build(b, &c) == -1 ||
-	    (text = checkpoint_format(&c, &len)) == NULL) {
-		checkpoint_free(&c);
+	if (checkpoint_build(b, &c) == -1) {
 		en->stats.checkpoint_failures++;
 		log_errorx("checkpoint: out of memory; answers held back");
 		flush_replies(b, false, "out of memory");
 		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
 		return;
 	}
-	checkpoint_free(&c);
-	if (checkpoint_write(en->state_fd, CKPT_FILE, text, len, err,
-	    sizeof(err)) == -1) {
-		free(text);
+	if (ckpt_store_save(&en->store, en->state_fd, &c, &saved, warn,
+	    sizeof(warn), err, sizeof(err)) == -1) {
 		en->stats.checkpoint_failures++;
 		log_errorx("checkpoint: %s; the answers waiting for it fail, "
 		    "and it is retried", err);
@@ -380,9 +382,13 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
 		return;
 	}
-	free(text);
+	if (warn[0] != '\0')
+		log_warnx("checkpoint: %s", warn);
 	en->dirty = false;
-	en->stats.checkpoint_writes++;
+	if (saved != CKPT_SAVED_NOTHING)
+		en->stats.checkpoint_writes++;
+	if (saved == CKPT_SAVED_SNAPSHOT)
+		en->stats.checkpoint_compactions++;
 	flush_replies(b, true, NULL);
 }
 
@@ -660,6 +666,11 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	p->add_ref = *ref;
 	ref->server = NULL;
 	pod_netd_send(p);
+	/* Recorded now, so the write overlaps netd's work; the answer still
+	 * waits for both.  Should enid die before netd answers, the restart
+	 * restores the pod (and its rules), and the runtime's retry of the
+	 * unanswered ADD gets the same address, or its DEL releases it. */
+	checkpoint_mark(b);
 	engine_kick(b);
 }
 

@@ -16,6 +16,7 @@
 #include <sys/queue.h>
 
 #include "checkpoint.h"
+#include "journal.h"
 #include "pool.h"
 
 #define ENGINE_CLOUD_DEADLINE_MS 30000	/* one cloud intent */
@@ -193,7 +194,7 @@ struct engine_stats {
 	uint64_t		 adds_ok, adds_failed, dels, quarantines;
 	uint64_t		 enis_created, enis_deleted, leaks_deleted;
 	uint64_t		 drifts_fixed, reconciles, checkpoint_writes;
-	uint64_t		 checkpoint_failures;
+	uint64_t		 checkpoint_failures, checkpoint_compactions;
 };
 
 struct reconcile_run;
@@ -236,6 +237,7 @@ struct engine {
 
 	/* durability */
 	int			 state_fd;
+	struct ckpt_store	 store;		/* snapshot and journal */
 	bool			 dirty;
 	struct loop_defer	 flush;
 	struct loop_timer	 flush_retry;

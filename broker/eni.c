@@ -1594,25 +1594,28 @@ subnet_add(struct broker *b, const char *id, bool configured)
 	return s;
 }
 
-/* Pods restored from the checkpoint, if it is this instance's. */
+/* Pods restored from the checkpoint (the snapshot and its journal), if
+ * it is this instance's. */
 static void
 engine_restore(struct broker *b)
 {
 	struct engine *en = &b->engine;
-	char err[512];
+	char err[1024], note[512];
 	size_t i;
 	int rc;
 
 	if (en->state_fd < 0)
 		return;
-	rc = checkpoint_load(en->state_fd, CKPT_FILE, &en->restored, err,
-	    sizeof(err));
+	rc = ckpt_store_load(&en->store, en->state_fd, CKPT_JOURNAL_SIZE,
+	    &en->restored, note, sizeof(note), err, sizeof(err));
+	if (rc == -2)
+		fatalx("checkpoint: %s; not starting without it", err);
 	if (rc == 1) {
+		if (note[0] != '\0')
+			log_warnx("checkpoint: %s", note);
 		log_info("checkpoint: none yet; starting with no pods");
 		return;
 	}
-	if (rc == -2)
-		fatalx("checkpoint: %s; not starting without it", err);
 	if (rc == -1) {
 		log_errorx("checkpoint: %s; rebuilding the pods from the cloud "
 		    "and the kernel", err);
@@ -1630,8 +1633,8 @@ engine_restore(struct broker *b)
 	}
 	for (i = 0; i < en->restored.npods; i++)
 		pod_restore(b, &en->restored.pods[i]);
-	log_info("checkpoint: %zu pods and %zu cooling addresses restored",
-	    en->restored.npods, en->restored.ncooling);
+	log_info("checkpoint: %zu pods and %zu cooling addresses restored "
+	    "(%s)", en->restored.npods, en->restored.ncooling, note);
 }
 
 /*

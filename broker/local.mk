@@ -1,12 +1,14 @@
 # enid: the broker (unprivileged after start-up; holds the pool).
 #
-# Its pure parts (pool policy, the checkpoint's text and rules and the file
-# that holds it, CNI and ctl request parsing) are a library of their own
+# Its pure parts (pool policy, the checkpoint's text and rules, its
+# journal, and the files that hold them, CNI and ctl request parsing) are
+# a library of their own
 # so the unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
 broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
 	broker/cnireq.c broker/cnireq.h broker/ctlreq.c broker/ctlreq.h \
-	broker/checkpoint.c broker/checkpoint.h
+	broker/checkpoint.c broker/checkpoint.h broker/journal.c \
+	broker/journal.h
 broker_libbrokerlogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 
@@ -17,11 +19,13 @@ broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
 broker_enid_LDADD = $(BROKER_LIBS)
 
-# libFuzzer over the checkpoint parser (and format, then parse again).
+# libFuzzer over the checkpoint parser (and format, then parse again) and
+# the journal's replay (tests/fuzz/fuzz_checkpoint.c).
 # Builds with clang directly, like fuzz-ec2-xml in cloudd/local.mk whose
 # CLANG and FUZZ_SECONDS it shares: `make fuzz-checkpoint FUZZ_SECONDS=300`.
 FUZZ_CKPT_SRC = $(srcdir)/tests/fuzz/fuzz_checkpoint.c \
-	$(srcdir)/broker/checkpoint.c $(srcdir)/common/addr.c
+	$(srcdir)/broker/checkpoint.c $(srcdir)/broker/journal.c \
+	$(srcdir)/common/addr.c
 EXTRA_DIST += tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint.dict \
 	tests/fuzz/corpus/checkpoint
 .PHONY: fuzz-checkpoint

@@ -466,7 +466,11 @@ render_engine(struct broker *b, struct mtext *t)
 	mt_single(t, "enid_enis_deleted_total", "counter", "ENIs deleted "
 	    "by the pool (leaks not included)", s->enis_deleted);
 	mt_single(t, "enid_checkpoint_writes_total", "counter", "Checkpoint "
-	    "files written", s->checkpoint_writes);
+	    "writes, each made durable (journal records and snapshots)",
+	    s->checkpoint_writes);
+	mt_single(t, "enid_checkpoint_compactions_total", "counter",
+	    "Checkpoint snapshots written whole (journal full, or a start)",
+	    s->checkpoint_compactions);
 	mt_single(t, "enid_checkpoint_failures_total", "counter",
 	    "Checkpoint writes that failed", s->checkpoint_failures);
 }

@@ -91,6 +91,8 @@ static const struct sb_rule broker_rules[] = {
 	ALLOW("openat"), ALLOW("fsync"), ALLOW("fdatasync"),
 	ALLOW("ftruncate"), ALLOW("rename"), ALLOW("renameat"),
 	ALLOW("renameat2"), ALLOW("unlink"), ALLOW("unlinkat"),
+	/* and its journal: a record written in place, then fdatasync */
+	ALLOW("pwrite64"),
 	/* metrics_textfile, the same way; made readable for the node
 	 * exporter whatever the umask (a file of our own: no capability) */
 	ALLOW("fchmod"),

@@ -20,6 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import ckptstate                                         # noqa: E402
 import podwire                                           # noqa: E402
 from conftest import BUILDDIR, VPCSIM, Enid, Sim, write_config  # noqa: E402
 
@@ -244,8 +245,11 @@ class Node:
         return self.ctl({"op": "show", "what": "pool"})["pool"]
 
     def checkpoint(self):
-        with open(self.state_dir / "checkpoint.json") as f:
-            return json.load(f)
+        """The snapshot with its journal applied (ckptstate.py)."""
+        ck = ckptstate.read(self.state_dir)
+        if ck is None:
+            raise FileNotFoundError(self.state_dir / ckptstate.SNAPSHOT)
+        return ck
 
     def pids(self):
         """{name: pid} of enid and its two helpers, from enidctl status,

@@ -67,6 +67,8 @@ RECON_DONE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) enid\[\d+\]: "
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 VPCSIM = os.path.join(SRCDIR, "tests", "vpcsim", "vpcsim")
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "integration"))
+import ckptstate                                         # noqa: E402
 
 PING_WAIT_S = 2         # an acknowledged pod reaches the VPC host within
 DEL_BOUND_S = 1.0       # enid answers a DEL within
@@ -1171,8 +1173,8 @@ class Harness:
         pods = {p["container_id"]: p["ip"] for p in self.show("pods")}
         lost = [p["container_id"] for p in self.show("pods")
                 if p["state"] != "ready"]
-        with open(self.workdir / "state" / "checkpoint.json") as f:
-            ck = {p["container_id"]: p["ip"] for p in json.load(f)["pods"]}
+        ck = {p["container_id"]: p["ip"]
+              for p in ckptstate.read(self.workdir / "state")["pods"]}
         with self.lock:
             mine = {p.cid: p.ip for p in self.pods.values()
                     if p.state == "live"}
@@ -1226,8 +1228,8 @@ class Harness:
             self.do_del(p)
         self.finish_dels(time.monotonic() + 30)
         self.enid_dels()
-        if self.show("pods") or json.load(open(
-                self.workdir / "state" / "checkpoint.json"))["pods"]:
+        if self.show("pods") or \
+                ckptstate.read(self.workdir / "state")["pods"]:
             self.res.violation("final-mismatch", "pods left after every "
                                "DEL: %r" % self.show("pods"))
 

@@ -1,11 +1,24 @@
 /*
- * libFuzzer target for the broker's checkpoint parser.  Whatever parses
- * must pass the rules on its own, format, and parse again to the same
- * struct and the same text; whatever does not parse must leave the struct
- * empty and say why.
+ * libFuzzer target for the broker's checkpoint: the snapshot's parser and
+ * the journal's replay.  The input is a snapshot's text, then a NUL, then
+ * journal bytes (no NUL: a snapshot alone).
+ *
+ * Snapshot: whatever parses must pass the rules on its own, format, and
+ * parse again to the same struct and the same text; whatever does not
+ * parse must leave the struct empty and say why.
+ *
+ * Journal, replayed onto a snapshot that parsed: the result passes the
+ * rules whether replay finished or stopped at a record that did not apply
+ * (which it names); replaying only the bytes it used gives the same; and
+ * the difference from the snapshot to the result, formatted, parsed and
+ * framed as one record, replays to the same result again.  As mutations
+ * rarely keep a CRC right, the journal bytes are also taken as one
+ * record's payload: a difference that parses applies, or is refused with
+ * a reason and the snapshot unchanged.
  *
  *   make fuzz-checkpoint [FUZZ_SECONDS=N]
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,6 +26,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "journal.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,31 +37,37 @@ empty(const struct checkpoint *c)
 	    c->cooling == NULL;
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void
+copy(const struct checkpoint *c, struct checkpoint *d)
 {
-	struct checkpoint c, d;
+	*d = *c;
+	d->pods = malloc((c->npods + 1) * sizeof(*d->pods));
+	d->cooling = malloc((c->ncooling + 1) * sizeof(*d->cooling));
+	if (d->pods == NULL || d->cooling == NULL)
+		__builtin_trap();
+	if (c->npods > 0)
+		memcpy(d->pods, c->pods, c->npods * sizeof(*d->pods));
+	if (c->ncooling > 0)
+		memcpy(d->cooling, c->cooling,
+		    c->ncooling * sizeof(*d->cooling));
+}
+
+static void
+snapshot_round_trip(const struct checkpoint *c)
+{
+	struct checkpoint d;
 	char err[256], *text, *again;
 	size_t len, len2;
 
-	/* data is not NUL-terminated: the parser must not look past size */
-	if (checkpoint_parse((const char *)data, size, &c, err,
-	    sizeof(err)) == -1) {
-		if (err[0] == '\0' || strnlen(err, sizeof(err)) >= sizeof(err))
-			__builtin_trap();
-		if (!empty(&c))
-			__builtin_trap();
-		return 0;
-	}
-	if (checkpoint_check(&c, err, sizeof(err)) != 0)
+	if (checkpoint_check(c, err, sizeof(err)) != 0)
 		__builtin_trap();
-	if ((text = checkpoint_format(&c, &len)) == NULL)
+	if ((text = checkpoint_format(c, &len)) == NULL)
 		__builtin_trap();
 	if (strlen(text) != len)
 		__builtin_trap();
 	if (checkpoint_parse(text, len, &d, err, sizeof(err)) != 0)
 		__builtin_trap();
-	if (!checkpoint_equal(&c, &d))
+	if (!checkpoint_equal(c, &d))
 		__builtin_trap();
 	if ((again = checkpoint_format(&d, &len2)) == NULL)
 		__builtin_trap();
@@ -56,6 +76,138 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(again);
 	free(text);
 	checkpoint_free(&d);
+}
+
+/* The difference from base to c as one record of c's generation:
+ * replayed onto base, it gives c. */
+static void
+diff_as_record(const struct checkpoint *base, const struct checkpoint *c)
+{
+	struct checkpoint again;
+	struct journal_replay r;
+	struct ckpt_diff d, back;
+	char err[512], *rec;
+	size_t len;
+
+	if (ckpt_diff_make(base, c, &d) != 0)
+		__builtin_trap();
+	rec = ckpt_diff_format(&d, JOURNAL_HDR_LEN, &len);
+	ckpt_diff_free(&d);
+	if (rec == NULL && errno == EFBIG)
+		return;		/* larger than a record may be */
+	if (rec == NULL)
+		__builtin_trap();
+	if (ckpt_diff_parse(rec + JOURNAL_HDR_LEN, len, &back, err,
+	    sizeof(err)) != 0)
+		__builtin_trap();
+	ckpt_diff_free(&back);
+	journal_frame((uint8_t *)rec, c->generation, 0, len);
+	copy(base, &again);
+	if (journal_replay(&again, (uint8_t *)rec, JOURNAL_HDR_LEN + len, &r,
+	    err, sizeof(err)) != 0)
+		__builtin_trap();
+	if (r.records != 1 || r.end != JOURNAL_HDR_LEN + len ||
+	    !checkpoint_equal(&again, c))
+		__builtin_trap();
+	checkpoint_free(&again);
+	free(rec);
+}
+
+static void
+payload(const struct checkpoint *base, const uint8_t *buf, size_t len)
+{
+	struct checkpoint c;
+	struct ckpt_diff d;
+	char err[512];
+	int rc;
+
+	err[0] = '\0';
+	rc = ckpt_diff_parse((const char *)buf, len, &d, err, sizeof(err));
+	if (rc == -2)
+		return;
+	if (rc != 0) {
+		if (err[0] == '\0' || d.pods_add != NULL || d.pods_del != NULL ||
+		    d.cool_add != NULL || d.cool_del != NULL)
+			__builtin_trap();
+		return;
+	}
+	copy(base, &c);
+	err[0] = '\0';
+	rc = checkpoint_apply(&c, &d, err, sizeof(err));
+	ckpt_diff_free(&d);
+	if (rc == -1 && (err[0] == '\0' || !checkpoint_equal(&c, base)))
+		__builtin_trap();
+	if (rc == 0) {
+		snapshot_round_trip(&c);
+		diff_as_record(base, &c);
+	}
+	checkpoint_free(&c);
+}
+
+static void
+journal(const struct checkpoint *snap, const uint8_t *buf, size_t len)
+{
+	struct checkpoint base, c, prefix;
+	struct journal_replay r, r2;
+	char err[512];
+	int rc;
+
+	copy(snap, &base);
+	checkpoint_sort(&base);
+	copy(&base, &c);
+	err[0] = '\0';
+	rc = journal_replay(&c, buf, len, &r, err, sizeof(err));
+	if (rc == -2)
+		goto out;		/* out of memory: nothing to hold */
+	if (rc == -1 && (err[0] == '\0' ||
+	    strnlen(err, sizeof(err)) >= sizeof(err)))
+		__builtin_trap();
+	if (rc != 0 && rc != -1)
+		__builtin_trap();
+	if (checkpoint_check(&c, err, sizeof(err)) != 0)
+		__builtin_trap();
+	if (r.end > len)
+		__builtin_trap();
+	if (rc == 0) {
+		if (r.records > 0 && r.max_generation < c.generation)
+			__builtin_trap();
+		copy(&base, &prefix);
+		if (journal_replay(&prefix, buf, r.end, &r2, err,
+		    sizeof(err)) != 0 || r2.records != r.records ||
+		    !checkpoint_equal(&prefix, &c))
+			__builtin_trap();
+		checkpoint_free(&prefix);
+	}
+	snapshot_round_trip(&c);
+	diff_as_record(&base, &c);
+	payload(&base, buf, len);
+out:
+	checkpoint_free(&c);
+	checkpoint_free(&base);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct checkpoint c;
+	const uint8_t *nul;
+	size_t snap = size;
+	char err[256];
+
+	if ((nul = memchr(data, '\0', size)) != NULL)
+		snap = (size_t)(nul - data);
+	/* data is not NUL-terminated: the parser must not look past size */
+	if (checkpoint_parse((const char *)data, snap, &c, err,
+	    sizeof(err)) == -1) {
+		if (err[0] == '\0' || strnlen(err, sizeof(err)) >= sizeof(err))
+			__builtin_trap();
+		if (!empty(&c))
+			__builtin_trap();
+		return 0;
+	}
+	snapshot_round_trip(&c);
+	if (nul != NULL)
+		journal(&c, nul + 1, size - snap - 1);
 	checkpoint_free(&c);
 	return 0;
 }

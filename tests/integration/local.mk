@@ -4,6 +4,7 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_cloudd.py tests/integration/test_enidctl.py \
 	tests/integration/test_broker_hygiene.py tests/integration/test_sandbox.py \
 	tests/integration/podwire.py tests/integration/poolenv.py \
+	tests/integration/ckptstate.py \
 	tests/integration/test_pool.py tests/integration/test_cni_socket.py \
 	tests/integration/test_flood.py \
 	tests/integration/test_pool_hostile.py tests/integration/mitm_helper.py \

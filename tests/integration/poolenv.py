@@ -7,12 +7,12 @@ cni.sock, pods wired with iproute2 (podwire.py), the sim's control API,
 EC2 calls behind enid's back (boto3 on the sim's loopback endpoint), enid's
 control socket, and its checkpoint.
 """
-import json
 import os
 import signal
 import subprocess
 import time
 
+import ckptstate
 import podwire
 from conftest import Enid, Sim, built, write_config
 
@@ -81,8 +81,12 @@ class PoolEnv:
         return a
 
     def checkpoint(self):
-        with open(self.state_dir / "checkpoint.json") as f:
-            return json.load(f)
+        """The checkpoint as enid would read it back: the snapshot and its
+        journal (ckptstate.py)."""
+        ck = ckptstate.read(self.state_dir)
+        if ck is None:
+            raise FileNotFoundError(self.state_dir / ckptstate.SNAPSHOT)
+        return ck
 
     # ---- CNI ----
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import ckptstate
 import podwire
 from conftest import BUILDDIR
 from poolenv import PoolEnv
@@ -62,11 +63,9 @@ def raw(sock, data, timeout=5):
 
 
 def snapshot(env):
-    try:
-        with open(env.state_dir / "checkpoint.json", "rb") as f:
-            ck = f.read()
-    except FileNotFoundError:
-        ck = None
+    ck = ckptstate.read(env.state_dir)
+    if ck is not None:
+        ck = json.dumps(ck, sort_keys=True)
     return (ck, json.dumps(env.show("pods"), sort_keys=True),
             json.dumps(env.show("pool"), sort_keys=True))
 

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 
@@ -604,13 +605,20 @@ def test_link_lookups_that_lie(make_env):
 # ---- durability ----
 
 def test_repeated_add_is_acknowledged_only_once_on_disk(make_env):
-    """The checkpoint cannot be written (the state directory is read-only
-    for a while): the ADD is refused, and its retries too, until the pod is
-    on disk; none is acknowledged on an assignment a restart would lose."""
+    """The checkpoint cannot be written for a while: its journal refuses
+    writes (immutable) and the state directory is read-only, so neither a
+    record nor a new snapshot can go in.  The ADD is refused, and its
+    retries too, until the pod is on disk; none is acknowledged on an
+    assignment a restart would lose."""
     env = make_env()
     env.start()
     env.add_and_ping("disk0")
+    journal = env.state_dir / "checkpoint.journal"
     os.chmod(env.state_dir, 0o500)
+    if subprocess.run(["chattr", "+i", str(journal)],
+                      capture_output=True).returncode != 0:
+        os.chmod(env.state_dir, 0o700)
+        pytest.skip("chattr +i is not supported where the state is")
     try:
         a, _ = env.add("disk1")
         assert a["ok"] is False and a["code"] == "internal", a
@@ -620,6 +628,7 @@ def test_repeated_add_is_acknowledged_only_once_on_disk(make_env):
             assert "disk1" not in [p["container_id"]
                                    for p in env.checkpoint()["pods"]]
     finally:
+        subprocess.run(["chattr", "-i", str(journal)], check=True)
         os.chmod(env.state_dir, 0o700)
     b = env.wait(lambda: env.add("disk1")[0]["ok"] and env.add("disk1")[0],
                  10, "the ADD to be acknowledged")

@@ -28,12 +28,12 @@ tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
 
-# The broker's checkpoint: text, rules, and the file (no root needed; as
-# root one case runs a child that gives it up); the CNI and ctl request
-# parsers.
+# The broker's checkpoint: text, rules, its journal, and the files (no
+# root needed; as root a case runs a child that gives it up); the CNI and
+# ctl request parsers.
 if HAVE_CMOCKA
 UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash \
-	tests/unit/test_cnireq tests/unit/test_ctlreq
+	tests/unit/test_journal tests/unit/test_cnireq tests/unit/test_ctlreq
 check_PROGRAMS += $(UNIT_BROKER)
 TESTS += $(UNIT_BROKER)
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
@@ -42,6 +42,9 @@ tests_unit_test_checkpoint_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_checkpoint_crash_SOURCES = tests/unit/test_checkpoint_crash.c
 tests_unit_test_checkpoint_crash_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_checkpoint_crash_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_journal_SOURCES = tests/unit/test_journal.c
+tests_unit_test_journal_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_journal_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_cnireq_SOURCES = tests/unit/test_cnireq.c
 tests_unit_test_cnireq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_cnireq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)

@@ -219,6 +219,17 @@ random_checkpoint(struct checkpoint *c)
 		rnd_hex_id(k->eni_id, "eni-");
 		k->until = rnd_time();
 	}
+	switch (rnd(4)) {
+	case 0:
+		c->generation = 0;
+		break;
+	case 1:
+		c->generation = CKPT_MAX_GENERATION;
+		break;
+	default:
+		c->generation = (int64_t)(rng() %
+		    (uint64_t)(CKPT_MAX_GENERATION + 1));
+	}
 }
 
 static const char *
@@ -550,12 +561,14 @@ static const struct bad bad_cases[] = {
 	{ { POD, "ip", "\"223.255.255.254\"" }, NULL },
 	{ { POD, "ip", "\"1.0.0.0\"" }, NULL },
 
-	/* version */
+	/* version; version 1 has no generation, version 2 one */
 	{ { TOP, "version", DROP }, "missing key \"version\"" },
-	{ { TOP, "version", "2" },
-	  "version: unsupported version 2 (this enid reads 1)" },
+	{ { TOP, "version", "3" },
+	  "version: unsupported version 3 (this enid reads 1 and 2)" },
 	{ { TOP, "version", "0" },
-	  "version: unsupported version 0 (this enid reads 1)" },
+	  "version: unsupported version 0 (this enid reads 1 and 2)" },
+	{ { TOP, "generation", "7" }, "generation: unknown key" },
+	{ { TOP, "version", "2" }, "missing key \"generation\"" },
 	{ { TOP, "version", "\"1\"" },
 	  "version: expected an integer, got string" },
 	{ { TOP, "version", "1.0" },
@@ -989,6 +1002,70 @@ test_check_structs(void **state)
 	/* a short error buffer is still a terminated string */
 	assert_int_equal(checkpoint_check(&c, err, 8), -1);
 	assert_int_equal(strlen(err), 7);
+	pods[0].ip = htonl(0x0a000001u);
+
+	c.generation = -1;
+	assert_string_equal(check_err(&c),
+	    "generation: out of range 0..4611686018427387904");
+	c.generation = CKPT_MAX_GENERATION + 1;
+	assert_string_equal(check_err(&c),
+	    "generation: out of range 0..4611686018427387904");
+	c.generation = CKPT_MAX_GENERATION;
+	assert_null(check_err(&c));
+}
+
+/* Version 2 carries its generation; version 1, without one, loads as
+ * generation 0; what is written is version 2. */
+static void
+test_generation(void **state)
+{
+	static const struct {
+		const char	*top;
+		const char	*expect;	/* NULL: accepted */
+		int64_t		 generation;
+	} cases[] = {
+		{ "\"version\": 1", NULL, 0 },
+		{ "\"version\": 2, \"generation\": 0", NULL, 0 },
+		{ "\"version\": 2, \"generation\": 17", NULL, 17 },
+		{ "\"generation\": 4611686018427387904, \"version\": 2", NULL,
+		  CKPT_MAX_GENERATION },
+		{ "\"version\": 2, \"generation\": 4611686018427387905",
+		  "generation: out of range 0..4611686018427387904", 0 },
+		{ "\"version\": 2, \"generation\": -1",
+		  "generation: out of range 0..4611686018427387904", 0 },
+		{ "\"version\": 2, \"generation\": \"3\"",
+		  "generation: expected an integer, got string", 0 },
+		{ "\"version\": 2", "missing key \"generation\"", 0 },
+		{ "\"version\": 1, \"generation\": 0",
+		  "generation: unknown key", 0 },
+	};
+	struct checkpoint c;
+	char text[512], err[512], *out;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), "{%s, \"instance_id\": \"i-1\", "
+		    "\"written\": 5, \"pods\": [], \"cooling\": []}",
+		    cases[i].top);
+		if (cases[i].expect != NULL) {
+			assert_int_equal(checkpoint_parse(text, strlen(text), &c,
+			    err, sizeof(err)), -1);
+			assert_string_equal(err, cases[i].expect);
+			continue;
+		}
+		if (checkpoint_parse(text, strlen(text), &c, err,
+		    sizeof(err)) != 0)
+			fail_msg("%s: %s", text, err);
+		assert_int_equal(c.generation, cases[i].generation);
+		out = checkpoint_format(&c, &len);
+		assert_non_null(out);
+		snprintf(text, sizeof(text), "{\"version\": 2, \"generation\": "
+		    "%lld, ", (long long)cases[i].generation);
+		assert_memory_equal(out, text, strlen(text));
+		free(out);
+		checkpoint_free(&c);
+	}
 }
 
 static void
@@ -1405,6 +1482,7 @@ main(void)
 		cmocka_unit_test(test_string_caps),
 		cmocka_unit_test(test_count_caps),
 		cmocka_unit_test(test_check_structs),
+		cmocka_unit_test(test_generation),
 		cmocka_unit_test(test_helpers),
 		cmocka_unit_test(test_write_and_load),
 		cmocka_unit_test(test_write_over_stale_temp),

@@ -7,6 +7,11 @@
  * exactly the last reported generation or the one after it (written, but
  * killed before it could report), never anything torn, never the temp
  * file, and never anything moved aside.
+ *
+ * The same for the store (snapshot and journal, broker/journal.c): the
+ * child loads what is there and saves state after state, most as journal
+ * records, a snapshot whenever its small journal is full; the state the
+ * parent loads after the kill is the last one reported or the next.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -29,6 +34,7 @@
 #include <cmocka.h>
 
 #include "checkpoint.h"
+#include "journal.h"
 
 #define ROUNDS		200
 #define MAX_DELAY_US	25000	/* kills land within this after the fork */
@@ -216,11 +222,169 @@ test_kill_at_random_moments(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * State s of the store's writer: pods s to s+39 (container "p<k>", at
+ * 10.3.x.y from k), the five before them cooling; each state one pod and
+ * one cooling address on from the last, so a record is small.
+ */
+#define STORE_JOURNAL	(16 * 1024)	/* a snapshot every ~20 records */
+
+static void
+store_state(int64_t s, struct checkpoint *c)
+{
+	int64_t k;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->instance_id, sizeof(c->instance_id), "i-0123456789abcdef0");
+	c->written = s;
+	c->pods = calloc(40, sizeof(*c->pods));
+	c->cooling = calloc(5, sizeof(*c->cooling));
+	assert_non_null(c->pods);
+	assert_non_null(c->cooling);
+	for (k = s; k < s + 40; k++) {
+		struct ckpt_pod *p = &c->pods[c->npods++];
+
+		snprintf(p->container_id, sizeof(p->container_id), "p%lld",
+		    (long long)k);
+		snprintf(p->ifname, sizeof(p->ifname), "eth0");
+		snprintf(p->k8s_name, sizeof(p->k8s_name), "pod-%lld",
+		    (long long)k);
+		p->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
+		snprintf(p->eni_id, sizeof(p->eni_id), "eni-%llx",
+		    (long long)(k / 10));
+		p->since = k;
+	}
+	for (k = s - 5; k < s; k++) {
+		struct ckpt_cooling *q;
+
+		if (k < 0)
+			continue;
+		q = &c->cooling[c->ncooling++];
+		q->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
+		snprintf(q->eni_id, sizeof(q->eni_id), "eni-%llx",
+		    (long long)(k / 10));
+		q->until = k + 30;
+	}
+}
+
+static void
+store_writer(int dirfd, int64_t first, int report)
+{
+	struct ckpt_store s;
+	struct checkpoint c;
+	enum ckpt_saved saved;
+	char note[512], warn[512], err[1024];
+	int64_t g;
+
+	if (ckpt_store_load(&s, dirfd, STORE_JOURNAL, &c, note, sizeof(note),
+	    err, sizeof(err)) < 0) {
+		fprintf(stderr, "store writer: load: %s\n", err);
+		_exit(2);
+	}
+	checkpoint_free(&c);
+	for (g = first; g < first + GENS_PER_CHILD; g++) {
+		store_state(g, &c);
+		if (ckpt_store_save(&s, dirfd, &c, &saved, warn, sizeof(warn),
+		    err, sizeof(err)) != 0) {
+			fprintf(stderr, "store writer: %s\n", err);
+			_exit(2);
+		}
+		if (write(report, &g, sizeof(g)) != sizeof(g))
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static void
+test_store_kill_at_random_moments(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c, want;
+	struct timespec ts;
+	struct pollfd pfd;
+	char path[256], err[1024], note[512], cmd[300];
+	const char *tmp = getenv("TMPDIR");
+	int64_t last = 0, acked, g, records = 0;
+	int pipefd[2], dirfd, status, round, newer = 0;
+	uint64_t seed = 0x5eed00090001ULL;
+	pid_t pid;
+	ssize_t n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/enid-crash.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	assert_non_null(mkdtemp(path));
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+
+	for (round = 0; round < ROUNDS; round++) {
+		assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(pipefd[0]);
+			store_writer(dirfd, last + 1, pipefd[1]);
+		}
+		close(pipefd[1]);
+		pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+		if (poll(&pfd, 1, 20000) != 1)
+			fail_msg("round %d: nothing saved in 20 s", round);
+		assert_int_equal(read(pipefd[0], &g, sizeof(g)), sizeof(g));
+		assert_int_equal(g, last + 1);
+		acked = g;
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)(seed % MAX_DELAY_US) * 1000;
+		nanosleep(&ts, NULL);
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status))
+			fail_msg("round %d: the writer ended by itself "
+			    "(status %d)", round, status);
+		while ((n = read(pipefd[0], &g, sizeof(g))) == sizeof(g))
+			acked = g;
+		assert_int_equal(n, 0);
+		close(pipefd[0]);
+
+		if (ckpt_store_load(&s, dirfd, STORE_JOURNAL, &c, note,
+		    sizeof(note), err, sizeof(err)) != 0)
+			fail_msg("round %d: load after the kill: %s", round,
+			    err);
+		ckpt_store_close(&s);
+		if (c.written != acked && c.written != acked + 1)
+			fail_msg("round %d: loaded state %lld, last "
+			    "acknowledged %lld (%s)", round,
+			    (long long)c.written, (long long)acked, note);
+		newer += c.written == acked + 1;
+		records += strstr(note, " 0 journal records") == NULL;
+		store_state(c.written, &want);
+		checkpoint_sort(&want);
+		want.generation = c.generation;
+		assert_true(checkpoint_equal(&c, &want));
+		last = c.written;
+		checkpoint_free(&want);
+		checkpoint_free(&c);
+		assert_false(has_corrupt(path));
+	}
+	print_message("%d kills: last state %lld; %lld loads replayed "
+	    "records, %d found a state saved but not reported\n", ROUNDS,
+	    (long long)last, (long long)records, newer);
+	assert_true(last >= ROUNDS);
+	assert_true(records > 0);
+
+	close(dirfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	assert_int_equal(system(cmd), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kill_at_random_moments),
+		cmocka_unit_test(test_store_kill_at_random_moments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,6 +91,7 @@ enum probe {
 	PROBE_SYSLOG_RECONNECT,
 	PROBE_RESOLVE_LOCALHOST,
 	PROBE_QSORT_4K,
+	PROBE_PWRITE,
 };
 
 static const char *const probe_names[] = {
@@ -135,6 +136,7 @@ static const char *const probe_names[] = {
 	[PROBE_SYSLOG_RECONNECT] = "syslog reconnect",
 	[PROBE_RESOLVE_LOCALHOST] = "getaddrinfo(localhost)",
 	[PROBE_QSORT_4K] = "qsort(4 KiB)",
+	[PROBE_PWRITE] = "pwrite",
 };
 
 static int
@@ -324,6 +326,8 @@ run_probe(enum probe p, pid_t other)
 				return 5;
 		return 0;
 	}
+	case PROBE_PWRITE:
+		return probe_result((int)pwrite(-1, "x", 1, 0));
 	}
 	return 4;
 }
@@ -483,6 +487,8 @@ test_broker(void **state)
 	/* It writes its checkpoint, sorting the pods to check it. */
 	expect_allowed(SANDBOX_BROKER, PROBE_OPEN_WRITE);
 	expect_allowed(SANDBOX_BROKER, PROBE_QSORT_4K);
+	/* and its journal's records (EBADF on descriptor -1) */
+	expect_errno(SANDBOX_BROKER, PROBE_PWRITE, EBADF);
 }
 
 static void
@@ -494,6 +500,7 @@ test_netd(void **state)
 	expect_killed(SANDBOX_NETD, PROBE_SOCKET_NETLINK_NETFILTER);
 	expect_killed(SANDBOX_NETD, PROBE_SOCKETPAIR_UNIX);
 	expect_killed(SANDBOX_NETD, PROBE_OPEN_WRITE);
+	expect_killed(SANDBOX_NETD, PROBE_PWRITE);
 	expect_killed(SANDBOX_NETD, PROBE_THREAD);
 	expect_killed(SANDBOX_NETD, PROBE_CLONE_THREAD);
 	expect_killed(SANDBOX_NETD, PROBE_SETSOCKOPT_KEEPALIVE);
@@ -512,6 +519,7 @@ test_cloudd(void **state)
 
 	(void)state;
 	expect_killed(SANDBOX_CLOUDD, PROBE_OPEN_WRITE);
+	expect_killed(SANDBOX_CLOUDD, PROBE_PWRITE);
 	expect_killed(SANDBOX_CLOUDD, PROBE_OPEN_CREATE);
 	expect_killed(SANDBOX_CLOUDD, PROBE_SOCKET_NETLINK_NETFILTER);
 	expect_errno(SANDBOX_CLOUDD, PROBE_CLONE3, ENOSYS);
