@@ -418,8 +418,8 @@ main(int argc, char *argv[])
 		usage();
 
 	log_init("enid", true, LOG_LVL_INFO);
-	/* Started without root, until the drop only CAP_NET_ADMIN keeps
-	 * other processes of our user out; this does whatever we hold. */
+	/* Started without root we are our user's from the first line: no
+	 * other process of that user may trace us or read our memory. */
 	if (sandbox_undumpable() == -1)
 		fatal("PR_SET_DUMPABLE");
 	if (config_load(b.config_path, &b.cfg, err, sizeof(err)) == -1) {
