@@ -5,6 +5,12 @@
  * seccomp.  It alone holds pool state.  If either child dies or sends a
  * malformed message, the whole set goes down (non-zero) and the service
  * manager restarts it; enid never regains privilege to restart a child.
+ *
+ * It may also be started without root, already as the configured user with
+ * CAP_NET_ADMIN permitted (systemd's User= and AmbientCapabilities=): then
+ * that capability is passed to enid-netd alone, through the ambient set,
+ * and the broker sheds it before it starts enid-cloudd; the service manager
+ * has made the runtime and state directories, which must be the user's.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -325,24 +331,50 @@ child_hello(struct broker *b, struct child *c)
  * The runtime directory belongs to the user, so the broker can remove its
  * sockets at exit; the sockets' own modes say who may connect.  Owner and
  * mode are set through a descriptor opened without following a symlink,
- * never by path.
+ * never by path.  Started without root, enid cannot give a directory to the
+ * user: it must be the user's already (the service manager makes it so),
+ * and only its mode is set.
  */
+static void __attribute__((noreturn))
+dir_not_ours(const char *dir, uid_t owner, uid_t uid)
+{
+	fatalx("%s is owned by uid %u, not by uid %u, and started without "
+	    "root enid cannot take it over; have the service manager create "
+	    "it for the user (systemd: User= with RuntimeDirectory= and "
+	    "StateDirectory=)", dir, (unsigned)owner, (unsigned)uid);
+}
+
 static int
 prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
 {
+	bool as_root = !sandbox_started_unprivileged();
 	struct stat st;
 	int fd;
 
-	if (mkdir(dir, mode) == -1 && errno != EEXIST)
-		fatal("mkdir %s", dir);
+	if (mkdir(dir, mode) == -1 && errno != EEXIST) {
+		if (as_root)
+			fatal("mkdir %s", dir);
+		fatal("mkdir %s as uid %u (started without root, the service "
+		    "manager must create it: systemd's RuntimeDirectory= and "
+		    "StateDirectory=)", dir, (unsigned)uid);
+	}
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
+	    O_CLOEXEC)) == -1) {
+		/* Someone else's directory we may not even open: say so. */
+		if (!as_root && errno == EACCES && lstat(dir, &st) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_uid != uid)
+			dir_not_ours(dir, st.st_uid, uid);
 		fatal("%s: not a directory we can use", dir);
+	}
 	if (fstat(fd, &st) == -1)
 		fatal("stat %s", dir);
 	if (!S_ISDIR(st.st_mode))
 		fatalx("%s exists and is not a directory", dir);
-	if (fchown(fd, uid, gid) == -1 || fchmod(fd, mode) == -1)
+	if (!as_root && st.st_uid != uid)
+		dir_not_ours(dir, st.st_uid, uid);
+	if (as_root && fchown(fd, uid, gid) == -1)
+		fatal("setting owner and mode of %s", dir);
+	if (fchmod(fd, mode) == -1)
 		fatal("setting owner and mode of %s", dir);
 	return fd;
 }
@@ -351,8 +383,9 @@ int
 main(int argc, char *argv[])
 {
 	static struct broker b;
+	static const cap_value_t netd_caps[] = { CAP_NET_ADMIN };
 	const char *helper_dir = ENID_HELPER_DIR;
-	bool check_only = false, foreground = false;
+	bool check_only = false, foreground = false, unprivileged;
 	int ch, verbose = 0, rc;
 	struct passwd *pw;
 	gid_t admin_gid = 0;
@@ -385,6 +418,10 @@ main(int argc, char *argv[])
 		usage();
 
 	log_init("enid", true, LOG_LVL_INFO);
+	/* Started without root we are our user's from the first line: no
+	 * other process of that user may trace us or read our memory. */
+	if (sandbox_undumpable() == -1)
+		fatal("PR_SET_DUMPABLE");
 	if (config_load(b.config_path, &b.cfg, err, sizeof(err)) == -1) {
 		log_warnx("configuration: %s", err);
 		return 1;
@@ -397,8 +434,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "enid: configuration %s OK\n", b.config_path);
 		return 0;
 	}
-	if (geteuid() != 0)
-		fatalx("must be started as root (it drops privileges itself)");
+	unprivileged = sandbox_started_unprivileged();
 	/* The helpers read it too, after daemon() has moved us to "/". */
 	if ((b.config_path = realpath(b.config_path, config_abs)) == NULL)
 		fatal("configuration path");
@@ -418,6 +454,12 @@ main(int argc, char *argv[])
 			    b.cfg.admin_group);
 		admin_gid = gr->gr_gid;
 	}
+	/* Without root, nothing can be fixed later: say now what is wrong. */
+	if (unprivileged && sandbox_check_unprivileged(pw->pw_uid, pw->pw_gid,
+	    netd_caps, 1, err, sizeof(err)) == -1)
+		fatalx("started without root, enid must run as user \"%s\" "
+		    "with CAP_NET_ADMIN for enid-netd, or start as root: %s",
+		    b.cfg.user, err);
 
 	if (!foreground) {
 		if (daemon(0, 0) == -1)
@@ -442,7 +484,15 @@ main(int argc, char *argv[])
 	    .peer_id = PEER_NETD };
 	b.cloudd = (struct child){ .broker = &b, .name = "enid-cloudd",
 	    .peer_id = PEER_CLOUDD };
+	if (unprivileged && sandbox_pass_caps(netd_caps, 1, err,
+	    sizeof(err)) == -1)
+		fatalx("passing CAP_NET_ADMIN on to enid-netd: %s", err);
 	child_spawn(&b, &b.netd, helper_dir, foreground, verbose);
+	/* Without root nothing below needs a capability: the broker sheds
+	 * them all now, so that enid-cloudd starts with none. */
+	if (unprivileged && sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0,
+	    err, sizeof(err)) == -1)
+		fatalx("privilege drop: %s", err);
 	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
 
 	engine_init(&b);
@@ -464,6 +514,7 @@ main(int argc, char *argv[])
 	if (metrics_open_textfile(&b, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 
+	/* (Started without root, this only checks the earlier drop.) */
 	if (sandbox_drop_to(pw->pw_uid, pw->pw_gid, NULL, 0, err,
 	    sizeof(err)) == -1)
 		fatalx("privilege drop: %s", err);
@@ -491,8 +542,9 @@ main(int argc, char *argv[])
 	child_hello(&b, &b.netd);
 	child_hello(&b, &b.cloudd);
 	loop_timer_after(&b.loop, &b.handshake_timer, BROKER_HANDSHAKE_MS);
-	log_info("started as uid %u; enid-netd pid %d, enid-cloudd pid %d",
-	    (unsigned)getuid(), (int)b.netd.pid, (int)b.cloudd.pid);
+	log_info("started as uid %u%s; enid-netd pid %d, enid-cloudd pid %d",
+	    (unsigned)getuid(), unprivileged ? " (without root)" : "",
+	    (int)b.netd.pid, (int)b.cloudd.pid);
 
 	rc = loop_run(&b.loop);
 	jserver_close(&b, b.ctl);

@@ -6,6 +6,10 @@
  * ever chowned or chmodded by path in a directory the unprivileged user
  * owns; each peer's credentials (SO_PEERCRED, SO_PEERGROUPS) are checked
  * at accept; accepting pauses while descriptors or client slots run out.
+ * Started without root, enid can take no other gid: ctl.sock is then the
+ * user's, mode 0600, and the admin group is let in by an ACL entry, set by
+ * path in the runtime directory, which is the user's own and which nobody
+ * else can change.
  *
  * A line over the socket's limit, invalid JSON (strictly: json-c's
  * leniencies are refused), or a request that is not an object with a
@@ -24,7 +28,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +44,7 @@
 
 #include "enid.h"
 #include "log.h"
+#include "sandbox.h"
 
 #define JSERVER_RETRY_ACCEPT_MS	1000	/* after EMFILE */
 #define JSERVER_MAX_GROUPS	64
@@ -77,6 +86,48 @@ struct jserver {
 	jobserve_fn		 observe;
 };
 
+/*
+ * Let group read and write the socket at path, besides its owner, by a
+ * POSIX access ACL (owner rw, owning group nothing, group rw, mask rw,
+ * others nothing), which the owner may set without belonging to group.
+ * The kernel turns the mask into the mode's group bits: 0660.
+ */
+static int
+grant_group(const char *path, gid_t group, char *err, size_t errlen)
+{
+	struct {
+		struct posix_acl_xattr_header	h;
+		struct posix_acl_xattr_entry	e[5];
+	} acl;
+	const struct { uint16_t tag, perm; uint32_t id; } want[5] = {
+		{ ACL_USER_OBJ, ACL_READ | ACL_WRITE, ACL_UNDEFINED_ID },
+		{ ACL_GROUP_OBJ, 0, ACL_UNDEFINED_ID },
+		{ ACL_GROUP, ACL_READ | ACL_WRITE, group },
+		{ ACL_MASK, ACL_READ | ACL_WRITE, ACL_UNDEFINED_ID },
+		{ ACL_OTHER, 0, ACL_UNDEFINED_ID },
+	};
+	size_t i;
+
+	memset(&acl, 0, sizeof(acl));
+	acl.h.a_version = htole32(POSIX_ACL_XATTR_VERSION);
+	for (i = 0; i < 5; i++) {
+		acl.e[i].e_tag = htole16(want[i].tag);
+		acl.e[i].e_perm = htole16(want[i].perm);
+		acl.e[i].e_id = htole32(want[i].id);
+	}
+	/* lsetxattr: a symlink put in its place would not be followed. */
+	if (lsetxattr(path, "system.posix_acl_access", &acl, sizeof(acl),
+	    0) == -1) {
+		snprintf(err, errlen, "%s: letting admin_group (gid %u) in by "
+		    "an ACL: %s; started without root, enid needs POSIX ACLs "
+		    "on the runtime directory's file system for that (or an "
+		    "empty admin_group)", path, (unsigned)group,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct jserver *
 jserver_open(const char *path, const char *what, bool root_only,
     gid_t group, size_t maxclients, size_t linemax, char *err, size_t errlen)
@@ -85,6 +136,7 @@ jserver_open(const char *path, const char *what, bool root_only,
 	struct sockaddr_un sun;
 	mode_t mask;
 	gid_t egid = getegid();
+	bool as_root = !sandbox_started_unprivileged();
 	int rc;
 
 	memset(&sun, 0, sizeof(sun));
@@ -121,9 +173,11 @@ jserver_open(const char *path, const char *what, bool root_only,
 	 * from our effective gid (we are root here): 0660 root:group for
 	 * ctl.sock, 0600 root:root for cni.sock.  bind() never follows a
 	 * symlink; if one appears in between, bind fails with EADDRINUSE.
+	 * Without root: 0600, owned by the user (root, who runs enid-cni and
+	 * enidctl, needs no permission bit), and the group comes by ACL.
 	 */
-	mask = umask(root_only ? 0177 : 0117);
-	if (setegid(s->group) == -1) {
+	mask = umask(root_only || !as_root ? 0177 : 0117);
+	if (as_root && setegid(s->group) == -1) {
 		snprintf(err, errlen, "%s: setegid(%u): %s", path,
 		    (unsigned)s->group, strerror(errno));
 		umask(mask);
@@ -132,11 +186,14 @@ jserver_open(const char *path, const char *what, bool root_only,
 	rc = bind(s->fd, (struct sockaddr *)&sun, sizeof(sun));
 	if (rc == -1)
 		snprintf(err, errlen, "%s: bind: %s", path, strerror(errno));
-	if (setegid(egid) == -1)
+	if (as_root && setegid(egid) == -1)
 		fatal("%s: restoring the effective gid", path);
 	umask(mask);
 	if (rc == -1)
 		goto fail_fd;
+	if (!as_root && s->group != 0 &&
+	    grant_group(path, s->group, err, errlen) == -1)
+		goto fail_unlink;
 	if (listen(s->fd, 128) == -1) {
 		snprintf(err, errlen, "%s: listen: %s", path, strerror(errno));
 		goto fail_unlink;

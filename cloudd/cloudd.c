@@ -121,11 +121,13 @@ main(int argc, char *argv[])
 
 	child_parse_args(argc, argv, "enid-cloudd", &opts);
 	log_init("enid-cloudd", opts.foreground, LOG_LVL_INFO);
+	/* Started by a broker that runs without root, we are its user from
+	 * exec on: no other process of that user may read us. */
+	if (sandbox_undumpable() == -1)
+		fatal("PR_SET_DUMPABLE");
 	if (config_load(opts.config_path, &cd.cfg, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	log_set_level(child_log_level(&cd.cfg, opts.verbose));
-	if (geteuid() != 0)
-		fatalx("must be started as root by enid");
 	child_chan_open(&chan, PEER_CLOUDD);	/* checks MSG_CHILD_FD */
 
 	if (loop_init(&cd.loop) == -1)

@@ -2,12 +2,14 @@
  * Privilege drop and the seccomp loader (see sandbox.h).  The order is the
  * one every step depends on: groups, gid, uid (keeping capabilities through
  * PR_SET_KEEPCAPS), then the capability sets, then no_new_privs, then the
- * filter, last.
+ * filter, last.  A process started without root skips the id changes,
+ * after checking that it is already who it should be.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/nameser.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <netdb.h>
@@ -24,6 +26,10 @@
 #include <seccomp.h>
 
 #include "sandbox.h"
+
+/* More supplementary groups than this is refused (as a wrong start) by
+ * sandbox_check_unprivileged. */
+#define SANDBOX_MAX_GROUPS	64
 
 static const char *const proc_names[SANDBOX_PROC_COUNT] = {
 	[SANDBOX_BROKER] = "enid",
@@ -67,11 +73,137 @@ sandbox_drop_privileges(const char *user, const cap_value_t *keep,
 	    errlen);
 }
 
+bool
+sandbox_started_unprivileged(void)
+{
+	return geteuid() != 0;
+}
+
 int
-sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
+sandbox_undumpable(void)
+{
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* "CAP_NET_ADMIN", as systemd's settings spell it, for error messages. */
+static void
+cap_upper_name(cap_value_t c, char *buf, size_t len)
+{
+	char *name = cap_to_name(c);
+	size_t i;
+
+	snprintf(buf, len, "%s", name ? name : "?");
+	cap_free(name);
+	for (i = 0; buf[i] != '\0'; i++)
+		buf[i] = (char)toupper((unsigned char)buf[i]);
+}
+
+int
+sandbox_check_unprivileged(uid_t uid, gid_t gid, const cap_value_t *need,
+    size_t nneed, char *err, size_t errlen)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg, groups[SANDBOX_MAX_GROUPS];
+	cap_flag_value_t v;
+	cap_t caps;
+	char name[64];
+	size_t i;
+	int n;
+
+	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1) {
+		snprintf(err, errlen, "reading our own ids: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (ru != uid || eu != uid || su != uid) {
+		snprintf(err, errlen, "running as uid %u (real %u, saved %u), "
+		    "not as uid %u, and only root can change user",
+		    (unsigned)eu, (unsigned)ru, (unsigned)su, (unsigned)uid);
+		return -1;
+	}
+	if (rg != gid || eg != gid || sg != gid) {
+		snprintf(err, errlen, "running with gid %u (real %u, saved %u), "
+		    "not with the user's group %u, and only root can change "
+		    "group", (unsigned)eg, (unsigned)rg, (unsigned)sg,
+		    (unsigned)gid);
+		return -1;
+	}
+	if ((n = getgroups(SANDBOX_MAX_GROUPS, groups)) == -1) {
+		snprintf(err, errlen, "getgroups: %s", errno == EINVAL ?
+		    "more supplementary groups than anyone needs" :
+		    strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < (size_t)n; i++)
+		if (groups[i] != gid) {
+			snprintf(err, errlen, "holds supplementary group %u, "
+			    "which only root can drop; give the user no group "
+			    "but its own", (unsigned)groups[i]);
+			return -1;
+		}
+	if ((caps = cap_get_proc()) == NULL) {
+		snprintf(err, errlen, "cap_get_proc: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < nneed; i++) {
+		if (cap_get_flag(caps, need[i], CAP_PERMITTED, &v) == -1 ||
+		    v != CAP_SET) {
+			cap_upper_name(need[i], name, sizeof(name));
+			snprintf(err, errlen, "%s is not a permitted capability; "
+			    "give it as an ambient one (systemd: "
+			    "AmbientCapabilities=%s)", name, name);
+			cap_free(caps);
+			return -1;
+		}
+	}
+	cap_free(caps);
+	return 0;
+}
+
+int
+sandbox_pass_caps(const cap_value_t *caps, size_t ncaps, char *err,
+    size_t errlen)
+{
+	cap_t cur;
+	char name[64];
+	size_t i;
+
+	/* An ambient capability must be both permitted and inheritable. */
+	if ((cur = cap_get_proc()) == NULL) {
+		snprintf(err, errlen, "cap_get_proc: %s", strerror(errno));
+		return -1;
+	}
+	if (ncaps > 0 && (cap_set_flag(cur, CAP_INHERITABLE, (int)ncaps, caps,
+	    CAP_SET) == -1 || cap_set_proc(cur) == -1)) {
+		snprintf(err, errlen, "raising the inheritable set: %s",
+		    strerror(errno));
+		cap_free(cur);
+		return -1;
+	}
+	cap_free(cur);
+	if (cap_reset_ambient() == -1) {
+		snprintf(err, errlen, "cap_reset_ambient: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < ncaps; i++)
+		if (cap_set_ambient(caps[i], CAP_SET) == -1) {
+			cap_upper_name(caps[i], name, sizeof(name));
+			snprintf(err, errlen, "making %s ambient: %s", name,
+			    strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * Root becomes uid and gid: groups, gid, the bounding set (while dropping
+ * from it is still allowed), then uid, keeping the permitted set through
+ * PR_SET_KEEPCAPS for what keep lists.
+ */
+static int
+become_user(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
     char *err, size_t errlen)
 {
-	cap_t caps = NULL;
 	cap_value_t c;
 	uid_t ru, eu, su;
 
@@ -112,7 +244,29 @@ sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
 		snprintf(err, errlen, "uid change did not take");
 		return -1;
 	}
+	return 0;
+}
 
+int
+sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
+    char *err, size_t errlen)
+{
+	cap_t caps = NULL;
+
+	/*
+	 * Started without root there is no id to change, and no bounding set
+	 * to empty (that needs CAP_SETPCAP): the service manager's bounds it,
+	 * and with no_new_privs no exec can add to the permitted set anyway.
+	 */
+	if (sandbox_started_unprivileged()) {
+		if (sandbox_check_unprivileged(uid, gid, keep, nkeep, err,
+		    errlen) == -1)
+			return -1;
+	} else if (become_user(uid, gid, keep, nkeep, err, errlen) == -1)
+		return -1;
+
+	/* Effective and permitted: keep; inheritable: nothing, which also
+	 * clears the ambient set. */
 	caps = cap_init();	/* all clear */
 	if (caps == NULL) {
 		snprintf(err, errlen, "cap_init: %s", strerror(errno));
@@ -144,7 +298,7 @@ sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep, size_t nkeep,
 		    strerror(errno));
 		return -1;
 	}
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+	if (sandbox_undumpable() == -1) {
 		snprintf(err, errlen, "PR_SET_DUMPABLE: %s", strerror(errno));
 		return -1;
 	}

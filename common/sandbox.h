@@ -25,7 +25,11 @@ enum sandbox_proc {
  * Become user (and its primary group, no supplementary groups), keeping
  * only the capabilities in keep (effective and permitted; nothing
  * inheritable or ambient; the bounding set emptied), then no_new_privs and
- * non-dumpable.  Returns 0, or -1 with err set; callers treat -1 as fatal.
+ * non-dumpable.  A process started without root (see
+ * sandbox_started_unprivileged) changes no id: it must already be that
+ * user (sandbox_check_unprivileged) and only sheds every capability but
+ * keep; its bounding set stays as the service manager left it.  Returns 0,
+ * or -1 with err set; callers treat -1 as fatal.
  */
 int	sandbox_drop_privileges(const char *user, const cap_value_t *keep,
 	    size_t nkeep, char *err, size_t errlen);
@@ -33,6 +37,41 @@ int	sandbox_drop_privileges(const char *user, const cap_value_t *keep,
 /* Same, for an already-resolved uid/gid. */
 int	sandbox_drop_to(uid_t uid, gid_t gid, const cap_value_t *keep,
 	    size_t nkeep, char *err, size_t errlen);
+
+/*
+ * True if the process was started without root (effective uid not 0): as
+ * systemd's User= and AmbientCapabilities= start it, already the
+ * unprivileged user, holding at most what it is to keep.
+ */
+bool	sandbox_started_unprivileged(void);
+
+/*
+ * For a start without root: the real, effective and saved uid and gid are
+ * uid and gid, no supplementary group but gid is held (without
+ * CAP_SETGID none could be dropped, and the helpers would inherit them),
+ * and every capability in need is permitted.  Returns 0, or -1 with err
+ * naming what is wrong.
+ */
+int	sandbox_check_unprivileged(uid_t uid, gid_t gid,
+	    const cap_value_t *need, size_t nneed, char *err, size_t errlen);
+
+/*
+ * Make exactly caps the ambient set (raising them in the inheritable set
+ * first, which needs them permitted), so that the next program exec'd
+ * starts with them effective and permitted.  Started without root, this is
+ * how enid-netd gets CAP_NET_ADMIN.  Returns 0, or -1 with err set.
+ */
+int	sandbox_pass_caps(const cap_value_t *caps, size_t ncaps, char *err,
+	    size_t errlen);
+
+/*
+ * Make the process non-dumpable now, not only at the drop: started
+ * without root, a helper is the broker's user from its exec on, and while
+ * dumpable any process of that user could ptrace it or read its memory
+ * through /proc (enid-cloudd's credentials).  Returns 0, or -1 with errno
+ * set.
+ */
+int	sandbox_undumpable(void);
 
 /*
  * Load proc's seccomp filter; debug traps instead of killing and reports

@@ -976,12 +976,14 @@ main(int argc, char *argv[])
 
 	child_parse_args(argc, argv, "enid-netd", &opts);
 	log_init("enid-netd", opts.foreground, LOG_LVL_INFO);
+	/* Started by a broker that runs without root, we are its user from
+	 * exec on: no other process of that user may read us. */
+	if (sandbox_undumpable() == -1)
+		fatal("PR_SET_DUMPABLE");
 	if (config_load(opts.config_path, &nd.cfg, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	config_wipe_secrets(&nd.cfg);	/* only enid-cloudd uses them */
 	log_set_level(child_log_level(&nd.cfg, opts.verbose));
-	if (geteuid() != 0)
-		fatalx("must be started as root by enid");
 	policy_init(&nd.policy, &nd.cfg);
 	child_chan_open(&chan, PEER_NETD);	/* checks MSG_CHILD_FD */
 

@@ -95,14 +95,16 @@ def write_config(workdir, user, **extra):
 
 
 class Enid:
-    """enid -d running inside a namespace, its log captured to a file."""
+    """enid -d running inside a namespace, its log captured to a file;
+    wrap is a command that executes it (setpriv for a start without
+    root), so that the pid is still enid's."""
 
-    def __init__(self, ns, conf, helpers, logpath, env=None):
+    def __init__(self, ns, conf, helpers, logpath, env=None, wrap=()):
         self.logpath = logpath
         self.conf = conf
         self.log = open(logpath, "w")
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, built("broker/enid"), "-d",
+            ["ip", "netns", "exec", ns, *wrap, built("broker/enid"), "-d",
              "-f", str(conf), "-L", str(helpers)],
             stdout=self.log, stderr=subprocess.STDOUT,
             env=env if env is not None else os.environ.copy())

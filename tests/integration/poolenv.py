@@ -43,9 +43,9 @@ class PoolEnv:
 
     # ---- enid ----
 
-    def start(self, wait=True, timeout=30):
+    def start(self, wait=True, timeout=30, wrap=()):
         e = Enid(self.ns, self.conf, self.helper_dir,
-                 self.workdir / ("enid-%d.log" % len(self.enids)))
+                 self.workdir / ("enid-%d.log" % len(self.enids)), wrap=wrap)
         self.enids.append(e)
         if wait:
             assert e.wait_log("pool: running", timeout), e.text()
