@@ -27,8 +27,10 @@
 #define CLOUDD_DEFAULT_DEADLINE_MS 30000
 #define CLOUDD_MAX_DEADLINE_MS	600000
 #define CLOUDD_MAX_PAGES	100
-/* ENIs one describe may list: the broker takes at most 64 per answer */
-#define CLOUDD_MAX_LISTED	256
+/* ENIs one describe may list: a listing past it is not a real one (an
+ * instance has at most 15 attached; a cluster's leaked, available ENIs are
+ * paged through by tag, and 1000 of them must still list) */
+#define CLOUDD_MAX_LISTED	1024
 #define CLOUDD_MAX_INTENTS	4096
 
 /* ---- HTTP (http.c) ---- */
