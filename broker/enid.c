@@ -97,7 +97,15 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 	for (i = 0; i < verbose && i < 2; i++)
 		argv[n++] = "-v";
 	argv[n] = NULL;
-	for (n = 0, e = environ; *e && n < 31; e++)
+	n = 0;
+	/*
+	 * libcurl's librtmp and libldap pull in GnuTLS, whose constructor
+	 * sets up a TLS library cloudd never calls (its TLS is OpenSSL's):
+	 * about 0.8 MiB of pages, and p11-kit modules loaded, for nothing.
+	 */
+	if (c->peer_id == PEER_CLOUDD)
+		envp[n++] = "GNUTLS_NO_IMPLICIT_INIT=1";
+	for (e = environ; *e && n < 31; e++)
 		if (env_passes(*e, c->peer_id))
 			envp[n++] = *e;
 	envp[n] = NULL;
