@@ -15,11 +15,13 @@
  *
  * Answers that change durable state are held until the checkpoint that
  * records the change is on disk (a journal record, or a new snapshot; see
- * journal.h); ADDs and DELs finishing in one loop turn share one write.  Pod rule requests to netd are limited in number at a
- * time, so netd's queue (and the liveness ping behind it) stays short.
+ * journal.h); ADDs and DELs finishing in one loop turn share one write.
+ * Pod rule requests to netd are limited in number at a time, so netd's
+ * queue (and the liveness ping behind it) stays short.
  */
 #include <arpa/inet.h>
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,18 +81,41 @@ pod_find(struct broker *b, const char *cid, const char *ifname)
 	return NULL;
 }
 
-static struct pod *
-pod_new(struct broker *b, const char *cid, const char *ifname)
+/* Place s at *at, return where it went, and move *at past it. */
+static const char *
+pod_put(char **at, const char *s, size_t len)
 {
-	struct pod *p;
+	char *d = *at;
 
-	if ((p = calloc(1, sizeof(*p))) == NULL)
+	memcpy(d, s, len);
+	d[len] = '\0';
+	*at += len + 1;
+	return d;
+}
+
+static struct pod *
+pod_new(struct broker *b, const char *cid, const char *ifname,
+    const char *ns, const char *name, const char *uid)
+{
+	size_t lc = strnlen(cid, CKPT_CID_LEN - 1);
+	size_t li = strnlen(ifname, CKPT_IFNAME_LEN - 1);
+	size_t ln = strnlen(ns, CKPT_K8S_LEN - 1);
+	size_t lm = strnlen(name, CKPT_K8S_LEN - 1);
+	size_t lu = strnlen(uid, CKPT_UID_LEN - 1);
+	struct pod *p;
+	char *at;
+
+	if ((p = calloc(1, sizeof(*p) + lc + li + ln + lm + lu + 5)) == NULL)
 		fatal("pod %s: out of memory", cid);
+	at = (char *)(p + 1);
+	p->container_id = pod_put(&at, cid, lc);
+	p->ifname = pod_put(&at, ifname, li);
+	p->k8s_namespace = pod_put(&at, ns, ln);
+	p->k8s_name = pod_put(&at, name, lm);
+	p->k8s_uid = pod_put(&at, uid, lu);
 	p->b = b;
-	msg_strlcpy(p->container_id, cid, sizeof(p->container_id));
-	msg_strlcpy(p->ifname, ifname, sizeof(p->ifname));
-	LIST_INSERT_HEAD(&b->engine.pod_hash[pod_bucket(cid, ifname)], p,
-	    hash);
+	LIST_INSERT_HEAD(&b->engine.pod_hash[pod_bucket(p->container_id,
+	    p->ifname)], p, hash);
 	TAILQ_INSERT_TAIL(&b->engine.pods, p, all);
 	b->engine.npods++;
 	return p;
@@ -107,6 +132,7 @@ pod_free(struct pod *p)
 	LIST_REMOVE(p, hash);
 	TAILQ_REMOVE(&b->engine.pods, p, all);
 	b->engine.npods--;
+	free(p->lost_why);
 	free(p);
 }
 
@@ -135,7 +161,9 @@ pod_lost(struct pod *p, const char *why)
 	    p->k8s_namespace[0] ? p->k8s_namespace : "-",
 	    p->k8s_name[0] ? p->k8s_name : "-", ip, why);
 	p->lost = true;
-	msg_strlcpy(p->lost_why, why, sizeof(p->lost_why));
+	free(p->lost_why);
+	if ((p->lost_why = strdup(why)) == NULL)
+		fatal("pod %s: out of memory", p->container_id);
 	p->eni = NULL;
 	engine_withhold_addr(p->b, p);
 	checkpoint_mark(p->b);
@@ -390,6 +418,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	if (saved == CKPT_SAVED_SNAPSHOT)
 		en->stats.checkpoint_compactions++;
 	flush_replies(b, true, NULL);
+	engine_trim_soon(b);
 }
 
 static void
@@ -635,14 +664,11 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
     const char *ifname, const char *ns, const char *name, const char *uid,
     struct eni *e)
 {
-	struct pod *p = pod_new(b, cid, ifname);
+	struct pod *p = pod_new(b, cid, ifname, ns, name, uid);
 	uint64_t now = now_ms();
 	uint32_t i;
 	int best = -1;
 
-	msg_strlcpy(p->k8s_namespace, ns, sizeof(p->k8s_namespace));
-	msg_strlcpy(p->k8s_name, name, sizeof(p->k8s_name));
-	msg_strlcpy(p->k8s_uid, uid, sizeof(p->k8s_uid));
 	/* The free address that has rested longest: cooled ones first. */
 	for (i = 0; i < e->naddrs; i++) {
 		const struct eni_addr *a = &e->addrs[i];
@@ -1110,11 +1136,8 @@ pod_restore(struct broker *b, const struct ckpt_pod *cp)
 
 	if (pod_find(b, cp->container_id, cp->ifname) != NULL)
 		return;
-	p = pod_new(b, cp->container_id, cp->ifname);
-	msg_strlcpy(p->k8s_namespace, cp->k8s_namespace,
-	    sizeof(p->k8s_namespace));
-	msg_strlcpy(p->k8s_name, cp->k8s_name, sizeof(p->k8s_name));
-	msg_strlcpy(p->k8s_uid, cp->k8s_uid, sizeof(p->k8s_uid));
+	p = pod_new(b, cp->container_id, cp->ifname, cp->k8s_namespace,
+	    cp->k8s_name, cp->k8s_uid);
 	msg_strlcpy(p->eni_id, cp->eni_id, sizeof(p->eni_id));
 	p->ip = cp->ip;
 	p->since = cp->since;
@@ -1181,9 +1204,31 @@ pods_bind_restored(struct broker *b)
 	engine_kick(b);
 }
 
+/*
+ * glibc keeps what is freed in the heap, and raises its own thresholds
+ * after a large free: without this the room a save's whole checkpoint took
+ * stays resident for good (about 1.2 MiB of 2.2 at 500 pods).  Once a
+ * second at most while pods come and go; each trim takes microseconds.
+ */
+static void
+engine_trim(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	(void)t;
+	malloc_trim(0);
+}
+
+void
+engine_trim_soon(struct broker *b)
+{
+	if (!loop_timer_armed(&b->engine.trim))
+		loop_timer_after(&b->loop, &b->engine.trim, 1000);
+}
+
 void
 pods_start(struct broker *b)
 {
 	loop_defer_init(&b->engine.flush, checkpoint_flush, b);
 	loop_timer_init(&b->engine.flush_retry, checkpoint_retry, b);
+	loop_timer_init(&b->engine.trim, engine_trim, b);
 }

@@ -118,11 +118,13 @@ struct pod {
 	LIST_ENTRY(pod)		 hash;
 	TAILQ_ENTRY(pod)	 all;
 	struct broker		*b;
-	char			 container_id[CKPT_CID_LEN];
-	char			 ifname[CKPT_IFNAME_LEN];
-	char			 k8s_namespace[CKPT_K8S_LEN];
-	char			 k8s_name[CKPT_K8S_LEN];
-	char			 k8s_uid[CKPT_UID_LEN];
+	/* The names, in the same allocation as the pod (pod_new): sized
+	 * to fit, not to their maxima, so 500 pods take 0.3 MiB, not 0.7. */
+	const char		*container_id;
+	const char		*ifname;
+	const char		*k8s_namespace;	/* "" if unknown */
+	const char		*k8s_name;
+	const char		*k8s_uid;
 	uint32_t		 ip;
 	char			 eni_id[CKPT_ENI_LEN];
 	struct eni		*eni;		/* NULL: its ENI vanished */
@@ -130,7 +132,7 @@ struct pod {
 	int64_t			 since;		/* unix seconds */
 	bool			 restored;	/* from the checkpoint */
 	bool			 lost;		/* ENI or address vanished */
-	char			 lost_why[128];
+	char			*lost_why;	/* malloc'd, once lost */
 	struct breq		 req;		/* its netd request */
 	bool			 netd_waiting;	/* queued for a netd slot */
 	TAILQ_ENTRY(pod)	 netd_q;
@@ -241,6 +243,7 @@ struct engine {
 	bool			 dirty;
 	struct loop_defer	 flush;
 	struct loop_timer	 flush_retry;
+	struct loop_timer	 trim;		/* engine_trim_soon */
 	TAILQ_HEAD(, durable_reply) durable_wait;
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
@@ -261,6 +264,9 @@ struct engine {
 void	engine_init(struct broker *b);
 void	engine_start(struct broker *b);		/* instance known, policy set */
 void	engine_kick(struct broker *b);		/* re-plan after this turn */
+/* Give the heap's free pages back to the system a second from now: after
+ * the large passing allocations of a save or a reconciliation. */
+void	engine_trim_soon(struct broker *b);
 struct eni *eni_find(struct broker *b, const char *id);
 struct eni *eni_new(struct broker *b);
 void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)

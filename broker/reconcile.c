@@ -1213,6 +1213,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 		loop_timer_after(&b->loop, &en->recon_timer, RECON_RETRY_MS);
 		return;
 	}
+	engine_trim_soon(b);
 	log_info("reconcile: done, %u drift%s fixed", drifts,
 	    drifts == 1 ? "" : "s");
 	recon_reply_waiters(b, NULL, drifts);

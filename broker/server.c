@@ -50,6 +50,7 @@
 #define JSERVER_MAX_GROUPS	64
 #define JSERVER_ACCEPT_BUDGET	64	/* connections taken per wakeup */
 #define JSERVER_IN_KEEP		4096	/* input buffer kept between lines */
+#define JSERVER_BIG		(64 * 1024) /* answers: trim the heap after */
 
 struct jclient {
 	struct jserver		*server;
@@ -64,6 +65,7 @@ struct jclient {
 	char			*in;		/* up to the line limit + 1 */
 	size_t			 outlen, outoff;
 	char			*out;
+	bool			 big;		/* an answer of JSERVER_BIG bytes */
 	bool			 closing;	/* close once out is flushed */
 	struct loop_timer	 idle_timer;	/* armed while not busy */
 };
@@ -244,6 +246,9 @@ client_close(struct jclient *c)
 	c->out = NULL;
 	free(c->in);
 	c->in = NULL;
+	if (c->big || c->insize > JSERVER_BIG)
+		engine_trim_soon(s->broker);
+	c->big = false;
 	c->insize = 0;
 	c->used = false;
 	c->busy = false;
@@ -323,6 +328,8 @@ client_reply(struct jclient *c, struct json_object *o)
 	char *p;
 
 	c->busy = false;
+	if (len >= JSERVER_BIG)
+		c->big = true;
 	loop_timer_after(&c->server->broker->loop, &c->idle_timer,
 	    JSERVER_IDLE_MS);
 	if (c->outlen + len + 1 > JSERVER_OUT_MAX ||

@@ -72,6 +72,7 @@ struct http {
 	void			*ca_blob;	/* the CA file, read at start */
 	size_t			 ca_len;
 	unsigned		 inflight;
+	struct loop_timer	 trim;		/* after a large answer */
 };
 
 int	http_init(struct http *h, struct loop *l, const char *ca_file,

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #define HTTP_CA_MAX		(8 * 1024 * 1024)
 #define HTTP_MAX_HOST_CONNS	32
 #define HTTP_USER_AGENT		"enid-cloudd/" PACKAGE_VERSION
+#define HTTP_TRIM_AFTER		(64 * 1024)	/* answer bytes */
 
 struct http_sock {
 	struct loop_io	 io;
@@ -117,6 +119,20 @@ http_timer_fn(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
+/*
+ * glibc keeps freed memory in the heap: a describe of hundreds of
+ * addresses (its text, its parse, the broker's messages) would stay
+ * resident for good.  A second after such an answer, when its consumer
+ * has freed it, the free pages go back to the system.
+ */
+static void
+http_trim_cb(struct loop *l, struct loop_timer *t)
+{
+	(void)l;
+	(void)t;
+	malloc_trim(0);
+}
+
 static void
 http_check_done(struct http *h)
 {
@@ -137,6 +153,8 @@ http_check_done(struct http *h)
 		r->cc = msg->data.result;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 		curl_multi_remove_handle(h->multi, r->easy);
+		if (r->resplen >= HTTP_TRIM_AFTER && !loop_timer_armed(&h->trim))
+			loop_timer_after(h->loop, &h->trim, 1000);
 		h->inflight--;
 		if (r->errbuf[0] == '\0' && r->cc != CURLE_OK)
 			snprintf(r->errbuf, sizeof(r->errbuf), "%s",
@@ -221,6 +239,7 @@ http_init(struct http *h, struct loop *l, const char *ca_file, char *err,
 	memset(h, 0, sizeof(*h));
 	h->loop = l;
 	loop_timer_init(&h->timer, http_timer_cb, h);
+	loop_timer_init(&h->trim, http_trim_cb, h);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		snprintf(err, errlen, "curl_global_init failed");
 		return -1;
