@@ -69,6 +69,7 @@ VPCSIM = os.path.join(SRCDIR, "tests", "vpcsim", "vpcsim")
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "integration"))
 import ckptstate                                         # noqa: E402
+import simec2                                            # noqa: E402
 
 PING_WAIT_S = 2         # an acknowledged pod reaches the VPC host within
 DEL_BOUND_S = 1.0       # enid answers a DEL within
@@ -846,17 +847,8 @@ class Harness:
 
     def ec2(self):
         if self._ec2 is None:
-            import boto3
-            from botocore.config import Config
-            c = self.ep["static_credentials"]
-            self._ec2 = boto3.client(
-                "ec2", endpoint_url=self.ep["ec2_loopback"],
-                region_name=self.ep["region"],
-                aws_access_key_id=c["access_key_id"],
-                aws_secret_access_key=c["secret_access_key"],
-                config=Config(retries={"max_attempts": 3,
-                                       "mode": "standard"},
-                              connect_timeout=5, read_timeout=10))
+            self._ec2 = simec2.client(self.ep, max_attempts=3,
+                                      connect_timeout=5, read_timeout=10)
         return self._ec2
 
     def node_enis(self):

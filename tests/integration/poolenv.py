@@ -14,6 +14,7 @@ import time
 
 import ckptstate
 import podwire
+import simec2
 from conftest import Enid, Sim, built, write_config
 
 
@@ -134,16 +135,7 @@ class PoolEnv:
         """An independent EC2 client (boto3) for changes behind enid's
         back, on the sim's loopback endpoint."""
         if self._ec2 is None:
-            import boto3
-            from botocore.config import Config
-            c = self.ep["static_credentials"]
-            self._ec2 = boto3.client(
-                "ec2", endpoint_url=self.ep["ec2_loopback"],
-                region_name=self.ep["region"],
-                aws_access_key_id=c["access_key_id"],
-                aws_secret_access_key=c["secret_access_key"],
-                config=Config(retries={"max_attempts": 10,
-                                       "mode": "standard"}))
+            self._ec2 = simec2.client(self.ep, max_attempts=10)
         return self._ec2
 
     def node_enis(self, state=None):
