@@ -47,12 +47,13 @@ CLEANFILES += tests/fuzz/fuzz_checkpoint
 # libFuzzer over the CNI request parser, fed lines as cni.sock is
 # (tests/fuzz/fuzz_cnireq.c): `make fuzz-cnireq FUZZ_SECONDS=300`.
 FUZZ_CNIREQ_SRC = $(srcdir)/tests/fuzz/fuzz_cnireq.c \
-	$(srcdir)/broker/cnireq.c $(srcdir)/broker/checkpoint.c \
+	$(srcdir)/tests/fuzz/fuzz_lines.c $(srcdir)/broker/cnireq.c $(srcdir)/broker/checkpoint.c \
 	$(srcdir)/common/addr.c
-EXTRA_DIST += tests/fuzz/fuzz_cnireq.c tests/fuzz/cnireq.dict \
+EXTRA_DIST += tests/fuzz/fuzz_cnireq.c tests/fuzz/fuzz_lines.c \
+	tests/fuzz/fuzz_lines.h tests/fuzz/cnireq.dict \
 	tests/fuzz/corpus/cnireq
 .PHONY: fuzz-cnireq
-fuzz-cnireq: $(FUZZ_CNIREQ_SRC)
+fuzz-cnireq: $(FUZZ_CNIREQ_SRC) $(srcdir)/tests/fuzz/fuzz_lines.h
 	@mkdir -p tests/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -include $(top_builddir)/config.h \

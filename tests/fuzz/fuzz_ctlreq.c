@@ -1,13 +1,7 @@
 /*
  * libFuzzer target for the admin socket's request parser (broker/ctlreq.c),
- * fed the way ctl.sock feeds it: broker/server.c cuts a connection's bytes
- * into lines at '\n' (a line over CTL_LINE_MAX closes the connection),
- * tokenises each where it lies, unterminated, with a fresh strict
- * json_tokener (the whole line must be one value), refuses what is not an
- * object with a string "op" naming a ctl op, and the op parses the rest
- * with ctl_request_parse().  That step lives in the daemon, so it is
- * mirrored here: a change to client_line() must be made here too.  A
- * bad request closes the connection, so it ends the input.
+ * fed the way ctl.sock feeds it (fuzz_lines.h), lines of up to
+ * CTL_LINE_MAX.
  *
  * Invariants, beyond "does not crash":
  * - what parses is what the JSON says, whole: the op, the "what" of show,
@@ -31,22 +25,15 @@
 
 #include "ctlreq.h"
 #include "enid.h"
+#include "fuzz_lines.h"
 #include "log.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(x)	do { if (!(x)) __builtin_trap(); } while (0)
 
 /* control.c's ctl_ops, by name. */
 static const char *const ctl_op_names[] = {
 	"status", "show", "reconcile", "drain", "log-level", "metrics", NULL
 };
-
-static bool
-terminated(const char *s, size_t size)
-{
-	return memchr(s, '\0', size) != NULL;
-}
 
 static bool
 printable(const char *s)
@@ -134,48 +121,15 @@ accepted(struct json_object *o, const struct ctl_request *r)
 	json_object_put(back);
 }
 
-/* What client_line() refuses before an op is called. */
-static bool
-server_refuses(struct json_object *o)
-{
-	struct json_object *op;
-	const char *name;
-	size_t i;
-
-	if (!json_object_is_type(o, json_type_object) ||
-	    !json_object_object_get_ex(o, "op", &op) ||
-	    !json_object_is_type(op, json_type_string))
-		return true;
-	name = json_object_get_string(op);
-	for (i = 0; ctl_op_names[i] != NULL; i++)
-		if (strcmp(ctl_op_names[i], name) == 0)
-			return false;
-	return true;
-}
-
-/* One line: 0 if served, -1 if the connection would be closed. */
+/* One line's value: 0 if served, -1 if the connection would be closed. */
 static int
-one_line(const char *line, size_t len)
+one_line(struct json_object *o, size_t len)
 {
-	struct json_tokener *tok;
-	struct json_object *o;
 	struct ctl_request r, r2;
 	char err[256], small[16];
 	size_t smallen;
 	int rc, rc2;
 	bool refused_first;
-
-	if ((tok = json_tokener_new()) == NULL)
-		return -1;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	o = json_tokener_parse_ex(tok, line, (int)len);
-	if (o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != len) {
-		json_tokener_free(tok);
-		json_object_put(o);
-		return -1;
-	}
-	json_tokener_free(tok);
 
 	/* Every value, not only those the server lets through. */
 	memset(err, 'x', sizeof(err));
@@ -184,10 +138,10 @@ one_line(const char *line, size_t len)
 		accepted(o, &r);
 	else {
 		CHECK(rc == -1);
-		CHECK(terminated(err, sizeof(err)) && err[0] != '\0');
+		CHECK(fuzz_terminated(err, sizeof(err)) && err[0] != '\0');
 		CHECK(printable(err));
 	}
-	if ((refused_first = server_refuses(o)))
+	if ((refused_first = fuzz_server_refuses(o, ctl_op_names)))
 		CHECK(rc == -1);
 
 	/* The same answer with a short error buffer, never written past. */
@@ -195,38 +149,17 @@ one_line(const char *line, size_t len)
 	memset(small, 'x', sizeof(small));
 	rc2 = ctl_request_parse(o, &r2, small, smallen);
 	CHECK(rc2 == rc);
-	CHECK(rc2 == 0 || terminated(small, smallen));
+	CHECK(rc2 == 0 || fuzz_terminated(small, smallen));
 	CHECK(smallen == sizeof(small) || small[smallen] == 'x');
 	if (rc == 0)
 		CHECK(r2.op == r.op && r2.what == r.what &&
 		    r2.level == r.level && r2.eni == r.eni);
-	json_object_put(o);
 	return refused_first || rc == -1 ? -1 : 0;
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *p = (const char *)data, *end = p + size, *nl;
-	char *line;
-	size_t len;
-	int rc;
-
-	while (p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-		if (len > CTL_LINE_MAX)
-			return 0;		/* "request line longer than" */
-		/* unterminated, as the server has it, in a buffer of just
-		 * the line so that ASan sees any read past it */
-		if ((line = malloc(len ? len : 1)) == NULL)
-			return 0;
-		memcpy(line, p, len);
-		rc = one_line(line, len);
-		free(line);
-		if (rc == -1)
-			return 0;		/* bad-request: closed */
-		p += len + 1;
-	}
+	fuzz_lines(data, size, CTL_LINE_MAX, one_line);
 	return 0;
 }

@@ -77,11 +77,12 @@ CLEANFILES += tests/fuzz/fuzz_imds
 
 # The admin socket's requests, fed lines as ctl.sock is.
 FUZZ_CTLREQ_SRC = $(srcdir)/tests/fuzz/fuzz_ctlreq.c \
-	$(srcdir)/broker/ctlreq.c $(srcdir)/common/log.c
+	$(srcdir)/tests/fuzz/fuzz_lines.c $(srcdir)/broker/ctlreq.c \
+	$(srcdir)/common/log.c
 EXTRA_DIST += tests/fuzz/fuzz_ctlreq.c tests/fuzz/ctlreq.dict \
 	tests/fuzz/corpus/ctlreq
 .PHONY: fuzz-ctlreq
-fuzz-ctlreq: $(FUZZ_CTLREQ_SRC)
+fuzz-ctlreq: $(FUZZ_CTLREQ_SRC) $(srcdir)/tests/fuzz/fuzz_lines.h
 	@mkdir -p tests/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) -I$(top_srcdir)/broker $(JSONC_CFLAGS) \
 		-o tests/fuzz/fuzz_ctlreq $(FUZZ_CTLREQ_SRC) $(JSONC_LIBS)
