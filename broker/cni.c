@@ -918,6 +918,15 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 		cni_request_free(&r);
 		return;
 	}
+	/* Said here, before a warm address is taken: netd would refuse the
+	 * pod's rules anyway, but as "netd", which names the wrong cause. */
+	if (b->engine.params.max_pods != 0 &&
+	    b->engine.npods >= b->engine.params.max_pods) {
+		jref_error(ref, "max-pods", "max_pods (%u) pods hold addresses",
+		    b->engine.params.max_pods);
+		cni_request_free(&r);
+		return;
+	}
 	if (b->engine.phase == PHASE_RUNNING && b->engine.nwaiters == 0 &&
 	    (e = pick_eni(b)) != NULL)
 		pod_take(b, ref, r.container_id, r.ifname, r.k8s_namespace,

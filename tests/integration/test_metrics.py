@@ -411,10 +411,11 @@ def test_values_after_a_known_sequence(make_env, workdir, enid_user):
     for i in range(5):
         a, _ = env.add("k%d" % i)
         assert a["ok"], a
-    # (Refused by the pool as "max-pods", or today, with a warm address
-    # at hand, by netd's own pod limit as "netd": either is one failure.)
+    # Refused by the broker as "max-pods" although a warm address is at
+    # hand, before netd's own pod limit would refuse it as "netd".
     a, _ = env.add("k5")
-    assert not a["ok"] and a["code"] in ("max-pods", "netd"), a
+    assert not a["ok"] and a["code"] == "max-pods", a
+    assert "max_pods (5)" in a["error"], a
     over = a["code"]
     a, _ = podwire.cni(env.cni_sock, {"op": "add", "ifname": "eth0"})
     assert a["code"] == "bad-request", a
