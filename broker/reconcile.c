@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -82,6 +83,7 @@ struct recon_question {
 	bool			 overflow;
 	char			 failure[MSG_ERR_LEN + 96];	/* "": ok */
 	size_t			 n;
+	size_t			 seen;		/* leak candidates, all told */
 	/* its entries, grown as they come: a run holds only what the
 	 * cloud and netd told it, not room for the most they could */
 	void			*entries;
@@ -778,6 +780,36 @@ recon_rules(struct reconcile_run *r)
 
 /* ---- step 4: the leak collector ---- */
 
+/* Only ours, by every tag, only unattached, and not in the pool. */
+static bool
+leak_candidate(struct broker *b, const struct msg_cloud_eni *ce)
+{
+	const char *creator = tag_value(ce, TAG_CREATOR);
+	const char *cluster = tag_value(ce, TAG_CLUSTER);
+
+	return ce->status == ENI_ST_AVAILABLE && ce->instance_id[0] == '\0' &&
+	    creator != NULL && strcmp(creator, TAG_CREATOR_VALUE) == 0 &&
+	    tag_value(ce, TAG_INSTANCE) != NULL && cluster != NULL &&
+	    strcmp(cluster, b->cfg.cluster_name) == 0 &&
+	    eni_find(b, ce->eni_id) == NULL;
+}
+
+/* splitmix64: which leaks a run looks at when there are more than it
+ * holds; not a secret. */
+static uint64_t
+leak_rng(void)
+{
+	static uint64_t state;
+	uint64_t z;
+
+	if (state == 0)
+		state = now_ms() ^ ((uint64_t)getpid() << 32);
+	z = (state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 static void
 recon_leaks(struct reconcile_run *r)
 {
@@ -791,19 +823,12 @@ recon_leaks(struct reconcile_run *r)
 	for (i = 0; i < r->nenis; i++) {
 		const struct msg_cloud_eni *ce = &r->enis[i];
 		const char *inst = tag_value(ce, TAG_INSTANCE);
-		const char *cluster = tag_value(ce, TAG_CLUSTER);
 		const char *created = tag_value(ce, TAG_CREATED_AT);
-		const char *creator = tag_value(ce, TAG_CREATOR);
 		char *end;
 		long long at;
 		bool seen = false;
 
-		/* Only ours, by every tag, and only unattached. */
-		if (ce->status != ENI_ST_AVAILABLE || ce->instance_id[0] ||
-		    creator == NULL || strcmp(creator, TAG_CREATOR_VALUE) ||
-		    inst == NULL || cluster == NULL ||
-		    strcmp(cluster, b->cfg.cluster_name) != 0 ||
-		    eni_find(b, ce->eni_id) != NULL)
+		if (!leak_candidate(b, ce))
 			continue;
 		if (created == NULL) {
 			log_info("leak collector: %s has no %s tag; its age is "
@@ -910,7 +935,6 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct msg_cloud_done done;
 	struct msg_result res;
 
-	(void)b;
 	(void)final;
 	if (m == NULL) {
 		snprintf(q->failure, sizeof(q->failure), "no answer in time");
@@ -918,20 +942,40 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	switch (m->hdr.type) {
 	case MSG_CLOUD_ENI: {
-		struct msg_cloud_eni *ce;
+		struct msg_cloud_eni *ce, in;
+		size_t k;
 
+		memcpy(&in, m->u.bytes, sizeof(in));
 		/* An id the checkpoint would refuse never enters the pool:
 		 * it would stop the next start.  enid-cloudd checks them
 		 * too; this is the broker not trusting it. */
-		if ((ce = question_slot(q, RECON_MAX_ENIS, sizeof(*ce))) == NULL)
-			return;
-		memcpy(ce, m->u.bytes, sizeof(*ce));
-		if (!ckpt_eni_id_ok(ce->eni_id)) {
+		if (!ckpt_eni_id_ok(in.eni_id)) {
 			log_security("reconcile: enid-cloudd described an ENI "
 			    "whose id is not \"eni-\" and hex digits; "
 			    "ignored");
 			return;
 		}
+		/*
+		 * The cluster's leaks may be many more than a run holds (and
+		 * deletes): it keeps a uniform sample of the candidates
+		 * (reservoir sampling), so that each is looked at in some run
+		 * and none can keep the others out.
+		 */
+		if (q->which == ASK_LEAKS) {
+			if (!leak_candidate(b, &in))
+				return;
+			q->seen++;
+			if (q->n == RECON_MAX_ENIS) {
+				k = (size_t)(leak_rng() % q->seen);
+				if (k < q->n)
+					memcpy((struct msg_cloud_eni *)
+					    q->entries + k, &in, sizeof(in));
+				return;
+			}
+		}
+		if ((ce = question_slot(q, RECON_MAX_ENIS, sizeof(*ce))) == NULL)
+			return;
+		*ce = in;
 		q->n++;
 		return;
 	}

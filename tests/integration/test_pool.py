@@ -514,6 +514,49 @@ def test_leak_gc(make_env):
     assert "leak" in text
 
 
+def test_leak_gc_more_leaks_than_a_run_holds(make_env):
+    """90 leaked ENIs, more than a run holds (64) or deletes (16): every
+    run still succeeds, none is kept out by the others, and run by run all
+    go.  Before, a run with more than 64 candidates failed whole, every
+    time, and the collector never deleted one."""
+    env = make_env(pool=pool_conf(), reconcile_interval_s=3600,
+                   leak_gc={"enabled": True, "grace_s": 60})
+    ec2 = env.ec2()
+    old = str(int(time.time()) - 600)
+    leaks = set()
+    for i in range(90):
+        tags = [{"Key": "enid.io/created-by", "Value": "enid"},
+                {"Key": "enid.io/instance-id",
+                 "Value": "i-0deadbeef00000%02d" % (i % 7)},
+                {"Key": "enid.io/cluster", "Value": "it"},
+                {"Key": "enid.io/created-at", "Value": old}]
+        leaks.add(ec2.create_network_interface(
+            SubnetId=env.node["subnet_id"],
+            TagSpecifications=[{"ResourceType": "network-interface",
+                                "Tags": tags}]
+        )["NetworkInterface"]["NetworkInterfaceId"])
+    env.start()
+
+    def present():
+        return leaks & {e["id"] for e in env.state()["enis"]}
+
+    runs = 0
+    left = present()
+    while left and runs < 15:
+        env.reconcile()         # asserts that the run succeeded
+        runs += 1
+        # the run's deletions done: no ENI of the pool's on its way out
+        env.wait(lambda: not any(
+            e["state"] in ("draining", "detaching", "deleting")
+            for e in env.ctl({"op": "show", "what": "enis"})["enis"]),
+            60, "the run's deletions", step=0.5)
+        left = present()
+    assert not left, "%d of 90 leaks left after %d runs" % (len(left), runs)
+    # the run at start, then at most 16 a run
+    assert runs <= 12, runs
+    assert "more entries than the pool can hold" not in env.enid.text()
+
+
 def test_reconcile_questions_fail_one_at_a_time(make_env):
     """A run's questions go out at once (reconcile.c); any one failing ends
     the run with its own error, each in turn, and enid goes on: the next
