@@ -39,6 +39,9 @@
 
 static void	pod_netd_send(struct pod *p);
 static void	pod_del_start(struct pod *p);
+static void	pod_rules_answer(struct broker *, void *, const struct msg *,
+		    bool);
+static void	pod_del_start(struct pod *p);
 
 /* ---- the pod table ---- */
 
@@ -449,7 +452,12 @@ netd_slot_free(struct broker *b)
 	}
 }
 
-/* Ask netd to add (POD_ADDING) or remove (POD_DELETING) p's rules. */
+/*
+ * Ask netd to add (POD_ADDING) or remove (POD_DELETING) p's rules, or to
+ * make sure they are there (POD_READY: a pod restored or corrected by a
+ * reconciliation), at most ENGINE_MAX_NETD_INFLIGHT at a time: a restart
+ * with thousands of pods queues them here, not in netd.
+ */
 static void
 pod_netd_send(struct pod *p)
 {
@@ -464,13 +472,21 @@ pod_netd_send(struct pod *p)
 		}
 		return;
 	}
+	if (p->state == POD_READY && (p->eni == NULL || p->lost)) {
+		/* Its address went while it waited: nothing to make sure
+		 * of.  A DEL that came meanwhile goes ahead. */
+		if (p->del_wanted)
+			pod_del_start(p);
+		return;
+	}
 	en->netd_inflight++;
 	memset(&req, 0, sizeof(req));
 	req.addr = p->ip;
 	req.table = p->eni != NULL ? p->eni->table : 0;
-	broker_request(b, &p->req, &b->netd, p->state == POD_ADDING ?
-	    MSG_NETD_ADD_POD : MSG_NETD_DEL_POD, &req, sizeof(req),
-	    ENGINE_NETD_DEADLINE_MS, pod_netd_answer, p);
+	broker_request(b, &p->req, &b->netd, p->state == POD_DELETING ?
+	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
+	    ENGINE_NETD_DEADLINE_MS, p->state == POD_READY ? pod_rules_answer :
+	    pod_netd_answer, p);
 }
 
 /* One pod a GC released is gone: the GC is answered with the last. */
@@ -644,17 +660,10 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 void
 pod_rules_ensure(struct pod *p)
 {
-	struct broker *b = p->b;
-	struct msg_netd_pod_rule req;
-
-	if (p->state != POD_READY || p->eni == NULL || p->req.active)
+	if (p->state != POD_READY || p->eni == NULL || p->lost ||
+	    p->req.active || p->netd_waiting)
 		return;
-	memset(&req, 0, sizeof(req));
-	req.addr = p->ip;
-	req.table = p->eni->table;
-	b->engine.netd_inflight++;
-	broker_request(b, &p->req, &b->netd, MSG_NETD_ADD_POD, &req,
-	    sizeof(req), ENGINE_NETD_DEADLINE_MS, pod_rules_answer, p);
+	pod_netd_send(p);
 }
 
 /* ---- taking an address ---- */

@@ -6,9 +6,12 @@ The sim runs with small limits (--ip-limit 4: three secondary addresses
 per ENI; --eni-limit 4) so growth and exhaustion come after a few pods.
 """
 import itertools
+import json
 import os
+import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -406,6 +409,52 @@ def test_kill9_mid_growth_and_mid_add(make_env):
     check_consistent(env, acked)
     for cid, ip in list(acked.items())[:4]:
         assert env.wire(cid, ip).ping(env.ep["vpc_host"], wait=2), cid
+
+
+def pod_rules(env):
+    """enid-netd's rules in the node (its protocol tag, 233)."""
+    out = subprocess.run(["ip", "-n", env.ns, "-j", "rule"],
+                         capture_output=True, text=True, check=True).stdout
+    return [r for r in json.loads(out or "[]")
+            if str(r.get("protocol")) == "233"]
+
+
+def test_restart_restores_more_pods_than_netd_takes_at_once(make_env):
+    """600 pods, more than the 512 rule requests the broker keeps in
+    flight to netd: after a kill -9 and the loss of every pod rule, the
+    restart queues the rest and restores them all."""
+    env = make_env(sim_args=("--eni-limit", "14", "--ip-limit", "50"),
+                   pool=pool_conf(add_timeout_s=60),
+                   reconcile_interval_s=3600)
+    env.start()
+
+    def add(i):
+        for _ in range(20):
+            a, _ = env.add("r%03d" % i, timeout=90)
+            if a.get("ok") or a.get("code") not in ("timeout", "busy",
+                                                    "throttled"):
+                return a
+        return a
+    with ThreadPoolExecutor(16) as ex:
+        answers = list(ex.map(add, range(600)))
+    bad = [a for a in answers if not a.get("ok")]
+    assert not bad, bad[:3]
+    primary = {e["id"] for e in env.show("enis") if e["primary"]}
+    pods = env.show("pods")
+    want = sum(1 if p["eni"] in primary else 2 for p in pods)
+    assert len(pods) == 600 and len(pod_rules(env)) == want
+
+    env.kill9()
+    batch = "".join("rule del priority %s\n" % r["priority"]
+                    for r in pod_rules(env))
+    subprocess.run(["ip", "-n", env.ns, "-batch", "-"], input=batch,
+                   text=True, check=True)
+    assert pod_rules(env) == []
+    env.start()
+    env.wait(lambda: len(pod_rules(env)) == want, 60,
+             "every pod's rules restored", step=0.5)
+    assert len(env.show("pods")) == 600
+    assert "restoring its rules" not in env.enid.text()
 
 
 # ---- 5. drift ----
