@@ -87,7 +87,8 @@ struct ckpt_store {
 	int64_t			 generation;	/* the last snapshot's */
 	bool			 compact;	/* the next save: a snapshot */
 	bool			 renew;		/* a journal not to be trusted */
-	struct checkpoint	 durable;	/* sorted: what the files hold */
+	struct checkpoint	 durable;	/* sorted: what the files hold;
+						   owns its strings */
 };
 
 /*
@@ -113,7 +114,8 @@ enum ckpt_saved {
 };
 
 /*
- * Make next durable (it is sorted, and taken: freed or kept).  Nothing if
+ * Make next durable (it is sorted, and taken: freed or kept; its strings
+ * may be borrowed, as what is kept gets its own copy of them first).  Nothing if
  * the files hold it already (its "written" aside); else one journal record
  * if it fits; else, or after a failure or at the first save after a load,
  * a snapshot of the next generation, the journal then starting again at
