@@ -653,7 +653,8 @@ struct field {
 };
 
 /* A string field: a const char * into the arena. */
-#define POD_STR(n, f, size)	{ n, F_STR, offsetof(struct ckpt_pod, f), size }
+#define POD_STR(n, f, size)	\
+	{ n, F_STR, offsetof(struct ckpt_pod, f), size }
 static const struct field pod_fields[] = {
 	POD_STR("container_id", container_id, CKPT_CID_LEN),
 	POD_STR("ifname", ifname, CKPT_IFNAME_LEN),
@@ -704,7 +705,8 @@ get_str_in(struct json_object *v, size_t size, const char **s, size_t *len,
     const char *path, struct perr *pe)
 {
 	if (!json_object_is_type(v, json_type_string))
-		return fail(pe, path, "expected a string, got %s", type_name(v));
+		return fail(pe, path, "expected a string, got %s",
+		    type_name(v));
 	*s = json_object_get_string(v);
 	*len = (size_t)json_object_get_string_len(v);
 	if (strlen(*s) != *len)

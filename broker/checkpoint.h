@@ -73,7 +73,7 @@ struct ckpt_block;
 /* A bump allocator of blocks that never move, freed all at once. */
 struct ckpt_arena {
 	struct ckpt_block *blocks;	/* newest first */
-	size_t		 used;		/* of the newest block's bytes */
+	size_t		 used;		/* of the newest block */
 	size_t		 size;
 };
 
@@ -91,7 +91,7 @@ struct ckpt_pod {
 	const char	*k8s_uid;
 	const char	*eni_id;
 	uint32_t	 ip;		/* network byte order */
-	int64_t		 since;		/* unix seconds, when assigned */
+	int64_t		 since;		/* unix seconds: assigned */
 };
 
 /* The ENI id a pointer as well: up to CKPT_MAX_COOLING of these, and
@@ -99,7 +99,7 @@ struct ckpt_pod {
 struct ckpt_cooling {
 	uint32_t	 ip;		/* network byte order */
 	const char	*eni_id;
-	int64_t		 until;		/* unix seconds: reusable from then */
+	int64_t		 until;		/* unix seconds: reusable then */
 };
 
 struct checkpoint {
@@ -121,7 +121,8 @@ const char *checkpoint_strdup(struct checkpoint *c, const char *s);
 int	checkpoint_own(struct checkpoint *c);
 /* A deep copy of src owning its strings.  0, or -1 out of memory (*dst
  * empty). */
-int	checkpoint_copy(const struct checkpoint *src, struct checkpoint *dst);
+int	checkpoint_copy(const struct checkpoint *src,
+	    struct checkpoint *dst);
 
 /* Pure.  0, or -1 with err naming the first problem ("pods[3].ip: ...");
  * on -1 *c is empty.  Everything checkpoint_check() refuses is refused.
@@ -136,8 +137,8 @@ void	checkpoint_free(struct checkpoint *c);
 
 /*
  * Pure.  The rules a checkpoint obeys beyond its JSON shape: every string
- * given, no longer than its limit above and well-formed (the *_ok helpers below),
- * addresses unicast, times in range, counts within the caps, no
+ * given, no longer than its limit above and well-formed (the *_ok
+ * helpers below), addresses unicast, times in range, counts within the caps, no
  * (container id, ifname) twice, no address held by two pods or both held
  * and cooling or cooling twice.  0, or -1 with err naming the field.
  */
@@ -180,7 +181,7 @@ struct ckpt_diff {
 	struct ckpt_cooling_key	*cool_del;
 	size_t			 ncool_add;
 	struct ckpt_cooling	*cool_add;
-	struct ckpt_arena	 arena;		/* parsed: the strings */
+	struct ckpt_arena	 arena;		/* parsed: its strings */
 };
 
 /* Pure.  from and to sorted (checkpoint_sort) and the same instance's.
