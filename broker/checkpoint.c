@@ -9,6 +9,11 @@
  * address).  The second, checkpoint_check(), holds every rule about the
  * content; format runs it too, so the broker can never write a checkpoint
  * it would refuse to load.
+ *
+ * Strings live in arenas (checkpoint.h): parsing reserves one block sized
+ * by a pass over the JSON first, and checkpoint_own copies a checkpoint's
+ * strings into one block of exactly their size, so a checkpoint costs one
+ * allocation for its strings and they never move.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,6 +58,193 @@ fail(struct perr *pe, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(pe->buf + n, pe->len - (size_t)n, fmt, ap);
 	va_end(ap);
+	return -1;
+}
+
+/* ---- arenas ---- */
+
+struct ckpt_block {
+	struct ckpt_block	*next;
+	char			 data[];
+};
+
+/* Blocks grow from the first size, doubling up to the largest (or to the
+ * size of a reservation or a string that needs more). */
+#define ARENA_FIRST	1024
+#define ARENA_LARGEST	(64 * 1024)
+
+/* A new block of at least size bytes, now the one allocated from. */
+static int
+arena_block(struct ckpt_arena *a, size_t size)
+{
+	struct ckpt_block *b;
+
+	if (size > SIZE_MAX - sizeof(*b) ||
+	    (b = malloc(sizeof(*b) + size)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	b->next = a->blocks;
+	a->blocks = b;
+	a->size = size;
+	a->used = 0;
+	return 0;
+}
+
+static char *
+arena_alloc(struct ckpt_arena *a, size_t n)
+{
+	size_t size;
+	char *p;
+
+	if (a->blocks == NULL || a->size - a->used < n) {
+		size = a->blocks == NULL ? ARENA_FIRST : a->size * 2;
+		if (size > ARENA_LARGEST)
+			size = ARENA_LARGEST;
+		if (size < n)
+			size = n;
+		if (arena_block(a, size) == -1)
+			return NULL;
+	}
+	p = a->blocks->data + a->used;
+	a->used += n;
+	return p;
+}
+
+char *
+ckpt_arena_strdup(struct ckpt_arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p;
+
+	if ((p = arena_alloc(a, n)) != NULL)
+		memcpy(p, s, n);
+	return p;
+}
+
+void
+ckpt_arena_free(struct ckpt_arena *a)
+{
+	struct ckpt_block *b;
+
+	while ((b = a->blocks) != NULL) {
+		a->blocks = b->next;
+		free(b);
+	}
+	a->used = a->size = 0;
+}
+
+size_t
+ckpt_arena_blocks(const struct ckpt_arena *a)
+{
+	const struct ckpt_block *b;
+	size_t n = 0;
+
+	for (b = a->blocks; b != NULL; b = b->next)
+		n++;
+	return n;
+}
+
+const char *
+checkpoint_strdup(struct checkpoint *c, const char *s)
+{
+	return ckpt_arena_strdup(&c->arena, s);
+}
+
+/* The strings of a pod and of a cooling address, for walking them. */
+#define POD_NSTR	6
+
+static const char **
+pod_str(struct ckpt_pod *p, int i)
+{
+	switch (i) {
+	case 0:
+		return &p->container_id;
+	case 1:
+		return &p->ifname;
+	case 2:
+		return &p->k8s_namespace;
+	case 3:
+		return &p->k8s_name;
+	case 4:
+		return &p->k8s_uid;
+	default:
+		return &p->eni_id;
+	}
+}
+
+static size_t
+str_size(const char *s)
+{
+	return s == NULL ? 0 : strlen(s) + 1;
+}
+
+/* *s moved into a, which has the room (NULL stays NULL). */
+static void
+str_move(struct ckpt_arena *a, const char **s)
+{
+	size_t n = str_size(*s);
+	char *p;
+
+	if (n == 0)
+		return;
+	p = a->blocks->data + a->used;
+	memcpy(p, *s, n);
+	a->used += n;
+	*s = p;
+}
+
+int
+checkpoint_own(struct checkpoint *c)
+{
+	struct ckpt_arena n = { NULL, 0, 0 };
+	size_t total = 0, i;
+	int k;
+
+	for (i = 0; i < c->npods; i++)
+		for (k = 0; k < POD_NSTR; k++)
+			total += str_size(*pod_str(&c->pods[i], k));
+	for (i = 0; i < c->ncooling; i++)
+		total += str_size(c->cooling[i].eni_id);
+	if (total > 0 && arena_block(&n, total) == -1)
+		return -1;
+	for (i = 0; i < c->npods; i++)
+		for (k = 0; k < POD_NSTR; k++)
+			str_move(&n, pod_str(&c->pods[i], k));
+	for (i = 0; i < c->ncooling; i++)
+		str_move(&n, &c->cooling[i].eni_id);
+	/* every string is in n now: the old ones can go */
+	ckpt_arena_free(&c->arena);
+	c->arena = n;
+	return 0;
+}
+
+int
+checkpoint_copy(const struct checkpoint *src, struct checkpoint *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst->instance_id, src->instance_id, sizeof(dst->instance_id));
+	dst->generation = src->generation;
+	dst->written = src->written;
+	if ((src->npods > 0 && (dst->pods = calloc(src->npods,
+	    sizeof(*dst->pods))) == NULL) ||
+	    (src->ncooling > 0 && (dst->cooling = calloc(src->ncooling,
+	    sizeof(*dst->cooling))) == NULL))
+		goto nomem;
+	if (src->npods > 0)
+		memcpy(dst->pods, src->pods, src->npods * sizeof(*dst->pods));
+	if (src->ncooling > 0)
+		memcpy(dst->cooling, src->cooling,
+		    src->ncooling * sizeof(*dst->cooling));
+	dst->npods = src->npods;
+	dst->ncooling = src->ncooling;
+	/* borrowing src's strings until here */
+	if (checkpoint_own(dst) == -1)
+		goto nomem;
+	return 0;
+nomem:
+	checkpoint_free(dst);
+	errno = ENOMEM;
 	return -1;
 }
 
@@ -157,11 +349,14 @@ ckpt_ip_ok(uint32_t ip)
 
 enum str_rule { R_CID, R_IFNAME, R_K8S, R_ENI, R_INSTANCE };
 
+/* size: the string's limit and its NUL (CKPT_CID_LEN...). */
 static int
 check_str(const char *s, size_t size, enum str_rule rule, const char *path,
     struct perr *pe)
 {
-	if (memchr(s, '\0', size) == NULL)
+	if (s == NULL)
+		return fail(pe, path, "not given");
+	if (strnlen(s, size) == size)
 		return fail(pe, path, "not terminated within %zu bytes", size);
 	switch (rule) {
 	case R_CID:
@@ -229,18 +424,18 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 
 #define AT(f)	(pe->len == 0 ? (f) :					\
 	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
-	if (check_str(p->container_id, sizeof(p->container_id), R_CID,
+	if (check_str(p->container_id, CKPT_CID_LEN, R_CID,
 	    AT("container_id"), pe) == -1 ||
-	    check_str(p->ifname, sizeof(p->ifname), R_IFNAME, AT("ifname"),
+	    check_str(p->ifname, CKPT_IFNAME_LEN, R_IFNAME, AT("ifname"),
 	    pe) == -1 ||
-	    check_str(p->k8s_namespace, sizeof(p->k8s_namespace), R_K8S,
+	    check_str(p->k8s_namespace, CKPT_K8S_LEN, R_K8S,
 	    AT("namespace"), pe) == -1 ||
-	    check_str(p->k8s_name, sizeof(p->k8s_name), R_K8S, AT("name"),
+	    check_str(p->k8s_name, CKPT_K8S_LEN, R_K8S, AT("name"),
 	    pe) == -1 ||
-	    check_str(p->k8s_uid, sizeof(p->k8s_uid), R_K8S, AT("uid"),
+	    check_str(p->k8s_uid, CKPT_UID_LEN, R_K8S, AT("uid"),
 	    pe) == -1 ||
 	    check_ip(p->ip, AT("ip"), pe) == -1 ||
-	    check_str(p->eni_id, sizeof(p->eni_id), R_ENI, AT("eni"),
+	    check_str(p->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||
 	    check_time(p->since, AT("since"), pe) == -1)
 		return -1;
@@ -268,7 +463,7 @@ check_cooling_fields(const struct ckpt_cooling *k, const char *list,
 #define AT(f)	(pe->len == 0 ? (f) :					\
 	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
 	if (check_ip(k->ip, AT("ip"), pe) == -1 ||
-	    check_str(k->eni_id, sizeof(k->eni_id), R_ENI, AT("eni"),
+	    check_str(k->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||
 	    check_time(k->until, AT("until"), pe) == -1)
 		return -1;
@@ -454,28 +649,30 @@ struct field {
 	const char	*name;
 	enum ftype	 type;
 	size_t		 off;
-	size_t		 size;	/* F_STR: the array's size */
+	size_t		 size;	/* F_STR: its limit and the NUL */
 };
 
-#define POD_STR(n, f)	{ n, F_STR, offsetof(struct ckpt_pod, f), \
-			  sizeof(((struct ckpt_pod *)0)->f) }
+/* A string field: a const char * into the arena. */
+#define POD_STR(n, f, size)	\
+	{ n, F_STR, offsetof(struct ckpt_pod, f), size }
 static const struct field pod_fields[] = {
-	POD_STR("container_id", container_id),
-	POD_STR("ifname", ifname),
-	POD_STR("namespace", k8s_namespace),
-	POD_STR("name", k8s_name),
-	POD_STR("uid", k8s_uid),
+	POD_STR("container_id", container_id, CKPT_CID_LEN),
+	POD_STR("ifname", ifname, CKPT_IFNAME_LEN),
+	POD_STR("namespace", k8s_namespace, CKPT_K8S_LEN),
+	POD_STR("name", k8s_name, CKPT_K8S_LEN),
+	POD_STR("uid", k8s_uid, CKPT_UID_LEN),
 	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0 },
-	POD_STR("eni", eni_id),
+	POD_STR("eni", eni_id, CKPT_ENI_LEN),
 	{ "since", F_TIME, offsetof(struct ckpt_pod, since), 0 },
 };
 
 static const struct field cooling_fields[] = {
 	{ "ip", F_IP, offsetof(struct ckpt_cooling, ip), 0 },
-	{ "eni", F_STR, offsetof(struct ckpt_cooling, eni_id),
-	  sizeof(((struct ckpt_cooling *)0)->eni_id) },
+	{ "eni", F_STR, offsetof(struct ckpt_cooling, eni_id), CKPT_ENI_LEN },
 	{ "until", F_TIME, offsetof(struct ckpt_cooling, until), 0 },
 };
+
+
 
 #define NFIELDS(t)	(sizeof(t) / sizeof(t[0]))
 
@@ -502,6 +699,24 @@ type_name(struct json_object *o)
 	return json_type_to_name(json_object_get_type(o));
 }
 
+/* A string of at most size - 1 bytes, in v; *s is json-c's. */
+static int
+get_str_in(struct json_object *v, size_t size, const char **s, size_t *len,
+    const char *path, struct perr *pe)
+{
+	if (!json_object_is_type(v, json_type_string))
+		return fail(pe, path, "expected a string, got %s",
+		    type_name(v));
+	*s = json_object_get_string(v);
+	*len = (size_t)json_object_get_string_len(v);
+	if (strlen(*s) != *len)
+		return fail(pe, path, "holds a NUL byte");
+	if (*len >= size)
+		return fail(pe, path, "longer than %zu bytes", size - 1);
+	return 0;
+}
+
+/* Into an array of size bytes. */
 static int
 get_str(struct json_object *v, char *dst, size_t size, const char *path,
     struct perr *pe)
@@ -509,15 +724,75 @@ get_str(struct json_object *v, char *dst, size_t size, const char *path,
 	const char *s;
 	size_t len;
 
-	if (!json_object_is_type(v, json_type_string))
-		return fail(pe, path, "expected a string, got %s", type_name(v));
-	s = json_object_get_string(v);
-	len = (size_t)json_object_get_string_len(v);
-	if (strlen(s) != len)
-		return fail(pe, path, "holds a NUL byte");
-	if (len >= size)
-		return fail(pe, path, "longer than %zu bytes", size - 1);
+	if (get_str_in(v, size, &s, &len, path, pe) == -1)
+		return -1;
 	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+/* Into the arena. */
+static int
+get_str_arena(struct json_object *v, struct ckpt_arena *a, const char **dst,
+    size_t size, const char *path, struct perr *pe)
+{
+	const char *s;
+	size_t len;
+	char *p;
+
+	if (get_str_in(v, size, &s, &len, path, pe) == -1)
+		return -1;
+	if ((p = arena_alloc(a, len + 1)) == NULL) {
+		fail(pe, path, "out of memory");
+		return OUT_OF_MEMORY;
+	}
+	memcpy(p, s, len + 1);
+	*dst = p;
+	return 0;
+}
+
+/*
+ * What the string fields (tab's) of the records in the array named key in
+ * root can take of an arena, at most: an arena reserved the sum for all
+ * arrays before parsing needs no other block.
+ */
+static size_t
+strings_bound(struct json_object *root, const char *key,
+    const struct field *tab, size_t ntab)
+{
+	struct json_object *v, *o;
+	size_t i, k, n, len, total = 0;
+
+	if (!json_object_object_get_ex(root, key, &v) ||
+	    !json_object_is_type(v, json_type_array))
+		return 0;
+	n = json_object_array_length(v);
+	for (i = 0; i < n; i++) {
+		o = json_object_array_get_idx(v, i);
+		if (!json_object_is_type(o, json_type_object))
+			continue;
+		json_object_object_foreach(o, name, val) {
+			for (k = 0; k < ntab; k++)
+				if (tab[k].type == F_STR &&
+				    strcmp(tab[k].name, name) == 0)
+					break;
+			if (k == ntab ||
+			    !json_object_is_type(val, json_type_string))
+				continue;
+			/* longer than its field is refused, not stored */
+			len = (size_t)json_object_get_string_len(val);
+			total += (len < tab[k].size ? len : tab[k].size) + 1;
+		}
+	}
+	return total;
+}
+
+static int
+arena_reserve(struct ckpt_arena *a, size_t total, struct perr *pe)
+{
+	if (total > 0 && arena_block(a, total) == -1) {
+		fail(pe, "", "out of memory");
+		return OUT_OF_MEMORY;
+	}
 	return 0;
 }
 
@@ -535,14 +810,15 @@ get_int(struct json_object *v, int64_t *dst, const char *path,
 
 static int
 get_field(struct json_object *v, const struct field *f, void *base,
-    const char *path, struct perr *pe)
+    struct ckpt_arena *a, const char *path, struct perr *pe)
 {
 	char *p = (char *)base + f->off;
 	char text[IP4_STR_LEN];
 
 	switch (f->type) {
 	case F_STR:
-		return get_str(v, p, f->size, path, pe);
+		return get_str_arena(v, a, (const char **)(void *)p, f->size,
+		    path, pe);
 	case F_IP:
 		if (!json_object_is_type(v, json_type_string))
 			return fail(pe, path, "expected a string, got %s",
@@ -565,11 +841,12 @@ get_field(struct json_object *v, const struct field *f, void *base,
 /* One object whose keys are exactly the table's. */
 static int
 get_record(struct json_object *o, const struct field *tab, size_t n,
-    void *base, const char *path, struct perr *pe)
+    void *base, struct ckpt_arena *a, const char *path, struct perr *pe)
 {
 	unsigned seen = 0;
 	char kp[160];
 	size_t i;
+	int rc;
 
 	if (!json_object_is_type(o, json_type_object))
 		return fail(pe, path, "expected an object, got %s",
@@ -583,8 +860,8 @@ get_record(struct json_object *o, const struct field *tab, size_t n,
 			return fail(pe, kp, "unknown key");
 		}
 		snprintf(kp, sizeof(kp), "%s.%s", path, key);
-		if (get_field(val, &tab[i], base, kp, pe) == -1)
-			return -1;
+		if ((rc = get_field(val, &tab[i], base, a, kp, pe)) != 0)
+			return rc;
 		seen |= 1u << i;
 	}
 	for (i = 0; i < n; i++)
@@ -596,11 +873,12 @@ get_record(struct json_object *o, const struct field *tab, size_t n,
 static int
 get_array(struct json_object *v, const char *name, size_t max,
     size_t elsize, void **out, size_t *count, const struct field *tab,
-    size_t ntab, struct perr *pe)
+    size_t ntab, struct ckpt_arena *a, struct perr *pe)
 {
 	char path[64];
 	size_t i, n;
 	char *arr;
+	int rc;
 
 	if (!json_object_is_type(v, json_type_array))
 		return fail(pe, name, "expected an array, got %s", type_name(v));
@@ -617,9 +895,9 @@ get_array(struct json_object *v, const char *name, size_t max,
 	*count = n;
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s[%zu]", name, i);
-		if (get_record(json_object_array_get_idx(v, i), tab, ntab,
-		    arr + i * elsize, path, pe) == -1)
-			return -1;
+		if ((rc = get_record(json_object_array_get_idx(v, i), tab,
+		    ntab, arr + i * elsize, a, path, pe)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -662,6 +940,11 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 		return -1;
 	if (version == 1)
 		nkeys--;
+	if ((rc = arena_reserve(&c->arena,
+	    strings_bound(root, "pods", pod_fields, NFIELDS(pod_fields)) +
+	    strings_bound(root, "cooling", cooling_fields,
+	    NFIELDS(cooling_fields)), pe)) != 0)
+		return rc;
 	json_object_object_foreach(root, key, val) {
 		for (i = 0; i < nkeys; i++)
 			if (strcmp(keys[i], key) == 0)
@@ -680,13 +963,14 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 		case 3:
 			rc = get_array(val, key, CKPT_MAX_PODS,
 			    sizeof(struct ckpt_pod), (void **)&c->pods,
-			    &c->npods, pod_fields, NFIELDS(pod_fields), pe);
+			    &c->npods, pod_fields, NFIELDS(pod_fields),
+			    &c->arena, pe);
 			break;
 		case 4:
 			rc = get_array(val, key, CKPT_MAX_COOLING,
 			    sizeof(struct ckpt_cooling), (void **)&c->cooling,
 			    &c->ncooling, cooling_fields,
-			    NFIELDS(cooling_fields), pe);
+			    NFIELDS(cooling_fields), &c->arena, pe);
 			break;
 		case 5:
 			rc = get_int(val, &c->generation, key, pe);
@@ -786,6 +1070,7 @@ checkpoint_free(struct checkpoint *c)
 {
 	free(c->pods);
 	free(c->cooling);
+	ckpt_arena_free(&c->arena);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1044,10 +1329,8 @@ static void
 diff_del_pod(struct ckpt_diff *d, const struct ckpt_pod *p, bool fill)
 {
 	if (fill) {
-		memcpy(d->pods_del[d->npods_del].container_id,
-		    p->container_id, sizeof(p->container_id));
-		memcpy(d->pods_del[d->npods_del].ifname, p->ifname,
-		    sizeof(p->ifname));
+		d->pods_del[d->npods_del].container_id = p->container_id;
+		d->pods_del[d->npods_del].ifname = p->ifname;
 	}
 	d->npods_del++;
 }
@@ -1170,6 +1453,7 @@ ckpt_diff_free(struct ckpt_diff *d)
 	free(d->pods_add);
 	free(d->cool_del);
 	free(d->cool_add);
+	ckpt_arena_free(&d->arena);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -1230,11 +1514,11 @@ check_diff(const struct ckpt_diff *d, struct perr *pe)
 
 		snprintf(path, sizeof(path), "pods_removed[%zu].container_id",
 		    i);
-		if (check_str(k->container_id, sizeof(k->container_id), R_CID,
-		    path, pe) == -1)
+		if (check_str(k->container_id, CKPT_CID_LEN, R_CID, path,
+		    pe) == -1)
 			return -1;
 		snprintf(path, sizeof(path), "pods_removed[%zu].ifname", i);
-		if (check_str(k->ifname, sizeof(k->ifname), R_IFNAME, path,
+		if (check_str(k->ifname, CKPT_IFNAME_LEN, R_IFNAME, path,
 		    pe) == -1)
 			return -1;
 	}
@@ -1313,9 +1597,9 @@ ckpt_diff_format(const struct ckpt_diff *d, size_t headroom, size_t *len)
 
 static const struct field pod_key_fields[] = {
 	{ "container_id", F_STR, offsetof(struct ckpt_pod_key, container_id),
-	  sizeof(((struct ckpt_pod_key *)0)->container_id) },
+	  CKPT_CID_LEN },
 	{ "ifname", F_STR, offsetof(struct ckpt_pod_key, ifname),
-	  sizeof(((struct ckpt_pod_key *)0)->ifname) },
+	  CKPT_IFNAME_LEN },
 };
 
 static const struct field cooling_key_fields[] = {
@@ -1337,6 +1621,14 @@ get_diff(struct json_object *root, struct ckpt_diff *d, struct perr *pe)
 	if (!json_object_is_type(root, json_type_object))
 		return fail(pe, "", "expected an object, got %s",
 		    type_name(root));
+	if ((rc = arena_reserve(&d->arena,
+	    strings_bound(root, "pods_removed", pod_key_fields,
+	    NFIELDS(pod_key_fields)) +
+	    strings_bound(root, "pods_added", pod_fields,
+	    NFIELDS(pod_fields)) +
+	    strings_bound(root, "cooling_added", cooling_fields,
+	    NFIELDS(cooling_fields)), pe)) != 0)
+		return rc;
 	json_object_object_foreach(root, key, val) {
 		for (i = 0; i < NFIELDS(keys); i++)
 			if (strcmp(keys[i], key) == 0)
@@ -1349,25 +1641,26 @@ get_diff(struct json_object *root, struct ckpt_diff *d, struct perr *pe)
 			rc = get_array(val, key, CKPT_MAX_PODS,
 			    sizeof(struct ckpt_pod_key), (void **)&d->pods_del,
 			    &d->npods_del, pod_key_fields,
-			    NFIELDS(pod_key_fields), pe);
+			    NFIELDS(pod_key_fields), &d->arena, pe);
 			break;
 		case 2:
 			rc = get_array(val, key, CKPT_MAX_PODS,
 			    sizeof(struct ckpt_pod), (void **)&d->pods_add,
-			    &d->npods_add, pod_fields, NFIELDS(pod_fields), pe);
+			    &d->npods_add, pod_fields, NFIELDS(pod_fields),
+			    &d->arena, pe);
 			break;
 		case 3:
 			rc = get_array(val, key, CKPT_MAX_COOLING,
 			    sizeof(struct ckpt_cooling_key),
 			    (void **)&d->cool_del, &d->ncool_del,
 			    cooling_key_fields, NFIELDS(cooling_key_fields),
-			    pe);
+			    &d->arena, pe);
 			break;
 		case 4:
 			rc = get_array(val, key, CKPT_MAX_COOLING,
 			    sizeof(struct ckpt_cooling), (void **)&d->cool_add,
 			    &d->ncool_add, cooling_fields,
-			    NFIELDS(cooling_fields), pe);
+			    NFIELDS(cooling_fields), &d->arena, pe);
 			break;
 		default:
 			key_for_path(kp, sizeof(kp), "", key);
@@ -1535,6 +1828,11 @@ checkpoint_apply(struct checkpoint *c, const struct ckpt_diff *d, char *err,
 	checkpoint_sort(&n);
 	if ((rc = check_all(&n, &pe)) != 0)
 		goto out;
+	/* n borrows c's and d's strings until here */
+	rc = OUT_OF_MEMORY;
+	if (checkpoint_own(&n) == -1)
+		goto out;
+	rc = 0;
 	checkpoint_free(c);
 	*c = n;
 	memset(&n, 0, sizeof(n));

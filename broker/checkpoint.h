@@ -41,7 +41,8 @@
 #define CKPT_MAX_PODS		4096
 #define CKPT_MAX_COOLING	4096
 
-/* Field sizes, each including the NUL. */
+/* The longest each string may be, plus its NUL (also the size of
+ * struct pod's arrays, engine.h). */
 #define CKPT_CID_LEN		257	/* CNI container id: up to 256 */
 #define CKPT_IFNAME_LEN		16	/* IFNAMSIZ */
 #define CKPT_K8S_LEN		254	/* DNS-1123 names: up to 253 */
@@ -53,21 +54,52 @@
 /* Generations count snapshots: room for one a nanosecond for a century. */
 #define CKPT_MAX_GENERATION	(INT64_C(1) << 62)
 
-struct ckpt_pod {
-	char		container_id[CKPT_CID_LEN];
-	char		ifname[CKPT_IFNAME_LEN];
-	char		k8s_namespace[CKPT_K8S_LEN];	/* "" if unknown */
-	char		k8s_name[CKPT_K8S_LEN];
-	char		k8s_uid[CKPT_UID_LEN];
-	uint32_t	ip;		/* network byte order */
-	char		eni_id[CKPT_ENI_LEN];
-	int64_t		since;		/* unix seconds, when assigned */
+/*
+ * Strings are pointers, each as long as it is: arrays sized for the
+ * maxima made a pod 928 bytes where its strings are typically 180, and a
+ * broker keeps one checkpoint whole and builds another at every save.
+ *
+ * A checkpoint's strings either live in its arena (below), which it owns
+ * and checkpoint_free() frees, or are borrowed: they belong to something
+ * that outlives every use of the checkpoint.  checkpoint_parse,
+ * checkpoint_copy, checkpoint_own and checkpoint_apply give checkpoints
+ * that own all their strings; one that is kept past the call that built
+ * it must be one of those (the store's record of the files is made so
+ * with checkpoint_own).  A difference's entries point into the checkpoints
+ * it was made from (ckpt_diff_make) or into its own arena (ckpt_diff_parse).
+ */
+struct ckpt_block;
+
+/* A bump allocator of blocks that never move, freed all at once. */
+struct ckpt_arena {
+	struct ckpt_block *blocks;	/* newest first */
+	size_t		 used;		/* of the newest block */
+	size_t		 size;
 };
 
+/* A copy of s (its strlen + 1 bytes) in a, or NULL: out of memory. */
+char	*ckpt_arena_strdup(struct ckpt_arena *a, const char *s);
+void	ckpt_arena_free(struct ckpt_arena *a);
+/* How many blocks a holds (for tests). */
+size_t	ckpt_arena_blocks(const struct ckpt_arena *a);
+
+struct ckpt_pod {
+	const char	*container_id;
+	const char	*ifname;
+	const char	*k8s_namespace;	/* "" if unknown */
+	const char	*k8s_name;
+	const char	*k8s_uid;
+	const char	*eni_id;
+	uint32_t	 ip;		/* network byte order */
+	int64_t		 since;		/* unix seconds: assigned */
+};
+
+/* The ENI id a pointer as well: up to CKPT_MAX_COOLING of these, and
+ * one way for every string of a checkpoint to be held. */
 struct ckpt_cooling {
-	uint32_t	ip;		/* network byte order */
-	char		eni_id[CKPT_ENI_LEN];
-	int64_t		until;		/* unix seconds: reusable from then */
+	uint32_t	 ip;		/* network byte order */
+	const char	*eni_id;
+	int64_t		 until;		/* unix seconds: reusable then */
 };
 
 struct checkpoint {
@@ -78,10 +110,23 @@ struct checkpoint {
 	struct ckpt_pod	*pods;
 	size_t		 ncooling;
 	struct ckpt_cooling *cooling;
+	struct ckpt_arena arena;	/* the strings it owns */
 };
 
+/* A copy of s in c's arena, or NULL: out of memory. */
+const char *checkpoint_strdup(struct checkpoint *c, const char *s);
+/* c's strings, borrowed or its own, copied into one new block of its
+ * arena exactly their size; the old arena is freed.  0, or -1 out of
+ * memory (c unchanged). */
+int	checkpoint_own(struct checkpoint *c);
+/* A deep copy of src owning its strings.  0, or -1 out of memory (*dst
+ * empty). */
+int	checkpoint_copy(const struct checkpoint *src,
+	    struct checkpoint *dst);
+
 /* Pure.  0, or -1 with err naming the first problem ("pods[3].ip: ...");
- * on -1 *c is empty.  Everything checkpoint_check() refuses is refused. */
+ * on -1 *c is empty.  Everything checkpoint_check() refuses is refused.
+ * *c owns its strings. */
 int	checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
 	    char *err, size_t errlen);
 /* Pure.  A malloc'd NUL-terminated text (caller frees), or NULL: out of
@@ -92,8 +137,8 @@ void	checkpoint_free(struct checkpoint *c);
 
 /*
  * Pure.  The rules a checkpoint obeys beyond its JSON shape: every string
- * terminated within its field and well-formed (the *_ok helpers below),
- * addresses unicast, times in range, counts within the caps, no
+ * given, no longer than its limit above and well-formed (the *_ok
+ * helpers below), addresses unicast, times in range, counts within the caps, no
  * (container id, ifname) twice, no address held by two pods or both held
  * and cooling or cooling twice.  0, or -1 with err naming the field.
  */
@@ -108,8 +153,8 @@ void	checkpoint_sort(struct checkpoint *c);
 
 /* What names a pod in a removal, and a cooling address. */
 struct ckpt_pod_key {
-	char		container_id[CKPT_CID_LEN];
-	char		ifname[CKPT_IFNAME_LEN];
+	const char	*container_id;
+	const char	*ifname;
 };
 
 struct ckpt_cooling_key {
@@ -122,6 +167,9 @@ struct ckpt_cooling_key {
  * address with the same key and other fields changed is removed and added
  * again.  Applied, removals must name what is there and additions what is
  * not; the result must pass checkpoint_check().
+ *
+ * Made (ckpt_diff_make), its strings are the two checkpoints': it must not
+ * be used once either is freed or changed.  Parsed, they are in its arena.
  */
 struct ckpt_diff {
 	int64_t			 written;
@@ -133,10 +181,11 @@ struct ckpt_diff {
 	struct ckpt_cooling_key	*cool_del;
 	size_t			 ncool_add;
 	struct ckpt_cooling	*cool_add;
+	struct ckpt_arena	 arena;		/* parsed: its strings */
 };
 
 /* Pure.  from and to sorted (checkpoint_sort) and the same instance's.
- * 0, or -1 out of memory (*d empty). */
+ * 0, or -1 out of memory (*d empty).  d borrows from and to's strings. */
 int	ckpt_diff_make(const struct checkpoint *from,
 	    const struct checkpoint *to, struct ckpt_diff *d);
 /* Nothing removed or added (written aside). */
@@ -158,7 +207,7 @@ void	ckpt_diff_free(struct ckpt_diff *d);
  * Pure.  Apply d to c (sorted; it stays sorted).  0; or -1 with err
  * naming the entry ("pods_removed[2]: ... is not in the checkpoint") or
  * the rule the result breaks, c unchanged; or -2 out of memory, c
- * unchanged.
+ * unchanged.  c then owns all its strings (none are d's).
  */
 int	checkpoint_apply(struct checkpoint *c, const struct ckpt_diff *d,
 	    char *err, size_t errlen);

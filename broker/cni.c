@@ -281,6 +281,11 @@ durable_reply(struct broker *b, struct jref *ref, struct json_object *answer)
 	checkpoint_mark(b);
 }
 
+/*
+ * The checkpoint's strings are borrowed from the pods and ENIs: c is
+ * saved (ckpt_store_save, which keeps a copy of its own) and freed before
+ * anything can change them.
+ */
 static int
 checkpoint_build(struct broker *b, struct checkpoint *c)
 {
@@ -305,16 +310,13 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		if (p->lost || n >= CKPT_MAX_PODS)
 			continue;
 		cp = &c->pods[n++];
-		msg_strlcpy(cp->container_id, p->container_id,
-		    sizeof(cp->container_id));
-		msg_strlcpy(cp->ifname, p->ifname, sizeof(cp->ifname));
-		msg_strlcpy(cp->k8s_namespace, p->k8s_namespace,
-		    sizeof(cp->k8s_namespace));
-		msg_strlcpy(cp->k8s_name, p->k8s_name, sizeof(cp->k8s_name));
-		msg_strlcpy(cp->k8s_uid, p->k8s_uid, sizeof(cp->k8s_uid));
+		cp->container_id = p->container_id;
+		cp->ifname = p->ifname;
+		cp->k8s_namespace = p->k8s_namespace;
+		cp->k8s_name = p->k8s_name;
+		cp->k8s_uid = p->k8s_uid;
 		cp->ip = p->ip;
-		msg_strlcpy(cp->eni_id, p->eni ? p->eni->id : p->eni_id,
-		    sizeof(cp->eni_id));
+		cp->eni_id = p->eni ? p->eni->id : p->eni_id;
 		cp->since = p->since;
 	}
 	c->npods = n;
@@ -348,7 +350,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 				continue;
 			cc = &c->cooling[c->ncooling++];
 			cc->ip = a->ip;
-			msg_strlcpy(cc->eni_id, e->id, sizeof(cc->eni_id));
+			cc->eni_id = e->id;
 			cc->until = (int64_t)wall +
 			    (int64_t)((a->cool_until - now + 999) / 1000);
 		}

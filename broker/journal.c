@@ -461,6 +461,7 @@ journal_append(struct ckpt_store *s, const uint8_t *rec, size_t len,
 	return 0;
 }
 
+/* next owns its strings (checkpoint_own, before it was written). */
 static void
 keep_durable(struct ckpt_store *s, struct checkpoint *next)
 {
@@ -502,6 +503,13 @@ save_record(struct ckpt_store *s, struct checkpoint *next, char *err,
 	    len > s->size - s->off - JOURNAL_HDR_LEN) {
 		free(rec);
 		return 0;
+	}
+	/* next is kept once written: its strings its own first, so that
+	 * nothing can fail after the write */
+	if (checkpoint_own(next) == -1) {
+		free(rec);
+		snprintf(err, errlen, "%s: out of memory", CKPT_JOURNAL_FILE);
+		return -1;
 	}
 	journal_frame(rec, s->generation, s->seq, len);
 	if (journal_append(s, rec, JOURNAL_HDR_LEN + len, err, errlen) == -1) {
@@ -545,6 +553,12 @@ save_snapshot(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 		else
 			snprintf(err, errlen, "%s: formatting: %s", CKPT_FILE,
 			    strerror(errno));
+		return -1;
+	}
+	/* as in save_record: kept once written */
+	if (checkpoint_own(next) == -1) {
+		free(text);
+		snprintf(err, errlen, "%s: out of memory", CKPT_FILE);
 		return -1;
 	}
 	if (checkpoint_write(dirfd, CKPT_FILE, text, len, err, errlen) == -1) {

@@ -87,7 +87,8 @@ struct ckpt_store {
 	int64_t			 generation;	/* the last snapshot's */
 	bool			 compact;	/* the next save: a snapshot */
 	bool			 renew;		/* a journal not to be trusted */
-	struct checkpoint	 durable;	/* sorted: what the files hold */
+	/* sorted, owning its strings: what the files hold */
+	struct checkpoint	 durable;
 };
 
 /*
@@ -113,15 +114,16 @@ enum ckpt_saved {
 };
 
 /*
- * Make next durable (it is sorted, and taken: freed or kept).  Nothing if
- * the files hold it already (its "written" aside); else one journal record
- * if it fits; else, or after a failure or at the first save after a load,
- * a snapshot of the next generation, the journal then starting again at
- * offset 0 (made or re-made first if it is missing or not whole).  0 and
- * *saved: next is durable; a problem with the journal after the snapshot
- * was written is in warn (the next save writes a snapshot again).  -1:
- * err says why; nothing may be acknowledged on it, and the next save
- * writes a snapshot.
+ * Make next durable (it is sorted, and taken: freed or kept; its strings
+ * may be borrowed, as what is kept gets its own copy of them first).
+ * Nothing if the files hold it already (its "written" aside); else one
+ * journal record if it fits; else, or after a failure or at the first
+ * save after a load, a snapshot of the next generation, the journal then
+ * starting again at offset 0 (made or re-made first if it is missing or
+ * not whole).  0 and *saved: next is durable; a problem with the journal
+ * after the snapshot was written is in warn (the next save writes a
+ * snapshot again).  -1: err says why; nothing may be acknowledged on it,
+ * and the next save writes a snapshot.
  */
 int	ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 	    enum ckpt_saved *saved, char *warn, size_t warnlen, char *err,

@@ -658,7 +658,7 @@ recon_recover_pods(struct reconcile_run *r)
 	for (i = 0; i < r->nrules; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
 		struct ckpt_pod cp;
-		char ip[IP4_STR_LEN];
+		char ip[IP4_STR_LEN], cid[CKPT_CID_LEN];
 		const struct eni *e = NULL;
 
 		if (ru->priority != cfg->routing.rule_priority_to ||
@@ -681,11 +681,12 @@ recon_recover_pods(struct reconcile_run *r)
 			    "no ENI of the pool has it; its rules go", ip);
 			continue;
 		}
+		snprintf(cid, sizeof(cid), "enid-recovered-%s", ip);
 		memset(&cp, 0, sizeof(cp));
-		snprintf(cp.container_id, sizeof(cp.container_id),
-		    "enid-recovered-%s", ip);
-		msg_strlcpy(cp.ifname, "eth0", sizeof(cp.ifname));
-		msg_strlcpy(cp.eni_id, e->id, sizeof(cp.eni_id));
+		cp.container_id = cid;
+		cp.ifname = "eth0";
+		cp.k8s_namespace = cp.k8s_name = cp.k8s_uid = "";
+		cp.eni_id = e->id;
 		cp.ip = ru->dst;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);

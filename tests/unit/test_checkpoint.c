@@ -74,6 +74,16 @@ rnd_len(size_t min, size_t max)
 	}
 }
 
+/* s in c's arena. */
+static const char *
+sdup(struct checkpoint *c, const char *s)
+{
+	const char *p = checkpoint_strdup(c, s);
+
+	assert_non_null(p);
+	return p;
+}
+
 #define ALNUM	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 #define HEX	"0123456789abcdefABCDEF"
 
@@ -190,33 +200,43 @@ random_checkpoint(struct checkpoint *c)
 	assert_non_null(c->cooling);
 	for (i = 0; i < c->npods; i++) {
 		struct ckpt_pod *p = &c->pods[i];
+		char buf[CKPT_CID_LEN];
 
 		/* a shared container id now and then: several interfaces */
 		if (i > 0 && rnd(5) == 0)
-			memcpy(p->container_id, c->pods[i - 1].container_id,
-			    sizeof(p->container_id));
-		else
-			rnd_cid(p->container_id);
-		do
-			rnd_ifname(p->ifname);
-		while (attachment_taken(c, i));
-		rnd_text(p->k8s_namespace, rnd_len(0, CKPT_K8S_LEN - 1),
-		    printable);
-		rnd_text(p->k8s_name, rnd_len(0, CKPT_K8S_LEN - 1), printable);
-		rnd_text(p->k8s_uid, rnd_len(0, CKPT_UID_LEN - 1), printable);
+			p->container_id = c->pods[i - 1].container_id;
+		else {
+			rnd_cid(buf);
+			p->container_id = sdup(c, buf);
+		}
+		/* the ifnames tried and refused stay in the arena: unused
+		 * strings there are harmless */
+		do {
+			rnd_ifname(buf);
+			p->ifname = sdup(c, buf);
+		} while (attachment_taken(c, i));
+		rnd_text(buf, rnd_len(0, CKPT_K8S_LEN - 1), printable);
+		p->k8s_namespace = sdup(c, buf);
+		rnd_text(buf, rnd_len(0, CKPT_K8S_LEN - 1), printable);
+		p->k8s_name = sdup(c, buf);
+		rnd_text(buf, rnd_len(0, CKPT_UID_LEN - 1), printable);
+		p->k8s_uid = sdup(c, buf);
 		do
 			p->ip = rnd_ip();
 		while (ip_taken(c, p->ip, i, 0));
-		rnd_hex_id(p->eni_id, "eni-");
+		rnd_hex_id(buf, "eni-");
+		p->eni_id = sdup(c, buf);
 		p->since = rnd_time();
 	}
 	for (i = 0; i < c->ncooling; i++) {
 		struct ckpt_cooling *k = &c->cooling[i];
+		char buf[CKPT_ENI_LEN];
 
 		do
 			k->ip = rnd_ip();
 		while (ip_taken(c, k->ip, c->npods, i));
-		rnd_hex_id(k->eni_id, "eni-");
+		rnd_hex_id(buf, "eni-");
+		k->eni_id = sdup(c, buf);
 		k->until = rnd_time();
 	}
 	switch (rnd(4)) {
@@ -285,6 +305,9 @@ static void
 test_round_trip_empty_and_equal(void **state)
 {
 	struct checkpoint c, d;
+	char uid[CKPT_UID_LEN + 1];
+	const char *was;
+	size_t i;
 
 	(void)state;
 	memset(&c, 0, sizeof(c));
@@ -298,20 +321,26 @@ test_round_trip_empty_and_equal(void **state)
 		checkpoint_free(&c);
 		random_checkpoint(&c);
 	}
-	d = c;
-	d.pods = calloc(c.npods, sizeof(*d.pods));
-	d.cooling = calloc(c.ncooling, sizeof(*d.cooling));
-	assert_non_null(d.pods);
-	assert_non_null(d.cooling);
-	memcpy(d.pods, c.pods, c.npods * sizeof(*d.pods));
-	memcpy(d.cooling, c.cooling, c.ncooling * sizeof(*d.cooling));
+	assert_int_equal(checkpoint_copy(&c, &d), 0);
+	/* the copy owns its strings: none is c's */
+	assert_int_equal(ckpt_arena_blocks(&d.arena), 1);
+	for (i = 0; i < c.npods; i++) {
+		assert_ptr_not_equal(d.pods[i].container_id,
+		    c.pods[i].container_id);
+		assert_ptr_not_equal(d.pods[i].eni_id, c.pods[i].eni_id);
+	}
+	assert_ptr_not_equal(d.cooling[0].eni_id, c.cooling[0].eni_id);
 	assert_true(checkpoint_equal(&c, &d));
 	d.written ^= 1;
 	assert_false(checkpoint_equal(&c, &d));
 	d.written ^= 1;
-	d.pods[c.npods - 1].k8s_uid[0] ^= 1;
+	was = d.pods[c.npods - 1].k8s_uid;
+	snprintf(uid, sizeof(uid), "%s", was[0] == '\0' ? "x" : was);
+	if (was[0] != '\0')
+		uid[0] ^= 1;
+	d.pods[c.npods - 1].k8s_uid = uid;
 	assert_false(checkpoint_equal(&c, &d));
-	d.pods[c.npods - 1].k8s_uid[0] ^= 1;
+	d.pods[c.npods - 1].k8s_uid = was;
 	d.pods[0].ip ^= htonl(1);
 	assert_false(checkpoint_equal(&c, &d));
 	d.pods[0].ip ^= htonl(1);
@@ -333,7 +362,9 @@ test_largest_checkpoint(void **state)
 {
 	struct checkpoint c;
 	size_t i, len;
-	char *text;
+	char *text, cid[CKPT_CID_LEN], ifname[CKPT_IFNAME_LEN];
+	char ns[CKPT_K8S_LEN], name[CKPT_K8S_LEN], uid[CKPT_UID_LEN];
+	char eni[CKPT_ENI_LEN], ceni[CKPT_ENI_LEN];
 
 	(void)state;
 	memset(&c, 0, sizeof(c));
@@ -346,29 +377,47 @@ test_largest_checkpoint(void **state)
 	c.cooling = calloc(c.ncooling, sizeof(*c.cooling));
 	assert_non_null(c.pods);
 	assert_non_null(c.cooling);
+	memset(cid, 'c', sizeof(cid) - 1);
+	cid[sizeof(cid) - 1] = '\0';
+	memset(ifname, '"', sizeof(ifname) - 1);
+	ifname[sizeof(ifname) - 1] = '\0';
+	memset(ns, '\\', sizeof(ns) - 1);
+	ns[sizeof(ns) - 1] = '\0';
+	memset(name, '"', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	memset(uid, '\\', sizeof(uid) - 1);
+	uid[sizeof(uid) - 1] = '\0';
+	memset(eni, 'F', sizeof(eni) - 1);
+	eni[sizeof(eni) - 1] = '\0';
+	memcpy(eni, "eni-", 4);
+	memset(ceni, 'f', sizeof(ceni) - 1);
+	ceni[sizeof(ceni) - 1] = '\0';
+	memcpy(ceni, "eni-", 4);
 	for (i = 0; i < c.npods; i++) {
 		struct ckpt_pod *p = &c.pods[i];
 
-		memset(p->container_id, 'c', sizeof(p->container_id) - 1);
-		snprintf(p->container_id, sizeof(p->container_id), "%05zu", i);
-		p->container_id[5] = 'c';
-		memset(p->ifname, '"', sizeof(p->ifname) - 1);
-		memset(p->k8s_namespace, '\\', sizeof(p->k8s_namespace) - 1);
-		memset(p->k8s_name, '"', sizeof(p->k8s_name) - 1);
-		memset(p->k8s_uid, '\\', sizeof(p->k8s_uid) - 1);
+		snprintf(cid, sizeof(cid), "%05zu", i);
+		cid[5] = 'c';
+		assert_int_equal(strlen(cid), CKPT_CID_LEN - 1);
+		p->container_id = sdup(&c, cid);
+		/* each string its own copy, as parse makes them */
+		p->ifname = sdup(&c, ifname);
+		p->k8s_namespace = sdup(&c, ns);
+		p->k8s_name = sdup(&c, name);
+		p->k8s_uid = sdup(&c, uid);
 		p->ip = htonl(0xdf000000u + (uint32_t)i);	/* 223.x */
-		memset(p->eni_id, 'F', sizeof(p->eni_id) - 1);
-		memcpy(p->eni_id, "eni-", 4);
+		p->eni_id = sdup(&c, eni);
 		p->since = CKPT_MAX_TIME;
 	}
 	for (i = 0; i < c.ncooling; i++) {
 		struct ckpt_cooling *k = &c.cooling[i];
 
 		k->ip = htonl(0xdf100000u + (uint32_t)i);
-		memset(k->eni_id, 'f', sizeof(k->eni_id) - 1);
-		memcpy(k->eni_id, "eni-", 4);
+		k->eni_id = sdup(&c, ceni);
 		k->until = CKPT_MAX_TIME;
 	}
+	/* several megabytes of strings: many blocks */
+	assert_true(ckpt_arena_blocks(&c.arena) > 10);
 	text = checkpoint_format(&c, &len);
 	assert_non_null(text);
 	print_message("largest checkpoint: %zu bytes (limit %d)\n", len,
@@ -926,6 +975,8 @@ test_count_caps(void **state)
 	    sizeof(err)), 0);
 	assert_int_equal(c.npods, CKPT_MAX_PODS);
 	assert_int_equal(c.ncooling, CKPT_MAX_COOLING);
+	/* the strings in one block, reserved before parsing */
+	assert_int_equal(ckpt_arena_blocks(&c.arena), 1);
 	round_trip(&c);
 	checkpoint_free(&c);
 	free(text);
@@ -940,6 +991,86 @@ test_count_caps(void **state)
 	free(text);
 }
 
+/* The byte a test string holds at i: from its seed, never NUL. */
+static char
+pattern(size_t seed, size_t i)
+{
+	return (char)('!' + (seed * 31 + i * 7) % 90);
+}
+
+/* Strings across many blocks, one larger than any block, all intact
+ * after every later allocation (blocks never move); and checkpoint_own
+ * gathers a checkpoint's strings into one block and frees the rest. */
+static void
+test_arena_many_blocks(void **state)
+{
+	enum { N = 5000 };
+	struct ckpt_arena a = { NULL, 0, 0 };
+	struct checkpoint c, d;
+	static char *got[N + 1];
+	static size_t len[N + 1];
+	char buf[300 * 1024];
+	size_t i, k, big = N / 2;
+
+	(void)state;
+	rng_state = 99;
+	for (i = 0; i <= N; i++) {
+		len[i] = i == big ? sizeof(buf) - 1 : rnd(CKPT_CID_LEN);
+		for (k = 0; k < len[i]; k++)
+			buf[k] = pattern(i, k);
+		buf[len[i]] = '\0';
+		got[i] = ckpt_arena_strdup(&a, buf);
+		assert_non_null(got[i]);
+	}
+	print_message("arena: %d strings in %zu blocks\n", N + 1,
+	    ckpt_arena_blocks(&a));
+	assert_true(ckpt_arena_blocks(&a) > 10);
+	for (i = 0; i <= N; i++) {
+		assert_int_equal(strlen(got[i]), len[i]);
+		for (k = 0; k < len[i]; k++)
+			if (got[i][k] != pattern(i, k))
+				fail_msg("string %zu byte %zu changed", i, k);
+	}
+	/* distinct, none overlapping the one before */
+	for (i = 1; i <= N; i++)
+		assert_true(got[i] >= got[i - 1] + len[i - 1] + 1 ||
+		    got[i] + len[i] + 1 <= got[i - 1]);
+	ckpt_arena_free(&a);
+	assert_int_equal(ckpt_arena_blocks(&a), 0);
+	ckpt_arena_free(&a);
+	/* usable again after it is freed */
+	assert_string_equal(ckpt_arena_strdup(&a, "again"), "again");
+	ckpt_arena_free(&a);
+
+	/* own: one block, the same content, old blocks gone (ASan would
+	 * see a read of them) */
+	random_checkpoint(&c);
+	while (c.npods < 100) {
+		checkpoint_free(&c);
+		random_checkpoint(&c);
+	}
+	assert_true(ckpt_arena_blocks(&c.arena) > 1);
+	assert_int_equal(checkpoint_copy(&c, &d), 0);
+	assert_int_equal(checkpoint_own(&c), 0);
+	assert_int_equal(ckpt_arena_blocks(&c.arena), 1);
+	assert_true(checkpoint_equal(&c, &d));
+	round_trip(&c);
+	/* again: a checkpoint that owns its strings already */
+	assert_int_equal(checkpoint_own(&c), 0);
+	assert_int_equal(ckpt_arena_blocks(&c.arena), 1);
+	assert_true(checkpoint_equal(&c, &d));
+	checkpoint_free(&c);
+	checkpoint_free(&d);
+
+	/* nothing to own: no block */
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(checkpoint_own(&c), 0);
+	assert_int_equal(ckpt_arena_blocks(&c.arena), 0);
+	assert_int_equal(checkpoint_copy(&c, &d), 0);
+	assert_null(d.pods);
+	checkpoint_free(&d);
+}
+
 /* The rules hold for structs too: format never writes what parse would
  * refuse. */
 static void
@@ -948,7 +1079,7 @@ test_check_structs(void **state)
 	struct checkpoint c;
 	struct ckpt_pod pods[2];
 	struct ckpt_cooling cool[1];
-	char err[256];
+	char err[256], longname[CKPT_K8S_LEN + 1];
 
 	(void)state;
 	memset(&c, 0, sizeof(c));
@@ -959,23 +1090,40 @@ test_check_structs(void **state)
 	c.npods = 2;
 	c.cooling = cool;
 	c.ncooling = 1;
+	/* strings the checkpoint borrows */
+	pods[0].container_id = "c0";
+	pods[1].container_id = "c1";
 	for (int i = 0; i < 2; i++) {
-		snprintf(pods[i].container_id, CKPT_CID_LEN, "c%d", i);
-		snprintf(pods[i].ifname, CKPT_IFNAME_LEN, "eth0");
-		snprintf(pods[i].eni_id, CKPT_ENI_LEN, "eni-1");
+		pods[i].ifname = "eth0";
+		pods[i].k8s_namespace = pods[i].k8s_name = "";
+		pods[i].k8s_uid = "";
+		pods[i].eni_id = "eni-1";
 		pods[i].ip = htonl(0x0a000001u + (uint32_t)i);
 	}
-	snprintf(cool[0].eni_id, CKPT_ENI_LEN, "eni-1");
+	cool[0].eni_id = "eni-1";
 	cool[0].ip = htonl(0x0a000009u);
 	assert_null(check_err(&c));
 
-	memset(pods[1].k8s_name, 'x', sizeof(pods[1].k8s_name));
+	/* one byte past the limit, and at it */
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	pods[1].k8s_name = longname;
 	assert_string_equal(check_err(&c),
 	    "pods[1].name: not terminated within 254 bytes");
 	errno = 0;
 	assert_null(checkpoint_format(&c, NULL));
 	assert_int_equal(errno, EINVAL);
-	pods[1].k8s_name[0] = '\0';
+	longname[CKPT_K8S_LEN - 1] = '\0';
+	assert_null(check_err(&c));
+	pods[1].k8s_name = "";
+
+	/* a string not given at all */
+	pods[0].k8s_uid = NULL;
+	assert_string_equal(check_err(&c), "pods[0].uid: not given");
+	pods[0].k8s_uid = "";
+	cool[0].eni_id = NULL;
+	assert_string_equal(check_err(&c), "cooling[0].eni: not given");
+	cool[0].eni_id = "eni-1";
 
 	memset(c.instance_id, 'f', sizeof(c.instance_id));
 	memcpy(c.instance_id, "i-", 2);
@@ -1481,6 +1629,7 @@ main(void)
 		cmocka_unit_test(test_size_cap),
 		cmocka_unit_test(test_string_caps),
 		cmocka_unit_test(test_count_caps),
+		cmocka_unit_test(test_arena_many_blocks),
 		cmocka_unit_test(test_check_structs),
 		cmocka_unit_test(test_generation),
 		cmocka_unit_test(test_helpers),

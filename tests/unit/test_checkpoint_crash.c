@@ -40,6 +40,26 @@
 #define MAX_DELAY_US	25000	/* kills land within this after the fork */
 #define GENS_PER_CHILD	100000	/* a bound: the child is killed long before */
 
+/* A formatted string in c's arena. */
+static const char *
+cdup(struct checkpoint *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static const char *
+cdup(struct checkpoint *c, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+	const char *p;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p = checkpoint_strdup(c, buf);
+	assert_non_null(p);
+	return p;
+}
+
 /* Generation g: its size varies (up to ~250 KB) so kills land in writes of
  * every length, and every field says which generation it is. */
 static void
@@ -59,22 +79,18 @@ generation(int64_t g, struct checkpoint *c)
 	for (i = 0; i < c->npods; i++) {
 		struct ckpt_pod *p = &c->pods[i];
 
-		snprintf(p->container_id, sizeof(p->container_id),
-		    "%016llx%048zx", (long long)g, i);
-		snprintf(p->ifname, sizeof(p->ifname), "eth%zu", i % 3);
-		snprintf(p->k8s_namespace, sizeof(p->k8s_namespace), "ns-%zu",
-		    i % 7);
-		snprintf(p->k8s_name, sizeof(p->k8s_name), "pod-%lld-%zu",
-		    (long long)g, i);
-		snprintf(p->k8s_uid, sizeof(p->k8s_uid), "%zu", i);
+		p->container_id = cdup(c, "%016llx%048zx", (long long)g, i);
+		p->ifname = cdup(c, "eth%zu", i % 3);
+		p->k8s_namespace = cdup(c, "ns-%zu", i % 7);
+		p->k8s_name = cdup(c, "pod-%lld-%zu", (long long)g, i);
+		p->k8s_uid = cdup(c, "%zu", i);
 		p->ip = htonl(0x0a010000u + (uint32_t)i);
-		snprintf(p->eni_id, sizeof(p->eni_id), "eni-%zx", i / 29);
+		p->eni_id = cdup(c, "eni-%zx", i / 29);
 		p->since = g;
 	}
 	for (i = 0; i < c->ncooling; i++) {
 		c->cooling[i].ip = htonl(0x0a020000u + (uint32_t)i);
-		snprintf(c->cooling[i].eni_id, sizeof(c->cooling[i].eni_id),
-		    "eni-%zx", i);
+		c->cooling[i].eni_id = cdup(c, "eni-%zx", i);
 		c->cooling[i].until = g + 30;
 	}
 }
@@ -244,14 +260,12 @@ store_state(int64_t s, struct checkpoint *c)
 	for (k = s; k < s + 40; k++) {
 		struct ckpt_pod *p = &c->pods[c->npods++];
 
-		snprintf(p->container_id, sizeof(p->container_id), "p%lld",
-		    (long long)k);
-		snprintf(p->ifname, sizeof(p->ifname), "eth0");
-		snprintf(p->k8s_name, sizeof(p->k8s_name), "pod-%lld",
-		    (long long)k);
+		p->container_id = cdup(c, "p%lld", (long long)k);
+		p->ifname = "eth0";		/* borrowed: a literal */
+		p->k8s_namespace = p->k8s_uid = "";
+		p->k8s_name = cdup(c, "pod-%lld", (long long)k);
 		p->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
-		snprintf(p->eni_id, sizeof(p->eni_id), "eni-%llx",
-		    (long long)(k / 10));
+		p->eni_id = cdup(c, "eni-%llx", (long long)(k / 10));
 		p->since = k;
 	}
 	for (k = s - 5; k < s; k++) {
@@ -261,8 +275,7 @@ store_state(int64_t s, struct checkpoint *c)
 			continue;
 		q = &c->cooling[c->ncooling++];
 		q->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
-		snprintf(q->eni_id, sizeof(q->eni_id), "eni-%llx",
-		    (long long)(k / 10));
+		q->eni_id = cdup(c, "eni-%llx", (long long)(k / 10));
 		q->until = k + 30;
 	}
 }

@@ -91,6 +91,26 @@ world_step(struct world *w)
 	}
 }
 
+/* A formatted string in c's arena. */
+static const char *
+cdup(struct checkpoint *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static const char *
+cdup(struct checkpoint *c, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+	const char *p;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p = checkpoint_strdup(c, buf);
+	assert_non_null(p);
+	return p;
+}
+
 /* The checkpoint of w, in a scrambled order (as the broker builds it). */
 static void
 world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
@@ -111,14 +131,13 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 		if (w->pod[i] == 0)
 			continue;
 		p = &c->pods[c->npods++];
-		snprintf(p->container_id, sizeof(p->container_id), "c%zu", i);
-		snprintf(p->ifname, sizeof(p->ifname), "eth%zu", i % 3);
-		snprintf(p->k8s_namespace, sizeof(p->k8s_namespace), "ns");
-		snprintf(p->k8s_name, sizeof(p->k8s_name), "pod-%zu \"v%d\"",
-		    i, w->pod[i]);
-		snprintf(p->k8s_uid, sizeof(p->k8s_uid), "u%zu", i);
+		p->container_id = cdup(c, "c%zu", i);
+		p->ifname = cdup(c, "eth%zu", i % 3);
+		p->k8s_namespace = cdup(c, "ns");
+		p->k8s_name = cdup(c, "pod-%zu \"v%d\"", i, w->pod[i]);
+		p->k8s_uid = cdup(c, "u%zu", i);
 		p->ip = htonl(0x0a010000u + (uint32_t)i);
-		snprintf(p->eni_id, sizeof(p->eni_id), "eni-%zx", i / 10);
+		p->eni_id = cdup(c, "eni-%zx", i / 10);
 		p->since = 1700000000 + (int64_t)i;
 	}
 	for (j = 0; j < UNIVERSE_COOL; j++) {
@@ -129,8 +148,7 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 			continue;
 		k = &c->cooling[c->ncooling++];
 		k->ip = htonl(0x0a020000u + (uint32_t)i);
-		snprintf(k->eni_id, sizeof(k->eni_id), "eni-%d",
-		    w->cool[i] % 2);
+		k->eni_id = cdup(c, "eni-%d", w->cool[i] % 2);
 		k->until = 1700000100 + w->cool[i];
 	}
 }
@@ -138,16 +156,7 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 static void
 copy_checkpoint(const struct checkpoint *c, struct checkpoint *d)
 {
-	*d = *c;
-	d->pods = calloc(c->npods + 1, sizeof(*d->pods));
-	d->cooling = calloc(c->ncooling + 1, sizeof(*d->cooling));
-	assert_non_null(d->pods);
-	assert_non_null(d->cooling);
-	if (c->npods > 0)
-		memcpy(d->pods, c->pods, c->npods * sizeof(*d->pods));
-	if (c->ncooling > 0)
-		memcpy(d->cooling, c->cooling,
-		    c->ncooling * sizeof(*d->cooling));
+	assert_int_equal(checkpoint_copy(c, d), 0);
 }
 
 static const char *
@@ -198,11 +207,12 @@ diff_round_trip(const struct checkpoint *a, const struct checkpoint *b,
 	copy_checkpoint(a, &x);
 	if (checkpoint_apply(&x, &e, err, sizeof(err)) != 0)
 		fail_msg("apply: %s\n%s", err, text + headroom);
+	/* x owns its strings: the difference (and its arena) can go */
+	ckpt_diff_free(&e);
+	free(text);
 	x.generation = b->generation;
 	assert_true(checkpoint_equal(&x, b));
-	free(text);
 	ckpt_diff_free(&d);
-	ckpt_diff_free(&e);
 	checkpoint_free(&x);
 }
 
@@ -295,7 +305,7 @@ test_cooling_settle(void **state)
 	b.cooling[1].until -= 1;	/* a second earlier: settled */
 	b.cooling[2].until += 2;	/* two: a new end */
 	b.cooling[3].until += 1;	/* on another ENI: a new address */
-	b.cooling[3].eni_id[4] = '7';
+	b.cooling[3].eni_id = "eni-7";
 	ckpt_cooling_settle(&a, &b);
 	assert_int_equal(b.cooling[0].until, a.cooling[0].until);
 	assert_int_equal(b.cooling[1].until, a.cooling[1].until);
@@ -320,6 +330,7 @@ diff_err(const char *text)
 	assert_null(d.pods_del);
 	assert_null(d.cool_add);
 	assert_null(d.cool_del);
+	assert_null(d.arena.blocks);
 	return err;
 }
 
@@ -1001,6 +1012,91 @@ test_store_save_and_load(void **state)
 	dir_close(&d);
 }
 
+/*
+ * Save a checkpoint of w whose strings are borrowed (as the broker's
+ * are, from its pods), then spoil and free what they were borrowed from:
+ * the store's record of the files must hold copies of its own (ASan
+ * sees any read of the freed strings).
+ */
+static void
+save_borrowed(struct ckpt_store *s, const struct dir *d,
+    const struct world *w, int64_t written, enum ckpt_saved want)
+{
+	struct checkpoint src, next, expect;
+	enum ckpt_saved saved;
+	char warn[512], err[1024];
+	size_t i;
+	int k;
+
+	world_checkpoint(w, written, &src);
+	memset(&next, 0, sizeof(next));
+	memcpy(next.instance_id, src.instance_id, sizeof(next.instance_id));
+	next.written = src.written;
+	next.npods = src.npods;
+	next.ncooling = src.ncooling;
+	next.pods = calloc(src.npods + 1, sizeof(*next.pods));
+	next.cooling = calloc(src.ncooling + 1, sizeof(*next.cooling));
+	assert_non_null(next.pods);
+	assert_non_null(next.cooling);
+	memcpy(next.pods, src.pods, src.npods * sizeof(*next.pods));
+	memcpy(next.cooling, src.cooling,
+	    src.ncooling * sizeof(*next.cooling));
+	assert_null(next.arena.blocks);
+	if (ckpt_store_save(s, d->fd, &next, &saved, warn, sizeof(warn), err,
+	    sizeof(err)) != 0)
+		fail_msg("save: %s", err);
+	assert_int_equal(saved, want);
+
+	for (i = 0; i < src.npods; i++) {
+		const char *f[] = { src.pods[i].container_id,
+		    src.pods[i].ifname, src.pods[i].k8s_namespace,
+		    src.pods[i].k8s_name, src.pods[i].k8s_uid,
+		    src.pods[i].eni_id };
+
+		for (k = 0; k < 6; k++)
+			memset((char *)(uintptr_t)f[k], 'Z', strlen(f[k]));
+	}
+	for (i = 0; i < src.ncooling; i++)
+		memset((char *)(uintptr_t)src.cooling[i].eni_id, 'Z',
+		    strlen(src.cooling[i].eni_id));
+	checkpoint_free(&src);
+
+	world_checkpoint(w, written, &expect);
+	checkpoint_sort(&expect);
+	expect.generation = s->generation;
+	assert_null(check_err(&s->durable));
+	assert_true(checkpoint_equal(&s->durable, &expect));
+	checkpoint_free(&expect);
+}
+
+static void
+test_store_keeps_own_strings(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c;
+	struct world w;
+	struct dir d;
+	char note[512], err[1024];
+	int i;
+
+	(void)state;
+	dir_open(&d);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	rng_state = 0x53;
+	world_random(&w);
+	save_borrowed(&s, &d, &w, 1, CKPT_SAVED_SNAPSHOT);
+	assert_int_equal(ckpt_arena_blocks(&s.durable.arena), 1);
+	for (i = 2; i <= 8; i++) {
+		world_step(&w);
+		/* each record is the difference from the durable copy */
+		save_borrowed(&s, &d, &w, i, CKPT_SAVED_RECORD);
+		assert_int_equal(ckpt_arena_blocks(&s.durable.arena), 1);
+	}
+	expect_loaded(&d, &w, 8, 1, "generation 1, 7 journal records");
+	ckpt_store_close(&s);
+	dir_close(&d);
+}
+
 /* A small journal fills: a snapshot, and records again after it. */
 static void
 test_store_full_journal(void **state)
@@ -1390,6 +1486,7 @@ main(void)
 		cmocka_unit_test(test_max_generation),
 		cmocka_unit_test(test_store_save_and_load),
 		cmocka_unit_test(test_store_full_journal),
+		cmocka_unit_test(test_store_keeps_own_strings),
 		cmocka_unit_test(test_store_write_failure),
 		cmocka_unit_test(test_store_bad_pairs),
 		cmocka_unit_test(test_store_unreadable_stays),
