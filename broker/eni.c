@@ -1635,6 +1635,13 @@ engine_restore(struct broker *b)
 		pod_restore(b, &en->restored.pods[i]);
 	log_info("checkpoint: %zu pods and %zu cooling addresses restored "
 	    "(%s)", en->restored.npods, en->restored.ncooling, note);
+	/* The pods are the pool's now; only the cooling addresses are read
+	 * again (after each ENI set-up): their strings alone are kept, in
+	 * one block (out of memory: all kept, as they were). */
+	free(en->restored.pods);
+	en->restored.pods = NULL;
+	en->restored.npods = 0;
+	(void)checkpoint_own(&en->restored);
 }
 
 /*
