@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "testrng.h"
 
 static void
 test_mac(void **state)
@@ -79,23 +80,10 @@ test_ip4_and_cidr(void **state)
 
 #define RUNS	200000
 
-static uint64_t rng_state;
-
-/* splitmix64: small, and the same sequence everywhere */
-static uint64_t
-rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static uint32_t
 rng_below(uint32_t n)
 {
-	return (uint32_t)(rng() % n);
+	return (uint32_t)rnd(n);
 }
 
 /* An address the edges favour: 0, all ones, octets 0, 1, 254, 255. */

@@ -24,6 +24,7 @@
 #include "checkpoint.h"
 #include "cnireq.h"
 #include "enid.h"
+#include "testrng.h"
 
 #define CID	"0123456789abcdef"
 #define NOPS	5
@@ -47,26 +48,6 @@ static const struct {
 	{ "valid_attachments",	{ 0, 0, 0, 1, 0 } },
 };
 #define NKEYS	(sizeof(keys) / sizeof(keys[0]))
-
-/* ---- a fixed-seed generator (splitmix64), the same on every libc ---- */
-
-static uint64_t rng_state;
-
-static uint64_t
-rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static size_t
-rnd(size_t n)
-{
-	return (size_t)(rng() % n);
-}
 
 /* ---- building requests ---- */
 

@@ -28,26 +28,7 @@
 
 #include "checkpoint.h"
 #include "journal.h"
-
-/* ---- a fixed-seed generator (splitmix64) ---- */
-
-static uint64_t rng_state;
-
-static uint64_t
-rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static size_t
-rnd(size_t n)
-{
-	return (size_t)(rng() % n);
-}
+#include "testrng.h"
 
 /*
  * States drawn from a small universe, so that two of them share pods and
