@@ -26,6 +26,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "testdir.h"
 #include "testrng.h"
 
 static void
@@ -1226,41 +1227,6 @@ test_helpers(void **state)
 
 /* ---- the file ---- */
 
-struct dir {
-	char	path[256];
-	int	fd;
-};
-
-static void
-dir_open(struct dir *d)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(d->path, sizeof(d->path), "%s/enid-ckpt.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	assert_non_null(mkdtemp(d->path));
-	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(d->fd >= 0);
-}
-
-static void
-dir_close(struct dir *d)
-{
-	char cmd[300];
-
-	close(d->fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->path);
-	assert_int_equal(system(cmd), 0);
-}
-
-static bool
-exists(const struct dir *d, const char *name)
-{
-	struct stat st;
-
-	return fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 static char *
 slurp(const struct dir *d, const char *name, size_t *len)
 {
@@ -1303,7 +1269,7 @@ test_write_and_load(void **state)
 	size_t len;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-ckpt");
 	assert_int_equal(checkpoint_load(d.fd, CKPT_FILE, &back, err,
 	    sizeof(err)), 1);
 
@@ -1350,7 +1316,7 @@ test_write_over_stale_temp(void **state)
 	char err[512], target[300];
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-ckpt");
 	put_file(&d, TMPNAME, "half a checkp");
 	assert_int_equal(checkpoint_write(d.fd, CKPT_FILE, "one", 3, err,
 	    sizeof(err)), 0);
@@ -1380,7 +1346,7 @@ test_write_failures_keep_old(void **state)
 	char err[512], big[8192];
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-ckpt");
 	assert_int_equal(checkpoint_write(d.fd, CKPT_FILE, "old", 3, err,
 	    sizeof(err)), 0);
 
@@ -1470,7 +1436,7 @@ test_load_bad_files(void **state)
 	time_t now;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-ckpt");
 
 	/* truncated: half of a good one */
 	text = many(3, 2);
@@ -1569,7 +1535,7 @@ test_load_unreadable_stays(void **state)
 	int status, rc;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-ckpt");
 	text = many(1, 0);
 	put_file(&d, CKPT_FILE, text);
 	free(text);

@@ -35,6 +35,7 @@
 
 #include "checkpoint.h"
 #include "journal.h"
+#include "testdir.h"
 
 #define ROUNDS		200
 #define MAX_DELAY_US	25000	/* kills land within this after the fork */
@@ -148,67 +149,77 @@ has_corrupt(const char *path)
 	return found;
 }
 
+/*
+ * One round: a child runs run(dirfd, first, report), reporting each
+ * generation it made durable; once it has reported the first, it is
+ * killed at a moment drawn from *seed (xorshift64: the delays repeat from
+ * run to run).  The last generation it reported.
+ */
+static int64_t
+kill_round(int dirfd, int64_t first, void (*run)(int, int64_t, int),
+    uint64_t *seed, int round)
+{
+	struct timespec ts;
+	struct pollfd pfd;
+	int64_t acked, g;
+	int pipefd[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pipefd[0]);
+		run(dirfd, first, pipefd[1]);
+	}
+	close(pipefd[1]);
+	/* One generation first, so every round moves the files on however
+	 * slow the disk; then the kill comes at a random moment of the
+	 * writes after it. */
+	pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+	if (poll(&pfd, 1, 20000) != 1)
+		fail_msg("round %d: nothing saved in 20 s", round);
+	assert_int_equal(read(pipefd[0], &g, sizeof(g)), sizeof(g));
+	assert_int_equal(g, first);
+	acked = g;
+	*seed ^= *seed << 13;
+	*seed ^= *seed >> 7;
+	*seed ^= *seed << 17;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(*seed % MAX_DELAY_US) * 1000;
+	nanosleep(&ts, NULL);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSIGNALED(status))
+		fail_msg("round %d: the writer ended by itself (status %d)",
+		    round, status);
+	while ((n = read(pipefd[0], &g, sizeof(g))) == sizeof(g))
+		acked = g;
+	assert_int_equal(n, 0);
+	close(pipefd[0]);
+	return acked;
+}
+
 static void
 test_kill_at_random_moments(void **state)
 {
 	struct checkpoint c, want;
-	struct timespec ts;
-	struct pollfd pfd;
 	struct stat st;
-	char path[256], err[512], cmd[300];
-	const char *tmp = getenv("TMPDIR");
-	int64_t last = 0, acked, g;
-	int pipefd[2], dirfd, status, round;
+	struct dir d;
+	char err[512];
+	int64_t last = 0, acked;
+	int round, dirfd;
 	int torn_temp = 0, newer = 0;
 	uint64_t seed = 0x5eed0008c4a5ULL;
-	pid_t pid;
-	ssize_t n;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/enid-crash.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	assert_non_null(mkdtemp(path));
-	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dirfd >= 0);
+	dir_open(&d, "enid-crash");
+	dirfd = d.fd;
 	assert_int_equal(write_generation(dirfd, 0, err, sizeof(err)), 0);
 
 	for (round = 0; round < ROUNDS; round++) {
-		assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(pipefd[0]);
-			writer(dirfd, last + 1, pipefd[1]);
-		}
-		close(pipefd[1]);
-		/* One generation first, so every round moves the file on
-		 * however slow the disk; then the kill comes at a random
-		 * moment of the writes after it. */
-		pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
-		if (poll(&pfd, 1, 20000) != 1)
-			fail_msg("round %d: no checkpoint written in 20 s",
-			    round);
-		assert_int_equal(read(pipefd[0], &g, sizeof(g)), sizeof(g));
-		assert_int_equal(g, last + 1);
-		acked = g;
-		/* xorshift64: the delays repeat from run to run */
-		seed ^= seed << 13;
-		seed ^= seed >> 7;
-		seed ^= seed << 17;
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)(seed % MAX_DELAY_US) * 1000;
-		nanosleep(&ts, NULL);
-		assert_int_equal(kill(pid, SIGKILL), 0);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		if (!WIFSIGNALED(status))
-			fail_msg("round %d: the writer ended by itself "
-			    "(status %d)", round, status);
-
-		while ((n = read(pipefd[0], &g, sizeof(g))) == sizeof(g))
-			acked = g;
-		assert_int_equal(n, 0);
-		close(pipefd[0]);
-
+		acked = kill_round(dirfd, last + 1, writer, &seed, round);
 		if (fstatat(dirfd, ".checkpoint.json.tmp", &st,
 		    AT_SYMLINK_NOFOLLOW) == 0)
 			torn_temp++;
@@ -226,16 +237,13 @@ test_kill_at_random_moments(void **state)
 		last = c.written;
 		checkpoint_free(&want);
 		checkpoint_free(&c);
-		assert_false(has_corrupt(path));
+		assert_false(has_corrupt(d.path));
 	}
 	print_message("%d kills: last generation %lld; %d left a temp file, "
 	    "%d came after the rename but before the report\n", ROUNDS,
 	    (long long)last, torn_temp, newer);
 	assert_true(last >= ROUNDS);
-
-	close(dirfd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	assert_int_equal(system(cmd), 0);
+	dir_close(&d);
 }
 
 /*
@@ -313,53 +321,19 @@ test_store_kill_at_random_moments(void **state)
 {
 	struct ckpt_store s;
 	struct checkpoint c, want;
-	struct timespec ts;
-	struct pollfd pfd;
-	char path[256], err[1024], note[512], cmd[300];
-	const char *tmp = getenv("TMPDIR");
-	int64_t last = 0, acked, g, records = 0;
-	int pipefd[2], dirfd, status, round, newer = 0;
+	struct dir d;
+	char err[1024], note[512];
+	int64_t last = 0, acked, records = 0;
+	int round, dirfd, newer = 0;
 	uint64_t seed = 0x5eed00090001ULL;
-	pid_t pid;
-	ssize_t n;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/enid-crash.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	assert_non_null(mkdtemp(path));
-	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dirfd >= 0);
+	dir_open(&d, "enid-crash");
+	dirfd = d.fd;
 
 	for (round = 0; round < ROUNDS; round++) {
-		assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(pipefd[0]);
-			store_writer(dirfd, last + 1, pipefd[1]);
-		}
-		close(pipefd[1]);
-		pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
-		if (poll(&pfd, 1, 20000) != 1)
-			fail_msg("round %d: nothing saved in 20 s", round);
-		assert_int_equal(read(pipefd[0], &g, sizeof(g)), sizeof(g));
-		assert_int_equal(g, last + 1);
-		acked = g;
-		seed ^= seed << 13;
-		seed ^= seed >> 7;
-		seed ^= seed << 17;
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)(seed % MAX_DELAY_US) * 1000;
-		nanosleep(&ts, NULL);
-		assert_int_equal(kill(pid, SIGKILL), 0);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		if (!WIFSIGNALED(status))
-			fail_msg("round %d: the writer ended by itself "
-			    "(status %d)", round, status);
-		while ((n = read(pipefd[0], &g, sizeof(g))) == sizeof(g))
-			acked = g;
-		assert_int_equal(n, 0);
-		close(pipefd[0]);
+		acked = kill_round(dirfd, last + 1, store_writer, &seed,
+		    round);
 
 		if (ckpt_store_load(&s, dirfd, STORE_JOURNAL, &c, note,
 		    sizeof(note), err, sizeof(err)) != 0)
@@ -379,17 +353,14 @@ test_store_kill_at_random_moments(void **state)
 		last = c.written;
 		checkpoint_free(&want);
 		checkpoint_free(&c);
-		assert_false(has_corrupt(path));
+		assert_false(has_corrupt(d.path));
 	}
 	print_message("%d kills: last state %lld; %lld loads replayed "
 	    "records, %d found a state saved but not reported\n", ROUNDS,
 	    (long long)last, (long long)records, newer);
 	assert_true(last >= ROUNDS);
 	assert_true(records > 0);
-
-	close(dirfd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	assert_int_equal(system(cmd), 0);
+	dir_close(&d);
 }
 
 int

@@ -28,6 +28,7 @@
 
 #include "checkpoint.h"
 #include "journal.h"
+#include "testdir.h"
 #include "testrng.h"
 
 /*
@@ -807,41 +808,6 @@ test_max_generation(void **state)
 
 /* ---- the store on disk ---- */
 
-struct dir {
-	char	path[256];
-	int	fd;
-};
-
-static void
-dir_open(struct dir *d)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(d->path, sizeof(d->path), "%s/enid-journal.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	assert_non_null(mkdtemp(d->path));
-	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(d->fd >= 0);
-}
-
-static void
-dir_close(struct dir *d)
-{
-	char cmd[300];
-
-	close(d->fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->path);
-	assert_int_equal(system(cmd), 0);
-}
-
-static bool
-exists(const struct dir *d, const char *name)
-{
-	struct stat st;
-
-	return fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 /* How many names in d start with prefix; they are removed. */
 static int
 take_aside(const struct dir *d, const char *prefix)
@@ -952,7 +918,7 @@ test_store_save_and_load(void **state)
 	int i;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	/* nothing yet: a first start */
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
 	assert_string_equal(note, "");
@@ -1061,7 +1027,7 @@ test_store_keeps_own_strings(void **state)
 	int i;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
 	rng_state = 0x53;
 	world_random(&w);
@@ -1092,7 +1058,7 @@ test_store_full_journal(void **state)
 	enum ckpt_saved saved;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	assert_int_equal(load(&s, &d, 4096, &c, note, err), 1);
 	rng_state = 0x52;
 	world_random(&w);
@@ -1141,7 +1107,7 @@ test_store_write_failure(void **state)
 	int ro;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
 	rng_state = 0x53;
 	world_random(&w);
@@ -1207,7 +1173,7 @@ test_store_bad_pairs(void **state)
 	uint8_t rec[JOURNAL_HDR_LEN + 16];
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	rng_state = 0x54;
 	world_random(&w);
 
@@ -1304,7 +1270,7 @@ test_store_unreadable_stays(void **state)
 	int status, rc;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
 	rng_state = 0x55;
 	world_random(&w);
@@ -1352,7 +1318,7 @@ test_store_journal_link(void **state)
 	char *victim;
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
 	rng_state = 0x56;
 	world_random(&w);
@@ -1423,7 +1389,7 @@ test_store_stale_journal_renewed(void **state)
 	char note[512], err[1024];
 
 	(void)state;
-	dir_open(&d);
+	dir_open(&d, "enid-journal");
 	rng_state = 0x57;
 	world_random(&other);
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
