@@ -15,8 +15,11 @@
  *
  * Answers that change durable state are held until the checkpoint that
  * records the change is on disk (a journal record, or a new snapshot; see
- * journal.h); ADDs and DELs finishing in one loop turn share one write.  Pod rule requests to netd are limited in number at a
- * time, so netd's queue (and the liveness ping behind it) stays short.
+ * journal.h).  The write waits until the loop finds nothing more ready
+ * (or a few busy turns, LOOP_IDLE_MAX_TURNS), so that ADDs and DELs
+ * finishing together share one.  Pod rule requests to netd are limited in
+ * number at a time, so netd's queue (and the liveness ping behind it)
+ * stays short.
  */
 #include <arpa/inet.h>
 
@@ -292,6 +295,9 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 		jref_reply_ok_text(ref, text, len);
 }
 
+/* A DEL's answer, the most frequent after an ADD's. */
+static const char ok_text[] = "{\"ok\":true}";
+
 static struct json_object *
 ok_answer(void)
 {
@@ -307,7 +313,9 @@ void
 checkpoint_mark(struct broker *b)
 {
 	b->engine.dirty = true;
-	loop_defer(&b->loop, &b->engine.flush);
+	/* Once the loop has taken in what is already waiting, so that
+	 * requests arriving together share a write (loop.h). */
+	loop_defer_idle(&b->loop, &b->engine.flush);
 }
 
 void
@@ -591,7 +599,7 @@ pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
 	pod_free(p);
 	checkpoint_mark(b);
 	if (del_wanted)
-		durable_reply(b, &del, ok_answer());
+		durable_reply_text(b, &del, ok_text, sizeof(ok_text) - 1);
 	gc_release_done(b, gc);
 	jref_error(&add, code, "%s", why);
 }
@@ -606,7 +614,7 @@ pod_gone(struct pod *p)
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
-	durable_reply(b, &p->del_ref, ok_answer());
+	durable_reply_text(b, &p->del_ref, ok_text, sizeof(ok_text) - 1);
 	gc_release_done(b, gc);
 	pod_free(p);
 	checkpoint_mark(b);
@@ -1045,7 +1053,8 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 		return;
 	}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
-		jref_reply(ref, ok_answer());	/* idempotent */
+		/* idempotent */
+		jref_reply_ok_text(ref, ok_text, sizeof(ok_text) - 1);
 		cni_request_free(&r);
 		return;
 	}

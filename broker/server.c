@@ -243,9 +243,11 @@ client_close(struct jclient *c)
 {
 	struct jserver *s = c->server;
 
-	loop_del_io(&s->broker->loop, &c->io);
+	/* An accepted socket is never duplicated, and the broker forks
+	 * nothing once its children run (they start before the sockets
+	 * open, enid.c): nothing else holds it. */
+	loop_close_io(&s->broker->loop, &c->io);
 	loop_timer_cancel(&s->broker->loop, &c->idle_timer);
-	close(c->io.fd);
 	free(c->out);
 	c->out = NULL;
 	free(c->in);

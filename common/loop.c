@@ -1,7 +1,8 @@
 /*
  * The event loop (see loop.h).  Timers live in an intrusive pairing heap
  * keyed on their deadline; the timerfd is armed for the heap's root.
- * Deferred calls run after each batch of events.  A descriptor removed
+ * Deferred calls run after each batch of events; idle ones once a turn
+ * finds nothing ready, or after a few busy turns.  A descriptor removed
  * while its events are pending in the current batch is dropped from the
  * batch, so callbacks may free the objects of other descriptors.
  */
@@ -43,6 +44,7 @@ loop_init(struct loop *l)
 	memset(l, 0, sizeof(*l));
 	l->sigfd = -1;
 	l->defer_tail = &l->defer_head;
+	l->idle_tail = &l->idle_head;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd == -1)
 		return -1;
@@ -73,6 +75,8 @@ loop_free(struct loop *l)
 	l->ntimers = 0;
 	l->defer_head = NULL;
 	l->defer_tail = &l->defer_head;
+	l->idle_head = NULL;
+	l->idle_tail = &l->idle_head;
 }
 
 int
@@ -105,15 +109,35 @@ loop_mod_io(struct loop *l, struct loop_io *io, uint32_t events)
 	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev);
 }
 
-void
-loop_del_io(struct loop *l, struct loop_io *io)
+/* Events of io still pending in the current batch are dropped. */
+static void
+loop_forget_io(struct loop *l, struct loop_io *io)
 {
 	int i;
 
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	for (i = l->cur; i < l->nevs; i++)
 		if (l->evs[i].data.ptr == io)
 			l->evs[i].data.ptr = NULL;
+}
+
+void
+loop_del_io(struct loop *l, struct loop_io *io)
+{
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	loop_forget_io(l, io);
+}
+
+/*
+ * The kernel takes a file out of every epoll set when its last reference
+ * goes, so closing a descriptor nothing else refers to is enough: one
+ * epoll_ctl fewer for each connection the broker's sockets take.
+ */
+void
+loop_close_io(struct loop *l, struct loop_io *io)
+{
+	close(io->fd);
+	io->fd = -1;
+	loop_forget_io(l, io);
 }
 
 /* ---- timers ---- */
@@ -321,20 +345,35 @@ loop_defer(struct loop *l, struct loop_defer *d)
 }
 
 void
+loop_defer_idle(struct loop *l, struct loop_defer *d)
+{
+	if (d->queued)
+		return;
+	d->queued = true;
+	d->idle = true;
+	d->next = NULL;
+	*l->idle_tail = d;
+	l->idle_tail = &d->next;
+}
+
+void
 loop_defer_cancel(struct loop *l, struct loop_defer *d)
 {
-	struct loop_defer **pp;
+	struct loop_defer **pp, ***tail;
 
 	if (!d->queued)
 		return;
-	for (pp = &l->defer_head; *pp != NULL; pp = &(*pp)->next)
+	pp = d->idle ? &l->idle_head : &l->defer_head;
+	tail = d->idle ? &l->idle_tail : &l->defer_tail;
+	for (; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == d) {
 			*pp = d->next;
-			if (l->defer_tail == &d->next)
-				l->defer_tail = pp;
+			if (*tail == &d->next)
+				*tail = pp;
 			break;
 		}
 	d->queued = false;
+	d->idle = false;
 	d->next = NULL;
 }
 
@@ -357,6 +396,24 @@ loop_run_deferred(struct loop *l)
 		if (l->stopping)
 			break;
 	}
+}
+
+/* The idle calls join the deferred ones, in order, and run. */
+static void
+loop_run_idle(struct loop *l)
+{
+	struct loop_defer *d;
+
+	l->idle_turns = 0;
+	if (l->idle_head == NULL)
+		return;
+	for (d = l->idle_head; d != NULL; d = d->next)
+		d->idle = false;
+	*l->defer_tail = l->idle_head;
+	l->defer_tail = l->idle_tail;
+	l->idle_head = NULL;
+	l->idle_tail = &l->idle_head;
+	loop_run_deferred(l);
 }
 
 /* ---- signals ---- */
@@ -422,10 +479,14 @@ loop_run_once(struct loop *l, int timeout_ms)
 	if (l->stopping)
 		return 0;
 	n = epoll_wait(l->epfd, l->evs, LOOP_MAX_EVENTS,
-	    l->defer_head != NULL ? 0 : timeout_ms);
+	    l->defer_head != NULL || l->idle_head != NULL ? 0 : timeout_ms);
 	if (n == -1)
 		return errno == EINTR ? 0 : -1;
 	l->now = now_ms();
+	if (n == 0) {
+		loop_run_idle(l);	/* nothing more is coming now */
+		return 0;
+	}
 	l->nevs = n;
 	for (l->cur = 0; l->cur < l->nevs; l->cur++) {
 		struct loop_io *io = l->evs[l->cur].data.ptr;
@@ -439,6 +500,9 @@ loop_run_once(struct loop *l, int timeout_ms)
 	l->nevs = l->cur = 0;
 	if (!l->stopping)
 		loop_run_deferred(l);
+	if (!l->stopping && l->idle_head != NULL &&
+	    ++l->idle_turns >= LOOP_IDLE_MAX_TURNS)
+		loop_run_idle(l);
 	return n;
 }
 
