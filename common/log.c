@@ -150,9 +150,11 @@ vlog(enum log_level level, int saved_errno, const char *tag,
 	msg = line + off;
 	n = snprintf(msg, LOG_MSG_MAX, "%s", tag ? tag : "");
 	end = n < 0 ? 0 : (size_t)n;
-	n = vsnprintf(msg + end, LOG_MSG_MAX - end, fmt, ap);
-	if (n >= 0)
-		end += (size_t)n;
+	if (end < LOG_MSG_MAX) {
+		n = vsnprintf(msg + end, LOG_MSG_MAX - end, fmt, ap);
+		if (n >= 0)
+			end += (size_t)n;
+	}
 	if (end < LOG_MSG_MAX && saved_errno != 0) {
 		n = snprintf(msg + end, LOG_MSG_MAX - end, ": %s",
 		    strerror(saved_errno));
