@@ -15,11 +15,9 @@
  *
  * Answers that change durable state are held until the checkpoint that
  * records the change is on disk (a journal record, or a new snapshot; see
- * journal.h).  The write waits until the loop finds nothing more ready
- * (or a few busy turns, LOOP_IDLE_MAX_TURNS), so that ADDs and DELs
- * finishing together share one.  Pod rule requests to netd are limited in
- * number at a time, so netd's queue (and the liveness ping behind it)
- * stays short.
+ * journal.h); ADDs and DELs finishing in one loop turn share one write.
+ * Pod rule requests to netd are limited in number at a time, so netd's
+ * queue (and the liveness ping behind it) stays short.
  */
 #include <arpa/inet.h>
 
@@ -313,9 +311,7 @@ void
 checkpoint_mark(struct broker *b)
 {
 	b->engine.dirty = true;
-	/* Once the loop has taken in what is already waiting, so that
-	 * requests arriving together share a write (loop.h). */
-	loop_defer_idle(&b->loop, &b->engine.flush);
+	loop_defer(&b->loop, &b->engine.flush);
 }
 
 void

@@ -1,8 +1,7 @@
 /*
  * The event loop (see loop.h).  Timers live in an intrusive pairing heap
  * keyed on their deadline; the timerfd is armed for the heap's root.
- * Deferred calls run after each batch of events; idle ones once a turn
- * finds nothing ready, or after a few busy turns.  A descriptor removed
+ * Deferred calls run after each batch of events.  A descriptor removed
  * while its events are pending in the current batch is dropped from the
  * batch, so callbacks may free the objects of other descriptors.
  */
@@ -44,7 +43,6 @@ loop_init(struct loop *l)
 	memset(l, 0, sizeof(*l));
 	l->sigfd = -1;
 	l->defer_tail = &l->defer_head;
-	l->idle_tail = &l->idle_head;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd == -1)
 		return -1;
@@ -75,8 +73,6 @@ loop_free(struct loop *l)
 	l->ntimers = 0;
 	l->defer_head = NULL;
 	l->defer_tail = &l->defer_head;
-	l->idle_head = NULL;
-	l->idle_tail = &l->idle_head;
 }
 
 int
@@ -345,35 +341,20 @@ loop_defer(struct loop *l, struct loop_defer *d)
 }
 
 void
-loop_defer_idle(struct loop *l, struct loop_defer *d)
-{
-	if (d->queued)
-		return;
-	d->queued = true;
-	d->idle = true;
-	d->next = NULL;
-	*l->idle_tail = d;
-	l->idle_tail = &d->next;
-}
-
-void
 loop_defer_cancel(struct loop *l, struct loop_defer *d)
 {
-	struct loop_defer **pp, ***tail;
+	struct loop_defer **pp;
 
 	if (!d->queued)
 		return;
-	pp = d->idle ? &l->idle_head : &l->defer_head;
-	tail = d->idle ? &l->idle_tail : &l->defer_tail;
-	for (; *pp != NULL; pp = &(*pp)->next)
+	for (pp = &l->defer_head; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == d) {
 			*pp = d->next;
-			if (*tail == &d->next)
-				*tail = pp;
+			if (l->defer_tail == &d->next)
+				l->defer_tail = pp;
 			break;
 		}
 	d->queued = false;
-	d->idle = false;
 	d->next = NULL;
 }
 
@@ -396,24 +377,6 @@ loop_run_deferred(struct loop *l)
 		if (l->stopping)
 			break;
 	}
-}
-
-/* The idle calls join the deferred ones, in order, and run. */
-static void
-loop_run_idle(struct loop *l)
-{
-	struct loop_defer *d;
-
-	l->idle_turns = 0;
-	if (l->idle_head == NULL)
-		return;
-	for (d = l->idle_head; d != NULL; d = d->next)
-		d->idle = false;
-	*l->defer_tail = l->idle_head;
-	l->defer_tail = l->idle_tail;
-	l->idle_head = NULL;
-	l->idle_tail = &l->idle_head;
-	loop_run_deferred(l);
 }
 
 /* ---- signals ---- */
@@ -479,14 +442,10 @@ loop_run_once(struct loop *l, int timeout_ms)
 	if (l->stopping)
 		return 0;
 	n = epoll_wait(l->epfd, l->evs, LOOP_MAX_EVENTS,
-	    l->defer_head != NULL || l->idle_head != NULL ? 0 : timeout_ms);
+	    l->defer_head != NULL ? 0 : timeout_ms);
 	if (n == -1)
 		return errno == EINTR ? 0 : -1;
 	l->now = now_ms();
-	if (n == 0) {
-		loop_run_idle(l);	/* nothing more is coming now */
-		return 0;
-	}
 	l->nevs = n;
 	for (l->cur = 0; l->cur < l->nevs; l->cur++) {
 		struct loop_io *io = l->evs[l->cur].data.ptr;
@@ -500,9 +459,6 @@ loop_run_once(struct loop *l, int timeout_ms)
 	l->nevs = l->cur = 0;
 	if (!l->stopping)
 		loop_run_deferred(l);
-	if (!l->stopping && l->idle_head != NULL &&
-	    ++l->idle_turns >= LOOP_IDLE_MAX_TURNS)
-		loop_run_idle(l);
 	return n;
 }
 

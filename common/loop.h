@@ -44,13 +44,11 @@ struct loop_timer {
 };
 
 /* A call to make once the current batch of events is handled, before the
- * loop sleeps again; or, queued with loop_defer_idle, once the loop finds
- * nothing more ready (e.g. one checkpoint write for many requests). */
+ * loop sleeps again (e.g. one checkpoint write for many requests). */
 struct loop_defer;
 typedef void (*loop_defer_cb)(struct loop *, struct loop_defer *);
 struct loop_defer {
 	bool		 queued;
-	bool		 idle;		/* on the idle list */
 	struct loop_defer *next;
 	loop_defer_cb	 cb;
 	void		*arg;
@@ -58,8 +56,6 @@ struct loop_defer {
 
 #define LOOP_MAX_EVENTS		64
 #define LOOP_MAX_SIGNALS	8
-/* Busy turns an idle deferred call waits at most. */
-#define LOOP_IDLE_MAX_TURNS	4
 
 struct loop {
 	int			 epfd;
@@ -72,8 +68,6 @@ struct loop {
 	size_t			 ntimers;
 	uint64_t		 timer_seq;
 	struct loop_defer	*defer_head, **defer_tail;
-	struct loop_defer	*idle_head, **idle_tail;
-	int			 idle_turns;	/* busy turns it waited */
 	uint64_t		 armed;		/* deadline in the timerfd */
 	struct epoll_event	 evs[LOOP_MAX_EVENTS];
 	int			 nevs, cur;
@@ -113,11 +107,6 @@ static inline bool loop_timer_armed(const struct loop_timer *t)
 void	loop_defer_init(struct loop_defer *d, loop_defer_cb cb, void *arg);
 /* Queue d (once; queuing it again before it runs is a no-op). */
 void	loop_defer(struct loop *l, struct loop_defer *d);
-/* Queue d to run when a turn finds no event ready, or after at most
- * LOOP_IDLE_MAX_TURNS turns that did: work that gains from taking in
- * whatever else is already waiting (a durable write shared by the
- * requests that came meanwhile), with a bounded delay. */
-void	loop_defer_idle(struct loop *l, struct loop_defer *d);
 void	loop_defer_cancel(struct loop *l, struct loop_defer *d);
 
 /* Block signo and deliver it through the loop.  Call before loop_run. */

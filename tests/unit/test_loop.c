@@ -338,75 +338,6 @@ test_defer(void **state)
 	loop_free(&l);
 }
 
-static void
-idle_cb(struct loop *l, struct loop_defer *d)
-{
-	int *runs = d->arg;
-
-	(void)l;
-	(*runs)++;
-}
-
-static void
-pipe_cb(struct loop *l, struct loop_io *io, uint32_t ev)
-{
-	(void)l;
-	(void)io;
-	(void)ev;
-}
-
-/* An idle call waits while events keep coming, at most
- * LOOP_IDLE_MAX_TURNS turns; with nothing ready it runs at once. */
-static void
-test_defer_idle(void **state)
-{
-	struct loop l;
-	struct loop_defer d, e;
-	struct loop_io io;
-	int fds[2], runs = 0, eruns = 0, i;
-
-	(void)state;
-	assert_int_equal(loop_init(&l), 0);
-	loop_defer_init(&d, idle_cb, &runs);
-	loop_defer_init(&e, idle_cb, &eruns);
-
-	/* Nothing ready: the first turn runs it. */
-	loop_defer_idle(&l, &d);
-	loop_defer_idle(&l, &d);	/* already queued */
-	assert_true(d.queued);
-	loop_run_once(&l, 1000);
-	assert_int_equal(runs, 1);
-	assert_false(d.queued);
-
-	/* A descriptor always ready: busy turns, then it runs anyway. */
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(write(fds[1], "x", 1), 1);
-	assert_int_equal(loop_add_io(&l, &io, fds[0], EPOLLIN, pipe_cb, NULL),
-	    0);
-	loop_defer_idle(&l, &d);
-	for (i = 1; i < LOOP_IDLE_MAX_TURNS; i++) {
-		loop_run_once(&l, 1000);
-		assert_int_equal(runs, 1);
-	}
-	loop_run_once(&l, 1000);
-	assert_int_equal(runs, 2);
-
-	/* Cancelled while waiting: never runs; the others still do. */
-	loop_defer_idle(&l, &e);
-	loop_defer_idle(&l, &d);
-	loop_defer_cancel(&l, &e);
-	assert_false(e.queued);
-	for (i = 0; i < LOOP_IDLE_MAX_TURNS; i++)
-		loop_run_once(&l, 1000);
-	assert_int_equal(eruns, 0);
-	assert_int_equal(runs, 3);
-
-	loop_del_io(&l, &io);
-	close(fds[0]);
-	close(fds[1]);
-	loop_free(&l);
-}
-
 struct io_pair {
 	struct loop_io	 io[2];
 	int		 fds[2][2];
@@ -461,7 +392,6 @@ main(void)
 		cmocka_unit_test(test_many_timers),
 		cmocka_unit_test(test_heap_randomized),
 		cmocka_unit_test(test_defer),
-		cmocka_unit_test(test_defer_idle),
 		cmocka_unit_test(test_signal_stops_loop),
 		cmocka_unit_test(test_io_removed_mid_batch),
 	};
