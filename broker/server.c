@@ -50,6 +50,9 @@
 #define JSERVER_MAX_GROUPS	64
 #define JSERVER_ACCEPT_BUDGET	64	/* connections taken per wakeup */
 #define JSERVER_IN_KEEP		4096	/* input buffer kept between lines */
+/* A connection's first input buffer: a CNI request fits, and the
+ * allocator serves this size from its per-thread cache. */
+#define JSERVER_IN_FIRST	1024
 
 struct jclient {
 	struct jserver		*server;
@@ -639,7 +642,7 @@ client_take_lines(struct jclient *c)
 static int
 client_grow(struct jclient *c)
 {
-	size_t size = c->insize ? c->insize * 2 : JSERVER_IN_KEEP;
+	size_t size = c->insize ? c->insize * 2 : JSERVER_IN_FIRST;
 	char *p;
 
 	if (size > c->server->linemax + 1)
