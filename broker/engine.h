@@ -147,7 +147,9 @@ struct pod {
 struct durable_reply {
 	TAILQ_ENTRY(durable_reply) entry;
 	struct jref		 ref;
-	struct json_object	*answer;
+	struct json_object	*answer;	/* or, when NULL, text */
+	size_t			 textlen;
+	char			 text[];	/* an ok answer, formatted */
 };
 
 /* An ADD waiting for the pool to grow, at most add_timeout. */

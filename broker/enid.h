@@ -106,9 +106,10 @@ struct jop {
 };
 
 /* Told of every answer to an op, once, as it is given (even when its
- * client has left): the metrics' outcomes and latencies. */
+ * client has left): the metrics' outcomes and latencies.  code is "ok" or
+ * the answer's error code. */
 typedef void (*jobserve_fn)(struct broker *, const struct jref *,
-    struct json_object *answer);
+    const char *code);
 
 enum instance_state {
 	INSTANCE_UNKNOWN = 0,
@@ -221,6 +222,10 @@ void	jserver_counters(const struct jserver *s, size_t *clients,
 void	jserver_observe(struct jserver *s, jobserve_fn fn);
 /* Answer r (takes o's reference); a stale r drops it. */
 void	jref_reply(struct jref *r, struct json_object *o);
+/* Answer r with text, one JSON object with "ok": true and no newline,
+ * formatted by the caller (the hot path's answers); text is copied as
+ * needed. */
+void	jref_reply_ok_text(struct jref *r, const char *text, size_t len);
 void	jref_error(struct jref *r, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* A malformed request: "bad-request", and the connection is closed. */
@@ -243,7 +248,7 @@ void	metrics_start(struct broker *b);
 /* Answer r with the metrics, once enid-cloudd's counters are in. */
 void	metrics_request(struct broker *b, struct jref *r);
 void	metrics_cni_answer(struct broker *b, const struct jref *r,
-	    struct json_object *answer);
+	    const char *code);
 /* A find-link request ended: m its answer, NULL if none came. */
 void	metrics_link_wait(struct broker *b, const struct msg *m, uint64_t us);
 

@@ -54,24 +54,14 @@ static const char *const link_result_names[LINK_RESULT_COUNT] = {
 /* ---- recording ---- */
 
 void
-metrics_cni_answer(struct broker *b, const struct jref *r,
-    struct json_object *answer)
+metrics_cni_answer(struct broker *b, const struct jref *r, const char *code)
 {
 	struct metrics *m = &b->metrics;
-	struct json_object *v;
-	const char *code = "ok";
 	struct cni_series *s = NULL;
 	uint32_t i;
 
 	if (r->op == NULL)
 		return;
-	if (!json_object_object_get_ex(answer, "ok", &v) ||
-	    !json_object_get_boolean(v)) {
-		code = "unknown";
-		if (json_object_object_get_ex(answer, "code", &v) &&
-		    json_object_is_type(v, json_type_string))
-			code = json_object_get_string(v);
-	}
 	for (i = 0; i < m->ncni; i++)
 		if (m->cni[i].op == r->op &&
 		    strncmp(m->cni[i].code, code, METRICS_CODE_LEN - 1) == 0) {

@@ -51,6 +51,9 @@
 #define JSERVER_ACCEPT_BUDGET	64	/* connections taken per wakeup */
 #define JSERVER_IN_KEEP		4096	/* input buffer kept between lines */
 #define JSERVER_BIG		(64 * 1024) /* answers: trim the heap after */
+/* A connection's first input buffer: a CNI request fits, and the
+ * allocator serves this size from its per-thread cache. */
+#define JSERVER_IN_FIRST	1024
 
 struct jclient {
 	struct jserver		*server;
@@ -84,6 +87,7 @@ struct jserver {
 	size_t			 maxclients, nclients;
 	size_t			 linemax;	/* a request line, without '\n' */
 	struct jclient		*clients;
+	struct json_tokener	*tok;		/* reset for each line */
 	uint64_t		 refused, bad_requests;
 	jobserve_fn		 observe;
 };
@@ -149,11 +153,15 @@ jserver_open(const char *path, const char *what, bool root_only,
 	}
 	strcpy(sun.sun_path, path);
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->clients = calloc(maxclients, sizeof(*s->clients))) == NULL) {
+	    (s->clients = calloc(maxclients, sizeof(*s->clients))) == NULL ||
+	    (s->tok = json_tokener_new()) == NULL) {
+		if (s != NULL)
+			free(s->clients);
 		free(s);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
+	json_tokener_set_flags(s->tok, JSON_TOKENER_STRICT);
 	strcpy(s->path, path);
 	s->what = what;
 	s->root_only = root_only;
@@ -207,6 +215,7 @@ fail_unlink:
 fail_fd:
 	close(s->fd);
 fail:
+	json_tokener_free(s->tok);
 	free(s->clients);
 	free(s);
 	return NULL;
@@ -239,9 +248,11 @@ client_close(struct jclient *c)
 {
 	struct jserver *s = c->server;
 
-	loop_del_io(&s->broker->loop, &c->io);
+	/* An accepted socket is never duplicated, and the broker forks
+	 * nothing once its children run (they start before the sockets
+	 * open, enid.c): nothing else holds it. */
+	loop_close_io(&s->broker->loop, &c->io);
 	loop_timer_cancel(&s->broker->loop, &c->idle_timer);
-	close(c->io.fd);
 	free(c->out);
 	c->out = NULL;
 	free(c->in);
@@ -262,9 +273,17 @@ client_close(struct jclient *c)
 		jserver_set_accepting(s, true);
 }
 
-/* What to watch: room for pending output, and nothing else until it is
+/*
+ * What to watch: room for pending output, and nothing else until it is
  * sent; while a request is answered, only a hang-up; otherwise the next
- * request. */
+ * request or a hang-up.  A client that is answered leaves EPOLLIN on
+ * (fewer epoll_ctl calls: a client sends nothing while it waits for its
+ * answer): client_cb takes EPOLLIN off only if input does come, since
+ * while busy it would not be read and would wake the loop again and
+ * again.
+ */
+#define CLIENT_EV_READ		(EPOLLIN | EPOLLRDHUP)
+
 static void
 client_watch(struct jclient *c)
 {
@@ -273,9 +292,10 @@ client_watch(struct jclient *c)
 	if (c->outoff < c->outlen)
 		ev = EPOLLOUT;
 	else if (c->busy)
-		ev = EPOLLRDHUP;
+		ev = c->io.events == CLIENT_EV_READ ? CLIENT_EV_READ :
+		    EPOLLRDHUP;
 	else
-		ev = EPOLLIN;
+		ev = CLIENT_EV_READ;
 	loop_mod_io(&c->server->broker->loop, &c->io, ev);
 }
 
@@ -319,12 +339,18 @@ client_flush(struct jclient *c)
 
 static void	client_take_lines(struct jclient *c);
 
+/*
+ * Send an answer line: text (len bytes, no newline) and its newline.  With
+ * nothing queued before it, straight from text in one sendmsg; what the
+ * socket does not take is queued and sent as it drains.
+ */
 static void
-client_reply(struct jclient *c, struct json_object *o)
+client_reply_text(struct jclient *c, const char *text, size_t len)
 {
-	const char *str = json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t len = strlen(str);
+	struct iovec iov[2];
+	struct msghdr mh;
+	size_t sent = 0;
+	ssize_t n;
 	char *p;
 
 	c->busy = false;
@@ -332,24 +358,74 @@ client_reply(struct jclient *c, struct json_object *o)
 		c->big = true;
 	loop_timer_after(&c->server->broker->loop, &c->idle_timer,
 	    JSERVER_IDLE_MS);
-	if (c->outlen + len + 1 > JSERVER_OUT_MAX ||
-	    (p = realloc(c->out, c->outlen + len + 1)) == NULL) {
+	if (c->outlen + len + 1 > JSERVER_OUT_MAX) {
 		log_warnx("%s: client pid %d: answer of %zu bytes dropped; "
 		    "closing", c->server->what, (int)c->pid, len);
-		json_object_put(o);
 		client_close(c);
 		return;
 	}
-	c->out = p;
-	memcpy(c->out + c->outlen, str, len);
-	c->out[c->outlen + len] = '\n';
-	c->outlen += len + 1;
-	json_object_put(o);
+	if (c->outlen == 0) {
+		memset(&mh, 0, sizeof(mh));
+		iov[0].iov_base = (char *)text;
+		iov[0].iov_len = len;
+		iov[1].iov_base = "\n";
+		iov[1].iov_len = 1;
+		mh.msg_iov = iov;
+		mh.msg_iovlen = 2;
+		n = sendmsg(c->io.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == -1 && errno != EAGAIN && errno != EINTR) {
+			client_close(c);
+			return;
+		}
+		sent = n > 0 ? (size_t)n : 0;
+	}
+	if (sent < len + 1) {
+		size_t rest = len + 1 - sent;
+
+		if ((p = realloc(c->out, c->outlen + rest)) == NULL) {
+			log_warnx("%s: client pid %d: answer of %zu bytes "
+			    "dropped; closing", c->server->what, (int)c->pid,
+			    len);
+			client_close(c);
+			return;
+		}
+		c->out = p;
+		if (sent < len) {
+			memcpy(c->out + c->outlen, text + sent, len - sent);
+			c->outlen += len - sent;
+		}
+		c->out[c->outlen++] = '\n';
+	}
 	client_flush(c);
 	/* An answer given later: take the next request, if one came with
 	 * this one (an answer given at once returns to the taking loop). */
 	if (c->used && !c->closing && !c->taking)
 		client_take_lines(c);
+}
+
+static void
+client_reply(struct jclient *c, struct json_object *o)
+{
+	const char *str = json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	client_reply_text(c, str, strlen(str));
+	json_object_put(o);
+}
+
+/* What the observer is told of an answer: "ok", or its error's code. */
+static const char *
+answer_code(struct json_object *o)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, "ok", &v) &&
+	    json_object_get_boolean(v))
+		return "ok";
+	if (json_object_object_get_ex(o, "code", &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return "unknown";
 }
 
 static struct jclient *
@@ -377,13 +453,25 @@ jref_reply(struct jref *r, struct json_object *o)
 	struct jclient *c = jref_client(r);
 
 	if (r->server != NULL && r->server->observe != NULL)
-		r->server->observe(r->server->broker, r, o);
+		r->server->observe(r->server->broker, r, answer_code(o));
 	r->server = NULL;
 	if (c == NULL) {
 		json_object_put(o);	/* the client left; nobody to tell */
 		return;
 	}
 	client_reply(c, o);
+}
+
+void
+jref_reply_ok_text(struct jref *r, const char *text, size_t len)
+{
+	struct jclient *c = jref_client(r);
+
+	if (r->server != NULL && r->server->observe != NULL)
+		r->server->observe(r->server->broker, r, "ok");
+	r->server = NULL;
+	if (c != NULL)
+		client_reply_text(c, text, len);
 }
 
 struct json_object *
@@ -427,7 +515,7 @@ jref_bad(struct jref *r, const char *fmt, ...)
 	va_end(ap);
 	o = jerror_new("bad-request", "%s", msg);
 	if (r->server != NULL && r->server->observe != NULL)
-		r->server->observe(r->server->broker, r, o);
+		r->server->observe(r->server->broker, r, "bad-request");
 	r->server = NULL;
 	if (c == NULL) {
 		json_object_put(o);
@@ -464,27 +552,24 @@ client_bad(struct jclient *c, const char *fmt, ...)
 static void
 client_line(struct jclient *c, const char *line, size_t len)
 {
-	struct json_tokener *tok;
+	struct json_tokener *tok = c->server->tok;
 	struct json_object *req, *op;
 	const struct jop *o;
 	const char *name;
 	struct jref ref;
 	char shown[65];
 
-	if ((tok = json_tokener_new()) == NULL) {
-		client_bad(c, "out of memory");
-		return;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	/* The server's one tokener: a line is parsed whole before its op
+	 * runs, so an op answering another client, whose next line is then
+	 * taken, cannot find it in use. */
+	json_tokener_reset(tok);
 	req = json_tokener_parse_ex(tok, line, (int)len);
 	if (req == NULL || json_tokener_get_error(tok) != json_tokener_success
 	    || json_tokener_get_parse_end(tok) != len) {
-		json_tokener_free(tok);
 		json_object_put(req);
 		client_bad(c, "invalid JSON");
 		return;
 	}
-	json_tokener_free(tok);
 	if (!json_object_is_type(req, json_type_object)) {
 		json_object_put(req);
 		client_bad(c, "request must be a JSON object");
@@ -564,7 +649,7 @@ client_take_lines(struct jclient *c)
 static int
 client_grow(struct jclient *c)
 {
-	size_t size = c->insize ? c->insize * 2 : JSERVER_IN_KEEP;
+	size_t size = c->insize ? c->insize * 2 : JSERVER_IN_FIRST;
 	char *p;
 
 	if (size > c->server->linemax + 1)
@@ -582,7 +667,6 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	struct jclient *c = io->arg;
 	ssize_t n;
 
-	(void)l;
 	if (events & EPOLLOUT) {
 		client_flush(c);
 		/* All sent: the next request, if one came meanwhile. */
@@ -593,6 +677,9 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	if (c->busy || c->outlen > 0) {
 		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 			client_close(c);	/* its jref goes stale */
+		else if (events & EPOLLIN)
+			/* Input before its answer: read later. */
+			loop_mod_io(l, &c->io, EPOLLRDHUP);
 		return;
 	}
 	if (c->closing)
@@ -694,7 +781,7 @@ jserver_accept_one(struct loop *l, struct jserver *s)
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->inlen = c->insize = c->outlen = c->outoff = 0;
-	if (loop_add_io(l, &c->io, fd, EPOLLIN, client_cb, c) == -1) {
+	if (loop_add_io(l, &c->io, fd, CLIENT_EV_READ, client_cb, c) == -1) {
 		log_warn("%s: watching a client", s->what);
 		close(fd);
 		c->used = false;
@@ -753,6 +840,7 @@ jserver_close(struct broker *b, struct jserver *s)
 	loop_del_io(&b->loop, &s->io);
 	close(s->fd);
 	unlink(s->path);
+	json_tokener_free(s->tok);
 	free(s->clients);
 	free(s);
 }

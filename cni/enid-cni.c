@@ -121,6 +121,8 @@ static int
 call_send(struct call *k, const char *path, struct json_object *req)
 {
 	struct sockaddr_un sun;
+	struct iovec iov[2];
+	struct msghdr mh;
 	const char *line;
 	size_t len, off = 0;
 	ssize_t n;
@@ -129,6 +131,11 @@ call_send(struct call *k, const char *path, struct json_object *req)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	/* Formatted first: enid, woken by the connection, finds the line
+	 * right behind it. */
+	line = json_object_to_json_string_ext(req,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	len = strlen(line);
 	if ((k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    connect(k->fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		k->code = CNI_ERR_TRY_AGAIN;
@@ -136,13 +143,20 @@ call_send(struct call *k, const char *path, struct json_object *req)
 		    "is it running?", path, strerror(errno));
 		goto fail;
 	}
-	line = json_object_to_json_string_ext(req,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	len = strlen(line);
+	/*
+	 * The line and its newline in one send: sent apart, the first would
+	 * wake enid for a line it cannot take yet, and the second wake it
+	 * again.
+	 */
 	while (off <= len) {
-		/* The line, then its newline. */
-		n = off < len ? send(k->fd, line + off, len - off,
-		    MSG_NOSIGNAL) : send(k->fd, "\n", 1, MSG_NOSIGNAL);
+		memset(&mh, 0, sizeof(mh));
+		iov[0].iov_base = (char *)line + off;
+		iov[0].iov_len = off < len ? len - off : 0;
+		iov[1].iov_base = "\n";
+		iov[1].iov_len = 1;
+		mh.msg_iov = off < len ? iov : iov + 1;
+		mh.msg_iovlen = off < len ? 2 : 1;
+		n = sendmsg(k->fd, &mh, MSG_NOSIGNAL);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -330,8 +344,9 @@ release(void)
 
 /* ---- the commands ---- */
 
+/* The node's netlink socket and the pod's namespace (the main role). */
 static void
-open_wire(bool pod)
+open_wire(void)
 {
 	char err[256];
 	int rc;
@@ -339,8 +354,6 @@ open_wire(bool pod)
 	if (wire_open(&cni.w, err, sizeof(err)) == -1)
 		cni_fail(CNI_ERR_IO, NULL, "%s", err);
 	cni.wire_open = true;
-	if (!pod)
-		return;
 	if ((rc = wire_open_pod(&cni.w, cni.c.netns, err, sizeof(err))) != 0)
 		cni_fail(rc == WIRE_NS_FAIL ? CNI_ERR_WIRING :
 		    CNI_ERR_INVALID_ENV, NULL, "%s", err);
@@ -369,7 +382,7 @@ cmd_add_main(void)
 	uint32_t ip;
 	int rc;
 
-	open_wire(true);
+	open_wire();
 	cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
 	/*
 	 * One (container id, ifname) has one host end, by its name.  If it
@@ -510,8 +523,7 @@ cmd_add_ipam(void)
 			    &lens[n]) == 0)
 				n++;
 		}
-	open_wire(false);
-	if (wire_source_toward(&cni.w, gw, &src, err, sizeof(err)) == -1) {
+	if (wire_source_toward(gw, &src, err, sizeof(err)) == -1) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
 	}

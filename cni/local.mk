@@ -11,7 +11,13 @@ cnibin_PROGRAMS += cni/enid-cni
 cni_enid_cni_SOURCES = cni/enid-cni.c cni/wire.c cni/wire.h
 cni_enid_cni_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(LIBNL_CFLAGS)
 # Only addr.c of the common library; CNI_NETLIBS is libnl and json-c,
-# archives when configure found them (a shorter start-up).
+# archives when configure found them (a shorter start-up), and with
+# CNI_LDFLAGS (-static-pie) libc's too.
+cni_enid_cni_LDFLAGS = $(AM_LDFLAGS) $(CNI_LDFLAGS)
+if STATIC_PIE_CNI
+cni_enid_cni_SOURCES += cni/nonss.c
+endif
+EXTRA_DIST += cni/nonss.c
 cni_enid_cni_LDADD = cni/libcnilogic.a common/libenidcommon.a $(CNI_NETLIBS)
 
 # The runtime runs a plugin by its type's name; the role follows it.  The

@@ -12,10 +12,12 @@
  * address on the host end, which the pod answers as for any of its own.
  *
  * Every change is a replace, so running the same wiring twice is harmless.
- * The two requests libnl has no object for (a namespace id by file
- * descriptor, a route lookup) are built by hand: one reply, then the ack.
+ * The request libnl has no object for (a namespace id by file descriptor)
+ * is built by hand: one reply, then the ack.  The IPAM role's one question
+ * (the node's source address toward the gateway) needs no netlink at all.
  */
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -243,43 +245,46 @@ wire_peer_in_pod(struct wire *w, const struct wire_link *host, char *err,
 	return nsid != NETNSA_NSID_NOT_ASSIGNED && nsid == host->nsid;
 }
 
-static int
-parse_prefsrc(struct nlmsghdr *h, void *arg)
-{
-	struct nlattr *tb[RTA_MAX + 1];
-
-	if (h->nlmsg_type != RTM_NEWROUTE ||
-	    nlmsg_parse(h, sizeof(struct rtmsg), tb, RTA_MAX, NULL) < 0 ||
-	    tb[RTA_PREFSRC] == NULL || nla_len(tb[RTA_PREFSRC]) != 4)
-		return -NLE_NOATTR;
-	memcpy(arg, nla_data(tb[RTA_PREFSRC]), 4);
-	return 0;
-}
-
+/*
+ * A UDP socket's connect() does the kernel's output route lookup for dst
+ * and takes the source address it picks, as RTM_GETROUTE's RTA_PREFSRC
+ * would report it; it sends nothing.  No netlink socket, no namespace
+ * file: the IPAM role needs nothing else from the kernel.
+ */
 int
-wire_source_toward(struct wire *w, uint32_t dst, uint32_t *src, char *err,
-    size_t errlen)
+wire_source_toward(uint32_t dst, uint32_t *src, char *err, size_t errlen)
 {
-	struct rtmsg rtm = { .rtm_family = AF_INET, .rtm_dst_len = 32 };
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
 	char ip[IP4_STR_LEN];
-	struct nl_msg *m;
-	int rc;
+	const char *why = NULL;
+	int fd, saved;
 
-	if ((m = nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_REQUEST)) == NULL ||
-	    nlmsg_append(m, &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0 ||
-	    nla_put(m, RTA_DST, 4, &dst) < 0) {
-		nlmsg_free(m);
-		snprintf(err, errlen, "netlink: out of memory");
-		return -1;
-	}
 	*src = 0;
-	if ((rc = request_one(w->host, m, parse_prefsrc, src)) < 0 ||
-	    *src == 0) {
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(9);	/* any: nothing is sent */
+	sin.sin_addr.s_addr = dst;
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		why = "socket";
+	else if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+		why = "route lookup";
+	else if (getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		why = "getsockname";
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	if (why == NULL && sin.sin_addr.s_addr == 0) {
+		why = "route lookup";
+		saved = EADDRNOTAVAIL;
+	}
+	if (why != NULL) {
 		ip4_format(dst, ip);
-		snprintf(err, errlen, "the node's source address toward %s: %s",
-		    ip, rc < 0 ? nl_geterror(rc) : "none");
+		snprintf(err, errlen, "the node's source address toward %s: "
+		    "%s: %s", ip, why, strerror(saved));
 		return -1;
 	}
+	*src = sin.sin_addr.s_addr;
 	return 0;
 }
 

@@ -68,8 +68,9 @@ int	wire_check(struct wire *w, const char *host, const char *ifname,
 int	wire_sweep(struct wire *w, const char *prefix,
 	    bool (*keep)(const char *name, void *arg), void *arg,
 	    unsigned *removed, char *err, size_t errlen);
-/* The node's source address toward dst (a route lookup). */
-int	wire_source_toward(struct wire *w, uint32_t dst, uint32_t *src,
-	    char *err, size_t errlen);
+/* The node's source address toward dst (a route lookup); needs no
+ * wire_open. */
+int	wire_source_toward(uint32_t dst, uint32_t *src, char *err,
+	    size_t errlen);
 
 #endif /* ENID_WIRE_H */

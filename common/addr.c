@@ -43,8 +43,15 @@ mac_parse(const char *s, uint8_t mac[6])
 void
 mac_format(const uint8_t mac[6], char buf[MAC_STR_LEN])
 {
-	snprintf(buf, MAC_STR_LEN, "%02x:%02x:%02x:%02x:%02x:%02x",
-	    mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	/* By hand: the broker formats one per ADD answer. */
+	for (i = 0; i < 6; i++) {
+		buf[3 * i] = hex[mac[i] >> 4];
+		buf[3 * i + 1] = hex[mac[i] & 0xf];
+		buf[3 * i + 2] = i < 5 ? ':' : '\0';
+	}
 }
 
 bool
@@ -70,10 +77,20 @@ ip4_parse(const char *s, uint32_t *addr)
 void
 ip4_format(uint32_t addr, char buf[IP4_STR_LEN])
 {
-	struct in_addr in = { .s_addr = addr };
+	const uint8_t *b = (const uint8_t *)&addr;	/* network order */
+	size_t n = 0;
+	int i;
 
-	if (inet_ntop(AF_INET, &in, buf, IP4_STR_LEN) == NULL)
-		snprintf(buf, IP4_STR_LEN, "?");
+	/* By hand, as inet_ntop prints it: the broker formats several per
+	 * ADD (its answer, its log line). */
+	for (i = 0; i < 4; i++) {
+		if (b[i] >= 100)
+			buf[n++] = (char)('0' + b[i] / 100);
+		if (b[i] >= 10)
+			buf[n++] = (char)('0' + b[i] / 10 % 10);
+		buf[n++] = (char)('0' + b[i] % 10);
+		buf[n++] = i < 3 ? '.' : '\0';
+	}
 }
 
 int

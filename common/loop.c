@@ -105,15 +105,35 @@ loop_mod_io(struct loop *l, struct loop_io *io, uint32_t events)
 	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev);
 }
 
-void
-loop_del_io(struct loop *l, struct loop_io *io)
+/* Events of io still pending in the current batch are dropped. */
+static void
+loop_forget_io(struct loop *l, struct loop_io *io)
 {
 	int i;
 
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	for (i = l->cur; i < l->nevs; i++)
 		if (l->evs[i].data.ptr == io)
 			l->evs[i].data.ptr = NULL;
+}
+
+void
+loop_del_io(struct loop *l, struct loop_io *io)
+{
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	loop_forget_io(l, io);
+}
+
+/*
+ * The kernel takes a file out of every epoll set when its last reference
+ * goes, so closing a descriptor nothing else refers to is enough: one
+ * epoll_ctl fewer for each connection the broker's sockets take.
+ */
+void
+loop_close_io(struct loop *l, struct loop_io *io)
+{
+	close(io->fd);
+	io->fd = -1;
+	loop_forget_io(l, io);
 }
 
 /* ---- timers ---- */

@@ -89,6 +89,10 @@ int	loop_add_io(struct loop *l, struct loop_io *io, int fd,
 	    uint32_t events, loop_io_cb cb, void *arg);
 int	loop_mod_io(struct loop *l, struct loop_io *io, uint32_t events);
 void	loop_del_io(struct loop *l, struct loop_io *io);
+/* Stop watching io and close its descriptor, with no epoll_ctl: only for
+ * a descriptor that nothing else shares (no dup, and no process forked
+ * while it was open), whose close takes it out of the epoll set. */
+void	loop_close_io(struct loop *l, struct loop_io *io);
 
 void	loop_timer_init(struct loop_timer *t, loop_timer_cb cb, void *arg);
 /* (Re-)arm t; never fails.  A deadline of 0 means "as soon as possible". */
