@@ -677,8 +677,11 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	if (c->busy || c->outlen > 0) {
 		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 			client_close(c);	/* its jref goes stale */
-		else if (events & EPOLLIN)
-			/* Input before its answer: read later. */
+		else if (c->busy && (events & EPOLLIN))
+			/* Input before its answer: read later.  Not once
+			 * answered: an input event gathered before the answer
+			 * was given must not take the place of EPOLLOUT, or
+			 * what the answer left queued is never sent. */
 			loop_mod_io(l, &c->io, EPOLLRDHUP);
 		return;
 	}

@@ -62,6 +62,17 @@ tests_unit_test_pool_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pool_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
 
+# The broker's JSON-lines server (broker/server.c) over real unix sockets
+# and the real loop, with the test's own ops.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_server
+TESTS += tests/unit/test_server
+tests_unit_test_server_SOURCES = tests/unit/test_server.c broker/server.c
+tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_server_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_server_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+endif
+
 # A mutation check of the edge tests: one-line changes to the code under
 # test, each of which the tests must catch (tests/unit/mutants.py).
 # About a minute; not part of make check.
