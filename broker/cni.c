@@ -549,7 +549,10 @@ netd_slot_free(struct broker *b)
 	struct pod *p;
 
 	en->netd_inflight--;
-	if ((p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
+	/* A queued pod may need no request after all (pod_netd_send): the
+	 * slot goes on to the next, or it would be lost for good. */
+	while (en->netd_inflight < ENGINE_MAX_NETD_INFLIGHT &&
+	    (p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
 		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
@@ -953,6 +956,26 @@ waiters_fail(struct broker *b, uint64_t before, const char *code,
 		log_warnx("pool: %u waiting ADDs answered %s: %s", n, code, why);
 }
 
+/*
+ * A new pod over max_pods is refused as such before a warm address is
+ * taken: netd would refuse its rules anyway, but as "netd", which names
+ * the wrong cause.  Pods being deleted still count: their addresses are
+ * not free yet.
+ */
+static bool
+pods_at_max(const struct broker *b)
+{
+	return b->engine.params.max_pods != 0 &&
+	    b->engine.npods >= b->engine.params.max_pods;
+}
+
+static void
+refuse_max_pods(const struct broker *b, struct jref *ref)
+{
+	jref_error(ref, "max-pods", "max_pods (%u) pods hold addresses",
+	    b->engine.params.max_pods);
+}
+
 void
 pods_serve_waiters(struct broker *b)
 {
@@ -977,6 +1000,11 @@ pods_serve_waiters(struct broker *b)
 			else
 				jref_error(&ref, "busy", "this attachment "
 				    "is being changed; try again");
+			continue;
+		}
+		if (pods_at_max(b)) {
+			ref = waiter_take(b, w);
+			refuse_max_pods(b, &ref);
 			continue;
 		}
 		if ((e = pick_eni(b)) == NULL)
@@ -1036,12 +1064,8 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 		cni_request_free(&r);
 		return;
 	}
-	/* Said here, before a warm address is taken: netd would refuse the
-	 * pod's rules anyway, but as "netd", which names the wrong cause. */
-	if (b->engine.params.max_pods != 0 &&
-	    b->engine.npods >= b->engine.params.max_pods) {
-		jref_error(ref, "max-pods", "max_pods (%u) pods hold addresses",
-		    b->engine.params.max_pods);
+	if (pods_at_max(b)) {
+		refuse_max_pods(b, ref);
 		cni_request_free(&r);
 		return;
 	}

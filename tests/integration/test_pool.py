@@ -457,6 +457,20 @@ def test_restart_restores_more_pods_than_netd_takes_at_once(make_env):
     assert "restoring its rules" not in env.enid.text()
 
 
+def test_waiting_adds_past_max_pods_get_max_pods(make_env):
+    """8 ADDs at once, max_pods 5, the pool growing for them: 5 get
+    addresses, and each of the other 3 is told max-pods, whether the
+    planner or the broker's own count refuses it (never netd's refusal,
+    "netd")."""
+    env = make_env(pool=pool_conf(max_pods=5, warm_eni_target=0,
+                                  warm_ip_target=1))
+    env.start()
+    out = concurrent(env.add, [("mp%d" % i,) for i in range(8)])
+    codes = sorted(a.get("code", "ok") for _, (a, _), _ in out)
+    assert codes == ["max-pods"] * 3 + ["ok"] * 5, codes
+    assert len(env.show("pods")) == 5
+
+
 # ---- 5. drift ----
 
 def test_drift_is_corrected_by_reconcile(make_env):
