@@ -1,6 +1,7 @@
 /*
  * The event loop (see loop.h).  Timers live in an intrusive pairing heap
- * keyed on their deadline; the timerfd is armed for the heap's root.
+ * keyed on their deadline; the timerfd is armed for the heap's root, or
+ * earlier (loop_rearm).
  * Deferred calls run after each batch of events.  A descriptor removed
  * while its events are pending in the current batch is dropped from the
  * batch, so callbacks may free the objects of other descriptors.
@@ -229,26 +230,32 @@ heap_remove(struct loop *l, struct loop_timer *t)
 	l->ntimers--;
 }
 
+/*
+ * Program the timerfd for the heap's root, but only when that is earlier
+ * than what it holds: a root that went (a timer cancelled or moved later,
+ * as a client's idle timer is at each of its requests) leaves the timerfd
+ * early, and its firing finds nothing due and programs it then.  One
+ * early wakeup instead of a timerfd_settime at every cancel: with a timer
+ * or two per request, those were a syscall a request.
+ */
 static void
 loop_rearm(struct loop *l)
 {
 	struct itimerspec its;
 	uint64_t when;
 
-	when = l->root ? l->root->deadline : 0;
-	if (when == l->armed)
+	if (l->root == NULL || (l->armed != 0 && l->root->deadline >= l->armed))
 		return;
+	when = l->root->deadline;
 	memset(&its, 0, sizeof(its));
-	if (when != 0) {
-		/* A zero it_value disarms, so a deadline of 0 means "now". */
-		its.it_value.tv_sec = (time_t)(when / 1000);
-		its.it_value.tv_nsec = (long)(when % 1000) * 1000000;
-		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-			its.it_value.tv_nsec = 1;
-	}
+	/* A zero it_value disarms, so a deadline of 0 means "now". */
+	its.it_value.tv_sec = (time_t)(when / 1000);
+	its.it_value.tv_nsec = (long)(when % 1000) * 1000000;
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
 	/* Cannot fail for a valid timerfd and an in-range value. */
 	timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-	l->armed = when;
+	l->armed = when != 0 ? when : 1;
 }
 
 void

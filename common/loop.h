@@ -68,7 +68,8 @@ struct loop {
 	size_t			 ntimers;
 	uint64_t		 timer_seq;
 	struct loop_defer	*defer_head, **defer_tail;
-	uint64_t		 armed;		/* deadline in the timerfd */
+	uint64_t		 armed;		/* the timerfd's deadline, 0: none;
+					   never after the root's */
 	struct epoll_event	 evs[LOOP_MAX_EVENTS];
 	int			 nevs, cur;
 	struct {

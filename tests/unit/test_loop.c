@@ -104,6 +104,57 @@ test_cancel_and_rearm(void **state)
 	loop_free(&l);
 }
 
+/*
+ * A root that goes (cancelled, or moved later) leaves the timerfd at its
+ * deadline rather than reprogramming it: the early wakeup runs nothing,
+ * programs the timerfd for the new root, and that timer still fires on
+ * time, once.  A root that comes earlier reprograms it at once.
+ */
+static void
+test_root_gone_leaves_timerfd_early(void **state)
+{
+	struct loop l;
+	struct loop_timer a, b, c;
+	uint64_t start;
+	int turns;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(&l), 0);
+	loop_timer_init(&a, record, (void *)1);
+	loop_timer_init(&b, record, (void *)2);
+	loop_timer_init(&c, record, (void *)3);
+	start = now_ms();
+	loop_timer_at(&l, &a, start + 20);
+	assert_int_equal(l.armed, start + 20);
+	loop_timer_cancel(&l, &a);
+	loop_timer_at(&l, &b, start + 60);
+	assert_int_equal(l.armed, start + 20);	/* left early */
+	/* The early wakeup: nothing due, the timerfd now at b's deadline. */
+	for (turns = 0; l.armed == start + 20 && turns < 100; turns++)
+		loop_run_once(&l, 100);
+	assert_int_equal(rec.n, 0);
+	assert_int_equal(l.armed, start + 60);
+	assert_true(now_ms() >= start + 20);
+	/* Earlier than what the timerfd holds: programmed at once. */
+	loop_timer_at(&l, &c, start + 40);
+	assert_int_equal(l.armed, start + 40);
+	for (turns = 0; rec.n < 2 && turns < 100; turns++)
+		loop_run_once(&l, 100);
+	assert_int_equal(rec.n, 2);
+	assert_int_equal(rec.order[0], 3);
+	assert_int_equal(rec.order[1], 2);
+	assert_true(rec.at[0] >= start + 40);
+	assert_true(rec.at[1] >= start + 60);
+	/* Every timer gone: one early wakeup, then the timerfd is idle. */
+	loop_timer_at(&l, &a, now_ms() + 10);
+	loop_timer_cancel(&l, &a);
+	run_for(&l, 30);
+	assert_int_equal(rec.n, 2);
+	assert_int_equal(l.armed, 0);
+	loop_free(&l);
+}
+
 static void
 canceller(struct loop *l, struct loop_timer *t)
 {
@@ -388,6 +439,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timers_fire_in_deadline_order),
 		cmocka_unit_test(test_cancel_and_rearm),
+		cmocka_unit_test(test_root_gone_leaves_timerfd_early),
 		cmocka_unit_test(test_callbacks_arm_and_cancel),
 		cmocka_unit_test(test_many_timers),
 		cmocka_unit_test(test_heap_randomized),
