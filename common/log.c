@@ -167,8 +167,12 @@ vlog(enum log_level level, int saved_errno, const char *tag,
 	if (log_to_stderr) {
 		/* One write per line so the three processes don't
 		 * interleave. */
+		ssize_t w;
+
 		msg[end] = '\n';
-		(void)write(STDERR_FILENO, line, off + end + 1);
+		/* A log that cannot be written has nowhere to say so. */
+		w = write(STDERR_FILENO, line, off + end + 1);
+		(void)w;
 	} else
 		syslog(prio[level], "%s", msg);
 }
