@@ -70,6 +70,7 @@ pods_init(struct broker *b)
 	TAILQ_INIT(&en->netd_queue);
 	TAILQ_INIT(&en->waiters);
 	TAILQ_INIT(&en->durable_wait);
+	TAILQ_INIT(&en->durable_writing);
 }
 
 struct pod *
@@ -458,13 +459,20 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	return 0;
 }
 
+/*
+ * Answer what waited on list for a save: taken aside first, so that an
+ * answer that lets its client's next request in (which may queue an
+ * answer of its own) answers nothing before its own save.
+ */
 static void
-flush_replies(struct broker *b, bool ok, const char *why)
+flush_replies(struct durable_list *list, bool ok, const char *why)
 {
+	struct durable_list now = TAILQ_HEAD_INITIALIZER(now);
 	struct durable_reply *d;
 
-	while ((d = TAILQ_FIRST(&b->engine.durable_wait)) != NULL) {
-		TAILQ_REMOVE(&b->engine.durable_wait, d, entry);
+	TAILQ_CONCAT(&now, list, entry);
+	while ((d = TAILQ_FIRST(&now)) != NULL) {
+		TAILQ_REMOVE(&now, d, entry);
 		if (ok && d->answer == NULL)
 			jref_reply_ok_text(&d->ref, d->text, d->textlen);
 		else if (ok)
@@ -493,39 +501,79 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	char err[512], warn[512];
 
 	(void)l;
-	if (!en->dirty)
+	/* With a record at the writer, what changed since waits for it
+	 * (checkpoint_written) and goes in the next. */
+	if (!en->dirty || en->writing)
 		return;
 	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
 	    !en->store.loaded) {
 		/* Nothing is assigned before the checkpoint is read back. */
-		flush_replies(b, true, NULL);
+		flush_replies(&en->durable_wait, true, NULL);
 		return;
 	}
 	if (checkpoint_build(b, &c) == -1) {
 		en->stats.checkpoint_failures++;
 		log_errorx("checkpoint: out of memory; answers held back");
-		flush_replies(b, false, "out of memory");
+		flush_replies(&en->durable_wait, false, "out of memory");
 		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
 		return;
 	}
-	if (ckpt_store_save(&en->store, en->state_fd, &c, &saved, warn,
-	    sizeof(warn), err, sizeof(err)) == -1) {
+	if (ckpt_store_prepare(&en->store, en->state_fd, &c, &en->write,
+	    &saved, warn, sizeof(warn), err, sizeof(err)) == -1) {
 		en->stats.checkpoint_failures++;
 		log_errorx("checkpoint: %s; the answers waiting for it fail, "
 		    "and it is retried", err);
-		flush_replies(b, false, err);
+		flush_replies(&en->durable_wait, false, err);
 		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
 		return;
 	}
 	if (warn[0] != '\0')
 		log_warnx("checkpoint: %s", warn);
 	en->dirty = false;
+	if (saved == CKPT_SAVED_RECORD) {
+		/* The answers waiting now are the ones this record makes
+		 * true; those that come meanwhile wait for the next. */
+		TAILQ_CONCAT(&en->durable_writing, &en->durable_wait, entry);
+		en->writing = true;
+		if (!writer_submit(&en->write)) {
+			ckpt_record_write(&en->write);
+			checkpoint_written(b);
+		}
+		return;
+	}
 	if (saved != CKPT_SAVED_NOTHING)
 		en->stats.checkpoint_writes++;
 	if (saved == CKPT_SAVED_SNAPSHOT)
 		en->stats.checkpoint_compactions++;
-	flush_replies(b, true, NULL);
+	flush_replies(&en->durable_wait, true, NULL);
 	engine_trim_soon(b);
+}
+
+void
+checkpoint_written(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	char err[512];
+
+	if (!en->writing)
+		return;
+	en->writing = false;
+	if (ckpt_store_finish(&en->store, &en->write, err, sizeof(err)) ==
+	    -1) {
+		en->stats.checkpoint_failures++;
+		log_errorx("checkpoint: %s; the answers waiting for it fail, "
+		    "and it is retried", err);
+		flush_replies(&en->durable_writing, false, err);
+		/* the state it held is not on disk: saved again, whole */
+		en->dirty = true;
+		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
+		return;
+	}
+	en->stats.checkpoint_writes++;
+	flush_replies(&en->durable_writing, true, NULL);
+	engine_trim_soon(b);
+	if (en->dirty)
+		loop_defer(&b->loop, &en->flush);
 }
 
 static void

@@ -151,6 +151,7 @@ struct durable_reply {
 	size_t			 textlen;
 	char			 text[];	/* an ok answer, formatted */
 };
+TAILQ_HEAD(durable_list, durable_reply);
 
 /* An ADD waiting for the pool to grow, at most add_timeout. */
 struct waiter {
@@ -246,7 +247,10 @@ struct engine {
 	struct loop_defer	 flush;
 	struct loop_timer	 flush_retry;
 	struct loop_timer	 trim;		/* engine_trim_soon */
-	TAILQ_HEAD(, durable_reply) durable_wait;
+	struct durable_list	 durable_wait;	/* for the next save */
+	struct durable_list	 durable_writing; /* for the record below */
+	bool			 writing;	/* a record with the writer */
+	struct ckpt_write	 write;
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
 	int64_t			 started_wall;	/* unix s, engine_init */
@@ -306,6 +310,16 @@ void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);
 void	checkpoint_mark(struct broker *b);	/* write before answers */
+/* The writer's record is on disk, or failed: answer what waited for it. */
+void	checkpoint_written(struct broker *b);
+
+/* writer.c: the journal's writer thread.  writer_prepare before the
+ * sandbox, writer_start after it is on (0, or -1: records are written on
+ * the loop); writer_submit hands over a record, false if there is no
+ * thread. */
+void	writer_prepare(void);
+int	writer_start(struct broker *b);
+bool	writer_submit(struct ckpt_write *job);
 void	durable_reply(struct broker *b, struct jref *ref,
 	    struct json_object *answer);
 void	engine_release_addr(struct eni *e, int idx, bool cool);

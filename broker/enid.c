@@ -530,10 +530,14 @@ main(int argc, char *argv[])
 	 * broker may signal besides itself. */
 	kids[0] = b.netd.pid;
 	kids[1] = b.cloudd.pid;
+	writer_prepare();
 	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), kids, 2,
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid");
+	/* After the filter, which it inherits; without it, records are
+	 * written on the loop. */
+	(void)writer_start(&b);
 
 	if (peer_open(&b.netd.peer, &b.loop, b.netd.fd, PEER_BROKER,
 	    PEER_NETD, b.netd.name, broker_dispatch_child, broker_child_gone,

@@ -428,37 +428,32 @@ journal_ready(struct ckpt_store *s, int dirfd, char *err, size_t errlen)
 	return -1;
 }
 
-static int
-journal_append(struct ckpt_store *s, const uint8_t *rec, size_t len,
-    char *err, size_t errlen)
+void
+ckpt_record_write(struct ckpt_write *w)
 {
 	size_t done = 0;
 	ssize_t n;
 	int rc;
 
-	while (done < len) {
-		n = pwrite(s->fd, rec + done, len - done,
-		    (off_t)(s->off + done));
+	w->error = 0;
+	while (done < w->len) {
+		n = pwrite(w->fd, w->rec + done, w->len - done,
+		    (off_t)(w->off + done));
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			snprintf(err, errlen, "%s: writing %zu bytes at offset "
-			    "%zu: %s", CKPT_JOURNAL_FILE, len, s->off,
-			    strerror(errno));
-			return -1;
+			w->error = n == 0 ? EIO : errno;
+			w->synced = false;
+			return;
 		}
 		done += (size_t)n;
 	}
-	while ((rc = fdatasync(s->fd)) == -1 && errno == EINTR)
+	while ((rc = fdatasync(w->fd)) == -1 && errno == EINTR)
 		;
 	if (rc == -1) {
-		snprintf(err, errlen, "%s: syncing the record at offset %zu: "
-		    "%s", CKPT_JOURNAL_FILE, s->off, strerror(errno));
-		return -1;
+		w->error = errno;
+		w->synced = true;	/* written; the sync failed */
 	}
-	return 0;
 }
 
 /* next owns its strings (checkpoint_own, before it was written). */
@@ -471,12 +466,13 @@ keep_durable(struct ckpt_store *s, struct checkpoint *next)
 }
 
 /*
- * One record of what changed since the files' state: 1 written, 0 it
- * does not fit (nothing written), -1 failed (err).
+ * One record of what changed since the files' state, framed in *w for
+ * ckpt_record_write: 1 ready (next moved into w), 2 nothing changed, 0 it
+ * does not fit, -1 failed (err).
  */
 static int
-save_record(struct ckpt_store *s, struct checkpoint *next, char *err,
-    size_t errlen)
+record_prepare(struct ckpt_store *s, struct checkpoint *next,
+    struct ckpt_write *w, char *err, size_t errlen)
 {
 	struct ckpt_diff d;
 	uint8_t *rec;
@@ -505,15 +501,37 @@ save_record(struct ckpt_store *s, struct checkpoint *next, char *err,
 		return 0;
 	}
 	/* next is kept once written: its strings its own first, so that
-	 * nothing can fail after the write */
+	 * nothing can fail after the write (and the pods it borrowed them
+	 * from may change meanwhile) */
 	if (checkpoint_own(next) == -1) {
 		free(rec);
 		snprintf(err, errlen, "%s: out of memory", CKPT_JOURNAL_FILE);
 		return -1;
 	}
 	journal_frame(rec, s->generation, s->seq, len);
-	if (journal_append(s, rec, JOURNAL_HDR_LEN + len, err, errlen) == -1) {
-		free(rec);
+	memset(w, 0, sizeof(*w));
+	w->fd = s->fd;
+	w->rec = rec;
+	w->len = JOURNAL_HDR_LEN + len;
+	w->off = s->off;
+	w->next = *next;
+	memset(next, 0, sizeof(*next));
+	s->writing = true;
+	return 1;
+}
+
+int
+ckpt_store_finish(struct ckpt_store *s, struct ckpt_write *w, char *err,
+    size_t errlen)
+{
+	s->writing = false;
+	free(w->rec);
+	w->rec = NULL;
+	if (w->error != 0) {
+		snprintf(err, errlen, "%s: %s the record at offset %zu: %s",
+		    CKPT_JOURNAL_FILE, w->synced ? "syncing" : "writing",
+		    w->off, strerror(w->error));
+		checkpoint_free(&w->next);
 		/* what the file holds now is unknown: a snapshot next, and
 		 * the journal opened (and checked) again */
 		close(s->fd);
@@ -521,10 +539,10 @@ save_record(struct ckpt_store *s, struct checkpoint *next, char *err,
 		s->compact = true;
 		return -1;
 	}
-	free(rec);
-	s->off += JOURNAL_HDR_LEN + len;
+	s->off += w->len;
 	s->seq++;
-	return 1;
+	keep_durable(s, &w->next);
+	return 0;
 }
 
 static int
@@ -581,17 +599,18 @@ save_snapshot(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 }
 
 int
-ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
-    enum ckpt_saved *saved, char *warn, size_t warnlen, char *err,
-    size_t errlen)
+ckpt_store_prepare(struct ckpt_store *s, int dirfd, struct checkpoint *next,
+    struct ckpt_write *w, enum ckpt_saved *saved, char *warn, size_t warnlen,
+    char *err, size_t errlen)
 {
 	char cause[512];
 	int rc;
 
 	*saved = CKPT_SAVED_NOTHING;
 	warn[0] = '\0';
-	if (!s->loaded) {
-		snprintf(err, errlen, "the checkpoint was not read back yet");
+	if (!s->loaded || s->writing) {
+		snprintf(err, errlen, s->writing ? "a record is being written "
+		    "(bug)" : "the checkpoint was not read back yet");
 		checkpoint_free(next);
 		return -1;
 	}
@@ -607,7 +626,7 @@ ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 			checkpoint_free(next);
 			return -1;
 		}
-		rc = save_record(s, next, err, errlen);
+		rc = record_prepare(s, next, w, err, errlen);
 		if (rc == -1) {
 			checkpoint_free(next);
 			return -1;
@@ -617,7 +636,6 @@ ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 			return 0;
 		}
 		if (rc == 1) {
-			keep_durable(s, next);
 			*saved = CKPT_SAVED_RECORD;
 			return 0;
 		}
@@ -629,6 +647,22 @@ ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 	keep_durable(s, next);
 	*saved = CKPT_SAVED_SNAPSHOT;
 	return 0;
+}
+
+int
+ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
+    enum ckpt_saved *saved, char *warn, size_t warnlen, char *err,
+    size_t errlen)
+{
+	struct ckpt_write w;
+
+	if (ckpt_store_prepare(s, dirfd, next, &w, saved, warn, warnlen, err,
+	    errlen) == -1)
+		return -1;
+	if (*saved != CKPT_SAVED_RECORD)
+		return 0;
+	ckpt_record_write(&w);
+	return ckpt_store_finish(s, &w, err, errlen);
 }
 
 void

@@ -86,6 +86,7 @@ struct ckpt_store {
 	uint64_t		 seq;		/* and has this number */
 	int64_t			 generation;	/* the last snapshot's */
 	bool			 compact;	/* the next save: a snapshot */
+	bool			 writing;	/* between prepare and finish */
 	bool			 renew;		/* a journal not to be trusted */
 	/* sorted, owning its strings: what the files hold */
 	struct checkpoint	 durable;
@@ -128,6 +129,36 @@ enum ckpt_saved {
 int	ckpt_store_save(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 	    enum ckpt_saved *saved, char *warn, size_t warnlen, char *err,
 	    size_t errlen);
+
+/*
+ * The same in three steps, so that the record's write and sync can run
+ * while the broker's loop goes on (another thread): ckpt_store_prepare
+ * does what ckpt_store_save does up to the write, and when a record is
+ * due (*saved CKPT_SAVED_RECORD) fills *w instead of writing it, next
+ * taken into it; a snapshot, or nothing, is done at once as by
+ * ckpt_store_save.  ckpt_record_write writes and syncs w's record and
+ * touches nothing but *w.  ckpt_store_finish then makes w's state the
+ * files' (0), or, when the write or sync failed, says so in err and has
+ * the next save write a snapshot (-1); nothing may be acknowledged on it.
+ * Between prepare and finish no other save may run.
+ */
+struct ckpt_write {
+	int			 fd;
+	uint8_t			*rec;		/* header and payload */
+	size_t			 len;
+	size_t			 off;		/* where it goes */
+	struct checkpoint	 next;		/* the state it makes durable */
+	int			 error;		/* errno; 0: on disk */
+	bool			 synced;	/* with error: the sync failed */
+};
+
+int	ckpt_store_prepare(struct ckpt_store *s, int dirfd,
+	    struct checkpoint *next, struct ckpt_write *w,
+	    enum ckpt_saved *saved, char *warn, size_t warnlen, char *err,
+	    size_t errlen);
+void	ckpt_record_write(struct ckpt_write *w);
+int	ckpt_store_finish(struct ckpt_store *s, struct ckpt_write *w,
+	    char *err, size_t errlen);
 
 void	ckpt_store_close(struct ckpt_store *s);
 

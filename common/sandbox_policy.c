@@ -102,6 +102,16 @@ static const struct sb_rule broker_rules[] = {
 	 * i.e. sysinfo) the first time it sorts more than 1 KiB: the
 	 * checkpoint's uniqueness check does, from about 64 pods */
 	ALLOW("sysinfo"),
+	/* the journal's writer thread (writer.c), started once the filter
+	 * is on: a thread only, never a new process or namespace; clone3
+	 * (whose flags sit in memory seccomp cannot read) is refused so
+	 * glibc falls back to clone */
+	ALLOW_IF("clone", ARG_MASKED(0, CLONE_THREAD_FLAGS |
+	    CLONE_NAMESPACE_FLAGS, CLONE_THREAD_FLAGS)),
+	REFUSE("clone3", ENOSYS),
+	ALLOW("set_robust_list"), ALLOW("rseq"),
+	/* (and what the sanitizers' thread start asks, as in cloudd's) */
+	ALLOW("sched_getaffinity"), ALLOW("sched_yield"),
 };
 
 static const struct sb_rule netd_rules[] = {

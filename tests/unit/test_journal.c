@@ -1134,6 +1134,74 @@ test_store_write_failure(void **state)
 	dir_close(&d);
 }
 
+/*
+ * The three steps the broker takes with its writer thread: prepare
+ * formats the record and takes next, no other save runs until finish, the
+ * files hold the old state until the write, and finish makes the new one
+ * the store's; a write that fails has the next save write a snapshot.
+ */
+static void
+test_store_in_steps(void **state)
+{
+	struct ckpt_store s;
+	struct ckpt_write wr;
+	struct checkpoint c, other;
+	struct world w, before;
+	struct dir d;
+	enum ckpt_saved saved;
+	char note[512], err[1024], warn[512];
+	int ro;
+
+	(void)state;
+	dir_open(&d, "enid-journal");
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	rng_state = 0x54;
+	world_random(&w);
+	assert_int_equal(save(&s, &d, &w, 1), CKPT_SAVED_SNAPSHOT);
+	before = w;
+	world_step(&w);
+	world_checkpoint(&w, 2, &c);
+	assert_int_equal(ckpt_store_prepare(&s, d.fd, &c, &wr, &saved, warn,
+	    sizeof(warn), err, sizeof(err)), 0);
+	assert_int_equal(saved, CKPT_SAVED_RECORD);
+	assert_null(c.pods);			/* taken into wr */
+	assert_true(s.writing);
+	/* another save meanwhile is refused, and frees what it was given */
+	world_checkpoint(&w, 3, &other);
+	assert_int_equal(ckpt_store_prepare(&s, d.fd, &other, &wr, &saved,
+	    warn, sizeof(warn), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "being written"));
+	/* not written yet: the files hold the state before it */
+	expect_loaded(&d, &before, 1, 1, NULL);
+	ckpt_record_write(&wr);
+	assert_int_equal(wr.error, 0);
+	assert_int_equal(ckpt_store_finish(&s, &wr, err, sizeof(err)), 0);
+	assert_false(s.writing);
+	expect_loaded(&d, &w, 2, 1, "generation 1, 1 journal record ");
+
+	/* a record whose write fails: an error, then a snapshot */
+	world_step(&w);
+	world_checkpoint(&w, 3, &c);
+	assert_int_equal(ckpt_store_prepare(&s, d.fd, &c, &wr, &saved, warn,
+	    sizeof(warn), err, sizeof(err)), 0);
+	assert_int_equal(saved, CKPT_SAVED_RECORD);
+	ro = openat(d.fd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
+	assert_true(ro >= 0);
+	assert_true(dup2(ro, wr.fd) == wr.fd);
+	close(ro);
+	ckpt_record_write(&wr);
+	assert_int_equal(wr.error, EBADF);
+	assert_int_equal(ckpt_store_finish(&s, &wr, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "checkpoint.journal: writing the record "
+	    "at offset "));
+	assert_int_equal(s.fd, -1);
+	assert_false(s.writing);
+	assert_int_equal(save(&s, &d, &w, 3), CKPT_SAVED_SNAPSHOT);
+	expect_loaded(&d, &w, 3, 2, NULL);
+	ckpt_store_close(&s);
+	dir_close(&d);
+}
+
 /* Load a pair that must be moved aside: -1, err as expected, both files
  * gone aside (or only the journal when only it was there). */
 static void
@@ -1435,6 +1503,7 @@ main(void)
 		cmocka_unit_test(test_store_full_journal),
 		cmocka_unit_test(test_store_keeps_own_strings),
 		cmocka_unit_test(test_store_write_failure),
+		cmocka_unit_test(test_store_in_steps),
 		cmocka_unit_test(test_store_bad_pairs),
 		cmocka_unit_test(test_store_unreadable_stays),
 		cmocka_unit_test(test_store_journal_link),
