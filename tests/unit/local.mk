@@ -76,7 +76,8 @@ endif
 # A mutation check of the edge tests: one-line changes to the code under
 # test, each of which the tests must catch (tests/unit/mutants.py).
 # About a minute; not part of make check.
-EXTRA_DIST += tests/unit/mutants.py tests/unit/testdir.h tests/unit/testrng.h
+EXTRA_DIST += tests/unit/mutants.py tests/unit/testckpt.h tests/unit/testdir.h \
+	tests/unit/testrng.h
 .PHONY: mutants
 mutants: all
 	/usr/bin/python3 $(srcdir)/tests/unit/mutants.py --builddir $(abs_builddir)

@@ -35,31 +35,12 @@
 
 #include "checkpoint.h"
 #include "journal.h"
+#include "testckpt.h"
 #include "testdir.h"
 
 #define ROUNDS		200
 #define MAX_DELAY_US	25000	/* kills land within this after the fork */
 #define GENS_PER_CHILD	100000	/* a bound: the child is killed long before */
-
-/* A formatted string in c's arena. */
-static const char *
-cdup(struct checkpoint *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static const char *
-cdup(struct checkpoint *c, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[512];
-	const char *p;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	p = checkpoint_strdup(c, buf);
-	assert_non_null(p);
-	return p;
-}
 
 /* Generation g: its size varies (up to ~250 KB) so kills land in writes of
  * every length, and every field says which generation it is. */

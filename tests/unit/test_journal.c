@@ -28,6 +28,7 @@
 
 #include "checkpoint.h"
 #include "journal.h"
+#include "testckpt.h"
 #include "testdir.h"
 #include "testrng.h"
 
@@ -71,26 +72,6 @@ world_step(struct world *w)
 			w->pod[i] = rnd(3) == 0 ? 0 : 1 + (int)rnd(3);
 		}
 	}
-}
-
-/* A formatted string in c's arena. */
-static const char *
-cdup(struct checkpoint *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static const char *
-cdup(struct checkpoint *c, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[512];
-	const char *p;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	p = checkpoint_strdup(c, buf);
-	assert_non_null(p);
-	return p;
 }
 
 /* The checkpoint of w, in a scrambled order (as the broker builds it). */
