@@ -181,6 +181,8 @@ struct subnet {
 	uint8_t			 prefix;
 	uint32_t		 gateway;	/* network order: base + 1 */
 	bool			 known;		/* described by the cloud */
+	bool			 asking;	/* in the describe in flight */
+	bool			 asked;		/* in one that was answered */
 	bool			 configured;	/* growth may use it */
 	uint32_t		 available;
 	uint64_t		 inhibited_until;

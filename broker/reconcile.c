@@ -404,10 +404,13 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 			s = &b->engine.subnets[b->engine.nsubnets++];
 			memset(s, 0, sizeof(*s));
 			msg_strlcpy(s->id, ce->subnet_id, sizeof(s->id));
-			/* Asked for now: at start, the pods restored on it
-			 * wait for that rather than look lost. */
-			r->deferred = true;
 		}
+		/* At start, the pods restored on it wait until the cloud has
+		 * been asked about it, rather than look lost: also when it
+		 * was added by an earlier run that a describe already in
+		 * flight (without it) then answered. */
+		if (s != NULL && !s->asked)
+			r->deferred = true;
 		subnets_describe(b);
 		return;
 	}
@@ -1342,6 +1345,12 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (m == NULL || m->hdr.type == MSG_CLOUD_DONE) {
 		if (m != NULL)
 			memcpy(&done, m->u.bytes, sizeof(done));
+		for (i = 0; i < en->nsubnets; i++) {
+			if (en->subnets[i].asking && m != NULL &&
+			    done.st.outcome == CO_OK)
+				en->subnets[i].asked = true;
+			en->subnets[i].asking = false;
+		}
 		if (m == NULL || done.st.outcome != CO_OK) {
 			log_warnx("subnets: describe failed (%s); again in %d s",
 			    m == NULL ? "no answer in time" : done.st.message,
@@ -1424,9 +1433,11 @@ subnets_describe(struct broker *b)
 		return;
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
-	for (i = 0; i < en->nsubnets && i < MSG_MAX_SUBNETS; i++)
+	for (i = 0; i < en->nsubnets && i < MSG_MAX_SUBNETS; i++) {
 		msg_strlcpy(req.ids[req.nids++], en->subnets[i].id,
 		    sizeof(req.ids[0]));
+		en->subnets[i].asking = true;
+	}
 	broker_request(b, &en->subnets_req, &b->cloudd,
 	    MSG_CLOUD_DESCRIBE_SUBNETS, &req, sizeof(req), req.deadline_ms,
 	    subnets_answer, NULL);
