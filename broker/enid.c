@@ -535,6 +535,8 @@ main(int argc, char *argv[])
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid");
+	log_debug("gave back %zu KiB of start-up pages",
+	    proc_shed_start_pages() / 1024);
 	/* After the filter, which it inherits; without it, records are
 	 * written on the loop. */
 	(void)writer_start(&b);

@@ -158,6 +158,8 @@ main(int argc, char *argv[])
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid-cloudd");
+	log_debug("gave back %zu KiB of start-up pages",
+	    proc_shed_start_pages() / 1024);
 
 	if (peer_open(&cd.peer, &cd.loop, MSG_CHILD_FD, PEER_CLOUDD,
 	    PEER_BROKER, "enid", cloudd_dispatch_broker, cloudd_broker_gone,

@@ -1,10 +1,15 @@
 /*
  * Child process plumbing shared by enid-netd and enid-cloudd (see proc.h).
  */
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -209,4 +214,58 @@ child_log_level(const struct enid_config *cfg, int verbose)
 	int level = cfg->log_level + verbose;
 
 	return level > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : level;
+}
+
+/* One loaded object's read-only segments (see proc_shed_start_pages). */
+static int
+shed_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t *shed = arg;
+	ElfW(Half) i;
+
+	(void)size;
+	if (vdso != 0 && info->dlpi_addr == vdso)
+		return 0;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC) {
+			const ElfW(Dyn) *d = (const ElfW(Dyn) *)
+			    (info->dlpi_addr + ph->p_vaddr);
+
+			for (; d->d_tag != DT_NULL; d++)
+				if (d->d_tag == DT_TEXTREL ||
+				    (d->d_tag == DT_FLAGS &&
+				    (d->d_un.d_val & DF_TEXTREL)))
+					return 0;
+		}
+	}
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo, hi;
+
+		if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W))
+			continue;
+		/* whole pages inside the segment only: a page it shares with
+		 * a writable neighbour holds that neighbour's data */
+		lo = (info->dlpi_addr + ph->p_vaddr + pg - 1) & ~(uintptr_t)(pg - 1);
+		hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) &
+		    ~(uintptr_t)(pg - 1);
+		if (hi <= lo)
+			continue;
+		if (madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0)
+			*shed += hi - lo;
+	}
+	return 0;
+}
+
+size_t
+proc_shed_start_pages(void)
+{
+	size_t shed = 0;
+
+	dl_iterate_phdr(shed_object, &shed);
+	return shed;
 }

@@ -7,6 +7,7 @@
 #define ENID_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "conf.h"
@@ -48,5 +49,14 @@ void	child_handshake(const struct msg_chan *chan, const struct msg *m);
 
 /* The log level a child starts with: the config's, raised by -v. */
 int	child_log_level(const struct enid_config *cfg, int verbose);
+
+/*
+ * Give back the resident pages of every loaded object's read-only segments
+ * (code, read-only data, symbol tables): the dynamic linker, constructors
+ * and start-up touched many that a daemon never runs again.  They stay in
+ * the page cache and fault back in, from there, when next used.  Writable
+ * segments (relocated data) are untouched.  Returns the bytes given back.
+ */
+size_t	proc_shed_start_pages(void);
 
 #endif /* ENID_PROC_H */

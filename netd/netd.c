@@ -1013,6 +1013,8 @@ main(int argc, char *argv[])
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid-netd");
+	log_debug("gave back %zu KiB of start-up pages",
+	    proc_shed_start_pages() / 1024);
 
 	if (peer_open(&nd.peer, &nd.loop, MSG_CHILD_FD, PEER_NETD, PEER_BROKER,
 	    "enid", netd_dispatch_broker, netd_broker_gone, netd_can_take,

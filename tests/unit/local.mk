@@ -2,7 +2,7 @@
 if HAVE_CMOCKA
 UNIT_COMMON = tests/unit/test_msg tests/unit/test_loop \
 	tests/unit/test_config tests/unit/test_sandbox tests/unit/test_addr \
-	tests/unit/test_msgq
+	tests/unit/test_msgq tests/unit/test_proc
 check_PROGRAMS += $(UNIT_COMMON)
 TESTS += $(UNIT_COMMON)
 UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
@@ -23,6 +23,9 @@ tests_unit_test_sandbox_LDADD = $(UNIT_LDADD)
 tests_unit_test_msgq_SOURCES = tests/unit/test_msgq.c
 tests_unit_test_msgq_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_msgq_LDADD = $(UNIT_LDADD)
+tests_unit_test_proc_SOURCES = tests/unit/test_proc.c
+tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_proc_LDADD = $(UNIT_LDADD)
 tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
 tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
