@@ -26,6 +26,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "testckpt.h"
 #include "testdir.h"
 #include "testrng.h"
 
@@ -231,16 +232,6 @@ random_checkpoint(struct checkpoint *c)
 		c->generation = (int64_t)(rng() %
 		    (uint64_t)(CKPT_MAX_GENERATION + 1));
 	}
-}
-
-static const char *
-check_err(const struct checkpoint *c)
-{
-	static char err[1024];
-
-	if (checkpoint_check(c, err, sizeof(err)) == 0)
-		return NULL;
-	return err;
 }
 
 /* Format, parse, compare; and the text is a fixed point. */

@@ -122,16 +122,6 @@ copy_checkpoint(const struct checkpoint *c, struct checkpoint *d)
 	assert_int_equal(checkpoint_copy(c, d), 0);
 }
 
-static const char *
-check_err(const struct checkpoint *c)
-{
-	static char err[1024];
-
-	if (checkpoint_check(c, err, sizeof(err)) == 0)
-		return NULL;
-	return err;
-}
-
 /* ---- CRC and framing ---- */
 
 static void
