@@ -414,16 +414,19 @@ check_ip(uint32_t ip, const char *path, struct perr *pe)
  * One pod's fields.  Every checkpoint write checks every pod; naming the
  * fields ("pods[12].ifname") cost more than the checks themselves (the
  * hot-path profile), so a pod is checked silently first and its fields
- * are named only to say what is wrong with one that fails.
+ * are named only to say what is wrong with one that fails.  AT names
+ * field f of record i of list, where the error is asked for (pe->len),
+ * in the caller's path[].
  */
+#define AT(f)	(pe->len == 0 ? (f) :					\
+	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
+
 static int
 check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
     struct perr *pe)
 {
 	char path[64];
 
-#define AT(f)	(pe->len == 0 ? (f) :					\
-	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
 	if (check_str(p->container_id, CKPT_CID_LEN, R_CID,
 	    AT("container_id"), pe) == -1 ||
 	    check_str(p->ifname, CKPT_IFNAME_LEN, R_IFNAME, AT("ifname"),
@@ -439,7 +442,6 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 	    pe) == -1 ||
 	    check_time(p->since, AT("since"), pe) == -1)
 		return -1;
-#undef AT
 	return 0;
 }
 
@@ -460,8 +462,6 @@ check_cooling_fields(const struct ckpt_cooling *k, const char *list,
 {
 	char path[64];
 
-#define AT(f)	(pe->len == 0 ? (f) :					\
-	    (snprintf(path, sizeof(path), "%s[%zu].%s", list, i, f), path))
 	if (check_ip(k->ip, AT("ip"), pe) == -1 ||
 	    check_str(k->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||

@@ -573,7 +573,7 @@ save_snapshot(struct ckpt_store *s, int dirfd, struct checkpoint *next,
 			    strerror(errno));
 		return -1;
 	}
-	/* as in save_record: kept once written */
+	/* as in record_prepare: kept once written */
 	if (checkpoint_own(next) == -1) {
 		free(text);
 		snprintf(err, errlen, "%s: out of memory", CKPT_FILE);

@@ -10,8 +10,8 @@
  * a time, so the journal's order is the loop's.  Its pipe is made before
  * the broker's seccomp filter goes on (writer_prepare), the thread after
  * (writer_start), so that it inherits the filter, which allows clone for
- * threads only.  Should it not
- * start, records are written on the loop, as before.
+ * threads only.  Should it not start, records are written on the loop, as
+ * before.
  */
 #include <errno.h>
 #include <fcntl.h>

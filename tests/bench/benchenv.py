@@ -150,6 +150,17 @@ def exit_on_signals():
         signal.signal(s, handler)
 
 
+def smaps_rollup(pid):
+    """{field: kB} from /proc/PID/smaps_rollup (Pss, Pss_Anon, ...)."""
+    out = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                out[parts[0].rstrip(":")] = int(parts[1])
+    return out
+
+
 def fs_type(path):
     r = subprocess.run(["stat", "-f", "-c", "%T", str(path)],
                        capture_output=True, text=True, check=False)

@@ -26,6 +26,7 @@
 
 #include "addr.h"
 #include "checkpoint.h"
+#include "testckpt.h"
 #include "testdir.h"
 #include "testrng.h"
 
@@ -63,6 +64,14 @@ sdup(struct checkpoint *c, const char *s)
 
 	assert_non_null(p);
 	return p;
+}
+
+/* buf (size bytes) as the longest string it holds, every byte ch. */
+static void
+fill(char *buf, size_t size, char ch)
+{
+	memset(buf, ch, size - 1);
+	buf[size - 1] = '\0';
 }
 
 #define ALNUM	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -233,16 +242,6 @@ random_checkpoint(struct checkpoint *c)
 	}
 }
 
-static const char *
-check_err(const struct checkpoint *c)
-{
-	static char err[1024];
-
-	if (checkpoint_check(c, err, sizeof(err)) == 0)
-		return NULL;
-	return err;
-}
-
 /* Format, parse, compare; and the text is a fixed point. */
 static void
 round_trip(const struct checkpoint *c)
@@ -358,21 +357,14 @@ test_largest_checkpoint(void **state)
 	c.cooling = calloc(c.ncooling, sizeof(*c.cooling));
 	assert_non_null(c.pods);
 	assert_non_null(c.cooling);
-	memset(cid, 'c', sizeof(cid) - 1);
-	cid[sizeof(cid) - 1] = '\0';
-	memset(ifname, '"', sizeof(ifname) - 1);
-	ifname[sizeof(ifname) - 1] = '\0';
-	memset(ns, '\\', sizeof(ns) - 1);
-	ns[sizeof(ns) - 1] = '\0';
-	memset(name, '"', sizeof(name) - 1);
-	name[sizeof(name) - 1] = '\0';
-	memset(uid, '\\', sizeof(uid) - 1);
-	uid[sizeof(uid) - 1] = '\0';
-	memset(eni, 'F', sizeof(eni) - 1);
-	eni[sizeof(eni) - 1] = '\0';
+	fill(cid, sizeof(cid), 'c');
+	fill(ifname, sizeof(ifname), '"');
+	fill(ns, sizeof(ns), '\\');
+	fill(name, sizeof(name), '"');
+	fill(uid, sizeof(uid), '\\');
+	fill(eni, sizeof(eni), 'F');
 	memcpy(eni, "eni-", 4);
-	memset(ceni, 'f', sizeof(ceni) - 1);
-	ceni[sizeof(ceni) - 1] = '\0';
+	fill(ceni, sizeof(ceni), 'f');
 	memcpy(ceni, "eni-", 4);
 	for (i = 0; i < c.npods; i++) {
 		struct ckpt_pod *p = &c.pods[i];
@@ -1086,8 +1078,7 @@ test_check_structs(void **state)
 	assert_null(check_err(&c));
 
 	/* one byte past the limit, and at it */
-	memset(longname, 'x', sizeof(longname) - 1);
-	longname[sizeof(longname) - 1] = '\0';
+	fill(longname, sizeof(longname), 'x');
 	pods[1].k8s_name = longname;
 	assert_string_equal(check_err(&c),
 	    "pods[1].name: not terminated within 254 bytes");

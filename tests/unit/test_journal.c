@@ -122,16 +122,6 @@ copy_checkpoint(const struct checkpoint *c, struct checkpoint *d)
 	assert_int_equal(checkpoint_copy(c, d), 0);
 }
 
-static const char *
-check_err(const struct checkpoint *c)
-{
-	static char err[1024];
-
-	if (checkpoint_check(c, err, sizeof(err)) == 0)
-		return NULL;
-	return err;
-}
-
 /* ---- CRC and framing ---- */
 
 static void
@@ -864,6 +854,39 @@ save(struct ckpt_store *s, const struct dir *d, const struct world *w,
 	return saved;
 }
 
+/*
+ * A first start in a fresh directory: the store loads nothing, and w
+ * (random from seed) is saved as the first snapshot.
+ */
+static void
+store_first(struct ckpt_store *s, struct dir *d, struct world *w,
+    uint64_t seed)
+{
+	struct checkpoint c;
+	char note[512], err[1024];
+
+	dir_open(d, "enid-journal");
+	assert_int_equal(load(s, d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	rng_state = seed;
+	world_random(w);
+	assert_int_equal(save(s, d, w, 1), CKPT_SAVED_SNAPSHOT);
+}
+
+/*
+ * fd (the store's journal descriptor) swapped for a read-only descriptor,
+ * so that the next record written through it fails with EBADF.
+ */
+static void
+make_read_only(const struct dir *d, int fd)
+{
+	int ro;
+
+	ro = openat(d->fd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
+	assert_true(ro >= 0);
+	assert_true(dup2(ro, fd) == fd);
+	close(ro);
+}
+
 /* What a fresh load finds must be w (sorted), whatever its generation. */
 static void
 expect_loaded(const struct dir *d, const struct world *w, int64_t written,
@@ -1084,22 +1107,13 @@ test_store_write_failure(void **state)
 	struct world w;
 	struct dir d;
 	enum ckpt_saved saved;
-	char note[512], err[1024], warn[512];
-	int ro;
+	char err[1024], warn[512];
 
 	(void)state;
-	dir_open(&d, "enid-journal");
-	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
-	rng_state = 0x53;
-	world_random(&w);
-	assert_int_equal(save(&s, &d, &w, 1), CKPT_SAVED_SNAPSHOT);
+	store_first(&s, &d, &w, 0x53);
 	world_step(&w);
 	assert_int_equal(save(&s, &d, &w, 2), CKPT_SAVED_RECORD);
-	/* the journal's descriptor, swapped for a read-only one */
-	ro = openat(d.fd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
-	assert_true(ro >= 0);
-	assert_true(dup2(ro, s.fd) == s.fd);
-	close(ro);
+	make_read_only(&d, s.fd);
 	world_step(&w);
 	world_checkpoint(&w, 3, &c);
 	assert_int_equal(ckpt_store_save(&s, d.fd, &c, &saved, warn,
@@ -1130,15 +1144,10 @@ test_store_in_steps(void **state)
 	struct world w, before;
 	struct dir d;
 	enum ckpt_saved saved;
-	char note[512], err[1024], warn[512];
-	int ro;
+	char err[1024], warn[512];
 
 	(void)state;
-	dir_open(&d, "enid-journal");
-	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
-	rng_state = 0x54;
-	world_random(&w);
-	assert_int_equal(save(&s, &d, &w, 1), CKPT_SAVED_SNAPSHOT);
+	store_first(&s, &d, &w, 0x54);
 	before = w;
 	world_step(&w);
 	world_checkpoint(&w, 2, &c);
@@ -1166,10 +1175,7 @@ test_store_in_steps(void **state)
 	assert_int_equal(ckpt_store_prepare(&s, d.fd, &c, &wr, &saved, warn,
 	    sizeof(warn), err, sizeof(err)), 0);
 	assert_int_equal(saved, CKPT_SAVED_RECORD);
-	ro = openat(d.fd, CKPT_FILE, O_RDONLY | O_CLOEXEC);
-	assert_true(ro >= 0);
-	assert_true(dup2(ro, wr.fd) == wr.fd);
-	close(ro);
+	make_read_only(&d, wr.fd);
 	ckpt_record_write(&wr);
 	assert_int_equal(wr.error, EBADF);
 	assert_int_equal(ckpt_store_finish(&s, &wr, err, sizeof(err)), -1);
@@ -1319,11 +1325,7 @@ test_store_unreadable_stays(void **state)
 	int status, rc;
 
 	(void)state;
-	dir_open(&d, "enid-journal");
-	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
-	rng_state = 0x55;
-	world_random(&w);
-	assert_int_equal(save(&s, &d, &w, 1), CKPT_SAVED_SNAPSHOT);
+	store_first(&s, &d, &w, 0x55);
 	ckpt_store_close(&s);
 	assert_int_equal(fchmodat(d.fd, CKPT_JOURNAL_FILE, 0, 0), 0);
 	assert_int_equal(fchmodat(d.fd, CKPT_FILE, 0644, 0), 0);
@@ -1367,11 +1369,7 @@ test_store_journal_link(void **state)
 	char *victim;
 
 	(void)state;
-	dir_open(&d, "enid-journal");
-	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
-	rng_state = 0x56;
-	world_random(&w);
-	assert_int_equal(save(&s, &d, &w, 1), CKPT_SAVED_SNAPSHOT);
+	store_first(&s, &d, &w, 0x56);
 	ckpt_store_close(&s);
 	put_bytes(&d, "victim", "untouched", 9);
 	snprintf(target, sizeof(target), "%s/victim", d.path);

@@ -75,6 +75,18 @@ test_timers_fire_in_deadline_order(void **state)
 	loop_free(&l);
 }
 
+/* A fresh record and loop, and three timers that record 1, 2 and 3. */
+static void
+three_timers(struct loop *l, struct loop_timer *a, struct loop_timer *b,
+    struct loop_timer *c)
+{
+	memset(&rec, 0, sizeof(rec));
+	assert_int_equal(loop_init(l), 0);
+	loop_timer_init(a, record, (void *)1);
+	loop_timer_init(b, record, (void *)2);
+	loop_timer_init(c, record, (void *)3);
+}
+
 static void
 test_cancel_and_rearm(void **state)
 {
@@ -83,11 +95,7 @@ test_cancel_and_rearm(void **state)
 	uint64_t start;
 
 	(void)state;
-	memset(&rec, 0, sizeof(rec));
-	assert_int_equal(loop_init(&l), 0);
-	loop_timer_init(&a, record, (void *)1);
-	loop_timer_init(&b, record, (void *)2);
-	loop_timer_init(&c, record, (void *)3);
+	three_timers(&l, &a, &b, &c);
 	start = now_ms();
 	loop_timer_at(&l, &a, start + 10);
 	loop_timer_at(&l, &b, start + 20);
@@ -119,11 +127,7 @@ test_root_gone_leaves_timerfd_early(void **state)
 	int turns;
 
 	(void)state;
-	memset(&rec, 0, sizeof(rec));
-	assert_int_equal(loop_init(&l), 0);
-	loop_timer_init(&a, record, (void *)1);
-	loop_timer_init(&b, record, (void *)2);
-	loop_timer_init(&c, record, (void *)3);
+	three_timers(&l, &a, &b, &c);
 	start = now_ms();
 	loop_timer_at(&l, &a, start + 20);
 	assert_int_equal(l.armed, start + 20);

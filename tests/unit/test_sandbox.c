@@ -473,11 +473,28 @@ test_every_filter(void **state)
 static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWCGROUP,
     CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET };
 
+/*
+ * A process that may start threads and nothing else: clone3 refused with
+ * ENOSYS (glibc falls back to clone), thread flags let through (to the
+ * kernel's EINVAL, see clone_thread_with), and any namespace flag with
+ * them kills.
+ */
 static void
-test_broker(void **state)
+expect_threads_only(enum sandbox_proc proc)
 {
 	size_t i;
 
+	expect_errno(proc, PROBE_CLONE3, ENOSYS);
+	expect_errno(proc, PROBE_CLONE_THREAD, EINVAL);
+	for (i = 0; i < sizeof(nsflags) / sizeof(nsflags[0]); i++) {
+		probe_nsflag = nsflags[i];
+		expect_killed(proc, PROBE_CLONE_NAMESPACE);
+	}
+}
+
+static void
+test_broker(void **state)
+{
 	(void)state;
 	expect_killed(SANDBOX_BROKER, PROBE_SOCKET_INET);
 	expect_killed(SANDBOX_BROKER, PROBE_SOCKET_INET6);
@@ -495,12 +512,7 @@ test_broker(void **state)
 	 * process or a namespace */
 	expect_errno(SANDBOX_BROKER, PROBE_PWRITE, EBADF);
 	expect_allowed(SANDBOX_BROKER, PROBE_THREAD);
-	expect_errno(SANDBOX_BROKER, PROBE_CLONE3, ENOSYS);
-	expect_errno(SANDBOX_BROKER, PROBE_CLONE_THREAD, EINVAL);
-	for (i = 0; i < sizeof(nsflags) / sizeof(nsflags[0]); i++) {
-		probe_nsflag = nsflags[i];
-		expect_killed(SANDBOX_BROKER, PROBE_CLONE_NAMESPACE);
-	}
+	expect_threads_only(SANDBOX_BROKER);
 }
 
 static void
@@ -524,21 +536,12 @@ test_netd(void **state)
 static void
 test_cloudd(void **state)
 {
-	size_t i;
-
 	(void)state;
 	expect_killed(SANDBOX_CLOUDD, PROBE_OPEN_WRITE);
 	expect_killed(SANDBOX_CLOUDD, PROBE_PWRITE);
 	expect_killed(SANDBOX_CLOUDD, PROBE_OPEN_CREATE);
 	expect_killed(SANDBOX_CLOUDD, PROBE_SOCKET_NETLINK_NETFILTER);
-	expect_errno(SANDBOX_CLOUDD, PROBE_CLONE3, ENOSYS);
-	/* Thread flags pass (to the kernel's EINVAL, see
-	 * clone_thread_with); any namespace flag with them kills. */
-	expect_errno(SANDBOX_CLOUDD, PROBE_CLONE_THREAD, EINVAL);
-	for (i = 0; i < sizeof(nsflags) / sizeof(nsflags[0]); i++) {
-		probe_nsflag = nsflags[i];
-		expect_killed(SANDBOX_CLOUDD, PROBE_CLONE_NAMESPACE);
-	}
+	expect_threads_only(SANDBOX_CLOUDD);
 	expect_allowed(SANDBOX_CLOUDD, PROBE_SOCKET_INET);
 	expect_allowed(SANDBOX_CLOUDD, PROBE_SOCKET_INET6);
 	expect_allowed(SANDBOX_CLOUDD, PROBE_SOCKET_NETLINK_ROUTE);

@@ -1,6 +1,7 @@
 /*
- * Building checkpoints in the unit tests: a formatted string copied into
- * a checkpoint's arena.  Include after <cmocka.h> and checkpoint.h.
+ * Building and checking checkpoints in the unit tests: a formatted string
+ * copied into a checkpoint's arena, and checkpoint_check's error as a
+ * string to compare.  Include after <cmocka.h> and checkpoint.h.
  */
 #ifndef ENID_TESTCKPT_H
 #define ENID_TESTCKPT_H
@@ -8,11 +9,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static const char *
+static inline const char *
 cdup(struct checkpoint *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static const char *
+static inline const char *
 cdup(struct checkpoint *c, const char *fmt, ...)
 {
 	va_list ap;
@@ -25,6 +26,17 @@ cdup(struct checkpoint *c, const char *fmt, ...)
 	p = checkpoint_strdup(c, buf);
 	assert_non_null(p);
 	return p;
+}
+
+/* NULL when c passes checkpoint_check, else its error (static). */
+static inline const char *
+check_err(const struct checkpoint *c)
+{
+	static char err[1024];
+
+	if (checkpoint_check(c, err, sizeof(err)) == 0)
+		return NULL;
+	return err;
 }
 
 #endif /* ENID_TESTCKPT_H */
