@@ -522,8 +522,9 @@ def test_journal_write_fails_on_the_writer_thread(make_env):
         assert ck["journal_records"] == 0, ck
         assert {p["container_id"]: p["ip"] for p in ck["pods"]} == \
             {"w0": acked["w0"], "w1": acked["w1"]}, ck["pods"]
-        assert "saved whole each time until it can be used" in \
-            env.enid.text()
+        # logged just after the snapshot's rename: waited for
+        env.wait(lambda: "saved whole each time until it can be used" in
+                 env.enid.text(), 5, "the unusable journal logged")
         del acked["w2"]
         a, _ = env.delete("w2")         # the runtime's retry
         assert a["ok"], a
