@@ -471,6 +471,85 @@ def test_waiting_adds_past_max_pods_get_max_pods(make_env):
     assert len(env.show("pods")) == 5
 
 
+def chattr(path, flag):
+    subprocess.run(["chattr", flag, os.fspath(path)], check=True)
+
+
+def test_journal_write_fails_on_the_writer_thread(make_env):
+    """The journal file is made immutable under the running broker, so the
+    writer thread's pwrite of the next record fails (EPERM; a disk that
+    refuses writes fails it with EIO).  The DEL whose answer waited for
+    that record is told "internal", naming the cause; the state is saved
+    again, whole, soon after; nothing acknowledged is lost, across a kill
+    -9 too; ADDs go on; and once the file can be written again, records
+    are used again."""
+    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0),
+                   reconcile_interval_s=3600)
+    env.start()
+    journal = env.state_dir / "checkpoint.journal"
+    acked = {}
+    for i in range(3):
+        a = env.add_and_ping("w%d" % i)
+        acked["w%d" % i] = a["ip"]
+    env.unwire("w2")
+    # the pool settled (no growth or trim left to save)
+    last = [None, time.monotonic()]
+
+    def quiet():
+        ck = env.checkpoint()
+        now = (ck["generation"], ck["journal_records"],
+               [(e["id"], e["state"], sorted(x["ip"] for x in e["addresses"]))
+                for e in env.show("enis")])
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= 1.0
+    env.wait(quiet, 20, "the pool to settle")
+    before = env.checkpoint()
+    assert before["journal_records"] >= 1, before     # records, not whole
+    assert "records are written on the loop" not in env.enid.text()
+    chattr(journal, "+i")
+    try:
+        a, _ = env.delete("w2")
+        assert a["ok"] is False and a["code"] == "internal", a
+        assert "checkpoint.journal: writing the record at offset" in \
+            a["error"] and "Operation not permitted" in a["error"], a
+        assert "the answers waiting for it fail, and it is retried" in \
+            env.enid.text()
+        # saved again, whole: a new snapshot, the journal unusable
+        env.wait(lambda: env.checkpoint()["generation"] >
+                 before["generation"], 5, "the state saved whole")
+        ck = env.checkpoint()
+        assert ck["journal_records"] == 0, ck
+        assert {p["container_id"]: p["ip"] for p in ck["pods"]} == \
+            {"w0": acked["w0"], "w1": acked["w1"]}, ck["pods"]
+        # logged just after the snapshot's rename: waited for
+        env.wait(lambda: "saved whole each time until it can be used" in
+                 env.enid.text(), 5, "the unusable journal logged")
+        del acked["w2"]
+        a, _ = env.delete("w2")         # the runtime's retry
+        assert a["ok"], a
+        a, _ = env.add("wmid")
+        assert a["ok"], a
+        acked["wmid"] = a["ip"]
+    finally:
+        chattr(journal, "-i")
+    for i in range(3):
+        a, _ = env.add("wafter%d" % i)
+        assert a["ok"], a
+        acked["wafter%d" % i] = a["ip"]
+    env.wait(lambda: env.checkpoint()["journal_records"] >= 1, 5,
+             "records in the journal again")
+    assert len(set(acked.values())) == len(acked), acked
+    ck = {p["container_id"]: p["ip"] for p in env.checkpoint()["pods"]}
+    assert ck == acked, (ck, acked)
+    env.kill9()
+    env.start()
+    held = {p["container_id"]: p["ip"] for p in env.show("pods")}
+    assert held == acked, (held, acked)
+    for cid in ("w0", "w1"):
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+
+
 # ---- 5. drift ----
 
 def test_drift_is_corrected_by_reconcile(make_env):

@@ -717,6 +717,51 @@ def test_restart_with_a_subnet_no_longer_configured_keeps_its_pods(
     assert ck == set(acked)
 
 
+def test_restart_with_an_unconfigured_subnet_while_its_describe_is_slow(
+        make_env):
+    """As above, with the start's DescribeSubnets held back by the cloud,
+    so that the first run's other answers are all in before it: the run
+    then meets the ENI of the unconfigured subnet inside that describe's
+    answer, and its own describe is refused (one is still in flight).  The
+    second run finds the subnet added but never asked about; it waits for
+    it too, and the restored pods keep their addresses.  (The order the
+    race of 70f4d92 needed, made certain instead of left to load.)"""
+    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
+    other = next(s["id"] for s in env.state()["subnets"]
+                 if s["id"] != env.node["subnet_id"])
+    from conftest import write_config
+    env.conf = write_config(env.workdir, env.enid_user,
+                            **dict(env.conf_extra, subnets=[{"id": other}]))
+    env.start()
+    acked = {}
+    for i in range(3):
+        a = env.add_and_ping("s%d" % i)
+        acked["s%d" % i] = (a["ip"], a["eni"])
+    assert all(ip.startswith("10.0.1") for ip, _ in acked.values()), acked
+    env.enid.stop()
+    # The start's describe only: the ENIs' answers come long before it.
+    env.faults({"action": "DescribeSubnets", "latency_ms": 1500,
+                "count": 1})
+    e = restart(env)            # no "subnets": the primary's only
+    assert e.wait_log("pool: running", 30), e.text()
+    log = e.text()
+    assert log.count("not known yet; adopted once it is described") >= 2, \
+        log[-3000:]
+    assert "waiting for the subnets of attached ENIs" in log, log[-3000:]
+    env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
+             15, "the pods to be bound")
+    pods = {p["container_id"]: p for p in env.show("pods")}
+    for cid, (ip, eni) in acked.items():
+        assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
+            (pods[cid], e.text()[-3000:])
+    assert {eni for _, eni in acked.values()} <= \
+        {x["id"] for x in env.show("enis")}
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    ck = {p["container_id"] for p in env.checkpoint()["pods"]}
+    assert ck == set(acked)
+
+
 # ---- no leaks ----
 
 def test_create_of_unknown_outcome_leaks_no_eni(make_env):
