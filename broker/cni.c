@@ -310,7 +310,9 @@ static void	durable_reply_text(struct broker *b, struct jref *ref,
  * A repeated ADD of a pod already ready gets the same answer, but no
  * sooner than the checkpoint that records the pod is on disk: after a
  * failed write the first ADD was refused, and the retry must not be
- * acknowledged on an assignment a restart would not know.
+ * acknowledged on an assignment a restart would not know.  A record at
+ * the writer may be the one that holds the pod (dirty is cleared when it
+ * is handed over) and may yet fail: the answer waits for it too.
  */
 static void
 pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
@@ -318,7 +320,7 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 	char text[POD_ANSWER_MAX];
 	size_t len = pod_answer(b, p, text, sizeof(text));
 
-	if (b->engine.dirty)
+	if (b->engine.dirty || b->engine.writing)
 		durable_reply_text(b, ref, text, len);
 	else
 		jref_reply_ok_text(ref, text, len);
