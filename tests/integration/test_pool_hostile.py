@@ -685,36 +685,52 @@ def test_reconcile_asked_for_during_start_loses_no_pod(make_env):
     held_pods_survive(env, acked)
 
 
-def test_restart_with_a_subnet_no_longer_configured_keeps_its_pods(
-        make_env):
-    """Pods live on ENIs of a subnet that a new configuration no longer
-    lists.  After the restart the broker learns that subnet before it
-    decides anything about them: the pods keep their addresses (the
-    subnet is only no longer used for growth)."""
+def pods_on_an_unconfigured_subnet(make_env, prefix):
+    """enid started with only the other subnet configured, three pods on
+    it; then the configuration changed back to the primary's subnet only,
+    for the next start.  Returns the env and {container id: (ip, eni)}."""
+    from conftest import write_config
     env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
     other = next(s["id"] for s in env.state()["subnets"]
                  if s["id"] != env.node["subnet_id"])
-    from conftest import write_config
     env.conf = write_config(env.workdir, env.enid_user,
                             **dict(env.conf_extra, subnets=[{"id": other}]))
     env.start()
     acked = {}
     for i in range(3):
-        a = env.add_and_ping("o%d" % i)
-        acked["o%d" % i] = (a["ip"], a["eni"])
+        a = env.add_and_ping("%s%d" % (prefix, i))
+        acked["%s%d" % (prefix, i)] = (a["ip"], a["eni"])
     assert all(ip.startswith("10.0.1") for ip, _ in acked.values()), acked
-    e = restart(env)            # no "subnets": the primary's only
-    assert e.wait_log("pool: running", 30), e.text()
+    return env, acked
+
+
+def restored_pods_kept(env, e, acked):
+    """After the restart (e, enid's log), every pod in acked is bound
+    again with its address and ENI, pings, and is in the checkpoint."""
     env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
              15, "the pods to be bound")
     pods = {p["container_id"]: p for p in env.show("pods")}
     for cid, (ip, _) in acked.items():
         assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
             (pods[cid], e.text()[-3000:])
+    assert {eni for _, eni in acked.values()} <= \
+        {x["id"] for x in env.show("enis")}
     for cid in acked:
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
     ck = {p["container_id"] for p in env.checkpoint()["pods"]}
     assert ck == set(acked)
+
+
+def test_restart_with_a_subnet_no_longer_configured_keeps_its_pods(
+        make_env):
+    """Pods live on ENIs of a subnet that a new configuration no longer
+    lists.  After the restart the broker learns that subnet before it
+    decides anything about them: the pods keep their addresses (the
+    subnet is only no longer used for growth)."""
+    env, acked = pods_on_an_unconfigured_subnet(make_env, "o")
+    e = restart(env)            # no "subnets": the primary's only
+    assert e.wait_log("pool: running", 30), e.text()
+    restored_pods_kept(env, e, acked)
 
 
 def test_restart_with_an_unconfigured_subnet_while_its_describe_is_slow(
@@ -726,18 +742,7 @@ def test_restart_with_an_unconfigured_subnet_while_its_describe_is_slow(
     second run finds the subnet added but never asked about; it waits for
     it too, and the restored pods keep their addresses.  (The order the
     race of 70f4d92 needed, made certain instead of left to load.)"""
-    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0))
-    other = next(s["id"] for s in env.state()["subnets"]
-                 if s["id"] != env.node["subnet_id"])
-    from conftest import write_config
-    env.conf = write_config(env.workdir, env.enid_user,
-                            **dict(env.conf_extra, subnets=[{"id": other}]))
-    env.start()
-    acked = {}
-    for i in range(3):
-        a = env.add_and_ping("s%d" % i)
-        acked["s%d" % i] = (a["ip"], a["eni"])
-    assert all(ip.startswith("10.0.1") for ip, _ in acked.values()), acked
+    env, acked = pods_on_an_unconfigured_subnet(make_env, "s")
     env.enid.stop()
     # The start's describe only: the ENIs' answers come long before it.
     env.faults({"action": "DescribeSubnets", "latency_ms": 1500,
@@ -748,18 +753,7 @@ def test_restart_with_an_unconfigured_subnet_while_its_describe_is_slow(
     assert log.count("not known yet; adopted once it is described") >= 2, \
         log[-3000:]
     assert "waiting for the subnets of attached ENIs" in log, log[-3000:]
-    env.wait(lambda: all(p["state"] == "ready" for p in env.show("pods")),
-             15, "the pods to be bound")
-    pods = {p["container_id"]: p for p in env.show("pods")}
-    for cid, (ip, eni) in acked.items():
-        assert pods[cid]["state"] == "ready" and pods[cid]["ip"] == ip, \
-            (pods[cid], e.text()[-3000:])
-    assert {eni for _, eni in acked.values()} <= \
-        {x["id"] for x in env.show("enis")}
-    for cid in acked:
-        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
-    ck = {p["container_id"] for p in env.checkpoint()["pods"]}
-    assert ck == set(acked)
+    restored_pods_kept(env, e, acked)
 
 
 # ---- no leaks ----
