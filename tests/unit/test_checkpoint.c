@@ -1384,6 +1384,18 @@ test_write_failures_keep_old(void **state)
 	dir_close(&d);
 }
 
+/* The seconds of the clock ckpt_move_aside names files by.  Not time(3):
+ * glibc's reads the kernel's coarse clock, which may still show the last
+ * second for a few milliseconds after CLOCK_REALTIME has moved on. */
+static time_t
+realtime_s(void)
+{
+	struct timespec ts;
+
+	assert_int_equal(clock_gettime(CLOCK_REALTIME, &ts), 0);
+	return ts.tv_sec;
+}
+
 /* Load a bad file: -1, moved aside to CKPT_FILE.corrupt-<now>, and err
  * is "checkpoint.json: <cause>; moved aside to <that name>". */
 static void
@@ -1394,10 +1406,10 @@ expect_moved_aside(struct dir *d, const char *cause)
 	time_t t0, t1, t;
 	bool found = false;
 
-	t0 = time(NULL);
+	t0 = realtime_s();
 	assert_int_equal(checkpoint_load(d->fd, CKPT_FILE, &c, err,
 	    sizeof(err)), -1);
-	t1 = time(NULL);
+	t1 = realtime_s();
 	assert_int_equal(c.npods, 0);
 	assert_null(c.pods);
 	assert_false(exists(d, CKPT_FILE));
@@ -1483,7 +1495,7 @@ test_load_bad_files(void **state)
 	expect_moved_aside(&d, "NUL byte at offset 0");
 
 	/* an earlier corrupt file of the same second is never replaced */
-	now = time(NULL);
+	now = realtime_s();
 	for (time_t t = now - 1; t <= now + 3; t++) {
 		snprintf(aside, sizeof(aside), "%s.corrupt-%lld", CKPT_FILE,
 		    (long long)t);

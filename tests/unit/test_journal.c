@@ -1405,10 +1405,13 @@ static void
 block_aside(const struct dir *d, const char *name)
 {
 	char aside[300];
-	time_t now = time(NULL), t;
+	struct timespec ts;
+	time_t t;
 	int i;
 
-	for (t = now; t <= now + 3; t++)
+	/* the clock ckpt_move_aside reads; time(3)'s may lag it */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (t = ts.tv_sec; t <= ts.tv_sec + 3; t++)
 		for (i = 1; i <= 9; i++) {
 			if (i == 1)
 				snprintf(aside, sizeof(aside), "%s.corrupt-%lld",
