@@ -320,7 +320,7 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 	char text[POD_ANSWER_MAX];
 	size_t len = pod_answer(b, p, text, sizeof(text));
 
-	if (b->engine.dirty || b->engine.writing)
+	if (b->engine.dirty || b->engine.store.writing)
 		durable_reply_text(b, ref, text, len);
 	else
 		jref_reply_ok_text(ref, text, len);
@@ -505,7 +505,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	(void)l;
 	/* With a record at the writer, what changed since waits for it
 	 * (checkpoint_written) and goes in the next. */
-	if (!en->dirty || en->writing)
+	if (!en->dirty || en->store.writing)
 		return;
 	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
 	    !en->store.loaded) {
@@ -536,7 +536,6 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 		/* The answers waiting now are the ones this record makes
 		 * true; those that come meanwhile wait for the next. */
 		TAILQ_CONCAT(&en->durable_writing, &en->durable_wait, entry);
-		en->writing = true;
 		if (!writer_submit(&en->write)) {
 			ckpt_record_write(&en->write);
 			checkpoint_written(b);
@@ -557,9 +556,8 @@ checkpoint_written(struct broker *b)
 	struct engine *en = &b->engine;
 	char err[512];
 
-	if (!en->writing)
+	if (!en->store.writing)
 		return;
-	en->writing = false;
 	if (ckpt_store_finish(&en->store, &en->write, err, sizeof(err)) ==
 	    -1) {
 		en->stats.checkpoint_failures++;

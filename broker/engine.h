@@ -251,8 +251,7 @@ struct engine {
 	struct loop_timer	 trim;		/* engine_trim_soon */
 	struct durable_list	 durable_wait;	/* for the next save */
 	struct durable_list	 durable_writing; /* for the record below */
-	bool			 writing;	/* a record with the writer */
-	struct ckpt_write	 write;
+	struct ckpt_write	 write;	/* with the writer: store.writing */
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
 	int64_t			 started_wall;	/* unix s, engine_init */
