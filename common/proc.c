@@ -216,17 +216,22 @@ child_log_level(const struct enid_config *cfg, int verbose)
 	return level > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : level;
 }
 
+struct shed {
+	uintptr_t	vdso;		/* the kernel's object: not a file's */
+	uintptr_t	pg;		/* the page size */
+	size_t		bytes;		/* given back */
+};
+
 /* One loaded object's read-only segments (see proc_shed_start_pages). */
 static int
 shed_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t *shed = arg;
+	struct shed *sh = arg;
+	uintptr_t pg = sh->pg;
 	ElfW(Half) i;
 
 	(void)size;
-	if (vdso != 0 && info->dlpi_addr == vdso)
+	if (sh->vdso != 0 && info->dlpi_addr == sh->vdso)
 		return 0;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -250,13 +255,12 @@ shed_object(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		/* whole pages inside the segment only: a page it shares with
 		 * a writable neighbour holds that neighbour's data */
-		lo = (info->dlpi_addr + ph->p_vaddr + pg - 1) & ~(uintptr_t)(pg - 1);
-		hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) &
-		    ~(uintptr_t)(pg - 1);
+		lo = (info->dlpi_addr + ph->p_vaddr + pg - 1) & ~(pg - 1);
+		hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
 		if (hi <= lo)
 			continue;
 		if (madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0)
-			*shed += hi - lo;
+			sh->bytes += hi - lo;
 	}
 	return 0;
 }
@@ -264,8 +268,11 @@ shed_object(struct dl_phdr_info *info, size_t size, void *arg)
 size_t
 proc_shed_start_pages(void)
 {
-	size_t shed = 0;
+	struct shed sh = {
+		.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+		.pg = (uintptr_t)sysconf(_SC_PAGESIZE),
+	};
 
-	dl_iterate_phdr(shed_object, &shed);
-	return shed;
+	dl_iterate_phdr(shed_object, &sh);
+	return sh.bytes;
 }
