@@ -560,6 +560,8 @@ main(int argc, char *argv[])
 	    (unsigned)getuid(), unprivileged ? " (without root)" : "",
 	    (int)b.netd.pid, (int)b.cloudd.pid);
 
+	/* A line per pod added and released: written once a loop turn. */
+	log_hold();
 	rc = loop_run(&b.loop);
 	jserver_close(&b, b.ctl);
 	jserver_close(&b, b.cni);

@@ -3,7 +3,8 @@
  * once at start (and the level by the operator later); beside them, for
  * stderr, the process id and the last second's time of day, kept so that
  * a line costs one formatting and one write(2) (the broker logs a line
- * per pod added and released, on its hot path).
+ * per pod added and released, on its hot path), and the lines held for
+ * log_flush (log_hold).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +19,10 @@
 
 #define LOG_MSG_MAX	1024	/* a message, its tag and errno's text */
 #define LOG_PREFIX_MAX	128	/* time, process name and pid, level */
+#define LOG_HOLD_MAX	4096	/* PIPE_BUF: one write(2) the peers' lines
+				 * cannot split */
+_Static_assert(LOG_MSG_MAX + LOG_PREFIX_MAX <= LOG_HOLD_MAX,
+    "a line fits in the held lines' buffer");
 
 static const char *log_procname = "enid";
 static bool log_to_stderr = true;
@@ -25,6 +30,10 @@ static enum log_level log_level = LOG_LVL_INFO;
 static pid_t log_pid;			/* 0: before log_init */
 static time_t log_when_sec = -1;	/* log_when holds this second */
 static char log_when[16];		/* "HH:MM:SS" */
+/* The one thread that holds its info and debug lines, and what it holds. */
+static __thread bool log_held;
+static char log_hold_buf[LOG_HOLD_MAX];
+static size_t log_hold_len;
 
 static const char *const level_names[] = {
 	[LOG_LVL_ERROR] = "error",
@@ -33,11 +42,14 @@ static const char *const level_names[] = {
 	[LOG_LVL_DEBUG] = "debug",
 };
 
-/* A forked child logs under its own pid (proc_spawn's, before exec). */
+/* A forked child logs under its own pid (proc_spawn's, before exec), and
+ * holds nothing: what the parent held is the parent's to write. */
 static void
 log_forked(void)
 {
 	log_pid = getpid();
+	log_held = false;
+	log_hold_len = 0;
 }
 
 void
@@ -93,6 +105,36 @@ const char *
 log_level_name(enum log_level level)
 {
 	return (unsigned)level <= LOG_LVL_DEBUG ? level_names[level] : "?";
+}
+
+static void
+log_write(const char *buf, size_t len)
+{
+	/* A log that cannot be written has nowhere to say so. */
+	ssize_t w = write(STDERR_FILENO, buf, len);
+
+	(void)w;
+}
+
+void
+log_flush(void)
+{
+	if (log_hold_len == 0)
+		return;
+	log_write(log_hold_buf, log_hold_len);
+	log_hold_len = 0;
+}
+
+void
+log_hold(void)
+{
+	static bool atexit_set;
+
+	if (!log_to_stderr)
+		return;
+	if (!atexit_set && atexit(log_flush) == 0)
+		atexit_set = true;
+	log_held = true;
 }
 
 const char *
@@ -165,14 +207,22 @@ vlog(enum log_level level, int saved_errno, const char *tag,
 		end = LOG_MSG_MAX - 1;		/* cut */
 
 	if (log_to_stderr) {
-		/* One write per line so the three processes don't
-		 * interleave. */
-		ssize_t w;
+		/* Whole lines per write, so the three processes' lines don't
+		 * interleave within one. */
+		size_t len = off + end + 1;
 
 		msg[end] = '\n';
-		/* A log that cannot be written has nowhere to say so. */
-		w = write(STDERR_FILENO, line, off + end + 1);
-		(void)w;
+		if (log_held && level >= LOG_LVL_INFO) {
+			if (log_hold_len + len > sizeof(log_hold_buf))
+				log_flush();
+			memcpy(log_hold_buf + log_hold_len, line, len);
+			log_hold_len += len;
+			return;
+		}
+		/* A warning or an error goes out now, after what is held. */
+		if (log_held)
+			log_flush();
+		log_write(line, len);
 	} else
 		syslog(prio[level], "%s", msg);
 }

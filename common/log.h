@@ -31,6 +31,17 @@ const char *log_level_name(enum log_level level);
  * the line or carry an escape sequence.  Returns buf. */
 const char *log_tame(const char *s, char *buf, size_t size);
 
+/*
+ * From the calling thread on (one thread at most), info and debug lines
+ * to stderr are held, up to 4 KiB, and written together by log_flush (the
+ * loop calls it before it waits, at exit too): a write(2) per loop turn
+ * rather than per line.  Warnings and errors are never held; each writes
+ * what is held before it.  A crash may lose one loop turn's info lines.
+ * No effect with syslog.
+ */
+void	log_hold(void);
+void	log_flush(void);
+
 /* An error the process survives: "error: ..." (log_error adds errno). */
 void	log_error(const char *fmt, ...) LOG_PRINTF(1, 2);
 void	log_errorx(const char *fmt, ...) LOG_PRINTF(1, 2);

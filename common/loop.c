@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loop.h"
 
 uint64_t
@@ -448,6 +449,7 @@ loop_run_once(struct loop *l, int timeout_ms)
 	loop_run_deferred(l);
 	if (l->stopping)
 		return 0;
+	log_flush();		/* what this turn logged, before sleeping */
 	n = epoll_wait(l->epfd, l->evs, LOOP_MAX_EVENTS,
 	    l->defer_head != NULL ? 0 : timeout_ms);
 	if (n == -1)

@@ -1,18 +1,23 @@
 /*
  * The event loop's timers (real timerfd, real clock): order, cancel,
- * re-arm, many timers, callbacks that arm or cancel others, and signals.
+ * re-arm, many timers, callbacks that arm or cancel others, and signals;
+ * and the log lines a loop turn holds (log_hold), written before it waits.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "log.h"
 #include "loop.h"
 
 #define NT 200
@@ -437,6 +442,95 @@ test_io_removed_mid_batch(void **state)
 	loop_free(&l);
 }
 
+/* What the pipe standing in for stderr holds now, appended to buf. */
+static size_t
+drain(int fd, char *buf, size_t len, size_t size)
+{
+	ssize_t n;
+
+	while (len < size - 1 &&
+	    (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	return len;
+}
+
+/*
+ * Info lines are held until the loop is about to wait; a warning goes out
+ * at once, after what was held; more than the buffer holds goes out in
+ * whole lines, in order; a forked child writes none of its parent's.
+ * (Last: the thread keeps holding its lines from here on.)
+ */
+static void
+test_held_log_lines(void **state)
+{
+	static char buf[64 * 1024];
+	struct loop l;
+	char *p, *nl;
+	size_t len = 0;
+	int fds[2], saved, i, next, status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe2(fds, O_NONBLOCK), 0);
+	fcntl(fds[0], F_SETPIPE_SZ, 1024 * 1024);
+	saved = dup(STDERR_FILENO);
+	assert_int_equal(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+	log_init("test_loop", true, LOG_LVL_INFO);
+	assert_int_equal(loop_init(&l), 0);
+	log_hold();
+
+	log_info("one");
+	log_info("two");
+	assert_int_equal(drain(fds[0], buf, 0, sizeof(buf)), 0);
+	log_warnx("three");
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_non_null(strstr(buf, "one\n"));
+	assert_true(strstr(buf, "one\n") < strstr(buf, "two\n"));
+	assert_true(strstr(buf, "two\n") < strstr(buf, "warning: three\n"));
+
+	/* A child forked while lines are held writes only its own. */
+	log_info("held across fork");
+	if ((pid = fork()) == 0) {
+		log_warnx("child");
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_non_null(strstr(buf, "warning: child\n"));
+	assert_null(strstr(buf, "held across fork"));
+	loop_run_once(&l, 0);
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_non_null(strstr(buf, "held across fork\n"));
+	assert_int_equal(strstr(buf, "held across fork\n") - buf +
+	    strlen("held across fork\n"), len);
+
+	/* 300 lines of some 60 bytes: several writes, each of whole lines,
+	 * the last at the turn's end. */
+	for (i = 0; i < 300; i++)
+		log_info("line %03d of a few that fill the held buffer", i);
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(buf[len - 1], '\n');
+	loop_run_once(&l, 0);
+	len = drain(fds[0], buf, len, sizeof(buf));
+	for (p = buf, next = 0; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "line %03d of a few", next);
+		assert_non_null(strstr(p, want));
+		assert_true(strstr(p, want) < nl);
+		next++;
+	}
+	assert_int_equal(next, 300);
+
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[0]);
+	close(fds[1]);
+	loop_free(&l);
+}
+
 int
 main(void)
 {
@@ -450,6 +544,7 @@ main(void)
 		cmocka_unit_test(test_defer),
 		cmocka_unit_test(test_signal_stops_loop),
 		cmocka_unit_test(test_io_removed_mid_batch),
+		cmocka_unit_test(test_held_log_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
