@@ -687,6 +687,14 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 	if (c->closing)
 		return;
+	if (events & (EPOLLHUP | EPOLLERR)) {
+		/* Hung up both ways (or reset): nothing it still sends can
+		 * be answered, so none of it is read, let alone run.  The
+		 * usual end of a client, after its answer, without the
+		 * recv that would only have said so. */
+		client_close(c);
+		return;
+	}
 	if (c->inlen == c->insize && client_grow(c) == -1) {
 		log_warnx("%s: client pid %d: input buffer of %zu bytes "
 		    "cannot grow; closing", c->server->what, (int)c->pid,

@@ -78,8 +78,11 @@ writer_done_cb(struct loop *l, struct loop_io *io, uint32_t events)
 
 	(void)l;
 	(void)events;
-	while (read(w->done[0], buf, sizeof(buf)) > 0)
-		;
+	/* One read empties it: a byte per record, one record at a time (a
+	 * byte left over would only wake the loop once more). */
+	if (read(w->done[0], buf, sizeof(buf)) == -1 && errno != EAGAIN &&
+	    errno != EINTR)
+		log_warn("checkpoint writer: reading its pipe");
 	pthread_mutex_lock(&w->mu);
 	idle = w->job == NULL;
 	pthread_mutex_unlock(&w->mu);
