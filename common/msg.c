@@ -216,6 +216,15 @@ msg_validate(const struct msg_chan *chan, const void *buf, size_t n)
 	return ti->check((const unsigned char *)buf + sizeof(hdr));
 }
 
+void
+msg_hdr_init(struct msg_hdr *hdr, enum msg_type type, uint32_t id, size_t len)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->type = type;
+	hdr->len = len;
+	hdr->id = id;
+}
+
 int
 msg_send(const struct msg_chan *chan, enum msg_type type, uint32_t id,
     const void *payload, size_t len)
@@ -231,10 +240,7 @@ msg_send(const struct msg_chan *chan, enum msg_type type, uint32_t id,
 		errno = EINVAL;
 		return -1;
 	}
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.type = type;
-	hdr.len = len;
-	hdr.id = id;
+	msg_hdr_init(&hdr, type, id, len);
 	iov[0].iov_base = &hdr;
 	iov[0].iov_len = sizeof(hdr);
 	iov[1].iov_base = (void *)payload;
@@ -254,19 +260,68 @@ msg_send(const struct msg_chan *chan, enum msg_type type, uint32_t id,
 	return 0;
 }
 
+/* Close the descriptors a received datagram carries (no message of this
+ * protocol has any); true if it carried some, or its control data was cut. */
+static bool
+drop_fds(struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+	bool had_fds = false;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			size_t i, nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int fd;
+
+			for (i = 0; i < nfd; i++) {
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+				    sizeof(int));
+				close(fd);
+			}
+			had_fds = true;
+		}
+	}
+	return had_fds || (mh->msg_flags & MSG_CTRUNC);
+}
+
+/* Check a datagram of n bytes received into m (its descriptors already
+ * dropped: had_fds), and record it in chan's state if it is acceptable. */
+static enum msg_recv_result
+recv_check(struct msg_chan *chan, const struct msg *m, size_t n,
+    int msg_flags, bool had_fds, const char **why)
+{
+	const struct msg_type_info *ti;
+
+	if (had_fds) {
+		*why = "message carries file descriptors";
+		return MSG_RECV_BAD;
+	}
+	if (msg_flags & MSG_TRUNC) {
+		*why = "datagram larger than any message";
+		return MSG_RECV_BAD;
+	}
+	if ((*why = msg_validate(chan, m, n)) != NULL)
+		return MSG_RECV_BAD;
+	ti = msg_type_info(m->hdr.type);
+	if (ti->flags & MF_HANDSHAKE)
+		chan->greeted = true;
+	if (ti->flags & MF_ONCE)
+		chan->seen_once[m->hdr.type / 64] |=
+		    (uint64_t)1 << (m->hdr.type % 64);
+	return MSG_RECV_OK;
+}
+
 enum msg_recv_result
 msg_recv(struct msg_chan *chan, struct msg *m, const char **why)
 {
-	const struct msg_type_info *ti;
 	union {
 		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * 8)];
+		char		buf[MSG_CMSG_SPACE];
 	} cbuf;
 	struct iovec iov;
 	struct msghdr mh;
-	struct cmsghdr *cm;
 	ssize_t n;
-	bool had_fds = false;
+	bool had_fds;
 
 	*why = NULL;
 	iov.iov_base = m;
@@ -284,38 +339,59 @@ msg_recv(struct msg_chan *chan, struct msg *m, const char **why)
 		    MSG_RECV_AGAIN : MSG_RECV_ERROR;
 	if (n == 0)
 		return MSG_RECV_EOF;
+	had_fds = drop_fds(&mh);
+	return recv_check(chan, m, (size_t)n, mh.msg_flags, had_fds, why);
+}
 
-	/* No message of this protocol carries descriptors: close any. */
-	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			size_t i, nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int fd;
+enum msg_recv_result
+msg_recv_batch(struct msg_chan *chan, struct msg_batch *b)
+{
+	size_t i;
+	int n;
 
-			for (i = 0; i < nfd; i++) {
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
-				    sizeof(int));
-				close(fd);
-			}
-			had_fds = true;
-		}
+	b->n = b->next = 0;
+	memset(b->mh, 0, sizeof(b->mh));
+	for (i = 0; i < MSG_BATCH_MAX; i++) {
+		b->iov[i].iov_base = &b->m[i];
+		b->iov[i].iov_len = sizeof(b->m[i]);
+		b->mh[i].msg_hdr.msg_iov = &b->iov[i];
+		b->mh[i].msg_hdr.msg_iovlen = 1;
+		b->mh[i].msg_hdr.msg_control = b->cbuf[i].buf;
+		b->mh[i].msg_hdr.msg_controllen = sizeof(b->cbuf[i].buf);
 	}
-	if (had_fds || (mh.msg_flags & MSG_CTRUNC)) {
-		*why = "message carries file descriptors";
-		return MSG_RECV_BAD;
+	do {
+		n = recvmmsg(chan->fd, b->mh, MSG_BATCH_MAX,
+		    MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ?
+		    MSG_RECV_AGAIN : MSG_RECV_ERROR;
+	b->n = (size_t)n;
+	/* Every descriptor goes now, also those of messages after one that
+	 * ends the channel. */
+	for (i = 0; i < b->n; i++)
+		b->had_fds[i] = b->mh[i].msg_len > 0 &&
+		    drop_fds(&b->mh[i].msg_hdr);
+	return b->n > 0 ? MSG_RECV_OK : MSG_RECV_EOF;
+}
+
+enum msg_recv_result
+msg_batch_take(struct msg_chan *chan, struct msg_batch *b,
+    const struct msg **m, const char **why)
+{
+	size_t i;
+
+	*why = NULL;
+	if (b->next == b->n)
+		return MSG_RECV_AGAIN;
+	i = b->next++;
+	if (b->mh[i].msg_len == 0) {
+		b->next = b->n;		/* nothing follows an end */
+		return MSG_RECV_EOF;
 	}
-	if (mh.msg_flags & MSG_TRUNC) {
-		*why = "datagram larger than any message";
-		return MSG_RECV_BAD;
-	}
-	if ((*why = msg_validate(chan, m, (size_t)n)) != NULL)
-		return MSG_RECV_BAD;
-	ti = msg_type_info(m->hdr.type);
-	if (ti->flags & MF_HANDSHAKE)
-		chan->greeted = true;
-	if (ti->flags & MF_ONCE)
-		chan->seen_once[m->hdr.type / 64] |=
-		    (uint64_t)1 << (m->hdr.type % 64);
-	return MSG_RECV_OK;
+	*m = &b->m[i];
+	return recv_check(chan, &b->m[i], b->mh[i].msg_len,
+	    b->mh[i].msg_hdr.msg_flags, b->had_fds[i], why);
 }
 
 /* ---- per-type meaning checks ---- */

@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #define MSG_PROTO_VERSION	1
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
@@ -524,6 +526,10 @@ void		 msg_chan_permit(struct msg_chan *chan, uint32_t permit);
 const char	*msg_validate(const struct msg_chan *chan, const void *buf,
 		    size_t n);
 
+/* A message's header: type, payload length, request id; the rest 0. */
+void		 msg_hdr_init(struct msg_hdr *hdr, enum msg_type type,
+		    uint32_t id, size_t len);
+
 /* Send one message; payload must be exactly the type's size.  Returns 0, or
  * -1 with errno set (EAGAIN if the socket is full). */
 int		 msg_send(const struct msg_chan *chan, enum msg_type type,
@@ -540,6 +546,38 @@ enum msg_recv_result {
 /* Receive and validate one message into m; on MSG_RECV_OK the channel's
  * state records it (handshake done, once-only types seen). */
 enum msg_recv_result msg_recv(struct msg_chan *chan, struct msg *m,
+		    const char **why);
+
+/*
+ * Messages read together, one recvmmsg(2) for up to MSG_BATCH_MAX of
+ * them, then checked one at a time, in order, exactly as msg_recv checks
+ * one.  For a receiver that never stops reading (the broker): whatever a
+ * batch holds past a point where reading should stop would have to be
+ * handled anyway.
+ */
+#define MSG_BATCH_MAX	8
+#define MSG_CMSG_SPACE	CMSG_SPACE(sizeof(int) * 8)
+
+struct msg_batch {
+	size_t		n, next;	/* read, and taken so far */
+	struct msg	m[MSG_BATCH_MAX];
+	struct mmsghdr	mh[MSG_BATCH_MAX];
+	struct iovec	iov[MSG_BATCH_MAX];
+	bool		had_fds[MSG_BATCH_MAX];
+	union {
+		struct cmsghdr	hdr;
+		char		buf[MSG_CMSG_SPACE];
+	} cbuf[MSG_BATCH_MAX];
+};
+
+/* Read what waits, up to MSG_BATCH_MAX messages: MSG_RECV_OK (b->n > 0),
+ * AGAIN, EOF or ERROR.  Descriptors any of them carry are closed here. */
+enum msg_recv_result msg_recv_batch(struct msg_chan *chan,
+		    struct msg_batch *b);
+/* The next message of the batch, checked (msg_recv's results), or
+ * MSG_RECV_AGAIN when all are taken.  *m points into b. */
+enum msg_recv_result msg_batch_take(struct msg_chan *chan,
+		    struct msg_batch *b, const struct msg **m,
 		    const char **why);
 
 /* True if s holds a NUL within size bytes. */

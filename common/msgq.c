@@ -11,6 +11,8 @@
 #include "log.h"
 #include "msgq.h"
 
+#define MSGQ_BATCH	16	/* messages per sendmmsg */
+
 struct msgq_item {
 	struct msgq_item	*next;
 	enum msg_type		 type;
@@ -31,6 +33,8 @@ msgq_update_events(struct msgq *q)
 		fatal("%s channel: epoll", q->chan->peer_name);
 }
 
+static void	msgq_uncork_cb(struct loop *, struct loop_defer *);
+
 void
 msgq_init(struct msgq *q, struct loop *l, struct msg_chan *chan,
     struct loop_io *io, msgq_drained_cb drained, void *arg)
@@ -45,6 +49,13 @@ msgq_init(struct msgq *q, struct loop *l, struct msg_chan *chan,
 	q->hard = MSGQ_HARD_BYTES;
 	q->drained = drained;
 	q->arg = arg;
+	loop_defer_init(&q->uncork, msgq_uncork_cb, q);
+}
+
+void
+msgq_cork(struct msgq *q)
+{
+	q->cork = true;
 }
 
 void
@@ -52,6 +63,7 @@ msgq_free(struct msgq *q)
 {
 	struct msgq_item *it;
 
+	loop_defer_cancel(q->loop, &q->uncork);
 	while ((it = q->head) != NULL) {
 		q->head = it->next;
 		free(it);
@@ -103,7 +115,9 @@ msgq_enqueue(struct msgq *q, enum msg_type type, uint32_t id,
 		q->max_bytes = q->bytes;
 	if (q->bytes >= q->soft)
 		q->was_busy = true;
-	if (q->count == 1)
+	if (q->cork)
+		loop_defer(q->loop, &q->uncork);
+	else if (q->count == 1)
 		msgq_update_events(q);
 	return 0;
 }
@@ -119,7 +133,7 @@ msgq_send(struct msgq *q, enum msg_type type, uint32_t id,
 		errno = EINVAL;
 		return -1;
 	}
-	if (q->head == NULL) {
+	if (q->head == NULL && !q->cork) {
 		if (msg_send(q->chan, type, id, payload, len) == 0) {
 			q->sent++;
 			return 0;
@@ -130,28 +144,65 @@ msgq_send(struct msgq *q, enum msg_type type, uint32_t id,
 	return msgq_enqueue(q, type, id, payload, len);
 }
 
+/*
+ * Write what the socket takes of the queue's head: up to MSGQ_BATCH
+ * messages per sendmmsg.  0 when it is all written or the socket is full,
+ * or -1 with errno.
+ */
+static int
+msgq_write(struct msgq *q)
+{
+	struct msg_hdr hdr[MSGQ_BATCH];
+	struct iovec iov[MSGQ_BATCH][2];
+	struct mmsghdr mm[MSGQ_BATCH];
+	struct msgq_item *it;
+	int i, k, n;
+
+	while (q->head != NULL) {
+		memset(mm, 0, sizeof(mm));
+		for (k = 0, it = q->head; it != NULL && k < MSGQ_BATCH;
+		    k++, it = it->next) {
+			msg_hdr_init(&hdr[k], it->type, it->id, it->len);
+			iov[k][0].iov_base = &hdr[k];
+			iov[k][0].iov_len = sizeof(hdr[k]);
+			iov[k][1].iov_base = it->payload;
+			iov[k][1].iov_len = it->len;
+			mm[k].msg_hdr.msg_iov = iov[k];
+			mm[k].msg_hdr.msg_iovlen = 2;
+		}
+		do {
+			n = sendmmsg(q->chan->fd, mm, (unsigned)k,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+		} while (n == -1 && errno == EINTR);
+		if (n == -1)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		for (i = 0; i < n; i++) {
+			it = q->head;
+			if (mm[i].msg_len != sizeof(struct msg_hdr) + it->len) {
+				errno = EMSGSIZE;
+				return -1;
+			}
+			q->head = it->next;
+			if (q->head == NULL)
+				q->tail = &q->head;
+			q->count--;
+			q->bytes -= sizeof(struct msg_hdr) + it->len;
+			q->sent++;
+			free(it);
+		}
+		if (n < k)
+			return 0;	/* the socket is full */
+	}
+	return 0;
+}
+
 int
 msgq_flush(struct msgq *q)
 {
-	struct msgq_item *it;
-
-	while ((it = q->head) != NULL) {
-		if (msg_send(q->chan, it->type, it->id, it->payload,
-		    it->len) == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return -1;
-		}
-		q->head = it->next;
-		if (q->head == NULL)
-			q->tail = &q->head;
-		q->count--;
-		q->bytes -= sizeof(struct msg_hdr) + it->len;
-		q->sent++;
-		free(it);
-	}
-	if (q->head == NULL)
-		msgq_update_events(q);
+	if (msgq_write(q) == -1)
+		return -1;
+	/* Written out, or EPOLLOUT says when there is room for the rest. */
+	msgq_update_events(q);
 	if (q->was_busy && q->bytes < q->soft / 2) {
 		/* Hysteresis: resume only once half the room is back. */
 		q->was_busy = false;
@@ -159,4 +210,16 @@ msgq_flush(struct msgq *q)
 			q->drained(q, q->arg);
 	}
 	return 0;
+}
+
+/* The end of a loop turn: what the turn sent goes out.  An error is the
+ * io callback's to report (EPOLLOUT, with the queue still full). */
+static void
+msgq_uncork_cb(struct loop *l, struct loop_defer *d)
+{
+	struct msgq *q = d->arg;
+
+	(void)l;
+	if (msgq_flush(q) == -1)
+		msgq_update_events(q);
 }

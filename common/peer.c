@@ -34,6 +34,11 @@ peer_open(struct peer *p, struct loop *l, int fd, enum msg_peer self,
 	if (loop_add_io(l, &p->io, fd, EPOLLIN, peer_io_cb, p) == -1)
 		return -1;
 	msgq_init(&p->q, l, &p->chan, &p->io, peer_drained, p);
+	/* The broker's requests of a loop turn go out together, at its
+	 * end: one sendmmsg for the netd requests of every pod the turn
+	 * took on, one wakeup of netd. */
+	if (self == PEER_BROKER)
+		msgq_cork(&p->q);
 	p->open = true;
 	return 0;
 }
@@ -91,11 +96,63 @@ peer_resume(struct peer *p)
 	msgq_set_reading(&p->q, true);
 }
 
+/* A message, or the end of the channel, from msg_recv or a batch. */
+static bool
+peer_take(struct peer *p, enum msg_recv_result r, const struct msg *m,
+    const char *why)
+{
+	switch (r) {
+	case MSG_RECV_OK:
+		p->received++;
+		p->on_msg(p, m, p->arg);
+		return true;
+	case MSG_RECV_AGAIN:
+		return false;
+	case MSG_RECV_EOF:
+		peer_fail(p, MSG_RECV_EOF, "closed the channel");
+		return false;
+	case MSG_RECV_ERROR:
+		peer_fail(p, MSG_RECV_ERROR, strerror(errno));
+		return false;
+	case MSG_RECV_BAD:
+		peer_fail(p, MSG_RECV_BAD, why);
+		return false;
+	}
+	return false;
+}
+
+/* The broker reads its children in batches: it never pauses (peer.h). */
+static void
+peer_read_batches(struct peer *p)
+{
+	static struct msg_batch b;
+	const struct msg *m = NULL;
+	enum msg_recv_result r;
+	const char *why = NULL;
+	int budget;
+
+	for (budget = 0; budget < PEER_RECV_BUDGET && p->open;
+	    budget += MSG_BATCH_MAX) {
+		if ((r = msg_recv_batch(&p->chan, &b)) != MSG_RECV_OK) {
+			peer_take(p, r, NULL, NULL);
+			return;
+		}
+		while (p->open) {
+			r = msg_batch_take(&p->chan, &b, &m, &why);
+			if (!peer_take(p, r, m, why))
+				break;
+		}
+		if (b.n < MSG_BATCH_MAX)
+			return;		/* it had no more */
+	}
+}
+
 static void
 peer_io_cb(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct peer *p = io->arg;
 	static struct msg m;
+	enum msg_recv_result r;
 	const char *why;
 	int budget;
 
@@ -110,29 +167,19 @@ peer_io_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0)
 		return;
+	if (!p->pause_when_busy && p->can_take == NULL) {
+		peer_read_batches(p);
+		return;
+	}
 	for (budget = 0; budget < PEER_RECV_BUDGET && p->open; budget++) {
 		if (peer_should_pause(p)) {
 			p->paused = true;
 			msgq_set_reading(&p->q, false);
 			return;
 		}
-		switch (msg_recv(&p->chan, &m, &why)) {
-		case MSG_RECV_OK:
-			p->received++;
-			p->on_msg(p, &m, p->arg);
-			break;
-		case MSG_RECV_AGAIN:
+		r = msg_recv(&p->chan, &m, &why);
+		if (!peer_take(p, r, &m, why))
 			return;
-		case MSG_RECV_EOF:
-			peer_fail(p, MSG_RECV_EOF, "closed the channel");
-			return;
-		case MSG_RECV_ERROR:
-			peer_fail(p, MSG_RECV_ERROR, strerror(errno));
-			return;
-		case MSG_RECV_BAD:
-			peer_fail(p, MSG_RECV_BAD, why);
-			return;
-		}
 	}
 }
 

@@ -67,6 +67,10 @@ static const struct sb_rule common_rules[] = {
 	ALLOW("read"), ALLOW("write"), ALLOW("readv"), ALLOW("writev"),
 	ALLOW("close"), ALLOW("fstat"), ALLOW("newfstatat"), ALLOW("lseek"),
 	ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendto"), ALLOW("recvfrom"),
+	/* the same, several messages a call: a queue written out (msgq.c),
+	 * the broker's reads of its children (msg_recv_batch), glibc's
+	 * resolver's parallel queries (cloudd) */
+	ALLOW("sendmmsg"), ALLOW("recvmmsg"),
 	/* time, identity, randomness */
 	ALLOW("clock_gettime"), ALLOW("gettimeofday"), ALLOW("getpid"),
 	ALLOW("gettid"), ALLOW("getrandom"), ALLOW("futex"),
@@ -138,7 +142,7 @@ static const struct sb_rule cloudd_rules[] = {
 	ALLOW_IF("socketpair", ARG_EQ(0, AF_UNIX)),
 	ALLOW("connect"), ALLOW("bind"), ALLOW("getsockname"),
 	ALLOW("getpeername"), ALLOW("getsockopt"),
-	ALLOW("sendmmsg"), ALLOW("recvmmsg"), ALLOW("shutdown"),
+	ALLOW("shutdown"),
 	ALLOW("poll"), ALLOW("ppoll"), ALLOW("pipe2"),
 	ALLOW("uname"), ALLOW("pread64"), ALLOW("statx"),
 	ALLOW("stat"), ALLOW("sysinfo"),

@@ -498,6 +498,119 @@ test_rejects_descriptors(void **state)
 	pair_close(&p);
 }
 
+/* Send a datagram with a descriptor attached, as a compromised peer
+ * could; msg is sz bytes. */
+static void
+send_with_fd(int sock, const void *msg, size_t sz, int fd)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		b[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = { (void *)msg, sz };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.b;
+	mh.msg_controllen = sizeof(cbuf.b);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	assert_true(sendmsg(sock, &mh, 0) > 0);
+}
+
+/*
+ * A batch is checked message by message exactly as msg_recv checks one:
+ * good ones pass in order, a bad one is named, and every descriptor the
+ * batch carried is closed, also one on a message after the bad one.
+ */
+static void
+test_batch_checks_each(void **state)
+{
+	struct pair p;
+	static struct msg_batch b;
+	const struct msg *m = NULL;
+	struct msg_ping ping = { 0 };
+	struct msg_hdr h = { MSG_PONG, 0, sizeof(ping), 9, 0 };
+	unsigned char buf[sizeof(h) + sizeof(ping)] = { 0 };
+	const char *why;
+	int fd1 = dup(0), fd2 = dup(0), probe, probe2;
+	uint32_t i;
+
+	(void)state;
+	memcpy(buf, &h, sizeof(h));
+	pair_open(&p, PEER_NETD, PEER_BROKER);
+	for (i = 1; i <= 3; i++) {
+		ping.seq = i;
+		assert_int_equal(msg_send(&p.a, MSG_PONG, i, &ping,
+		    sizeof(ping)), 0);
+	}
+	send_with_fd(p.a.fd, buf, sizeof(buf), fd1);
+	send_with_fd(p.a.fd, buf, sizeof(buf), fd2);
+	close(fd1);
+	close(fd2);
+	assert_int_equal(msg_recv_batch(&p.b, &b), MSG_RECV_OK);
+	assert_int_equal(b.n, 5);
+	/* Both descriptors are closed already: the two lowest free numbers
+	 * are the ones they had. */
+	probe = dup(0);
+	probe2 = dup(0);
+	assert_int_equal(probe + probe2, fd1 + fd2);
+	assert_true(probe == fd1 || probe == fd2);
+	close(probe);
+	close(probe2);
+	for (i = 1; i <= 3; i++) {
+		assert_int_equal(msg_batch_take(&p.b, &b, &m, &why),
+		    MSG_RECV_OK);
+		assert_int_equal(m->hdr.type, MSG_PONG);
+		assert_int_equal(m->hdr.id, i);
+	}
+	assert_int_equal(msg_batch_take(&p.b, &b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message carries file descriptors");
+	pair_close(&p);
+}
+
+/* More than a batch waiting: a full batch, then the rest; then the end of
+ * the channel, as msg_recv reports it. */
+static void
+test_batch_bounds_and_eof(void **state)
+{
+	struct pair p;
+	static struct msg_batch b;
+	const struct msg *m = NULL;
+	struct msg_ping ping = { 0 };
+	const char *why;
+	uint32_t i, next = 1;
+
+	(void)state;
+	pair_open(&p, PEER_NETD, PEER_BROKER);
+	for (i = 1; i <= MSG_BATCH_MAX + 3; i++) {
+		ping.seq = i;
+		assert_int_equal(msg_send(&p.a, MSG_PONG, i, &ping,
+		    sizeof(ping)), 0);
+	}
+	assert_int_equal(msg_recv_batch(&p.b, &b), MSG_RECV_OK);
+	assert_int_equal(b.n, MSG_BATCH_MAX);
+	while (msg_batch_take(&p.b, &b, &m, &why) == MSG_RECV_OK)
+		assert_int_equal(m->hdr.id, next++);
+	assert_int_equal(msg_recv_batch(&p.b, &b), MSG_RECV_OK);
+	assert_int_equal(b.n, 3);
+	while (msg_batch_take(&p.b, &b, &m, &why) == MSG_RECV_OK)
+		assert_int_equal(m->hdr.id, next++);
+	assert_int_equal(next, MSG_BATCH_MAX + 4);
+	assert_int_equal(msg_recv_batch(&p.b, &b), MSG_RECV_AGAIN);
+	close(p.a.fd);
+	assert_int_equal(msg_recv_batch(&p.b, &b), MSG_RECV_OK);
+	assert_int_equal(msg_batch_take(&p.b, &b, &m, &why), MSG_RECV_EOF);
+	assert_int_equal(msg_batch_take(&p.b, &b, &m, &why), MSG_RECV_AGAIN);
+	close(p.b.fd);
+}
+
 static void
 test_rejects_oversized_datagram(void **state)
 {
@@ -743,6 +856,8 @@ main(void)
 		cmocka_unit_test(test_rejects_oversized_datagram),
 		cmocka_unit_test(test_send_refuses_misuse),
 		cmocka_unit_test(test_flags_enforced),
+		cmocka_unit_test(test_batch_checks_each),
+		cmocka_unit_test(test_batch_bounds_and_eof),
 		cmocka_unit_test(test_flag_table),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_hist_buckets),
