@@ -33,8 +33,6 @@ msgq_update_events(struct msgq *q)
 		fatal("%s channel: epoll", q->chan->peer_name);
 }
 
-static void	msgq_uncork_cb(struct loop *, struct loop_defer *);
-
 void
 msgq_init(struct msgq *q, struct loop *l, struct msg_chan *chan,
     struct loop_io *io, msgq_drained_cb drained, void *arg)
@@ -49,13 +47,6 @@ msgq_init(struct msgq *q, struct loop *l, struct msg_chan *chan,
 	q->hard = MSGQ_HARD_BYTES;
 	q->drained = drained;
 	q->arg = arg;
-	loop_defer_init(&q->uncork, msgq_uncork_cb, q);
-}
-
-void
-msgq_cork(struct msgq *q)
-{
-	q->cork = true;
 }
 
 void
@@ -63,7 +54,6 @@ msgq_free(struct msgq *q)
 {
 	struct msgq_item *it;
 
-	loop_defer_cancel(q->loop, &q->uncork);
 	while ((it = q->head) != NULL) {
 		q->head = it->next;
 		free(it);
@@ -115,9 +105,7 @@ msgq_enqueue(struct msgq *q, enum msg_type type, uint32_t id,
 		q->max_bytes = q->bytes;
 	if (q->bytes >= q->soft)
 		q->was_busy = true;
-	if (q->cork)
-		loop_defer(q->loop, &q->uncork);
-	else if (q->count == 1)
+	if (q->count == 1)
 		msgq_update_events(q);
 	return 0;
 }
@@ -133,7 +121,7 @@ msgq_send(struct msgq *q, enum msg_type type, uint32_t id,
 		errno = EINVAL;
 		return -1;
 	}
-	if (q->head == NULL && !q->cork) {
+	if (q->head == NULL) {
 		if (msg_send(q->chan, type, id, payload, len) == 0) {
 			q->sent++;
 			return 0;
@@ -210,16 +198,4 @@ msgq_flush(struct msgq *q)
 			q->drained(q, q->arg);
 	}
 	return 0;
-}
-
-/* The end of a loop turn: what the turn sent goes out.  An error is the
- * io callback's to report (EPOLLOUT, with the queue still full). */
-static void
-msgq_uncork_cb(struct loop *l, struct loop_defer *d)
-{
-	struct msgq *q = d->arg;
-
-	(void)l;
-	if (msgq_flush(q) == -1)
-		msgq_update_events(q);
 }

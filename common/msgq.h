@@ -2,10 +2,9 @@
  * One outbound queue per channel, used the same way by all three
  * processes (after OpenBSD's msgbuf).  A message goes straight to the
  * socket when nothing is waiting; otherwise it joins the queue, and the
- * queue is written when the socket has room.  The broker's queues are
- * corked (msgq_cork): everything joins the queue, which is written at the
- * end of the loop turn.  Sending never fails for a well-formed message: a
- * full socket only queues.
+ * queue is written when the socket has room, as many messages per
+ * sendmmsg(2) as it holds.  Sending never fails for a well-formed message:
+ * a full socket only queues.
  *
  * The queue is bounded by back-pressure: past its soft limit it reports
  * itself busy, and its owner stops taking on new work (a child stops
@@ -42,8 +41,6 @@ struct msgq {
 	size_t			 count, bytes;
 	size_t			 soft, hard;
 	bool			 was_busy;
-	bool			 cork;		/* msgq_cork */
-	struct loop_defer	 uncork;
 	msgq_drained_cb		 drained;
 	void			*arg;
 	/* counters, for status and tests */
@@ -63,14 +60,6 @@ void	msgq_free(struct msgq *q);
  */
 int	msgq_send(struct msgq *q, enum msg_type type, uint32_t id,
 	    const void *payload, size_t len);
-
-/*
- * From now on, every message is queued and the queue written at the end
- * of the loop turn (a deferred call), as many messages per sendmmsg(2) as
- * it holds, rather than each with a sendmsg as it comes.  A socket error
- * met then is left to the owner's io callback, as one met on EPOLLOUT.
- */
-void	msgq_cork(struct msgq *q);
 
 /* Call from the channel's io callback when EPOLLOUT is reported.  Returns
  * 0, or -1 with errno if the socket failed. */

@@ -34,11 +34,6 @@ peer_open(struct peer *p, struct loop *l, int fd, enum msg_peer self,
 	if (loop_add_io(l, &p->io, fd, EPOLLIN, peer_io_cb, p) == -1)
 		return -1;
 	msgq_init(&p->q, l, &p->chan, &p->io, peer_drained, p);
-	/* The broker's requests of a loop turn go out together, at its
-	 * end: one sendmmsg for the netd requests of every pod the turn
-	 * took on, one wakeup of netd. */
-	if (self == PEER_BROKER)
-		msgq_cork(&p->q);
 	p->open = true;
 	return 0;
 }

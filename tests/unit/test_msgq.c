@@ -204,56 +204,6 @@ test_child_back_pressure(void **state)
 	loop_free(&l);
 }
 
-/*
- * The broker's end is corked: what a loop turn sends is on the socket
- * only at the turn's end, all of it, in order; a peer gone by then is
- * reported through on_gone, not lost.
- */
-static void
-test_broker_sends_at_turn_end(void **state)
-{
-	static struct side a;
-	static struct msg m;
-	struct msg_chan raw;
-	struct msg_ping ping;
-	struct loop l;
-	const char *why;
-	int sv[2];
-	uint32_t i;
-
-	(void)state;
-	memset(&a, 0, sizeof(a));
-	assert_int_equal(loop_init(&l), 0);
-	pair(sv);
-	assert_int_equal(peer_open(&a.p, &l, sv[0], PEER_BROKER, PEER_NETD,
-	    "netd", on_msg, on_gone, NULL, &a), 0);
-	msg_chan_init(&raw, sv[1], PEER_NETD, PEER_BROKER, "enid");
-	raw.greeted = true;
-	for (i = 1; i <= 40; i++) {
-		ping.seq = i;
-		peer_send(&a.p, MSG_PING, i, &ping, sizeof(ping));
-	}
-	assert_int_equal(msg_recv(&raw, &m, &why), MSG_RECV_AGAIN);
-	assert_int_equal(a.p.q.count, 40);
-	loop_run_once(&l, 0);
-	assert_int_equal(a.p.q.count, 0);
-	assert_int_equal(a.p.q.sent, 40);
-	for (i = 1; i <= 40; i++) {
-		assert_int_equal(msg_recv(&raw, &m, &why), MSG_RECV_OK);
-		assert_int_equal(m.hdr.id, i);
-	}
-	assert_int_equal(msg_recv(&raw, &m, &why), MSG_RECV_AGAIN);
-	/* The other end goes; the next turn's messages meet the error. */
-	close(sv[1]);
-	peer_send(&a.p, MSG_PING, 41, &ping, sizeof(ping));
-	for (i = 0; i < 10 && !a.gone; i++)
-		loop_run_once(&l, 50);
-	assert_true(a.gone);
-	assert_false(a.p.open);
-	close(sv[0]);
-	loop_free(&l);
-}
-
 /* A bad message closes the channel and reports why; the owner decides. */
 static void
 test_malformed_reported(void **state)
@@ -287,7 +237,6 @@ main(void)
 		cmocka_unit_test(test_queue_never_fails),
 		cmocka_unit_test(test_child_back_pressure),
 		cmocka_unit_test(test_malformed_reported),
-		cmocka_unit_test(test_broker_sends_at_turn_end),
 	};
 
 	log_init("test_msgq", true, LOG_LVL_WARN);
