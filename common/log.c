@@ -119,7 +119,9 @@ log_write(const char *buf, size_t len)
 void
 log_flush(void)
 {
-	if (log_hold_len == 0)
+	/* Only the holding thread touches what is held (another thread's
+	 * fatal() runs the atexit call too). */
+	if (!log_held || log_hold_len == 0)
 		return;
 	log_write(log_hold_buf, log_hold_len);
 	log_hold_len = 0;
