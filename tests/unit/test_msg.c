@@ -456,48 +456,6 @@ test_array_entries_checked_within_count(void **state)
 	    "unterminated subnet id");
 }
 
-static void
-test_rejects_descriptors(void **state)
-{
-	struct pair p;
-	static struct msg m;
-	struct msg_hdr h = { MSG_HELLO, 0, 4, 1, 0 };
-	unsigned char buf[sizeof(h) + 4] = { 0 };
-	union {
-		struct cmsghdr	hdr;
-		char		b[CMSG_SPACE(sizeof(int))];
-	} cbuf;
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh;
-	struct cmsghdr *cm;
-	const char *why;
-	int fd = dup(0), probe;
-
-	(void)state;
-	memcpy(buf, &h, sizeof(h));
-	pair_open(&p, PEER_BROKER, PEER_NETD);
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf.b;
-	mh.msg_controllen = sizeof(cbuf.b);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	assert_true(sendmsg(p.a.fd, &mh, 0) > 0);
-	close(fd);
-	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
-	assert_string_equal(why, "message carries file descriptors");
-	/* The received descriptor was closed, not leaked: the lowest free
-	 * number is the one it had. */
-	probe = dup(0);
-	assert_int_equal(probe, fd);
-	close(probe);
-	pair_close(&p);
-}
-
 /* Send a datagram with a descriptor attached, as a compromised peer
  * could; msg is sz bytes. */
 static void
@@ -522,6 +480,31 @@ send_with_fd(int sock, const void *msg, size_t sz, int fd)
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	assert_true(sendmsg(sock, &mh, 0) > 0);
+}
+
+static void
+test_rejects_descriptors(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	struct msg_hdr h = { MSG_HELLO, 0, 4, 1, 0 };
+	unsigned char buf[sizeof(h) + 4] = { 0 };
+	const char *why;
+	int fd = dup(0), probe;
+
+	(void)state;
+	memcpy(buf, &h, sizeof(h));
+	pair_open(&p, PEER_BROKER, PEER_NETD);
+	send_with_fd(p.a.fd, buf, sizeof(buf), fd);
+	close(fd);
+	assert_int_equal(msg_recv(&p.b, &m, &why), MSG_RECV_BAD);
+	assert_string_equal(why, "message carries file descriptors");
+	/* The received descriptor was closed, not leaked: the lowest free
+	 * number is the one it had. */
+	probe = dup(0);
+	assert_int_equal(probe, fd);
+	close(probe);
+	pair_close(&p);
 }
 
 /*
