@@ -561,8 +561,9 @@ main(int argc, char *argv[])
 	    (int)b.netd.pid, (int)b.cloudd.pid);
 
 	/* A line per pod added and released: written once a loop turn. */
-	log_hold();
+	log_hold(true);
 	rc = loop_run(&b.loop);
+	log_hold(false);	/* the lines of the way out go as they come */
 	jserver_close(&b, b.ctl);
 	jserver_close(&b, b.cni);
 	log_info("exiting with status %d", rc);

@@ -275,14 +275,16 @@ client_close(struct jclient *c)
 
 /*
  * What to watch: room for pending output, and nothing else until it is
- * sent; while a request is answered, only a hang-up; otherwise the next
- * request or a hang-up.  A client that is answered leaves EPOLLIN on
- * (fewer epoll_ctl calls: a client sends nothing while it waits for its
- * answer): client_cb takes EPOLLIN off only if input does come, since
- * while busy it would not be read and would wake the loop again and
- * again.
+ * sent; while a request is answered, only a hang-up both ways or an
+ * error, which epoll reports whatever the mask (CLIENT_EV_BUSY); otherwise
+ * the next request or a hang-up.  A client that is answered leaves
+ * EPOLLIN on (fewer epoll_ctl calls: a client sends nothing while it
+ * waits for its answer): client_cb takes it off only if input, or the end
+ * of its input, does come, since while busy it would not be read and
+ * would wake the loop again and again.
  */
 #define CLIENT_EV_READ		(EPOLLIN | EPOLLRDHUP)
+#define CLIENT_EV_BUSY		0
 
 static void
 client_watch(struct jclient *c)
@@ -293,7 +295,7 @@ client_watch(struct jclient *c)
 		ev = EPOLLOUT;
 	else if (c->busy)
 		ev = c->io.events == CLIENT_EV_READ ? CLIENT_EV_READ :
-		    EPOLLRDHUP;
+		    CLIENT_EV_BUSY;
 	else
 		ev = CLIENT_EV_READ;
 	loop_mod_io(&c->server->broker->loop, &c->io, ev);
@@ -675,14 +677,17 @@ client_cb(struct loop *l, struct loop_io *io, uint32_t events)
 		return;
 	}
 	if (c->busy || c->outlen > 0) {
-		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		if (events & (EPOLLHUP | EPOLLERR))
 			client_close(c);	/* its jref goes stale */
-		else if (c->busy && (events & EPOLLIN))
-			/* Input before its answer: read later.  Not once
-			 * answered: an input event gathered before the answer
-			 * was given must not take the place of EPOLLOUT, or
-			 * what the answer left queued is never sent. */
-			loop_mod_io(l, &c->io, EPOLLRDHUP);
+		else if (c->busy && (events & (EPOLLIN | EPOLLRDHUP)))
+			/* Input, or the end of its input (a client that
+			 * shut down its writing side waits for the answer
+			 * all the same), before its answer: read later.  Not
+			 * once answered: an input event gathered before the
+			 * answer was given must not take the place of
+			 * EPOLLOUT, or what the answer left queued is never
+			 * sent. */
+			loop_mod_io(l, &c->io, CLIENT_EV_BUSY);
 		return;
 	}
 	if (c->closing)
@@ -802,7 +807,9 @@ jserver_accept_one(struct loop *l, struct jserver *s)
 	loop_timer_after(l, &c->idle_timer, JSERVER_IDLE_MS);
 	s->nclients++;
 	/* A client writes its request right after connecting: take it now,
-	 * not a loop turn later. */
+	 * not a loop turn later.  (Read here, a request is run even if its
+	 * client has hung up since it sent it: finding out would cost every
+	 * client another call.) */
 	client_cb(l, &c->io, EPOLLIN);
 	return true;
 }

@@ -128,10 +128,15 @@ log_flush(void)
 }
 
 void
-log_hold(void)
+log_hold(bool on)
 {
 	static bool atexit_set;
 
+	if (!on) {
+		log_flush();
+		log_held = false;
+		return;
+	}
 	if (!log_to_stderr)
 		return;
 	if (!atexit_set && atexit(log_flush) == 0)

@@ -32,14 +32,16 @@ const char *log_level_name(enum log_level level);
 const char *log_tame(const char *s, char *buf, size_t size);
 
 /*
- * From the calling thread on (one thread at most), info and debug lines
- * to stderr are held, up to 4 KiB, and written together by log_flush (the
- * loop calls it before it waits, at exit too): a write(2) per loop turn
- * rather than per line.  Warnings and errors are never held; each writes
- * what is held before it.  A crash may lose one loop turn's info lines.
- * No effect with syslog.
+ * log_hold(true): from the calling thread on (one thread at most), info
+ * and debug lines to stderr are held, up to 4 KiB, and written together
+ * by log_flush (the loop calls it before it waits, at exit too): a
+ * write(2) per loop turn rather than per line.  Warnings and errors are
+ * never held; each writes what is held before it, but a line another
+ * thread writes goes ahead of what this one holds.  A crash may lose one
+ * loop turn's info lines.  log_hold(false) writes them and stops.  No
+ * effect with syslog.
  */
-void	log_hold(void);
+void	log_hold(bool on);
 void	log_flush(void);
 
 /* An error the process survives: "error: ..." (log_error adds errno). */

@@ -337,9 +337,11 @@ msg_recv(struct msg_chan *chan, struct msg *m, const char **why)
 	if (n == -1)
 		return (errno == EAGAIN || errno == EWOULDBLOCK) ?
 		    MSG_RECV_AGAIN : MSG_RECV_ERROR;
+	/* Descriptors go before anything else, also on an empty datagram,
+	 * which reads as the end of the channel. */
+	had_fds = drop_fds(&mh);
 	if (n == 0)
 		return MSG_RECV_EOF;
-	had_fds = drop_fds(&mh);
 	return recv_check(chan, m, (size_t)n, mh.msg_flags, had_fds, why);
 }
 
@@ -370,8 +372,7 @@ msg_recv_batch(struct msg_chan *chan, struct msg_batch *b)
 	/* Every descriptor goes now, also those of messages after one that
 	 * ends the channel. */
 	for (i = 0; i < b->n; i++)
-		b->had_fds[i] = b->mh[i].msg_len > 0 &&
-		    drop_fds(&b->mh[i].msg_hdr);
+		b->had_fds[i] = drop_fds(&b->mh[i].msg_hdr);
 	return b->n > 0 ? MSG_RECV_OK : MSG_RECV_EOF;
 }
 

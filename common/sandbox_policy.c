@@ -68,9 +68,8 @@ static const struct sb_rule common_rules[] = {
 	ALLOW("close"), ALLOW("fstat"), ALLOW("newfstatat"), ALLOW("lseek"),
 	ALLOW("sendmsg"), ALLOW("recvmsg"), ALLOW("sendto"), ALLOW("recvfrom"),
 	/* the same, several messages a call: a queue written out (msgq.c),
-	 * the broker's reads of its children (msg_recv_batch), glibc's
-	 * resolver's parallel queries (cloudd) */
-	ALLOW("sendmmsg"), ALLOW("recvmmsg"),
+	 * glibc's resolver's parallel queries (cloudd) */
+	ALLOW("sendmmsg"),
 	/* time, identity, randomness */
 	ALLOW("clock_gettime"), ALLOW("gettimeofday"), ALLOW("getpid"),
 	ALLOW("gettid"), ALLOW("getrandom"), ALLOW("futex"),
@@ -91,6 +90,8 @@ static const struct sb_rule broker_rules[] = {
 	/* clients on the unix sockets created before the drop; their
 	 * credentials (SO_PEERCRED) */
 	ALLOW("accept4"), ALLOW("getsockopt"), ALLOW("shutdown"),
+	/* its children's messages, several a call (msg_recv_batch) */
+	ALLOW("recvmmsg"),
 	/* the checkpoint in the state directory: temp file, fsync, rename */
 	ALLOW("openat"), ALLOW("fsync"), ALLOW("fdatasync"),
 	ALLOW("ftruncate"), ALLOW("rename"), ALLOW("renameat"),
@@ -142,7 +143,7 @@ static const struct sb_rule cloudd_rules[] = {
 	ALLOW_IF("socketpair", ARG_EQ(0, AF_UNIX)),
 	ALLOW("connect"), ALLOW("bind"), ALLOW("getsockname"),
 	ALLOW("getpeername"), ALLOW("getsockopt"),
-	ALLOW("shutdown"),
+	ALLOW("recvmmsg"), ALLOW("shutdown"),
 	ALLOW("poll"), ALLOW("ppoll"), ALLOW("pipe2"),
 	ALLOW("uname"), ALLOW("pread64"), ALLOW("statx"),
 	ALLOW("stat"), ALLOW("sysinfo"),

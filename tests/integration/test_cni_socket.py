@@ -465,6 +465,27 @@ def test_pipelined_small_lines(env):
           (n, len(data), elapsed))
 
 
+def test_half_closed_client_is_answered(env):
+    """A client that shuts down its writing side once its requests are
+    sent (as a shell pipe into socat does) still gets every answer, those
+    given once a record is on disk included, and what it asked for is
+    done."""
+    reqs = [{"op": "add", "container_id": "half1", "ifname": "eth0"},
+            {"op": "status"},
+            {"op": "del", "container_id": "half1", "ifname": "eth0"},
+            {"op": "add", "container_id": "half2", "ifname": "eth0"}]
+    s = connect(env.cni_sock, timeout=30)
+    s.sendall(b"".join(json.dumps(r).encode() + b"\n" for r in reqs))
+    s.shutdown(socket.SHUT_WR)
+    got = read_lines(s, len(reqs), timeout=30)
+    s.close()
+    assert len(got) == len(reqs), got
+    assert all(a["ok"] for a in got), got
+    assert got[0]["ip"] and got[3]["ip"], got
+    pods = {p["container_id"] for p in env.show("pods")}
+    assert "half2" in pods and "half1" not in pods, pods
+    assert env.delete("half2")[0]["ok"]
+
 def test_request_split_across_writes(env):
     """A request dribbled a byte at a time, and requests cut at odd places
     across writes, are put back together."""

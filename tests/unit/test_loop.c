@@ -4,6 +4,7 @@
  * and the log lines a loop turn holds (log_hold), written before it waits.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -455,11 +456,19 @@ drain(int fd, char *buf, size_t len, size_t size)
 	return len;
 }
 
+static void *
+flush_elsewhere(void *arg)
+{
+	(void)arg;
+	log_flush();
+	return NULL;
+}
+
 /*
  * Info lines are held until the loop is about to wait; a warning goes out
  * at once, after what was held; more than the buffer holds goes out in
- * whole lines, in order; a forked child writes none of its parent's.
- * (Last: the thread keeps holding its lines from here on.)
+ * whole lines, in order; a forked child writes none of its parent's, nor
+ * does another thread's flush.
  */
 static void
 test_held_log_lines(void **state)
@@ -469,6 +478,7 @@ test_held_log_lines(void **state)
 	char *p, *nl;
 	size_t len = 0;
 	int fds[2], saved, i, next, status;
+	pthread_t other;
 	pid_t pid;
 
 	(void)state;
@@ -478,7 +488,7 @@ test_held_log_lines(void **state)
 	assert_int_equal(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
 	log_init("test_loop", true, LOG_LVL_INFO);
 	assert_int_equal(loop_init(&l), 0);
-	log_hold();
+	log_hold(true);
 
 	log_info("one");
 	log_info("two");
@@ -523,6 +533,20 @@ test_held_log_lines(void **state)
 		next++;
 	}
 	assert_int_equal(next, 300);
+
+	/* Another thread's flush (its fatal() runs the atexit call) leaves
+	 * what this one holds alone; log_hold(false) writes it and stops. */
+	log_info("held by the loop's thread");
+	assert_int_equal(pthread_create(&other, NULL, flush_elsewhere, NULL),
+	    0);
+	assert_int_equal(pthread_join(other, NULL), 0);
+	assert_int_equal(drain(fds[0], buf, 0, sizeof(buf)), 0);
+	log_hold(false);
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_non_null(strstr(buf, "held by the loop's thread\n"));
+	log_info("not held");
+	len = drain(fds[0], buf, 0, sizeof(buf));
+	assert_non_null(strstr(buf, "not held\n"));
 
 	dup2(saved, STDERR_FILENO);
 	close(saved);

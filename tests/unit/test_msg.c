@@ -479,7 +479,7 @@ send_with_fd(int sock, const void *msg, size_t sz, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	assert_true(sendmsg(sock, &mh, 0) > 0);
+	assert_int_equal(sendmsg(sock, &mh, 0), (ssize_t)sz);
 }
 
 static void
@@ -592,6 +592,39 @@ test_batch_bounds_and_eof(void **state)
 	assert_int_equal(msg_batch_take(&p.b, &b, &m, &why), MSG_RECV_EOF);
 	assert_int_equal(msg_batch_take(&p.b, &b, &m, &why), MSG_RECV_AGAIN);
 	close(p.b.fd);
+}
+
+/* An empty datagram reads as the end of the channel; descriptors on it
+ * are closed all the same, on both receive paths. */
+static void
+test_empty_datagram_with_descriptors(void **state)
+{
+	struct pair p;
+	static struct msg m;
+	static struct msg_batch b;
+	const struct msg *bm = NULL;
+	const char *why;
+	int fd, probe, batch;
+
+	(void)state;
+	for (batch = 0; batch < 2; batch++) {
+		pair_open(&p, PEER_NETD, PEER_BROKER);
+		fd = dup(0);
+		send_with_fd(p.a.fd, "", 0, fd);
+		close(fd);
+		if (batch) {
+			assert_int_equal(msg_recv_batch(&p.b, &b),
+			    MSG_RECV_OK);
+			assert_int_equal(msg_batch_take(&p.b, &b, &bm, &why),
+			    MSG_RECV_EOF);
+		} else
+			assert_int_equal(msg_recv(&p.b, &m, &why),
+			    MSG_RECV_EOF);
+		probe = dup(0);
+		assert_int_equal(probe, fd);
+		close(probe);
+		pair_close(&p);
+	}
 }
 
 static void
@@ -841,6 +874,7 @@ main(void)
 		cmocka_unit_test(test_flags_enforced),
 		cmocka_unit_test(test_batch_checks_each),
 		cmocka_unit_test(test_batch_bounds_and_eof),
+		cmocka_unit_test(test_empty_datagram_with_descriptors),
 		cmocka_unit_test(test_flag_table),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_hist_buckets),

@@ -204,6 +204,51 @@ test_child_back_pressure(void **state)
 	loop_free(&l);
 }
 
+/*
+ * The broker reads its children in batches: at most PEER_RECV_BUDGET
+ * messages a wakeup, the rest on the next; every good message before a
+ * bad one is delivered, in order, and the bad one ends the channel.
+ */
+static void
+test_broker_reads_in_batches(void **state)
+{
+	static struct side a;
+	struct msg_chan raw;
+	struct msg_ping ping;
+	struct loop l;
+	char junk[8] = { 0 };
+	int sv[2];
+	uint32_t i, n = PEER_RECV_BUDGET + 10;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.next_id = 1;
+	a.in_order = true;
+	assert_int_equal(loop_init(&l), 0);
+	pair(sv);
+	assert_int_equal(peer_open(&a.p, &l, sv[0], PEER_BROKER, PEER_NETD,
+	    "netd", on_msg, on_gone, NULL, &a), 0);
+	a.p.chan.greeted = true;
+	msg_chan_init(&raw, sv[1], PEER_NETD, PEER_BROKER, "enid");
+	for (i = 1; i <= n; i++) {
+		ping.seq = i;
+		assert_int_equal(msg_send(&raw, MSG_PONG, i, &ping,
+		    sizeof(ping)), 0);
+	}
+	assert_int_equal(write(sv[1], junk, sizeof(junk)), sizeof(junk));
+	loop_run_once(&l, 100);
+	assert_int_equal(a.got, PEER_RECV_BUDGET);
+	assert_false(a.gone);
+	loop_run_once(&l, 100);
+	assert_int_equal(a.got, n);
+	assert_true(a.in_order);
+	assert_true(a.gone);
+	assert_false(a.p.open);
+	close(sv[0]);
+	close(sv[1]);
+	loop_free(&l);
+}
+
 /* A bad message closes the channel and reports why; the owner decides. */
 static void
 test_malformed_reported(void **state)
@@ -237,6 +282,7 @@ main(void)
 		cmocka_unit_test(test_queue_never_fails),
 		cmocka_unit_test(test_child_back_pressure),
 		cmocka_unit_test(test_malformed_reported),
+		cmocka_unit_test(test_broker_reads_in_batches),
 	};
 
 	log_init("test_msgq", true, LOG_LVL_WARN);
