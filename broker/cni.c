@@ -71,6 +71,7 @@ pods_init(struct broker *b)
 	TAILQ_INIT(&en->waiters);
 	TAILQ_INIT(&en->durable_wait);
 	TAILQ_INIT(&en->durable_writing);
+	TAILQ_INIT(&en->durable_done);
 }
 
 struct pod *
@@ -306,6 +307,22 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 static void	durable_reply_text(struct broker *b, struct jref *ref,
 		    const char *text, size_t len);
 
+/* Queue ref's ok answer, already formatted, on list (a save's). */
+static void
+durable_queue_text(struct durable_list *list, struct jref *ref,
+    const char *text, size_t len)
+{
+	struct durable_reply *d;
+
+	if ((d = calloc(1, sizeof(*d) + len)) == NULL)
+		fatal("out of memory");
+	d->ref = *ref;
+	ref->server = NULL;
+	memcpy(d->text, text, len);
+	d->textlen = len;
+	TAILQ_INSERT_TAIL(list, d, entry);
+}
+
 /*
  * A repeated ADD of a pod already ready gets the same answer, but no
  * sooner than the checkpoint that records the pod is on disk: after a
@@ -324,6 +341,36 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 		durable_reply_text(b, ref, text, len);
 	else
 		jref_reply_ok_text(ref, text, len);
+}
+
+/*
+ * The ADD of a pod whose rules are in place is answered once a save that
+ * holds the pod is on disk: at once if the one started with the pod
+ * (pod_take) is written already, with it if it is at the writer, or with
+ * the next.  Becoming ready changes nothing the checkpoint keeps, so no
+ * save is asked for.  A failed write leaves saved_seq behind, so the pod
+ * waits for the save that writes the state again.
+ */
+static void
+pod_answer_ready(struct broker *b, struct pod *p)
+{
+	struct engine *en = &b->engine;
+	char text[POD_ANSWER_MAX];
+	size_t len;
+
+	if (p->add_ref.server == NULL)
+		return;
+	len = pod_answer(b, p, text, sizeof(text));
+	if (en->saved_seq >= p->saved_by) {
+		/* Not from in here: the answer may let the client's next
+		 * request in, which may free p. */
+		durable_queue_text(&en->durable_done, &p->add_ref, text, len);
+		loop_defer(&b->loop, &en->answer_done);
+	} else if (en->store.writing && en->save_seq >= p->saved_by)
+		durable_queue_text(&en->durable_writing, &p->add_ref, text,
+		    len);
+	else
+		durable_reply_text(b, &p->add_ref, text, len);
 }
 
 /* A DEL's answer, the most frequent after an ADD's. */
@@ -370,17 +417,9 @@ static void
 durable_reply_text(struct broker *b, struct jref *ref, const char *text,
     size_t len)
 {
-	struct durable_reply *d;
-
 	if (ref->server == NULL)
 		return;
-	if ((d = calloc(1, sizeof(*d) + len)) == NULL)
-		fatal("out of memory");
-	d->ref = *ref;
-	ref->server = NULL;
-	memcpy(d->text, text, len);
-	d->textlen = len;
-	TAILQ_INSERT_TAIL(&b->engine.durable_wait, d, entry);
+	durable_queue_text(&b->engine.durable_wait, ref, text, len);
 	checkpoint_mark(b);
 }
 
@@ -510,6 +549,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
 	    !en->store.loaded) {
 		/* Nothing is assigned before the checkpoint is read back. */
+		en->saved_seq = ++en->save_seq;
 		flush_replies(&en->durable_wait, true, NULL);
 		return;
 	}
@@ -532,6 +572,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	if (warn[0] != '\0')
 		log_warnx("checkpoint: %s", warn);
 	en->dirty = false;
+	en->save_seq++;
 	if (saved == CKPT_SAVED_RECORD) {
 		/* The answers waiting now are the ones this record makes
 		 * true; those that come meanwhile wait for the next. */
@@ -542,6 +583,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 		}
 		return;
 	}
+	en->saved_seq = en->save_seq;
 	if (saved != CKPT_SAVED_NOTHING)
 		en->stats.checkpoint_writes++;
 	if (saved == CKPT_SAVED_SNAPSHOT)
@@ -570,10 +612,21 @@ checkpoint_written(struct broker *b)
 		return;
 	}
 	en->stats.checkpoint_writes++;
+	en->saved_seq = en->save_seq;
 	flush_replies(&en->durable_writing, true, NULL);
 	engine_trim_soon(b);
 	if (en->dirty)
 		loop_defer(&b->loop, &en->flush);
+}
+
+/* The ADDs whose pod was on disk when netd answered (pod_answer_ready). */
+static void
+answer_done(struct loop *l, struct loop_defer *d)
+{
+	struct broker *b = d->arg;
+
+	(void)l;
+	flush_replies(&b->engine.durable_done, true, NULL);
 }
 
 static void
@@ -752,12 +805,7 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
 		    p->k8s_name[0] ? p->k8s_name : "-", ip,
 		    p->eni ? p->eni->id : "?");
-		{
-			char text[POD_ANSWER_MAX];
-
-			durable_reply_text(b, &p->add_ref, text,
-			    pod_answer(b, p, text, sizeof(text)));
-		}
+		pod_answer_ready(b, p);
 		if (p->del_wanted)
 			pod_del_start(p);
 		return;
@@ -862,9 +910,13 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	ref->server = NULL;
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
-	 * waits for both.  Should enid die before netd answers, the restart
-	 * restores the pod (and its rules), and the runtime's retry of the
-	 * unanswered ADD gets the same address, or its DEL releases it. */
+	 * waits for both (pod_answer_ready).  Should enid die before netd
+	 * answers, the restart restores the pod (and its rules), and the
+	 * runtime's retry of the unanswered ADD gets the same address, or
+	 * its DEL releases it.  Every save that starts from here on holds
+	 * the pod as the checkpoint keeps it, which nothing changes until it
+	 * is ready. */
+	p->saved_by = b->engine.save_seq + 1;
 	checkpoint_mark(b);
 	engine_kick(b);
 }
@@ -1433,6 +1485,7 @@ void
 pods_start(struct broker *b)
 {
 	loop_defer_init(&b->engine.flush, checkpoint_flush, b);
+	loop_defer_init(&b->engine.answer_done, answer_done, b);
 	loop_timer_init(&b->engine.flush_retry, checkpoint_retry, b);
 	loop_timer_init(&b->engine.trim, engine_trim, b);
 }

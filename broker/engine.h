@@ -140,6 +140,7 @@ struct pod {
 	struct jref		 del_ref;	/* the DEL to answer, if any */
 	bool			 del_wanted;	/* DEL arrived while adding */
 	struct gc_run		*gc;		/* a GC waiting for it */
+	uint64_t		 saved_by;	/* the save that first holds it */
 };
 
 /* An answer held back until the checkpoint that makes it true is on
@@ -251,6 +252,11 @@ struct engine {
 	struct loop_timer	 trim;		/* engine_trim_soon */
 	struct durable_list	 durable_wait;	/* for the next save */
 	struct durable_list	 durable_writing; /* for the record below */
+	struct durable_list	 durable_done;	/* on disk: answered as the */
+	struct loop_defer	 answer_done;	/* turn ends (answer_done) */
+	/* Saves are numbered as they start: save_seq is the last started,
+	 * saved_seq the last after which all was on disk. */
+	uint64_t		 save_seq, saved_seq;
 	struct ckpt_write	 write;	/* with the writer: store.writing */
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
