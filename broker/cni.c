@@ -3,12 +3,14 @@
  *
  * add    Idempotent per (container id, ifname): a repeat gets the same
  *        address.  The address comes from the fullest ready ENI; enid-netd
- *        installs the pod's rules; the assignment is written to the
- *        checkpoint; only then is the ADD answered.  With no free address
- *        the ADD waits, at most add_timeout, and is answered at once with
- *        the specific reason when growth fails.
- * del    Removes the rules, lets the address cool, checkpoints, answers.
- *        An unknown attachment is fine.  Never waits behind growth.
+ *        installs the pod's rules while the assignment is written to the
+ *        checkpoint; once both are done the ADD is answered.  With no
+ *        free address the ADD waits, at most add_timeout, and is answered
+ *        at once with the specific reason when growth fails.
+ * del    Removes the rules while the pod's removal (its address cooling)
+ *        is written to the checkpoint; once both are done the DEL is
+ *        answered, and the address cools.  An unknown attachment is fine.
+ *        Never waits behind growth.
  * check  Says whether the pod's address and ENI are still in order.
  * gc     Releases every pod not among the valid attachments.
  * status Whether an address can be had now, and why not.
@@ -344,33 +346,32 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 }
 
 /*
- * The ADD of a pod whose rules are in place is answered once a save that
- * holds the pod is on disk: at once if the one started with the pod
- * (pod_take) is written already, with it if it is at the writer, or with
- * the next.  Becoming ready changes nothing the checkpoint keeps, so no
- * save is asked for.  A failed write leaves saved_seq behind, so the pod
- * waits for the save that writes the state again.
+ * Answer ref with text once the save numbered saved_by, or a later one, is
+ * on disk: at once if it is written already, with it if it is at the
+ * writer, or with the next.  The ADD of a pod whose rules are in place
+ * waits for the save started with the pod (pod_take), the DEL of one
+ * whose rules are removed for the save started with the DEL
+ * (pod_del_start): what happens in between changes nothing those saves
+ * keep, so no save is asked for.  A failed write leaves saved_seq behind,
+ * and the answer waits for the save that writes the state again, whole.
  */
 static void
-pod_answer_ready(struct broker *b, struct pod *p)
+pod_answer_saved(struct broker *b, struct jref *ref, uint64_t saved_by,
+    const char *text, size_t len)
 {
 	struct engine *en = &b->engine;
-	char text[POD_ANSWER_MAX];
-	size_t len;
 
-	if (p->add_ref.server == NULL)
+	if (ref->server == NULL)
 		return;
-	len = pod_answer(b, p, text, sizeof(text));
-	if (en->saved_seq >= p->saved_by) {
+	if (en->saved_seq >= saved_by) {
 		/* Not from in here: the answer may let the client's next
-		 * request in, which may free p. */
-		durable_queue_text(&en->durable_done, &p->add_ref, text, len);
+		 * request in, which may free the pod. */
+		durable_queue_text(&en->durable_done, ref, text, len);
 		loop_defer(&b->loop, &en->answer_done);
-	} else if (en->store.writing && en->save_seq >= p->saved_by)
-		durable_queue_text(&en->durable_writing, &p->add_ref, text,
-		    len);
+	} else if (en->store.writing && en->save_seq >= saved_by)
+		durable_queue_text(&en->durable_writing, ref, text, len);
 	else
-		durable_reply_text(b, &p->add_ref, text, len);
+		durable_reply_text(b, ref, text, len);
 }
 
 /* A DEL's answer, the most frequent after an ADD's. */
@@ -424,6 +425,27 @@ durable_reply_text(struct broker *b, struct jref *ref, const char *text,
 }
 
 /*
+ * When a, as the checkpoint keeps it, ends cooling (seconds of the epoch,
+ * rounded up), or 0 if it does not cool: an address cooling now, or the
+ * address of a pod being deleted, which cools once netd has removed its
+ * rules (a second is allowed for that; pod_gone's save has the time).
+ */
+static int64_t
+addr_cooling_until(const struct broker *b, const struct eni_addr *a,
+    uint64_t now, time_t wall)
+{
+	uint32_t cooldown = b->cfg.pool.ip_cooldown_s;
+
+	if (a->state == ADDR_COOLING && a->cool_until > now)
+		return (int64_t)wall +
+		    (int64_t)((a->cool_until - now + 999) / 1000);
+	if (a->state == ADDR_ASSIGNED && a->pod != NULL &&
+	    a->pod->state == POD_DELETING && !a->pod->lost && cooldown > 0)
+		return (int64_t)wall + cooldown + 1;
+	return 0;
+}
+
+/*
  * The checkpoint's strings are borrowed from the pods and ENIs: c is
  * saved (ckpt_store_save, which keeps a copy of its own) and freed before
  * anything can change them.
@@ -448,8 +470,9 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	TAILQ_FOREACH(p, &en->pods, all) {
 		struct ckpt_pod *cp;
 
-		/* A pod whose address is gone holds nothing to keep. */
-		if (p->lost || n >= CKPT_MAX_PODS)
+		/* A pod whose address is gone holds nothing to keep, nor one
+		 * being deleted: its address is kept as cooling, below. */
+		if (p->lost || p->state == POD_DELETING || n >= CKPT_MAX_PODS)
 			continue;
 		cp = &c->pods[n++];
 		cp->container_id = p->container_id;
@@ -469,8 +492,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		if (!e->used)
 			continue;
 		for (j = 0; j < e->naddrs; j++)
-			if (e->addrs[j].state == ADDR_COOLING &&
-			    e->addrs[j].cool_until > now)
+			if (addr_cooling_until(b, &e->addrs[j], now, wall) != 0)
 				n++;
 	}
 	if (n > CKPT_MAX_COOLING)
@@ -485,16 +507,16 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		if (!e->used)
 			continue;
 		for (j = 0; j < e->naddrs && c->ncooling < n; j++) {
-			const struct eni_addr *a = &e->addrs[j];
+			int64_t until = addr_cooling_until(b, &e->addrs[j], now,
+			    wall);
 			struct ckpt_cooling *cc;
 
-			if (a->state != ADDR_COOLING || a->cool_until <= now)
+			if (until == 0)
 				continue;
 			cc = &c->cooling[c->ncooling++];
-			cc->ip = a->ip;
+			cc->ip = e->addrs[j].ip;
 			cc->eni_id = e->id;
-			cc->until = (int64_t)wall +
-			    (int64_t)((a->cool_until - now + 999) / 1000);
+			cc->until = until;
 		}
 	}
 	return 0;
@@ -619,7 +641,7 @@ checkpoint_written(struct broker *b)
 		loop_defer(&b->loop, &en->flush);
 }
 
-/* The ADDs whose pod was on disk when netd answered (pod_answer_ready). */
+/* The answers whose save was on disk already (pod_answer_saved). */
 static void
 answer_done(struct loop *l, struct loop_defer *d)
 {
@@ -760,9 +782,12 @@ pod_gone(struct pod *p)
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
-	durable_reply_text(b, &p->del_ref, ok_text, sizeof(ok_text) - 1);
+	pod_answer_saved(b, &p->del_ref, p->saved_by, ok_text,
+	    sizeof(ok_text) - 1);
 	gc_release_done(b, gc);
 	pod_free(p);
+	/* The address's cooling, now from this moment, and the GC's
+	 * answer go in the next save. */
 	checkpoint_mark(b);
 }
 
@@ -805,7 +830,12 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
 		    p->k8s_name[0] ? p->k8s_name : "-", ip,
 		    p->eni ? p->eni->id : "?");
-		pod_answer_ready(b, p);
+		{
+			char text[POD_ANSWER_MAX];
+
+			pod_answer_saved(b, &p->add_ref, p->saved_by, text,
+			    pod_answer(b, p, text, sizeof(text)));
+		}
 		if (p->del_wanted)
 			pod_del_start(p);
 		return;
@@ -833,6 +863,14 @@ pod_del_start(struct pod *p)
 
 	p->state = POD_DELETING;
 	p->del_wanted = false;
+	/* The pod's removal is recorded now, so the write overlaps netd's
+	 * work; the answer waits for both (pod_gone).  From here on a save
+	 * keeps the pod's address as cooling, not the pod (checkpoint_build).
+	 * Should enid die before netd answers, the restart has no pod, the
+	 * address cools, reconciliation removes the rules left behind, and
+	 * the runtime's retried DEL finds nothing to do. */
+	p->saved_by = p->b->engine.save_seq + 1;
+	checkpoint_mark(p->b);
 	/* A lost pod's address may be another pod's by now (a checkpoint
 	 * that held it twice): the rules for it are that pod's, and stay. */
 	if (p->lost && pod_with_ip(p->b, p->ip, false, p) != NULL) {
@@ -910,7 +948,7 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	ref->server = NULL;
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
-	 * waits for both (pod_answer_ready).  Should enid die before netd
+	 * waits for both (pod_answer_saved).  Should enid die before netd
 	 * answers, the restart restores the pod (and its rules), and the
 	 * runtime's retry of the unanswered ADD gets the same address, or
 	 * its DEL releases it.  Every save that starts from here on holds
