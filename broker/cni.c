@@ -426,9 +426,11 @@ durable_reply_text(struct broker *b, struct jref *ref, const char *text,
 
 /*
  * When a, as the checkpoint keeps it, ends cooling (seconds of the epoch,
- * rounded up), or 0 if it does not cool: an address cooling now, or the
- * address of a pod being deleted, which cools once netd has removed its
- * rules (a second is allowed for that; pod_gone's save has the time).
+ * rounded up), or 0 if it does not cool: an address cooling now, one
+ * being given back (held until the cloud is surely done: eni_unassign),
+ * or the address of a pod being deleted, which cools once netd has
+ * removed its rules (a second is allowed for that; pod_gone's save has
+ * the time).
  */
 static int64_t
 addr_cooling_until(const struct broker *b, const struct eni_addr *a,
@@ -436,7 +438,8 @@ addr_cooling_until(const struct broker *b, const struct eni_addr *a,
 {
 	uint32_t cooldown = b->cfg.pool.ip_cooldown_s;
 
-	if (a->state == ADDR_COOLING && a->cool_until > now)
+	if ((a->state == ADDR_COOLING || a->state == ADDR_REMOVING) &&
+	    a->cool_until > now)
 		return (int64_t)wall +
 		    (int64_t)((a->cool_until - now + 999) / 1000);
 	if (a->state == ADDR_ASSIGNED && a->pod != NULL &&
@@ -573,6 +576,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 		/* Nothing is assigned before the checkpoint is read back. */
 		en->saved_seq = ++en->save_seq;
 		flush_replies(&en->durable_wait, true, NULL);
+		eni_unassigns_saved(b);
 		return;
 	}
 	if (checkpoint_build(b, &c) == -1) {
@@ -611,6 +615,7 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	if (saved == CKPT_SAVED_SNAPSHOT)
 		en->stats.checkpoint_compactions++;
 	flush_replies(&en->durable_wait, true, NULL);
+	eni_unassigns_saved(b);
 	engine_trim_soon(b);
 }
 
@@ -636,6 +641,7 @@ checkpoint_written(struct broker *b)
 	en->stats.checkpoint_writes++;
 	en->saved_seq = en->save_seq;
 	flush_replies(&en->durable_writing, true, NULL);
+	eni_unassigns_saved(b);
 	engine_trim_soon(b);
 	if (en->dirty)
 		loop_defer(&b->loop, &en->flush);

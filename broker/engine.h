@@ -27,6 +27,10 @@
 #define ENGINE_GROW_BACKOFF_MIN_MS 1000	/* after a failed growth step */
 #define ENGINE_GROW_BACKOFF_MAX_MS 60000
 #define ENGINE_MAX_NETD_INFLIGHT 512	/* pod rule requests at once */
+/* The cloud may apply an unassign this long after it was sent (cloudd
+ * gives up at the deadline, a request already with EC2 may still land):
+ * until then its addresses go to no pod (eni_unassign). */
+#define ENGINE_UNASSIGN_HOLD_MS	(ENGINE_CLOUD_DEADLINE_MS + 30000)
 
 /* Tags every ENI gets at creation (CreateNetworkInterface's own
  * TagSpecifications, so none is ever untagged). */
@@ -94,6 +98,10 @@ struct eni {
 	uint32_t		 naddrs;
 	struct eni_addr		 addrs[POOL_MAX_ADDRS];
 	uint32_t		 assigning;	/* addresses asked for */
+	/* An unassign waits for the save that keeps its addresses out of
+	 * use, however enid restarts (eni_unassign). */
+	bool			 unassign_wait;
+	uint64_t		 unassign_by;	/* that save's number */
 	uint32_t		 remove_tries;
 	uint32_t		 poll_ms;
 	enum eni_rm		 rm;
@@ -288,6 +296,8 @@ void	eni_configure(struct eni *e);		/* netd set-up, then ready */
 void	eni_remove(struct eni *e, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	eni_free(struct eni *e);
+void	eni_unassigns_saved(struct broker *b);	/* saved_seq moved on */
+bool	eni_addrs_changing(const struct eni *e);
 void	eni_set_dot(struct eni *e);
 int	eni_addr_index(const struct eni *e, uint32_t ip);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,

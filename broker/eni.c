@@ -1246,16 +1246,21 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (m != NULL)
 		memcpy(&done, m->u.bytes, sizeof(done));
 	if (m == NULL || done.st.outcome == CO_TRANSIENT) {
-		/* It may have been done: an address handed out now might not
-		 * route.  They leave the pool, and reconciliation adds back
-		 * those the cloud still has. */
+		/* It may have been done, or may be yet: an address handed
+		 * out now might be taken from under its pod.  They cool for
+		 * the hold, and reconciliation drops those the cloud no
+		 * longer has. */
 		status_text(m ? &done.st : NULL, text, sizeof(text));
 		log_warnx("%s: unassigning addresses: %s; the outcome is "
-		    "unknown: they leave the pool until the cloud is asked",
-		    e->id, text);
-		for (i = e->naddrs; i-- > 0;)
-			if (e->addrs[i].state == ADDR_REMOVING)
-				eni_drop_addr(e, i);
+		    "unknown: they go to no pod for %u s, and the cloud is "
+		    "asked", e->id, text, ENGINE_UNASSIGN_HOLD_MS / 1000);
+		for (i = 0; i < e->naddrs; i++)
+			if (e->addrs[i].state == ADDR_REMOVING) {
+				e->addrs[i].state = ADDR_COOLING;
+				e->addrs[i].cool_until = now_ms() +
+				    ENGINE_UNASSIGN_HOLD_MS;
+			}
+		checkpoint_mark(b);
 		reconcile_now(b, "an unassign's outcome is unknown");
 		engine_kick(b);
 		return;
@@ -1267,6 +1272,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		for (i = 0; i < e->naddrs; i++)
 			if (e->addrs[i].state == ADDR_REMOVING)
 				e->addrs[i].state = ADDR_FREE;
+		checkpoint_mark(b);
 		engine_kick(b);
 		return;
 	}
@@ -1279,8 +1285,15 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	engine_kick(b);
 }
 
+/* Is an address change of e's own on its way (or about to be)? */
+bool
+eni_addrs_changing(const struct eni *e)
+{
+	return e->addr_op.active || e->assigning > 0 || e->unassign_wait;
+}
+
 static void
-eni_unassign(struct eni *e, uint32_t count)
+eni_unassign_send(struct eni *e)
 {
 	struct broker *b = e->b;
 	struct msg_cloud_ips req;
@@ -1289,16 +1302,63 @@ eni_unassign(struct eni *e, uint32_t count)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
-	for (i = 0; i < e->naddrs && req.naddrs < count; i++)
-		if (e->addrs[i].state == ADDR_FREE) {
-			e->addrs[i].state = ADDR_REMOVING;
+	for (i = 0; i < e->naddrs && req.naddrs < MSG_MAX_ENI_ADDRS; i++)
+		if (e->addrs[i].state == ADDR_REMOVING)
 			req.addrs[req.naddrs++] = e->addrs[i].ip;
-		}
 	if (req.naddrs == 0)
 		return;
 	log_info("%s: giving back %u surplus addresses", e->id, req.naddrs);
 	broker_request(b, &e->addr_op, &b->cloudd, MSG_CLOUD_UNASSIGN_IPS,
 	    &req, sizeof(req), req.deadline_ms, unassign_answer, e);
+}
+
+/*
+ * Give back count of e's free addresses.  The cloud may apply the request
+ * well after it is sent (EC2 is eventually consistent, and enid may be
+ * killed with it in flight); a restart's first look at the cloud may
+ * still find the addresses, and a pod given one would lose it when the
+ * unassign lands.  So they are taken out of use first, and the request
+ * waits for the save that keeps them as cooling until the hold is over
+ * (checkpoint_build); eni_unassigns_saved sends it.
+ */
+static void
+eni_unassign(struct eni *e, uint32_t count)
+{
+	struct broker *b = e->b;
+	uint64_t until = now_ms() + ENGINE_UNASSIGN_HOLD_MS;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < e->naddrs && n < count && n < MSG_MAX_ENI_ADDRS; i++)
+		if (e->addrs[i].state == ADDR_FREE) {
+			e->addrs[i].state = ADDR_REMOVING;
+			e->addrs[i].cool_until = until;
+			n++;
+		}
+	if (n == 0)
+		return;
+	e->unassign_wait = true;
+	e->unassign_by = b->engine.save_seq + 1;
+	checkpoint_mark(b);
+}
+
+/* The unassigns whose addresses are on disk as kept out of use go. */
+void
+eni_unassigns_saved(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	uint32_t i;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &en->enis[i];
+
+		if (!e->used || !e->unassign_wait ||
+		    en->saved_seq < e->unassign_by)
+			continue;
+		e->unassign_wait = false;
+		if (e->state == ENI_READY || e->state == ENI_DRAINING)
+			eni_unassign_send(e);
+		engine_kick(b);
+	}
 }
 
 /* ---- the planner ---- */
@@ -1347,7 +1407,7 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v->state = e->state;
 		v->primary = e->primary;
 		v->usable = subnet_usable(b, e->subnet) && !e->drain_requested;
-		v->busy = e->addr_op.active;
+		v->busy = e->addr_op.active || e->unassign_wait;
 		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
 		if (v->capacity > POOL_MAX_ADDRS)
@@ -1414,7 +1474,7 @@ engine_drains(struct broker *b)
 		bool busy = false;
 
 		if (!e->used || e->state != ENI_DRAINING || e->op.active ||
-		    loop_timer_armed(&e->timer) || e->addr_op.active)
+		    loop_timer_armed(&e->timer) || eni_addrs_changing(e))
 			continue;
 		for (j = 0; j < e->naddrs; j++)
 			if (e->addrs[j].state == ADDR_ASSIGNED ||

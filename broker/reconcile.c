@@ -255,7 +255,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	uint32_t i, j;
 
 	/* Not while an address change of its own is on its way. */
-	if (e->addr_op.active || e->assigning > 0 || (!fresh && k == NULL))
+	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
 		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||

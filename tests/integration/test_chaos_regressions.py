@@ -110,3 +110,59 @@ def test_address_of_a_lost_pod_is_no_other_pods(make_env):
     states = {x["ip"]: x["state"] for e in env.show("enis")
               for x in e["addresses"]}
     assert states.get(ip) == "free", states
+
+
+def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
+    """enid gives back surplus addresses, the cloud is slow to do it, and
+    enid is killed meanwhile.  The restart's first look at the cloud still
+    finds those addresses on the ENI; had they gone to pods, the unassign
+    landing a moment later would take the addresses from under them.  The
+    addresses wait (as cooling) until the unassign is surely over, and no
+    pod is lost."""
+    env = make_env(pool={"warm_ip_target": 1, "warm_eni_target": 0,
+                         "shrink_delay_s": 0})
+    env.start()
+    for i in range(5):
+        a, _ = env.add("u%d" % i)
+        assert a["ok"], a
+    late_s = 8
+    env.faults([{"action": "UnassignPrivateIpAddresses",
+                 "latency_ms": late_s * 1000, "count": 1}])
+    for i in range(1, 5):
+        ans, _ = env.delete("u%d" % i)
+        assert ans == {"ok": True}, ans
+    env.wait(lambda: env.state()["calls"].get(
+        "UnassignPrivateIpAddresses", 0) >= 1, 10, "an unassign sent")
+    t_sent = time.monotonic()
+    going = {x["ip"] for e in env.show("enis") for x in e["addresses"]
+             if x["state"] == "removing"}
+    assert going
+    env.kill9()
+    env.start()
+    took = time.monotonic() - t_sent
+    assert took < late_s - 2, "the restart took %.1f s" % took
+    states = {x["ip"]: x["state"] for e in env.show("enis")
+              for x in e["addresses"]}
+    assert {states.get(ip) for ip in going} == {"cooling"}, (going, states)
+    # The pods the restart serves before the unassign lands.
+    acked = {"u0"}
+    for i in range(4):
+        a, _ = env.add("v%d" % i)
+        assert a["ok"], a
+        acked.add("v%d" % i)
+    env.wait(lambda: env.state()["calls"].get(
+        "UnassignPrivateIpAddresses", 0) >= 1 and
+        time.monotonic() > t_sent + late_s + 0.5, late_s + 5,
+        "the unassign applied")
+    env.reconcile()
+    env.reconcile()
+    cloud = {ip for e in env.node_enis() for ip in e["addresses"]}
+    pods = {p["container_id"]: p for p in env.show("pods")}
+    assert set(pods) == acked
+    lost = [(c, p["ip"], p.get("lost_why")) for c, p in pods.items()
+            if p["state"] != "ready" or p["ip"] not in cloud]
+    assert not lost, lost
+    pool = {x["ip"] for e in env.show("enis") for x in e["addresses"]}
+    assert not going & (pool | cloud), (going, pool)
+    for cid, p in pods.items():
+        assert env.wire(cid, p["ip"]).ping(env.ep["vpc_host"], wait=2), cid
