@@ -650,6 +650,7 @@ eni_remove(struct eni *e, const char *fmt, ...)
 		e->addrs[i].state = ADDR_PENDING;
 	}
 	e->assigning = 0;
+	e->unassign_wait = false;
 	e->remove_tries = 0;
 	e->poll_ms = 0;
 	/* What is known of its attachment; the cloud's word decides. */

@@ -386,6 +386,36 @@ adopt_check(struct reconcile_run *r, const struct msg_cloud_eni *ce,
 	return NULL;
 }
 
+/*
+ * A pool ENI the cloud lists as detaching, which enid is not removing: it
+ * is being detached behind enid's back, and no pod placed on it from now
+ * would route.  It leaves the pool now, as when it is no longer listed,
+ * not once the detach is done (a reconcile interval later).
+ */
+static bool
+recon_detaching(struct reconcile_run *r, struct eni *e,
+    const struct msg_cloud_eni *ce)
+{
+	const struct recon_known *was;
+
+	if (ce->attach_status != ENI_ST_DETACHING &&
+	    ce->status != ENI_ST_DETACHING)
+		return false;
+	if (e->primary || (e->state != ENI_READY && e->state != ENI_DRAINING &&
+	    e->state != ENI_CONFIGURING))
+		return false;
+	if ((was = recon_known(r, e->id)) == NULL ||
+	    (was->state != ENI_READY && was->state != ENI_DRAINING &&
+	    was->state != ENI_CONFIGURING))
+		return false;
+	drift(r, "%s: being detached from this instance, not by enid; "
+	    "dropped from the pool", e->id);
+	/* The cloud's word on the detach decides the removal's steps. */
+	e->attachment_id[0] = '\0';
+	eni_remove(e, "detached behind enid's back");
+	return true;
+}
+
 static void
 recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 {
@@ -521,6 +551,8 @@ recon_attached(struct reconcile_run *r)
 			continue;
 		}
 		if (!recon_same_link(b, e, ce))
+			continue;
+		if (recon_detaching(r, e, ce))
 			continue;
 		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
 		    e->state == ENI_CONFIGURING)

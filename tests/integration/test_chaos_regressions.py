@@ -166,3 +166,51 @@ def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     assert not going & (pool | cloud), (going, pool)
     for cid, p in pods.items():
         assert env.wire(cid, p["ip"]).ping(env.ep["vpc_host"], wait=2), cid
+
+
+def test_eni_detaching_behind_enids_back_takes_no_new_pod(make_env):
+    """An ENI is detached behind enid's back, and the detach takes its
+    time (EC2's do; the sim's here 8 s): the cloud lists it as detaching,
+    still on this instance.  A reconciliation that sees that must drop it
+    from the pool then, not once the detach is done: a pod given one of
+    its addresses meanwhile would not route.  Once available, enid
+    deletes it (it is ours), and nothing leaks."""
+    env = make_env(reconcile_interval_s=3600,
+                   pool={"warm_ip_target": 2, "warm_eni_target": 0})
+    env.start()
+    for i in range(7):
+        a, _ = env.add("p%d" % i)
+        assert a["ok"], a
+    env.wait(lambda: any(e["state"] == "ready" and not e["primary"]
+                         for e in env.show("enis")), 20, "a secondary ENI")
+    victim = next(e for e in env.show("enis")
+                  if e["state"] == "ready" and not e["primary"])
+    att = next(e for e in env.node_enis() if e["id"] == victim["id"])
+    env.sim.control("POST", "/delays", {"detach_ms": 8000})
+    try:
+        env.ec2().detach_network_interface(
+            AttachmentId=att["attachment"]["id"])
+        assert next(e for e in env.node_enis()
+                    if e["id"] == victim["id"])["status"] == "detaching"
+        env.reconcile()
+        # Out of the pool at once; then it waits for the detach to end.
+        env.wait(lambda: {e["id"]: e["state"] for e in env.show("enis")}
+                 .get(victim["id"]) == "detaching", 5, "the ENI removed")
+        assert "being detached from this instance, not by enid" in \
+            env.enid.text()
+        lost = {p["container_id"] for p in env.show("pods")
+                if p["state"] == "lost"}
+        assert lost == {x["container_id"] for x in victim["addresses"]
+                        if x.get("container_id")}, lost
+        gone = {x["ip"] for x in victim["addresses"]}
+        for i in range(4):
+            a, _ = env.add("dt%d" % i)
+            assert a["ok"], a
+            assert a["ip"] not in gone and a["eni"] != victim["id"], a
+            assert env.wire("dt%d" % i, a["ip"]).ping(env.ep["vpc_host"],
+                                                     wait=2), a
+    finally:
+        env.sim.control("POST", "/delays", {"detach_ms": 500})
+    env.wait(lambda: victim["id"] not in {e["id"] for e in env.state()["enis"]},
+             30, "the detached ENI deleted once available", step=0.5)
+    assert victim["id"] not in {e["id"] for e in env.show("enis")}
