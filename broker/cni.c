@@ -7,10 +7,11 @@
  *        checkpoint; once both are done the ADD is answered.  With no
  *        free address the ADD waits, at most add_timeout, and is answered
  *        at once with the specific reason when growth fails.
- * del    Removes the rules while the pod's removal (its address cooling)
- *        is written to the checkpoint; once both are done the DEL is
- *        answered, and the address cools.  An unknown attachment is fine.
- *        Never waits behind growth.
+ * del    Removes the rules, lets the address cool, checkpoints, answers.
+ *        The pod stays in the checkpoint until its rules are gone: a
+ *        restart in between restores it, and its address goes to no other
+ *        pod until the runtime's retried DEL.  An unknown attachment is
+ *        fine.  Never waits behind growth.
  * check  Says whether the pod's address and ENI are still in order.
  * gc     Releases every pod not among the valid attachments.
  * status Whether an address can be had now, and why not.
@@ -349,11 +350,10 @@ pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
  * Answer ref with text once the save numbered saved_by, or a later one, is
  * on disk: at once if it is written already, with it if it is at the
  * writer, or with the next.  The ADD of a pod whose rules are in place
- * waits for the save started with the pod (pod_take), the DEL of one
- * whose rules are removed for the save started with the DEL
- * (pod_del_start): what happens in between changes nothing those saves
- * keep, so no save is asked for.  A failed write leaves saved_seq behind,
- * and the answer waits for the save that writes the state again, whole.
+ * waits for the save started with the pod (pod_take): becoming ready
+ * changes nothing that save keeps, so no save is asked for.  A failed
+ * write leaves saved_seq behind, and the answer waits for the save that
+ * writes the state again, whole.
  */
 static void
 pod_answer_saved(struct broker *b, struct jref *ref, uint64_t saved_by,
@@ -426,25 +426,16 @@ durable_reply_text(struct broker *b, struct jref *ref, const char *text,
 
 /*
  * When a, as the checkpoint keeps it, ends cooling (seconds of the epoch,
- * rounded up), or 0 if it does not cool: an address cooling now, one
- * being given back (held until the cloud is surely done: eni_unassign),
- * or the address of a pod being deleted, which cools once netd has
- * removed its rules (a second is allowed for that; pod_gone's save has
- * the time).
+ * rounded up), or 0 if it does not cool: an address cooling now, or one
+ * being given back (held until the cloud is surely done: eni_unassign).
  */
 static int64_t
-addr_cooling_until(const struct broker *b, const struct eni_addr *a,
-    uint64_t now, time_t wall)
+addr_cooling_until(const struct eni_addr *a, uint64_t now, time_t wall)
 {
-	uint32_t cooldown = b->cfg.pool.ip_cooldown_s;
-
 	if ((a->state == ADDR_COOLING || a->state == ADDR_REMOVING) &&
 	    a->cool_until > now)
 		return (int64_t)wall +
 		    (int64_t)((a->cool_until - now + 999) / 1000);
-	if (a->state == ADDR_ASSIGNED && a->pod != NULL &&
-	    a->pod->state == POD_DELETING && !a->pod->lost && cooldown > 0)
-		return (int64_t)wall + cooldown + 1;
 	return 0;
 }
 
@@ -473,9 +464,8 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	TAILQ_FOREACH(p, &en->pods, all) {
 		struct ckpt_pod *cp;
 
-		/* A pod whose address is gone holds nothing to keep, nor one
-		 * being deleted: its address is kept as cooling, below. */
-		if (p->lost || p->state == POD_DELETING || n >= CKPT_MAX_PODS)
+		/* A pod whose address is gone holds nothing to keep. */
+		if (p->lost || n >= CKPT_MAX_PODS)
 			continue;
 		cp = &c->pods[n++];
 		cp->container_id = p->container_id;
@@ -495,7 +485,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		if (!e->used)
 			continue;
 		for (j = 0; j < e->naddrs; j++)
-			if (addr_cooling_until(b, &e->addrs[j], now, wall) != 0)
+			if (addr_cooling_until(&e->addrs[j], now, wall) != 0)
 				n++;
 	}
 	if (n > CKPT_MAX_COOLING)
@@ -510,7 +500,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		if (!e->used)
 			continue;
 		for (j = 0; j < e->naddrs && c->ncooling < n; j++) {
-			int64_t until = addr_cooling_until(b, &e->addrs[j], now,
+			int64_t until = addr_cooling_until(&e->addrs[j], now,
 			    wall);
 			struct ckpt_cooling *cc;
 
@@ -788,12 +778,9 @@ pod_gone(struct pod *p)
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
-	pod_answer_saved(b, &p->del_ref, p->saved_by, ok_text,
-	    sizeof(ok_text) - 1);
+	durable_reply_text(b, &p->del_ref, ok_text, sizeof(ok_text) - 1);
 	gc_release_done(b, gc);
 	pod_free(p);
-	/* The address's cooling, now from this moment, and the GC's
-	 * answer go in the next save. */
 	checkpoint_mark(b);
 }
 
@@ -869,14 +856,6 @@ pod_del_start(struct pod *p)
 
 	p->state = POD_DELETING;
 	p->del_wanted = false;
-	/* The pod's removal is recorded now, so the write overlaps netd's
-	 * work; the answer waits for both (pod_gone).  From here on a save
-	 * keeps the pod's address as cooling, not the pod (checkpoint_build).
-	 * Should enid die before netd answers, the restart has no pod, the
-	 * address cools, reconciliation removes the rules left behind, and
-	 * the runtime's retried DEL finds nothing to do. */
-	p->saved_by = p->b->engine.save_seq + 1;
-	checkpoint_mark(p->b);
 	/* A lost pod's address may be another pod's by now (a checkpoint
 	 * that held it twice): the rules for it are that pod's, and stay. */
 	if (p->lost && pod_with_ip(p->b, p->ip, false, p) != NULL) {
