@@ -440,6 +440,30 @@ addr_cooling_until(const struct eni_addr *a, uint64_t now, time_t wall)
 }
 
 /*
+ * Is cc, restored at start, still to be kept as it was read?  Until its
+ * address is in the pool (its ENI set up: pods_bind_restored), no save
+ * may drop it: a restart then would hand the address out at once.
+ */
+static bool
+restored_cooling_pending(const struct broker *b, const struct ckpt_cooling *cc,
+    time_t wall)
+{
+	uint32_t i;
+	int idx;
+
+	if (cc->until <= wall)
+		return false;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &b->engine.enis[i];
+
+		if (e->used && (idx = eni_addr_index(e, cc->ip)) >= 0 &&
+		    e->addrs[idx].state != ADDR_PENDING)
+			return false;
+	}
+	return true;
+}
+
+/*
  * The checkpoint's strings are borrowed from the pods and ENIs: c is
  * saved (ckpt_store_save, which keeps a copy of its own) and freed before
  * anything can change them.
@@ -488,6 +512,9 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 			if (addr_cooling_until(&e->addrs[j], now, wall) != 0)
 				n++;
 	}
+	for (i = 0; i < en->restored.ncooling; i++)
+		if (restored_cooling_pending(b, &en->restored.cooling[i], wall))
+			n++;
 	if (n > CKPT_MAX_COOLING)
 		n = CKPT_MAX_COOLING;
 	if (n > 0 && (c->cooling = calloc(n, sizeof(*c->cooling))) == NULL) {
@@ -512,6 +539,10 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 			cc->until = until;
 		}
 	}
+	for (i = 0; i < en->restored.ncooling && c->ncooling < n; i++)
+		if (restored_cooling_pending(b, &en->restored.cooling[i],
+		    wall))
+			c->cooling[c->ncooling++] = en->restored.cooling[i];
 	return 0;
 }
 
@@ -877,13 +908,16 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 
 	(void)final;
 	netd_slot_free(b);
+	if (m != NULL)
+		memcpy(&r, m->u.bytes, sizeof(r));
 	if (m == NULL)
-		return;
-	memcpy(&r, m->u.bytes, sizeof(r));
-	if (r.status != ST_OK)
+		log_warnx("pod %s/%s: restoring its rules: enid-netd did not "
+		    "answer in time", p->container_id, p->ifname);
+	else if (r.status != ST_OK)
 		log_warnx("pod %s/%s: restoring its rules: %s: %s",
 		    p->container_id, p->ifname, msg_status_name(r.status),
 		    r.message);
+	/* A DEL or GC that came meanwhile goes ahead either way. */
 	if (p->del_wanted)
 		pod_del_start(p);
 }
@@ -913,8 +947,7 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	for (i = 0; i < e->naddrs; i++) {
 		const struct eni_addr *a = &e->addrs[i];
 
-		if (a->state == ADDR_FREE ||
-		    (a->state == ADDR_COOLING && a->cool_until <= now)) {
+		if (addr_usable(a, now)) {
 			if (best == -1 || a->cool_until <
 			    e->addrs[best].cool_until)
 				best = (int)i;
@@ -962,8 +995,7 @@ pick_eni(struct broker *b)
 		for (j = 0; j < e->naddrs; j++) {
 			const struct eni_addr *a = &e->addrs[j];
 
-			if (a->state == ADDR_FREE || (a->state ==
-			    ADDR_COOLING && a->cool_until <= now))
+			if (addr_usable(a, now))
 				nfree++;
 			else if (a->state == ADDR_ASSIGNED)
 				assigned++;
@@ -1241,8 +1273,14 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 		return;
 	}
 	if ((p = pod_find(b, r.container_id, r.ifname)) == NULL) {
-		/* idempotent */
-		jref_reply_ok_text(ref, ok_text, sizeof(ok_text) - 1);
+		/* Idempotent; but if the pod was removed by a save not on
+		 * disk yet (a DEL told its record failed, retried at once),
+		 * ok only with that save. */
+		if (b->engine.dirty || b->engine.store.writing)
+			durable_reply_text(b, ref, ok_text,
+			    sizeof(ok_text) - 1);
+		else
+			jref_reply_ok_text(ref, ok_text, sizeof(ok_text) - 1);
 		cni_request_free(&r);
 		return;
 	}
@@ -1476,9 +1514,12 @@ pods_bind_restored(struct broker *b)
 		if (e == NULL || (idx = eni_addr_index(e, cc->ip)) < 0 ||
 		    e->addrs[idx].state != ADDR_FREE || cc->until <= wall)
 			continue;
+		/* It may be one an unassign was taking when enid stopped:
+		 * the cloud is asked before it is used again. */
 		e->addrs[idx].state = ADDR_COOLING;
 		e->addrs[idx].cool_until = now +
 		    (uint64_t)(cc->until - wall) * 1000;
+		e->addrs[idx].confirm = true;
 	}
 	engine_kick(b);
 }

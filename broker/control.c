@@ -144,7 +144,7 @@ eni_json(struct broker *b, const struct eni *e)
 		struct json_object *a = json_object_new_object();
 		int st = e->addrs[i].state;
 
-		if (st == ADDR_COOLING && e->addrs[i].cool_until <= now)
+		if (st == ADDR_COOLING && addr_usable(&e->addrs[i], now))
 			st = ADDR_FREE;
 		ip4_format(e->addrs[i].ip, ip);
 		json_object_object_add(a, "ip", json_object_new_string(ip));

@@ -31,6 +31,8 @@
  * gives up at the deadline, a request already with EC2 may still land):
  * until then its addresses go to no pod (eni_unassign). */
 #define ENGINE_UNASSIGN_HOLD_MS	(ENGINE_CLOUD_DEADLINE_MS + 30000)
+#define ENGINE_UNASSIGN_SLACK_MS 5000	/* of the hold, lost to slow saves */
+#define ENGINE_UNASSIGN_REFUSED_MS 10000 /* a refused one's addresses rest */
 
 /* Tags every ENI gets at creation (CreateNetworkInterface's own
  * TagSpecifications, so none is ever untagged). */
@@ -68,8 +70,19 @@ struct eni_addr {
 	uint32_t		 ip;		/* network order */
 	enum addr_state		 state;
 	uint64_t		 cool_until;	/* ms, monotonic */
+	/* Cooling ends only once a describe asked after cool_until still
+	 * lists it: an unassign may have taken it (engine_cool). */
+	bool			 confirm;
 	struct pod		*pod;
 };
+
+/* Can a be handed to a pod at now? */
+static inline bool
+addr_usable(const struct eni_addr *a, uint64_t now)
+{
+	return a->state == ADDR_FREE || (a->state == ADDR_COOLING &&
+	    a->cool_until <= now && !a->confirm);
+}
 
 struct eni {
 	struct broker		*b;
@@ -273,6 +286,7 @@ struct engine {
 	/* reconciliation */
 	struct reconcile_run	*recon;
 	bool			 recon_again;
+	uint64_t		 recon_asked;	/* ms: the last run's start */
 	bool			 started_recon;
 	struct loop_timer	 recon_timer;
 	struct loop_timer	 subnets_timer;

@@ -238,9 +238,9 @@ eni_take_addrs(struct eni *e, const uint32_t *addrs, uint32_t n,
 			    "used", eni_name(e), what, POOL_MAX_ADDRS, ip);
 			continue;
 		}
+		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
 		e->addrs[e->naddrs].ip = addrs[i];
 		e->addrs[e->naddrs].state = st;
-		e->addrs[e->naddrs].pod = NULL;
 		e->naddrs++;
 		taken++;
 	}
@@ -1260,19 +1260,40 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 				e->addrs[i].state = ADDR_COOLING;
 				e->addrs[i].cool_until = now_ms() +
 				    ENGINE_UNASSIGN_HOLD_MS;
+				e->addrs[i].confirm = true;
 			}
 		checkpoint_mark(b);
 		reconcile_now(b, "an unassign's outcome is unknown");
 		engine_kick(b);
 		return;
 	}
-	if (done.st.outcome != CO_OK) {
+	if (done.st.outcome == CO_THROTTLED) {
 		status_text(&done.st, text, sizeof(text));
 		log_warnx("%s: unassigning addresses: %s; they stay in the pool",
 		    e->id, text);
 		for (i = 0; i < e->naddrs; i++)
 			if (e->addrs[i].state == ADDR_REMOVING)
 				e->addrs[i].state = ADDR_FREE;
+		checkpoint_mark(b);
+		engine_kick(b);
+		return;
+	}
+	if (done.st.outcome != CO_OK) {
+		/* Refused, maybe as not assigned: an earlier unassign may
+		 * have taken them.  They rest, and are used again once the
+		 * cloud is seen to have them; given back as free, the pool
+		 * would ask again at once, and again be refused. */
+		status_text(&done.st, text, sizeof(text));
+		log_warnx("%s: unassigning addresses: %s; they go to no pod "
+		    "until the cloud is seen to have them, in %d s at the "
+		    "soonest", e->id, text, ENGINE_UNASSIGN_REFUSED_MS / 1000);
+		for (i = 0; i < e->naddrs; i++)
+			if (e->addrs[i].state == ADDR_REMOVING) {
+				e->addrs[i].state = ADDR_COOLING;
+				e->addrs[i].cool_until = now_ms() +
+				    ENGINE_UNASSIGN_REFUSED_MS;
+				e->addrs[i].confirm = true;
+			}
 		checkpoint_mark(b);
 		engine_kick(b);
 		return;
@@ -1284,6 +1305,22 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		}
 	log_info("%s: %u surplus addresses given back", e->id, n);
 	engine_kick(b);
+}
+
+/* e's addresses being given back are held from now; the unassign waits
+ * for the save that keeps them so (eni_unassigns_saved). */
+static void
+eni_unassign_hold(struct eni *e, uint64_t now)
+{
+	struct broker *b = e->b;
+	uint32_t i;
+
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING)
+			e->addrs[i].cool_until = now + ENGINE_UNASSIGN_HOLD_MS;
+	e->unassign_wait = true;
+	e->unassign_by = b->engine.save_seq + 1;
+	checkpoint_mark(b);
 }
 
 /* Is an address change of e's own on its way (or about to be)? */
@@ -1298,8 +1335,21 @@ eni_unassign_send(struct eni *e)
 {
 	struct broker *b = e->b;
 	struct msg_cloud_ips req;
+	uint64_t now = now_ms();
 	uint32_t i;
 
+	/* The hold on disk runs from when the addresses were taken out of
+	 * use: if the saves took long (they fail and are retried), it may
+	 * not cover the request any more, and is written again first. */
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING &&
+		    e->addrs[i].cool_until < now + ENGINE_UNASSIGN_HOLD_MS -
+		    ENGINE_UNASSIGN_SLACK_MS)
+			break;
+	if (i < e->naddrs) {
+		eni_unassign_hold(e, now);
+		return;
+	}
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
@@ -1325,21 +1375,15 @@ eni_unassign_send(struct eni *e)
 static void
 eni_unassign(struct eni *e, uint32_t count)
 {
-	struct broker *b = e->b;
-	uint64_t until = now_ms() + ENGINE_UNASSIGN_HOLD_MS;
 	uint32_t i, n = 0;
 
 	for (i = 0; i < e->naddrs && n < count && n < MSG_MAX_ENI_ADDRS; i++)
 		if (e->addrs[i].state == ADDR_FREE) {
 			e->addrs[i].state = ADDR_REMOVING;
-			e->addrs[i].cool_until = until;
 			n++;
 		}
-	if (n == 0)
-		return;
-	e->unassign_wait = true;
-	e->unassign_by = b->engine.save_seq + 1;
-	checkpoint_mark(b);
+	if (n > 0)
+		eni_unassign_hold(e, now_ms());
 }
 
 /* The unassigns whose addresses are on disk as kept out of use go. */
@@ -1426,7 +1470,7 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 				v->assigned++;
 				break;
 			case ADDR_COOLING:
-				if (e->addrs[j].cool_until <= now)
+				if (addr_usable(&e->addrs[j], now))
 					v->free++;
 				else
 					v->cooling++;
@@ -1439,12 +1483,17 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 	}
 }
 
-/* Cooling addresses whose time is up become free. */
+/*
+ * Cooling addresses whose time is up become free, but those an unassign
+ * may have taken only once a reconciliation asked since has found them
+ * (recon_addresses): one is asked for when none has been.
+ */
 static uint64_t
 engine_cool(struct broker *b, uint64_t now)
 {
 	uint64_t next = 0;
 	uint32_t i, j;
+	bool confirm = false;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
@@ -1456,12 +1505,18 @@ engine_cool(struct broker *b, uint64_t now)
 
 			if (a->state != ADDR_COOLING)
 				continue;
-			if (a->cool_until <= now)
+			if (a->cool_until > now) {
+				if (next == 0 || a->cool_until < next)
+					next = a->cool_until;
+			} else if (!a->confirm)
 				a->state = ADDR_FREE;
-			else if (next == 0 || a->cool_until < next)
-				next = a->cool_until;
+			else if (b->engine.recon_asked < a->cool_until)
+				confirm = true;
 		}
 	}
+	if (confirm)
+		reconcile_now(b, "addresses an unassign may have taken are "
+		    "checked");
 	return next;
 }
 
@@ -1612,7 +1667,7 @@ engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
 			if (a->state == ADDR_ASSIGNED)
 				(*assigned)++;
 			else if (a->state == ADDR_COOLING &&
-			    a->cool_until > now)
+			    !addr_usable(a, now))
 				(*cooling)++;
 			else if ((a->state == ADDR_FREE ||
 			    a->state == ADDR_COOLING) &&

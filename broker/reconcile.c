@@ -116,6 +116,7 @@ struct reconcile_run {
 	uint32_t		 drifts;
 	bool			 deferred;	/* an adoption waits for its
 						 * subnet to be described */
+	uint64_t		 asked;		/* ms, when it started */
 };
 
 static void	recon_advance(struct reconcile_run *r);
@@ -277,6 +278,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		}
 		if (e->naddrs == POOL_MAX_ADDRS)
 			break;
+		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
 		e->addrs[e->naddrs].ip = ce->addrs[i];
 		e->addrs[e->naddrs].state = e->state == ENI_READY ||
 		    e->state == ENI_DRAINING ? ADDR_FREE : ADDR_PENDING;
@@ -291,6 +293,12 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
+		if (present && e->addrs[i].confirm &&
+		    e->addrs[i].cool_until <= r->asked) {
+			/* Still there after any unassign could land. */
+			e->addrs[i].confirm = false;
+			engine_kick(b);
+		}
 		if (present || (k != NULL && !known_addr(k, e->addrs[i].ip)))
 			continue;
 		ip4_format(e->addrs[i].ip, ip);
@@ -1350,6 +1358,7 @@ reconcile_now(struct broker *b, const char *why)
 	}
 	r->b = b;
 	r->first = en->phase == PHASE_STARTING;
+	r->asked = en->recon_asked = now_ms();
 	msg_strlcpy(r->why, why, sizeof(r->why));
 	en->recon = r;
 	log_debug("reconcile: starting (%s)", why);

@@ -117,15 +117,18 @@ def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     enid is killed meanwhile.  The restart's first look at the cloud still
     finds those addresses on the ENI; had they gone to pods, the unassign
     landing a moment later would take the addresses from under them.  The
-    addresses wait (as cooling) until the unassign is surely over, and no
-    pod is lost."""
-    env = make_env(pool={"warm_ip_target": 1, "warm_eni_target": 0,
+    addresses wait (as cooling) until the unassign is surely over, and
+    then until a reconciliation asked since says whether the cloud still
+    has them: with no periodic run due (reconcile_interval_s is an hour),
+    enid asks for one itself, which drops them.  No pod is lost."""
+    env = make_env(reconcile_interval_s=3600,
+                   pool={"warm_ip_target": 1, "warm_eni_target": 0,
                          "shrink_delay_s": 0})
     env.start()
     for i in range(5):
         a, _ = env.add("u%d" % i)
         assert a["ok"], a
-    late_s = 8
+    late_s, hold_s = 8, 60          # hold: ENGINE_UNASSIGN_HOLD_MS
     env.faults([{"action": "UnassignPrivateIpAddresses",
                  "latency_ms": late_s * 1000, "count": 1}])
     for i in range(1, 5):
@@ -144,26 +147,31 @@ def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     states = {x["ip"]: x["state"] for e in env.show("enis")
               for x in e["addresses"]}
     assert {states.get(ip) for ip in going} == {"cooling"}, (going, states)
-    # The pods the restart serves before the unassign lands.
+    # The pods the restart serves before the unassign lands, and after.
     acked = {"u0"}
     for i in range(4):
         a, _ = env.add("v%d" % i)
-        assert a["ok"], a
+        assert a["ok"] and a["ip"] not in going, a
         acked.add("v%d" % i)
-    env.wait(lambda: env.state()["calls"].get(
-        "UnassignPrivateIpAddresses", 0) >= 1 and
-        time.monotonic() > t_sent + late_s + 0.5, late_s + 5,
-        "the unassign applied")
-    env.reconcile()
-    env.reconcile()
+    env.wait(lambda: time.monotonic() > t_sent + late_s + 0.5,
+             late_s + 5, "the unassign applied")
+    cloud = {ip for e in env.node_enis() for ip in e["addresses"]}
+    assert not going & cloud, (going, cloud)
+    env.wait(lambda: not going & {x["ip"] for e in env.show("enis")
+                                  for x in e["addresses"]},
+             hold_s + 15, "the addresses the unassign took dropped",
+             step=0.5)
+    assert time.monotonic() > t_sent + hold_s - 5
+    for i in range(2):      # (the cloud may assign those again now)
+        a, _ = env.add("w%d" % i)
+        assert a["ok"], a
+        acked.add("w%d" % i)
     cloud = {ip for e in env.node_enis() for ip in e["addresses"]}
     pods = {p["container_id"]: p for p in env.show("pods")}
     assert set(pods) == acked
     lost = [(c, p["ip"], p.get("lost_why")) for c, p in pods.items()
             if p["state"] != "ready" or p["ip"] not in cloud]
     assert not lost, lost
-    pool = {x["ip"] for e in env.show("enis") for x in e["addresses"]}
-    assert not going & (pool | cloud), (going, pool)
     for cid, p in pods.items():
         assert env.wire(cid, p["ip"]).ping(env.ep["vpc_host"], wait=2), cid
 
@@ -214,3 +222,47 @@ def test_eni_detaching_behind_enids_back_takes_no_new_pod(make_env):
     env.wait(lambda: victim["id"] not in {e["id"] for e in env.state()["enis"]},
              30, "the detached ENI deleted once available", step=0.5)
     assert victim["id"] not in {e["id"] for e in env.show("enis")}
+
+
+def test_refused_unassign_is_not_asked_again_at_once(make_env):
+    """The cloud refuses an unassign, as it does one of addresses it no
+    longer assigns (an earlier unassign, landed late, took them).  The
+    addresses must not go back into the pool as free: the pool would give
+    them back again at once, be refused again, and so on, spending the
+    mutating calls growth needs.  They rest (10 s), then wait for a
+    reconciliation, which enid asks for; here the cloud still has them,
+    so they are free again, and the surplus is given back on the next
+    try, once the cloud takes it."""
+    env = make_env(reconcile_interval_s=3600,
+                   pool={"warm_ip_target": 1, "warm_eni_target": 0,
+                         "shrink_delay_s": 0})
+    env.start()
+    for i in range(5):
+        a, _ = env.add("r%d" % i)
+        assert a["ok"], a
+    env.faults([{"action": "UnassignPrivateIpAddresses",
+                 "code": "InvalidParameterValue", "status": 400,
+                 "probability": 1.0}])
+    for i in range(1, 5):
+        ans, _ = env.delete("r%d" % i)
+        assert ans == {"ok": True}, ans
+
+    def calls():
+        return env.state()["calls"].get("UnassignPrivateIpAddresses", 0)
+    env.wait(lambda: calls() >= 1, 10, "an unassign sent")
+    env.wait(lambda: "they go to no pod until the cloud is seen to have "
+             "them" in env.enid.text(), 5, "the refusal")
+    t_refused = time.monotonic()
+    time.sleep(4)
+    # One try for each address the surplus had, none again while it rests.
+    tried = calls()
+    assert tried <= 4, tried
+    env.clear_faults()
+    env.wait(lambda: len([x for e in env.show("enis")
+                          for x in e["addresses"]]) <= 3, 25,
+             "the surplus given back on the next try", step=0.3)
+    assert time.monotonic() - t_refused > 9
+    assert calls() <= 2 * tried, (calls(), tried)
+    assert "addresses an unassign may have taken are checked" in \
+        env.enid.text()
+    env.add_and_ping("r9")
