@@ -439,6 +439,24 @@ addr_cooling_until(const struct eni_addr *a, uint64_t now, time_t wall)
 	return 0;
 }
 
+/* Does a pod that is not lost, or a lost one before p, have p's address? */
+static bool
+lost_pod_shadowed(struct broker *b, const struct pod *p)
+{
+	const struct pod *q;
+	bool before = true;
+
+	TAILQ_FOREACH(q, &b->engine.pods, all) {
+		if (q == p) {
+			before = false;
+			continue;
+		}
+		if (q->ip == p->ip && (!q->lost || before))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Is cc, restored at start, still to be kept as it was read?  Until its
  * address is in the pool (its ENI set up: pods_bind_restored), no save
@@ -456,8 +474,12 @@ restored_cooling_pending(const struct broker *b, const struct ckpt_cooling *cc,
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		const struct eni *e = &b->engine.enis[i];
 
+		/* Not set up, or set up and not bound yet (the primary's
+		 * addresses are free before pods_bind_restored): a free
+		 * address is never kept as cooling otherwise. */
 		if (e->used && (idx = eni_addr_index(e, cc->ip)) >= 0 &&
-		    e->addrs[idx].state != ADDR_PENDING)
+		    e->addrs[idx].state != ADDR_PENDING &&
+		    e->addrs[idx].state != ADDR_FREE)
 			return false;
 	}
 	return true;
@@ -488,8 +510,10 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	TAILQ_FOREACH(p, &en->pods, all) {
 		struct ckpt_pod *cp;
 
-		/* A pod whose address is gone holds nothing to keep. */
-		if (p->lost || n >= CKPT_MAX_PODS)
+		/* A lost pod is kept too: the runtime has not deleted it,
+		 * and its address must go to no other pod after a restart
+		 * either.  Only once, and never beside a pod that has it. */
+		if (n >= CKPT_MAX_PODS || (p->lost && lost_pod_shadowed(b, p)))
 			continue;
 		cp = &c->pods[n++];
 		cp->container_id = p->container_id;
@@ -1507,19 +1531,22 @@ pods_bind_restored(struct broker *b)
 		pod_rules_ensure(p);
 	}
 	for (i = 0; i < en->restored.ncooling; i++) {
-		const struct ckpt_cooling *cc = &en->restored.cooling[i];
+		struct ckpt_cooling *cc = &en->restored.cooling[i];
 		struct eni *e = eni_find(b, cc->eni_id);
 		int idx;
 
-		if (e == NULL || (idx = eni_addr_index(e, cc->ip)) < 0 ||
-		    e->addrs[idx].state != ADDR_FREE || cc->until <= wall)
+		if (cc->until == 0 || e == NULL ||
+		    (idx = eni_addr_index(e, cc->ip)) < 0 ||
+		    e->addrs[idx].state != ADDR_FREE)
 			continue;
 		/* It may be one an unassign was taking when enid stopped:
-		 * the cloud is asked before it is used again. */
+		 * the cloud is asked before it is used again, even if its
+		 * time ran out while enid started.  Applied once (until 0). */
 		e->addrs[idx].state = ADDR_COOLING;
-		e->addrs[idx].cool_until = now +
-		    (uint64_t)(cc->until - wall) * 1000;
+		e->addrs[idx].cool_until = now + (cc->until > wall ?
+		    (uint64_t)(cc->until - wall) * 1000 : 0);
 		e->addrs[idx].confirm = true;
+		cc->until = 0;
 	}
 	engine_kick(b);
 }

@@ -31,7 +31,8 @@
  * gives up at the deadline, a request already with EC2 may still land):
  * until then its addresses go to no pod (eni_unassign). */
 #define ENGINE_UNASSIGN_HOLD_MS	(ENGINE_CLOUD_DEADLINE_MS + 30000)
-#define ENGINE_UNASSIGN_SLACK_MS 5000	/* of the hold, lost to slow saves */
+#define ENGINE_UNASSIGN_SLACK_MS 20000	/* of the hold, lost to slow saves */
+#define ENGINE_CONFIRM_RETRY_MS	5000	/* a run that skipped them: again */
 #define ENGINE_UNASSIGN_REFUSED_MS 10000 /* a refused one's addresses rest */
 
 /* Tags every ENI gets at creation (CreateNetworkInterface's own
@@ -115,6 +116,8 @@ struct eni {
 	 * use, however enid restarts (eni_unassign). */
 	bool			 unassign_wait;
 	uint64_t		 unassign_by;	/* that save's number */
+	uint64_t		 addrs_seen;	/* ms: the last run that judged
+						 * its addresses asked then */
 	uint32_t		 remove_tries;
 	uint32_t		 poll_ms;
 	enum eni_rm		 rm;

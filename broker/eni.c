@@ -1493,7 +1493,7 @@ engine_cool(struct broker *b, uint64_t now)
 {
 	uint64_t next = 0;
 	uint32_t i, j;
-	bool confirm = false;
+	bool confirm = false, soon = false;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
@@ -1510,13 +1510,27 @@ engine_cool(struct broker *b, uint64_t now)
 					next = a->cool_until;
 			} else if (!a->confirm)
 				a->state = ADDR_FREE;
-			else if (b->engine.recon_asked < a->cool_until)
+			else if (e->addrs_seen < a->cool_until) {
+				/* At once if no run has started since; if
+				 * one has but passed e by (its addresses
+				 * were changing), once more in a while. */
 				confirm = true;
+				if (b->engine.recon_asked < a->cool_until)
+					soon = true;
+			}
 		}
 	}
-	if (confirm)
+	if (confirm && (soon || now >= b->engine.recon_asked +
+	    ENGINE_CONFIRM_RETRY_MS))
 		reconcile_now(b, "addresses an unassign may have taken are "
 		    "checked");
+	if (confirm) {
+		uint64_t again = b->engine.recon_asked +
+		    ENGINE_CONFIRM_RETRY_MS;
+
+		if (again > now && (next == 0 || again < next))
+			next = again;
+	}
 	return next;
 }
 

@@ -258,6 +258,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	/* Not while an address change of its own is on its way. */
 	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
+	e->addrs_seen = r->asked;
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
 		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
 		    (k != NULL && known_addr(k, ce->addrs[i])))

@@ -99,6 +99,19 @@ def test_address_of_a_lost_pod_is_no_other_pods(make_env):
         b = env.add_and_ping("new%d" % i)
         others["new%d" % i] = b["ip"]
     assert ip not in others.values(), others
+    # After a kill -9 as well: the checkpoint keeps the lost pod, so the
+    # restart gives its address to no other pod.  The cloud has it on the
+    # pod's ENI again, so the restored pod is whole again.
+    assert "lost" in [x["container_id"] for x in env.checkpoint()["pods"]]
+    env.kill9()
+    env.start()
+    for i in range(3, 5):
+        b = env.add_and_ping("new%d" % i)
+        others["new%d" % i] = b["ip"]
+    assert ip not in others.values(), others
+    p = next(x for x in env.show("pods") if x["container_id"] == "lost")
+    assert p["ip"] == ip and p["state"] == "ready", p
+    assert env.pods["lost"].ping(env.ep["vpc_host"], wait=2)
     # The lost pod goes: its DEL leaves every other pod's rules alone,
     # and its address comes back to the pool.
     env.unwire("lost")
