@@ -1235,6 +1235,23 @@ eni_assign(struct eni *e, uint32_t count)
 	    sizeof(req), req.deadline_ms, assign_answer, e);
 }
 
+/* e's addresses being given back go to no pod for ms, and then only once
+ * a reconciliation has seen the cloud still has them (engine_cool). */
+static void
+unassign_rest(struct eni *e, uint64_t ms)
+{
+	uint64_t until = now_ms() + ms;
+	uint32_t i;
+
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING) {
+			e->addrs[i].state = ADDR_COOLING;
+			e->addrs[i].cool_until = until;
+			e->addrs[i].confirm = true;
+		}
+	checkpoint_mark(e->b);
+}
+
 static void
 unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
@@ -1255,14 +1272,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_warnx("%s: unassigning addresses: %s; the outcome is "
 		    "unknown: they go to no pod for %u s, and the cloud is "
 		    "asked", e->id, text, ENGINE_UNASSIGN_HOLD_MS / 1000);
-		for (i = 0; i < e->naddrs; i++)
-			if (e->addrs[i].state == ADDR_REMOVING) {
-				e->addrs[i].state = ADDR_COOLING;
-				e->addrs[i].cool_until = now_ms() +
-				    ENGINE_UNASSIGN_HOLD_MS;
-				e->addrs[i].confirm = true;
-			}
-		checkpoint_mark(b);
+		unassign_rest(e, ENGINE_UNASSIGN_HOLD_MS);
 		reconcile_now(b, "an unassign's outcome is unknown");
 		engine_kick(b);
 		return;
@@ -1287,14 +1297,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_warnx("%s: unassigning addresses: %s; they go to no pod "
 		    "until the cloud is seen to have them, in %d s at the "
 		    "soonest", e->id, text, ENGINE_UNASSIGN_REFUSED_MS / 1000);
-		for (i = 0; i < e->naddrs; i++)
-			if (e->addrs[i].state == ADDR_REMOVING) {
-				e->addrs[i].state = ADDR_COOLING;
-				e->addrs[i].cool_until = now_ms() +
-				    ENGINE_UNASSIGN_REFUSED_MS;
-				e->addrs[i].confirm = true;
-			}
-		checkpoint_mark(b);
+		unassign_rest(e, ENGINE_UNASSIGN_REFUSED_MS);
 		engine_kick(b);
 		return;
 	}

@@ -125,6 +125,19 @@ def test_address_of_a_lost_pod_is_no_other_pods(make_env):
     assert states.get(ip) == "free", states
 
 
+def shrinking_env(make_env, prefix):
+    """enid with five pods (prefix0..4) whose pool gives back surplus at
+    once, and no periodic reconciliation due for an hour."""
+    env = make_env(reconcile_interval_s=3600,
+                   pool={"warm_ip_target": 1, "warm_eni_target": 0,
+                         "shrink_delay_s": 0})
+    env.start()
+    for i in range(5):
+        a, _ = env.add("%s%d" % (prefix, i))
+        assert a["ok"], a
+    return env
+
+
 def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     """enid gives back surplus addresses, the cloud is slow to do it, and
     enid is killed meanwhile.  The restart's first look at the cloud still
@@ -134,13 +147,7 @@ def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     then until a reconciliation asked since says whether the cloud still
     has them: with no periodic run due (reconcile_interval_s is an hour),
     enid asks for one itself, which drops them.  No pod is lost."""
-    env = make_env(reconcile_interval_s=3600,
-                   pool={"warm_ip_target": 1, "warm_eni_target": 0,
-                         "shrink_delay_s": 0})
-    env.start()
-    for i in range(5):
-        a, _ = env.add("u%d" % i)
-        assert a["ok"], a
+    env = shrinking_env(make_env, "u")
     late_s, hold_s = 8, 60          # hold: ENGINE_UNASSIGN_HOLD_MS
     env.faults([{"action": "UnassignPrivateIpAddresses",
                  "latency_ms": late_s * 1000, "count": 1}])
@@ -246,13 +253,7 @@ def test_refused_unassign_is_not_asked_again_at_once(make_env):
     reconciliation, which enid asks for; here the cloud still has them,
     so they are free again, and the surplus is given back on the next
     try, once the cloud takes it."""
-    env = make_env(reconcile_interval_s=3600,
-                   pool={"warm_ip_target": 1, "warm_eni_target": 0,
-                         "shrink_delay_s": 0})
-    env.start()
-    for i in range(5):
-        a, _ = env.add("r%d" % i)
-        assert a["ok"], a
+    env = shrinking_env(make_env, "r")
     env.faults([{"action": "UnassignPrivateIpAddresses",
                  "code": "InvalidParameterValue", "status": 400,
                  "probability": 1.0}])
