@@ -23,6 +23,12 @@ BUILDDIR = os.environ.get("ENID_BUILDDIR") or next(
      if os.access(os.path.join(d, "broker", "enid"), os.X_OK)), SRCDIR)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "long_wait: spends most of its time waiting on a timer "
+        "of enid's; tests/run-all leaves it out of the sanitizer pass")
+
+
 def built(rel):
     path = os.path.join(BUILDDIR, rel)
     if not os.access(path, os.X_OK):

@@ -138,6 +138,7 @@ def shrinking_env(make_env, prefix):
     return env
 
 
+@pytest.mark.long_wait
 def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     """enid gives back surplus addresses, the cloud is slow to do it, and
     enid is killed meanwhile.  The restart's first look at the cloud still
