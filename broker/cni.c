@@ -310,6 +310,18 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 static void	durable_reply_text(struct broker *b, struct jref *ref,
 		    const char *text, size_t len);
 
+/* Answer ref at once, or with the save that is pending (marked, or at the
+ * writer) if there is one: it may be the one that makes the answer true. */
+static void
+reply_after_pending_save(struct broker *b, struct jref *ref, const char *text,
+    size_t len)
+{
+	if (b->engine.dirty || b->engine.store.writing)
+		durable_reply_text(b, ref, text, len);
+	else
+		jref_reply_ok_text(ref, text, len);
+}
+
 /* Queue ref's ok answer, already formatted, on list (a save's). */
 static void
 durable_queue_text(struct durable_list *list, struct jref *ref,
@@ -338,12 +350,9 @@ static void
 pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
 {
 	char text[POD_ANSWER_MAX];
-	size_t len = pod_answer(b, p, text, sizeof(text));
 
-	if (b->engine.dirty || b->engine.store.writing)
-		durable_reply_text(b, ref, text, len);
-	else
-		jref_reply_ok_text(ref, text, len);
+	reply_after_pending_save(b, ref, text,
+	    pod_answer(b, p, text, sizeof(text)));
 }
 
 /*
@@ -597,6 +606,15 @@ flush_replies(struct durable_list *list, bool ok, const char *why)
 	}
 }
 
+/* The save last started is on disk: what waited for it on list goes. */
+static void
+checkpoint_saved(struct broker *b, struct durable_list *list)
+{
+	b->engine.saved_seq = b->engine.save_seq;
+	flush_replies(list, true, NULL);
+	eni_unassigns_saved(b);
+}
+
 /*
  * Make the pool's state durable, then answer what waited for it: one
  * journal record of what changed since the last save, or a new snapshot
@@ -619,9 +637,8 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
 	    !en->store.loaded) {
 		/* Nothing is assigned before the checkpoint is read back. */
-		en->saved_seq = ++en->save_seq;
-		flush_replies(&en->durable_wait, true, NULL);
-		eni_unassigns_saved(b);
+		en->save_seq++;
+		checkpoint_saved(b, &en->durable_wait);
 		return;
 	}
 	if (checkpoint_build(b, &c) == -1) {
@@ -654,13 +671,11 @@ checkpoint_flush(struct loop *l, struct loop_defer *d)
 		}
 		return;
 	}
-	en->saved_seq = en->save_seq;
 	if (saved != CKPT_SAVED_NOTHING)
 		en->stats.checkpoint_writes++;
 	if (saved == CKPT_SAVED_SNAPSHOT)
 		en->stats.checkpoint_compactions++;
-	flush_replies(&en->durable_wait, true, NULL);
-	eni_unassigns_saved(b);
+	checkpoint_saved(b, &en->durable_wait);
 	engine_trim_soon(b);
 }
 
@@ -684,9 +699,7 @@ checkpoint_written(struct broker *b)
 		return;
 	}
 	en->stats.checkpoint_writes++;
-	en->saved_seq = en->save_seq;
-	flush_replies(&en->durable_writing, true, NULL);
-	eni_unassigns_saved(b);
+	checkpoint_saved(b, &en->durable_writing);
 	engine_trim_soon(b);
 	if (en->dirty)
 		loop_defer(&b->loop, &en->flush);
@@ -1300,11 +1313,7 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 		/* Idempotent; but if the pod was removed by a save not on
 		 * disk yet (a DEL told its record failed, retried at once),
 		 * ok only with that save. */
-		if (b->engine.dirty || b->engine.store.writing)
-			durable_reply_text(b, ref, ok_text,
-			    sizeof(ok_text) - 1);
-		else
-			jref_reply_ok_text(ref, ok_text, sizeof(ok_text) - 1);
+		reply_after_pending_save(b, ref, ok_text, sizeof(ok_text) - 1);
 		cni_request_free(&r);
 		return;
 	}

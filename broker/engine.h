@@ -289,7 +289,7 @@ struct engine {
 	/* reconciliation */
 	struct reconcile_run	*recon;
 	bool			 recon_again;
-	uint64_t		 recon_asked;	/* ms: the last run's start */
+	uint64_t		 recon_asked;	/* ms: the latest run's start */
 	bool			 started_recon;
 	struct loop_timer	 recon_timer;
 	struct loop_timer	 subnets_timer;

@@ -116,7 +116,6 @@ struct reconcile_run {
 	uint32_t		 drifts;
 	bool			 deferred;	/* an adoption waits for its
 						 * subnet to be described */
-	uint64_t		 asked;		/* ms, when it started */
 };
 
 static void	recon_advance(struct reconcile_run *r);
@@ -258,7 +257,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	/* Not while an address change of its own is on its way. */
 	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
-	e->addrs_seen = r->asked;
+	e->addrs_seen = b->engine.recon_asked;
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
 		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
 		    (k != NULL && known_addr(k, ce->addrs[i])))
@@ -295,7 +294,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
 		if (present && e->addrs[i].confirm &&
-		    e->addrs[i].cool_until <= r->asked) {
+		    e->addrs[i].cool_until <= b->engine.recon_asked) {
 			/* Still there after any unassign could land. */
 			e->addrs[i].confirm = false;
 			engine_kick(b);
@@ -1359,7 +1358,7 @@ reconcile_now(struct broker *b, const char *why)
 	}
 	r->b = b;
 	r->first = en->phase == PHASE_STARTING;
-	r->asked = en->recon_asked = now_ms();
+	en->recon_asked = now_ms();
 	msg_strlcpy(r->why, why, sizeof(r->why));
 	en->recon = r;
 	log_debug("reconcile: starting (%s)", why);
