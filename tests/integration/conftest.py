@@ -26,7 +26,8 @@ BUILDDIR = os.environ.get("ENID_BUILDDIR") or next(
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "long_wait: spends most of its time waiting on a timer "
-        "of enid's; tests/run-all leaves it out of the sanitizer pass")
+        "(enid's or the sim's); tests/run-all leaves it out of the "
+        "sanitizer pass")
 
 
 def built(rel):
