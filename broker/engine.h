@@ -34,6 +34,10 @@
 #define ENGINE_UNASSIGN_SLACK_MS 20000	/* of the hold, lost to slow saves */
 #define ENGINE_CONFIRM_RETRY_MS	5000	/* a run that skipped them: again */
 #define ENGINE_UNASSIGN_REFUSED_MS 10000 /* a refused one's addresses rest */
+/* After refused unassigns in a row, an ENI keeps its addresses this long,
+ * doubling from ENGINE_UNASSIGN_REFUSED_MS (a cloud that refuses for good,
+ * an IAM deny, is asked ever less often). */
+#define ENGINE_UNASSIGN_KEEP_MAX_MS (15 * 60 * 1000)
 
 /* Tags every ENI gets at creation (CreateNetworkInterface's own
  * TagSpecifications, so none is ever untagged). */
@@ -116,6 +120,8 @@ struct eni {
 	 * use, however enid restarts (eni_unassign). */
 	bool			 unassign_wait;
 	uint64_t		 unassign_by;	/* that save's number */
+	uint32_t		 unassign_refused; /* in a row */
+	uint64_t		 keep_until;	/* ms: give back none before */
 	uint64_t		 addrs_seen;	/* ms: the last run that judged
 						 * its addresses asked then */
 	uint32_t		 remove_tries;

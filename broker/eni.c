@@ -1292,15 +1292,29 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		/* Refused, maybe as not assigned: an earlier unassign may
 		 * have taken them.  They rest, and are used again once the
 		 * cloud is seen to have them; given back as free, the pool
-		 * would ask again at once, and again be refused. */
+		 * would ask again at once, and again be refused.  And the
+		 * ENI gives back none for a while, longer after each refusal
+		 * in a row: a cloud that refuses for good is not asked every
+		 * few seconds. */
+		uint64_t keep;
+
 		status_text(&done.st, text, sizeof(text));
+		e->unassign_refused++;
+		keep = pool_refused_backoff_ms(e->unassign_refused,
+		    ENGINE_UNASSIGN_REFUSED_MS, ENGINE_UNASSIGN_KEEP_MAX_MS);
+		e->keep_until = now_ms() + keep;
 		log_warnx("%s: unassigning addresses: %s; they go to no pod "
 		    "until the cloud is seen to have them, in %d s at the "
-		    "soonest", e->id, text, ENGINE_UNASSIGN_REFUSED_MS / 1000);
+		    "soonest, and the ENI gives back no address for %llu s "
+		    "(refusal %u in a row)", e->id, text,
+		    ENGINE_UNASSIGN_REFUSED_MS / 1000,
+		    (unsigned long long)(keep / 1000), e->unassign_refused);
 		unassign_rest(e, ENGINE_UNASSIGN_REFUSED_MS);
 		engine_kick(b);
 		return;
 	}
+	e->unassign_refused = 0;
+	e->keep_until = 0;
 	for (i = e->naddrs; i-- > 0;)
 		if (e->addrs[i].state == ADDR_REMOVING) {
 			eni_drop_addr(e, i);
@@ -1456,6 +1470,7 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v->primary = e->primary;
 		v->usable = subnet_usable(b, e->subnet) && !e->drain_requested;
 		v->busy = e->addr_op.active || e->unassign_wait;
+		v->keep_until = e->keep_until;
 		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
 		if (v->capacity > POOL_MAX_ADDRS)
@@ -1651,6 +1666,10 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 		if (en->subnets[i].inhibited_until > now)
 			arm_next(b, en->subnets[i].inhibited_until);
 	arm_next(b, en->grow_backoff_until > now ? en->grow_backoff_until : 0);
+	for (i = 0; i < POOL_MAX_ENIS; i++)
+		if (en->enis[i].used && en->enis[i].keep_until > now &&
+		    pl.surplus)
+			arm_next(b, en->enis[i].keep_until);
 	arm_next(b, next);
 	if (en->surplus_since != 0)
 		arm_next(b, en->surplus_since + en->params.shrink_delay_ms);

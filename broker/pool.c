@@ -247,7 +247,7 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 
 static void
 plan_shrink(const struct pool_params *p, const struct pool_facts *f,
-    bool eni_mode, uint32_t excess, struct pool_plan *out)
+    uint64_t now, bool eni_mode, uint32_t excess, struct pool_plan *out)
 {
 	int release = -1;
 	uint32_t i;
@@ -284,7 +284,7 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 				if (out->actions[k].eni == i)
 					taken = true;
 			if (taken || e->state != ENI_READY || e->busy ||
-			    e->free < p->block_size)
+			    e->free < p->block_size || e->keep_until > now)
 				continue;
 			if (best == -1 ||
 			    e->assigned < f->enis[best].assigned)
@@ -370,8 +370,18 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		if (!out->surplus || f->surplus_since == 0 ||
 		    now < f->surplus_since + p->shrink_delay_ms)
 			return;
-		plan_shrink(p, f, eni_mode, excess, out);
+		plan_shrink(p, f, now, eni_mode, excess, out);
 	}
+}
+
+uint64_t
+pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max)
+{
+	uint64_t ms = base;
+
+	while (n-- > 1 && ms < max)
+		ms *= 2;
+	return ms < max ? ms : max;
 }
 
 int

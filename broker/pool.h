@@ -53,6 +53,8 @@ struct pool_eni_view {
 	uint32_t	adding;		/* on their way in (assign in flight,
 					 * or coming with the ENI itself) */
 	uint32_t	removing;	/* unassign in flight */
+	uint64_t	keep_until;	/* ms (monotonic): give back none of
+					 * its addresses before (refused) */
 };
 
 struct pool_subnet_view {
@@ -126,6 +128,12 @@ void	pool_plan(const struct pool_params *p, const struct pool_facts *f,
  * Returns its index, or -1 if none has one.
  */
 int	pool_pick_eni(const struct pool_facts *f);
+
+/*
+ * How long an ENI keeps its addresses after its nth refused unassign in a
+ * row (n >= 1): base ms, doubling each time, up to max ms.
+ */
+uint64_t	pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max);
 
 /* The params from the configuration and the instance's limits. */
 void	pool_params_from(struct pool_params *p, const struct enid_config *cfg,

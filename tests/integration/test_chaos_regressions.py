@@ -245,6 +245,50 @@ def test_eni_detaching_behind_enids_back_takes_no_new_pod(make_env):
     assert victim["id"] not in {e["id"] for e in env.show("enis")}
 
 
+@pytest.mark.long_wait
+def test_refused_unassigns_back_off(make_env):
+    """A cloud that refuses every unassign (an IAM deny) is asked ever
+    less often: after each refusal in a row the ENI gives back no address
+    for twice as long (10 s, 20 s, ... up to 15 min).  Meanwhile its
+    addresses, once the cloud is seen to still have them, are free for
+    pods: the surplus is kept, not lost."""
+    env = shrinking_env(make_env, "k")
+    env.faults([{"action": "UnassignPrivateIpAddresses",
+                 "code": "UnauthorizedOperation", "status": 403,
+                 "probability": 1.0}])
+    for i in range(1, 5):
+        ans, _ = env.delete("k%d" % i)
+        assert ans == {"ok": True}, ans
+    seen = []
+    added = None
+    t_end = time.monotonic() + 70
+    while len(seen) < 3 and time.monotonic() < t_end:
+        n = env.state()["calls"].get("UnassignPrivateIpAddresses", 0)
+        if n > len(seen):
+            seen.extend([time.monotonic()] * (n - len(seen)))
+        if len(seen) == 2 and added is None and \
+                env.show("pool")["free"] >= 3:
+            # Between the second and third tries, the addresses rested
+            # and were seen on the ENI: free for pods, and a new one
+            # gets one without the pool growing.
+            grew = {a: env.state()["calls"].get(a, 0) for a in
+                    ("AssignPrivateIpAddresses", "CreateNetworkInterface")}
+            env.add_and_ping("k9")
+            added = {a: env.state()["calls"].get(a, 0) for a in grew}
+            assert added == grew, (added, grew)
+            assert len(seen) == 2 == env.state()["calls"].get(
+                "UnassignPrivateIpAddresses"), seen
+        time.sleep(0.2)
+    assert len(seen) >= 3, (seen, env.enid.text()[-3000:])
+    assert added is not None, "no address free between the tries"
+    gap1, gap2 = seen[1] - seen[0], seen[2] - seen[1]
+    assert gap1 >= 9.5, (gap1, gap2)
+    assert gap2 >= 19.5, (gap1, gap2)
+    text = env.enid.text()
+    assert "gives back no address for 10 s (refusal 1 in a row)" in text
+    assert "gives back no address for 20 s (refusal 2 in a row)" in text
+
+
 def test_refused_unassign_is_not_asked_again_at_once(make_env):
     """The cloud refuses an unassign, as it does one of addresses it no
     longer assigns (an earlier unassign, landed late, took them).  The

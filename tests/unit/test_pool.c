@@ -411,6 +411,48 @@ test_shrink_never_releases_pods(void **state)
 	expect_action(&pl, 0, ACT_UNASSIGN, 1, 4);
 }
 
+/*
+ * An ENI whose unassigns the cloud refused keeps its addresses until its
+ * keep_until: the surplus comes from the others, or waits; and the time
+ * it keeps them doubles with each refusal in a row, up to its maximum.
+ */
+static void
+test_refused_eni_keeps_its_addresses(void **state)
+{
+	struct pool_params p = params(1, 0, 0, 0);
+	struct pool_facts f = facts(1, 0, 0);
+	struct pool_plan pl;
+	uint32_t a, b;
+
+	(void)state;
+	a = add_eni(&f, ENI_READY, 1, 0, 4);
+	b = add_eni(&f, ENI_READY, 2, 0, 3);
+	f.surplus_since = 1;
+	f.enis[a].keep_until = 200000;
+	pool_plan(&p, &f, 100000, &pl);
+	/* 7 free, 1 wanted: only b's 3 go, though a is emptier */
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, b, 3);
+	/* with both kept, nothing goes, and the surplus stays */
+	f.enis[b].keep_until = 150000;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	/* once a's time is up, a gives back first (the emptier) */
+	pool_plan(&p, &f, 200000, &pl);
+	assert_true(pl.nactions >= 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, a, 4);
+
+	assert_int_equal(pool_refused_backoff_ms(1, 10000, 900000), 10000);
+	assert_int_equal(pool_refused_backoff_ms(2, 10000, 900000), 20000);
+	assert_int_equal(pool_refused_backoff_ms(4, 10000, 900000), 80000);
+	assert_int_equal(pool_refused_backoff_ms(7, 10000, 900000), 640000);
+	assert_int_equal(pool_refused_backoff_ms(8, 10000, 900000), 900000);
+	assert_int_equal(pool_refused_backoff_ms(4000000000u, 10000, 900000),
+	    900000);
+}
+
 static void
 test_no_shrink_while_growing_or_waiting(void **state)
 {
@@ -577,6 +619,7 @@ main(void)
 		cmocka_unit_test(test_backoff_and_waiters),
 		cmocka_unit_test(test_shrink_hysteresis),
 		cmocka_unit_test(test_shrink_never_releases_pods),
+		cmocka_unit_test(test_refused_eni_keeps_its_addresses),
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
 		cmocka_unit_test(test_randomized),
 	};
