@@ -138,6 +138,18 @@ def shrinking_env(make_env, prefix):
     return env
 
 
+def refused_surplus(make_env, prefix, code, status):
+    """shrinking_env with the cloud refusing every unassign (code, HTTP
+    status), and four of its five pods deleted: a surplus to give back."""
+    env = shrinking_env(make_env, prefix)
+    env.faults([{"action": "UnassignPrivateIpAddresses",
+                 "code": code, "status": status, "probability": 1.0}])
+    for i in range(1, 5):
+        ans, _ = env.delete("%s%d" % (prefix, i))
+        assert ans == {"ok": True}, ans
+    return env
+
+
 @pytest.mark.long_wait
 def test_unassign_the_cloud_applies_late_hands_out_nothing(make_env):
     """enid gives back surplus addresses, the cloud is slow to do it, and
@@ -252,13 +264,7 @@ def test_refused_unassigns_back_off(make_env):
     for twice as long (10 s, 20 s, ... up to 15 min).  Meanwhile its
     addresses, once the cloud is seen to still have them, are free for
     pods: the surplus is kept, not lost."""
-    env = shrinking_env(make_env, "k")
-    env.faults([{"action": "UnassignPrivateIpAddresses",
-                 "code": "UnauthorizedOperation", "status": 403,
-                 "probability": 1.0}])
-    for i in range(1, 5):
-        ans, _ = env.delete("k%d" % i)
-        assert ans == {"ok": True}, ans
+    env = refused_surplus(make_env, "k", "UnauthorizedOperation", 403)
     seen = []
     added = None
     t_end = time.monotonic() + 70
@@ -298,13 +304,7 @@ def test_refused_unassign_is_not_asked_again_at_once(make_env):
     reconciliation, which enid asks for; here the cloud still has them,
     so they are free again, and the surplus is given back on the next
     try, once the cloud takes it."""
-    env = shrinking_env(make_env, "r")
-    env.faults([{"action": "UnassignPrivateIpAddresses",
-                 "code": "InvalidParameterValue", "status": 400,
-                 "probability": 1.0}])
-    for i in range(1, 5):
-        ans, _ = env.delete("r%d" % i)
-        assert ans == {"ok": True}, ans
+    env = refused_surplus(make_env, "r", "InvalidParameterValue", 400)
 
     def calls():
         return env.state()["calls"].get("UnassignPrivateIpAddresses", 0)
