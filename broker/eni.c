@@ -1666,9 +1666,9 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 		if (en->subnets[i].inhibited_until > now)
 			arm_next(b, en->subnets[i].inhibited_until);
 	arm_next(b, en->grow_backoff_until > now ? en->grow_backoff_until : 0);
-	for (i = 0; i < POOL_MAX_ENIS; i++)
-		if (en->enis[i].used && en->enis[i].keep_until > now &&
-		    pl.surplus)
+	/* A surplus kept by a refused ENI: plan again when its time is up. */
+	for (i = 0; pl.surplus && i < POOL_MAX_ENIS; i++)
+		if (en->enis[i].used && en->enis[i].keep_until > now)
 			arm_next(b, en->enis[i].keep_until);
 	arm_next(b, next);
 	if (en->surplus_since != 0)
