@@ -266,6 +266,7 @@ struct engine {
 	struct loop_defer	 kick;
 	struct loop_timer	 plan_timer;
 	uint64_t		 surplus_since;
+	bool			 surplus_held;	/* said it can't shrink */
 	uint64_t		 grow_backoff_until;
 	uint32_t		 grow_backoff_ms;
 	enum pool_block		 blocked;

@@ -1573,12 +1573,18 @@ engine_drains(struct broker *b)
 	}
 }
 
+/*
+ * Plan again at `at`, unless the plan timer is due sooner.  A time not
+ * after now is never armed: the plan that asks has just run with every
+ * deadline up to now behind it, so a timer for the past would only fire
+ * at once, find the same, and spin.
+ */
 static void
-arm_next(struct broker *b, uint64_t at)
+arm_next(struct broker *b, uint64_t at, uint64_t now)
 {
 	struct engine *en = &b->engine;
 
-	if (at == 0)
+	if (at <= now)
 		return;
 	if (!loop_timer_armed(&en->plan_timer) || en->plan_timer.deadline > at)
 		loop_timer_at(&b->loop, &en->plan_timer, at);
@@ -1604,11 +1610,26 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 	engine_view(b, &f, map);
 	pool_plan(&en->params, &f, now, &pl);
 
+	if (!pl.surplus || pl.nactions > 0)
+		en->surplus_held = false;
 	if (!pl.surplus)
 		en->surplus_since = 0;
-	else if (en->surplus_since == 0) {
+	else if (en->surplus_since == 0)
 		en->surplus_since = now;
-		arm_next(b, now + en->params.shrink_delay_ms);
+	else if (pl.nactions == 0 && !en->surplus_held &&
+	    now >= en->surplus_since + en->params.shrink_delay_ms) {
+		/* Once per surplus: no timer, the next change plans again. */
+		en->surplus_held = true;
+		if (pl.wake != 0)
+			log_debug("pool: %u more than needed, none of it can "
+			    "be given back now; looking again in %llu ms, or "
+			    "when a pod leaves", pl.have - pl.need,
+			    (unsigned long long)(pl.wake - now));
+		else
+			log_debug("pool: %u more than needed, none of it can "
+			    "be given back now (every ENI it is on holds a pod "
+			    "or is busy); looking again when one leaves",
+			    pl.have - pl.need);
 	}
 	en->blocked = pl.blocked;
 	if (pl.blocked != BLOCK_NONE && en->nwaiters > 0) {
@@ -1662,17 +1683,9 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			break;
 		}
 	}
-	for (i = 0; i < en->nsubnets; i++)
-		if (en->subnets[i].inhibited_until > now)
-			arm_next(b, en->subnets[i].inhibited_until);
-	arm_next(b, en->grow_backoff_until > now ? en->grow_backoff_until : 0);
-	/* A surplus kept by a refused ENI: plan again when its time is up. */
-	for (i = 0; pl.surplus && i < POOL_MAX_ENIS; i++)
-		if (en->enis[i].used && en->enis[i].keep_until > now)
-			arm_next(b, en->enis[i].keep_until);
-	arm_next(b, next);
-	if (en->surplus_since != 0)
-		arm_next(b, en->surplus_since + en->params.shrink_delay_ms);
+	/* Only what time alone will change: everything else kicks. */
+	arm_next(b, pl.wake, now);
+	arm_next(b, next, now);
 }
 
 static void

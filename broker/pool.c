@@ -114,6 +114,14 @@ round_down(uint32_t n, uint32_t block)
 	return block > 1 ? n / block * block : n;
 }
 
+/* Wake at t too, if it is still to come. */
+static void
+wake_at(struct pool_plan *out, uint64_t t, uint64_t now)
+{
+	if (t > now && (out->wake == 0 || t < out->wake))
+		out->wake = t;
+}
+
 static void
 add_action(struct pool_plan *out, enum pool_act type, uint32_t eni,
     uint32_t subnet, uint32_t count)
@@ -160,8 +168,14 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 
 	if (f->growth_backoff_until > now) {
 		out->blocked = BLOCK_BACKOFF;
+		wake_at(out, f->growth_backoff_until, now);
 		return;
 	}
+	/* A subnet out of addresses lately may serve again when its inhibit
+	 * ends. */
+	for (i = 0; i < f->nsubnets; i++)
+		if (f->subnets[i].configured)
+			wake_at(out, f->subnets[i].inhibited_until, now);
 	/* Ready usable ENIs with room, the fullest first: packing. */
 	for (i = 0; i < f->nenis; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
@@ -284,8 +298,13 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 				if (out->actions[k].eni == i)
 					taken = true;
 			if (taken || e->state != ENI_READY || e->busy ||
-			    e->free < p->block_size || e->keep_until > now)
+			    e->free < p->block_size)
 				continue;
+			if (e->keep_until > now) {
+				/* Kept after a refusal: look again then. */
+				wake_at(out, e->keep_until, now);
+				continue;
+			}
 			if (best == -1 ||
 			    e->assigned < f->enis[best].assigned)
 				best = (int)i;
@@ -363,13 +382,22 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		return;
 	{
 		uint32_t excess = out->have - out->need;
+		uint64_t since;
 
 		if (excess > free_)
 			excess = free_;
 		out->surplus = excess >= p->block_size;
-		if (!out->surplus || f->surplus_since == 0 ||
-		    now < f->surplus_since + p->shrink_delay_ms)
+		if (!out->surplus)
 			return;
+		/* A surplus seen first now is held from now. */
+		since = f->surplus_since ? f->surplus_since : now;
+		if (now < since + p->shrink_delay_ms) {
+			wake_at(out, since + p->shrink_delay_ms, now);
+			return;
+		}
+		/* What can't be given back now waits for a pod to leave, an
+		 * operation to end or an ENI's keep_until (a wake above), not
+		 * for the clock: a lasting surplus costs nothing while idle. */
 		plan_shrink(p, f, now, eni_mode, excess, out);
 	}
 }

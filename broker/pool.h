@@ -115,6 +115,11 @@ struct pool_plan {
 	uint32_t	used_slots;	/* ENI attachment slots counted used */
 	enum pool_block	blocked;
 	bool		surplus;	/* more free than needed right now */
+	/* When this plan, with nothing else changing, would first differ
+	 * (a surplus's delay over, an ENI's keep_until, a subnet's inhibit
+	 * or growth's backoff ending): ms after now, or 0 for never.  Events
+	 * (a pod, a cloud answer) plan again by themselves. */
+	uint64_t	wake;
 	size_t		nactions;
 	struct pool_action actions[POOL_MAX_ACTIONS];
 };

@@ -453,6 +453,74 @@ test_refused_eni_keeps_its_addresses(void **state)
 	    900000);
 }
 
+/*
+ * When the plan would act on time alone: a surplus's delay, an ENI kept
+ * after refusals, growth's backoff, a subnet's inhibit.  A surplus past
+ * its delay that nothing can shrink (ENI mode, every ENI holding a pod)
+ * wakes nobody: the idle broker must not plan in a loop.
+ */
+static void
+test_wake(void **state)
+{
+	struct pool_params p = params(0, 0, 1, 0);
+	struct pool_facts f = facts(3, 0, 6);
+	struct pool_plan pl;
+	uint32_t a;
+
+	(void)state;
+	a = add_eni(&f, ENI_READY, 2, 0, 7);
+	/* 13 free, 9 wanted: a surplus, first seen now */
+	pool_plan(&p, &f, 5000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 5000 + 60000);
+	f.surplus_since = 5000;
+	pool_plan(&p, &f, 30000, &pl);
+	assert_int_equal(pl.wake, 5000 + 60000);
+	/* past the delay: ENI mode releases whole ENIs only, and both hold
+	 * pods; nothing to do, and nothing to wake for */
+	pool_plan(&p, &f, 5000 + 60000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 0);
+	pool_plan(&p, &f, 4000000, &pl);
+	assert_int_equal(pl.wake, 0);
+
+	/* IP mode: an ENI kept after a refusal wakes the plan at its time */
+	p = params(1, 0, 0, 0);
+	f.enis[0].free = 0;
+	f.enis[a].keep_until = 200000;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 200000);
+
+	/* growth backing off, or its only subnet inhibited */
+	f = facts(9, 0, 0);
+	f.growth_backoff_until = 7000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_BACKOFF);
+	assert_int_equal(pl.wake, 7000);
+	f.growth_backoff_until = 0;
+	f.subnets[0].inhibited_until = 9000;
+	f.subnets[1].inhibited_until = 8000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.wake, 8000);
+	/* with no delay, a surplus first seen now goes now: nothing is
+	 * left for a timer that would have to fire at once */
+	p = params(1, 0, 0, 0);
+	p.shrink_delay_ms = 0;
+	f = facts(1, 0, 5);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, 0, 4);
+	assert_int_equal(pl.wake, 0);
+	/* nothing wanted and nothing held back: no wake at all */
+	f = facts(1, 0, 1);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 0);
+}
+
 static void
 test_no_shrink_while_growing_or_waiting(void **state)
 {
@@ -621,6 +689,7 @@ main(void)
 		cmocka_unit_test(test_shrink_never_releases_pods),
 		cmocka_unit_test(test_refused_eni_keeps_its_addresses),
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
+		cmocka_unit_test(test_wake),
 		cmocka_unit_test(test_randomized),
 	};
 
