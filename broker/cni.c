@@ -1079,19 +1079,24 @@ waiter_timeout(struct loop *l, struct loop_timer *t)
 	struct engine *en = &b->engine;
 	struct jref ref;
 	const char *code;
+	bool present;
 
 	(void)l;
-	/* A growth failure while it waited names the cause better than
-	 * "timeout" does ("throttled", "cloud-unreachable"). */
-	code = en->last_failure_code[0] && en->last_failure_at >= w->since ?
-	    en->last_failure_code : "timeout";
+	/* A growth failure names the cause better than "timeout" does
+	 * ("throttled", "cloud-unreachable"), but only one of this wait's:
+	 * one while it waited, or one still in force when it began (nothing
+	 * grew since).  An older one is history, not the cause. */
+	present = en->last_failure_code[0] != '\0' &&
+	    (en->last_failure_at >= w->since ||
+	    en->growth_ok_at < en->last_failure_at);
+	code = present ? en->last_failure_code : "timeout";
 	b->engine.stats.adds_failed++;
 	ref = waiter_take(b, w);
 	jref_error(&ref, code, "no address within add_timeout (%u s): "
 	    "the pool is %s%s%s", b->cfg.pool.add_timeout_s,
 	    en->phase != PHASE_RUNNING ? "still starting" : "growing",
-	    en->last_failure[0] ? "; last growth failure: " : "",
-	    en->last_failure);
+	    present ? "; growth failed: " : "",
+	    present ? en->last_failure : "");
 	engine_kick(b);
 }
 

@@ -20,6 +20,10 @@
 #include "pool.h"
 
 #define ENGINE_CLOUD_DEADLINE_MS 30000	/* one cloud intent */
+/* A growth call (create, attach, assign) gives up this long before an ADD
+ * that waits for it would: add_timeout less a tenth, at least this much
+ * (engine_growth_deadline_ms). */
+#define ENGINE_ADD_MARGIN_MS	500
 #define ENGINE_NETD_DEADLINE_MS	5000	/* one netd request */
 #define ENGINE_POLL_MIN_MS	500	/* waiting for detach: first poll */
 #define ENGINE_POLL_MAX_MS	8000
@@ -241,7 +245,7 @@ struct engine {
 	enum engine_phase	 phase;
 	struct pool_params	 params;
 	uint32_t		 ips_per_eni;
-	uint32_t		 cloud_attached;	/* last described */
+	uint32_t		 cloud_attached;	/* as the cloud counts */
 	struct eni		 enis[POOL_MAX_ENIS];
 	uint32_t		 nsubnets;
 	struct subnet		 subnets[POOL_MAX_SUBNETS];
@@ -258,9 +262,14 @@ struct engine {
 	TAILQ_HEAD(, waiter)	 waiters;
 	uint32_t		 nwaiters;
 
-	/* the cloud's view of the instance's attachments */
-	uint32_t		 ncloud_devices;
-	uint32_t		 cloud_devices[POOL_MAX_ENIS];
+	/* the cloud's view of the instance's attachments: the last
+	 * describe's, kept current by enid's own attaches and removals
+	 * (cloud_view_attached, cloud_view_gone) until the next one */
+	uint32_t		 ncloud_atts;
+	struct cloud_att {
+		char		 id[MSG_ID_LEN];
+		uint32_t	 dev;
+	}			 cloud_atts[POOL_MAX_ENIS + 1];
 
 	/* planning */
 	struct loop_defer	 kick;
@@ -273,6 +282,7 @@ struct engine {
 	char			 last_failure[MSG_ERR_LEN];
 	char			 last_failure_code[32];
 	uint64_t		 last_failure_at;
+	uint64_t		 growth_ok_at;	/* ms: growth last succeeded */
 
 	/* durability */
 	int			 state_fd;
@@ -309,6 +319,7 @@ struct engine {
 void	engine_init(struct broker *b);
 void	engine_start(struct broker *b);		/* instance known, policy set */
 void	engine_kick(struct broker *b);		/* re-plan after this turn */
+uint32_t	engine_growth_deadline_ms(const struct broker *b);
 /* Give the heap's free pages back to the system a second from now: after
  * the large passing allocations of a save or a reconciliation. */
 void	engine_trim_soon(struct broker *b);
@@ -323,6 +334,10 @@ void	eni_free(struct eni *e);
 void	eni_unassigns_saved(struct broker *b);	/* saved_seq moved on */
 bool	eni_addrs_changing(const struct eni *e);
 void	eni_set_dot(struct eni *e);
+/* The cloud's view of the instance's attachments, as enid changes it:
+ * id attached as device dev; id seen available, or gone. */
+void	cloud_view_attached(struct broker *b, const char *id, uint32_t dev);
+void	cloud_view_gone(struct broker *b, const char *id);
 int	eni_addr_index(const struct eni *e, uint32_t ip);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	    char *why, size_t whylen);

@@ -375,6 +375,25 @@ growth_succeeded(struct broker *b)
 {
 	b->engine.grow_backoff_ms = 0;
 	b->engine.grow_backoff_until = 0;
+	b->engine.growth_ok_at = now_ms();
+}
+
+/*
+ * How long cloudd may retry a growth call: less than add_timeout, so that
+ * an ADD waiting for that growth hears why it failed (throttled, say)
+ * before its own deadline, not a bare "timeout" (issue 26).  An ADD that
+ * came after the call started waits longer than the call may last.
+ */
+uint32_t
+engine_growth_deadline_ms(const struct broker *b)
+{
+	uint64_t add = (uint64_t)b->cfg.pool.add_timeout_s * 1000;
+	uint64_t margin = add / 10 > ENGINE_ADD_MARGIN_MS ? add / 10 :
+	    ENGINE_ADD_MARGIN_MS;
+	uint64_t ms = add > 2 * margin ? add - margin : add / 2;
+
+	return (uint32_t)(ms < ENGINE_CLOUD_DEADLINE_MS ? ms :
+	    ENGINE_CLOUD_DEADLINE_MS);
 }
 
 static void
@@ -435,8 +454,10 @@ remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
 			return;
 		e->rm_found = true;
 		/* What the cloud says now decides the next step. */
-		if (ce.status == ENI_ST_AVAILABLE && ce.instance_id[0] == '\0')
+		if (ce.status == ENI_ST_AVAILABLE && ce.instance_id[0] == '\0') {
 			e->rm = RM_AVAILABLE;
+			cloud_view_gone(b, e->id);	/* its slot is free */
+		}
 		else if (ce.status == ENI_ST_DETACHING ||
 		    ce.attach_status == ENI_ST_DETACHING ||
 		    ce.attachment_id[0] == '\0')
@@ -457,6 +478,7 @@ remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
 	}
 	if (!e->rm_found) {
 		log_info("%s: gone from the cloud", eni_name(e));
+		cloud_view_gone(b, e->id);
 		b->engine.stats.enis_deleted++;
 		eni_free(e);
 		return;
@@ -561,6 +583,7 @@ remove_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (e->state == ENI_DELETING) {
 		if (done.st.outcome == CO_OK || done.st.outcome == CO_NOT_FOUND) {
 			log_info("%s: deleted (%s)", eni_name(e), e->removal);
+			cloud_view_gone(b, e->id);
 			b->engine.stats.enis_deleted++;
 			eni_free(e);
 			return;
@@ -908,6 +931,47 @@ eni_configure(struct eni *e)
 
 /* ---- creating and attaching ---- */
 
+/*
+ * The cloud's view of this instance's attachments, between two describes:
+ * what enid itself attached, detached and deleted goes in at once, so
+ * that neither the ENI count nor the free device indexes wait for the
+ * next reconciliation to learn what enid did (issue 26: a quarantined
+ * ENI's deletion left "no free device index" for a whole interval).
+ */
+void
+cloud_view_attached(struct broker *b, const char *id, uint32_t dev)
+{
+	struct engine *en = &b->engine;
+	uint32_t i;
+
+	for (i = 0; i < en->ncloud_atts; i++)
+		if (strcmp(en->cloud_atts[i].id, id) == 0) {
+			en->cloud_atts[i].dev = dev;
+			return;
+		}
+	en->cloud_attached++;
+	if (en->ncloud_atts == POOL_MAX_ENIS + 1)
+		return;		/* counted; past the most the pool can hold */
+	msg_strlcpy(en->cloud_atts[en->ncloud_atts].id, id, MSG_ID_LEN);
+	en->cloud_atts[en->ncloud_atts++].dev = dev;
+}
+
+void
+cloud_view_gone(struct broker *b, const char *id)
+{
+	struct engine *en = &b->engine;
+	uint32_t i;
+
+	for (i = 0; i < en->ncloud_atts; i++)
+		if (strcmp(en->cloud_atts[i].id, id) == 0) {
+			en->cloud_atts[i] = en->cloud_atts[--en->ncloud_atts];
+			if (en->cloud_attached > 0)
+				en->cloud_attached--;
+			engine_kick(b);
+			return;
+		}
+}
+
 /* The lowest device index free in the pool and in the cloud's view. */
 static int
 free_device_index(struct broker *b)
@@ -924,9 +988,9 @@ free_device_index(struct broker *b)
 		    e->device_index <= POOL_MAX_ENIS)
 			taken[e->device_index] = true;
 	}
-	for (i = 0; i < b->engine.ncloud_devices; i++)
-		if (b->engine.cloud_devices[i] <= POOL_MAX_ENIS)
-			taken[b->engine.cloud_devices[i]] = true;
+	for (i = 0; i < b->engine.ncloud_atts; i++)
+		if (b->engine.cloud_atts[i].dev <= POOL_MAX_ENIS)
+			taken[b->engine.cloud_atts[i].dev] = true;
 	for (i = 1; i < b->engine.params.max_enis && i <= POOL_MAX_ENIS; i++)
 		if (!taken[i])
 			return (int)i;
@@ -964,6 +1028,7 @@ attach_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	msg_strlcpy(e->attachment_id, at.attachment_id,
 	    sizeof(e->attachment_id));
+	cloud_view_attached(b, e->id, (uint32_t)e->device_index);
 	eni_set_dot(e);
 	eni_configure(e);
 }
@@ -985,7 +1050,7 @@ eni_attach(struct eni *e)
 	eni_set_state(e, ENI_ATTACHING, "created in %s with %u addresses; "
 	    "attaching as device %d", e->subnet_id, e->naddrs, dev);
 	memset(&req, 0, sizeof(req));
-	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
 	req.device_index = (uint32_t)dev;
 	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_ATTACH, &req,
@@ -1120,7 +1185,7 @@ eni_create_send(struct eni *e)
 	char created[32];
 
 	memset(&req, 0, sizeof(req));
-	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.subnet_id, s->id, sizeof(req.subnet_id));
 	if (s->nsgs > 0) {
 		req.nsgs = s->nsgs;
@@ -1226,7 +1291,7 @@ eni_assign(struct eni *e, uint32_t count)
 	struct msg_cloud_ips req;
 
 	memset(&req, 0, sizeof(req));
-	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
 	req.count = count;
 	e->assigning = count;

@@ -522,10 +522,13 @@ recon_attached(struct reconcile_run *r)
 	size_t i;
 	uint32_t k;
 
+	/* The cloud's view, anew: the answer, less what enid removed since
+	 * it was asked, plus what enid attached since. */
 	en->cloud_attached = 0;
-	en->ncloud_devices = 0;
+	en->ncloud_atts = 0;
 	for (i = 0; i < r->nenis; i++) {
 		const struct msg_cloud_eni *ce = &r->enis[i];
+		const struct eni *e;
 
 		if (strcmp(ce->instance_id, b->instance.instance_id) != 0) {
 			log_security("reconcile: %s is listed as attached to "
@@ -533,11 +536,27 @@ recon_attached(struct reconcile_run *r)
 			    ce->instance_id[0] ? ce->instance_id : "none");
 			continue;
 		}
-		en->cloud_attached++;
-		if (ce->device_index >= 0 &&
-		    en->ncloud_devices < POOL_MAX_ENIS)
-			en->cloud_devices[en->ncloud_devices++] =
-			    (uint32_t)ce->device_index;
+		e = eni_find(b, ce->eni_id);
+		if ((e == NULL && recon_known(r, ce->eni_id) != NULL) ||
+		    (e != NULL && e->state == ENI_DELETING))
+			continue;	/* seen available, or gone, since */
+		if (ce->device_index >= 0)
+			cloud_view_attached(b, ce->eni_id,
+			    (uint32_t)ce->device_index);
+		else
+			en->cloud_attached++;
+	}
+	for (k = 0; k < POOL_MAX_ENIS; k++) {
+		const struct eni *e = &en->enis[k];
+		const struct recon_known *was;
+
+		if (!e->used || e->attachment_id[0] == '\0' ||
+		    e->device_index <= 0 || e->state == ENI_DELETING)
+			continue;
+		was = recon_known(r, e->id);
+		if (was == NULL || was->state == ENI_CREATING ||
+		    was->state == ENI_ATTACHING)
+			cloud_view_attached(b, e->id, (uint32_t)e->device_index);
 	}
 	for (i = 0; i < r->nenis; i++) {
 		const struct msg_cloud_eni *ce = &r->enis[i];

@@ -1,0 +1,172 @@
+"""The pool's defects found by running enid as its users do (issue 26):
+each test here failed on the tree before its fix.
+
+- a quarantined ENI that enid deleted itself still counted against the
+  instance's ENI limit and device indexes until the next reconcile;
+- ADDs waiting while the cloud throttles heard "timeout", not
+  "throttled", and messages cited old failures;
+- an ADD failed at once while a cooling address would serve it in time;
+- a restart was reported as drift.
+"""
+import os
+import re
+import threading
+import time
+
+import pytest
+
+from test_pool import concurrent, pool_conf
+
+
+@pytest.fixture
+def make_env(workdir, enid_user, helper_dir):
+    from poolenv import PoolEnv
+    envs = []
+
+    def make(sim_args, **conf):
+        env = PoolEnv(workdir, enid_user, helper_dir, sim_args=sim_args,
+                      prefix="ef%d%d" % (os.getpid() % 10000, len(envs)),
+                      **conf)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.stop()
+
+
+def calls(env, action):
+    return env.state()["calls"].get(action, 0)
+
+
+# ---- item 3: enid's own removals count at once ----
+
+def test_deleted_quarantined_eni_frees_its_slot_at_once(make_env):
+    """The ENI whose link never came is quarantined and deleted by enid;
+    its attachment slot and device index are free from then on, not
+    from the next reconcile (30 s away): later ADDs are served, none is
+    refused as eni-limit, and no ENI is created only to be deleted
+    unattached."""
+    env = make_env(("--ip-limit", "5", "--eni-limit", "5"),
+                   reconcile_interval_s=30,
+                   pool=pool_conf(link_timeout_s=7, warm_ip_target=2,
+                                  add_timeout_s=20))
+    env.links({"never": True, "next": 1})
+    env.start()
+    primary = env.node["primary_eni"]
+    out = concurrent(env.add, [("q%d" % i,) for i in range(12)])
+    # A reconcile while the ENI without a link waits for it: the cloud's
+    # view then holds it.
+    env.reconcile()
+    assert env.enid.wait_log("quarantined", 30), env.enid.text()[-3000:]
+    first = sorted((e for e in env.node_enis() if e["id"] != primary),
+                   key=lambda e: e["id"])
+
+    def quarantined_gone():
+        text = env.enid.text()
+        m = re.search(r"(eni-[0-9a-f]+)[^\n]*-> quarantined", text)
+        if not m:
+            return None
+        ids = {e["id"] for e in env.node_enis()}
+        return m.group(1) if m.group(1) not in ids else None
+    gone = env.wait(quarantined_gone, 40, "the quarantined ENI's deletion")
+    t_gone = time.monotonic()
+    # Pods that waited: asked again, as a runtime would, after the
+    # deletion; and six more, which need the slot it left.
+    failed = [a[0] for a, (r, _), _t in out if not r["ok"]]
+    more = failed + ["q%d" % i for i in range(12, 18)]
+    codes = []
+    for cid in more:
+        a, _ = env.add(cid, timeout=30)
+        if not a["ok"]:
+            codes.append((cid, a["code"], a.get("error")))
+    took = time.monotonic() - t_gone
+    assert not codes, (codes, env.show("pool"))
+    assert took < 25, "served only %.1f s after the deletion" % took
+    text = env.enid.text()
+    assert "no free device index" not in text, text[-3000:]
+    assert "no device index free" not in text, text[-3000:]
+    pool = env.show("pool")
+    att = [e for e in env.state()["enis"]
+           if e.get("instance_id") == env.node["instance_id"]]
+    assert pool["cloud_attached"] == len(att), (pool, att)
+    assert gone not in {e["id"] for e in env.show("enis")}
+
+
+# ---- item 4: throttled ADDs hear "throttled", messages name this wait's
+# causes only ----
+
+THROTTLE_GROWTH = [{"action": a, "code": "RequestLimitExceeded",
+                    "probability": 1.0}
+                   for a in ("CreateNetworkInterface",
+                             "AssignPrivateIpAddresses",
+                             "AttachNetworkInterface")]
+
+
+def settled(env, free):
+    return env.wait(lambda: (lambda p: p if p["free"] >= free and
+                             p["other"] == 0 and p["waiting"] == 0
+                             else None)(env.show("pool")),
+                    30, "a settled pool")
+
+
+def timed_add(env, cid):
+    t0 = time.monotonic()
+    a, _ = env.add(cid, timeout=40)
+    return a, time.monotonic() - t0
+
+
+def test_throttled_adds_hear_throttled_before_their_deadline(make_env):
+    env = make_env(("--ip-limit", "3", "--eni-limit", "4"),
+                   pool=pool_conf(warm_ip_target=1, add_timeout_s=10))
+    env.start()
+    settled(env, 1)
+    env.faults(THROTTLE_GROWTH)
+    out = concurrent(lambda cid: timed_add(env, cid),
+                     [("t%d" % i,) for i in range(4)])
+    answers = [r for _a, r, _t in out]
+    served = [a for a, _ in answers if a["ok"]]
+    refused = [(a, took) for a, took in answers if not a["ok"]]
+    assert len(served) <= 1, answers
+    assert refused, answers
+    for a, took in refused:
+        assert a["code"] == "throttled", answers
+        assert "RequestLimitExceeded" in a["error"] or \
+            "throttl" in a["error"], a
+        assert took < 10.5, "answered after %.1f s: %r" % (took, a)
+
+
+def test_timeout_message_names_no_older_failure(make_env):
+    env = make_env(("--ip-limit", "3", "--eni-limit", "4"),
+                   pool=pool_conf(warm_ip_target=0, minimum_ip_target=1,
+                                  add_timeout_s=6))
+    env.start()
+    settled(env, 1)
+    sid = env.node["subnet_id"]
+    a, _ = env.add("s0")
+    assert a["ok"], a
+    # The subnet runs out: the next ADD hears subnet-full.
+    env.subnet_free(sid, 0)
+    for i in range(1, 4):
+        a, _ = env.add("s%d" % i)
+        if not a["ok"]:
+            break
+    assert a["code"] == "subnet-full", a
+    # It has addresses again and serves the growth...
+    env.subnet_free(sid, 200)
+    a = env.wait(lambda: (lambda a: a if a["ok"] else None)(
+        env.add("s%d" % i)[0]), 30, "an ADD once the subnet has room")
+    served = i
+    # ...so when growth is throttled later, no ADD hears of the subnet.
+    settled(env, 0)
+    env.faults(THROTTLE_GROWTH)
+    codes = []
+    for j in range(served + 1, served + 4):
+        a, took = timed_add(env, "s%d" % j)
+        if not a["ok"]:
+            codes.append(a["code"])
+            assert "subnet-full" not in a["error"], a
+            assert "InsufficientFree" not in a["error"], a
+            assert a["code"] == "throttled", a
+            assert took < 6.5, (took, a)
+    assert codes, "no ADD was refused while growth was throttled"
