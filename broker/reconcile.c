@@ -94,6 +94,8 @@ struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
 	bool			 first;
+	uint32_t		 rebuilt_enis;	/* at start: not drift */
+	uint32_t		 rebuilt_addrs;
 	char			 why[128];
 	struct breq		 req;		/* check-instances */
 	struct recon_question	 q[ASK_COUNT];
@@ -284,8 +286,15 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    e->state == ENI_DRAINING ? ADDR_FREE : ADDR_PENDING;
 		e->addrs[e->naddrs].pod = NULL;
 		e->naddrs++;
-		drift(r, "%s: the cloud assigns %s, which the pool did not "
-		    "have; added", e->id, ip);
+		if (r->first) {
+			/* At start the pool is rebuilt from the cloud: what it
+			 * learns is not drift. */
+			r->rebuilt_addrs++;
+			log_debug("reconcile: %s: %s, as the cloud assigns it",
+			    e->id, ip);
+		} else
+			drift(r, "%s: the cloud assigns %s, which the pool did "
+			    "not have; added", e->id, ip);
 	}
 	for (i = e->naddrs; i-- > 0;) {
 		bool present = false;
@@ -472,8 +481,13 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->dot_pending = !ce->delete_on_termination;
 	e->state = ENI_ATTACHING;
 	e->state_since = now_ms();
-	drift(r, "%s: attached and tagged for this node but not in the pool; "
-	    "adopting it", e->id);
+	if (r->first) {
+		r->rebuilt_enis++;
+		log_debug("reconcile: %s: attached and tagged for this node; "
+		    "taken into the pool", e->id);
+	} else
+		drift(r, "%s: attached and tagged for this node but not in the "
+		    "pool; adopting it", e->id);
 	recon_addresses(r, e, ce, true);
 	if (e->dot_pending)
 		eni_set_dot(e);
@@ -1299,6 +1313,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	bool first = r->first, again = en->recon_again;
 	bool deferred = r->deferred;
 	uint32_t drifts = r->drifts;
+	uint32_t rebuilt_enis = r->rebuilt_enis, rebuilt_addrs = r->rebuilt_addrs;
 	size_t i;
 
 	broker_request_cancel(b, &r->req);
@@ -1321,6 +1336,13 @@ recon_finish(struct reconcile_run *r, const char *failure)
 		return;
 	}
 	engine_trim_soon(b);
+	if (first)
+		log_info("reconcile: the pool rebuilt at start from the cloud: "
+		    "%u ENI%s taken in, %u address%s learned; %u pod%s "
+		    "restored from the checkpoint", rebuilt_enis,
+		    rebuilt_enis == 1 ? "" : "s", rebuilt_addrs,
+		    rebuilt_addrs == 1 ? "" : "es", en->npods,
+		    en->npods == 1 ? "" : "s");
 	log_info("reconcile: done, %u drift%s fixed", drifts,
 	    drifts == 1 ? "" : "s");
 	recon_reply_waiters(b, NULL, drifts);
