@@ -1154,6 +1154,54 @@ waiters_fail(struct broker *b, uint64_t before, const char *code,
 }
 
 /*
+ * The waiting ADDs that growth can't serve, but a cooling address might:
+ * frees[] holds the times the pool's cooling addresses come free, the
+ * earliest first.  The oldest waiter may have the first, the next the
+ * second, and so on; a waiter whose address comes free before its
+ * add_timeout ends keeps waiting, any other is answered code now, with
+ * what cools and when the first comes free.
+ */
+void
+waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
+    uint32_t nfrees, const char *code, const char *fmt, ...)
+{
+	struct waiter *w, *next;
+	char why[MSG_ERR_LEN + 128];
+	uint64_t timeout = (uint64_t)b->cfg.pool.add_timeout_s * 1000;
+	uint64_t now = now_ms();
+	uint32_t i = 0, n = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (w = TAILQ_FIRST(&b->engine.waiters); w != NULL; w = next) {
+		struct jref ref;
+
+		next = TAILQ_NEXT(w, entry);
+		if (i < nfrees && frees[i] < w->since + timeout) {
+			i++;		/* it waits for that one */
+			continue;
+		}
+		ref = waiter_take(b, w);
+		b->engine.stats.adds_failed++;
+		if (nfrees == 0)
+			jref_error(&ref, code, "%s", why);
+		else
+			jref_error(&ref, code, "%s; %u addresses are cooling "
+			    "(ip_cooldown_s), the first free in %.1f s, too "
+			    "late for this ADD", why, nfrees,
+			    (double)(frees[0] > now ? frees[0] - now : 0) /
+			    1000);
+		n++;
+	}
+	if (n > 0)
+		log_warnx("pool: %u waiting ADDs answered %s: %s%s", n, code,
+		    why, nfrees > 0 ? " (cooling addresses come free too "
+		    "late for them)" : "");
+}
+
+/*
  * A new pod over max_pods is refused as such before a warm address is
  * taken: netd would refuse its rules anyway, but as "netd", which names
  * the wrong cause.  Pods being deleted still count: their addresses are

@@ -359,6 +359,11 @@ void	pods_serve_waiters(struct broker *b);
  * monotonic; UINT64_MAX: all of them). */
 void	waiters_fail(struct broker *b, uint64_t before, const char *code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Those a cooling address won't serve in time (frees: when the pool's
+ * cooling addresses come free, earliest first); all, if nfrees is 0. */
+void	waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
+	    uint32_t nfrees, const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
 void	pod_lost(struct pod *p, const char *why);
 struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 	    const struct pod *except);

@@ -1644,6 +1644,38 @@ engine_drains(struct broker *b)
  * deadline up to now behind it, so a timer for the past would only fire
  * at once, find the same, and spin.
  */
+/*
+ * When the cooling addresses on ready ENIs come free, earliest first (one
+ * that waits for a reconciliation's confirmation: a retry's time from
+ * now); returns how many.
+ */
+static uint32_t
+engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
+    uint32_t max)
+{
+	uint32_t i, j, k, n = 0;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &b->engine.enis[i];
+
+		if (!e->used || e->state != ENI_READY || e->drain_requested)
+			continue;
+		for (j = 0; j < e->naddrs && n < max; j++) {
+			const struct eni_addr *a = &e->addrs[j];
+			uint64_t t;
+
+			if (a->state != ADDR_COOLING || addr_usable(a, now))
+				continue;
+			t = a->cool_until > now ? a->cool_until :
+			    now + ENGINE_CONFIRM_RETRY_MS;
+			for (k = n++; k > 0 && out[k - 1] > t; k--)
+				out[k] = out[k - 1];
+			out[k] = t;
+		}
+	}
+	return n;
+}
+
 static void
 arm_next(struct broker *b, uint64_t at, uint64_t now)
 {
@@ -1662,6 +1694,8 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 	struct engine *en = &b->engine;
 	static struct pool_facts f;
 	static struct pool_plan pl;
+	static uint64_t frees[POOL_MAX_ENIS * POOL_MAX_ADDRS];
+	uint32_t nfrees;
 	struct eni *map[POOL_MAX_ENIS];
 	uint64_t now = now_ms(), next;
 	uint32_t i;
@@ -1714,13 +1748,21 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			    "are held by pods", en->params.max_pods);
 			break;
 		case BLOCK_ENI_LIMIT:
-			waiters_fail(b, UINT64_MAX, "eni-limit", "no free address, and the "
-			    "instance has no room for another ENI (%u of %u "
-			    "attached)", pl.used_slots, en->params.max_enis);
+			/* What cools may still come in time: those waiters
+			 * wait for it (issue 26). */
+			nfrees = engine_cooling_frees(b, now, frees,
+			    POOL_MAX_ENIS * POOL_MAX_ADDRS);
+			waiters_fail_but_cooling(b, frees, nfrees, "eni-limit",
+			    "no free address, and the instance has no room for "
+			    "another ENI (%u of %u attached or on their way)",
+			    pl.used_slots, en->params.max_enis);
 			break;
 		case BLOCK_SUBNET_FULL:
-			waiters_fail(b, UINT64_MAX, "subnet-full", "no free address, and "
-			    "no configured subnet has addresses left");
+			nfrees = engine_cooling_frees(b, now, frees,
+			    POOL_MAX_ENIS * POOL_MAX_ADDRS);
+			waiters_fail_but_cooling(b, frees, nfrees,
+			    "subnet-full", "no free address, and no configured "
+			    "subnet has addresses left");
 			break;
 		case BLOCK_NONE:
 			break;

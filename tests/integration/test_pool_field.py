@@ -170,3 +170,101 @@ def test_timeout_message_names_no_older_failure(make_env):
             assert a["code"] == "throttled", a
             assert took < 6.5, (took, a)
     assert codes, "no ADD was refused while growth was throttled"
+
+
+# ---- item 8: an ADD waits for a cooling address that comes in time ----
+
+def fill_then_free(env, n_max=12):
+    """ADD pods until one does not fit; DEL them all; their addresses
+    now cool.  Returns how many fitted and the refusal."""
+    added = []
+    refusal = None
+    for i in range(n_max):
+        a, _ = env.add("c%d" % i, timeout=30)
+        if not a["ok"]:
+            refusal = a
+            break
+        added.append("c%d" % i)
+    for cid in added:
+        a, _ = env.delete(cid)
+        assert a["ok"], a
+    return len(added), refusal
+
+
+def test_add_waits_for_a_cooling_address_in_time(make_env):
+    env = make_env(("--eni-limit", "2", "--ip-limit", "4"),
+                   pool=pool_conf(ip_cooldown_s=3, add_timeout_s=10,
+                                  warm_ip_target=1))
+    env.start()
+    n, refusal = fill_then_free(env)
+    assert n == 6, (n, refusal)
+    assert refusal["code"] == "eni-limit", refusal
+    pool = env.show("pool")
+    assert pool["free"] == 0 and pool["cooling"] == 6, pool
+    # The cloud's count and the refusal's agree: 2 of 2.
+    assert pool["cloud_attached"] == 2, pool
+    assert "2 of 2" in refusal["error"], refusal
+    t0 = time.monotonic()
+    a, _ = env.add("after", timeout=30)
+    took = time.monotonic() - t0
+    assert a["ok"], a
+    # Served when the first address came free (3 s after its DEL).
+    assert 1.0 < took < 6.0, took
+
+
+def test_add_that_cooling_cannot_serve_in_time_says_so(make_env):
+    env = make_env(("--eni-limit", "2", "--ip-limit", "4"),
+                   pool=pool_conf(ip_cooldown_s=20, add_timeout_s=2,
+                                  warm_ip_target=1))
+    env.start()
+    n, refusal = fill_then_free(env)
+    assert n == 6, (n, refusal)
+    t0 = time.monotonic()
+    a, _ = env.add("after", timeout=30)
+    took = time.monotonic() - t0
+    assert not a["ok"] and a["code"] == "eni-limit", a
+    assert took < 1.5, took
+    assert "6 addresses are cooling" in a["error"], a
+    m = re.search(r"the first free in ([0-9.]+) s", a["error"])
+    assert m and 15 <= float(m.group(1)) <= 20, a
+
+
+# ---- item 9: a restart is not drift ----
+
+def drifts_metric(env):
+    text = env.ctl({"op": "metrics"})["text"]
+    m = re.search(r"^enid_reconcile_drifts_fixed_total (\d+)$", text, re.M)
+    assert m, text
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("how", ["kill9", "sigterm"])
+def test_restart_is_not_drift(make_env, how):
+    env = make_env(("--ip-limit", "6", "--eni-limit", "6"),
+                   pool=pool_conf(warm_ip_target=2))
+    env.start()
+    for i in range(14):
+        a, _ = env.add("r%d" % i)
+        assert a["ok"], a
+    env.wait(lambda: all(e["state"] == "ready" for e in env.show("enis"))
+             and settled(env, 2), 30, "a settled pool")
+    enis = len(env.show("enis"))
+    assert enis >= 3
+    if how == "kill9":
+        env.kill9()
+    else:
+        env.enid.stop()
+    e = env.start()
+    assert e.wait_log("reconcile: done", 30), e.text()
+    # And one more run, as the periodic one would.
+    env.reconcile()
+    text = e.text()
+    assert "adopting it" not in text, text
+    assert "which the pool did not have" not in text, text
+    assert drifts_metric(env) == 0, text
+    m = re.search(r"rebuilt at start from the cloud: (\d+) ENIs? taken in, "
+                  r"(\d+) address(?:es)? learned; (\d+) pods? restored", text)
+    assert m, text
+    assert int(m.group(1)) == enis - 1      # the primary is not adopted
+    assert int(m.group(3)) == 14
+    assert env.show("pool")["assigned"] == 14
