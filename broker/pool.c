@@ -213,6 +213,20 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		remaining = count >= remaining ? 0 : remaining - count;
 	}
 
+	/* Room on ENIs on their way (created, attaching, being set up) is
+	 * coming: an assign fills it once they are ready.  A deficit that
+	 * fits there waits for them, rather than start another ENI for each
+	 * address the pool falls short while the cloud is slow (issue 27). */
+	for (i = 0; i < f->nenis && remaining > 0; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+		uint32_t room;
+
+		if (!state_in_growth(e->state) || !e->usable)
+			continue;
+		room = eni_room(e);
+		remaining = room >= remaining ? 0 : remaining - room;
+	}
+
 	/* Then new ENIs, while slots and subnets last. */
 	slots = 0;
 	for (i = 0; i < f->nenis; i++)
@@ -387,6 +401,15 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		if (excess > free_)
 			excess = free_;
 		out->surplus = excess >= p->block_size;
+		/* An ENI that holds no address at all is surplus however the
+		 * counts stand: it serves nothing and takes a slot. */
+		for (i = 0; i < f->nenis && !out->surplus; i++) {
+			const struct pool_eni_view *e = &f->enis[i];
+
+			if (!e->primary && e->state == ENI_READY && !e->busy &&
+			    eni_holds(e) == 0)
+				out->surplus = true;
+		}
 		if (!out->surplus)
 			return;
 		/* A surplus seen first now is held from now. */

@@ -16,4 +16,5 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_metrics.py tests/integration/test_netd.py \
 	tests/integration/test_netd_hostile.py \
 	tests/integration/test_idle.py tests/integration/procstat.py \
-	tests/integration/test_pool_field.py
+	tests/integration/test_pool_field.py \
+	tests/integration/test_pool_operate.py

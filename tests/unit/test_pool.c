@@ -521,6 +521,53 @@ test_wake(void **state)
 	assert_int_equal(pl.wake, 0);
 }
 
+/*
+ * A slow cloud: room on an ENI on its way counts as coming, so a deficit
+ * that fits there makes no second ENI; and an ENI left holding nothing
+ * (after an outage, say) is given back once the surplus has lasted.
+ */
+static void
+test_no_overgrowth_while_slow(void **state)
+{
+	struct pool_params p = params(5, 0, 0, 0);
+	struct pool_facts f = facts(9, 0, 0);
+	struct pool_plan pl;
+	uint32_t c, e;
+
+	(void)state;
+	c = add_eni(&f, ENI_CREATING, 0, 0, 0);
+	f.enis[c].adding = 1;
+	/* 9 held, 5 warm wanted, 1 coming: 4 short, and 8 of room coming */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	/* more short than the coming room: a new ENI for the rest only */
+	f.waiters = 12;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, 3);
+	f.waiters = 0;
+	/* once it is ready, the deficit is assigned on it */
+	f.enis[c].state = ENI_READY;
+	f.enis[c].adding = 0;
+	f.enis[c].free = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_ASSIGN, c, 4);
+
+	/* an ENI holding nothing goes, once the surplus has lasted */
+	f = facts(4, 0, 5);
+	e = add_eni(&f, ENI_READY, 0, 0, 0);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 1000 + 60000);
+	f.surplus_since = 1000;
+	pool_plan(&p, &f, 1000 + 60000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_RELEASE_ENI, e, 0);
+}
+
 static void
 test_no_shrink_while_growing_or_waiting(void **state)
 {
@@ -690,6 +737,7 @@ main(void)
 		cmocka_unit_test(test_refused_eni_keeps_its_addresses),
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
 		cmocka_unit_test(test_wake),
+		cmocka_unit_test(test_no_overgrowth_while_slow),
 		cmocka_unit_test(test_randomized),
 	};
 
