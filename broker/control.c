@@ -80,6 +80,7 @@ pool_json(struct broker *b)
 	struct engine *en = &b->engine;
 	struct json_object *o = json_object_new_object();
 	uint32_t free_, assigned, cooling, other, i, nenis = 0;
+	uint64_t now = now_ms();
 	static const char *const phases[] = { "waiting", "starting",
 	    "running" };
 
@@ -108,7 +109,46 @@ pool_json(struct broker *b)
 		    json_object_new_string(en->last_failure));
 		json_object_object_add(o, "last_failure_code",
 		    json_object_new_string(en->last_failure_code));
+		json_object_object_add(o, "last_failure_s_ago",
+		    json_object_new_int64((int64_t)((now - en->last_failure_at)
+		    / 1000)));
 	}
+	/* When growth is tried next, while it backs off. */
+	if (en->grow_backoff_until > now)
+		json_object_object_add(o, "next_growth_in_ms",
+		    json_object_new_int64((int64_t)(en->grow_backoff_until -
+		    now)));
+	return o;
+}
+
+/*
+ * The cloud as the broker last heard it: seconds since it last answered
+ * (null: never, since start), since a call last failed to reach it, and
+ * why.  An outage shows as the first growing and the second recent.
+ */
+static struct json_object *
+cloud_json(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	struct json_object *o = json_object_new_object();
+	uint64_t now = now_ms();
+
+	json_object_object_add(o, "last_answer_s_ago",
+	    en->cloud_answered_at == 0 ? NULL : json_object_new_int64(
+	    (int64_t)((now - en->cloud_answered_at) / 1000)));
+	json_object_object_add(o, "unanswered_s",
+	    json_object_new_int64((int64_t)((now - (en->cloud_answered_at ?
+	    en->cloud_answered_at : b->started_ms)) / 1000)));
+	if (en->cloud_failed_at != 0) {
+		json_object_object_add(o, "last_failure_s_ago",
+		    json_object_new_int64((int64_t)((now -
+		    en->cloud_failed_at) / 1000)));
+		json_object_object_add(o, "last_failure",
+		    json_object_new_string(en->cloud_failure));
+	}
+	json_object_object_add(o, "reachable", json_object_new_boolean(
+	    en->cloud_answered_at != 0 &&
+	    en->cloud_answered_at >= en->cloud_failed_at));
 	return o;
 }
 
@@ -443,6 +483,7 @@ op_status(struct broker *b, struct jref *r, struct json_object *req)
 	json_object_object_add(o, "processes", procs);
 	json_object_object_add(o, "instance", instance_json(b));
 	json_object_object_add(o, "pool", pool_json(b));
+	json_object_object_add(o, "cloud", cloud_json(b));
 	jref_reply(r, o);
 }
 

@@ -283,6 +283,12 @@ struct engine {
 	char			 last_failure_code[32];
 	uint64_t		 last_failure_at;
 	uint64_t		 growth_ok_at;	/* ms: growth last succeeded */
+	/* the cloud as cloudd's answers tell it (broker_answer): when it
+	 * last answered (any outcome but transient: it was reached and
+	 * decided), when a call last failed to reach it, and why */
+	uint64_t		 cloud_answered_at;	/* ms; 0: never */
+	uint64_t		 cloud_failed_at;	/* ms; 0: never */
+	char			 cloud_failure[MSG_ERR_LEN];
 
 	/* durability */
 	int			 state_fd;
@@ -320,6 +326,8 @@ void	engine_init(struct broker *b);
 void	engine_start(struct broker *b);		/* instance known, policy set */
 void	engine_kick(struct broker *b);		/* re-plan after this turn */
 uint32_t	engine_growth_deadline_ms(const struct broker *b);
+/* What a cloudd answer says of the cloud: reached, or not (status). */
+void	engine_cloud_heard(struct broker *b, const struct msg *m);
 /* Give the heap's free pages back to the system a second from now: after
  * the large passing allocations of a save or a reconciliation. */
 void	engine_trim_soon(struct broker *b);

@@ -379,6 +379,30 @@ growth_succeeded(struct broker *b)
 }
 
 /*
+ * Every cloudd answer starts with its status: an outcome other than
+ * transient means the cloud was reached and decided (ok, throttled, a
+ * refusal); transient means it was not (unreachable, 5xx, a deadline).
+ * For the status and the metrics: an outage shows as a growing time since
+ * the cloud last answered.
+ */
+void
+engine_cloud_heard(struct broker *b, const struct msg *m)
+{
+	struct engine *en = &b->engine;
+	struct msg_cloud_status st;
+
+	if (m->hdr.len < sizeof(st))
+		return;
+	memcpy(&st, m->u.bytes, sizeof(st));
+	if (st.outcome != CO_TRANSIENT) {
+		en->cloud_answered_at = now_ms();
+		return;
+	}
+	en->cloud_failed_at = now_ms();
+	status_text(&st, en->cloud_failure, sizeof(en->cloud_failure));
+}
+
+/*
  * How long cloudd may retry a growth call: less than add_timeout, so that
  * an ADD waiting for that growth hears why it failed (throttled, say)
  * before its own deadline, not a bare "timeout" (issue 26).  An ADD that

@@ -306,6 +306,11 @@ render_pool(struct broker *b, struct mtext *t)
 	mt_single(t, "enid_cloud_attached_enis", "gauge", "ENIs attached to "
 	    "this instance as the cloud last listed them",
 	    en->cloud_attached);
+	mt_single(t, "enid_cloud_unanswered_seconds", "gauge", "Seconds "
+	    "since the cloud last answered a call (since the start, if it "
+	    "never has): an outage makes it grow",
+	    (now_ms() - (en->cloud_answered_at ? en->cloud_answered_at :
+	    b->started_ms)) / 1000);
 	mt_single(t, "enid_pods", "gauge", "Pod attachments holding an "
 	    "address", en->npods);
 	mt_single(t, "enid_adds_waiting", "gauge", "ADDs waiting for the "

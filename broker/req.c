@@ -204,6 +204,8 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 	}
 	if (final)
 		req_finish(b, q);
+	if (c == &b->cloudd && m->hdr.type != MSG_CLOUD_STATS_ANSWER)
+		engine_cloud_heard(b, m);
 	/* The link's wait, as the broker sees it: from the request to the
 	 * answer, netd's backoff included. */
 	if (final && q->type == MSG_NETD_FIND_LINK)

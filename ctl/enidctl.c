@@ -570,6 +570,60 @@ print_pool_counts(struct json_object *pool)
 	    count(pool, "other"));
 }
 
+/* Growth: blocked or not, why, and when it is tried next. */
+static void
+print_growth(struct json_object *pool)
+{
+	struct json_object *v;
+
+	if (strcmp(str(pool, "blocked"), "none") == 0)
+		fprintf(out, KV, "growth", "not blocked");
+	else
+		fprintf(out, "%-12s blocked: %s", "growth",
+		    str(pool, "blocked"));
+	if (json_object_object_get_ex(pool, "next_growth_in_ms", &v))
+		fprintf(out, ", tried again in %.1f s",
+		    (double)count(pool, "next_growth_in_ms") / 1000);
+	fprintf(out, "\n");
+	if (json_object_object_get_ex(pool, "last_failure", &v)) {
+		fprintf(out, "%-12s (%s", "last failure",
+		    str(pool, "last_failure_code"));
+		if (json_object_object_get_ex(pool, "last_failure_s_ago", &v))
+			fprintf(out, ", %lld s ago",
+			    count(pool, "last_failure_s_ago"));
+		fprintf(out, ")\n");
+		print_wrapped(str(pool, "last_failure"));
+	}
+}
+
+/* The cloud: when it last answered, and whether it is reached now. */
+static void
+print_cloud(struct json_object *ans)
+{
+	struct json_object *c, *v;
+
+	if (!json_object_object_get_ex(ans, "cloud", &c))
+		return;		/* an older enid */
+	if (!json_object_is_type(c, json_type_object))
+		field(ans, "cloud", json_type_object);
+	if (flag(c, "reachable"))
+		fprintf(out, "%-12s answered %lld s ago\n", "cloud",
+		    count(c, "last_answer_s_ago"));
+	else if (json_object_object_get_ex(c, "last_answer_s_ago", &v) &&
+	    !json_object_is_type(v, json_type_null))
+		fprintf(out, "%-12s NOT REACHED: last answered %lld s ago\n",
+		    "cloud", count(c, "last_answer_s_ago"));
+	else
+		fprintf(out, "%-12s NOT REACHED: no answer since the start, "
+		    "%lld s ago\n", "cloud", count(c, "unanswered_s"));
+	if (!flag(c, "reachable") &&
+	    json_object_object_get_ex(c, "last_failure", &v)) {
+		fprintf(out, "%-12s (%lld s ago)\n", "last error",
+		    count(c, "last_failure_s_ago"));
+		print_wrapped(str(c, "last_failure"));
+	}
+}
+
 static void
 print_status(struct json_object *ans, const char *arg)
 {
@@ -583,6 +637,8 @@ print_status(struct json_object *ans, const char *arg)
 	    count(ans, "uptime_s"), str(ans, "log_level"));
 	print_instance(field(ans, "instance", json_type_object));
 	print_pool_counts(field(ans, "pool", json_type_object));
+	print_growth(field(ans, "pool", json_type_object));
+	print_cloud(ans);
 	table_init(&t, "PROCESS >PID STATE");
 	for (i = 0; i < json_object_array_length(procs); i++) {
 		p = entry(procs, i, "process");
@@ -596,17 +652,11 @@ print_status(struct json_object *ans, const char *arg)
 static void
 print_pool(struct json_object *ans, const char *arg)
 {
-	struct json_object *pool = field(ans, "pool", json_type_object), *v;
+	struct json_object *pool = field(ans, "pool", json_type_object);
 
 	(void)arg;
 	print_pool_counts(pool);
-	fprintf(out, KV "\n", "growth", strcmp(str(pool, "blocked"),
-	    "none") == 0 ? "not blocked" : str(pool, "blocked"));
-	if (json_object_object_get_ex(pool, "last_failure", &v)) {
-		fprintf(out, "%-12s (%s)\n", "last failure",
-		    str(pool, "last_failure_code"));
-		print_wrapped(str(pool, "last_failure"));
-	}
+	print_growth(pool);
 }
 
 static void

@@ -359,7 +359,7 @@ CANNED = [
                    last_failure_code="subnet-full")},
      ["pool         running, 2 ENIs (2 attached in the cloud), 3 pods, 0 "
       "waiting", "addresses    2 free, 3 assigned, 0 cooling, 0 other",
-      "growth       subnet-full", "last failure (subnet-full)",
+      "growth       blocked: subnet-full", "last failure (subnet-full)",
       "    subnet full"]),
     (("show", "enis"), {"op": "show", "what": "enis"},
      {"enis": [ENI_A, ENI_B, ENI_NEW]},

@@ -98,3 +98,57 @@ def test_after_an_outage_the_pool_converges(make_env):
     env.wait(converged, 60, "one secondary ENI (%r)" % (
         [(e["id"], e["state"]) for e in env.show("enis")],))
     assert env.show("pool")["assigned"] == 10
+
+
+# ---- item 3: enidctl status shows a cloud outage ----
+
+def enidctl_status(env):
+    import subprocess
+    from conftest import built
+    r = subprocess.run([built("ctl/enidctl"), "-s", str(env.ctl_sock),
+                        "status"], capture_output=True, text=True,
+                       timeout=15)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def unanswered_metric(env):
+    import re
+    text = env.ctl({"op": "metrics"})["text"]
+    m = re.search(r"^enid_cloud_unanswered_seconds (\d+)$", text, re.M)
+    assert m, text
+    return int(m.group(1))
+
+
+def test_status_shows_a_cloud_outage(make_env):
+    env = make_env(sim_args=("--ip-limit", "4"),
+                   pool=pool_conf(warm_ip_target=0, minimum_ip_target=0,
+                                  warm_eni_target=0, add_timeout_s=30))
+    env.start()
+    healthy = enidctl_status(env)
+    assert "answered" in healthy and "NOT REACHED" not in healthy, healthy
+    assert "growth       not blocked" in healthy, healthy
+    t0 = time.monotonic()
+    env.faults([{"action": "*", "code": "Unavailable", "status": 503,
+                 "probability": 1.0}])
+    # An ADD the pool must grow for, waiting: growth fails, backs off.
+    out = adds_spaced(env, [], 0)
+    waiting = threading.Thread(target=lambda: out.update(
+        x0=env.add("x0", timeout=40)[0]))
+    waiting.start()
+    time.sleep(max(0, 12 - (time.monotonic() - t0)))
+    out = enidctl_status(env)
+    assert "NOT REACHED" in out, out
+    assert "blocked: backoff" in out, out
+    assert "tried again in" in out, out
+    assert "Unavailable" in out, out
+    assert unanswered_metric(env) >= 10
+    st = env.ctl({"op": "status"})
+    assert st["cloud"]["reachable"] is False, st["cloud"]
+    # The cloud back: the next call it answers clears it.
+    env.clear_faults()
+    env.reconcile()
+    out = enidctl_status(env)
+    assert "NOT REACHED" not in out and "cloud        answered" in out, out
+    assert unanswered_metric(env) <= 2
+    waiting.join(40)
