@@ -692,6 +692,10 @@ def test_leak_gc(make_env):
             make("other-cluster", "i-0deadbeef0000002", "elsewhere", old),
             make("untagged-cluster", "i-0deadbeef0000004", None, old),
             make("living-instance", other, "it", old)}
+    # A cloud that ignores the describe's cluster filter lists the other
+    # cluster's ENIs too: the collector's own check of the tag keeps them.
+    env.faults([{"action": "DescribeNetworkInterfaces",
+                 "ignore_filter": "tag:enid.io/cluster"}])
     env.start()
     # Younger than grace_s and tagged for this node: made after this
     # start, so not left over from an earlier life either.
