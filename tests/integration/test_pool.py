@@ -657,6 +657,47 @@ def test_drift_is_corrected_by_reconcile(make_env):
         pytest.fail("no pod landed on the adopted ENI")
 
 
+# ---- removal ----
+
+def test_removal_deletes_only_once_available(make_env):
+    """An ENI enid removes is detached, then deleted only once the cloud
+    lists it available: never a delete right after the detach request.
+    With a detach that takes the sim 3 s, such a delete is refused ("in
+    use") and retried, and the ENI goes all the same, so what tells is
+    the cloud's record: no delete refused, and the delete came after the
+    describe that saw the ENI available, in enid's log too."""
+    env = make_env(pool=pool_conf(warm_eni_target=2))
+    env.start()
+    env.wait(lambda: [e for e in env.show("enis")
+                      if e["state"] == "ready" and not e["primary"]],
+             30, "a warm secondary ENI")
+    victim = next(e["id"] for e in env.show("enis")
+                  if e["state"] == "ready" and not e["primary"])
+    before = env.state()
+    env.sim.control("POST", "/delays", {"detach_ms": 3000})
+    try:
+        a = env.ctl({"op": "drain", "eni": victim})
+        assert a["ok"], a
+        env.wait(lambda: any(e["id"] == victim and e["status"] ==
+                             "detaching" for e in env.state()["enis"]),
+                 20, "the detach under way", step=0.1)
+        env.wait(lambda: victim not in {e["id"] for e in
+                                        env.state()["enis"]},
+                 40, "the drained ENI deleted", step=0.5)
+    finally:
+        env.sim.control("POST", "/delays", {"detach_ms": 500})
+    after = env.state()
+    assert after["errors"].get("DeleteNetworkInterface", {}) == \
+        before["errors"].get("DeleteNetworkInterface", {}), after["errors"]
+    assert after["calls"]["DeleteNetworkInterface"] == \
+        before["calls"].get("DeleteNetworkInterface", 0) + 1, after["calls"]
+    lines = [l for l in env.enid.text().splitlines() if victim in l]
+    steps = [i for i, l in enumerate(lines) if "detach requested" in l] + \
+        [i for i, l in enumerate(lines) if "available; deleting" in l]
+    assert len(steps) == 2 and steps[0] < steps[1], lines
+    assert not [l for l in lines if "delete: " in l], lines
+
+
 # ---- 6. leak GC ----
 
 def test_leak_gc(make_env):
