@@ -657,6 +657,41 @@ def test_drift_is_corrected_by_reconcile(make_env):
         pytest.fail("no pod landed on the adopted ENI")
 
 
+# ---- cooldown ----
+
+@pytest.mark.long_wait
+def test_released_address_cools_for_ip_cooldown_s(make_env):
+    """Every other test sets ip_cooldown_s to 0.  A deleted pod's address
+    is not handed out again for ip_cooldown_s seconds (stale ARP and
+    conntrack entries age out meanwhile), and is free again after: read
+    as milliseconds, it would be free at once."""
+    cooldown = 8
+    env = make_env(pool=pool_conf(ip_cooldown_s=cooldown, warm_ip_target=3))
+    env.start()
+    a, _ = env.add("cool0")
+    assert a["ok"], a
+    ip = a["ip"]
+
+    def state_of(addr):
+        return next((x["state"] for e in env.show("enis")
+                     for x in e["addresses"] if x["ip"] == addr), None)
+    t0 = time.monotonic()
+    d, _ = env.delete("cool0")
+    assert d["ok"], d
+    time.sleep(1.0)
+    assert state_of(ip) == "cooling", env.show("enis")
+    assert env.show("pool")["cooling"] == 1, env.show("pool")
+    # Meanwhile ADDs get other addresses.
+    for i in range(2):
+        b, _ = env.add("cool%d" % (i + 1))
+        assert b["ok"] and b["ip"] != ip, (b, ip)
+    env.wait(lambda: state_of(ip) == "free", cooldown + 20,
+             "the cooled address free again", step=0.2)
+    took = time.monotonic() - t0
+    assert took >= cooldown, took
+    assert env.show("pool")["cooling"] == 0
+
+
 # ---- removal ----
 
 def test_removal_deletes_only_once_available(make_env):
