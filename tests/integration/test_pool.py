@@ -604,6 +604,57 @@ def test_journal_write_fails_on_the_writer_thread(make_env):
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
 
 
+def settle(env, quiet_s=1.0, timeout=20):
+    """Wait until neither the checkpoint nor the pool has changed for
+    quiet_s: no growth or trim left to save."""
+    last = [None, time.monotonic()]
+
+    def quiet():
+        ck = env.checkpoint()
+        now = (ck["generation"], ck["journal_records"],
+               [(e["id"], e["state"], sorted(x["ip"] for x in e["addresses"]))
+                for e in env.show("enis")])
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= quiet_s
+    env.wait(quiet, timeout, "the pool to settle")
+
+
+def test_add_answered_only_once_its_own_save_is_on_disk(make_env):
+    """An ADD is acknowledged once the save that first holds its pod is on
+    disk, not the one before it (which, on an idle broker, always is).
+    Made certain by a state directory that takes no write at all (the
+    journal and the directory immutable): every save fails, the ADD's
+    own included, so it must never be acknowledged; acknowledged, a
+    restart would not know it and could hand its address out again.
+    Once the disk takes writes again, the runtime's retry gets the same
+    address, recorded."""
+    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0),
+                   reconcile_interval_s=3600)
+    env.start()
+    journal = env.state_dir / "checkpoint.journal"
+    a, _ = env.add("s0")
+    assert a["ok"], a
+    settle(env)
+    assert journal.exists()
+    chattr(journal, "+i")
+    chattr(env.state_dir, "+i")
+    try:
+        a, _ = env.add("s1", timeout=60)
+        assert a["ok"] is False and a["code"] == "internal", a
+        assert "s1" not in {p["container_id"] for p in
+                            env.checkpoint()["pods"]}
+    finally:
+        chattr(env.state_dir, "-i")
+        chattr(journal, "-i")
+    a, _ = env.add("s1")
+    assert a["ok"], a
+    env.kill9()
+    env.start()
+    held = {p["container_id"]: p["ip"] for p in env.show("pods")}
+    assert held.get("s1") == a["ip"] and set(held) == {"s0", "s1"}, held
+
+
 # ---- 5. drift ----
 
 def test_drift_is_corrected_by_reconcile(make_env):
