@@ -831,7 +831,9 @@ def assert_plugin_takes(conflist, version, tmp_path):
                   name=conflist["name"], socket=str(tmp_path / "cni.sock"))
     env = {"CNI_PATH": "/opt/cni", "CNI_CONTAINERID": "c0ffee",
            "CNI_IFNAME": "eth0"}
-    r = subprocess.run([built("cni/enid-cni")], input=json.dumps(plugin),
+    # In a namespace of its own: a DEL removes the host end it names.
+    r = subprocess.run(["unshare", "--net", built("cni/enid-cni")],
+                       input=json.dumps(plugin),
                        env=dict(env, CNI_COMMAND="DEL"),
                        capture_output=True, text=True, timeout=30)
     out = json.loads(r.stdout)
