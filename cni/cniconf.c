@@ -585,6 +585,14 @@ parse_valid(struct json_object *v, const char *key, struct cni_conf *c,
 
 	if (c->have_valid)
 		return 0;	/* both names given: the first one read wins */
+	/* libcni passes the runtime's list as it is, and Go marshals an
+	 * empty list as null (CRI-O's, for a network without a live pod):
+	 * no attachment is valid, as for the reference plugins.  The key
+	 * absent is another matter (cni_conf_parse). */
+	if (json_object_is_type(v, json_type_null)) {
+		c->have_valid = true;
+		return 0;
+	}
 	if (!json_object_is_type(v, json_type_array))
 		return fail(e, CNI_ERR_INVALID_CONFIG, "\"%s\" must be an "
 		    "array", key);

@@ -158,12 +158,18 @@ special_range(uint32_t addr)
 const char *
 policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 {
+	const char *why;
 	uint32_t i;
 
 	if (p->vpc_set)
 		return "policy already set";
 	if (!mac_is_unicast(m->primary_mac))
 		return "primary MAC is not a unicast address";
+	/* From here on the primary MAC is a node link's, and stays one: the
+	 * node's view only grows (policy_node_merge).  So the checks that
+	 * refuse the node's own links refuse the primary interface too. */
+	if ((why = policy_check_primary(p, m->primary_mac)) != NULL)
+		return why;
 	if (m->ncidrs == 0 || m->ncidrs > MSG_MAX_CIDRS)
 		return "no VPC CIDR, or too many";
 	for (i = 0; i < m->ncidrs; i++) {
@@ -267,8 +273,7 @@ check_eni_mac(const struct netd_policy *p, const uint8_t mac[6])
 		return why;
 	if (!mac_is_unicast(mac))
 		return "MAC is not a unicast address";
-	if (mac_equal(mac, p->primary_mac))
-		return "MAC is the primary interface's";
+	/* The primary interface's among them (policy_set_vpc). */
 	if (policy_node_link_by_mac(p, mac) != NULL)
 		return "MAC is one of the node's own links (the main table's "
 		    "default route goes through it)";
@@ -453,8 +458,7 @@ policy_check_link(const struct netd_policy *p, uint32_t ifindex,
 	if (policy_node_link_by_ifindex(p, ifindex) != NULL)
 		return "link is one of the node's own (the main table's "
 		    "default route goes through it)";
-	if (policy_node_link_by_mac(p, mac) != NULL ||
-	    mac_equal(mac, p->primary_mac))
+	if (policy_node_link_by_mac(p, mac) != NULL)
 		return "link has the MAC of one of the node's own links";
 	return NULL;
 }

@@ -163,7 +163,10 @@ bool		 policy_node_has_addr(const struct netd_policy *p,
  */
 const char	*policy_check_primary(const struct netd_policy *p,
 		    const uint8_t mac[6]);
-/* Take the broker's NETD_POLICY; NULL, or why it is unusable. */
+/*
+ * Take the broker's NETD_POLICY; NULL, or why it is unusable (its primary
+ * MAC not a node link's among the reasons).
+ */
 const char	*policy_set_vpc(struct netd_policy *p,
 		    const struct msg_netd_policy *m);
 

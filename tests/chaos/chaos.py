@@ -155,6 +155,8 @@ class Results:
         self.faults = collections.Counter()
         self.fault_fails = collections.Counter()
         self.injected = collections.Counter()     # f_name -> n
+        # (what, why): a kill -9 drawn but not done, and why
+        self.kill_skips = collections.Counter()
         self.restarts = collections.Counter()
         self.violations = []
         self.victims = 0
@@ -306,21 +308,26 @@ class Service:
 
     def kill9(self, which):
         """kill -9 of one process of the set ("enid", "enid-netd",
-        "enid-cloudd") or of all three ("set"); False if it is down."""
+        "enid-cloudd") or of all three ("set"); None when done, else why
+        it cannot be done now."""
         with self.lock:
-            if not self.running.is_set() or self.killed is not None:
-                return False
+            if self.killed is not None:
+                return "this life was already killed (%s)" % \
+                    self.killed[len("kill -9 "):]
+            if not self.running.is_set():
+                return "enid not running yet (starting or restarting)"
             names = self.NAMES if which == "set" else (which,)
-            pids = [self.pids.get(n) for n in names]
-            if None in pids:
-                return False
+            missing = [n for n in names if self.pids.get(n) is None]
+            if missing:
+                return "no pid for %s yet" % ", ".join(missing)
+            pids = [self.pids[n] for n in names]
             self.killed = "kill -9 " + which
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        return True
+        return None
 
     def stop(self):
         self.stopping = True
@@ -995,21 +1002,41 @@ class Harness:
             self.sabotaged([ip])
         return "address unassigned behind enid's back"
 
-    def f_kill(self):
-        which = self.rng.choice(Service.NAMES)
-        if not self.svc.kill9(which):
+    def kill(self, which):
+        """kill -9 of which; a kill that cannot be done now is counted with
+        its reason (the summary's "kill -9 skipped" lines) and goes back
+        into the deck."""
+        why = self.svc.kill9(which)
+        if why is not None:
+            with self.res.lock:
+                self.res.kill_skips[(which, why)] += 1
+            log("kill -9 %s skipped: %s", which, why)
             return None
-        return "kill -9 " + which
+        return "kill -9 " + which if which != "set" else \
+            "kill -9 of the whole set"
+
+    # One kind per process, each in every deck: a run of the default
+    # length kills each of the three (one kind drawing its victim at
+    # random left one unkilled in many runs).
+    def f_kill_enid(self):
+        return self.kill("enid")
+
+    def f_kill_netd(self):
+        return self.kill("enid-netd")
+
+    def f_kill_cloudd(self):
+        return self.kill("enid-cloudd")
 
     def f_kill_set(self):
-        if not self.svc.kill9("set"):
-            return None
-        return "kill -9 of the whole set"
+        return self.kill("set")
 
     CHAOS = (("f_throttle", 3), ("f_5xx", 2), ("f_latency", 2),
              ("f_link_delay", 2), ("f_link_never", 1), ("f_subnet", 1),
              ("f_cred_expire", 1), ("f_cred_revoke", 1), ("f_detach", 1),
-             ("f_unassign", 2), ("f_kill", 2))
+             ("f_unassign", 2), ("f_kill_enid", 1), ("f_kill_netd", 1),
+             ("f_kill_cloudd", 1))
+    KILLS = {"f_kill_enid": "enid", "f_kill_netd": "enid-netd",
+             "f_kill_cloudd": "enid-cloudd", "f_kill_set": "set"}
 
     def injector(self):
         """Faults dealt from a shuffled deck that holds each kind as often
@@ -1064,9 +1091,14 @@ class Harness:
         table = self.CHAOS if a.mode == "chaos" else (("f_kill_set", 1),)
         for name, _ in table:
             if r.injected[name] == 0:
+                skips = sorted((why, n) for (w, why), n in
+                               r.kill_skips.items()
+                               if w == self.KILLS.get(name))
                 r.violation("vacuous", "fault %s was never injected "
-                            "(%d attempts failed)", name[2:],
-                            r.fault_fails[name[2:]])
+                            "(%d attempts failed%s)", name[2:],
+                            r.fault_fails[name[2:]], "".join(
+                                "; skipped %d times: %s" % (n, why)
+                                for why, n in skips))
         if a.mode == "restart":
             need_kills = max(2, int(a.duration / a.kill_max) - 1)
             if r.injected["f_kill_set"] < need_kills:
@@ -1343,6 +1375,15 @@ def report_text(h):
     for k, n in sorted(r.fault_fails.items()):
         w("%-44s %8d" % ("(not injected: %s)" % k, n))
     w("")
+    w("%-44s %8s" % ("kill -9 of", "count"))
+    names = Service.NAMES if h.a.mode == "chaos" else ("set",)
+    for name in names:
+        w("%-44s %8d" % (name, r.injected[next(
+            f for f, n in Harness.KILLS.items() if n == name)]))
+        for (which, why), n in sorted(r.kill_skips.items()):
+            if which == name:
+                w("  %-42s %8d" % ("skipped: " + why, n))
+    w("")
     w("%-44s %8s" % ("restart of the set after", "count"))
     for k, n in sorted(r.restarts.items()):
         w("%-44s %8d" % (k, n))
@@ -1369,6 +1410,9 @@ Harness.report = lambda self: {
                 for op in self.res.lat if self.res.lat[op]},
     "faults": dict(self.res.faults),
     "restarts": dict(self.res.restarts),
+    "kills": {name: {"done": self.res.injected[f], "skipped": {
+        why: n for (w, why), n in self.res.kill_skips.items() if w == name}}
+        for f, name in Harness.KILLS.items()},
     "victims": self.res.victims,
     "pings": dict(self.res.pings),
     "converged_s": self.res.converged_s,

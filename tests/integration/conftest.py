@@ -37,6 +37,20 @@ def built(rel):
     return path
 
 
+def libcni_version(conflist, newest):
+    """The version a runtime's libcni takes from a conflist, as libcni
+    does (libcni/conf.go): before 1.2 (newest "1.0.0") cniVersion alone;
+    from 1.2 (newest "1.1.0") the newest of cniVersions and cniVersion it
+    implements."""
+    def key(v):
+        return tuple(int(x) for x in v.split("."))
+    if key(newest) < key("1.1.0") or "cniVersions" not in conflist:
+        return conflist["cniVersion"]
+    known = [v for v in conflist["cniVersions"] + [conflist["cniVersion"]]
+             if key(v) <= key(newest)]
+    return max(known, key=key)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def need_root():
     if os.geteuid() != 0:

@@ -21,7 +21,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import built
+from conftest import SRCDIR, built, libcni_version
 from poolenv import PoolEnv
 
 _seq = itertools.count()
@@ -562,3 +562,91 @@ def test_status_when_enid_is_down(env):
     assert host_end(res) not in links(env.ns)
     o = delete(env, cid, pod_ns)
     assert o.ok, o
+
+
+# ---- the shipped conflist, as each generation of runtime reads it ----
+
+@pytest.fixture(scope="module")
+def rt_env(mod_dir, enid_user):
+    e = make_env(mod_dir, enid_user, "rt",
+                 ("--ip-limit", "6", "--eni-limit", "2"), warm_ip_target=2)
+    e.podns = Pods("rt")
+    try:
+        yield e
+    finally:
+        e.podns.cleanup()
+        e.stop()
+
+
+def shipped_plugin_conf(env, newest):
+    """contrib/10-enid.conflist's plugin as libcni hands it over: the
+    plugin's object with the list's name and the version libcni took."""
+    with open(os.path.join(SRCDIR, "contrib", "10-enid.conflist")) as f:
+        conflist = json.load(f)
+    return dict(conflist["plugins"][0], name=conflist["name"],
+                cniVersion=libcni_version(conflist, newest),
+                socket=str(env.cni_sock), mtu=1500)
+
+
+def test_shipped_conflist_under_each_runtime(rt_env):
+    """containerd 1.6 and 1.7 (libcni before 1.2) read 1.0.0 and get
+    results in it, and, as libcni never sends GC or STATUS below 1.1.0,
+    the plugin refuses them there (code 1); containerd 2.x and recent
+    CRI-O (libcni 1.2 and later) read 1.1.0 and have both."""
+    env = rt_env
+    for newest, version in (("1.0.0", "1.0.0"), ("1.1.0", "1.1.0")):
+        conf = shipped_plugin_conf(env, newest)
+        assert conf["cniVersion"] == version
+        cid, pod_ns = "rt" + version.replace(".", ""), env.podns.new()
+        o = run_plugin(env.ns, "ADD", conf, cid=cid, netns=path_of(pod_ns))
+        assert o.ok, o
+        assert o.out["cniVersion"] == version, o
+        assert ("mtu" in o.out["interfaces"][1]) == (version == "1.1.0")
+        assert ping(pod_ns, env.ep["vpc_host"])
+        o = run_plugin(env.ns, "CHECK", dict(conf, prevResult=o.out),
+                       cid=cid, netns=path_of(pod_ns))
+        assert o.ok, o
+        st = run_plugin(env.ns, "STATUS", conf)
+        gc = run_plugin(env.ns, "GC", dict(conf, **{
+            "cni.dev/valid-attachments": [{"containerID": cid,
+                                           "ifname": "eth0"}]}))
+        if version == "1.1.0":
+            assert st.ok and gc.ok, (st, gc)
+        else:
+            for o, cmd in ((st, "STATUS"), (gc, "GC")):
+                assert o.rc != 0 and o.out["code"] == 1, o
+                assert o.out["cniVersion"] == version, o
+                assert "%s needs cniVersion 1.1.0, not %s" % (cmd, version) \
+                    in o.out["msg"], o
+        # Either way the pod is still held and wired.
+        assert (cid, "eth0") in held(env)
+        assert ping(pod_ns, env.ep["vpc_host"])
+        o = run_plugin(env.ns, "DEL", conf, cid=cid, netns=path_of(pod_ns))
+        assert o.ok, o
+        assert (cid, "eth0") not in held(env)
+
+
+def test_gc_with_a_null_list_releases_every_attachment(rt_env):
+    """libcni passes the runtime's list of valid attachments as it is, and
+    an empty one is JSON null (CRI-O's, for a network with no live pod):
+    that is the empty list, and everything goes.  The key absent is still
+    refused: without it GC would release what the runtime never meant."""
+    env = rt_env
+    conf = shipped_plugin_conf(env, "1.1.0")
+    made = {}
+    for i in range(2):
+        cid, pod_ns = "null%d" % i, env.podns.new()
+        o = run_plugin(env.ns, "ADD", conf, cid=cid, netns=path_of(pod_ns))
+        assert o.ok, o
+        made[cid] = o.out
+    o = run_plugin(env.ns, "GC", conf)
+    assert o.rc != 0 and o.out["code"] == 7, o
+    assert 'GC needs "cni.dev/valid-attachments"' in o.out["msg"], o
+    assert {(c, "eth0") for c in made} <= set(held(env))
+    assert all(host_end(r) in links(env.ns) for r in made.values())
+    o = run_plugin(env.ns, "GC", dict(conf, **{
+        "cni.dev/valid-attachments": None}))
+    assert o.ok, o
+    assert held(env) == {}, held(env)
+    host = links(env.ns)
+    assert not [n for n in host if n.startswith("enid")], host

@@ -27,7 +27,7 @@ import time
 import pytest
 
 import podwire
-from conftest import BUILDDIR, SRCDIR, built, sim_config
+from conftest import BUILDDIR, SRCDIR, built, libcni_version, sim_config
 
 try:
     import yaml
@@ -733,7 +733,9 @@ def test_daemonset_init_container_installs_the_plugin(tmp_path):
     conflist.write_text(cm["data"]["10-enid.conflist"])
     env = {"PATH": "/usr/bin:/bin", "ENID_CNI": built("cni/enid-cni"),
            "CONFLIST": str(conflist), "CNI_BIN_DIR": str(bindir),
-           "CNI_NET_DIR": str(netdir)}
+           "CNI_NET_DIR": str(netdir), "CNI_VERSION": "auto"}
+    assert {e["name"]: e["value"] for e in init["env"]}["CNI_VERSION"] == \
+        "auto"
     assert set(env) - {"PATH"} == {e["name"] for e in init["env"]}
     for _ in range(2):
         r = subprocess.run(["/bin/sh", "-euc", script], env=env,
@@ -749,6 +751,42 @@ def test_daemonset_init_container_installs_the_plugin(tmp_path):
     assert os.stat(netdir / "10-enid.conflist").st_mode & 0o777 == 0o644
     assert json.loads(read(netdir / "10-enid.conflist")) == \
         json.loads(read(CONFLIST))
+
+    # CNI_VERSION pins one version: cniVersion rewritten, cniVersions
+    # gone, and the plugin takes what the runtime then passes it.
+    for version in ("1.1.0", "1.0.0", "0.4.0"):
+        r = subprocess.run(["/bin/sh", "-euc", script],
+                           env=dict(env, CNI_VERSION=version),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert sorted(os.listdir(netdir)) == ["10-enid.conflist"]
+        assert os.stat(netdir / "10-enid.conflist").st_mode & 0o777 == \
+            0o644
+        got = json.loads(read(netdir / "10-enid.conflist"))
+        want = dict(json.loads(read(CONFLIST)), cniVersion=version)
+        del want["cniVersions"]
+        assert got == want, (version, got)
+        assert libcni_version(got, "1.1.0") == version
+        assert_plugin_takes(got, version, tmp_path)
+    # Unset is "auto".
+    r = subprocess.run(["/bin/sh", "-euc", script],
+                       env={k: v for k, v in env.items()
+                            if k != "CNI_VERSION"},
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(read(netdir / "10-enid.conflist")) == \
+        json.loads(read(CONFLIST))
+    # A version it does not know fails the init container, naming it,
+    # and the conflist installed before stays as it was.
+    for bad in ("1.2.0", "latest", "1.1.0 "):
+        r = subprocess.run(["/bin/sh", "-euc", script],
+                           env=dict(env, CNI_VERSION=bad),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0
+        assert 'CNI_VERSION "%s" is not auto' % bad in r.stderr, r.stderr
+        assert sorted(os.listdir(netdir)) == ["10-enid.conflist"]
+        assert json.loads(read(netdir / "10-enid.conflist")) == \
+            json.loads(read(CONFLIST))
 
 
 # ---- the example configuration and the conflist ----------------------------
@@ -783,9 +821,48 @@ def test_conf_example_sets_every_documented_key():
     assert "subnets" in example
 
 
+def assert_plugin_takes(conflist, version, tmp_path):
+    """The plugin's configuration as libcni builds it from the conflist
+    (the plugin's object with name and cniVersion put in) passes the
+    plugin's checks: with no daemon at the socket, a DEL fails on that
+    alone (11), and STATUS answers 50 at 1.1.0 and is refused below it
+    (1), where no runtime sends it."""
+    plugin = dict(conflist["plugins"][0], cniVersion=version,
+                  name=conflist["name"], socket=str(tmp_path / "cni.sock"))
+    env = {"CNI_PATH": "/opt/cni", "CNI_CONTAINERID": "c0ffee",
+           "CNI_IFNAME": "eth0"}
+    # In a namespace of its own: a DEL removes the host end it names.
+    r = subprocess.run(["unshare", "--net", built("cni/enid-cni")],
+                       input=json.dumps(plugin),
+                       env=dict(env, CNI_COMMAND="DEL"),
+                       capture_output=True, text=True, timeout=30)
+    out = json.loads(r.stdout)
+    assert r.returncode != 0 and out["code"] == 11, out
+    assert out["cniVersion"] == version, out
+    assert "cannot reach enid at %s" % plugin["socket"] in out["msg"], out
+    r = subprocess.run([built("cni/enid-cni")], input=json.dumps(plugin),
+                       env=dict(env, CNI_COMMAND="STATUS"),
+                       capture_output=True, text=True, timeout=30)
+    out = json.loads(r.stdout)
+    assert r.returncode != 0 and out["cniVersion"] == version, out
+    if version == "1.1.0":
+        assert out["code"] == 50, out
+        assert "cannot reach enid at %s" % plugin["socket"] in out["msg"]
+    else:
+        assert out["code"] == 1, out
+        assert "STATUS needs cniVersion 1.1.0" in out["msg"], out
+
+
 def test_conflist():
+    """Every runtime reads a version it takes results in: libcni before
+    1.2 (containerd 1.6, 1.7 with an older libcni) refuses a 1.1.0 result,
+    so cniVersion is 1.0.0; cniVersions lets libcni 1.2 and later take
+    1.1.0, with GC and STATUS."""
     conf = json.loads(read(CONFLIST))
-    assert conf["cniVersion"] == "1.1.0"
+    assert conf["cniVersion"] == "1.0.0"
+    assert conf["cniVersions"] == ["1.0.0", "1.1.0"]
+    assert libcni_version(conf, "1.0.0") == "1.0.0"
+    assert libcni_version(conf, "1.1.0") == "1.1.0"
     assert conf["name"]
     (plugin,) = conf["plugins"]
     assert plugin["type"] == "enid-cni"
@@ -796,15 +873,8 @@ def test_conflist():
 
 
 def test_conflist_is_accepted_by_the_plugin(tmp_path):
-    """What the runtime hands enid-cni from this conflist passes the
-    plugin's checks: with no daemon at the socket, the error is that one
-    (STATUS's 50, "no ADD can be served now", as the CNI spec has it)."""
+    """What each generation of runtime hands enid-cni from this conflist
+    passes the plugin's checks (assert_plugin_takes)."""
     conf = json.loads(read(CONFLIST))
-    plugin = dict(conf["plugins"][0], cniVersion=conf["cniVersion"],
-                  name=conf["name"], socket=str(tmp_path / "cni.sock"))
-    r = subprocess.run([built("cni/enid-cni")], input=json.dumps(plugin),
-                       env={"CNI_COMMAND": "STATUS", "CNI_PATH": "/opt/cni"},
-                       capture_output=True, text=True, timeout=30)
-    out = json.loads(r.stdout)
-    assert r.returncode != 0 and out["code"] == 50, out
-    assert "cannot reach enid at %s" % plugin["socket"] in out["msg"], out
+    for newest in ("1.0.0", "1.1.0"):
+        assert_plugin_takes(conf, libcni_version(conf, newest), tmp_path)

@@ -208,6 +208,25 @@ def test_ctl_refuses_who_is_not_admin(start_enid, workdir):
     assert out.returncode != 0, out.stdout
     assert enid.wait_log("security: ctl: connection from pid"), enid.text()
     assert "neither root nor in the admin group" in enid.text()
+    # No admin group is configured, so the socket's group is root's: a
+    # peer whose group (primary, or only supplementary) is root's gets
+    # past the file mode, but it is not root and there is no admin group
+    # to be in, so SO_PEERCRED refuses it too.
+    assert st.st_gid == 0
+    for who in (["--regid", "root", "--clear-groups"],
+                ["--regid", "nogroup", "--groups", "root"]):
+        before = enid.text().count("neither root nor in the admin group")
+        out = subprocess.run(["setpriv", "--reuid", "nobody"] + who +
+                             [built("ctl/enidctl"), "-s", sock, "status"],
+                             capture_output=True, text=True, timeout=10)
+        assert out.returncode != 0, (who, out.stdout)
+        assert "Permission denied" not in out.stderr, out.stderr
+        end = time.monotonic() + 10
+        while enid.text().count("neither root nor in the admin group") \
+                == before and time.monotonic() < end:
+            time.sleep(0.02)
+        assert enid.text().count("neither root nor in the admin group") \
+            > before, (who, enid.text())
     # Root still gets in, and nothing changed.
     out = subprocess.run([built("ctl/enidctl"), "-s", sock, "status"],
                          capture_output=True, text=True, timeout=10)

@@ -604,6 +604,57 @@ def test_journal_write_fails_on_the_writer_thread(make_env):
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
 
 
+def settle(env, quiet_s=1.0, timeout=20):
+    """Wait until neither the checkpoint nor the pool has changed for
+    quiet_s: no growth or trim left to save."""
+    last = [None, time.monotonic()]
+
+    def quiet():
+        ck = env.checkpoint()
+        now = (ck["generation"], ck["journal_records"],
+               [(e["id"], e["state"], sorted(x["ip"] for x in e["addresses"]))
+                for e in env.show("enis")])
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= quiet_s
+    env.wait(quiet, timeout, "the pool to settle")
+
+
+def test_add_answered_only_once_its_own_save_is_on_disk(make_env):
+    """An ADD is acknowledged once the save that first holds its pod is on
+    disk, not the one before it (which, on an idle broker, always is).
+    Made certain by a state directory that takes no write at all (the
+    journal and the directory immutable): every save fails, the ADD's
+    own included, so it must never be acknowledged; acknowledged, a
+    restart would not know it and could hand its address out again.
+    Once the disk takes writes again, the runtime's retry gets the same
+    address, recorded."""
+    env = make_env(pool=pool_conf(warm_ip_target=3, warm_eni_target=0),
+                   reconcile_interval_s=3600)
+    env.start()
+    journal = env.state_dir / "checkpoint.journal"
+    a, _ = env.add("s0")
+    assert a["ok"], a
+    settle(env)
+    assert journal.exists()
+    chattr(journal, "+i")
+    chattr(env.state_dir, "+i")
+    try:
+        a, _ = env.add("s1", timeout=60)
+        assert a["ok"] is False and a["code"] == "internal", a
+        assert "s1" not in {p["container_id"] for p in
+                            env.checkpoint()["pods"]}
+    finally:
+        chattr(env.state_dir, "-i")
+        chattr(journal, "-i")
+    a, _ = env.add("s1")
+    assert a["ok"], a
+    env.kill9()
+    env.start()
+    held = {p["container_id"]: p["ip"] for p in env.show("pods")}
+    assert held.get("s1") == a["ip"] and set(held) == {"s0", "s1"}, held
+
+
 # ---- 5. drift ----
 
 def test_drift_is_corrected_by_reconcile(make_env):
@@ -657,6 +708,82 @@ def test_drift_is_corrected_by_reconcile(make_env):
         pytest.fail("no pod landed on the adopted ENI")
 
 
+# ---- cooldown ----
+
+@pytest.mark.long_wait
+def test_released_address_cools_for_ip_cooldown_s(make_env):
+    """Every other test sets ip_cooldown_s to 0.  A deleted pod's address
+    is not handed out again for ip_cooldown_s seconds (stale ARP and
+    conntrack entries age out meanwhile), and is free again after: read
+    as milliseconds, it would be free at once."""
+    cooldown = 8
+    env = make_env(pool=pool_conf(ip_cooldown_s=cooldown, warm_ip_target=3))
+    env.start()
+    a, _ = env.add("cool0")
+    assert a["ok"], a
+    ip = a["ip"]
+
+    def state_of(addr):
+        return next((x["state"] for e in env.show("enis")
+                     for x in e["addresses"] if x["ip"] == addr), None)
+    t0 = time.monotonic()
+    d, _ = env.delete("cool0")
+    assert d["ok"], d
+    time.sleep(1.0)
+    assert state_of(ip) == "cooling", env.show("enis")
+    assert env.show("pool")["cooling"] == 1, env.show("pool")
+    # Meanwhile ADDs get other addresses.
+    for i in range(2):
+        b, _ = env.add("cool%d" % (i + 1))
+        assert b["ok"] and b["ip"] != ip, (b, ip)
+    env.wait(lambda: state_of(ip) == "free", cooldown + 20,
+             "the cooled address free again", step=0.2)
+    took = time.monotonic() - t0
+    assert took >= cooldown, took
+    assert env.show("pool")["cooling"] == 0
+
+
+# ---- removal ----
+
+def test_removal_deletes_only_once_available(make_env):
+    """An ENI enid removes is detached, then deleted only once the cloud
+    lists it available: never a delete right after the detach request.
+    With a detach that takes the sim 3 s, such a delete is refused ("in
+    use") and retried, and the ENI goes all the same, so what tells is
+    the cloud's record: no delete refused, and the delete came after the
+    describe that saw the ENI available, in enid's log too."""
+    env = make_env(pool=pool_conf(warm_eni_target=2))
+    env.start()
+    env.wait(lambda: [e for e in env.show("enis")
+                      if e["state"] == "ready" and not e["primary"]],
+             30, "a warm secondary ENI")
+    victim = next(e["id"] for e in env.show("enis")
+                  if e["state"] == "ready" and not e["primary"])
+    before = env.state()
+    env.sim.control("POST", "/delays", {"detach_ms": 3000})
+    try:
+        a = env.ctl({"op": "drain", "eni": victim})
+        assert a["ok"], a
+        env.wait(lambda: any(e["id"] == victim and e["status"] ==
+                             "detaching" for e in env.state()["enis"]),
+                 20, "the detach under way", step=0.1)
+        env.wait(lambda: victim not in {e["id"] for e in
+                                        env.state()["enis"]},
+                 40, "the drained ENI deleted", step=0.5)
+    finally:
+        env.sim.control("POST", "/delays", {"detach_ms": 500})
+    after = env.state()
+    assert after["errors"].get("DeleteNetworkInterface", {}) == \
+        before["errors"].get("DeleteNetworkInterface", {}), after["errors"]
+    assert after["calls"]["DeleteNetworkInterface"] == \
+        before["calls"].get("DeleteNetworkInterface", 0) + 1, after["calls"]
+    lines = [l for l in env.enid.text().splitlines() if victim in l]
+    steps = [i for i, l in enumerate(lines) if "detach requested" in l] + \
+        [i for i, l in enumerate(lines) if "available; deleting" in l]
+    assert len(steps) == 2 and steps[0] < steps[1], lines
+    assert not [l for l in lines if "delete: " in l], lines
+
+
 # ---- 6. leak GC ----
 
 def test_leak_gc(make_env):
@@ -692,6 +819,10 @@ def test_leak_gc(make_env):
             make("other-cluster", "i-0deadbeef0000002", "elsewhere", old),
             make("untagged-cluster", "i-0deadbeef0000004", None, old),
             make("living-instance", other, "it", old)}
+    # A cloud that ignores the describe's cluster filter lists the other
+    # cluster's ENIs too: the collector's own check of the tag keeps them.
+    env.faults([{"action": "DescribeNetworkInterfaces",
+                 "ignore_filter": "tag:enid.io/cluster"}])
     env.start()
     # Younger than grace_s and tagged for this node: made after this
     # start, so not left over from an earlier life either.

@@ -158,6 +158,10 @@ static const struct bad bad_main[] = {
 	  "\"address\":\"fd00::1/128\"}]}}", 7, "no IPv4 address" },
 	{ "GC", 0, 0, 0, 0, "{" M "}", 7, "GC needs "
 	  "\"cni.dev/valid-attachments\"" },
+	{ "GC", 0, 0, 0, 0, "{" M ",\"cni.dev/valid-attachments\":{}}", 7,
+	  "must be an array" },
+	{ "GC", 0, 0, 0, 0, "{" M ",\"cni.dev/valid-attachments\":\"\"}", 7,
+	  "must be an array" },
 	{ "GC", 0, 0, 0, 0, "{" M ",\"cni.dev/valid-attachments\":[{"
 	  "\"containerID\":\"a\"}]}", 7, "[0].ifname is missing" },
 	{ "GC", 0, 0, 0, 0, "{" M ",\"cni.dev/valid-attachments\":[{"
@@ -278,6 +282,18 @@ test_gc_and_status(void **state)
 	assert_true(c.have_valid);
 	assert_int_equal(c.nvalid, 0);
 	cni_conf_free(&c);
+	/* null is how libcni passes an empty list: the same. */
+	assert_int_equal(parse(CNI_ROLE_MAIN, &gc, "{" M ","
+	    "\"cni.dev/valid-attachments\":null}", &c, &e), 0);
+	assert_true(c.have_valid);
+	assert_int_equal(c.nvalid, 0);
+	assert_null(c.valid);
+	cni_conf_free(&c);
+	assert_int_equal(parse(CNI_ROLE_MAIN, &gc, "{" M ","
+	    "\"cni.dev/attachments\":null}", &c, &e), 0);
+	assert_true(c.have_valid);
+	assert_int_equal(c.nvalid, 0);
+	cni_conf_free(&c);
 	assert_int_equal(parse(CNI_ROLE_MAIN, &st, "{" M "}", &c, &e), 0);
 	assert_int_equal(c.cmd, CNI_CMD_STATUS);
 	cni_conf_free(&c);
@@ -341,7 +357,15 @@ test_broker_codes(void **state)
 	assert_int_equal(cni_broker_code("unknown-container"), 3);
 	assert_int_equal(cni_broker_code("subnet-full"), 102);
 	assert_int_equal(cni_broker_code("eni-limit"), 103);
+	assert_int_equal(cni_broker_code("max-pods"), 104);
+	assert_int_equal(cni_broker_code("no-address"), 105);
+	assert_int_equal(cni_broker_code("address-lost"), 106);
 	assert_int_equal(cni_broker_code("address-mismatch"), 107);
+	assert_int_equal(cni_broker_code("eni-unavailable"), 108);
+	assert_int_equal(cni_broker_code("netd"), 109);
+	assert_int_equal(cni_broker_code("cloud-error"), 110);
+	assert_int_equal(cni_broker_code("internal"), 111);
+	assert_int_equal(cni_broker_code("bad-request"), 101);
 	assert_int_equal(cni_broker_code("no-such-code"), 100);
 }
 

@@ -110,12 +110,15 @@ test_vpc_policy(void **state)
 	struct enid_config cfg;
 	struct netd_policy p;
 	struct msg_netd_policy m;
+	struct netd_node n;
 
 	(void)state;
 	config_defaults(&cfg);
 	policy_init(&p, &cfg);
 	assert_int_equal(p.table_lo, 100);
 	assert_int_equal(p.table_hi, 100 + CONF_TABLE_SPAN);
+	node_view(&n);
+	assert_true(policy_node_merge(&p, &n));
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, PRIMARY, 6);
 	assert_non_null(policy_set_vpc(&p, &m));	/* no CIDR */
@@ -141,6 +144,9 @@ test_vpc_policy(void **state)
 	m.cidrs[0].addr = ip("10.0.0.0");
 	m.primary_mac[0] = 0x01;			/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
+	memcpy(m.primary_mac, ENI1, 6);			/* not a node link's */
+	assert_string_equal(policy_set_vpc(&p, &m), "primary MAC is not on "
+	    "a link the main table's default route goes through");
 	memcpy(m.primary_mac, PRIMARY, 6);
 	assert_false(p.vpc_set);
 	assert_null(policy_set_vpc(&p, &m));
@@ -394,6 +400,64 @@ test_primary(void **state)
 	assert_true(policy_node_merge(&p, &n));
 	assert_null(policy_node_link_by_mac(&p, (const uint8_t[6]){ 0 }));
 	assert_non_null(policy_node_link_by_ifindex(&p, 9));
+}
+
+/*
+ * The primary interface is never an ENI to netd: its MAC is a node link's
+ * when the policy is taken (policy_set_vpc), and stays one whatever the
+ * default route does later, so the node-link check refuses it everywhere.
+ */
+static void
+test_primary_stays_a_node_link(void **state)
+{
+	static const char own[] = "MAC is one of the node's own links (the "
+	    "main table's default route goes through it)";
+	struct enid_config cfg;
+	struct netd_policy p;
+	struct msg_netd_policy m;
+	struct netd_node n;
+	struct msg_netd_eni e;
+	struct msg_netd_setup_eni su;
+
+	(void)state;
+	config_defaults(&cfg);
+	policy_init(&p, &cfg);
+	memset(&m, 0, sizeof(m));
+	memcpy(m.primary_mac, PRIMARY, 6);
+	m.ncidrs = 1;
+	m.cidrs[0].addr = ip("10.0.0.0");
+	m.cidrs[0].prefix = 16;
+	/* No default route found yet: no primary MAC is taken. */
+	assert_non_null(policy_set_vpc(&p, &m));
+	assert_false(p.vpc_set);
+	/* The default route through eth1 only: eth0's MAC is not taken as
+	 * the primary one either. */
+	node_view(&n);
+	n.nlinks = 1;
+	n.links[0] = n.links[1];
+	assert_true(policy_node_merge(&p, &n));
+	assert_non_null(policy_set_vpc(&p, &m));
+	assert_false(p.vpc_set);
+	node_view(&n);
+	assert_true(policy_node_merge(&p, &n));
+	assert_null(policy_set_vpc(&p, &m));
+	/* The default route leaves eth0 for good: eth0 stays the node's. */
+	node_view(&n);
+	n.nlinks = 1;
+	n.links[0] = n.links[1];
+	n.links[0].ifindex = 42;
+	n.links[0].mac[5] = 0x42;
+	assert_true(policy_node_merge(&p, &n));
+	memset(&e, 0, sizeof(e));
+	memcpy(e.mac, PRIMARY, 6);
+	e.table = 101;
+	assert_string_equal(policy_check_declare(&p, &e), own);
+	su = setup_req(PRIMARY, 101);
+	assert_non_null(policy_check_setup(&p, &su));
+	assert_non_null(policy_check_link(&p, 77, PRIMARY));
+	/* Forgetting checks no node link: it names the primary itself. */
+	assert_string_equal(policy_check_forget(&p, &e),
+	    "MAC is the primary interface's");
 }
 
 /* The node's view only grows; past its size every change is refused. */
@@ -1007,6 +1071,7 @@ main(void)
 		cmocka_unit_test(test_pod),
 		cmocka_unit_test(test_addr_holder),
 		cmocka_unit_test(test_primary),
+		cmocka_unit_test(test_primary_stays_a_node_link),
 		cmocka_unit_test(test_node_merge),
 		cmocka_unit_test(test_own_links_refused),
 		cmocka_unit_test(test_pod_cap),

@@ -52,6 +52,42 @@ def test_probability_wildcard_and_status(sim, agent):
     assert (e["code"], e["status"]) == ("RequestLimitExceeded", 503)
 
 
+def test_ignore_filter(sim, agent):
+    """A cloud that ignores one filter of a describe, as a buggy or
+    hostile endpoint may: the others still apply."""
+    subnet = sim.node(0)["subnet_id"]
+    made = {}
+    for cluster in ("here", "there"):
+        made[cluster] = agent.ok(
+            "CreateNetworkInterface", SubnetId=subnet,
+            TagSpecifications=[{"ResourceType": "network-interface", "Tags": [
+                {"Key": "c", "Value": cluster},
+                {"Key": "k", "Value": "ignore-filter"}]}])[
+            "NetworkInterface"]["NetworkInterfaceId"]
+
+    def listed():
+        return {e["NetworkInterfaceId"] for e in agent.ok(
+            "DescribeNetworkInterfaces", Filters=[
+                {"Name": "tag:c", "Values": ["here"]},
+                {"Name": "tag:k", "Values": ["ignore-filter"]}])[
+            "NetworkInterfaces"]}
+    try:
+        assert listed() == {made["here"]}
+        st, out = sim.control("POST", "/faults", [
+            {"action": "DescribeNetworkInterfaces", "ignore_filter": "tag:c"}])
+        assert st == 200, out
+        assert listed() == set(made.values())
+        assert listed() == set(made.values())      # not used up
+        st, out = sim.control("POST", "/faults", [
+            {"action": "X", "ignore_filter": "tag:c", "count": 1}])
+        assert st == 400 and "only" in out["error"], out
+        sim.control("DELETE", "/faults")
+        assert listed() == {made["here"]}
+    finally:
+        for eid in made.values():
+            agent.ok("DeleteNetworkInterface", NetworkInterfaceId=eid)
+
+
 def test_latency(sim, agent):
     sim.control("POST", "/faults", [{"action": "DescribeSubnets",
                                      "latency_ms": [300, 350], "count": 1}])

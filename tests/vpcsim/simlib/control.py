@@ -30,7 +30,7 @@ def parse_fault(r):
     if not isinstance(r, dict):
         raise BadRequest("a fault rule must be an object")
     allowed = {"action", "code", "count", "probability", "latency_ms", "message",
-               "status"}
+               "status", "ignore_filter"}
     unknown = set(r) - allowed
     if unknown:
         raise BadRequest("unknown key(s) in fault rule: %s" % ", ".join(sorted(unknown)))
@@ -38,6 +38,16 @@ def parse_fault(r):
     if not isinstance(action, str) or not action or len(action) > 64:
         raise BadRequest("fault rule needs \"action\" (an EC2 action name or \"*\")")
     rule = {"action": action}
+    if "ignore_filter" in r:
+        # A cloud that lists more than it was asked for: the filter named
+        # is left out of every call of the action while the rule stands.
+        name = r["ignore_filter"]
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise BadRequest("ignore_filter must be a filter name")
+        if set(r) - {"action", "ignore_filter"}:
+            raise BadRequest("an ignore_filter rule takes only \"action\"")
+        rule["ignore_filter"] = name
+        return rule
     if "latency_ms" in r:
         lat = r["latency_ms"]
         if isinstance(lat, (int, float)) and not isinstance(lat, bool):

@@ -516,7 +516,8 @@ class Sim:
         keep = []
         for rule in self.faults:
             if rule["action"] != action and (rule["action"] != "*" or
-                                             action == "IMDS"):
+                                             action == "IMDS") or \
+                    "ignore_filter" in rule:
                 keep.append(rule)
                 continue
             fired = False
@@ -540,6 +541,13 @@ class Sim:
             keep.append(rule)
         self.faults = keep
         return latency, err
+
+    def filters_for(self, action, params):
+        """The request's filters, less those an ignore_filter rule for the
+        action leaves out."""
+        ignored = {r["ignore_filter"] for r in self.faults
+                   if "ignore_filter" in r and r["action"] in (action, "*")}
+        return [(n, v) for n, v in parse_filters(params) if n not in ignored]
 
     def check_rate(self, action, params):
         bucket = self.buckets[bucket_for(action, params)]
@@ -780,7 +788,7 @@ class Sim:
             self.eni_or_404(i)
         self.dry(dry)
         enis = [self.enis[i] for i in ids] if ids else list(self.enis.values())
-        for name, values in parse_filters(p):
+        for name, values in self.filters_for("DescribeNetworkInterfaces", p):
             enis = [e for e in enis if self._eni_filter(e, name, values)]
         enis, nt = self.page(enis, p, lambda e: e.id)
         return {"networkInterfaceSet": [self.eni_struct(e) for e in enis],
