@@ -758,6 +758,7 @@ pod_netd_send(struct pod *p)
 	struct broker *b = p->b;
 	struct engine *en = &b->engine;
 	struct msg_netd_pod_rule req;
+	struct eni_addr *a;
 
 	if (en->netd_inflight >= ENGINE_MAX_NETD_INFLIGHT) {
 		if (!p->netd_waiting) {
@@ -781,6 +782,10 @@ pod_netd_send(struct pod *p)
 	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
 	    ENGINE_NETD_DEADLINE_MS, p->state == POD_READY ? pod_rules_answer :
 	    pod_netd_answer, p);
+	/* So that a reconcile whose rule dump was asked before this does
+	 * not take the change on its way for drift. */
+	if ((a = engine_addr(b, p->ip)) != NULL)
+		a->rules_req = p->req.id;
 }
 
 /* One pod a GC released is gone: the GC is answered with the last. */

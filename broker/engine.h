@@ -83,6 +83,10 @@ struct eni_addr {
 	 * lists it: an unassign may have taken it (engine_cool). */
 	bool			 confirm;
 	struct pod		*pod;
+	/* The id of the last netd request that changed its pod rules (a
+	 * pod's ADD_POD or DEL_POD): a rule dump asked before it may not
+	 * show that change yet (reconcile). */
+	uint32_t		 rules_req;
 };
 
 /* Can a be handed to a pod at now? */
@@ -346,6 +350,8 @@ void	eni_set_dot(struct eni *e);
  * id attached as device dev; id seen available, or gone. */
 void	cloud_view_attached(struct broker *b, const char *id, uint32_t dev);
 void	cloud_view_gone(struct broker *b, const char *id);
+/* The pool's entry for address ip (network order), or NULL. */
+struct eni_addr *engine_addr(struct broker *b, uint32_t ip);
 int	eni_addr_index(const struct eni *e, uint32_t ip);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	    char *why, size_t whylen);

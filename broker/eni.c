@@ -996,6 +996,23 @@ cloud_view_gone(struct broker *b, const char *id)
 		}
 }
 
+struct eni_addr *
+engine_addr(struct broker *b, uint32_t ip)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		if (!e->used)
+			continue;
+		for (j = 0; j < e->naddrs; j++)
+			if (e->addrs[j].ip == ip)
+				return &e->addrs[j];
+	}
+	return NULL;
+}
+
 /* The lowest device index free in the pool and in the cloud's view. */
 static int
 free_device_index(struct broker *b)

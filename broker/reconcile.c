@@ -93,6 +93,7 @@ struct recon_question {
 struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
+	uint32_t		 rules_id;	/* the rule dump's request id */
 	bool			 first;
 	uint32_t		 rebuilt_enis;	/* at start: not drift */
 	uint32_t		 rebuilt_addrs;
@@ -692,6 +693,21 @@ recon_ours(struct reconcile_run *r)
 
 /* ---- step 3: netd's rules ---- */
 
+/*
+ * Did a pod rule change for ip go to netd after the rule dump was asked?
+ * netd answers in order, so one sent before is in the dump; one sent
+ * after is enid's own work in flight, which the dump may not show: not
+ * drift (issue 27).  Request ids only grow.
+ */
+static bool
+rules_changing(const struct reconcile_run *r, uint32_t ip)
+{
+	const struct eni_addr *a = engine_addr(r->b, ip);
+
+	return a != NULL && a->rules_req != 0 &&
+	    (int32_t)(a->rules_req - r->rules_id) > 0;
+}
+
 static struct pod *
 pod_by_ip(struct broker *b, uint32_t ip)
 {
@@ -809,7 +825,7 @@ recon_rules(struct reconcile_run *r)
 		for (j = 0; j < r->nfixes; j++)
 			if (r->fix_ips[j] == ip)
 				dup = true;
-		if (dup || p != NULL)
+		if (dup || p != NULL || rules_changing(r, ip))
 			continue;
 		r->fix_ips[r->nfixes++] = ip;
 	}
@@ -830,7 +846,7 @@ recon_rules(struct reconcile_run *r)
 		bool to = false, from = false;
 
 		if (p->state != POD_READY || p->lost || p->eni == NULL ||
-		    p->eni->state != ENI_READY)
+		    p->eni->state != ENI_READY || rules_changing(r, p->ip))
 			continue;
 		for (i = 0; i < r->nrules; i++) {
 			const struct msg_netd_rule *ru = &r->rules[i];
@@ -1151,6 +1167,7 @@ recon_ask_all(struct reconcile_run *r)
 	broker_request(b, &r->q[ASK_RULES].req, &b->netd, MSG_NETD_DUMP_RULES,
 	    &dump, sizeof(dump), ENGINE_NETD_DEADLINE_MS, question_answer,
 	    &r->q[ASK_RULES]);
+	r->rules_id = r->q[ASK_RULES].req.id;
 	if (b->cfg.leak_gc.enabled) {
 		r->q[ASK_LEAKS].asked = true;
 		ask_enis(r, ASK_LEAKS);
