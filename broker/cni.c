@@ -1319,6 +1319,15 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 		cni_request_free(&r);
 		return;
 	}
+	if (b->instance_state != INSTANCE_KNOWN && b->instance_failures > 0) {
+		/* Asking the cloud who this node is has failed already: the
+		 * reason now, not a "timeout" at add_timeout.  (A first ask,
+		 * at start, is waited for as the pool's growth is.) */
+		jref_error(ref, "not-ready", "enid does not know its instance "
+		    "yet: %s", b->instance_error);
+		cni_request_free(&r);
+		return;
+	}
 	if (b->engine.phase == PHASE_RUNNING && b->engine.nwaiters == 0 &&
 	    (e = pick_eni(b)) != NULL)
 		pod_take(b, ref, r.container_id, r.ifname, r.k8s_namespace,

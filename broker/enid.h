@@ -198,6 +198,7 @@ struct broker {
 	char			 instance_error[512];
 	struct loop_timer	 instance_timer;
 	uint32_t		 instance_retry_ms;
+	uint32_t		 instance_failures;	/* in a row */
 	struct breq		 instance_req;
 	struct breq		 policy_req;
 	bool			 netd_policy_set;

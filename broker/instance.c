@@ -12,7 +12,8 @@
 #include "enid.h"
 #include "log.h"
 
-#define INSTANCE_DEADLINE_MS	20000
+#define INSTANCE_DEADLINE_MS	20000	/* doubled for each failure, */
+#define INSTANCE_DEADLINE_MAX_MS 320000	/* up to this */
 #define INSTANCE_RETRY_MIN_MS	1000
 #define INSTANCE_RETRY_MAX_MS	60000
 #define INSTANCE_POLICY_MS	2000
@@ -24,9 +25,15 @@ static void
 instance_ask(struct broker *b)
 {
 	struct msg_cloud_describe_instance req;
+	uint32_t n;
 
+	/* Several metadata calls in a row: a slow metadata service (each
+	 * attempt of cloudd's waits longer too) gets longer each time. */
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = INSTANCE_DEADLINE_MS;
+	for (n = 0; n < b->instance_failures &&
+	    req.deadline_ms < INSTANCE_DEADLINE_MAX_MS; n++)
+		req.deadline_ms *= 2;
 	b->instance_state = INSTANCE_ASKING;
 	broker_request(b, &b->instance_req, &b->cloudd,
 	    MSG_CLOUD_DESCRIBE_INSTANCE, &req, sizeof(req), req.deadline_ms,
@@ -44,7 +51,11 @@ static void
 instance_retry(struct broker *b, const char *why)
 {
 	b->instance_state = INSTANCE_RETRYING;
+	b->instance_failures++;
 	msg_strlcpy(b->instance_error, why, sizeof(b->instance_error));
+	/* The ADDs waiting learn why now, not at their deadline. */
+	waiters_fail(b, UINT64_MAX, "not-ready", "enid does not know its "
+	    "instance yet: %s", why);
 	log_warnx("instance: %s; asking again in %u s", why,
 	    b->instance_retry_ms / 1000);
 	loop_timer_after(&b->loop, &b->instance_timer, b->instance_retry_ms);
@@ -120,6 +131,7 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	b->instance = in;
 	b->instance_state = INSTANCE_KNOWN;
+	b->instance_failures = 0;
 	b->instance_error[0] = '\0';
 	mac_format(in.primary_mac, mac);
 	log_info("instance %s (%s in %s): primary ENI %s (%s), %u ENIs of %u "

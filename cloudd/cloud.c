@@ -241,6 +241,26 @@ build_imds_req(struct cloud_call *c)
 	return 0;
 }
 
+/*
+ * An IMDS attempt's time limit: the configured one, doubled for every IMDS
+ * attempt that ran out of time so far, up to a minute.  A metadata service
+ * slower than the configured limit is waited for longer each time, not
+ * given up on for good (issue 27: at 12 s an answer, a fixed 2 s limit
+ * never started enid).
+ */
+static uint64_t
+imds_timeout(const struct cloudd *cd)
+{
+	uint64_t ms = cd->cfg.cloud.imds_timeout_ms;
+	unsigned n;
+
+	for (n = 0; n < cd->imds_timeouts && ms < CLOUDD_IMDS_TIMEOUT_MAX_MS;
+	    n++)
+		ms *= 2;
+	return ms < CLOUDD_IMDS_TIMEOUT_MAX_MS ? ms :
+	    CLOUDD_IMDS_TIMEOUT_MAX_MS;
+}
+
 static void
 start_attempt(struct cloud_call *c)
 {
@@ -260,8 +280,8 @@ start_attempt(struct cloud_call *c)
 	memset(&c->req, 0, sizeof(c->req));
 	c->req.timeout_ms = left < cd->cfg.cloud.timeout_ms ? left :
 	    cd->cfg.cloud.timeout_ms;
-	if (c->kind == CALL_IMDS && c->req.timeout_ms > CLOUDD_IMDS_TIMEOUT_MS)
-		c->req.timeout_ms = CLOUDD_IMDS_TIMEOUT_MS;
+	if (c->kind == CALL_IMDS && c->req.timeout_ms > imds_timeout(cd))
+		c->req.timeout_ms = imds_timeout(cd);
 	c->req.done = attempt_done;
 	c->req.arg = c;
 	rc = c->kind == CALL_EC2 ? build_ec2_req(c) : build_imds_req(c);
@@ -401,6 +421,8 @@ judge_transport(struct cloud_call *c, struct msg_cloud_status *st)
 		return EC2_RETRY_NO;
 	}
 	if (r->cc == CURLE_OPERATION_TIMEDOUT) {
+		if (c->kind == CALL_IMDS)
+			c->cd->imds_timeouts++;
 		cloud_status(st, CO_TRANSIENT, "", "%s: no complete answer "
 		    "within %llu ms (%s)", call_name(c),
 		    (unsigned long long)r->timeout_ms, r->errbuf);
@@ -585,9 +607,13 @@ call_finish(struct cloud_call *c, const struct msg_cloud_status *st,
 	loop_timer_cancel(&cd->loop, &c->backoff_timer);
 	loop_timer_cancel(&cd->loop, &c->deadline_timer);
 	c->state = CS_NEW;
-	if (copy.outcome != CO_OK)
-		log_debug("%s: %s after %u attempts: %s", call_name(c),
-		    cloud_outcome_name(copy.outcome), c->attempt, copy.message);
+	if (copy.outcome != CO_OK && c->attempt == 0)
+		log_debug("%s: %s before any attempt: %s", call_name(c),
+		    cloud_outcome_name(copy.outcome), copy.message);
+	else if (copy.outcome != CO_OK)
+		log_debug("%s: %s after %u attempt%s: %s", call_name(c),
+		    cloud_outcome_name(copy.outcome), c->attempt,
+		    c->attempt == 1 ? "" : "s", copy.message);
 	c->cb(c, &copy, a, c->req.resp, c->req.resplen, c->arg);
 	http_req_release(&c->req);
 	ec2_form_free(&c->form);
@@ -722,7 +748,7 @@ boot_run(struct cloudd *cd)
 	}
 	http_req_release(r);
 	memset(r, 0, sizeof(*r));
-	r->timeout_ms = CLOUDD_IMDS_TIMEOUT_MS;
+	r->timeout_ms = imds_timeout(cd);
 	r->max_body = CLOUDD_IMDS_MAX_BODY;
 	r->protocols = "http,https";
 	r->no_proxy = true;
@@ -794,6 +820,14 @@ boot_done(struct http_req *r, void *arg)
 	time_t now;
 
 	cd->boot_step = BOOT_IDLE;
+	if (r->cc == CURLE_OPERATION_TIMEDOUT) {
+		cd->imds_timeouts++;
+		boot_fail(cd, "IMDS %s: no answer within %llu ms; the next "
+		    "attempt waits up to %llu ms", r->url + strlen(cd->imds_url),
+		    (unsigned long long)r->timeout_ms,
+		    (unsigned long long)imds_timeout(cd));
+		return;
+	}
 	if (r->cc != CURLE_OK) {
 		boot_fail(cd, "IMDS %s: %s", r->url + strlen(cd->imds_url),
 		    r->errbuf);

@@ -23,7 +23,9 @@
 
 #define CLOUDD_IMDS_MAX_BODY	(64 * 1024)
 #define CLOUDD_IMDS_TOKEN_TTL_S	21600
-#define CLOUDD_IMDS_TIMEOUT_MS	2000
+/* An IMDS attempt's time limit: cloud.imds_timeout_ms, doubled for each
+ * IMDS attempt that timed out so far, up to this (cloudd_imds_timeout). */
+#define CLOUDD_IMDS_TIMEOUT_MAX_MS 60000
 #define CLOUDD_DEFAULT_DEADLINE_MS 30000
 #define CLOUDD_MAX_DEADLINE_MS	600000
 #define CLOUDD_MAX_PAGES	100
@@ -222,6 +224,7 @@ struct cloudd {
 	struct http_req		 boot_req;
 	struct loop_timer	 boot_timer;
 	unsigned		 boot_failures;
+	unsigned		 imds_timeouts;	/* IMDS attempts timed out */
 	char			 boot_err[MSG_ERR_LEN];
 
 	/* calls */

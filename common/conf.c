@@ -83,6 +83,7 @@ static const struct key cloud_keys[] = {
 	SECRET("secret_access_key", cloud.secret_access_key),
 	SECRET("session_token", cloud.session_token),
 	U32("timeout_ms", cloud.timeout_ms, 100, 600000),
+	U32("imds_timeout_ms", cloud.imds_timeout_ms, 100, 60000),
 	OBJ("rate", rate_keys),
 	OBJ("retry", retry_keys),
 	END
@@ -147,6 +148,7 @@ config_defaults(struct enid_config *cfg)
 	snprintf(cfg->cloud.imds_endpoint, sizeof(cfg->cloud.imds_endpoint),
 	    "%s", ENID_IMDS_ENDPOINT);
 	cfg->cloud.timeout_ms = 10000;
+	cfg->cloud.imds_timeout_ms = 2000;
 	/* Per node, well under EC2's account-wide buckets (50/5, 100/20). */
 	cfg->cloud.rate_mutating.capacity = 10;
 	cfg->cloud.rate_mutating.refill_per_s = 2;

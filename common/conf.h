@@ -55,6 +55,7 @@ struct enid_config {
 		char		secret_access_key[CONF_STR_LEN];
 		char		session_token[2048];
 		uint32_t	timeout_ms;		/* one HTTP call */
+		uint32_t	imds_timeout_ms;	/* an IMDS call's first */
 		bool		rate_enabled;	/* false: no client limit */
 		struct conf_rate rate_mutating;
 		struct conf_rate rate_describe;

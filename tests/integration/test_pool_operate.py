@@ -200,3 +200,41 @@ def test_churn_with_reconciles_is_not_drift(make_env):
     assert "is missing its" not in text, text[-4000:]
     m = env.ctl({"op": "metrics"})["text"]
     assert "\nenid_reconcile_drifts_fixed_total 0\n" in m
+
+
+# ---- item 5: a slow instance metadata service; ADDs while unknown ----
+
+def test_slow_imds_is_waited_for_longer_each_time(make_env):
+    """IMDS answers every request in 3 s, more than the first attempt's
+    limit (imds_timeout_ms 1000): the limit doubles with each attempt
+    that ran out, and enid starts."""
+    env = make_env(cloud={"imds_timeout_ms": 1000})
+    env.sim.control("POST", "/faults", [{"action": "IMDS",
+                                         "latency_ms": 3000}])
+    t0 = time.monotonic()
+    e = env.start(wait=False)
+    assert e.wait_log("pool: running", 120), e.text()[-3000:]
+    took = time.monotonic() - t0
+    text = e.text()
+    assert "no answer within 1000 ms; the next attempt waits up to 2000" \
+        in text, text[-3000:]
+    a, _ = env.add("i0")
+    assert a["ok"], a
+    print("started in %.1f s" % took)
+
+
+def test_add_while_the_instance_is_unknown_is_answered_at_once(make_env):
+    env = make_env()
+    env.sim.control("POST", "/faults", [{"action": "IMDS", "code": "503",
+                                         "probability": 1.0}])
+    e = env.start(wait=False)
+    assert e.wait_log("instance: ", 60), e.text()
+    assert e.wait_log("asking again", 60), e.text()
+    t0 = time.monotonic()
+    a, _ = env.add("u0", timeout=30)
+    took = time.monotonic() - t0
+    assert not a["ok"] and a["code"] == "not-ready", a
+    assert "does not know its instance yet" in a["error"], a
+    assert took < 2, took
+    st = env.ctl({"op": "status"})
+    assert st["instance"]["state"] != "known", st
