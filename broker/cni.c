@@ -134,6 +134,10 @@ pod_free(struct pod *p)
 {
 	struct broker *b = p->b;
 
+	if (p->recon_restore) {
+		p->recon_restore = false;
+		reconcile_restored(b);
+	}
 	broker_request_cancel(b, &p->req);
 	if (p->netd_waiting)
 		TAILQ_REMOVE(&b->engine.netd_queue, p, netd_q);
@@ -959,6 +963,10 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_warnx("pod %s/%s: restoring its rules: %s: %s",
 		    p->container_id, p->ifname, msg_status_name(r.status),
 		    r.message);
+	if (p->recon_restore) {
+		p->recon_restore = false;
+		reconcile_restored(b);
+	}
 	/* A DEL or GC that came meanwhile goes ahead either way. */
 	if (p->del_wanted)
 		pod_del_start(p);
@@ -971,6 +979,21 @@ pod_rules_ensure(struct pod *p)
 	    p->req.active || p->netd_waiting)
 		return;
 	pod_netd_send(p);
+}
+
+/*
+ * As pod_rules_ensure, for a reconcile that answers once the repair is
+ * done: counted until its answer (pod_rules_answer), or the pod's end.
+ */
+bool
+pod_rules_restore(struct pod *p)
+{
+	pod_rules_ensure(p);
+	if (p->recon_restore || (!p->req.active && !p->netd_waiting))
+		return false;
+	p->recon_restore = true;
+	p->b->engine.recon_restores++;
+	return true;
 }
 
 /* ---- taking an address ---- */

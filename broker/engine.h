@@ -179,6 +179,7 @@ struct pod {
 	bool			 del_wanted;	/* DEL arrived while adding */
 	struct gc_run		*gc;		/* a GC waiting for it */
 	uint64_t		 saved_by;	/* the save that first holds it */
+	bool			 recon_restore;	/* its rules, for a reconcile */
 };
 
 /* An answer held back until the checkpoint that makes it true is on
@@ -315,6 +316,7 @@ struct engine {
 
 	/* reconciliation */
 	struct reconcile_run	*recon;
+	uint32_t		 recon_restores;	/* pods' rules on their way */
 	bool			 recon_again;
 	uint64_t		 recon_asked;	/* ms: the latest run's start */
 	bool			 started_recon;
@@ -379,6 +381,8 @@ void	waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 	    uint32_t nfrees, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
 void	pod_lost(struct pod *p, const char *why);
+/* A reconcile's restore of p's rules: false if none could start. */
+bool	pod_rules_restore(struct pod *p);
 struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 	    const struct pod *except);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
@@ -401,6 +405,8 @@ void	engine_release_addr(struct eni *e, int idx, bool cool);
 
 /* reconcile.c */
 void	reconcile_now(struct broker *b, const char *why);
+/* A pod's rules a run restored are in, or the pod is gone. */
+void	reconcile_restored(struct broker *b);
 void	reconcile_schedule(struct broker *b);
 void	subnets_describe(struct broker *b);
 

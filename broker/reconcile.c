@@ -94,6 +94,7 @@ struct reconcile_run {
 	struct broker		*b;
 	enum recon_step		 step;
 	uint32_t		 rules_id;	/* the rule dump's request id */
+	bool			 rules_done;	/* its repairs are started */
 	bool			 first;
 	uint32_t		 rebuilt_enis;	/* at start: not drift */
 	uint32_t		 rebuilt_addrs;
@@ -727,7 +728,24 @@ fix_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	(void)b;
 	(void)m;
 	(void)final;
-	if (--r->fixes_out == 0)
+	if (--r->fixes_out == 0 && b->engine.recon_restores == 0)
+		recon_advance(r);
+}
+
+/*
+ * A pod's rules a run restored are in (or it is gone): the run, once all
+ * its repairs are done, goes on, so that an operator's "enidctl
+ * reconcile" answers with the node repaired, not on its way (issue 27).
+ */
+void
+reconcile_restored(struct broker *b)
+{
+	struct reconcile_run *r = b->engine.recon;
+
+	if (b->engine.recon_restores > 0 && --b->engine.recon_restores > 0)
+		return;
+	if (r != NULL && r->step == RS_LEAKS && r->rules_done &&
+	    r->fixes_out == 0)
 		recon_advance(r);
 }
 
@@ -866,7 +884,7 @@ recon_rules(struct reconcile_run *r)
 			drift(r, "pod %s/%s at %s is missing its %s rule; "
 			    "restoring it", p->container_id, p->ifname, ip,
 			    !to ? "to" : "from");
-			pod_rules_ensure(p);
+			(void)pod_rules_restore(p);
 		}
 	}
 }
@@ -1260,8 +1278,9 @@ recon_advance(struct reconcile_run *r)
 				return;
 			recon_rules(r);
 			r->step = RS_LEAKS;
-			if (r->fixes_out > 0)
-				return;		/* fix_answer goes on */
+			r->rules_done = true;
+			if (r->fixes_out > 0 || b->engine.recon_restores > 0)
+				return;	/* fix_answer, reconcile_restored */
 			break;
 		case RS_LEAKS:
 			if (!r->q[ASK_LEAKS].asked) {

@@ -238,3 +238,40 @@ def test_add_while_the_instance_is_unknown_is_answered_at_once(make_env):
     assert took < 2, took
     st = env.ctl({"op": "status"})
     assert st["instance"]["state"] != "known", st
+
+
+# ---- item 7: reconcile answers when its repairs are done ----
+
+def node_pod_rules(env):
+    import json
+    import subprocess
+    r = subprocess.run(["ip", "-n", env.ns, "-j", "rule"],
+                       capture_output=True, text=True, check=True)
+    return [x for x in json.loads(r.stdout or "[]")
+            if str(x.get("protocol")) == "233"]
+
+
+def test_reconcile_answers_once_rules_are_restored(make_env):
+    import subprocess
+    env = make_env(sim_args=("--eni-limit", "10", "--ip-limit", "50"),
+                   pool=pool_conf(warm_ip_target=16, add_timeout_s=60))
+    env.start()
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as ex:
+        answers = list(ex.map(lambda i: env.add("rr%d" % i,
+                                                timeout=90)[0],
+                              range(400)))
+    assert all(a["ok"] for a in answers), [a for a in answers
+                                           if not a["ok"]][:3]
+    before = node_pod_rules(env)
+    assert len(before) >= 400
+    batch = "".join("rule del pref %s %s %s\n" % (
+        r["priority"], "to" if "dst" in r else "from",
+        r.get("dst") or r.get("src")) for r in before)
+    subprocess.run(["ip", "-n", env.ns, "-batch", "-"], input=batch,
+                   text=True, check=True)
+    assert node_pod_rules(env) == []
+    a = env.reconcile()
+    after = node_pod_rules(env)
+    assert len(after) == len(before), (len(after), len(before), a)
+    assert a["drifts_fixed"] >= 400, a
