@@ -902,7 +902,11 @@ get_array(struct json_object *v, const char *name, size_t max,
 	return 0;
 }
 
-/* The version first: a newer file's other keys would only confuse. */
+/*
+ * The version first: a newer file's other keys would only confuse.  A
+ * newer version is not damage: a newer enid wrote it (a downgrade), and
+ * what it holds must not be lost, so it is told apart (CKPT_NEWER).
+ */
 static int
 get_version(struct json_object *root, int64_t *version, struct perr *pe)
 {
@@ -912,6 +916,12 @@ get_version(struct json_object *root, int64_t *version, struct perr *pe)
 		return fail(pe, "", "missing key \"version\"");
 	if (get_int(v, version, "version", pe) == -1)
 		return -1;
+	if (*version > CKPT_VERSION) {
+		fail(pe, "version", "format version %lld, newer than the %d "
+		    "this enid reads (a newer enid wrote it)",
+		    (long long)*version, CKPT_VERSION);
+		return CKPT_NEWER;
+	}
 	if (*version != 1 && *version != CKPT_VERSION)
 		return fail(pe, "version", "unsupported version %lld (this "
 		    "enid reads 1 and %d)", (long long)*version, CKPT_VERSION);
@@ -936,8 +946,8 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 	if (!json_object_is_type(root, json_type_object))
 		return fail(pe, "", "expected an object, got %s",
 		    type_name(root));
-	if (get_version(root, &version, pe) == -1)
-		return -1;
+	if ((rc = get_version(root, &version, pe)) != 0)
+		return rc;
 	if (version == 1)
 		nkeys--;
 	if ((rc = arena_reserve(&c->arena,
@@ -1061,8 +1071,10 @@ checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
     char *err, size_t errlen)
 {
 	struct perr pe = { err, errlen };
+	int rc;
 
-	return parse(text, len, c, &pe) == 0 ? 0 : -1;
+	rc = parse(text, len, c, &pe);
+	return rc == 0 || rc == CKPT_NEWER ? rc : -1;
 }
 
 void
@@ -2105,6 +2117,10 @@ checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	if (rc == OUT_OF_MEMORY) {
 		snprintf(err, errlen, "%s: %s; left in place", name, cause);
 		return -2;
+	}
+	if (rc == CKPT_NEWER) {
+		snprintf(err, errlen, "%s: %s; left in place", name, cause);
+		return CKPT_NEWER;
 	}
 	if (rc != 0)
 		return unusable(dirfd, name, cause, err, errlen);

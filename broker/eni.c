@@ -1762,6 +1762,8 @@ engine_restore(struct broker *b)
 	    &en->restored, note, sizeof(note), err, sizeof(err));
 	if (rc == -2)
 		fatalx("checkpoint: %s; not starting without it", err);
+	if (rc == CKPT_NEWER)	/* main() refuses it first: not seen here */
+		fatalx("checkpoint in %s: %s", b->cfg.state_dir, err);
 	if (rc == 1) {
 		if (note[0] != '\0')
 			log_warnx("checkpoint: %s", note);
@@ -1772,6 +1774,7 @@ engine_restore(struct broker *b)
 		log_errorx("checkpoint: %s; rebuilding the pods from the cloud "
 		    "and the kernel", err);
 		en->rebuild_from_kernel = true;
+		en->checkpoint_lost = true;
 		return;
 	}
 	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {

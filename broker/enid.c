@@ -504,6 +504,10 @@ main(int argc, char *argv[])
 	    pw->pw_uid, pw->pw_gid);
 	run_lock = dir_lock(run_fd, b.cfg.runtime_dir, NODELOCK_RUN_FILE,
 	    pw->pw_uid, pw->pw_gid);
+	/* A newer enid's checkpoint (a downgrade) stops the start here,
+	 * before a helper, the cloud or the pods' rules are touched. */
+	if (ckpt_store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
+		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
 
 	if (!foreground) {
 		if (daemon(0, 0) == -1)

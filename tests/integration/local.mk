@@ -15,4 +15,5 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/simec2.py tests/integration/netd_helpers.py \
 	tests/integration/test_metrics.py tests/integration/test_netd.py \
 	tests/integration/test_netd_hostile.py \
-	tests/integration/test_one_per_node.py
+	tests/integration/test_one_per_node.py \
+	tests/integration/test_checkpoint_version.py

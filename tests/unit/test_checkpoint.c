@@ -6,6 +6,7 @@
  * moved aside with a message naming the file and the cause.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -586,7 +587,10 @@ static const struct bad bad_cases[] = {
 	/* version; version 1 has no generation, version 2 one */
 	{ { TOP, "version", DROP }, "missing key \"version\"" },
 	{ { TOP, "version", "3" },
-	  "version: unsupported version 3 (this enid reads 1 and 2)" },
+	  "version: format version 3, newer than the 2 this enid reads (a "
+	  "newer enid wrote it)" },
+	{ { TOP, "version", "-1" },
+	  "version: unsupported version -1 (this enid reads 1 and 2)" },
 	{ { TOP, "version", "0" },
 	  "version: unsupported version 0 (this enid reads 1 and 2)" },
 	{ { TOP, "generation", "7" }, "generation: unknown key" },
@@ -1526,6 +1530,69 @@ test_load_bad_files(void **state)
 	dir_close(&d);
 }
 
+/* How many names d holds. */
+static int
+entries(const struct dir *d)
+{
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	dir = opendir(d->path);
+	assert_non_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A newer format is no damage: parse says CKPT_NEWER (only for a version
+ * above ours), and the load leaves the file where it is, byte for byte,
+ * nothing moved aside.
+ */
+static void
+test_newer_version_left_in_place(void **state)
+{
+	static const struct { const char *version; int rc; } cases[] = {
+		{ "3", CKPT_NEWER }, { "4", CKPT_NEWER },
+		{ "9223372036854775807", CKPT_NEWER },
+		{ "0", -1 }, { "-3", -1 }, { "\"3\"", -1 }, { "3.0", -1 },
+	};
+	struct checkpoint c;
+	struct dir d;
+	char err[1024], *text, *back;
+	const char *t;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < N(cases); i++) {
+		t = build(&(struct spoil){ TOP, "version", cases[i].version });
+		if (checkpoint_parse(t, strlen(t), &c, err, sizeof(err)) !=
+		    cases[i].rc)
+			fail_msg("version %s: not %d: %s", cases[i].version,
+			    cases[i].rc, err);
+	}
+
+	dir_open(&d, "enid-ckpt");
+	text = strdup(build(&(struct spoil){ TOP, "version", "3" }));
+	assert_non_null(text);
+	put_file(&d, CKPT_FILE, text);
+	assert_int_equal(checkpoint_load(d.fd, CKPT_FILE, &c, err,
+	    sizeof(err)), CKPT_NEWER);
+	assert_string_equal(err, "checkpoint.json: version: format version "
+	    "3, newer than the 2 this enid reads (a newer enid wrote it); "
+	    "left in place");
+	assert_int_equal(c.npods, 0);
+	back = slurp(&d, CKPT_FILE, &len);
+	assert_int_equal(len, strlen(text));
+	assert_memory_equal(back, text, len);
+	assert_int_equal(entries(&d), 1);	/* nothing moved aside */
+	free(text);
+	dir_close(&d);
+}
+
 /* A checkpoint this process may not read is no corrupt one: left in place
  * (-2).  As root, a child that has given up root tries. */
 static void
@@ -1587,6 +1654,7 @@ main(void)
 		cmocka_unit_test(test_write_failures_keep_old),
 		cmocka_unit_test(test_load_bad_files),
 		cmocka_unit_test(test_load_unreadable_stays),
+		cmocka_unit_test(test_newer_version_left_in_place),
 	};
 
 	init_alphabets();

@@ -777,6 +777,74 @@ test_max_generation(void **state)
 	assert_int_equal(journal_max_generation(buf, sizeof(buf), &at), 44);
 }
 
+/* The record at rec made one of format version v, CRC and all, as a
+ * newer enid that kept the header would write it. */
+static void
+reframe(uint8_t *rec, uint8_t v)
+{
+	uint32_t len = (uint32_t)rec[4] | (uint32_t)rec[5] << 8 |
+	    (uint32_t)rec[6] << 16 | (uint32_t)rec[7] << 24;
+	uint32_t crc;
+	int i;
+
+	rec[3] = v;
+	crc = journal_crc32(0, rec, 24);
+	crc = journal_crc32(crc, rec + JOURNAL_HDR_LEN, len);
+	for (i = 0; i < 4; i++)
+		rec[24 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+/*
+ * A whole record of a newer format (the magic's last byte above ours)
+ * where replay would go on is a newer enid's journal: CKPT_NEWER, named,
+ * with the records before it applied.  Not whole (a flipped bit), it is
+ * only torn; a lower byte is no record.
+ */
+static void
+test_replay_newer_format(void **state)
+{
+	struct history h;
+	struct checkpoint c;
+	struct journal_replay r;
+	char err[512], expect[256];
+	uint8_t *file;
+	size_t k;
+
+	(void)state;
+	history_make(&h, 6, 3, 0xab);
+	file = malloc(h.len);
+	assert_non_null(file);
+	for (k = 0; k < 5; k++) {
+		memcpy(file, h.buf, h.len);
+		file[h.at[k] + 3] = JOURNAL_VERSION + 1;	/* CRC: torn */
+		assert_int_equal(replay(&h, file, h.len, &c, &r), k);
+		checkpoint_free(&c);
+		reframe(file + h.at[k], JOURNAL_VERSION + 1);
+		copy_checkpoint(&h.state[0], &c);
+		assert_int_equal(journal_replay(&c, file, h.len, &r, err,
+		    sizeof(err)), CKPT_NEWER);
+		snprintf(expect, sizeof(expect), "the record at offset %zu is "
+		    "of format version 2, newer than the 1 this enid reads (a "
+		    "newer enid wrote it)", h.at[k]);
+		assert_string_equal(err, expect);
+		expect_state(&h, &c, k);
+		checkpoint_free(&c);
+
+		/* 0 there: not ours, not newer either... */
+		reframe(file + h.at[k], 0);
+		assert_int_equal(replay(&h, file, h.len, &c, &r), k);
+		checkpoint_free(&c);
+	}
+	/* ...and beyond where replay stops, a newer record is stale */
+	memcpy(file, h.buf, h.len);
+	reframe(file + h.at[3], JOURNAL_VERSION + 1);
+	file[h.at[1] + 8] ^= 1;		/* CRC: replay stops at 1 */
+	assert_int_equal(replay(&h, file, h.len, &c, &r), 1);
+	checkpoint_free(&c);
+	free(file);
+	history_free(&h);
+}
+
 /* ---- the store on disk ---- */
 
 /* How many names in d start with prefix; they are removed. */
@@ -960,6 +1028,95 @@ test_store_save_and_load(void **state)
 	ckpt_store_close(&s);
 	assert_false(exists(&d, ".checkpoint.journal.tmp"));
 	assert_false(exists(&d, ".checkpoint.json.tmp"));
+	dir_close(&d);
+}
+
+/*
+ * A newer enid's snapshot or journal (a downgrade): the probe and the load
+ * say CKPT_NEWER, name the file, both versions and what to do, and leave
+ * both files byte for byte, nothing moved aside.
+ */
+static void
+test_store_newer_left_in_place(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c;
+	struct world w;
+	struct dir d;
+	char note[512], err[1024], *snap, *p;
+	uint8_t *journal, *snap2, *journal2;
+	enum ckpt_saved saved;
+	size_t snaplen, jlen, len;
+	int i;
+
+	(void)state;
+	store_first(&s, &d, &w, 0x77);
+	for (i = 2, saved = CKPT_SAVED_NOTHING; saved != CKPT_SAVED_RECORD;
+	    i++) {
+		assert_true(i < 50);
+		world_step(&w);
+		saved = save(&s, &d, &w, i);
+		assert_int_not_equal(saved, CKPT_SAVED_SNAPSHOT);
+	}
+	ckpt_store_close(&s);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+
+	/* the journal's first record of a newer format */
+	journal = file_bytes(&d, CKPT_JOURNAL_FILE, &jlen);
+	reframe(journal, JOURNAL_VERSION + 1);
+	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
+	snap = file_bytes(&d, CKPT_FILE, &snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
+	    CKPT_NEWER);
+	assert_int_equal(strncmp(err, "checkpoint.journal: the record at "
+	    "offset 0 is of format version 2, newer than the 1 this enid "
+	    "reads (a newer enid wrote it); left in place; nothing was "
+	    "changed.  Run the newer enid that wrote it, or", 160), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_non_null(strstr(err, "move checkpoint.json and "
+	    "checkpoint.journal out of the state directory by hand"));
+	assert_int_equal(c.npods, 0);
+	snap2 = file_bytes(&d, CKPT_FILE, &len);
+	assert_int_equal(len, snaplen);
+	assert_memory_equal(snap2, snap, len);
+	free(snap2);
+	journal2 = file_bytes(&d, CKPT_JOURNAL_FILE, &len);
+	assert_int_equal(len, jlen);
+	assert_memory_equal(journal2, journal, len);
+	free(journal2);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 0);
+
+	/* the snapshot of a newer format: the journal is not even read */
+	reframe(journal, JOURNAL_VERSION);
+	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
+	p = strstr(snap, "\"version\": 2");
+	assert_non_null(p);
+	p[strlen("\"version\": ")] = '9';
+	put_bytes(&d, CKPT_FILE, snap, snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
+	    CKPT_NEWER);
+	assert_int_equal(strncmp(err, "checkpoint.json: version: format "
+	    "version 9, newer than the 2 this enid reads", 70), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_non_null(strstr(err, "Run the newer enid"));
+	snap2 = file_bytes(&d, CKPT_FILE, &len);
+	assert_memory_equal(snap2, snap, snaplen);
+	free(snap2);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 0);
+
+	/* damage is still moved aside; the probe leaves it to the load */
+	snap[snaplen / 2] = '\0';
+	put_bytes(&d, CKPT_FILE, snap, snaplen / 2);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), -1);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 1);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 1);
+	free(snap);
+	free(journal);
 	dir_close(&d);
 }
 
@@ -1481,6 +1638,8 @@ main(void)
 		cmocka_unit_test(test_replay_generation_and_sequence),
 		cmocka_unit_test(test_replay_bad_content),
 		cmocka_unit_test(test_max_generation),
+		cmocka_unit_test(test_replay_newer_format),
+		cmocka_unit_test(test_store_newer_left_in_place),
 		cmocka_unit_test(test_store_save_and_load),
 		cmocka_unit_test(test_store_full_journal),
 		cmocka_unit_test(test_store_keeps_own_strings),
