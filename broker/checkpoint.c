@@ -617,9 +617,12 @@ check_all(const struct checkpoint *c, struct perr *pe)
 		return fail(pe, "generation", "out of range 0..%lld",
 		    (long long)CKPT_MAX_GENERATION);
 	if (c->npods > CKPT_MAX_PODS)
-		return fail(pe, "pods", "more than %d entries", CKPT_MAX_PODS);
+		return fail(pe, "pods", "%zu entries, more than the %d a "
+		    "checkpoint holds (ENID_MAX_RECORDED_PODS)", c->npods,
+		    CKPT_MAX_PODS);
 	if (c->ncooling > CKPT_MAX_COOLING)
-		return fail(pe, "cooling", "more than %d entries",
+		return fail(pe, "cooling", "%zu entries, more than the %d a "
+		    "checkpoint holds (ENID_MAX_RECORDED_COOLING)", c->ncooling,
 		    CKPT_MAX_COOLING);
 	if ((c->npods > 0 && c->pods == NULL) ||
 	    (c->ncooling > 0 && c->cooling == NULL))

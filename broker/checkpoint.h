@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maxima.h"
+
 #define CKPT_FILE		"checkpoint.json"
 /* 2: with "generation" (a journal beside it); 1, read as generation 0. */
 #define CKPT_VERSION		2
@@ -46,8 +48,8 @@
  */
 #define CKPT_NEWER		(-3)
 #define CKPT_MAX_BYTES		(8 * 1024 * 1024)
-#define CKPT_MAX_PODS		4096
-#define CKPT_MAX_COOLING	4096
+#define CKPT_MAX_PODS		ENID_MAX_RECORDED_PODS		/* maxima.h */
+#define CKPT_MAX_COOLING	ENID_MAX_RECORDED_COOLING
 
 /* The longest each string may be, plus its NUL (also the size of
  * struct pod's arrays, engine.h). */

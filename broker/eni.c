@@ -1814,6 +1814,13 @@ engine_start(struct broker *b)
 		return;
 	pool_params_from(&en->params, &b->cfg, b->instance.max_enis);
 	en->ips_per_eni = b->instance.ips_per_eni;
+	if (b->instance.max_enis > ENID_MAX_ENIS ||
+	    b->instance.ips_per_eni > ENID_MAX_ENI_ADDRS + 1)
+		log_warnx("pool: the instance takes %u ENIs of %u addresses; "
+		    "enid holds at most %u (ENID_MAX_ENIS) of %u and a "
+		    "primary (ENID_MAX_ENI_ADDRS) and uses no more",
+		    b->instance.max_enis, b->instance.ips_per_eni,
+		    ENID_MAX_ENIS, ENID_MAX_ENI_ADDRS);
 	for (i = 0; i < b->cfg.nsubnets; i++) {
 		s = subnet_add(b, b->cfg.subnets[i].id, true);
 		if (s == NULL)

@@ -1108,7 +1108,8 @@ test_check_structs(void **state)
 	snprintf(c.instance_id, sizeof(c.instance_id), "i-1");
 
 	c.npods = CKPT_MAX_PODS + 1;
-	assert_string_equal(check_err(&c), "pods: more than 4096 entries");
+	assert_string_equal(check_err(&c), "pods: 4097 entries, more than the "
+	    "4096 a checkpoint holds (ENID_MAX_RECORDED_PODS)");
 	c.npods = 2;
 	c.cooling = NULL;
 	assert_string_equal(check_err(&c), "entries counted but not given");

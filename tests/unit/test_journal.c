@@ -1120,6 +1120,122 @@ test_store_newer_left_in_place(void **state)
 	dir_close(&d);
 }
 
+/* n pods and ncool cooling addresses, all distinct, of w's instance. */
+static void
+crowd(struct checkpoint *c, size_t n, size_t ncool, int64_t written)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->instance_id, sizeof(c->instance_id), "i-0123456789abcdef0");
+	c->written = written;
+	c->pods = calloc(n + 1, sizeof(*c->pods));
+	c->cooling = calloc(ncool + 1, sizeof(*c->cooling));
+	assert_non_null(c->pods);
+	assert_non_null(c->cooling);
+	for (i = 0; i < n; i++) {
+		struct ckpt_pod *p = &c->pods[c->npods++];
+
+		p->container_id = cdup(c, "crowd%zu", i);
+		p->ifname = "eth0";
+		p->k8s_namespace = p->k8s_name = p->k8s_uid = "";
+		p->ip = htonl(0x0a400000u + (uint32_t)i);
+		p->eni_id = cdup(c, "eni-%zx", i / 64);
+		p->since = 1700000000;
+	}
+	for (i = 0; i < ncool; i++) {
+		struct ckpt_cooling *k = &c->cooling[c->ncooling++];
+
+		k->ip = htonl(0x0a800000u + (uint32_t)i);
+		k->eni_id = "eni-1";
+		k->until = 1700000100;
+	}
+}
+
+/*
+ * The limits agree (issue 27): a checkpoint holds exactly
+ * ENID_MAX_RECORDED_PODS pods and cooling addresses, saved and read
+ * back whole; one more is a save that fails, naming the cap, by record
+ * and by snapshot alike, and leaves the files as they were.  Nothing is
+ * ever left out to make it fit.
+ */
+static void
+test_store_caps(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c, back;
+	struct dir d;
+	enum ckpt_saved saved;
+	char note[512], warn[512], err[1024];
+	uint8_t *snap, *journal, *after;
+	size_t snaplen, jlen, len;
+	int pass;
+
+	(void)state;
+	assert_int_equal(CKPT_MAX_PODS, ENID_MAX_RECORDED_PODS);
+	assert_int_equal(CKPT_MAX_COOLING, ENID_MAX_RECORDED_COOLING);
+	assert_true(CKPT_MAX_PODS >= 2 * ENID_MAX_PODS);
+	dir_open(&d, "enid-journal");
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING, 1);
+	if (ckpt_store_save(&s, d.fd, &c, &saved, warn, sizeof(warn), err,
+	    sizeof(err)) != 0)
+		fail_msg("at the caps: %s", err);
+	assert_int_equal(saved, CKPT_SAVED_SNAPSHOT);
+	/* one more pod, then one more cooling address; each as a record,
+	 * then as a snapshot (the first save after a load) */
+	for (pass = 0; pass < 4; pass++) {
+		if (pass % 2 == 1) {
+			ckpt_store_close(&s);
+			assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &back,
+			    note, err), 0);
+			checkpoint_free(&back);
+			assert_true(s.compact);
+		} else if (s.compact) {
+			/* a failed snapshot leaves the next save one too:
+			 * a good one first, at the caps */
+			crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING, 3);
+			assert_int_equal(ckpt_store_save(&s, d.fd, &c, &saved,
+			    warn, sizeof(warn), err, sizeof(err)), 0);
+			assert_false(s.compact);
+		}
+		snap = file_bytes(&d, CKPT_FILE, &snaplen);
+		journal = file_bytes(&d, CKPT_JOURNAL_FILE, &jlen);
+		if (pass < 2)
+			crowd(&c, CKPT_MAX_PODS + 1, CKPT_MAX_COOLING, 2);
+		else
+			crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING + 1, 2);
+		assert_int_equal(ckpt_store_save(&s, d.fd, &c, &saved, warn,
+		    sizeof(warn), err, sizeof(err)), -1);
+		if (pass < 2)
+			assert_non_null(strstr(err, "refused by its own rules: "
+			    "pods: 4097 entries, more than the 4096 a "
+			    "checkpoint holds (ENID_MAX_RECORDED_PODS)"));
+		else
+			assert_non_null(strstr(err, "refused by its own rules: "
+			    "cooling: 4097 entries, more than the 4096 a "
+			    "checkpoint holds (ENID_MAX_RECORDED_COOLING)"));
+		after = file_bytes(&d, CKPT_FILE, &len);
+		assert_int_equal(len, snaplen);
+		assert_memory_equal(after, snap, len);
+		free(after);
+		after = file_bytes(&d, CKPT_JOURNAL_FILE, &len);
+		assert_int_equal(len, jlen);
+		assert_memory_equal(after, journal, len);
+		free(after);
+		free(snap);
+		free(journal);
+	}
+	ckpt_store_close(&s);
+	/* what is on disk is the whole of the last save that succeeded */
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &back, note, err), 0);
+	assert_int_equal(back.npods, CKPT_MAX_PODS);
+	assert_int_equal(back.ncooling, CKPT_MAX_COOLING);
+	checkpoint_free(&back);
+	ckpt_store_close(&s);
+	dir_close(&d);
+}
+
 /*
  * Save a checkpoint of w whose strings are borrowed (as the broker's
  * are, from its pods), then spoil and free what they were borrowed from:
@@ -1640,6 +1756,7 @@ main(void)
 		cmocka_unit_test(test_max_generation),
 		cmocka_unit_test(test_replay_newer_format),
 		cmocka_unit_test(test_store_newer_left_in_place),
+		cmocka_unit_test(test_store_caps),
 		cmocka_unit_test(test_store_save_and_load),
 		cmocka_unit_test(test_store_full_journal),
 		cmocka_unit_test(test_store_keeps_own_strings),
