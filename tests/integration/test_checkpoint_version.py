@@ -67,7 +67,19 @@ def files(env):
             if p.startswith("checkpoint")}
 
 
+def settled(env):
+    """The sim done with what the stopped enid started: no ENI of the
+    node still attaching or detaching, no link still to appear."""
+    env.wait(lambda: all(e["status"] in ("in-use", "available") and
+                         (e["attachment"] is None or
+                          e["attachment"]["status"] == "attached")
+                         for e in env.node_enis()),
+             20, "the sim's ENIs to settle")
+    env.wait_dataplane(20)
+
+
 def refused(env, *needles):
+    settled(env)
     before_files, before_node = files(env), node_view(env)
     e = env.start(wait=False)
     rc = e.proc.wait(timeout=20)
