@@ -1069,6 +1069,45 @@ parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
 	return rc;
 }
 
+static size_t
+skip_blanks(const char *text, size_t len, size_t i)
+{
+	while (i < len && (text[i] == ' ' || text[i] == '\t' ||
+	    text[i] == '\n' || text[i] == '\r'))
+		i++;
+	return i;
+}
+
+int
+checkpoint_peek_version(const char *text, size_t len, int64_t *version)
+{
+	static const char key[] = "\"version\"";
+	size_t i, ndigits = 0;
+	int64_t v = 0;
+
+	i = skip_blanks(text, len, 0);
+	if (i >= len || text[i] != '{')
+		return -1;
+	i = skip_blanks(text, len, i + 1);
+	if (len - i < sizeof(key) - 1 || memcmp(text + i, key,
+	    sizeof(key) - 1) != 0)
+		return -1;
+	i = skip_blanks(text, len, i + sizeof(key) - 1);
+	if (i >= len || text[i] != ':')
+		return -1;
+	i = skip_blanks(text, len, i + 1);
+	while (i < len && text[i] >= '0' && text[i] <= '9') {
+		if (++ndigits > 18)
+			return -1;
+		v = v * 10 + (text[i++] - '0');
+	}
+	if (ndigits == 0 || i >= len || (text[i] != ',' && text[i] != '}' &&
+	    skip_blanks(text, len, i) == i))
+		return -1;
+	*version = v;
+	return 0;
+}
+
 int
 checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
     char *err, size_t errlen)

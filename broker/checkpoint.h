@@ -140,6 +140,14 @@ int	checkpoint_copy(const struct checkpoint *src,
  * refused.  *c owns its strings. */
 int	checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
 	    char *err, size_t errlen);
+/*
+ * Pure, and no JSON parser: the "version" a snapshot begins with, as
+ * enid writes it ('{', then "version", ':' and up to 18 digits, blanks
+ * between, then ',', '}' or a blank).  0 and *version, or -1: not in
+ * that shape.  For a look as root before the privilege drop.
+ */
+int	checkpoint_peek_version(const char *text, size_t len,
+	    int64_t *version);
 /* Pure.  A malloc'd NUL-terminated text (caller frees), or NULL: out of
  * memory, or c fails checkpoint_check() (so nothing is ever written that
  * would not load again). */

@@ -121,12 +121,20 @@ int	ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 	    size_t errlen);
 
 /*
- * Read-only: is the snapshot, or the journal where its replay would go
- * on, of a newer format than this enid's?  CKPT_NEWER, err as
- * ckpt_store_load's; else 0, whatever else is wrong with the files (the
- * load finds it and says so).  Run at start before anything is touched.
+ * Read-only, and parsing no JSON (it runs as root, on files the
+ * unprivileged broker writes): is the snapshot's leading "version"
+ * (checkpoint_peek_version), or the journal's first record, of a newer
+ * format than this enid's?  CKPT_NEWER, err as ckpt_store_load's; else
+ * 0, whatever else is wrong with the files (the load, sandboxed, finds
+ * it and says so, a newer format of another shape included).  Run at
+ * start before anything is touched.
  */
 int	ckpt_store_probe(int dirfd, char *err, size_t errlen);
+
+/* Pure.  1 and *version if buf starts with a whole record of a newer
+ * format than JOURNAL_VERSION; else 0. */
+int	journal_newer_first(const uint8_t *buf, size_t len,
+	    unsigned *version);
 
 enum ckpt_saved {
 	CKPT_SAVED_NOTHING,		/* the files hold next already */

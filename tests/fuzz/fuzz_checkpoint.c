@@ -194,6 +194,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *nul;
 	size_t snap = size;
 	char err[256];
+	int64_t version;
 	int rc;
 
 	if ((nul = memchr(data, '\0', size)) != NULL)
@@ -209,6 +210,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		return 0;
 	}
+	/* The probe as root never refuses what the load accepts. */
+	if (checkpoint_peek_version((const char *)data, snap, &version) == 0 &&
+	    version > CKPT_VERSION)
+		__builtin_trap();
 	if (ckpt_arena_blocks(&c.arena) > 1)
 		__builtin_trap();
 	snapshot_round_trip(&c);

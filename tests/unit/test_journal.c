@@ -1108,8 +1108,21 @@ test_store_newer_left_in_place(void **state)
 	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
 	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 0);
 
+	/* a newer snapshot of another shape: not the probe's to see (it
+	 * parses no JSON), the load refuses it all the same */
+	free(snap);
+	snap = (char *)strdup("{\"generation\": 1, \"version\": 3, "
+	    "\"instance_id\": \"i-1\", \"written\": 1, \"pods\": [], "
+	    "\"cooling\": []}");
+	assert_non_null(snap);
+	snaplen = strlen(snap);
+	put_bytes(&d, CKPT_FILE, snap, snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+
 	/* damage is still moved aside; the probe leaves it to the load */
-	snap[snaplen / 2] = '\0';
 	put_bytes(&d, CKPT_FILE, snap, snaplen / 2);
 	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), -1);
