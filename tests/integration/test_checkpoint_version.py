@@ -110,6 +110,36 @@ def test_newer_snapshot_refused(env):
     assert "moved aside" not in text and "corrupt" not in text, text
 
 
+def test_newer_snapshot_of_another_shape_refused(env):
+    """A newer snapshot whose version is not where enid writes it escapes
+    the look taken as root (which parses no JSON); the sandboxed load
+    refuses it, after the helpers start but before anything changes:
+    the files, the node and the cloud (no mutating call) as they were."""
+    with_pods(env, 2)
+    env.enid.stop()
+    path = env.state_dir / ckptstate.SNAPSHOT
+    snap = json.loads(path.read_text())
+    version = snap.pop("version")
+    assert version == CKPT_VERSION
+    snap["version"] = CKPT_VERSION + 1          # last, not first
+    path.write_text(json.dumps(snap))
+    settled(env)
+    before_files, before_node = files(env), node_view(env)
+    e = env.start(wait=False)
+    assert e.proc.wait(timeout=30) != 0, e.text()
+    text = e.text()
+    assert "checkpoint.json: version: format version 3, newer than the 2 " \
+        "this enid reads" in text, text
+    assert "Run the newer enid" in text, text
+    assert files(env) == before_files
+    after = node_view(env)
+    mutating = {k: v for k, v in after.pop("calls").items()
+                if not k.startswith("Describe")}
+    assert mutating == {k: v for k, v in before_node.pop("calls").items()
+                        if not k.startswith("Describe")}
+    assert after == before_node
+
+
 def test_newer_journal_refused(env):
     with_pods(env, 3)
     env.enid.stop()
