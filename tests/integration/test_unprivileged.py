@@ -36,7 +36,8 @@ s.connect(sys.argv[1])
 try:
     s.sendall(b'{"op": "status"}\\n')
     answer = s.recv(100)
-except ConnectionResetError:
+except (ConnectionResetError, BrokenPipeError):
+    # closed on us before or after the request went out
     answer = b""
 sys.exit(0 if answer == b"" else 1)
 """
