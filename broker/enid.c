@@ -3,9 +3,10 @@
  * state and runtime directories against a second enid (nodelock.h),
  * starts enid-netd and enid-cloudd on socketpairs, opens its sockets and
  * state directory, then drops to the unprivileged user with no
- * capabilities under seccomp.  It alone holds pool state.  If either child dies or sends a
- * malformed message, the whole set goes down (non-zero) and the service
- * manager restarts it; enid never regains privilege to restart a child.
+ * capabilities under seccomp.  It alone holds pool state.  If either
+ * child dies or sends a malformed message, the whole set goes down
+ * (non-zero) and the service manager restarts it; enid never regains
+ * privilege to restart a child.
  *
  * It may also be started without root, already as the configured user with
  * CAP_NET_ADMIN permitted (systemd's User= and AmbientCapabilities=): then
