@@ -617,9 +617,12 @@ check_all(const struct checkpoint *c, struct perr *pe)
 		return fail(pe, "generation", "out of range 0..%lld",
 		    (long long)CKPT_MAX_GENERATION);
 	if (c->npods > CKPT_MAX_PODS)
-		return fail(pe, "pods", "more than %d entries", CKPT_MAX_PODS);
+		return fail(pe, "pods", "%zu entries, more than the %d a "
+		    "checkpoint holds (ENID_MAX_RECORDED_PODS)", c->npods,
+		    CKPT_MAX_PODS);
 	if (c->ncooling > CKPT_MAX_COOLING)
-		return fail(pe, "cooling", "more than %d entries",
+		return fail(pe, "cooling", "%zu entries, more than the %d a "
+		    "checkpoint holds (ENID_MAX_RECORDED_COOLING)", c->ncooling,
 		    CKPT_MAX_COOLING);
 	if ((c->npods > 0 && c->pods == NULL) ||
 	    (c->ncooling > 0 && c->cooling == NULL))
@@ -902,7 +905,11 @@ get_array(struct json_object *v, const char *name, size_t max,
 	return 0;
 }
 
-/* The version first: a newer file's other keys would only confuse. */
+/*
+ * The version first: a newer file's other keys would only confuse.  A
+ * newer version is not damage: a newer enid wrote it (a downgrade), and
+ * what it holds must not be lost, so it is told apart (CKPT_NEWER).
+ */
 static int
 get_version(struct json_object *root, int64_t *version, struct perr *pe)
 {
@@ -912,6 +919,12 @@ get_version(struct json_object *root, int64_t *version, struct perr *pe)
 		return fail(pe, "", "missing key \"version\"");
 	if (get_int(v, version, "version", pe) == -1)
 		return -1;
+	if (*version > CKPT_VERSION) {
+		fail(pe, "version", "format version %lld, newer than the %d "
+		    "this enid reads (a newer enid wrote it)",
+		    (long long)*version, CKPT_VERSION);
+		return CKPT_NEWER;
+	}
 	if (*version != 1 && *version != CKPT_VERSION)
 		return fail(pe, "version", "unsupported version %lld (this "
 		    "enid reads 1 and %d)", (long long)*version, CKPT_VERSION);
@@ -936,8 +949,8 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 	if (!json_object_is_type(root, json_type_object))
 		return fail(pe, "", "expected an object, got %s",
 		    type_name(root));
-	if (get_version(root, &version, pe) == -1)
-		return -1;
+	if ((rc = get_version(root, &version, pe)) != 0)
+		return rc;
 	if (version == 1)
 		nkeys--;
 	if ((rc = arena_reserve(&c->arena,
@@ -1056,13 +1069,54 @@ parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
 	return rc;
 }
 
+static size_t
+skip_blanks(const char *text, size_t len, size_t i)
+{
+	while (i < len && (text[i] == ' ' || text[i] == '\t' ||
+	    text[i] == '\n' || text[i] == '\r'))
+		i++;
+	return i;
+}
+
+int
+checkpoint_peek_version(const char *text, size_t len, int64_t *version)
+{
+	static const char key[] = "\"version\"";
+	size_t i, ndigits = 0;
+	int64_t v = 0;
+
+	i = skip_blanks(text, len, 0);
+	if (i >= len || text[i] != '{')
+		return -1;
+	i = skip_blanks(text, len, i + 1);
+	if (len - i < sizeof(key) - 1 || memcmp(text + i, key,
+	    sizeof(key) - 1) != 0)
+		return -1;
+	i = skip_blanks(text, len, i + sizeof(key) - 1);
+	if (i >= len || text[i] != ':')
+		return -1;
+	i = skip_blanks(text, len, i + 1);
+	while (i < len && text[i] >= '0' && text[i] <= '9') {
+		if (++ndigits > 18)
+			return -1;
+		v = v * 10 + (text[i++] - '0');
+	}
+	if (ndigits == 0 || i >= len || (text[i] != ',' && text[i] != '}' &&
+	    skip_blanks(text, len, i) == i))
+		return -1;
+	*version = v;
+	return 0;
+}
+
 int
 checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
     char *err, size_t errlen)
 {
 	struct perr pe = { err, errlen };
+	int rc;
 
-	return parse(text, len, c, &pe) == 0 ? 0 : -1;
+	rc = parse(text, len, c, &pe);
+	return rc == 0 || rc == CKPT_NEWER ? rc : -1;
 }
 
 void
@@ -2105,6 +2159,10 @@ checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	if (rc == OUT_OF_MEMORY) {
 		snprintf(err, errlen, "%s: %s; left in place", name, cause);
 		return -2;
+	}
+	if (rc == CKPT_NEWER) {
+		snprintf(err, errlen, "%s: %s; left in place", name, cause);
+		return CKPT_NEWER;
 	}
 	if (rc != 0)
 		return unusable(dirfd, name, cause, err, errlen);

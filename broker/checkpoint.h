@@ -25,7 +25,8 @@
  * Parsing and formatting are pure (text in, struct out; struct in, text
  * out), and so are the differences between two checkpoints and applying
  * one, so unit tests and the fuzzer reach them without files.  A snapshot
- * that does not parse whole is moved aside, never half-used.
+ * that does not parse whole is moved aside, never half-used; one of a
+ * newer format is left where it is, and enid does not start (CKPT_NEWER).
  */
 #ifndef ENID_CHECKPOINT_H
 #define ENID_CHECKPOINT_H
@@ -34,12 +35,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maxima.h"
+
 #define CKPT_FILE		"checkpoint.json"
 /* 2: with "generation" (a journal beside it); 1, read as generation 0. */
 #define CKPT_VERSION		2
+/*
+ * Returned for a snapshot or journal of a format newer than this enid's:
+ * not damage but a newer enid's record (a downgrade), left in place, and
+ * enid must not start on it (nor rebuild from the kernel, which would
+ * lose what the runtime's DELs need).
+ */
+#define CKPT_NEWER		(-3)
 #define CKPT_MAX_BYTES		(8 * 1024 * 1024)
-#define CKPT_MAX_PODS		4096
-#define CKPT_MAX_COOLING	4096
+#define CKPT_MAX_PODS		ENID_MAX_RECORDED_PODS		/* maxima.h */
+#define CKPT_MAX_COOLING	ENID_MAX_RECORDED_COOLING
 
 /* The longest each string may be, plus its NUL (also the size of
  * struct pod's arrays, engine.h). */
@@ -124,11 +134,20 @@ int	checkpoint_own(struct checkpoint *c);
 int	checkpoint_copy(const struct checkpoint *src,
 	    struct checkpoint *dst);
 
-/* Pure.  0, or -1 with err naming the first problem ("pods[3].ip: ...");
- * on -1 *c is empty.  Everything checkpoint_check() refuses is refused.
- * *c owns its strings. */
+/* Pure.  0, or -1 with err naming the first problem ("pods[3].ip: ..."),
+ * or CKPT_NEWER: its "version" is newer than CKPT_VERSION (err names
+ * both); unless 0, *c is empty.  Everything checkpoint_check() refuses is
+ * refused.  *c owns its strings. */
 int	checkpoint_parse(const char *text, size_t len, struct checkpoint *c,
 	    char *err, size_t errlen);
+/*
+ * Pure, and no JSON parser: the "version" a snapshot begins with, as
+ * enid writes it ('{', then "version", ':' and up to 18 digits, blanks
+ * between, then ',', '}' or a blank).  0 and *version, or -1: not in
+ * that shape.  For a look as root before the privilege drop.
+ */
+int	checkpoint_peek_version(const char *text, size_t len,
+	    int64_t *version);
 /* Pure.  A malloc'd NUL-terminated text (caller frees), or NULL: out of
  * memory, or c fails checkpoint_check() (so nothing is ever written that
  * would not load again). */
@@ -259,7 +278,8 @@ int	checkpoint_write(int dirfd, const char *name, const char *buf,
  * names the file and the cause; -2: it could not be read for a reason
  * local to this process or machine (permissions, I/O error, out of
  * descriptors or memory): it was left in place, err says why, and the
- * caller should not start without it.  *c is empty unless 0.
+ * caller should not start without it; CKPT_NEWER: a newer format (err
+ * names both versions), left in place.  *c is empty unless 0.
  */
 int	checkpoint_load(int dirfd, const char *name, struct checkpoint *c,
 	    char *err, size_t errlen);

@@ -525,8 +525,10 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 
 		/* A lost pod is kept too: the runtime has not deleted it,
 		 * and its address must go to no other pod after a restart
-		 * either.  Only once, and never beside a pod that has it. */
-		if (n >= CKPT_MAX_PODS || (p->lost && lost_pod_shadowed(b, p)))
+		 * either.  Only once, and never beside a pod that has it.
+		 * None is left out for a cap: past CKPT_MAX_PODS the store
+		 * refuses the save, loudly, and nothing is acknowledged. */
+		if (p->lost && lost_pod_shadowed(b, p))
 			continue;
 		cp = &c->pods[n++];
 		cp->container_id = p->container_id;
@@ -552,8 +554,6 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 	for (i = 0; i < en->restored.ncooling; i++)
 		if (restored_cooling_pending(b, &en->restored.cooling[i], wall))
 			n++;
-	if (n > CKPT_MAX_COOLING)
-		n = CKPT_MAX_COOLING;
 	if (n > 0 && (c->cooling = calloc(n, sizeof(*c->cooling))) == NULL) {
 		checkpoint_free(c);
 		return -1;
@@ -1238,15 +1238,22 @@ waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 static bool
 pods_at_max(const struct broker *b)
 {
-	return b->engine.params.max_pods != 0 &&
-	    b->engine.npods >= b->engine.params.max_pods;
+	/* Lost pods count for the checkpoint's cap: it records them. */
+	return b->engine.npods >= CKPT_MAX_PODS ||
+	    (b->engine.params.max_pods != 0 &&
+	    b->engine.npods >= b->engine.params.max_pods);
 }
 
 static void
 refuse_max_pods(const struct broker *b, struct jref *ref)
 {
-	jref_error(ref, "max-pods", "max_pods (%u) pods hold addresses",
-	    b->engine.params.max_pods);
+	if (b->engine.npods >= CKPT_MAX_PODS)
+		jref_error(ref, "max-pods", "%u pods are recorded, lost ones "
+		    "included: the most the checkpoint holds "
+		    "(ENID_MAX_RECORDED_PODS)", b->engine.npods);
+	else
+		jref_error(ref, "max-pods", "max_pods (%u) pods hold "
+		    "addresses", b->engine.params.max_pods);
 }
 
 void

@@ -312,6 +312,8 @@ struct engine {
 	struct ckpt_write	 write;	/* with the writer: store.writing */
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
+	bool			 checkpoint_lost; /* so: pods were rebuilt */
+	uint32_t		 npods_recovered; /* from the kernel's rules */
 	int64_t			 started_wall;	/* unix s, engine_init */
 
 	/* reconciliation */

@@ -1923,6 +1923,8 @@ engine_restore(struct broker *b)
 	    &en->restored, note, sizeof(note), err, sizeof(err));
 	if (rc == -2)
 		fatalx("checkpoint: %s; not starting without it", err);
+	if (rc == CKPT_NEWER)	/* main() refuses it first: not seen here */
+		fatalx("checkpoint in %s: %s", b->cfg.state_dir, err);
 	if (rc == 1) {
 		if (note[0] != '\0')
 			log_warnx("checkpoint: %s", note);
@@ -1933,6 +1935,7 @@ engine_restore(struct broker *b)
 		log_errorx("checkpoint: %s; rebuilding the pods from the cloud "
 		    "and the kernel", err);
 		en->rebuild_from_kernel = true;
+		en->checkpoint_lost = true;
 		return;
 	}
 	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {
@@ -1972,6 +1975,13 @@ engine_start(struct broker *b)
 		return;
 	pool_params_from(&en->params, &b->cfg, b->instance.max_enis);
 	en->ips_per_eni = b->instance.ips_per_eni;
+	if (b->instance.max_enis > ENID_MAX_ENIS ||
+	    b->instance.ips_per_eni > ENID_MAX_ENI_ADDRS + 1)
+		log_warnx("pool: the instance takes %u ENIs of %u addresses; "
+		    "enid holds at most %u (ENID_MAX_ENIS) of %u and a "
+		    "primary (ENID_MAX_ENI_ADDRS) and uses no more",
+		    b->instance.max_enis, b->instance.ips_per_eni,
+		    ENID_MAX_ENIS, ENID_MAX_ENI_ADDRS);
 	for (i = 0; i < b->cfg.nsubnets; i++) {
 		s = subnet_add(b, b->cfg.subnets[i].id, true);
 		if (s == NULL)

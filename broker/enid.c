@@ -1,10 +1,12 @@
 /*
- * enid: the broker.  Starts as root, checks the configuration, starts
- * enid-netd and enid-cloudd on socketpairs, opens its sockets and state
- * directory, then drops to the unprivileged user with no capabilities under
- * seccomp.  It alone holds pool state.  If either child dies or sends a
- * malformed message, the whole set goes down (non-zero) and the service
- * manager restarts it; enid never regains privilege to restart a child.
+ * enid: the broker.  Starts as root, checks the configuration, locks its
+ * state and runtime directories against a second enid (nodelock.h),
+ * starts enid-netd and enid-cloudd on socketpairs, opens its sockets and
+ * state directory, then drops to the unprivileged user with no
+ * capabilities under seccomp.  It alone holds pool state.  If either
+ * child dies or sends a malformed message, the whole set goes down
+ * (non-zero) and the service manager restarts it; enid never regains
+ * privilege to restart a child.
  *
  * It may also be started without root, already as the configured user with
  * CAP_NET_ADMIN permitted (systemd's User= and AmbientCapabilities=): then
@@ -29,6 +31,7 @@
 
 #include "enid.h"
 #include "log.h"
+#include "nodelock.h"
 #include "proc.h"
 #include "sandbox.h"
 #include "testhook.h"
@@ -352,8 +355,10 @@ dir_not_ours(const char *dir, uid_t owner, uid_t uid)
 	    "StateDirectory=)", dir, (unsigned)owner, (unsigned)uid);
 }
 
+/* The directory, made if missing, opened and checked; nothing in it or
+ * about it is changed yet (that waits for its lock: dir_own). */
 static int
-prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
+dir_open(const char *dir, uid_t uid, mode_t mode)
 {
 	bool as_root = !sandbox_started_unprivileged();
 	struct stat st;
@@ -380,10 +385,28 @@ prepare_dir(const char *dir, uid_t uid, gid_t gid, mode_t mode)
 		fatalx("%s exists and is not a directory", dir);
 	if (!as_root && st.st_uid != uid)
 		dir_not_ours(dir, st.st_uid, uid);
-	if (as_root && fchown(fd, uid, gid) == -1)
+	return fd;
+}
+
+static void
+dir_own(int fd, const char *dir, uid_t uid, gid_t gid, mode_t mode)
+{
+	if (!sandbox_started_unprivileged() && fchown(fd, uid, gid) == -1)
 		fatal("setting owner and mode of %s", dir);
 	if (fchmod(fd, mode) == -1)
 		fatal("setting owner and mode of %s", dir);
+}
+
+/* The directory's lock, or enid goes no further (nodelock.h). */
+static int
+dir_lock(int dirfd, const char *dir, const char *name, uid_t uid, gid_t gid)
+{
+	char err[1024];
+	int fd;
+
+	if (nodelock_take(dirfd, dir, name, uid, gid, &fd, err,
+	    sizeof(err)) == -1)
+		fatalx("%s", err);
 	return fd;
 }
 
@@ -398,6 +421,7 @@ main(int argc, char *argv[])
 	struct passwd *pw;
 	gid_t admin_gid = 0;
 	char err[1024], path[4200], config_abs[PATH_MAX];
+	int state_fd, run_fd, state_lock, run_lock;
 	pid_t kids[2];
 
 	b.config_path = ENID_CONF_PATH;
@@ -469,10 +493,30 @@ main(int argc, char *argv[])
 		    "with CAP_NET_ADMIN for enid-netd, or start as root: %s",
 		    b.cfg.user, err);
 
+	/*
+	 * One enid per node: the state and runtime directories are locked
+	 * before anything in them, a child or the cloud is touched, and on
+	 * stderr still, so that a second enid's refusal reaches whoever
+	 * started it.  The locks pass through daemon()'s fork.
+	 */
+	state_fd = dir_open(b.cfg.state_dir, pw->pw_uid, 0700);
+	run_fd = dir_open(b.cfg.runtime_dir, pw->pw_uid, 0755);
+	state_lock = dir_lock(state_fd, b.cfg.state_dir, NODELOCK_STATE_FILE,
+	    pw->pw_uid, pw->pw_gid);
+	run_lock = dir_lock(run_fd, b.cfg.runtime_dir, NODELOCK_RUN_FILE,
+	    pw->pw_uid, pw->pw_gid);
+	/* A newer enid's checkpoint (a downgrade) stops the start here,
+	 * before a helper, the cloud or the pods' rules are touched. */
+	if (ckpt_store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
+		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
+
 	if (!foreground) {
 		if (daemon(0, 0) == -1)
 			fatal("daemon");
 	}
+	if (nodelock_note_pid(state_lock, getpid(), err, sizeof(err)) == -1 ||
+	    nodelock_note_pid(run_lock, getpid(), err, sizeof(err)) == -1)
+		fatalx("%s", err);
 	log_init("enid", foreground, child_log_level(&b.cfg, verbose));
 	b.started_ms = now_ms();
 	signal(SIGPIPE, SIG_IGN);
@@ -505,10 +549,11 @@ main(int argc, char *argv[])
 
 	engine_init(&b);
 	metrics_init(&b);
-	close(prepare_dir(b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755));
+	dir_own(run_fd, b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
+	close(run_fd);
 	/* The checkpoint is written relative to this descriptor, kept. */
-	b.engine.state_fd = prepare_dir(b.cfg.state_dir, pw->pw_uid,
-	    pw->pw_gid, 0700);
+	dir_own(state_fd, b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
+	b.engine.state_fd = state_fd;
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
 	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
 	    CTL_MAX_CLIENTS, CTL_LINE_MAX, err, sizeof(err))) == NULL)

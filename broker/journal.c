@@ -17,7 +17,9 @@
 
 #include "journal.h"
 
-static const uint8_t journal_magic[4] = { 0xe5, 0x4e, 0x4a, 0x01 };
+/* The last byte is the format's version (JOURNAL_VERSION). */
+static const uint8_t journal_magic[4] = { 0xe5, 0x4e, 0x4a,
+    JOURNAL_VERSION };
 
 /* ---- CRC-32, reflected, polynomial 0x04c11db7 ---- */
 
@@ -102,6 +104,7 @@ enum whole {
 	W_MAGIC,		/* no record starts here */
 	W_LENGTH,		/* one runs past the end */
 	W_CRC,			/* one with a bad CRC */
+	W_NEWER,		/* one of a newer format than ours */
 };
 
 /* Is there a whole record at off (<= len) in buf? */
@@ -116,7 +119,7 @@ whole_at(const uint8_t *buf, size_t len, size_t off, struct frame *f)
 		return W_END;
 	if (len - off < JOURNAL_HDR_LEN)
 		return W_SHORT;
-	if (memcmp(p, journal_magic, sizeof(journal_magic)) != 0)
+	if (memcmp(p, journal_magic, 3) != 0 || p[3] < JOURNAL_VERSION)
 		return memcmp(p, zeroes, sizeof(zeroes)) == 0 ? W_ZEROES :
 		    W_MAGIC;
 	f->len = (size_t)get_le(p + 4, 4);
@@ -126,6 +129,9 @@ whole_at(const uint8_t *buf, size_t len, size_t off, struct frame *f)
 	crc = journal_crc32(crc, p + JOURNAL_HDR_LEN, f->len);
 	if (crc != (uint32_t)get_le(p + 24, 4))
 		return W_CRC;
+	/* Whole, so no flipped bit or torn write: a newer enid's. */
+	if (p[3] > JOURNAL_VERSION)
+		return W_NEWER;
 	f->generation = get_le(p + 8, 8);
 	f->seq = get_le(p + 16, 8);
 	return WHOLE;
@@ -168,6 +174,10 @@ say_stop(struct journal_replay *r, enum whole w, size_t off, size_t left,
 		break;
 	case W_CRC:
 		snprintf(s, n, "a record at offset %zu with a bad CRC (torn)",
+		    off);
+		break;
+	case W_NEWER:
+		snprintf(s, n, "a record at offset %zu of a newer format",
 		    off);
 		break;
 	}
@@ -215,6 +225,14 @@ journal_replay(struct checkpoint *c, const uint8_t *buf, size_t len,
 	checkpoint_sort(c);
 	for (;;) {
 		w = whole_at(buf, len, off, &f);
+		if (w == W_NEWER) {
+			snprintf(err, errlen, "the record at offset %zu is of "
+			    "format version %u, newer than the %u this enid "
+			    "reads (a newer enid wrote it)", off,
+			    (unsigned)buf[off + 3], (unsigned)JOURNAL_VERSION);
+			r->end = off;
+			return CKPT_NEWER;
+		}
 		if (w != WHOLE || f.generation != (uint64_t)c->generation ||
 		    f.seq != seq) {
 			say_stop(r, w, off, len - off, &f, c->generation, seq);
@@ -270,6 +288,73 @@ both_aside(struct ckpt_store *s, int dirfd, const char *cause, char *err,
 	    cause, jnote, CKPT_FILE, snote);
 }
 
+/* What an operator can do about a newer format, after err's cause. */
+static void
+newer_advice(char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+
+	snprintf(err + n, errlen - n, "; nothing was changed.  Run the newer "
+	    "enid that wrote it, or, to give up what it records and rebuild "
+	    "the pods from the cloud and the kernel, move %s and %s out of "
+	    "the state directory by hand", CKPT_FILE, CKPT_JOURNAL_FILE);
+}
+
+int
+journal_newer_first(const uint8_t *buf, size_t len, unsigned *version)
+{
+	struct frame f;
+
+	if (whole_at(buf, len, 0, &f) != W_NEWER)
+		return 0;
+	*version = buf[3];
+	return 1;
+}
+
+/*
+ * As root, before the privilege drop, on files the unprivileged broker
+ * writes: so no JSON parser here, only the snapshot's leading version
+ * and the journal's first record's header and CRC.  What these miss (a
+ * newer file of another shape) the sandboxed load refuses in turn.
+ */
+int
+ckpt_store_probe(int dirfd, char *err, size_t errlen)
+{
+	char cause[512], local[512], *text;
+	int64_t version;
+	unsigned jversion;
+	size_t len;
+	int newer;
+
+	/* Anything but a newer format is the load's to find and say. */
+	if (ckpt_read_file(dirfd, CKPT_FILE, CKPT_MAX_BYTES, &text, &len,
+	    cause, sizeof(cause), local, sizeof(local)) != 0)
+		return 0;
+	newer = checkpoint_peek_version(text, len, &version) == 0 &&
+	    version > CKPT_VERSION;
+	free(text);
+	if (newer) {
+		snprintf(err, errlen, "%s: version: format version %lld, newer "
+		    "than the %d this enid reads (a newer enid wrote it); left "
+		    "in place", CKPT_FILE, (long long)version, CKPT_VERSION);
+		newer_advice(err, errlen);
+		return CKPT_NEWER;
+	}
+	if (ckpt_read_file(dirfd, CKPT_JOURNAL_FILE, CKPT_JOURNAL_MAX, &text,
+	    &len, cause, sizeof(cause), local, sizeof(local)) != 0)
+		return 0;
+	newer = journal_newer_first((uint8_t *)text, len, &jversion);
+	free(text);
+	if (!newer)
+		return 0;
+	snprintf(err, errlen, "%s: the record at offset 0 is of format "
+	    "version %u, newer than the %u this enid reads (a newer enid "
+	    "wrote it); left in place", CKPT_JOURNAL_FILE, jversion,
+	    (unsigned)JOURNAL_VERSION);
+	newer_advice(err, errlen);
+	return CKPT_NEWER;
+}
+
 int
 ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
     struct checkpoint *c, char *note, size_t notelen, char *err,
@@ -289,6 +374,10 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 	rc = checkpoint_load(dirfd, CKPT_FILE, c, err, errlen);
 	if (rc == -2)
 		return -2;
+	if (rc == CKPT_NEWER) {
+		newer_advice(err, errlen);
+		return CKPT_NEWER;
+	}
 	jrc = ckpt_read_file(dirfd, CKPT_JOURNAL_FILE, CKPT_JOURNAL_MAX, &buf,
 	    &len, cause, sizeof(cause), err, errlen);
 	if (jrc == -2) {
@@ -338,11 +427,13 @@ ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 		rc = journal_replay(c, (uint8_t *)buf, len, &r, cause,
 		    sizeof(cause));
 		free(buf);
-		if (rc == -2) {
+		if (rc == -2 || rc == CKPT_NEWER) {
 			snprintf(err, errlen, "%s: %s; left in place",
 			    CKPT_JOURNAL_FILE, cause);
+			if (rc == CKPT_NEWER)
+				newer_advice(err, errlen);
 			checkpoint_free(c);
-			return -2;
+			return rc;
 		}
 		if (rc == 0 && r.max_generation > c->generation) {
 			snprintf(cause, sizeof(cause), "a record of generation "

@@ -4,8 +4,8 @@
  *
  * A record, little-endian, at the offset where the one before it ends:
  *
- *    0  magic       e5 4e 4a 01 (never in JSON text, so never found
- *                   inside a payload)
+ *    0  magic       e5 4e 4a, then the format's version, 01 (never in
+ *                   JSON text, so never found inside a payload)
  *    4  length      u32: of the payload
  *    8  generation  u64: the snapshot's that the record applies to
  *   16  sequence    u64: 0, 1, 2 ... within the generation
@@ -23,6 +23,12 @@
  * lies beyond (zeroes, older generations' records) is ignored.  A whole
  * record whose content does not apply means the files are corrupt.
  *
+ * A whole record (length and CRC as above) whose magic names a newer
+ * version is a newer enid's journal, which this one refuses (CKPT_NEWER)
+ * where replay reaches it, never skips: so a later format must keep the
+ * magic, the length at 4 and the CRC at 24 (of bytes 0..23 and the
+ * payload), whatever else it changes.  With a bad CRC it is only torn.
+ *
  * A new snapshot takes a generation greater than any found in the journal
  * (ckpt_store_load scans for them), so no record written before it can
  * ever pass for one of its own, even one an operator's copying left.
@@ -37,6 +43,7 @@
 #include "checkpoint.h"
 
 #define CKPT_JOURNAL_FILE	"checkpoint.journal"
+#define JOURNAL_VERSION		1	/* the magic's last byte */
 /* A few thousand records between snapshots at the usual few hundred bytes
  * each; written whole once (a few milliseconds) when made. */
 #define CKPT_JOURNAL_SIZE	(1024 * 1024)
@@ -68,7 +75,9 @@ struct journal_replay {
  * finds the greatest generation of any whole record anywhere in buf.
  * 0; or -1: a whole record of the generation, next in sequence, did not
  * apply: err names it ("record 3 at offset 812: pods_added[0].ip: ...")
- * and c holds the records before it; or -2: out of memory (err says so).
+ * and c holds the records before it; or -2: out of memory (err says so);
+ * or CKPT_NEWER: where replay would go on there is a record of a newer
+ * format (err names its offset and both versions), c holds those before.
  */
 int	journal_replay(struct checkpoint *c, const uint8_t *buf, size_t len,
 	    struct journal_replay *r, char *err, size_t errlen);
@@ -101,12 +110,31 @@ struct ckpt_store {
  * too large, a whole record that does not apply, a record of a generation
  * newer than the snapshot's), and both files were moved aside, err naming
  * the file and the cause; -2, a local reason (permissions, I/O, memory):
- * both left in place, err says why, and s is not ready.  note (possibly
- * empty) says how many records were replayed and why replay stopped.
+ * both left in place, err says why, and s is not ready; CKPT_NEWER, the
+ * snapshot or the journal is of a newer format than this enid's: both
+ * left in place, err names the file, both versions and what an operator
+ * can do, and s is not ready.  note (possibly empty) says how many
+ * records were replayed and why replay stopped.
  */
 int	ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
 	    struct checkpoint *c, char *note, size_t notelen, char *err,
 	    size_t errlen);
+
+/*
+ * Read-only, and parsing no JSON (it runs as root, on files the
+ * unprivileged broker writes): is the snapshot's leading "version"
+ * (checkpoint_peek_version), or the journal's first record, of a newer
+ * format than this enid's?  CKPT_NEWER, err as ckpt_store_load's; else
+ * 0, whatever else is wrong with the files (the load, sandboxed, finds
+ * it and says so, a newer format of another shape included).  Run at
+ * start before anything is touched.
+ */
+int	ckpt_store_probe(int dirfd, char *err, size_t errlen);
+
+/* Pure.  1 and *version if buf starts with a whole record of a newer
+ * format than JOURNAL_VERSION; else 0. */
+int	journal_newer_first(const uint8_t *buf, size_t len,
+	    unsigned *version);
 
 enum ckpt_saved {
 	CKPT_SAVED_NOTHING,		/* the files hold next already */

@@ -17,9 +17,10 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "maxima.h"
 #include "msg.h"
 
-#define POOL_MAX_ENIS		32	/* EC2's largest instances: 15 */
+#define POOL_MAX_ENIS		ENID_MAX_ENIS	/* maxima.h */
 #define POOL_MAX_ADDRS		MSG_MAX_ENI_ADDRS
 #define POOL_MAX_SUBNETS	CONF_MAX_SUBNETS
 #define POOL_MAX_ACTIONS	(2 * POOL_MAX_ENIS)

@@ -805,6 +805,7 @@ recon_recover_pods(struct reconcile_run *r)
 		    ip, e->id, cp.container_id);
 		n++;
 	}
+	b->engine.npods_recovered += (uint32_t)n;
 	if (n > 0)
 		pods_bind_restored(b);
 }
@@ -1395,8 +1396,17 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	}
 	if (first && en->phase == PHASE_STARTING) {
 		en->phase = PHASE_RUNNING;
-		log_info("pool: running, %u pods restored from the checkpoint",
-		    en->npods);
+		/* Say what happened: pods rebuilt from the kernel are not
+		 * restored, and the runtime's DELs do not name them. */
+		if (en->checkpoint_lost)
+			log_warnx("pool: running without the checkpoint (it "
+			    "was unusable and moved aside): %u pods rebuilt "
+			    "from the kernel's rules as enid-recovered-*, "
+			    "held until a CNI GC releases them",
+			    en->npods_recovered);
+		else
+			log_info("pool: running, %u pods restored from the "
+			    "checkpoint", en->npods);
 	}
 	pods_bind_restored(b);
 	checkpoint_mark(b);

@@ -9,7 +9,9 @@
  * Started without root, enid can take no other gid: ctl.sock is then the
  * user's, mode 0600, and the admin group is let in by an ACL entry, set by
  * path in the runtime directory, which is the user's own and which nobody
- * else can change.
+ * else can change.  A path is unlinked only if it holds a socket an enid
+ * that is gone left (at start, under the runtime directory's lock) or the
+ * one this enid made (at exit).
  *
  * A line over the socket's limit, invalid JSON (strictly: json-c's
  * leniencies are refused), or a request that is not an object with a
@@ -80,6 +82,8 @@ struct jserver {
 	char			 path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	gid_t			 group;		/* admitted besides root */
 	bool			 root_only;
+	dev_t			 dev;		/* the socket bind() made */
+	ino_t			 ino;
 	const struct jop	*ops;
 	struct loop_io		 io;
 	bool			 accepting;
@@ -134,6 +138,59 @@ grant_group(const char *path, gid_t group, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Make way for the socket at path, removing only one left by an enid
+ * that is gone: the caller holds the runtime directory's lock (so no
+ * enid that takes it is running), and nothing answers on the socket (so
+ * no older enid, which took no lock, is either).  Anything else there,
+ * a symbolic link or a file included, is refused and left alone.
+ */
+static int
+clear_stale(const char *path, const struct sockaddr_un *sun, char *err,
+    size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s is there and is not a socket (%s); "
+		    "not removing it (remove it by hand)", path,
+		    S_ISLNK(st.st_mode) ? "a symbolic link" :
+		    S_ISDIR(st.st_mode) ? "a directory" : "a file");
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: socket: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	if (rc == 0 || errno == EAGAIN || errno == EINPROGRESS) {
+		snprintf(err, errlen, "%s: another process is listening on it "
+		    "(an enid that takes no lock?); not replacing it", path);
+		return -1;
+	}
+	if (errno != ECONNREFUSED) {
+		snprintf(err, errlen, "%s: cannot tell whether anything "
+		    "listens on it (%s); not replacing it", path,
+		    strerror(errno));
+		return -1;
+	}
+	log_info("%s: removing the socket an earlier enid left", path);
+	if (unlink(path) == -1 && errno != ENOENT) {
+		snprintf(err, errlen, "%s: unlink: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct jserver *
 jserver_open(const char *path, const char *what, bool root_only,
     gid_t group, size_t maxclients, size_t linemax, char *err, size_t errlen)
@@ -143,6 +200,7 @@ jserver_open(const char *path, const char *what, bool root_only,
 	mode_t mask;
 	gid_t egid = getegid();
 	bool as_root = !sandbox_started_unprivileged();
+	struct stat st;
 	int rc;
 
 	memset(&sun, 0, sizeof(sun));
@@ -173,11 +231,8 @@ jserver_open(const char *path, const char *what, bool root_only,
 		snprintf(err, errlen, "%s: socket: %s", path, strerror(errno));
 		goto fail;
 	}
-	/* unlink() removes a planted symlink itself, never its target. */
-	if (unlink(path) == -1 && errno != ENOENT) {
-		snprintf(err, errlen, "%s: unlink: %s", path, strerror(errno));
+	if (clear_stale(path, &sun, err, errlen) == -1)
 		goto fail_fd;
-	}
 	/*
 	 * The node bind() creates gets its mode from the umask and its group
 	 * from our effective gid (we are root here): 0660 root:group for
@@ -208,6 +263,13 @@ jserver_open(const char *path, const char *what, bool root_only,
 		snprintf(err, errlen, "%s: listen: %s", path, strerror(errno));
 		goto fail_unlink;
 	}
+	/* What bind() made: only that is removed at exit. */
+	if (lstat(path, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail_unlink;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
 	return s;
 
 fail_unlink:
@@ -847,6 +909,7 @@ jserver_start(struct broker *b, struct jserver *s, const struct jop *ops)
 void
 jserver_close(struct broker *b, struct jserver *s)
 {
+	struct stat st;
 	size_t i;
 
 	if (s == NULL)
@@ -857,7 +920,10 @@ jserver_close(struct broker *b, struct jserver *s)
 	loop_timer_cancel(&b->loop, &s->retry_timer);
 	loop_del_io(&b->loop, &s->io);
 	close(s->fd);
-	unlink(s->path);
+	/* Only the socket this enid made: never one that replaced it. */
+	if (lstat(s->path, &st) == 0 && st.st_dev == s->dev &&
+	    st.st_ino == s->ino)
+		unlink(s->path);
 	json_tokener_free(s->tok);
 	free(s->clients);
 	free(s);

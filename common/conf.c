@@ -17,6 +17,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "maxima.h"
 
 enum key_type {
 	K_STR,		/* char[size] */
@@ -35,15 +36,19 @@ struct key {
 	size_t			 size;		/* K_STR: field size */
 	uint32_t		 min, max;	/* K_U32 */
 	const struct key	*sub;		/* K_OBJ */
+	const char		*cap;		/* K_U32: max is this cap */
 };
 
 #define OFF(f)		offsetof(struct enid_config, f)
-#define STR(n, f)	{ n, K_STR, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
-#define SECRET(n, f)	{ n, K_SECRET, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL }
-#define U32(n, f, lo, hi) { n, K_U32, OFF(f), 0, lo, hi, NULL }
-#define BOOL(n, f)	{ n, K_BOOL, OFF(f), 0, 0, 0, NULL }
-#define OBJ(n, t)	{ n, K_OBJ, 0, 0, 0, 0, t }
-#define END		{ NULL, K_STR, 0, 0, 0, 0, NULL }
+#define STR(n, f)	{ n, K_STR, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL, NULL }
+#define SECRET(n, f)	{ n, K_SECRET, OFF(f), sizeof(((struct enid_config *)0)->f), 0, 0, NULL, NULL }
+#define U32(n, f, lo, hi) { n, K_U32, OFF(f), 0, lo, hi, NULL, NULL }
+/* hi is one of maxima.h's caps, named (with what it counts) on a refusal */
+#define U32CAP(n, f, lo, hi, what) \
+	{ n, K_U32, OFF(f), 0, lo, hi, NULL, #hi ", " what }
+#define BOOL(n, f)	{ n, K_BOOL, OFF(f), 0, 0, 0, NULL, NULL }
+#define OBJ(n, t)	{ n, K_OBJ, 0, 0, 0, 0, t, NULL }
+#define END		{ NULL, K_STR, 0, 0, 0, 0, NULL, NULL }
 
 static const struct key rate_mutating_keys[] = {
 	U32("capacity", cloud.rate_mutating.capacity, 1, 10000),
@@ -92,9 +97,12 @@ static const struct key cloud_keys[] = {
 static const struct key pool_keys[] = {
 	U32("warm_ip_target", pool.warm_ip_target, 0, 1000),
 	U32("minimum_ip_target", pool.minimum_ip_target, 0, 1000),
-	U32("warm_eni_target", pool.warm_eni_target, 0, 64),
-	U32("max_pods", pool.max_pods, 0, 10000),
-	U32("max_enis", pool.max_enis, 0, 64),
+	U32CAP("warm_eni_target", pool.warm_eni_target, 0, ENID_MAX_ENIS,
+	    "ENIs on a node"),
+	U32CAP("max_pods", pool.max_pods, 0, ENID_MAX_PODS,
+	    "pods with an address on a node"),
+	U32CAP("max_enis", pool.max_enis, 0, ENID_MAX_ENIS,
+	    "ENIs on a node, the primary included"),
 	U32("ip_cooldown_s", pool.ip_cooldown_s, 0, 3600),
 	U32("add_timeout_s", pool.add_timeout_s, 1, 600),
 	U32("shrink_delay_s", pool.shrink_delay_s, 0, 86400),
@@ -122,11 +130,11 @@ static const struct key top_keys[] = {
 	STR("admin_group", admin_group),
 	STR("runtime_dir", runtime_dir),
 	STR("state_dir", state_dir),
-	{ "log_level", K_LEVEL, OFF(log_level), 0, 0, 0, NULL },
+	{ "log_level", K_LEVEL, OFF(log_level), 0, 0, 0, NULL, NULL },
 	STR("cluster_name", cluster_name),
 	OBJ("cloud", cloud_keys),
 	OBJ("pool", pool_keys),
-	{ "subnets", K_SUBNETS, 0, 0, 0, 0, NULL },
+	{ "subnets", K_SUBNETS, 0, 0, 0, 0, NULL, NULL },
 	OBJ("routing", routing_keys),
 	U32("reconcile_interval_s", reconcile_interval_s, 5, 86400),
 	OBJ("leak_gc", leak_gc_keys),
@@ -344,6 +352,9 @@ parse_value(struct json_object *v, const struct key *k,
 		if (errno != 0 || n >= INT64_MAX || n <= INT64_MIN)
 			return fail(pe, path, "integer too large (range %u..%u)",
 			    k->min, k->max);
+		if (n > (int64_t)k->max && k->cap != NULL)
+			return fail(pe, path, "%lld is above %u, the most one "
+			    "enid holds (%s)", (long long)n, k->max, k->cap);
 		if (n < (int64_t)k->min || n > (int64_t)k->max)
 			return fail(pe, path, "%lld out of range %u..%u",
 			    (long long)n, k->min, k->max);

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "maxima.h"
+
 #define MSG_PROTO_VERSION	1
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
@@ -42,7 +44,7 @@
 #define MSG_MAX_CIDRS		8
 #define MSG_MAX_SGS		8
 #define MSG_MAX_SUBNETS		16
-#define MSG_MAX_ENI_ADDRS	64	/* EC2's largest is 50 per ENI */
+#define MSG_MAX_ENI_ADDRS	ENID_MAX_ENI_ADDRS	/* maxima.h: secondary */
 #define MSG_MAX_INSTANCE_IDS	32	/* per existence check */
 
 /* Who is at each end of a channel. */

@@ -445,7 +445,7 @@ policy_check_pod_count(const struct netd_policy *p, uint32_t npods,
     bool pod_has_rules)
 {
 	if (!pod_has_rules && npods >= p->max_pods)
-		return "pod limit reached (pool.max_pods, or 50 per ENI)";
+		return "pod limit reached (pool.max_pods, or 64 per ENI)";
 	return NULL;
 }
 

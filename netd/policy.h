@@ -16,9 +16,12 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "maxima.h"
 #include "msg.h"
 
 #define NETD_MAX_ENIS		CONF_TABLE_SPAN	/* one table each */
+_Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
+    "netd must take every ENI the pool may hold");
 /* EC2 VPC CIDR blocks are /16 to /28. */
 #define NETD_MIN_VPC_PREFIX	16
 #define NETD_MAX_VPC_PREFIX	28
@@ -35,11 +38,13 @@
 #define NETD_PROTO		233
 
 /*
- * The pod cap when pool.max_pods is not set: EC2's most addresses on one
- * ENI times pool.max_enis, or times NETD_MAX_ENIS when that is not set
- * either (the cloud's own limit is not taken on trust).
+ * The pod cap when pool.max_pods is not set: the most addresses the pool
+ * gives pods on one ENI (its secondary ones, maxima.h) times
+ * pool.max_enis, or times NETD_MAX_ENIS when that is not set either (the
+ * cloud's own limit is not taken on trust).  Never below what the pool
+ * may hand out, so that netd never refuses a pod the pool admitted.
  */
-#define NETD_PODS_PER_ENI	50
+#define NETD_PODS_PER_ENI	ENID_MAX_ENI_ADDRS
 
 /* Reserved tables: unspec, default, main, local. */
 #define NETD_TABLE_UNSPEC	0

@@ -160,10 +160,10 @@ journal(const struct checkpoint *snap, const uint8_t *buf, size_t len)
 	rc = journal_replay(&c, buf, len, &r, err, sizeof(err));
 	if (rc == -2)
 		goto out;		/* out of memory: nothing to hold */
-	if (rc == -1 && (err[0] == '\0' ||
+	if ((rc == -1 || rc == CKPT_NEWER) && (err[0] == '\0' ||
 	    strnlen(err, sizeof(err)) >= sizeof(err)))
 		__builtin_trap();
-	if (rc != 0 && rc != -1)
+	if (rc != 0 && rc != -1 && rc != CKPT_NEWER)
 		__builtin_trap();
 	if (checkpoint_check(&c, err, sizeof(err)) != 0)
 		__builtin_trap();
@@ -194,18 +194,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *nul;
 	size_t snap = size;
 	char err[256];
+	int64_t version;
+	int rc;
 
 	if ((nul = memchr(data, '\0', size)) != NULL)
 		snap = (size_t)(nul - data);
 	/* data is not NUL-terminated: the parser must not look past size */
-	if (checkpoint_parse((const char *)data, snap, &c, err,
-	    sizeof(err)) == -1) {
+	if ((rc = checkpoint_parse((const char *)data, snap, &c, err,
+	    sizeof(err))) != 0) {
+		if (rc != -1 && rc != CKPT_NEWER)
+			__builtin_trap();
 		if (err[0] == '\0' || strnlen(err, sizeof(err)) >= sizeof(err))
 			__builtin_trap();
 		if (!empty(&c))
 			__builtin_trap();
 		return 0;
 	}
+	/* The probe as root never refuses what the load accepts. */
+	if (checkpoint_peek_version((const char *)data, snap, &version) == 0 &&
+	    version > CKPT_VERSION)
+		__builtin_trap();
 	if (ckpt_arena_blocks(&c.arena) > 1)
 		__builtin_trap();
 	snapshot_round_trip(&c);

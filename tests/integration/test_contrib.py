@@ -75,7 +75,7 @@ ROOT_CAP_FAILURE = {
     "CAP_SETGID": (r"enid\[\d+\]: .*privilege drop: setgroups",) * 2,
     "CAP_SETPCAP": (r"privilege drop: dropping capability \d+ from the "
                     r"bounding set",) * 2,
-    "CAP_CHOWN": (r"setting owner and mode of \S+/run: Operation not",) * 2,
+    "CAP_CHOWN": (r"enid\.lock: giving it to uid \d+: Operation not",) * 2,
     "CAP_FOWNER": (r"setting owner and mode of \S+/run: Operation not",) * 2,
     "CAP_DAC_OVERRIDE": (r"ctl\.sock: bind: Permission denied",
                          r"/state: not a directory we can use"),

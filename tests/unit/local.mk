@@ -32,11 +32,12 @@ tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
 
 # The broker's checkpoint: text, rules, its journal, and the files (no
-# root needed; as root a case runs a child that gives it up); the CNI and
-# ctl request parsers.
+# root needed; as root a case runs a child that gives it up); the lock
+# that keeps a second enid off the node; the CNI and ctl request parsers.
 if HAVE_CMOCKA
 UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash \
-	tests/unit/test_journal tests/unit/test_cnireq tests/unit/test_ctlreq
+	tests/unit/test_journal tests/unit/test_cnireq tests/unit/test_ctlreq \
+	tests/unit/test_nodelock
 check_PROGRAMS += $(UNIT_BROKER)
 TESTS += $(UNIT_BROKER)
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
@@ -48,6 +49,9 @@ tests_unit_test_checkpoint_crash_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_journal_SOURCES = tests/unit/test_journal.c
 tests_unit_test_journal_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_journal_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_nodelock_SOURCES = tests/unit/test_nodelock.c
+tests_unit_test_nodelock_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_nodelock_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_cnireq_SOURCES = tests/unit/test_cnireq.c
 tests_unit_test_cnireq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_cnireq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)

@@ -6,6 +6,7 @@
  * moved aside with a message naming the file and the cause.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -586,7 +587,10 @@ static const struct bad bad_cases[] = {
 	/* version; version 1 has no generation, version 2 one */
 	{ { TOP, "version", DROP }, "missing key \"version\"" },
 	{ { TOP, "version", "3" },
-	  "version: unsupported version 3 (this enid reads 1 and 2)" },
+	  "version: format version 3, newer than the 2 this enid reads (a "
+	  "newer enid wrote it)" },
+	{ { TOP, "version", "-1" },
+	  "version: unsupported version -1 (this enid reads 1 and 2)" },
 	{ { TOP, "version", "0" },
 	  "version: unsupported version 0 (this enid reads 1 and 2)" },
 	{ { TOP, "generation", "7" }, "generation: unknown key" },
@@ -1104,7 +1108,8 @@ test_check_structs(void **state)
 	snprintf(c.instance_id, sizeof(c.instance_id), "i-1");
 
 	c.npods = CKPT_MAX_PODS + 1;
-	assert_string_equal(check_err(&c), "pods: more than 4096 entries");
+	assert_string_equal(check_err(&c), "pods: 4097 entries, more than the "
+	    "4096 a checkpoint holds (ENID_MAX_RECORDED_PODS)");
 	c.npods = 2;
 	c.cooling = NULL;
 	assert_string_equal(check_err(&c), "entries counted but not given");
@@ -1526,6 +1531,118 @@ test_load_bad_files(void **state)
 	dir_close(&d);
 }
 
+/* How many names d holds. */
+static int
+entries(const struct dir *d)
+{
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	dir = opendir(d->path);
+	assert_non_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A newer format is no damage: parse says CKPT_NEWER (only for a version
+ * above ours), and the load leaves the file where it is, byte for byte,
+ * nothing moved aside.
+ */
+static void
+test_newer_version_left_in_place(void **state)
+{
+	static const struct { const char *version; int rc; } cases[] = {
+		{ "3", CKPT_NEWER }, { "4", CKPT_NEWER },
+		{ "9223372036854775807", CKPT_NEWER },
+		{ "0", -1 }, { "-3", -1 }, { "\"3\"", -1 }, { "3.0", -1 },
+	};
+	struct checkpoint c;
+	struct dir d;
+	char err[1024], *text, *back;
+	const char *t;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < N(cases); i++) {
+		t = build(&(struct spoil){ TOP, "version", cases[i].version });
+		if (checkpoint_parse(t, strlen(t), &c, err, sizeof(err)) !=
+		    cases[i].rc)
+			fail_msg("version %s: not %d: %s", cases[i].version,
+			    cases[i].rc, err);
+	}
+
+	dir_open(&d, "enid-ckpt");
+	text = strdup(build(&(struct spoil){ TOP, "version", "3" }));
+	assert_non_null(text);
+	put_file(&d, CKPT_FILE, text);
+	assert_int_equal(checkpoint_load(d.fd, CKPT_FILE, &c, err,
+	    sizeof(err)), CKPT_NEWER);
+	assert_string_equal(err, "checkpoint.json: version: format version "
+	    "3, newer than the 2 this enid reads (a newer enid wrote it); "
+	    "left in place");
+	assert_int_equal(c.npods, 0);
+	back = slurp(&d, CKPT_FILE, &len);
+	assert_int_equal(len, strlen(text));
+	assert_memory_equal(back, text, len);
+	assert_int_equal(entries(&d), 1);	/* nothing moved aside */
+	free(text);
+	dir_close(&d);
+}
+
+/* The version read by hand, as root reads it before the drop: only in
+ * the shape enid writes, agreeing with the parser there. */
+static void
+test_peek_version(void **state)
+{
+	static const struct { const char *text; int rc; int64_t v; } cases[] = {
+		{ "{\"version\": 2, \"generation\": 1", 0, 2 },
+		{ "{\"version\":3}", 0, 3 },
+		{ " \n{ \"version\" :\t17 ,", 0, 17 },
+		{ "{\"version\": 999999999999999999,", 0, 999999999999999999 },
+		{ "{\"version\": 9999999999999999999,", -1, 0 },
+		{ "{\"version\": 3.5,", -1, 0 },
+		{ "{\"version\": 3e2,", -1, 0 },
+		{ "{\"version\": -3,", -1, 0 },
+		{ "{\"version\": \"3\",", -1, 0 },
+		{ "{\"version\": 3", -1, 0 },
+		{ "{\"generation\": 1, \"version\": 3}", -1, 0 },
+		{ "[\"version\", 3]", -1, 0 },
+		{ "{\"versions\": 3}", -1, 0 },
+		{ "", -1, 0 },
+		{ "{", -1, 0 },
+	};
+	struct checkpoint c;
+	char err[512], *text;
+	int64_t v;
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < N(cases); i++) {
+		v = -1;
+		if (checkpoint_peek_version(cases[i].text,
+		    strlen(cases[i].text), &v) != cases[i].rc)
+			fail_msg("case %zu: not %d", i, cases[i].rc);
+		if (cases[i].rc == 0 && v != cases[i].v)
+			fail_msg("case %zu: %lld", i, (long long)v);
+	}
+	/* what enid writes, it reads back */
+	text = many(2, 1);
+	assert_int_equal(checkpoint_parse(text, strlen(text), &c, err,
+	    sizeof(err)), 0);
+	free(text);
+	text = checkpoint_format(&c, &len);
+	assert_non_null(text);
+	assert_int_equal(checkpoint_peek_version(text, len, &v), 0);
+	assert_int_equal(v, CKPT_VERSION);
+	free(text);
+	checkpoint_free(&c);
+}
+
 /* A checkpoint this process may not read is no corrupt one: left in place
  * (-2).  As root, a child that has given up root tries. */
 static void
@@ -1587,6 +1704,8 @@ main(void)
 		cmocka_unit_test(test_write_failures_keep_old),
 		cmocka_unit_test(test_load_bad_files),
 		cmocka_unit_test(test_load_unreadable_stays),
+		cmocka_unit_test(test_newer_version_left_in_place),
+		cmocka_unit_test(test_peek_version),
 	};
 
 	init_alphabets();

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "conf.h"
+#include "maxima.h"
 #include "log.h"
 
 static struct enid_config cfg;
@@ -58,7 +59,7 @@ static const struct bad bad_cases[] = {
 	{ "{\"pool\": {\"add_timeout_s\": 0}}",
 	  "pool.add_timeout_s: 0 out of range 1..600" },
 	{ "{\"pool\": {\"max_enis\": 99999999999999999999}}",
-	  "pool.max_enis: integer too large (range 0..64)" },
+	  "pool.max_enis: integer too large (range 0..32)" },
 	{ "{\"pool\": {\"max_enis\": 2.5}}",
 	  "pool.max_enis: expected an integer, got double" },
 	{ "{\"pool\": {\"warm\": 1}}", "pool.warm: unknown key" },
@@ -344,11 +345,11 @@ static const struct u32_key u32_keys[] = {
 	  NULL, NULL, NULL },
 	{ "pool.minimum_ip_target", CFG_OFF(pool.minimum_ip_target), 0, 1000,
 	  NULL, NULL, NULL },
-	{ "pool.warm_eni_target", CFG_OFF(pool.warm_eni_target), 0, 64,
+	{ "pool.warm_eni_target", CFG_OFF(pool.warm_eni_target), 0, 32,
 	  NULL, NULL, NULL },
-	{ "pool.max_pods", CFG_OFF(pool.max_pods), 0, 10000,
+	{ "pool.max_pods", CFG_OFF(pool.max_pods), 0, 2048,
 	  NULL, NULL, NULL },
-	{ "pool.max_enis", CFG_OFF(pool.max_enis), 0, 64, NULL, NULL, NULL },
+	{ "pool.max_enis", CFG_OFF(pool.max_enis), 0, 32, NULL, NULL, NULL },
 	{ "pool.ip_cooldown_s", CFG_OFF(pool.ip_cooldown_s), 0, 3600,
 	  NULL, NULL, NULL },
 	{ "pool.add_timeout_s", CFG_OFF(pool.add_timeout_s), 1, 600,
@@ -378,6 +379,71 @@ static const struct u32_key u32_keys[] = {
 	  NULL, NULL, NULL },
 };
 
+/* The keys whose maximum is one of maxima.h's caps, and how a value
+ * above it is refused: naming the cap. */
+static const char *
+cap_of(const char *path)
+{
+	static const struct { const char *path, *cap; } caps[] = {
+		{ "pool.warm_eni_target", "ENID_MAX_ENIS, ENIs on a node" },
+		{ "pool.max_pods", "ENID_MAX_PODS, pods with an address on a "
+		  "node" },
+		{ "pool.max_enis", "ENID_MAX_ENIS, ENIs on a node, the primary "
+		  "included" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (strcmp(caps[i].path, path) == 0)
+			return caps[i].cap;
+	return NULL;
+}
+
+/*
+ * The limits agree (issue 27): what the configuration accepts is what
+ * the pool, the messages and the checkpoint hold, and more is refused
+ * naming the cap; values the old bounds took are refused now.
+ */
+static void
+test_caps_agree(void **state)
+{
+	static const struct { const char *text, *err; } cases[] = {
+		{ "{\"pool\": {\"max_enis\": 33}}", "pool.max_enis: 33 is above "
+		  "32, the most one enid holds (ENID_MAX_ENIS, ENIs on a node, "
+		  "the primary included)" },
+		{ "{\"pool\": {\"max_enis\": 64}}", "pool.max_enis: 64 is above "
+		  "32, the most one enid holds (ENID_MAX_ENIS, ENIs on a node, "
+		  "the primary included)" },
+		{ "{\"pool\": {\"max_pods\": 2049}}", "pool.max_pods: 2049 is "
+		  "above 2048, the most one enid holds (ENID_MAX_PODS, pods "
+		  "with an address on a node)" },
+		{ "{\"pool\": {\"max_pods\": 10000}}", "pool.max_pods: 10000 is "
+		  "above 2048, the most one enid holds (ENID_MAX_PODS, pods "
+		  "with an address on a node)" },
+		{ "{\"pool\": {\"warm_eni_target\": 33}}", "pool.warm_eni_target: "
+		  "33 is above 32, the most one enid holds (ENID_MAX_ENIS, ENIs "
+		  "on a node)" },
+		{ "{\"pool\": {\"max_enis\": 32, \"max_pods\": 2048, "
+		  "\"warm_eni_target\": 32}}", NULL },
+	};
+	const char *err;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(ENID_MAX_ENIS, 32);
+	assert_int_equal(ENID_MAX_PODS, ENID_MAX_ENIS * ENID_MAX_ENI_ADDRS);
+	assert_true(ENID_MAX_RECORDED_PODS >= 2 * ENID_MAX_PODS);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err = parse_err(cases[i].text);
+		if (cases[i].err == NULL && err != NULL)
+			fail_msg("%s refused: %s", cases[i].text, err);
+		if (cases[i].err != NULL && (err == NULL ||
+		    strcmp(err, cases[i].err) != 0))
+			fail_msg("%s\n  got:    %s\n  wanted: %s", cases[i].text,
+			    err ? err : "(accepted)", cases[i].err);
+	}
+}
+
 static void
 expect_u32(const struct u32_key *k, long long v, const char *want_err)
 {
@@ -394,7 +460,13 @@ expect_u32(const struct u32_key *k, long long v, const char *want_err)
 		assert_int_equal(*(uint32_t *)(void *)((char *)&cfg + k->off),
 		    v);
 	} else {
-		if (strcmp(want_err, "range") == 0) {
+		if (strcmp(want_err, "range") == 0 && v > k->max &&
+		    cap_of(k->path) != NULL) {
+			snprintf(wanted, sizeof(wanted), "%s: %lld is above "
+			    "%u, the most one enid holds (%s)", k->path, v,
+			    k->max, cap_of(k->path));
+			want_err = wanted;
+		} else if (strcmp(want_err, "range") == 0) {
 			snprintf(wanted, sizeof(wanted), "%s: %lld out of "
 			    "range %u..%u", k->path, v, k->min, k->max);
 			want_err = wanted;
@@ -738,6 +810,7 @@ main(void)
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_load_file_errors),
 		cmocka_unit_test(test_u32_bounds),
+		cmocka_unit_test(test_caps_agree),
 		cmocka_unit_test(test_string_bounds),
 		cmocka_unit_test(test_subnet_bounds),
 		cmocka_unit_test(test_cross_key_edges),

@@ -777,6 +777,74 @@ test_max_generation(void **state)
 	assert_int_equal(journal_max_generation(buf, sizeof(buf), &at), 44);
 }
 
+/* The record at rec made one of format version v, CRC and all, as a
+ * newer enid that kept the header would write it. */
+static void
+reframe(uint8_t *rec, uint8_t v)
+{
+	uint32_t len = (uint32_t)rec[4] | (uint32_t)rec[5] << 8 |
+	    (uint32_t)rec[6] << 16 | (uint32_t)rec[7] << 24;
+	uint32_t crc;
+	int i;
+
+	rec[3] = v;
+	crc = journal_crc32(0, rec, 24);
+	crc = journal_crc32(crc, rec + JOURNAL_HDR_LEN, len);
+	for (i = 0; i < 4; i++)
+		rec[24 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+/*
+ * A whole record of a newer format (the magic's last byte above ours)
+ * where replay would go on is a newer enid's journal: CKPT_NEWER, named,
+ * with the records before it applied.  Not whole (a flipped bit), it is
+ * only torn; a lower byte is no record.
+ */
+static void
+test_replay_newer_format(void **state)
+{
+	struct history h;
+	struct checkpoint c;
+	struct journal_replay r;
+	char err[512], expect[256];
+	uint8_t *file;
+	size_t k;
+
+	(void)state;
+	history_make(&h, 6, 3, 0xab);
+	file = malloc(h.len);
+	assert_non_null(file);
+	for (k = 0; k < 5; k++) {
+		memcpy(file, h.buf, h.len);
+		file[h.at[k] + 3] = JOURNAL_VERSION + 1;	/* CRC: torn */
+		assert_int_equal(replay(&h, file, h.len, &c, &r), k);
+		checkpoint_free(&c);
+		reframe(file + h.at[k], JOURNAL_VERSION + 1);
+		copy_checkpoint(&h.state[0], &c);
+		assert_int_equal(journal_replay(&c, file, h.len, &r, err,
+		    sizeof(err)), CKPT_NEWER);
+		snprintf(expect, sizeof(expect), "the record at offset %zu is "
+		    "of format version 2, newer than the 1 this enid reads (a "
+		    "newer enid wrote it)", h.at[k]);
+		assert_string_equal(err, expect);
+		expect_state(&h, &c, k);
+		checkpoint_free(&c);
+
+		/* 0 there: not ours, not newer either... */
+		reframe(file + h.at[k], 0);
+		assert_int_equal(replay(&h, file, h.len, &c, &r), k);
+		checkpoint_free(&c);
+	}
+	/* ...and beyond where replay stops, a newer record is stale */
+	memcpy(file, h.buf, h.len);
+	reframe(file + h.at[3], JOURNAL_VERSION + 1);
+	file[h.at[1] + 8] ^= 1;		/* CRC: replay stops at 1 */
+	assert_int_equal(replay(&h, file, h.len, &c, &r), 1);
+	checkpoint_free(&c);
+	free(file);
+	history_free(&h);
+}
+
 /* ---- the store on disk ---- */
 
 /* How many names in d start with prefix; they are removed. */
@@ -960,6 +1028,224 @@ test_store_save_and_load(void **state)
 	ckpt_store_close(&s);
 	assert_false(exists(&d, ".checkpoint.journal.tmp"));
 	assert_false(exists(&d, ".checkpoint.json.tmp"));
+	dir_close(&d);
+}
+
+/*
+ * A newer enid's snapshot or journal (a downgrade): the probe and the load
+ * say CKPT_NEWER, name the file, both versions and what to do, and leave
+ * both files byte for byte, nothing moved aside.
+ */
+static void
+test_store_newer_left_in_place(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c;
+	struct world w;
+	struct dir d;
+	char note[512], err[1024], *snap, *p;
+	uint8_t *journal, *snap2, *journal2;
+	enum ckpt_saved saved;
+	size_t snaplen, jlen, len;
+	int i;
+
+	(void)state;
+	store_first(&s, &d, &w, 0x77);
+	for (i = 2, saved = CKPT_SAVED_NOTHING; saved != CKPT_SAVED_RECORD;
+	    i++) {
+		assert_true(i < 50);
+		world_step(&w);
+		saved = save(&s, &d, &w, i);
+		assert_int_not_equal(saved, CKPT_SAVED_SNAPSHOT);
+	}
+	ckpt_store_close(&s);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+
+	/* the journal's first record of a newer format */
+	journal = file_bytes(&d, CKPT_JOURNAL_FILE, &jlen);
+	reframe(journal, JOURNAL_VERSION + 1);
+	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
+	snap = file_bytes(&d, CKPT_FILE, &snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
+	    CKPT_NEWER);
+	assert_int_equal(strncmp(err, "checkpoint.journal: the record at "
+	    "offset 0 is of format version 2, newer than the 1 this enid "
+	    "reads (a newer enid wrote it); left in place; nothing was "
+	    "changed.  Run the newer enid that wrote it, or", 160), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_non_null(strstr(err, "move checkpoint.json and "
+	    "checkpoint.journal out of the state directory by hand"));
+	assert_int_equal(c.npods, 0);
+	snap2 = file_bytes(&d, CKPT_FILE, &len);
+	assert_int_equal(len, snaplen);
+	assert_memory_equal(snap2, snap, len);
+	free(snap2);
+	journal2 = file_bytes(&d, CKPT_JOURNAL_FILE, &len);
+	assert_int_equal(len, jlen);
+	assert_memory_equal(journal2, journal, len);
+	free(journal2);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 0);
+
+	/* the snapshot of a newer format: the journal is not even read */
+	reframe(journal, JOURNAL_VERSION);
+	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
+	p = strstr(snap, "\"version\": 2");
+	assert_non_null(p);
+	p[strlen("\"version\": ")] = '9';
+	put_bytes(&d, CKPT_FILE, snap, snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
+	    CKPT_NEWER);
+	assert_int_equal(strncmp(err, "checkpoint.json: version: format "
+	    "version 9, newer than the 2 this enid reads", 70), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_non_null(strstr(err, "Run the newer enid"));
+	snap2 = file_bytes(&d, CKPT_FILE, &len);
+	assert_memory_equal(snap2, snap, snaplen);
+	free(snap2);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 0);
+
+	/* a newer snapshot of another shape: not the probe's to see (it
+	 * parses no JSON), the load refuses it all the same */
+	free(snap);
+	snap = (char *)strdup("{\"generation\": 1, \"version\": 3, "
+	    "\"instance_id\": \"i-1\", \"written\": 1, \"pods\": [], "
+	    "\"cooling\": []}");
+	assert_non_null(snap);
+	snaplen = strlen(snap);
+	put_bytes(&d, CKPT_FILE, snap, snaplen);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
+	    CKPT_NEWER);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 0);
+
+	/* damage is still moved aside; the probe leaves it to the load */
+	put_bytes(&d, CKPT_FILE, snap, snaplen / 2);
+	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)), 0);
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), -1);
+	assert_int_equal(take_aside(&d, "checkpoint.json.corrupt"), 1);
+	assert_int_equal(take_aside(&d, "checkpoint.journal.corrupt"), 1);
+	free(snap);
+	free(journal);
+	dir_close(&d);
+}
+
+/* n pods and ncool cooling addresses, all distinct, of w's instance. */
+static void
+crowd(struct checkpoint *c, size_t n, size_t ncool, int64_t written)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->instance_id, sizeof(c->instance_id), "i-0123456789abcdef0");
+	c->written = written;
+	c->pods = calloc(n + 1, sizeof(*c->pods));
+	c->cooling = calloc(ncool + 1, sizeof(*c->cooling));
+	assert_non_null(c->pods);
+	assert_non_null(c->cooling);
+	for (i = 0; i < n; i++) {
+		struct ckpt_pod *p = &c->pods[c->npods++];
+
+		p->container_id = cdup(c, "crowd%zu", i);
+		p->ifname = "eth0";
+		p->k8s_namespace = p->k8s_name = p->k8s_uid = "";
+		p->ip = htonl(0x0a400000u + (uint32_t)i);
+		p->eni_id = cdup(c, "eni-%zx", i / 64);
+		p->since = 1700000000;
+	}
+	for (i = 0; i < ncool; i++) {
+		struct ckpt_cooling *k = &c->cooling[c->ncooling++];
+
+		k->ip = htonl(0x0a800000u + (uint32_t)i);
+		k->eni_id = "eni-1";
+		k->until = 1700000100;
+	}
+}
+
+/*
+ * The limits agree (issue 27): a checkpoint holds exactly
+ * ENID_MAX_RECORDED_PODS pods and cooling addresses, saved and read
+ * back whole; one more is a save that fails, naming the cap, by record
+ * and by snapshot alike, and leaves the files as they were.  Nothing is
+ * ever left out to make it fit.
+ */
+static void
+test_store_caps(void **state)
+{
+	struct ckpt_store s;
+	struct checkpoint c, back;
+	struct dir d;
+	enum ckpt_saved saved;
+	char note[512], warn[512], err[1024];
+	uint8_t *snap, *journal, *after;
+	size_t snaplen, jlen, len;
+	int pass;
+
+	(void)state;
+	assert_int_equal(CKPT_MAX_PODS, ENID_MAX_RECORDED_PODS);
+	assert_int_equal(CKPT_MAX_COOLING, ENID_MAX_RECORDED_COOLING);
+	assert_true(CKPT_MAX_PODS >= 2 * ENID_MAX_PODS);
+	dir_open(&d, "enid-journal");
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err), 1);
+	crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING, 1);
+	if (ckpt_store_save(&s, d.fd, &c, &saved, warn, sizeof(warn), err,
+	    sizeof(err)) != 0)
+		fail_msg("at the caps: %s", err);
+	assert_int_equal(saved, CKPT_SAVED_SNAPSHOT);
+	/* one more pod, then one more cooling address; each as a record,
+	 * then as a snapshot (the first save after a load) */
+	for (pass = 0; pass < 4; pass++) {
+		if (pass % 2 == 1) {
+			ckpt_store_close(&s);
+			assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &back,
+			    note, err), 0);
+			checkpoint_free(&back);
+			assert_true(s.compact);
+		} else if (s.compact) {
+			/* a failed snapshot leaves the next save one too:
+			 * a good one first, at the caps */
+			crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING, 3);
+			assert_int_equal(ckpt_store_save(&s, d.fd, &c, &saved,
+			    warn, sizeof(warn), err, sizeof(err)), 0);
+			assert_false(s.compact);
+		}
+		snap = file_bytes(&d, CKPT_FILE, &snaplen);
+		journal = file_bytes(&d, CKPT_JOURNAL_FILE, &jlen);
+		if (pass < 2)
+			crowd(&c, CKPT_MAX_PODS + 1, CKPT_MAX_COOLING, 2);
+		else
+			crowd(&c, CKPT_MAX_PODS, CKPT_MAX_COOLING + 1, 2);
+		assert_int_equal(ckpt_store_save(&s, d.fd, &c, &saved, warn,
+		    sizeof(warn), err, sizeof(err)), -1);
+		if (pass < 2)
+			assert_non_null(strstr(err, "refused by its own rules: "
+			    "pods: 4097 entries, more than the 4096 a "
+			    "checkpoint holds (ENID_MAX_RECORDED_PODS)"));
+		else
+			assert_non_null(strstr(err, "refused by its own rules: "
+			    "cooling: 4097 entries, more than the 4096 a "
+			    "checkpoint holds (ENID_MAX_RECORDED_COOLING)"));
+		after = file_bytes(&d, CKPT_FILE, &len);
+		assert_int_equal(len, snaplen);
+		assert_memory_equal(after, snap, len);
+		free(after);
+		after = file_bytes(&d, CKPT_JOURNAL_FILE, &len);
+		assert_int_equal(len, jlen);
+		assert_memory_equal(after, journal, len);
+		free(after);
+		free(snap);
+		free(journal);
+	}
+	ckpt_store_close(&s);
+	/* what is on disk is the whole of the last save that succeeded */
+	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &back, note, err), 0);
+	assert_int_equal(back.npods, CKPT_MAX_PODS);
+	assert_int_equal(back.ncooling, CKPT_MAX_COOLING);
+	checkpoint_free(&back);
+	ckpt_store_close(&s);
 	dir_close(&d);
 }
 
@@ -1481,6 +1767,9 @@ main(void)
 		cmocka_unit_test(test_replay_generation_and_sequence),
 		cmocka_unit_test(test_replay_bad_content),
 		cmocka_unit_test(test_max_generation),
+		cmocka_unit_test(test_replay_newer_format),
+		cmocka_unit_test(test_store_newer_left_in_place),
+		cmocka_unit_test(test_store_caps),
 		cmocka_unit_test(test_store_save_and_load),
 		cmocka_unit_test(test_store_full_journal),
 		cmocka_unit_test(test_store_keeps_own_strings),

@@ -1,0 +1,37 @@
+/*
+ * How much one node's enid holds, in one place: the configuration
+ * refuses what lies beyond these (naming the cap), and the pool, the
+ * internal messages, the checkpoint and enid-netd size themselves from
+ * them, so that no limit can be met in one and silently cut in another.
+ * A larger node (prefix delegation: 16 addresses a block) is a change
+ * here, checked at build time against what depends on it.
+ */
+#ifndef ENID_MAXIMA_H
+#define ENID_MAXIMA_H
+
+/* ENIs on one node, its primary included (EC2's most: 15). */
+#define ENID_MAX_ENIS		32
+/* Secondary addresses on one ENI, those pods take; its primary address
+ * besides (EC2's most: 49, of 50). */
+#define ENID_MAX_ENI_ADDRS	64
+/* Pods holding an address at once, one each (2048); the most
+ * pool.max_pods may be. */
+#define ENID_MAX_PODS		(ENID_MAX_ENIS * ENID_MAX_ENI_ADDRS)
+/*
+ * Pods the checkpoint records: those holding an address, and as many
+ * again whose address the cloud took back (lost), which are kept until
+ * the runtime deletes them.  An ADD past it is refused; a save past it
+ * fails (nothing is ever left out of one).
+ */
+#define ENID_MAX_RECORDED_PODS	4096
+/* Released addresses the checkpoint records as cooling: every secondary
+ * address of every ENI, and as many again restored from the last start. */
+#define ENID_MAX_RECORDED_COOLING 4096
+
+_Static_assert(ENID_MAX_RECORDED_PODS >= 2 * ENID_MAX_PODS,
+    "the checkpoint must hold every pod with an address and as many lost");
+_Static_assert(ENID_MAX_RECORDED_COOLING >=
+    2 * ENID_MAX_ENIS * ENID_MAX_ENI_ADDRS,
+    "the checkpoint must hold every address cooling, twice");
+
+#endif /* ENID_MAXIMA_H */
