@@ -32,7 +32,7 @@
  * or iproute2's rt_protos reserve, so what carries it is netd's, also
  * after a restart, and what lacks it is someone else's.
  */
-#define NETD_PROTO		233
+#define NETD_PROTO		ENID_RULE_PROTO
 
 /*
  * The pod cap when pool.max_pods is not set: EC2's most addresses on one
