@@ -1187,7 +1187,8 @@ pods_serve_waiters(struct broker *b)
 		if ((p = pod_find(b, w->container_id, w->ifname)) != NULL) {
 			/* Added meanwhile by a retry: the same answer. */
 			ref = waiter_take(b, w);
-			if (p->state == POD_READY && !p->lost)
+			if (p->state == POD_READY && !p->lost &&
+			    !p->req.active && !p->netd_waiting)
 				pod_answer_again(b, &ref, p);
 			else
 				jref_error(&ref, "busy", "this attachment "
@@ -1236,6 +1237,13 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 				jref_error(ref, "address-lost", "this "
 				    "attachment's address is gone (%s); delete "
 				    "it first", p->lost_why);
+			else if (p->req.active || p->netd_waiting)
+				/* Restored, its rules asked for again: the
+				 * plugin routes the address only once
+				 * netd's rule for it is seen, so the
+				 * answer waits until it is there. */
+				jref_error(ref, "busy", "this attachment's "
+				    "rules are being restored; try again");
 			else
 				/* Idempotent: the same address again. */
 				pod_answer_again(b, ref, p);
