@@ -567,12 +567,16 @@ cmd_add_main(void)
 			    "peer of %s", c->ifname, host);
 		goto undo;
 	}
-	/* Only the address is taken from the answer; the prefix (32), the
-	 * gateway and the MTU are the plugin's own. */
-	have_own = vet(ip, h.ifindex, host);
+	/*
+	 * Only the address is taken from the answer; the prefix (32), the
+	 * gateway and the MTU are the plugin's own.  A refusal takes the
+	 * pair this ADD made, and leaves a repeated ADD's as it was.
+	 */
+	have_own = vet(ip, h.ifindex, created ? host : NULL);
 	if ((rc = wire_configure(&cni.w, &h, &p, ip, have_own, err,
 	    sizeof(err))) == 1)
-		refuse(host, CNI_ERR_ADDR_ROUTED, "ADD: %s", err);
+		refuse(created ? host : NULL, CNI_ERR_ADDR_ROUTED, "ADD: %s",
+		    err);
 	if (rc == -1)
 		goto undo;
 
