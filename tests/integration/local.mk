@@ -14,4 +14,5 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_chaos_regressions.py \
 	tests/integration/simec2.py tests/integration/netd_helpers.py \
 	tests/integration/test_metrics.py tests/integration/test_netd.py \
-	tests/integration/test_netd_hostile.py
+	tests/integration/test_netd_hostile.py \
+	tests/integration/test_cni_hostile.py tests/integration/fake_cnisock.py
