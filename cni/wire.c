@@ -594,7 +594,6 @@ wire_configure(struct wire *w, const struct wire_link *host,
 struct vet {
 	uint32_t	 ip;
 	int		 own;		/* the host end's ifindex, or 0 */
-	struct nl_cache	*links;
 	bool		 have_own;
 	bool		 proven;
 	bool		 gateway;	/* of the route being looked at */
@@ -620,11 +619,16 @@ vet_refuse(struct vet *v, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A link's name for a refusal's message (only then: no dump of links
+ * on the way to an accepted address). */
 static void
-ifname_of(struct vet *v, int ifindex, char *out, size_t size)
+ifname_of(int ifindex, char *out, size_t size)
 {
-	if (v->links == NULL || rtnl_link_i2name(v->links, ifindex, out,
-	    size) == NULL)
+	char name[IF_NAMESIZE];
+
+	if (ifindex > 0 && if_indextoname((unsigned)ifindex, name) != NULL)
+		snprintf(out, size, "%s", name);
+	else
 		snprintf(out, size, "ifindex %d", ifindex);
 }
 
@@ -658,8 +662,8 @@ vet_addr(struct nl_object *o, void *arg)
 	if (rtnl_addr_get_family(a) != AF_INET || addr == 0)
 		return;
 	ip4_format(v->ip, ips);
-	ifname_of(v, rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 	if (addr == v->ip) {
+		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is an address of the "
 		    "node (on %s)", ips, dev);
 		return;
@@ -673,6 +677,7 @@ vet_addr(struct nl_object *o, void *arg)
 		return;
 	h = ntohl(v->ip) - ntohl(base);
 	if (h <= 3 || (v->ip | mask) == 0xffffffffu) {
+		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 		cidr4_format(base, (uint8_t)len, net);
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a reserved address "
 		    "of the node's subnet %s on %s (%s)", ips, net, dev,
@@ -711,10 +716,14 @@ vet_route(struct nl_object *o, void *arg)
 	ip4_format(v->ip, ips);
 	nh = rtnl_route_get_nnexthops(r) > 0 ? rtnl_route_nexthop_n(r, 0) :
 	    NULL;
-	if (nh != NULL)
-		ifname_of(v, rtnl_route_nh_get_ifindex(nh), dev, sizeof(dev));
 	v->gateway = false;
 	rtnl_route_foreach_nexthop(r, vet_nexthop, v);
+	if (v->gateway || (dst != NULL && nl_addr_get_prefixlen(dst) == 32 &&
+	    v4_of(dst) == v->ip)) {
+		if (nh != NULL)
+			ifname_of(rtnl_route_nh_get_ifindex(nh), dev,
+			    sizeof(dev));
+	}
 	if (v->gateway) {
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a gateway of the "
 		    "node (table %u, dev %s)", ips, table, dev);
@@ -840,11 +849,10 @@ wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
 	*have_own = false;
 	*code = CNI_ERR_WIRING;
 	ip4_format(ip, ips);
-	if ((rc = rtnl_link_alloc_cache(w->host, AF_UNSPEC, &v.links)) < 0 ||
-	    (rc = rtnl_addr_alloc_cache(w->host, &addrs)) < 0 ||
+	if ((rc = rtnl_addr_alloc_cache(w->host, &addrs)) < 0 ||
 	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &routes)) < 0) {
-		snprintf(err, errlen, "netlink: reading the node's links, "
-		    "addresses and routes to check %s: %s", ips,
+		snprintf(err, errlen, "netlink: reading the node's addresses "
+		    "and routes to check %s: %s", ips,
 		    nl_geterror(rc));
 		rc = -1;
 		goto out;
@@ -878,8 +886,6 @@ out:
 		nl_cache_free(routes);
 	if (addrs != NULL)
 		nl_cache_free(addrs);
-	if (v.links != NULL)
-		nl_cache_free(v.links);
 	return rc;
 }
 
