@@ -593,6 +593,7 @@ wire_configure(struct wire *w, const struct wire_link *host,
 
 struct vet {
 	uint32_t	 ip;
+	char		 ips[IP4_STR_LEN];	/* ip, for the messages */
 	int		 own;		/* the host end's ifindex, or 0 */
 	bool		 have_own;
 	bool		 proven;
@@ -611,8 +612,10 @@ vet_refuse(struct vet *v, int code, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* The most basic reason (the lowest code) is told; of equal ones,
+	 * the first. */
 	if (v->code != 0 && v->code <= code)
-		return;		/* the first, most basic reason stays */
+		return;
 	v->code = code;
 	va_start(ap, fmt);
 	vsnprintf(v->err, v->errlen, fmt, ap);
@@ -655,17 +658,16 @@ vet_addr(struct nl_object *o, void *arg)
 	struct rtnl_addr *a = (struct rtnl_addr *)o;
 	struct vet *v = arg;
 	struct nl_addr *local = rtnl_addr_get_local(a);
-	char dev[IFNAMSIZ + 16], ips[IP4_STR_LEN], net[CIDR4_STR_LEN];
+	char dev[IFNAMSIZ + 16], net[CIDR4_STR_LEN];
 	uint32_t addr = v4_of(local), mask, base, h;
 	int len;
 
 	if (rtnl_addr_get_family(a) != AF_INET || addr == 0)
 		return;
-	ip4_format(v->ip, ips);
 	if (addr == v->ip) {
 		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is an address of the "
-		    "node (on %s)", ips, dev);
+		    "node (on %s)", v->ips, dev);
 		return;
 	}
 	len = (int)nl_addr_get_prefixlen(local);
@@ -680,7 +682,7 @@ vet_addr(struct nl_object *o, void *arg)
 		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 		cidr4_format(base, (uint8_t)len, net);
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a reserved address "
-		    "of the node's subnet %s on %s (%s)", ips, net, dev,
+		    "of the node's subnet %s on %s (%s)", v->ips, net, dev,
 		    h == 0 ? "its network address" : h == 1 ? "its router" :
 		    h == 2 ? "its DNS server" : h == 3 ? "reserved" :
 		    "its broadcast address");
@@ -708,12 +710,11 @@ vet_route(struct nl_object *o, void *arg)
 	struct vet *v = arg;
 	struct nl_addr *dst = rtnl_route_get_dst(r);
 	struct rtnl_nexthop *nh;
-	char dev[IFNAMSIZ + 16] = "no device", ips[IP4_STR_LEN];
+	char dev[IFNAMSIZ + 16] = "no device", type[32];
 	uint32_t table = rtnl_route_get_table(r);
 
 	if (rtnl_route_get_family(r) != AF_INET)
 		return;
-	ip4_format(v->ip, ips);
 	nh = rtnl_route_get_nnexthops(r) > 0 ? rtnl_route_nexthop_n(r, 0) :
 	    NULL;
 	v->gateway = false;
@@ -726,7 +727,7 @@ vet_route(struct nl_object *o, void *arg)
 	}
 	if (v->gateway) {
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a gateway of the "
-		    "node (table %u, dev %s)", ips, table, dev);
+		    "node (table %u, dev %s)", v->ips, table, dev);
 		return;
 	}
 	if (dst == NULL || nl_addr_get_prefixlen(dst) != 32 ||
@@ -740,10 +741,10 @@ vet_route(struct nl_object *o, void *arg)
 		v->have_own = true;
 		return;
 	}
+	nl_rtntype2str(rtnl_route_get_type(r), type, sizeof(type));
 	vet_refuse(v, CNI_ERR_ADDR_ROUTED, "the node already routes %s "
-	    "(table %u, dev %s, type %d); enid-cni replaces no route it did "
-	    "not make for this attachment", ips, table, dev,
-	    (int)rtnl_route_get_type(r));
+	    "(table %u, dev %s, type %s); enid-cni replaces no route it did "
+	    "not make for this attachment", v->ips, table, dev, type);
 }
 
 /*
@@ -838,21 +839,20 @@ wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
 {
 	struct nl_cache *addrs = NULL, *routes = NULL;
 	struct vet v;
-	char ips[IP4_STR_LEN];
 	int rc;
 
 	memset(&v, 0, sizeof(v));
 	v.ip = ip;
+	ip4_format(ip, v.ips);
 	v.own = own_ifindex;
 	v.err = err;
 	v.errlen = errlen;
 	*have_own = false;
 	*code = CNI_ERR_WIRING;
-	ip4_format(ip, ips);
 	if ((rc = rtnl_addr_alloc_cache(w->host, &addrs)) < 0 ||
 	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &routes)) < 0) {
 		snprintf(err, errlen, "netlink: reading the node's addresses "
-		    "and routes to check %s: %s", ips,
+		    "and routes to check %s: %s", v.ips,
 		    nl_geterror(rc));
 		rc = -1;
 		goto out;
@@ -866,7 +866,7 @@ wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
 	}
 	if ((rc = dump_rules(w->host, &v)) < 0) {
 		snprintf(err, errlen, "netlink: reading the node's rules to "
-		    "check %s: %s", ips, nl_geterror(rc));
+		    "check %s: %s", v.ips, nl_geterror(rc));
 		rc = -1;
 		goto out;
 	}
@@ -875,7 +875,7 @@ wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
 		snprintf(err, errlen, "enid-netd holds no rule \"to %s lookup "
 		    "main\" (protocol %d) on the node: its policy never "
 		    "accepted %s, and enid-cni routes no address on enid's "
-		    "word alone", ips, ENID_RULE_PROTO, ips);
+		    "word alone", v.ips, ENID_RULE_PROTO, v.ips);
 		rc = -1;
 		goto out;
 	}
