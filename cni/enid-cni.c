@@ -308,10 +308,18 @@ call_recv(struct call *k, enum cni_cmd cmd, int timeout_ms,
 		if ((n = read(k->fd, buf + len, CNI_ANSWER_MAX - len)) <= 0) {
 			if (n == -1 && errno == EINTR)
 				continue;
-			k->code = CNI_ERR_ANSWER;
-			snprintf(k->err, sizeof(k->err), "enid's answer: the "
-			    "connection closed after %zu bytes, before the "
-			    "line's newline", len);
+			/* Nothing at all is what a broker that died or
+			 * restarted leaves: the runtime should try again.
+			 * Part of a line is an answer, broken. */
+			k->code = len == 0 ? CNI_ERR_TRY_AGAIN :
+			    CNI_ERR_ANSWER;
+			if (len == 0)
+				snprintf(k->err, sizeof(k->err), "enid closed "
+				    "the connection without answering");
+			else
+				snprintf(k->err, sizeof(k->err), "enid's "
+				    "answer: the connection closed after %zu "
+				    "bytes, before the line's newline", len);
 			goto fail;
 		}
 		if (len == 0)
