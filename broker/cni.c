@@ -774,6 +774,11 @@ pod_netd_send(struct pod *p)
 	if (p->state == POD_READY && (p->eni == NULL || p->lost)) {
 		/* Its address went while it waited: nothing to make sure
 		 * of.  A DEL that came meanwhile goes ahead. */
+		if (p->add_ref.server != NULL)
+			jref_error(&p->add_ref, "address-lost", "this "
+			    "attachment's address is gone (%s); delete it "
+			    "first", p->lost_why ? p->lost_why : "its ENI is "
+			    "gone");
 		if (p->del_wanted)
 			pod_del_start(p);
 		return;
@@ -966,6 +971,22 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (p->recon_restore) {
 		p->recon_restore = false;
 		reconcile_restored(b);
+	}
+	/* A repeated ADD that waited for the rules hears how it went. */
+	if (p->add_ref.server != NULL) {
+		struct jref ref = p->add_ref;
+
+		p->add_ref.server = NULL;
+		if (m != NULL && r.status == ST_OK && !p->lost)
+			pod_answer_again(b, &ref, p);
+		else if (p->lost)
+			jref_error(&ref, "address-lost", "this attachment's "
+			    "address is gone (%s); delete it first",
+			    p->lost_why);
+		else
+			jref_error(&ref, "netd", "restoring the pod's routing "
+			    "rules failed: %s", m == NULL ? "enid-netd did not "
+			    "answer in time" : r.message);
 	}
 	/* A DEL or GC that came meanwhile goes ahead either way. */
 	if (p->del_wanted)
@@ -1275,7 +1296,8 @@ pods_serve_waiters(struct broker *b)
 		if ((p = pod_find(b, w->container_id, w->ifname)) != NULL) {
 			/* Added meanwhile by a retry: the same answer. */
 			ref = waiter_take(b, w);
-			if (p->state == POD_READY && !p->lost)
+			if (p->state == POD_READY && !p->lost &&
+			    !p->req.active && !p->netd_waiting)
 				pod_answer_again(b, &ref, p);
 			else
 				jref_error(&ref, "busy", "this attachment "
@@ -1324,7 +1346,18 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 				jref_error(ref, "address-lost", "this "
 				    "attachment's address is gone (%s); delete "
 				    "it first", p->lost_why);
-			else
+			else if (p->req.active || p->netd_waiting) {
+				/* Restored, its rules asked for again: the
+				 * plugin routes the address only once
+				 * netd's rule for it is seen, so the
+				 * answer waits for netd (pod_rules_answer).
+				 * A retry takes over the answer. */
+				if (p->add_ref.server != NULL)
+					jref_error(&p->add_ref, "busy",
+					    "superseded by a repeated ADD");
+				p->add_ref = *ref;
+				ref->server = NULL;
+			} else
 				/* Idempotent: the same address again. */
 				pod_answer_again(b, ref, p);
 			break;

@@ -649,6 +649,46 @@ parse_socket(struct json_object *v, const char *what, struct cni_conf *c,
 	return 0;
 }
 
+/*
+ * The user enid runs as, who alone besides root may serve the socket: a
+ * name as enid.conf's "user" takes it, or a numeric uid (a node whose
+ * /etc/passwd does not know the user the daemon's image runs as).
+ */
+static int
+parse_user(struct json_object *v, const char *what, struct cni_conf *c,
+    struct cni_error *e)
+{
+	const char *s;
+	int64_t n;
+	size_t i;
+
+	if (json_object_is_type(v, json_type_int)) {
+		n = json_object_get_int64(v);
+		if (n < 0 || n >= (int64_t)UINT32_MAX)
+			return fail(e, CNI_ERR_INVALID_CONFIG, "%s %lld is not "
+			    "a uid", what, (long long)n);
+		c->uid_is_number = true;
+		c->enid_uid = (uint32_t)n;
+		snprintf(c->enid_user, sizeof(c->enid_user), "%lld",
+		    (long long)n);
+		return 0;
+	}
+	if (take_str(v, what, c->enid_user, sizeof(c->enid_user),
+	    CNI_ERR_INVALID_CONFIG, e) == -1)
+		return -1;
+	s = c->enid_user;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_' ||
+		    (i > 0 && ((s[i] >= '0' && s[i] <= '9') || s[i] == '-'))))
+			return fail(e, CNI_ERR_INVALID_CONFIG, "%s \"%.32s\" is "
+			    "not a user name (a-z, _, then also 0-9 and -) or a "
+			    "uid", what, s);
+	if (i == 0)
+		return fail(e, CNI_ERR_INVALID_CONFIG, "%s is empty", what);
+	c->uid_is_number = false;
+	return 0;
+}
+
 /* The "ipam" object in the IPAM role. */
 static int
 parse_ipam(struct json_object *v, struct cni_conf *c, struct cni_error *e)
@@ -675,6 +715,9 @@ parse_ipam(struct json_object *v, struct cni_conf *c, struct cni_error *e)
 				return -1;
 		} else if (strcmp(k, "dns") == 0) {
 			if (parse_dns(val, "ipam.dns", c, e) == -1)
+				return -1;
+		} else if (strcmp(k, "enid_user") == 0) {
+			if (parse_user(val, "ipam.enid_user", c, e) == -1)
 				return -1;
 		} else {
 			value_text(val, vt, sizeof(vt));
@@ -714,6 +757,8 @@ main_key(const char *k, struct json_object *val, struct cni_conf *c,
 	}
 	if (strcmp(k, "dns") == 0)
 		return parse_dns(val, "\"dns\"", c, e);
+	if (strcmp(k, "enid_user") == 0)
+		return parse_user(val, "\"enid_user\"", c, e);
 	if (strcmp(k, "ipam") == 0)
 		return fail(e, CNI_ERR_INVALID_CONFIG, "enid-cni takes its "
 		    "addresses from enid; remove \"ipam\" (or use type "
@@ -837,6 +882,7 @@ cni_conf_parse(enum cni_role role, const struct cni_env *env,
 	c->role = role;
 	c->version = "1.1.0";
 	memcpy(c->veth_prefix, CNI_DEFAULT_PREFIX, sizeof(CNI_DEFAULT_PREFIX));
+	memcpy(c->enid_user, CNI_DEFAULT_USER, sizeof(CNI_DEFAULT_USER));
 
 	if (env_need("CNI_COMMAND", env->command, e) == -1)
 		return -1;

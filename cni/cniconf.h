@@ -21,11 +21,13 @@
 #define CNI_K8S_LEN		254	/* DNS-1123 names: up to 253 */
 #define CNI_UID_LEN		65
 #define CNI_SOCKET_LEN		108	/* sun_path */
+#define CNI_USER_LEN		33	/* a user name, or a uid in decimal */
 #define CNI_PREFIX_MAX		7	/* leaves 8 hex digits of hash */
 #define CNI_MAX_VALID		4096	/* the broker's pod limit */
 #define CNI_MSG_LEN		512
 
 #define CNI_DEFAULT_PREFIX	"enid"
+#define CNI_DEFAULT_USER	"enid"	/* enid.conf's "user" default */
 /* The pod's gateway in the main role: link-local, never a real host, the
  * same in every pod; the pod reaches it through a static neighbour entry
  * for the host end's MAC. */
@@ -47,6 +49,13 @@
 #define CNI_ERR_WIRING		120	/* netlink: the pod could not be wired */
 #define CNI_ERR_ELSEWHERE	121	/* attached in another netns already */
 #define CNI_ERR_CHECK		122	/* CHECK found the wiring broken */
+/* A broker answer the plugin refuses (the trust model in enid-cni(8)):
+ * the address is released again and nothing is left on the node. */
+#define CNI_ERR_ANSWER		123	/* malformed: a field or the line */
+#define CNI_ERR_ADDR_NEVER	124	/* special, the node's own, a gateway */
+#define CNI_ERR_ADDR_ROUTED	125	/* the node routes it to another link */
+#define CNI_ERR_UNPROVEN	126	/* enid-netd holds no rule for it */
+#define CNI_ERR_PEER		127	/* cni.sock served by another user */
 
 enum cni_cmd {
 	CNI_CMD_ADD = 0,
@@ -90,6 +99,11 @@ struct cni_conf {
 	const char	*version;	/* "0.4.0", "1.0.0" or "1.1.0" */
 	char		name[CNI_NAME_LEN];
 	char		socket[CNI_SOCKET_LEN];
+	/* Who may serve the socket besides root: a name looked up in
+	 * /etc/passwd, or a uid (uid_is_number). */
+	char		enid_user[CNI_USER_LEN];
+	bool		uid_is_number;
+	uint32_t	enid_uid;
 	char		veth_prefix[CNI_PREFIX_MAX + 1];
 	uint32_t	mtu;		/* 0: the kernel's default */
 

@@ -38,18 +38,19 @@
 #include <json-c/json.h>
 
 #include "addr.h"
+#include "answer.h"
 #include "cniconf.h"
 #include "wire.h"
 
-#define CNI_ANSWER_MAX		(64 * 1024)
 #define CNI_TIMEOUT_MS		30000	/* enid's add_timeout is less */
+#define CNI_ANSWER_REST_MS	2000	/* the line after its first byte */
 #define CNI_RELEASE_MS		5000	/* a DEL of our own, on an error path */
 
 /* A request on enid's CNI socket, sent now and answered later. */
 struct call {
 	int		 fd;
 	int		 code;		/* CNI code when it failed */
-	char		 err[256];
+	char		 err[CNI_MSG_LEN];
 };
 
 /* The process context, held here so an error exit can release it. */
@@ -58,7 +59,7 @@ static struct {
 	struct wire	 w;
 	bool		 wire_open;
 	const char	*version;	/* what errors are answered in */
-	struct json_object *ans;
+	struct cni_answer ans;
 } cni = { .version = "1.1.0" };
 
 static void
@@ -73,8 +74,6 @@ print_json(struct json_object *o)
 static void
 cleanup(void)
 {
-	json_object_put(cni.ans);
-	cni.ans = NULL;
 	if (cni.wire_open)
 		wire_close(&cni.w);
 	cni.wire_open = false;
@@ -117,6 +116,79 @@ cni_fail(int code, const char *details, const char *fmt, ...)
 
 /* ---- enid's CNI socket ---- */
 
+/*
+ * The uid the configuration's enid_user names: a number as it is, a name
+ * from /etc/passwd, read here rather than through the name service (a
+ * static plugin has none, and the node's own file is root's).  0 or -1.
+ */
+static int
+enid_uid(uint32_t *uid)
+{
+	const struct cni_conf *c = &cni.c;
+	char line[1024], *f[4], *save;
+	unsigned long v;
+	char *end;
+	FILE *fp;
+	int i, rc = -1;
+
+	if (c->uid_is_number) {
+		*uid = c->enid_uid;
+		return 0;
+	}
+	if ((fp = fopen("/etc/passwd", "re")) == NULL)
+		return -1;
+	while (rc == -1 && fgets(line, sizeof(line), fp) != NULL) {
+		save = line;
+		for (i = 0; i < 4; i++)
+			f[i] = strsep(&save, ":");
+		if (f[3] == NULL || strcmp(f[0], c->enid_user) != 0)
+			continue;
+		errno = 0;
+		v = strtoul(f[2], &end, 10);
+		if (errno == 0 && end != f[2] && *end == '\0' &&
+		    v < UINT32_MAX) {
+			*uid = (uint32_t)v;
+			rc = 0;
+		}
+	}
+	fclose(fp);
+	return rc;
+}
+
+/*
+ * The process serving the socket (the credentials it had at listen())
+ * must be root or enid's user: the socket's path is only a name, and a
+ * process that took it would otherwise be told every pod's identity and
+ * answer for it.  Checked before anything is sent.
+ */
+static int
+peer_check(struct call *k, const char *path)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uint32_t uid;
+
+	if (getsockopt(k->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    len != sizeof(cred)) {
+		k->code = CNI_ERR_PEER;
+		snprintf(k->err, sizeof(k->err), "the credentials of the "
+		    "process serving %s: %s; nothing was sent", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (cred.uid == 0)
+		return 0;
+	if (enid_uid(&uid) == 0 && cred.uid == uid)
+		return 0;
+	k->code = CNI_ERR_PEER;
+	snprintf(k->err, sizeof(k->err), "%s is served by pid %d as uid %u, "
+	    "neither root nor enid's user \"%s\"%s; nothing was sent", path,
+	    (int)cred.pid, (unsigned)cred.uid, cni.c.enid_user,
+	    cni.c.uid_is_number || enid_uid(&uid) == 0 ? "" :
+	    " (not in /etc/passwd)");
+	return -1;
+}
+
 static int
 call_send(struct call *k, const char *path, struct json_object *req)
 {
@@ -143,6 +215,8 @@ call_send(struct call *k, const char *path, struct json_object *req)
 		    "is it running?", path, strerror(errno));
 		goto fail;
 	}
+	if (peer_check(k, path) == -1)
+		goto fail;
 	/*
 	 * The line and its newline in one send: sent apart, the first would
 	 * wake enid for a line it cannot take yet, and the second wake it
@@ -184,105 +258,109 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The answer line, parsed; NULL with k->err set. */
-static struct json_object *
-call_recv(struct call *k, int timeout_ms)
+/*
+ * The answer line to cmd, parsed into a; 0, or -1 with k->code and k->err
+ * set.  enid may take up to its add_timeout to start answering, but it
+ * writes the line whole: once the first byte is in, the rest must follow
+ * within CNI_ANSWER_REST_MS, so an answer dripped byte by byte cannot
+ * hold a pod's start for the whole timeout.
+ */
+static int
+call_recv(struct call *k, enum cni_cmd cmd, int timeout_ms,
+    struct cni_answer *a)
 {
 	static char buf[CNI_ANSWER_MAX + 1];
 	uint64_t end = now_ms() + (uint64_t)timeout_ms;
-	struct json_object *ans;
+	struct cni_error e;
 	struct pollfd pfd;
 	size_t len = 0;
 	ssize_t n;
+	char *nl = NULL;
 	int rc;
 
 	if (k->fd < 0)
-		return NULL;
+		return -1;
 	pfd.fd = k->fd;
 	pfd.events = POLLIN;
-	while (memchr(buf, '\n', len) == NULL) {
+	while (nl == NULL) {
 		uint64_t now = now_ms();
 
 		if (now >= end || (rc = poll(&pfd, 1, (int)(end - now))) == 0) {
-			k->code = CNI_ERR_TRY_AGAIN;
-			snprintf(k->err, sizeof(k->err), "enid did not answer "
-			    "within %d ms", timeout_ms);
+			k->code = len == 0 ? CNI_ERR_TRY_AGAIN : CNI_ERR_ANSWER;
+			if (len == 0)
+				snprintf(k->err, sizeof(k->err), "enid did not "
+				    "answer within %d ms", timeout_ms);
+			else
+				snprintf(k->err, sizeof(k->err), "enid's "
+				    "answer: %zu bytes came, and no newline "
+				    "within %d ms of the first", len,
+				    CNI_ANSWER_REST_MS);
 			goto fail;
 		}
 		if (rc == -1 && errno == EINTR)
 			continue;
 		if (len == CNI_ANSWER_MAX) {
-			k->code = CNI_ERR_IO;
-			snprintf(k->err, sizeof(k->err), "enid's answer is "
-			    "longer than %d bytes", CNI_ANSWER_MAX);
+			k->code = CNI_ERR_ANSWER;
+			snprintf(k->err, sizeof(k->err), "enid's answer: the "
+			    "line is longer than %d bytes", CNI_ANSWER_MAX);
 			goto fail;
 		}
 		if ((n = read(k->fd, buf + len, CNI_ANSWER_MAX - len)) <= 0) {
 			if (n == -1 && errno == EINTR)
 				continue;
-			k->code = CNI_ERR_IO;
-			snprintf(k->err, sizeof(k->err), "enid closed the "
-			    "connection without a complete answer");
+			/* Nothing at all is what a broker that died or
+			 * restarted leaves: the runtime should try again.
+			 * Part of a line is an answer, broken. */
+			k->code = len == 0 ? CNI_ERR_TRY_AGAIN :
+			    CNI_ERR_ANSWER;
+			if (len == 0)
+				snprintf(k->err, sizeof(k->err), "enid closed "
+				    "the connection without answering");
+			else
+				snprintf(k->err, sizeof(k->err), "enid's "
+				    "answer: the connection closed after %zu "
+				    "bytes, before the line's newline", len);
 			goto fail;
 		}
+		if (len == 0)
+			end = now_ms() + CNI_ANSWER_REST_MS;
+		nl = memchr(buf + len, '\n', (size_t)n);
 		len += (size_t)n;
 	}
 	close(k->fd);
 	k->fd = -1;
-	buf[len] = '\0';
-	ans = json_tokener_parse(buf);
-	if (ans == NULL || !json_object_is_type(ans, json_type_object) ||
-	    !json_object_object_get_ex(ans, "ok", NULL)) {
-		json_object_put(ans);
-		k->code = CNI_ERR_IO;
-		snprintf(k->err, sizeof(k->err), "enid's answer is not a JSON "
-		    "object with \"ok\"");
-		return NULL;
+	/* The first line is the answer; anything behind it is refused. */
+	if ((size_t)(nl - buf) + 1 != len) {
+		k->code = CNI_ERR_ANSWER;
+		snprintf(k->err, sizeof(k->err), "enid's answer: %zu bytes "
+		    "after the line's newline", len - (size_t)(nl - buf) - 1);
+		return -1;
 	}
-	return ans;
+	if (cni_answer_parse(cmd, buf, len, a, &e) == -1) {
+		k->code = e.code;
+		snprintf(k->err, sizeof(k->err), "%s", e.msg);
+		return -1;
+	}
+	return 0;
 fail:
 	close(k->fd);
 	k->fd = -1;
-	return NULL;
-}
-
-static const char *
-ans_str(struct json_object *ans, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(ans, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static bool
-ans_ok(struct json_object *ans)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(ans, "ok", &v) &&
-	    json_object_is_type(v, json_type_boolean) &&
-	    json_object_get_boolean(v);
+	return -1;
 }
 
 /* A failed answer as a CNI error: the broker's code and reason. */
 static void
-fail_answer(struct json_object *ans, const char *what)
+fail_answer(const struct cni_answer *a, const char *what)
     __attribute__((noreturn));
 
 static void
-fail_answer(struct json_object *ans, const char *what)
+fail_answer(const struct cni_answer *a, const char *what)
 {
-	const char *code = ans_str(ans, "code"), *err = ans_str(ans, "error");
 	char details[128];
 
-	if (code == NULL)
-		code = "unknown";
-	snprintf(details, sizeof(details), "enid: %s", code);
-	cni_fail(cni_broker_code(code), details, "%s: %s", what,
-	    err != NULL ? err : "enid gave no reason");
+	snprintf(details, sizeof(details), "enid: %s", a->code);
+	cni_fail(cni_broker_code(a->code), details, "%s: %s", what,
+	    a->error[0] != '\0' ? a->error : "enid gave no reason");
 }
 
 static struct json_object *
@@ -313,10 +391,9 @@ request(const char *op, bool attach)
 }
 
 /* Send and wait; a failure to talk to enid ends the invocation. */
-static struct json_object *
-call(struct json_object *req, const char *what)
+static void
+call(struct json_object *req, enum cni_cmd cmd, const char *what)
 {
-	struct json_object *ans;
 	struct call k;
 
 	if (call_send(&k, cni.c.socket, req) == -1) {
@@ -324,22 +401,75 @@ call(struct json_object *req, const char *what)
 		cni_fail(k.code, NULL, "%s: %s", what, k.err);
 	}
 	json_object_put(req);
-	if ((ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL)
+	if (call_recv(&k, cmd, CNI_TIMEOUT_MS, &cni.ans) == -1)
 		cni_fail(k.code, NULL, "%s: %s", what, k.err);
-	return ans;
 }
 
 /* Give back an address this invocation may hold: a DEL of our own. */
 static void
 release(void)
 {
-	struct json_object *req = request("del", true), *ans;
+	struct json_object *req = request("del", true);
+	struct cni_answer a;
 	struct call k;
 
-	if (call_send(&k, cni.c.socket, req) == 0 &&
-	    (ans = call_recv(&k, CNI_RELEASE_MS)) != NULL)
-		json_object_put(ans);
+	if (call_send(&k, cni.c.socket, req) == 0)
+		(void)call_recv(&k, CNI_CMD_DEL, CNI_RELEASE_MS, &a);
 	json_object_put(req);
+}
+
+/*
+ * An answer refused (malformed, or for an address this plugin will not
+ * route): the address goes back to enid, what this invocation made goes,
+ * and the runtime hears why.
+ */
+static void
+refuse(const char *host, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void
+refuse(const char *host, int code, const char *fmt, ...)
+{
+	struct cni_error e;
+	char derr[256];
+	va_list ap;
+
+	if (host != NULL)
+		(void)wire_link_del(&cni.w, host, derr, sizeof(derr));
+	release();
+	memset(&e, 0, sizeof(e));
+	e.code = code;
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	va_end(ap);
+	snprintf(e.details, sizeof(e.details), "enid-cni: answer refused; "
+	    "the address was released");
+	cni_fail_error(&e);
+}
+
+/*
+ * Whether ip may be routed to this pod (enid-cni(8), "Trust"): never a
+ * special address, then what the node's kernel holds.  own is the host
+ * end's ifindex (0 in the IPAM role).  Refuses, or returns whether main
+ * already routes ip through own.
+ */
+static bool
+vet(uint32_t ip, int own, const char *host)
+{
+	char ips[IP4_STR_LEN], err[512];
+	const char *why;
+	bool have_own;
+	int code;
+
+	ip4_format(ip, ips);
+	if ((why = cni_addr_special(ip)) != NULL)
+		refuse(host, CNI_ERR_ADDR_NEVER, "ADD: enid's answer: \"ip\" "
+		    "%s is %s; never a pod's address", ips, why);
+	if (wire_vet(&cni.w, ip, own, &have_own, &code, err,
+	    sizeof(err)) == -1)
+		refuse(host, code, "ADD: enid's answer: \"ip\" %s: %s", ips,
+		    err);
+	return have_own;
 }
 
 /* ---- the commands ---- */
@@ -359,17 +489,6 @@ open_wire(void)
 		    CNI_ERR_INVALID_ENV, NULL, "%s", err);
 }
 
-static uint32_t
-answer_ip(struct json_object *ans)
-{
-	const char *s = ans_str(ans, "ip");
-	uint32_t ip;
-
-	if (s == NULL || ip4_parse(s, &ip) == -1)
-		return 0;
-	return ip;
-}
-
 static void
 cmd_add_main(void)
 {
@@ -378,7 +497,7 @@ cmd_add_main(void)
 	struct cni_wired wired;
 	struct call k;
 	char host[CNI_IFNAME_LEN], err[512] = "";
-	bool reuse = false, created = false, veth_failed = false;
+	bool reuse = false, created = false, veth_failed = false, have_own;
 	uint32_t ip;
 	int rc;
 
@@ -417,7 +536,12 @@ cmd_add_main(void)
 		if (rc == -1)
 			cni_fail(k.code, NULL, "ADD: %s", k.err);
 	}
-	/* While enid answers. */
+	/*
+	 * While enid answers: the pair is named from the runtime's input
+	 * alone, holds no address and routes nothing, and goes again with
+	 * any refusal below; nothing the answer says reaches the node or the
+	 * pod before it has been checked.
+	 */
 	if (!reuse) {
 		if (wire_veth_add(&cni.w, host, c->ifname, c->mtu, err,
 		    sizeof(err)) == 0)
@@ -425,24 +549,20 @@ cmd_add_main(void)
 		else
 			veth_failed = true;
 	}
-	if ((cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL) {
+	if (call_recv(&k, CNI_CMD_ADD, CNI_TIMEOUT_MS, &cni.ans) == -1) {
+		if (k.code == CNI_ERR_ANSWER)
+			refuse(created ? host : NULL, k.code, "ADD: %s", k.err);
 		if (created)
 			(void)wire_link_del(&cni.w, host, err, sizeof(err));
 		release();	/* enid may still finish the ADD */
 		cni_fail(k.code, NULL, "ADD: %s", k.err);
 	}
-	if (!ans_ok(cni.ans)) {
+	if (!cni.ans.ok) {
 		if (created)
 			(void)wire_link_del(&cni.w, host, err, sizeof(err));
-		fail_answer(cni.ans, "ADD");
+		fail_answer(&cni.ans, "ADD");
 	}
-	if ((ip = answer_ip(cni.ans)) == 0) {
-		if (created)
-			(void)wire_link_del(&cni.w, host, err, sizeof(err));
-		release();
-		cni_fail(CNI_ERR_IO, NULL, "ADD: enid's answer has no valid "
-		    "\"ip\"");
-	}
+	ip = cni.ans.ip;
 	if (veth_failed) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
@@ -455,7 +575,17 @@ cmd_add_main(void)
 			    "peer of %s", c->ifname, host);
 		goto undo;
 	}
-	if (wire_configure(&cni.w, &h, &p, ip, err, sizeof(err)) == -1)
+	/*
+	 * Only the address is taken from the answer; the prefix (32), the
+	 * gateway and the MTU are the plugin's own.  A refusal takes the
+	 * pair this ADD made, and leaves a repeated ADD's as it was.
+	 */
+	have_own = vet(ip, h.ifindex, created ? host : NULL);
+	if ((rc = wire_configure(&cni.w, &h, &p, ip, have_own, err,
+	    sizeof(err))) == 1)
+		refuse(created ? host : NULL, CNI_ERR_ADDR_ROUTED, "ADD: %s",
+		    err);
+	if (rc == -1)
 		goto undo;
 
 	memset(&wired, 0, sizeof(wired));
@@ -487,58 +617,110 @@ undo:
  * The IPAM role's gateway must lie inside the prefix it hands out (ptp
  * adds the default route while only the address's own prefix route
  * exists) and becomes a /32 on every host end.  The node's own source
- * address toward the pod's subnet meets both without giving the node an
- * address it did not have; the prefix is the subnet's or the VPC's that
- * holds both, else the longest the two share.
+ * address toward the pod's address meets both without giving the node an
+ * address it did not have; it is the kernel's, not the answer's.  The
+ * prefix, which only shapes routes inside the pod, is the answer's subnet
+ * or VPC CIDR that holds both (each checked to be a plain CIDR block of
+ * /8 or longer), else the longest the two share.
  */
 static void
 cmd_add_ipam(void)
 {
-	struct json_object *v, *r;
-	uint32_t ip, gw, src, nets[1 + 8];
-	uint8_t lens[1 + 8], prefix;
+	struct json_object *r;
+	uint32_t ip, src, nets[1 + CNI_ANS_CIDRS];
+	uint8_t lens[1 + CNI_ANS_CIDRS], prefix;
 	size_t n = 0, i;
-	const char *s;
-	char err[256];
+	char err[256], ips[IP4_STR_LEN];
 
-	cni.ans = call(request("add", true), "ADD");
-	if (!ans_ok(cni.ans))
-		fail_answer(cni.ans, "ADD");
-	if ((ip = answer_ip(cni.ans)) == 0 ||
-	    (s = ans_str(cni.ans, "subnet_gateway")) == NULL ||
-	    ip4_parse(s, &gw) == -1) {
-		release();
-		cni_fail(CNI_ERR_IO, NULL, "ADD: enid's answer lacks a valid "
-		    "\"ip\" or \"subnet_gateway\"");
-	}
-	if ((s = ans_str(cni.ans, "subnet")) != NULL &&
-	    cidr4_parse(s, &nets[n], &lens[n]) == 0)
-		n++;
-	if (json_object_object_get_ex(cni.ans, "vpc_cidrs", &v) &&
-	    json_object_is_type(v, json_type_array))
-		for (i = 0; i < json_object_array_length(v) && n < 9; i++) {
-			s = json_object_get_string(
-			    json_object_array_get_idx(v, i));
-			if (s != NULL && cidr4_parse(s, &nets[n],
-			    &lens[n]) == 0)
-				n++;
+	if (wire_open(&cni.w, err, sizeof(err)) == -1)
+		cni_fail(CNI_ERR_IO, NULL, "%s", err);
+	cni.wire_open = true;
+	{
+		struct json_object *req = request("add", true);
+		struct call k;
+
+		if (call_send(&k, cni.c.socket, req) == -1) {
+			json_object_put(req);
+			cni_fail(k.code, NULL, "ADD: %s", k.err);
 		}
-	if (wire_source_toward(gw, &src, err, sizeof(err)) == -1) {
+		json_object_put(req);
+		if (call_recv(&k, CNI_CMD_ADD, CNI_TIMEOUT_MS,
+		    &cni.ans) == -1) {
+			if (k.code == CNI_ERR_ANSWER)
+				refuse(NULL, k.code, "ADD: %s", k.err);
+			release();
+			cni_fail(k.code, NULL, "ADD: %s", k.err);
+		}
+	}
+	if (!cni.ans.ok)
+		fail_answer(&cni.ans, "ADD");
+	ip = cni.ans.ip;
+	(void)vet(ip, 0, NULL);
+	if (wire_source_toward(ip, &src, err, sizeof(err)) == -1) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
 	}
+	if (cni_addr_special(src) != NULL || src == ip) {
+		ip4_format(src, ips);
+		refuse(NULL, CNI_ERR_WIRING, "ADD: the node's source address "
+		    "toward the pod is %s, which no host end may carry", ips);
+	}
+	if (cni.ans.have_subnet && cni.ans.subnet_len >= 8) {
+		nets[n] = cni.ans.subnet;
+		lens[n++] = cni.ans.subnet_len;
+	}
+	for (i = 0; i < cni.ans.ncidrs; i++)
+		if (cni.ans.cidr_lens[i] >= 8) {
+			nets[n] = cni.ans.cidrs[i];
+			lens[n++] = cni.ans.cidr_lens[i];
+		}
 	prefix = cni_common_prefix(ip, src, nets, lens, n);
 	r = cni_result_ipam(&cni.c, ip, prefix, src);
 	print_json(r);
 	json_object_put(r);
 }
 
+/*
+ * The pod's host end goes if it is this attachment's: a veth by the name
+ * made from the container id and ifname, whose peer is in CNI_NETNS when
+ * the runtime names one that still exists.  Nothing enid answers decides
+ * what is deleted.  0 (deleted, or nothing to delete), 1 (left: its peer
+ * is elsewhere; err says so), -1.
+ */
+static int
+del_host_end(const char *host, char *err, size_t errlen)
+{
+	const struct cni_conf *c = &cni.c;
+	struct wire_link h;
+	int rc;
+
+	if (wire_open(&cni.w, err, errlen) == -1)
+		return -1;
+	cni.wire_open = true;
+	if ((rc = wire_get_link(&cni.w, false, host, &h, err, errlen)) <= 0)
+		return rc;
+	if (!h.veth)
+		return 0;	/* not ours: a link of another kind */
+	if (c->netns[0] != '\0' && wire_open_pod(&cni.w, c->netns, err,
+	    errlen) == 0) {
+		if ((rc = wire_peer_in_pod(&cni.w, &h, err, errlen)) < 0)
+			return -1;
+		if (rc == 0) {
+			snprintf(err, errlen, "the host interface %s is not "
+			    "the peer of an interface in CNI_NETNS %.256s; left "
+			    "in place", host, c->netns);
+			return 1;
+		}
+	}
+	return wire_link_del(&cni.w, host, err, errlen);
+}
+
 static void
 cmd_del(void)
 {
 	const struct cni_conf *c = &cni.c;
-	char host[CNI_IFNAME_LEN], werr[256] = "";
-	bool wire_failed = false;
+	char host[CNI_IFNAME_LEN], werr[512] = "";
+	int wired = 0;
 	struct json_object *req;
 	struct call k;
 	int sent;
@@ -549,30 +731,18 @@ cmd_del(void)
 	/* The pod's interface goes whether or not enid answers. */
 	if (c->role == CNI_ROLE_MAIN) {
 		cni_veth_name(c->veth_prefix, c->container_id, c->ifname, host);
-		struct wire_link h;
-		int rc;
-
-		if (wire_open(&cni.w, werr, sizeof(werr)) == -1)
-			wire_failed = true;
-		else {
-			cni.wire_open = true;
-			/* Only a veth by that name is this attachment's. */
-			if ((rc = wire_get_link(&cni.w, false, host, &h, werr,
-			    sizeof(werr))) == -1)
-				wire_failed = true;
-			else if (rc == 1 && h.veth)
-				wire_failed = wire_link_del(&cni.w, host, werr,
-				    sizeof(werr)) == -1;
-		}
+		wired = del_host_end(host, werr, sizeof(werr));
 	}
-	if (sent == -1 || (cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL)
+	if (sent == -1 || call_recv(&k, CNI_CMD_DEL, CNI_TIMEOUT_MS,
+	    &cni.ans) == -1)
 		cni_fail(k.code, NULL, "DEL: %s%s", k.err, c->role ==
-		    CNI_ROLE_MAIN && !wire_failed ? " (the pod's interface "
+		    CNI_ROLE_MAIN && wired == 0 ? " (the pod's interface "
 		    "was removed)" : "");
-	if (!ans_ok(cni.ans))
-		fail_answer(cni.ans, "DEL");
-	if (wire_failed)
-		cni_fail(CNI_ERR_WIRING, NULL, "DEL: %s", werr);
+	if (!cni.ans.ok)
+		fail_answer(&cni.ans, "DEL");
+	if (wired != 0)
+		cni_fail(wired == 1 ? CNI_ERR_ELSEWHERE : CNI_ERR_WIRING, NULL,
+		    "DEL: %s", werr);
 }
 
 static void
@@ -585,9 +755,10 @@ cmd_check(void)
 
 	ip4_format(c->prev_ip, ip);
 	json_object_object_add(req, "ip", json_object_new_string(ip));
-	cni.ans = call(req, "CHECK");
-	if (!ans_ok(cni.ans))
-		fail_answer(cni.ans, "CHECK");
+	call(req, CNI_CMD_CHECK, "CHECK");
+	if (!cni.ans.ok)
+		fail_answer(&cni.ans, "CHECK");
+	/* What is checked is the runtime's prevResult, not the answer. */
 	if (c->role == CNI_ROLE_IPAM)
 		return;
 	if (wire_open(&cni.w, err, sizeof(err)) == -1)
@@ -646,9 +817,9 @@ cmd_gc(void)
 		json_object_array_add(list, a);
 	}
 	json_object_object_add(req, "valid_attachments", list);
-	cni.ans = call(req, "GC");
-	if (!ans_ok(cni.ans))
-		fail_answer(cni.ans, "GC");
+	call(req, CNI_CMD_GC, "GC");
+	if (!cni.ans.ok)
+		fail_answer(&cni.ans, "GC");
 	if (c->role == CNI_ROLE_IPAM)
 		return;
 	/* Then the host ends of whatever is not valid. */
@@ -676,41 +847,38 @@ cmd_gc(void)
 static void
 cmd_status(void)
 {
-	struct json_object *req = request("status", false), *v;
+	struct json_object *req = request("status", false);
+	const struct cni_answer *a = &cni.ans;
 	const char *code, *reason;
 	struct call k;
-	int64_t lost = 0;
 	bool available;
 
 	if (call_send(&k, cni.c.socket, req) == -1 ||
-	    (cni.ans = call_recv(&k, CNI_TIMEOUT_MS)) == NULL) {
+	    call_recv(&k, CNI_CMD_STATUS, CNI_TIMEOUT_MS, &cni.ans) == -1) {
 		json_object_put(req);
+		if (k.code == CNI_ERR_ANSWER || k.code == CNI_ERR_PEER)
+			cni_fail(k.code, NULL, "STATUS: %s", k.err);
 		cni_fail(CNI_ERR_NOT_AVAILABLE, "enid: unreachable", "no ADD "
 		    "can be served: %s", k.err);
 	}
 	json_object_put(req);
-	if (!ans_ok(cni.ans)) {
-		reason = ans_str(cni.ans, "error");
+	if (!a->ok)
 		cni_fail(CNI_ERR_NOT_AVAILABLE, NULL, "no ADD can be served: "
-		    "enid refused STATUS: %s", reason ? reason : "no reason");
-	}
-	available = json_object_object_get_ex(cni.ans, "available", &v) &&
-	    json_object_get_boolean(v);
-	if (json_object_object_get_ex(cni.ans, "lost_pods", &v) &&
-	    json_object_is_type(v, json_type_int))
-		lost = json_object_get_int64(v);
-	code = ans_str(cni.ans, "code");
-	reason = ans_str(cni.ans, "reason");
-	if (lost > 0) {
+		    "enid refused STATUS: %s", a->error[0] ? a->error :
+		    "no reason");
+	available = a->available;
+	code = a->code[0] ? a->code : NULL;
+	reason = a->reason[0] ? a->reason : NULL;
+	if (a->lost_pods > 0) {
 		char details[128];
 
 		snprintf(details, sizeof(details), "enid: %lld lost pods%s%s",
-		    (long long)lost, available ? "" : "; ",
+		    (long long)a->lost_pods, available ? "" : "; ",
 		    available ? "" : code ? code : "unavailable");
 		cni_fail(CNI_ERR_LIMITED, details, "%lld pods have lost their "
 		    "address or ENI and may have no connectivity%s%s",
-		    (long long)lost, available ? "" : "; and no ADD can be "
-		    "served: ", available ? "" : reason ? reason :
+		    (long long)a->lost_pods, available ? "" : "; and no ADD "
+		    "can be served: ", available ? "" : reason ? reason :
 		    "no reason given");
 	}
 	if (!available) {

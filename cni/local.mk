@@ -4,7 +4,8 @@
 # Its pure part (the invocation's parsing, results, error codes) is a
 # library of its own so the unit tests and the fuzzer reach it.
 noinst_LIBRARIES += cni/libcnilogic.a
-cni_libcnilogic_a_SOURCES = cni/cniconf.c cni/cniresult.c cni/cniconf.h
+cni_libcnilogic_a_SOURCES = cni/cniconf.c cni/cniresult.c cni/cniconf.h \
+	cni/answer.c cni/answer.h
 cni_libcnilogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 
 cnibin_PROGRAMS += cni/enid-cni
@@ -47,6 +48,12 @@ TESTS += tests/unit/test_cniconf
 tests_unit_test_cniconf_SOURCES = tests/unit/test_cniconf.c
 tests_unit_test_cniconf_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/cni
 tests_unit_test_cniconf_LDADD = cni/libcnilogic.a $(COMMON_LIBS) \
+	$(CMOCKA_LIBS)
+check_PROGRAMS += tests/unit/test_cnianswer
+TESTS += tests/unit/test_cnianswer
+tests_unit_test_cnianswer_SOURCES = tests/unit/test_cnianswer.c
+tests_unit_test_cnianswer_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/cni
+tests_unit_test_cnianswer_LDADD = cni/libcnilogic.a $(COMMON_LIBS) \
 	$(CMOCKA_LIBS)
 endif
 

@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
@@ -45,9 +46,13 @@
 #include <netlink/route/link/veth.h>
 #include <netlink/route/neighbour.h>
 #include <netlink/route/route.h>
+#include <linux/fib_rules.h>
 
 #include "addr.h"
+#include "msg.h"
 #include "wire.h"
+
+#define WIRE_DUMP_TRIES	4	/* a dump the kernel says was interrupted */
 
 static struct nl_sock *
 sock_open(char *err, size_t errlen)
@@ -466,7 +471,7 @@ addr_add(struct nl_sock *sk, int ifindex, uint32_t ip)
 /* dst/len dev ifindex [via gw]; a gateway of 0 makes it scope link. */
 static int
 route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
-    uint32_t gw)
+    uint32_t gw, int flags)
 {
 	struct rtnl_route *r;
 	struct rtnl_nexthop *nh;
@@ -493,7 +498,7 @@ route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
 	if (g != NULL)
 		rtnl_route_nh_set_gateway(nh, g);
 	rtnl_route_add_nexthop(r, nh);
-	rc = rtnl_route_add(sk, r, NLM_F_REPLACE);
+	rc = rtnl_route_add(sk, r, flags);
 out:
 	nl_addr_put(g);
 	nl_addr_put(d);
@@ -530,7 +535,8 @@ neigh_add(struct nl_sock *sk, int ifindex, uint32_t ip, const uint8_t mac[6])
 
 int
 wire_configure(struct wire *w, const struct wire_link *host,
-    const struct wire_link *pod, uint32_t ip, char *err, size_t errlen)
+    const struct wire_link *pod, uint32_t ip, bool have_own, char *err,
+    size_t errlen)
 {
 	char ips[IP4_STR_LEN];
 	uint32_t gw;
@@ -543,12 +549,15 @@ wire_configure(struct wire *w, const struct wire_link *host,
 		    pod->name, nl_geterror(rc));
 		return -1;
 	}
-	if ((rc = route_add(w->pod, gw, 32, pod->ifindex, 0)) < 0) {
+	/* In the pod's namespace a replace is ours to make. */
+	if ((rc = route_add(w->pod, gw, 32, pod->ifindex, 0,
+	    NLM_F_REPLACE)) < 0) {
 		snprintf(err, errlen, "adding the route to %s dev %s in the "
 		    "pod: %s", CNI_GATEWAY, pod->name, nl_geterror(rc));
 		return -1;
 	}
-	if ((rc = route_add(w->pod, 0, 0, pod->ifindex, gw)) < 0) {
+	if ((rc = route_add(w->pod, 0, 0, pod->ifindex, gw,
+	    NLM_F_REPLACE)) < 0) {
 		snprintf(err, errlen, "adding the default route via %s in the "
 		    "pod: %s", CNI_GATEWAY, nl_geterror(rc));
 		return -1;
@@ -558,12 +567,326 @@ wire_configure(struct wire *w, const struct wire_link *host,
 		    "the pod: %s", CNI_GATEWAY, nl_geterror(rc));
 		return -1;
 	}
-	if ((rc = route_add(w->host, ip, 32, host->ifindex, 0)) < 0) {
+	if (have_own)
+		return 0;
+	/*
+	 * On the node, never a replace: a route to ip that appeared since
+	 * wire_vet looked is someone else's, and stays as it is.
+	 */
+	rc = route_add(w->host, ip, 32, host->ifindex, 0,
+	    NLM_F_CREATE | NLM_F_EXCL);
+	if (rc == -NLE_EXIST) {
+		snprintf(err, errlen, "the node routes %s already (a route "
+		    "appeared after the checks); enid-cni replaces no route "
+		    "it did not make", ips);
+		return 1;
+	}
+	if (rc < 0) {
 		snprintf(err, errlen, "adding the route to %s dev %s on the "
 		    "node: %s", ips, host->name, nl_geterror(rc));
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- what the node holds for an address (wire_vet) ---- */
+
+struct vet {
+	uint32_t	 ip;
+	char		 ips[IP4_STR_LEN];	/* ip, for the messages */
+	int		 own;		/* the host end's ifindex, or 0 */
+	bool		 have_own;
+	bool		 proven;
+	bool		 gateway;	/* of the route being looked at */
+	int		 code;		/* 0 while nothing refuses ip */
+	char		*err;
+	size_t		 errlen;
+};
+
+static void
+vet_refuse(struct vet *v, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+vet_refuse(struct vet *v, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* The most basic reason (the lowest code) is told; of equal ones,
+	 * the first. */
+	if (v->code != 0 && v->code <= code)
+		return;
+	v->code = code;
+	va_start(ap, fmt);
+	vsnprintf(v->err, v->errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* A link's name for a refusal's message (only then: no dump of links
+ * on the way to an accepted address). */
+static void
+ifname_of(int ifindex, char *out, size_t size)
+{
+	char name[IF_NAMESIZE];
+
+	if (ifindex > 0 && if_indextoname((unsigned)ifindex, name) != NULL)
+		snprintf(out, size, "%s", name);
+	else
+		snprintf(out, size, "ifindex %d", ifindex);
+}
+
+static uint32_t
+v4_of(struct nl_addr *a)
+{
+	uint32_t x = 0;
+
+	if (a != NULL && nl_addr_get_family(a) == AF_INET &&
+	    nl_addr_get_len(a) == 4)
+		memcpy(&x, nl_addr_get_binary_addr(a), 4);
+	return x;
+}
+
+/*
+ * The node's own addresses, and the addresses no one is given in a
+ * subnet it is on: in a VPC the network, the router (+1), the DNS
+ * server (+2), the one held back (+3) and the broadcast address are
+ * never a pod's.
+ */
+static void
+vet_addr(struct nl_object *o, void *arg)
+{
+	struct rtnl_addr *a = (struct rtnl_addr *)o;
+	struct vet *v = arg;
+	struct nl_addr *local = rtnl_addr_get_local(a);
+	char dev[IFNAMSIZ + 16], net[CIDR4_STR_LEN];
+	uint32_t addr = v4_of(local), mask, base, h;
+	int len;
+
+	if (rtnl_addr_get_family(a) != AF_INET || addr == 0)
+		return;
+	if (addr == v->ip) {
+		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
+		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is an address of the "
+		    "node (on %s)", v->ips, dev);
+		return;
+	}
+	len = (int)nl_addr_get_prefixlen(local);
+	if (len < 1 || len > 29)
+		return;
+	mask = prefix_mask((uint8_t)len);
+	base = addr & mask;
+	if ((v->ip & mask) != base)
+		return;
+	h = ntohl(v->ip) - ntohl(base);
+	if (h <= 3 || (v->ip | mask) == 0xffffffffu) {
+		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
+		cidr4_format(base, (uint8_t)len, net);
+		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a reserved address "
+		    "of the node's subnet %s on %s (%s)", v->ips, net, dev,
+		    h == 0 ? "its network address" : h == 1 ? "its router" :
+		    h == 2 ? "its DNS server" : h == 3 ? "reserved" :
+		    "its broadcast address");
+	}
+}
+
+static void
+vet_nexthop(struct rtnl_nexthop *nh, void *arg)
+{
+	struct vet *v = arg;
+
+	if (v4_of(rtnl_route_nh_get_gateway(nh)) == v->ip)
+		v->gateway = true;
+}
+
+/*
+ * Every table: ip must be no one's gateway, and no route may lead to it
+ * already, but the main table's through the host end of this very
+ * attachment (an ADD repeated).
+ */
+static void
+vet_route(struct nl_object *o, void *arg)
+{
+	struct rtnl_route *r = (struct rtnl_route *)o;
+	struct vet *v = arg;
+	struct nl_addr *dst = rtnl_route_get_dst(r);
+	struct rtnl_nexthop *nh;
+	char dev[IFNAMSIZ + 16] = "no device", type[32];
+	uint32_t table = rtnl_route_get_table(r);
+
+	if (rtnl_route_get_family(r) != AF_INET)
+		return;
+	nh = rtnl_route_get_nnexthops(r) > 0 ? rtnl_route_nexthop_n(r, 0) :
+	    NULL;
+	v->gateway = false;
+	rtnl_route_foreach_nexthop(r, vet_nexthop, v);
+	if (v->gateway || (dst != NULL && nl_addr_get_prefixlen(dst) == 32 &&
+	    v4_of(dst) == v->ip)) {
+		if (nh != NULL)
+			ifname_of(rtnl_route_nh_get_ifindex(nh), dev,
+			    sizeof(dev));
+	}
+	if (v->gateway) {
+		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a gateway of the "
+		    "node (table %u, dev %s)", v->ips, table, dev);
+		return;
+	}
+	if (dst == NULL || nl_addr_get_prefixlen(dst) != 32 ||
+	    v4_of(dst) != v->ip)
+		return;
+	if (v->own != 0 && table == RT_TABLE_MAIN &&
+	    rtnl_route_get_type(r) == RTN_UNICAST &&
+	    rtnl_route_get_nnexthops(r) == 1 &&
+	    rtnl_route_nh_get_gateway(nh) == NULL &&
+	    rtnl_route_nh_get_ifindex(nh) == v->own) {
+		v->have_own = true;
+		return;
+	}
+	nl_rtntype2str(rtnl_route_get_type(r), type, sizeof(type));
+	vet_refuse(v, CNI_ERR_ADDR_ROUTED, "the node already routes %s "
+	    "(table %u, dev %s, type %s); enid-cni replaces no route it did "
+	    "not make for this attachment", v->ips, table, dev, type);
+}
+
+/*
+ * The proof: "to ip/32 lookup main" tagged by enid-netd, with no other
+ * selector.  netd adds one only for an address its own policy accepts
+ * (inside the VPC, none of the node's), and nothing without
+ * CAP_NET_ADMIN can add a rule at all.
+ */
+static int
+vet_rule(struct nl_msg *msg, void *arg)
+{
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+	struct vet *v = arg;
+	struct fib_rule_hdr *frh;
+	struct nlattr *a;
+	uint32_t table, dst = 0;
+	uint8_t proto = 0;
+	bool other = false;
+	int rem;
+
+	if (h->nlmsg_type != RTM_NEWRULE || !nlmsg_valid_hdr(h, sizeof(*frh)))
+		return NL_OK;
+	frh = nlmsg_data(h);
+	if (frh->family != AF_INET || frh->action != FR_ACT_TO_TBL ||
+	    frh->dst_len != 32 || frh->src_len != 0 || frh->tos != 0 ||
+	    (frh->flags & FIB_RULE_INVERT))
+		return NL_OK;
+	table = frh->table;
+	nla_for_each_attr(a, nlmsg_attrdata(h, sizeof(*frh)),
+	    nlmsg_attrlen(h, sizeof(*frh)), rem) {
+		switch (nla_type(a)) {
+		case FRA_TABLE:
+			if (nla_len(a) >= 4)
+				table = nla_get_u32(a);
+			break;
+		case FRA_DST:
+			if (nla_len(a) >= 4)
+				memcpy(&dst, nla_data(a), 4);
+			break;
+		case FRA_PROTOCOL:
+			if (nla_len(a) >= 1)
+				proto = nla_get_u8(a);
+			break;
+		case FRA_IIFNAME:
+		case FRA_OIFNAME:
+		case FRA_UID_RANGE:
+		case FRA_IP_PROTO:
+		case FRA_SPORT_RANGE:
+		case FRA_DPORT_RANGE:
+		case FRA_L3MDEV:
+			other = true;
+			break;
+		case FRA_FWMARK:
+			if (nla_len(a) >= 4 && nla_get_u32(a) != 0)
+				other = true;
+			break;
+		default:
+			break;
+		}
+	}
+	if (table == RT_TABLE_MAIN && dst == v->ip &&
+	    proto == ENID_RULE_PROTO && !other)
+		v->proven = true;
+	return NL_OK;
+}
+
+static int
+dump_rules(struct nl_sock *sk, struct vet *v)
+{
+	struct fib_rule_hdr req;
+	struct nl_cb *cb;
+	int i, rc = -NLE_DUMP_INTR;
+
+	if ((cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL)
+		return -NLE_NOMEM;
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, vet_rule, v);
+	memset(&req, 0, sizeof(req));
+	req.family = AF_INET;
+	for (i = 0; i < WIRE_DUMP_TRIES && rc == -NLE_DUMP_INTR; i++) {
+		v->proven = false;
+		if ((rc = nl_send_simple(sk, RTM_GETRULE, NLM_F_DUMP, &req,
+		    sizeof(req))) >= 0)
+			rc = nl_recvmsgs(sk, cb);
+	}
+	nl_cb_put(cb);
+	return rc < 0 ? rc : 0;
+}
+
+int
+wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
+    int *code, char *err, size_t errlen)
+{
+	struct nl_cache *addrs = NULL, *routes = NULL;
+	struct vet v;
+	int rc;
+
+	memset(&v, 0, sizeof(v));
+	v.ip = ip;
+	ip4_format(ip, v.ips);
+	v.own = own_ifindex;
+	v.err = err;
+	v.errlen = errlen;
+	*have_own = false;
+	*code = CNI_ERR_WIRING;
+	if ((rc = rtnl_addr_alloc_cache(w->host, &addrs)) < 0 ||
+	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &routes)) < 0) {
+		snprintf(err, errlen, "netlink: reading the node's addresses "
+		    "and routes to check %s: %s", v.ips,
+		    nl_geterror(rc));
+		rc = -1;
+		goto out;
+	}
+	nl_cache_foreach(addrs, vet_addr, &v);
+	nl_cache_foreach(routes, vet_route, &v);
+	if (v.code != 0) {
+		*code = v.code;
+		rc = -1;
+		goto out;
+	}
+	if ((rc = dump_rules(w->host, &v)) < 0) {
+		snprintf(err, errlen, "netlink: reading the node's rules to "
+		    "check %s: %s", v.ips, nl_geterror(rc));
+		rc = -1;
+		goto out;
+	}
+	if (!v.proven) {
+		*code = CNI_ERR_UNPROVEN;
+		snprintf(err, errlen, "enid-netd holds no rule \"to %s lookup "
+		    "main\" (protocol %d) on the node: its policy never "
+		    "accepted %s, and enid-cni routes no address on enid's "
+		    "word alone", v.ips, ENID_RULE_PROTO, v.ips);
+		rc = -1;
+		goto out;
+	}
+	*have_own = v.have_own;
+	rc = 0;
+out:
+	if (routes != NULL)
+		nl_cache_free(routes);
+	if (addrs != NULL)
+		nl_cache_free(addrs);
+	return rc;
 }
 
 /* ---- CHECK ---- */

@@ -59,8 +59,12 @@ int	wire_veth_add(struct wire *w, const char *host, const char *ifname,
 /* 0 when the link is gone (or never was), -1. */
 int	wire_link_del(struct wire *w, const char *name, char *err,
 	    size_t errlen);
+/* The pod's side, then the host route, which is never a replace: 1 when
+ * a route to ip through another link appeared since wire_vet (nothing
+ * is changed on the node then), 0, -1. */
 int	wire_configure(struct wire *w, const struct wire_link *host,
-	    const struct wire_link *pod, uint32_t ip, char *err, size_t errlen);
+	    const struct wire_link *pod, uint32_t ip, bool have_own, char *err,
+	    size_t errlen);
 /* 0 all in place, 1 something is missing (err lists what), -1. */
 int	wire_check(struct wire *w, const char *host, const char *ifname,
 	    uint32_t ip, char *err, size_t errlen);
@@ -68,6 +72,18 @@ int	wire_check(struct wire *w, const char *host, const char *ifname,
 int	wire_sweep(struct wire *w, const char *prefix,
 	    bool (*keep)(const char *name, void *arg), void *arg,
 	    unsigned *removed, char *err, size_t errlen);
+/*
+ * Whether the node may route ip to a pod, from what its kernel holds (the
+ * broker's word is not asked): 0 yes, else -1 with err set and *code one
+ * of CNI_ERR_ADDR_NEVER (an address of the node, a gateway of any of its
+ * tables, a reserved address of a subnet it is on), CNI_ERR_ADDR_ROUTED
+ * (a /32 route to ip in any table, other than own_ifindex's in main),
+ * CNI_ERR_UNPROVEN (no rule "to ip lookup main" tagged by enid-netd) or
+ * CNI_ERR_WIRING (netlink failed).  *have_own is set when main already
+ * routes ip through own_ifindex (a repeated ADD's; 0: there is none).
+ */
+int	wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
+	    int *code, char *err, size_t errlen);
 /* The node's source address toward dst (a route lookup); needs no
  * wire_open. */
 int	wire_source_toward(uint32_t dst, uint32_t *src, char *err,

@@ -31,6 +31,13 @@
 #define MSG_PROTO_VERSION	1
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
+/*
+ * enid-netd's tag on what it adds to the kernel (netd/policy.h's
+ * NETD_PROTO), here because enid-cni reads it too: a pod's policy rule
+ * with this tag is the plugin's proof that netd accepted the address
+ * (enid-cni(8), "Trust"); only a holder of CAP_NET_ADMIN can make one.
+ */
+#define ENID_RULE_PROTO		233
 
 /* Bounded strings and arrays; every char[] must hold a NUL. */
 #define MSG_NAME_LEN		16	/* IFNAMSIZ */

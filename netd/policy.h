@@ -35,7 +35,7 @@ _Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
  * or iproute2's rt_protos reserve, so what carries it is netd's, also
  * after a restart, and what lacks it is someone else's.
  */
-#define NETD_PROTO		233
+#define NETD_PROTO		ENID_RULE_PROTO
 
 /*
  * The pod cap when pool.max_pods is not set: the most addresses the pool

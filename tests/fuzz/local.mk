@@ -1,7 +1,8 @@
 # libFuzzer targets of the internal message decoder, the ctl request
-# parser, cloudd's IMDS answers and the configuration loader, and `make
-# fuzz`, which runs all eight (these four and fuzz-ec2-xml, fuzz-cni,
-# fuzz-checkpoint and fuzz-cnireq, defined beside their code).  Each is
+# parser, cloudd's IMDS answers, the configuration loader and enid-cni's
+# reading of the broker's answer, and `make fuzz`, which runs all nine
+# (these five and fuzz-ec2-xml, fuzz-cni, fuzz-checkpoint and
+# fuzz-cnireq, defined beside their code).  Each is
 # built by clang directly, like those, and runs for FUZZ_SECONDS over a
 # scratch directory and its seed corpus; FUZZ_FLAGS adds libFuzzer
 # options (-runs=N for a fixed count).
@@ -9,7 +10,8 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -include $(top_builddir)/config.h \
 	-I$(top_srcdir)/common
 FUZZ_RUN = -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-FUZZ_TARGETS = ec2-xml cni checkpoint cnireq msg ctlreq imds config
+FUZZ_TARGETS = ec2-xml cni cni-answer checkpoint cnireq msg ctlreq imds \
+	config
 
 # Each for FUZZ_SECONDS, one after another (a crash stops the run), then
 # what each did; the logs stay in tests/fuzz/logs.
@@ -111,3 +113,22 @@ fuzz-config: $(FUZZ_CONFIG_SRC)
 		$$work $(srcdir)/tests/fuzz/corpus/config; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_config
+
+# enid-cni's reading of the broker's answer (cni/answer.c): the root
+# plugin's one input from a process it does not trust.
+FUZZ_CNI_ANSWER_SRC = $(srcdir)/tests/fuzz/fuzz_cni_answer.c \
+	$(srcdir)/cni/answer.c $(srcdir)/common/addr.c
+EXTRA_DIST += tests/fuzz/fuzz_cni_answer.c tests/fuzz/cnians.dict \
+	tests/fuzz/corpus/cnians
+.PHONY: fuzz-cni-answer
+fuzz-cni-answer: $(FUZZ_CNI_ANSWER_SRC) $(srcdir)/cni/answer.h
+	@mkdir -p tests/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) -I$(top_srcdir)/cni \
+		-o tests/fuzz/fuzz_cni_answer $(FUZZ_CNI_ANSWER_SRC)
+	work=$$(mktemp -d) && \
+	./tests/fuzz/fuzz_cni_answer -max_total_time=$(FUZZ_SECONDS) \
+		-max_len=70000 $(FUZZ_RUN) $(FUZZ_FLAGS) \
+		-dict=$(srcdir)/tests/fuzz/cnians.dict \
+		$$work $(srcdir)/tests/fuzz/corpus/cnians; \
+	rc=$$?; rm -rf $$work; exit $$rc
+CLEANFILES += tests/fuzz/fuzz_cni_answer

@@ -65,9 +65,25 @@ test_main_ok(void **state)
 	assert_null(c.prev);
 	cni_conf_free(&c);
 
+	/* enid_user: a name, or a uid */
+	assert_int_equal(parse(CNI_ROLE_MAIN, &ENV_ADD, "{\"cniVersion\":"
+	    "\"1.0.0\",\"name\":\"n\",\"type\":\"enid-cni\","
+	    "\"enid_user\":\"_enid-2\"}", &c, &e), 0);
+	assert_string_equal(c.enid_user, "_enid-2");
+	assert_false(c.uid_is_number);
+	cni_conf_free(&c);
+	assert_int_equal(parse(CNI_ROLE_MAIN, &ENV_ADD, "{\"cniVersion\":"
+	    "\"1.0.0\",\"name\":\"n\",\"type\":\"enid-cni\","
+	    "\"enid_user\":999}", &c, &e), 0);
+	assert_true(c.uid_is_number);
+	assert_int_equal(c.enid_uid, 999);
+	cni_conf_free(&c);
+
 	/* defaults */
 	assert_int_equal(parse(CNI_ROLE_MAIN, &ENV_ADD, "{\"cniVersion\":"
 	    "\"0.4.0\",\"name\":\"n\",\"type\":\"enid-cni\"}", &c, &e), 0);
+	assert_string_equal(c.enid_user, "enid");
+	assert_false(c.uid_is_number);
 	assert_string_equal(c.socket, "/run/enid/cni.sock");
 	assert_string_equal(c.veth_prefix, "enid");
 	assert_int_equal(c.mtu, 0);
@@ -132,6 +148,16 @@ static const struct bad bad_main[] = {
 	  "\"veth_prefix\" must be 1 to 7" },
 	{ "ADD", "c", "/n", "e", 0, "{" M ",\"veth_prefix\":\"A\"}", 7,
 	  "veth_prefix" },
+	{ "ADD", "c", "/n", "e", 0, "{" M ",\"enid_user\":\"Enid\"}", 7,
+	  "\"enid_user\" \"Enid\" is not a user name" },
+	{ "ADD", "c", "/n", "e", 0, "{" M ",\"enid_user\":\"\"}", 7,
+	  "\"enid_user\" is empty" },
+	{ "ADD", "c", "/n", "e", 0, "{" M ",\"enid_user\":-1}", 7,
+	  "\"enid_user\" -1 is not a uid" },
+	{ "ADD", "c", "/n", "e", 0, "{" M ",\"enid_user\":4294967295}", 7,
+	  "is not a uid" },
+	{ "ADD", "c", "/n", "e", 0, "{" M ",\"enid_user\":true}", 7,
+	  "\"enid_user\" must be a string" },
 	{ "ADD", "c", "/n", "e", 0, "{" M ",\"ipam\":{\"type\":\"host-local\"}}",
 	  7, "remove \"ipam\"" },
 	{ "ADD", "c", "/n", "e", 0, "{" M ",\"vethprefix\":\"x\"}", 2,

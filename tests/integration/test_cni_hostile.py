@@ -1,0 +1,458 @@
+"""A hostile broker against the real enid-cni, in both roles: a fake
+cni.sock, served as the enid user (fake_cnisock.py), answers each ADD as a
+compromised broker could, and real enid-netd (through netd_drive) installs
+its tagged rules for the addresses a broker could have it accept: any in
+the VPC that is none of the node's own.  For every case the plugin must
+exit with a CNI error naming the cause (enid's code; the field and the
+value in the message), give the address back with a DEL of its own, and
+leave the node and the pod as they were: `ip link`, `ip addr`, `ip rule`
+and `ip route show table all` of the node, and the pod's links, addresses
+and routes, are compared as text before the ADD, right after it, and
+after the runtime's DEL.  A plausible answer for an address netd accepted
+must still work, so a plugin that refuses everything fails here.
+
+Roles: "main" runs enid-cni as the runtime would; "ipam" runs the
+reference ptp with enid-ipam as its IPAM plugin, so an address let
+through would be routed by ptp on the node.
+
+The node: eth0 10.0.0.10/20 (default via 10.0.0.1), a secondary ENI set
+up by netd (10.0.16.5/20, table 101, default via 10.0.16.1), a static
+route via 10.0.0.7, a /32 in table 150, and a pod wired by the plugin
+itself at 10.0.0.50 that no case may disturb.
+
+    ENID_BUILDDIR=$PWD/build /usr/bin/python3 -m pytest -q \\
+        tests/integration/test_cni_hostile.py
+"""
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netd_helpers import (DRIVE, NETD, PRIMARY_IP, Driver,  # noqa: E402
+                          Netns, run)
+from conftest import built  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE = os.path.join(HERE, "fake_cnisock.py")
+PTP = "/usr/lib/cni/ptp"
+ENI1 = "02:00:00:00:00:11"
+POD_A = "10.0.0.50"         # wired first, by a plausible answer
+GOOD = "10.0.0.60"          # netd accepted it; a plausible answer works
+GOOD_ENI = "10.0.16.60"     # the same, for a pod on the secondary ENI
+STATIC_GW = "10.0.0.7"      # the node's static route goes via it
+TABLE_ROUTED = "10.0.0.52"  # a /32 in table 150
+FORGED = "10.0.0.53"        # a rule without netd's tag
+NEVER = "10.0.0.99"         # in the VPC, never accepted by netd
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
+                            os.access(DRIVE, os.X_OK)),
+                       reason="enid-netd or netd_drive not built"),
+    pytest.mark.skipif(not os.access(PTP, os.X_OK),
+                       reason="containernetworking-plugins not installed"),
+]
+
+
+def answer(ip, **over):
+    """A plausible ADD answer, as the broker formats it."""
+    a = {"ok": True, "ip": ip, "prefix": 32, "eni": "eni-0a97",
+         "eni_mac": "02:00:00:00:00:11", "table": 0,
+         "subnet": "10.0.0.0/20", "subnet_gateway": "10.0.0.1",
+         "vpc_cidrs": ["10.0.0.0/16"]}
+    a.update(over)
+    return json.dumps(a, separators=(",", ":")) + "\n"
+
+
+def raw(text):
+    return {"answer": text}
+
+
+# (name, script, CNI code, needles in "msg")
+ADDRESS_CASES = [
+    ("imds", raw(answer("169.254.169.254")), 124,
+     ['"ip" 169.254.169.254', "link-local"]),
+    ("loopback", raw(answer("127.0.0.1")), 124, ["127.0.0.1", "loopback"]),
+    ("mdns", raw(answer("224.0.0.251")), 124, ["224.0.0.251", "multicast"]),
+    ("broadcast", raw(answer("255.255.255.255")), 124,
+     ["255.255.255.255", "broadcast"]),
+    ("class-e", raw(answer("240.0.0.1")), 124, ["240.0.0.1", "reserved"]),
+    ("this-net", raw(answer("0.1.2.3")), 124, ["0.1.2.3", "0.0.0.0/8"]),
+    ("pod-gateway", raw(answer("169.254.1.1")), 124,
+     ["169.254.1.1", "own link-local gateway"]),
+    ("node-address", raw(answer(PRIMARY_IP)), 124,
+     [PRIMARY_IP, "address of the node (on eth0)"]),
+    ("eni-address", raw(answer("10.0.16.5")), 124,
+     ["10.0.16.5", "address of the node (on eni1)"]),
+    ("default-gateway", raw(answer("10.0.0.1")), 124,
+     ["10.0.0.1", "10.0.0.0/20", "router"]),
+    ("eni-gateway", raw(answer("10.0.16.1")), 124, ["10.0.16.1"]),
+    ("vpc-dns", raw(answer("10.0.0.2")), 124, ["10.0.0.2", "DNS"]),
+    ("subnet-broadcast", raw(answer("10.0.15.255")), 124,
+     ["10.0.15.255", "broadcast"]),
+    ("static-gateway", raw(answer(STATIC_GW)), 124,
+     [STATIC_GW, "gateway of the node (table 254, dev eth0)"]),
+    ("other-pod", raw(answer(POD_A)), 125,
+     [POD_A, "already routes", "table 254"]),
+    ("table-route", raw(answer(TABLE_ROUTED)), 125,
+     [TABLE_ROUTED, "table 150"]),
+    ("outside-vpc", raw(answer("8.8.8.8")), 126,
+     ["8.8.8.8", "holds no rule", "never accepted"]),
+    ("never-accepted", raw(answer(NEVER)), 126, [NEVER, "holds no rule"]),
+    ("untagged-rule", raw(answer(FORGED)), 126, [FORGED, "holds no rule"]),
+]
+
+MALFORMED_CASES = [
+    ("ip-number", raw('{"ok":true,"ip":167772220}\n'), 123,
+     ['"ip" must be a string, not 167772220']),
+    ("ok-string", raw('{"ok":"true","ip":"%s"}\n' % GOOD), 123,
+     ['"ok" must be true or false, not "true"']),
+    ("prefix-string", raw(answer(GOOD, prefix="32")), 123,
+     ['"prefix" must be an integer', '"32"']),
+    ("prefix-24", raw(answer(GOOD, prefix=24)), 123,
+     ['"prefix" is 24, not 32']),
+    ("cidrs-string", raw(answer(GOOD, vpc_cidrs="10.0.0.0/16")), 123,
+     ['"vpc_cidrs" must be an array', '"10.0.0.0/16"']),
+    ("ip-cidr", raw(answer(GOOD + "/32")), 123,
+     ['"ip" "%s/32" is not an IPv4 address' % GOOD]),
+    ("ip-object", raw('{"ok":true,"ip":{"addr":"%s"}}\n' % GOOD), 123,
+     ['"ip" must be a string, not {']),
+    ("table-huge", raw(answer(GOOD, table=2 ** 40)), 123,
+     ['"table" must be an integer from 0 to 4294967295', str(2 ** 40)]),
+    ("oversize-line", raw(answer(GOOD, eni="e" * 70000)), 123,
+     ["longer than 65536 bytes"]),
+    ("oversize-field", raw(answer(GOOD, eni="eni-" + "0" * 100)), 123,
+     ['"eni" is longer than 63 bytes', "eni-000"]),
+    ("oversize-error", raw(json.dumps({"ok": False, "code": "internal",
+                                       "error": "x" * 600}) + "\n"), 123,
+     ['"error" is longer than 511 bytes']),
+    ("slow-drip", {"answer": answer(GOOD), "drip_ms": 40}, 123,
+     ["no newline within 2000 ms of the first"]),
+    ("closed-early", {"answer": answer(GOOD), "close_after": 30}, 123,
+     ["closed after 30 bytes"]),
+    # Nothing at all is what a broker that died leaves: try again.
+    ("closed-at-once", {"answer": answer(GOOD), "close_after": 0}, 11,
+     ["enid closed the connection without answering"]),
+    ("extra-field", raw(answer(GOOD, colour="blue")), 123,
+     ['unknown field "colour"']),
+    ("duplicate-key", raw(answer(GOOD)[:-2] +
+                          ',"ip":"169.254.169.254"}\n'), 123,
+     ['field "ip" appears twice']),
+    ("invalid-utf8", raw(answer(GOOD, eni="ENI").replace(
+        "ENI", "eni-\xff\xfe")), 123,
+     ["not valid UTF-8", "0xff"]),
+    ("two-lines", raw(answer(GOOD) + answer("169.254.169.254")), 123,
+     ["bytes after the line's newline"]),
+    ("not-json", raw("HTTP/1.1 200 OK\n"), 123,
+     ["not a JSON object: HTTP/1.1 200 OK"]),
+    ("nul-byte", raw(answer(GOOD)[:10] + "\0" + answer(GOOD)[10:]), 123,
+     ["a NUL byte at byte 10"]),
+    ("array", raw('[{"ok":true,"ip":"%s"}]\n' % GOOD), 123,
+     ["not a JSON object: ["]),
+    ("failed-with-ip", raw('{"ok":false,"code":"x","ip":"%s"}\n' % GOOD),
+     123, ['field "ip" in a failed answer']),
+]
+
+CASES = ADDRESS_CASES + MALFORMED_CASES
+ROLES = ["main", "ipam"]
+
+
+class FakeSock:
+    """fake_cnisock.py as user, in a directory it owns."""
+
+    def __init__(self, user):
+        self.dir = tempfile.mkdtemp(prefix="enid-cnih-")
+        os.chmod(self.dir, 0o755)
+        pw = pwd.getpwnam(user) if isinstance(user, str) else \
+            pwd.getpwuid(user)
+        os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self.sock = os.path.join(self.dir, "cni.sock")
+        self.script = os.path.join(self.dir, "script.json")
+        self.log = os.path.join(self.dir, "requests.log")
+        self.set(raw(answer(GOOD)))
+        self.proc = subprocess.Popen(
+            ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+             "--clear-groups", "/usr/bin/python3", FAKE, self.sock,
+             self.script, self.log], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def set(self, script):
+        with open(self.script, "w") as f:
+            json.dump(script, f)
+        os.chmod(self.script, 0o644)
+
+    def requests(self):
+        try:
+            with open(self.log) as f:
+                return [json.loads(l) for l in f]
+        except FileNotFoundError:
+            return []
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Node:
+    def __init__(self, ns, netd):
+        self.ns = ns
+        self.netd = netd
+        self.seq = 0
+
+    def pod(self):
+        self.seq += 1
+        name = "enid-t-cnih-%s-%d" % (secrets.token_hex(3), self.seq)
+        run("ip", "netns", "add", name)
+        # No duplicate address detection: an IPv6 link-local address is
+        # never "tentative" for a moment, so snapshots compare.
+        for key in ("all", "default"):
+            run("ip", "netns", "exec", name, "sysctl", "-qw",
+                "net.ipv6.conf.%s.accept_dad=0" % key)
+        run("ip", "-n", name, "link", "set", "lo", "up")
+        return name
+
+    def state(self):
+        return self.ns.text_state()
+
+
+def pod_state(pod):
+    return {k: run("ip", "-n", pod, *a).stdout for k, a in (
+        ("link", ("link",)), ("addr", ("addr",)),
+        ("route", ("route", "show", "table", "all")))}
+
+
+def conf_for(role, sock, **extra):
+    if role == "main":
+        c = {"cniVersion": "1.0.0", "name": "pods", "type": "enid-cni",
+             "socket": sock}
+        c.update(extra)
+        return c, built("cni/enid-cni")
+    ipam = {"type": "enid-ipam", "socket": sock}
+    ipam.update(extra)
+    return ({"cniVersion": "1.0.0", "name": "ptpnet", "type": "ptp",
+             "ipam": ipam}, PTP)
+
+
+def plugin(node, role, command, sock, cid, pod, **extra):
+    conf, exe = conf_for(role, sock, **extra)
+    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid,
+           "CNI_IFNAME": "eth0", "CNI_NETNS": "/run/netns/" + pod,
+           "CNI_PATH": os.path.dirname(built("cni/enid-ipam")),
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    r = subprocess.run(["nsenter", "--net=/run/netns/" + node.ns.name, exe],
+                       input=json.dumps(conf), env=env, capture_output=True,
+                       text=True, timeout=60)
+    out = json.loads(r.stdout) if r.stdout.strip() else None
+    return r.returncode, out, r.stderr
+
+
+@pytest.fixture(scope="module")
+def node(enid_user):
+    with Netns() as ns:
+        ns.sysctl("net.ipv4.ip_forward", "1")
+        ns.add_eni("eni1", ENI1)
+        work = tempfile.mkdtemp(prefix="enid-cnih-netd-")
+        netd = Driver(ns, work)
+        try:
+            netd.start()
+            for line in ("declare mac=%s table=101" % ENI1,
+                         "setup mac=%s table=101 addr=10.0.16.5/20 "
+                         "gw=10.0.16.1 mtu=1500" % ENI1):
+                r = netd.call(line)
+                assert r["status"] == "ok", (line, r)
+            ns.ip("route", "add", "10.0.40.0/24", "via", STATIC_GW, "dev",
+                  "eth0")
+            ns.ip("route", "add", TABLE_ROUTED + "/32", "dev", "eth0",
+                  "table", "150")
+            ns.ip("rule", "add", "prio", "512", "to", FORGED, "lookup",
+                  "main", "proto", "static")
+            # What a compromised broker could have netd accept: any
+            # address in the VPC that is none of the node's own.
+            for addr, table in ((POD_A, 0), (GOOD, 0), (GOOD_ENI, 101),
+                                (STATIC_GW, 0), (TABLE_ROUTED, 0),
+                                ("10.0.0.1", 0), ("10.0.16.1", 101),
+                                ("10.0.0.2", 0), ("10.0.15.255", 0)):
+                r = netd.call("addpod addr=%s table=%d" % (addr, table))
+                assert r["status"] == "ok", (addr, r)
+            for addr in ("8.8.8.8", "169.254.169.254", PRIMARY_IP,
+                         "10.0.16.5"):
+                r = netd.call("addpod addr=%s table=0" % addr)
+                assert r["status"] == "refused", (addr, r)
+            yield Node(ns, netd)
+        finally:
+            netd.close()
+            shutil.rmtree(work, ignore_errors=True)
+            out = run("ip", "netns", "list").stdout
+            for line in out.splitlines():
+                name = line.split()[0]
+                if name.startswith("enid-t-cnih-"):
+                    run("ip", "netns", "del", name, check=False)
+
+
+@pytest.fixture(scope="module")
+def fake(enid_user):
+    f = FakeSock(enid_user)
+    yield f
+    f.close()
+
+
+@pytest.fixture(scope="module")
+def pod_a(node, fake):
+    """A pod the plugin wired with a plausible answer; every case leaves
+    it exactly as it is."""
+    fake.set(raw(answer(POD_A)))
+    pod = node.pod()
+    rc, out, err = plugin(node, "main", "ADD", fake.sock, "poda", pod)
+    assert rc == 0, (out, err)
+    return pod
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name,script,code,needles", CASES,
+                         ids=[c[0] for c in CASES])
+def test_refused_and_nothing_changes(node, fake, pod_a, role, name, script,
+                                     code, needles):
+    pod = node.pod()
+    cid = "h-%s-%s" % (role, name)
+    before, pod_before = node.state(), pod_state(pod)
+    a_before = pod_state(pod_a)
+    fake.set(script)
+    seen = len(fake.requests())
+    rc, out, err = plugin(node, role, "ADD", fake.sock, cid, pod)
+    assert rc != 0 and out is not None, (rc, out, err)
+    assert out["code"] == code, out
+    for n in needles:
+        assert n in out["msg"], (n, out)
+    assert node.state() == before
+    assert pod_state(pod) == pod_before
+    # The address went back to enid: a DEL of the plugin's own.
+    ops = [r["op"] for r in fake.requests()[seen:]]
+    assert ops[:2] == ["add", "del"], ops
+    rc, out, err = plugin(node, role, "DEL", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    assert node.state() == before
+    assert pod_state(pod) == pod_before
+    assert pod_state(pod_a) == a_before
+    run("ip", "netns", "del", pod)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("ip,extra", [
+    (GOOD, {}),
+    (GOOD_ENI, {"table": 101, "subnet": "10.0.16.0/20",
+                "subnet_gateway": "10.0.16.1"}),
+    # Fields that only shape the pod's own routes, or are not used at
+    # all, may be wrong without reaching the node.
+    (GOOD, {"subnet": "10.0.0.0/8", "subnet_gateway": "169.254.169.254",
+            "vpc_cidrs": ["0.0.0.0/1", "128.0.0.0/1"], "eni": "x",
+            "table": 7}),
+], ids=["primary", "secondary", "odd-fields"])
+def test_plausible_answer_works(node, fake, pod_a, role, ip, extra):
+    pod = node.pod()
+    cid = "ok-%s-%d" % (role, len(extra))
+    before = node.state()
+    fake.set(raw(answer(ip, **extra)))
+    rc, out, err = plugin(node, role, "ADD", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    assert out["ips"][0]["address"].split("/")[0] == ip, out
+    routes = [r for r in node.ns.ipj("route", "show", "table", "all")
+              if r.get("dst") == ip]
+    assert len(routes) == 1 and routes[0]["dev"] != "eth0", routes
+    if role == "ipam":
+        # ptp's gateway is the node's own address, not the answer's.
+        assert out["ips"][0]["gateway"] == PRIMARY_IP, out
+    added = set(node.state()["addr"].splitlines()) - \
+        set(before["addr"].splitlines())
+    assert not any("169.254.169.254" in l for l in added), added
+    rc, out, err = plugin(node, role, "DEL", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    assert node.state()["route"] == before["route"]
+    assert node.state()["link"] == before["link"]
+    run("ip", "netns", "del", pod)
+
+
+def test_repeated_add_keeps_its_own_route(node, fake, pod_a):
+    """The same attachment again: its own route is its own, kept."""
+    fake.set(raw(answer(POD_A)))
+    before = node.state()
+    rc, out, err = plugin(node, "main", "ADD", fake.sock, "poda", pod_a)
+    assert rc == 0, (out, err)
+    assert node.state() == before
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_del_check_gc_touch_only_their_own(node, fake, pod_a, role):
+    """Whatever DEL, CHECK and GC are answered, the plugin deletes only
+    the host end named from the runtime's container id and ifname."""
+    before = node.state()
+    a_before = pod_state(pod_a)
+    other = node.pod()
+    for script in (raw(answer(POD_A)), raw('{"ok":true,"ip":"%s"}\n' %
+                                           POD_A)):
+        script["other"] = script["answer"]
+        fake.set(script)
+        rc, out, err = plugin(node, role, "DEL", fake.sock, "stranger",
+                              other)
+        assert rc != 0 and out["code"] == 123, out
+        conf, exe = conf_for(role, fake.sock)
+        conf["cniVersion"] = "1.1.0"
+        conf["cni.dev/valid-attachments"] = [
+            {"containerID": "poda", "ifname": "eth0"}]
+        env = {"CNI_COMMAND": "GC", "CNI_PATH":
+               os.path.dirname(built("cni/enid-ipam"))}
+        exe = built("cni/enid-cni" if role == "main" else "cni/enid-ipam")
+        if role == "ipam":
+            conf = {**conf, "type": "ptp"}
+        r = subprocess.run(["nsenter", "--net=/run/netns/" + node.ns.name,
+                            exe], input=json.dumps(conf), env=env,
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and json.loads(r.stdout)["code"] == 123
+        assert node.state() == before
+        assert pod_state(pod_a) == a_before
+    fake.set(raw(answer(POD_A)))
+    # DEL for pod A's container id but another namespace: its host end
+    # stays, since its peer is not in that namespace.
+    if role == "main":
+        rc, out, err = plugin(node, "main", "DEL", fake.sock, "poda", other)
+        assert rc != 0 and out["code"] == 121, out
+        assert "left in place" in out["msg"]
+        assert node.state() == before
+    run("ip", "netns", "del", other)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_socket_served_by_another_user_gets_nothing(node, role):
+    """A socket served by neither root nor enid's user: refused before
+    a byte is sent, so the pod's identity goes nowhere."""
+    f = FakeSock(65534)     # nobody
+    try:
+        pod = node.pod()
+        before = node.state()
+        rc, out, err = plugin(node, role, "ADD", f.sock, "peer1", pod)
+        assert rc != 0 and out["code"] == 127, out
+        assert "uid 65534" in out["msg"] and "nothing was sent" in \
+            out["msg"], out
+        assert '"enid"' in out["msg"], out
+        time.sleep(0.1)
+        assert all(r["bytes"] == 0 for r in f.requests()), f.requests()
+        assert node.state() == before
+        # Named by number, that user is enid's.
+        f.set(raw(answer(GOOD)))
+        rc, out, err = plugin(node, role, "ADD", f.sock, "peer1", pod,
+                              enid_user=65534)
+        assert rc == 0, (out, err)
+        rc, out, err = plugin(node, role, "DEL", f.sock, "peer1", pod,
+                              enid_user=65534)
+        assert rc == 0, (out, err)
+        run("ip", "netns", "del", pod)
+    finally:
+        f.close()
