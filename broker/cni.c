@@ -71,6 +71,7 @@ pods_init(struct broker *b)
 		LIST_INIT(&en->pod_hash[i]);
 	TAILQ_INIT(&en->pods);
 	TAILQ_INIT(&en->netd_queue);
+	TAILQ_INIT(&en->netd_bg_queue);
 	TAILQ_INIT(&en->waiters);
 	TAILQ_INIT(&en->durable_wait);
 	TAILQ_INIT(&en->durable_writing);
@@ -139,7 +140,9 @@ pod_free(struct pod *p)
 		reconcile_restored(b);
 	}
 	broker_request_cancel(b, &p->req);
-	if (p->netd_waiting)
+	if (p->netd_waiting && p->netd_bg)
+		TAILQ_REMOVE(&b->engine.netd_bg_queue, p, netd_q);
+	else if (p->netd_waiting)
 		TAILQ_REMOVE(&b->engine.netd_queue, p, netd_q);
 	LIST_REMOVE(p, hash);
 	TAILQ_REMOVE(&b->engine.pods, p, all);
@@ -741,10 +744,18 @@ netd_slot_free(struct broker *b)
 
 	en->netd_inflight--;
 	/* A queued pod may need no request after all (pod_netd_send): the
-	 * slot goes on to the next, or it would be lost for good. */
+	 * slot goes on to the next, or it would be lost for good.  What a
+	 * runtime waits for first; the rest while few are in flight. */
 	while (en->netd_inflight < ENGINE_MAX_NETD_INFLIGHT &&
 	    (p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
 		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
+		p->netd_waiting = false;
+		pod_netd_send(p);
+	}
+	while (en->netd_inflight < ENGINE_MAX_NETD_BG &&
+	    TAILQ_EMPTY(&en->netd_queue) &&
+	    (p = TAILQ_FIRST(&en->netd_bg_queue)) != NULL) {
+		TAILQ_REMOVE(&en->netd_bg_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
 	}
@@ -754,7 +765,11 @@ netd_slot_free(struct broker *b)
  * Ask netd to add (POD_ADDING) or remove (POD_DELETING) p's rules, or to
  * make sure they are there (POD_READY: a pod restored or corrected by a
  * reconciliation), at most ENGINE_MAX_NETD_INFLIGHT at a time: a restart
- * with thousands of pods queues them here, not in netd.
+ * with thousands of pods queues them here, not in netd.  Making sure
+ * (what no runtime waits for) goes only while fewer than
+ * ENGINE_MAX_NETD_BG are in flight and no ADD or DEL waits: the first
+ * ADD after a restart of a full node waits behind a few of them, not
+ * hundreds (issue 27).
  */
 static void
 pod_netd_send(struct pod *p)
@@ -762,12 +777,19 @@ pod_netd_send(struct pod *p)
 	struct broker *b = p->b;
 	struct engine *en = &b->engine;
 	struct msg_netd_pod_rule req;
+	bool bg;
 	struct eni_addr *a;
 
-	if (en->netd_inflight >= ENGINE_MAX_NETD_INFLIGHT) {
+	/* No runtime waits for it (a repeated ADD of a restored pod does). */
+	bg = p->state == POD_READY && p->add_ref.server == NULL;
+	if (en->netd_inflight >= (bg ? ENGINE_MAX_NETD_BG :
+	    ENGINE_MAX_NETD_INFLIGHT) ||
+	    (bg && !TAILQ_EMPTY(&en->netd_queue))) {
 		if (!p->netd_waiting) {
-			TAILQ_INSERT_TAIL(&en->netd_queue, p, netd_q);
+			TAILQ_INSERT_TAIL(bg ? &en->netd_bg_queue :
+			    &en->netd_queue, p, netd_q);
 			p->netd_waiting = true;
+			p->netd_bg = bg;
 		}
 		return;
 	}
@@ -1050,6 +1072,13 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	p->since = (int64_t)time(NULL);
 	p->add_ref = *ref;
 	ref->server = NULL;
+	if (log_get_level() >= LOG_LVL_DEBUG) {
+		char ip[IP4_STR_LEN];
+
+		ip4_format(p->ip, ip);
+		log_debug("pod %s/%s: %s taken on %s; its rules asked for",
+		    p->container_id, p->ifname, ip, e->id);
+	}
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
 	 * waits for both (pod_answer_saved).  Should enid die before netd

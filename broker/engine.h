@@ -31,6 +31,10 @@
 #define ENGINE_GROW_BACKOFF_MIN_MS 1000	/* after a failed growth step */
 #define ENGINE_GROW_BACKOFF_MAX_MS 60000
 #define ENGINE_MAX_NETD_INFLIGHT 512	/* pod rule requests at once */
+/* Of those, the ones no runtime waits for (a restored pod's rules made
+ * sure of, a reconcile's repair): few at once, so that an ADD or a DEL
+ * never queues in netd behind hundreds of them. */
+#define ENGINE_MAX_NETD_BG	16
 /* The cloud may apply an unassign this long after it was sent (cloudd
  * gives up at the deadline, a request already with EC2 may still land):
  * until then its addresses go to no pod (eni_unassign). */
@@ -173,6 +177,7 @@ struct pod {
 	char			*lost_why;	/* malloc'd, once lost */
 	struct breq		 req;		/* its netd request */
 	bool			 netd_waiting;	/* queued for a netd slot */
+	bool			 netd_bg;	/* in netd_bg_queue */
 	TAILQ_ENTRY(pod)	 netd_q;
 	struct jref		 add_ref;	/* the ADD to answer, if any */
 	struct jref		 del_ref;	/* the DEL to answer, if any */
@@ -262,7 +267,8 @@ struct engine {
 	LIST_HEAD(, pod)	 pod_hash[256];
 	TAILQ_HEAD(, pod)	 pods;
 	uint32_t		 npods;
-	TAILQ_HEAD(, pod)	 netd_queue;	/* waiting for a slot */
+	TAILQ_HEAD(pod_queue, pod) netd_queue;	/* for a slot: ADD, DEL */
+	struct pod_queue	 netd_bg_queue;	/* ...making sure of rules */
 	uint32_t		 netd_inflight;
 	TAILQ_HEAD(, waiter)	 waiters;
 	uint32_t		 nwaiters;

@@ -367,7 +367,8 @@ failure_may_pass(const char *code)
 {
 	return strcmp(code, "throttled") == 0 ||
 	    strcmp(code, "cloud-unreachable") == 0 ||
-	    strcmp(code, "no-address") == 0;
+	    strcmp(code, "no-address") == 0 ||
+	    strcmp(code, "ip-limit") == 0;	/* a reconcile is on its way */
 }
 
 static void
@@ -1304,6 +1305,12 @@ assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		engine_fail_growth(b, as.st.outcome == CO_LIMIT_EXCEEDED ?
 		    "ip-limit" : outcome_code(&as.st), "assigning %u addresses "
 		    "to %s: %s", asked, e->id, text);
+		/* The cloud counts more on it than the pool knows of (ones
+		 * it named that were never used, say): learn them now, not
+		 * at the next interval, and growth goes elsewhere. */
+		if (as.st.outcome == CO_LIMIT_EXCEEDED)
+			reconcile_now(b, "the cloud counts more addresses on "
+			    "an ENI than the pool holds");
 		return;
 	}
 	if (as.naddrs != asked)

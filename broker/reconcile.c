@@ -1376,7 +1376,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	if (first)
 		log_info("reconcile: the pool rebuilt at start from the cloud: "
 		    "%u ENI%s taken in, %u address%s learned; %u pod%s "
-		    "restored from the checkpoint", rebuilt_enis,
+		    "held", rebuilt_enis,
 		    rebuilt_enis == 1 ? "" : "s", rebuilt_addrs,
 		    rebuilt_addrs == 1 ? "" : "es", en->npods,
 		    en->npods == 1 ? "" : "s");

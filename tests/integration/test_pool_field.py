@@ -263,7 +263,7 @@ def test_restart_is_not_drift(make_env, how):
     assert "which the pool did not have" not in text, text
     assert drifts_metric(env) == 0, text
     m = re.search(r"rebuilt at start from the cloud: (\d+) ENIs? taken in, "
-                  r"(\d+) address(?:es)? learned; (\d+) pods? restored", text)
+                  r"(\d+) address(?:es)? learned; (\d+) pods? held", text)
     assert m, text
     assert int(m.group(1)) == enis - 1      # the primary is not adopted
     assert int(m.group(3)) == 14

@@ -275,3 +275,45 @@ def test_reconcile_answers_once_rules_are_restored(make_env):
     after = node_pod_rules(env)
     assert len(after) == len(before), (len(after), len(before), a)
     assert a["drifts_fixed"] >= 400, a
+
+
+# ---- item 8: the first ADD after a restart of a full node ----
+
+def test_first_add_after_restarting_a_full_node(make_env):
+    """600 pods on 13 ENIs, kill -9, start again: the restored pods'
+    rules are made sure of at a few at a time, so the first new ADD's
+    rules go to netd ahead of the hundreds still queued (it waited
+    behind up to 512 of them before)."""
+    import re
+    env = make_env(sim_args=("--eni-limit", "16", "--ip-limit", "50"),
+                   reconcile_interval_s=3600,
+                   pool=pool_conf(warm_ip_target=8, add_timeout_s=60))
+    env.start()
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as ex:
+        answers = list(ex.map(lambda i: env.add("fn%03d" % i,
+                                                timeout=90)[0],
+                              range(600)))
+    assert all(a["ok"] for a in answers), [a for a in answers
+                                           if not a["ok"]][:3]
+    env.kill9()
+    e = env.start(wait=False)
+    end = time.monotonic() + 60
+    while "pool: running" not in e.text() and time.monotonic() < end:
+        time.sleep(0.005)
+    t0 = time.monotonic()
+    a, _ = env.add("first", timeout=30)
+    took = time.monotonic() - t0
+    assert a["ok"], a
+    e.wait_log("pod %s add rules" % a["ip"], 5)
+    # netd's rule operations between the start and the new pod's own:
+    # what it waited behind.
+    text = e.text()
+    start = text.index("pod first/eth0: %s taken on" % a["ip"])
+    mine = text.index("pod %s add rules" % a["ip"], start)
+    before = len(re.findall(r"enid-netd\[\d+\]: pod [0-9.]+ add rules",
+                            text[start:mine]))
+    print("first ADD %.3f s, behind %d rule operations" % (took, before))
+    # At most the few in flight (16), not the 512 of before.
+    assert before <= 48, (before, took)
+    assert took < 2.0, took
