@@ -219,6 +219,10 @@ check_existing(const struct target *t, const char *name, bool conflist)
 		fail("%s/%s is a symbolic link, not enid's; left as it is",
 		    t->dir, name);
 	}
+	/* A device or FIFO is not opened at all: opening one can act. */
+	if (!S_ISREG(st.st_mode))
+		fail("%s/%s is not enid's (not a regular file); left as it is",
+		    t->dir, name);
 	if (read_file(t->dirfd, name, conflist ? CONFLIST_MAX : PLUGIN_MAX,
 	    &b) == -1)
 		fail("%s/%s is not enid's (%s); left as it is", t->dir, name,
