@@ -41,7 +41,7 @@ except ImportError:
 pytestmark = pytest.mark.full
 
 DAEMONSET = os.path.join(SRCDIR, "contrib", "daemonset.yaml")
-ENID_UID = 65532
+ENID_UID = 65532        # contrib/image-base's, checked below
 
 CONTAINER_KEYS = {"name", "image", "command", "args", "env",
                   "securityContext", "volumeMounts", "resources",
@@ -362,7 +362,16 @@ def test_image_holds_what_it_should(deploy):
     with tarfile.open(tar) as t:
         names = {m.name.lstrip("./") for m in t.getmembers()
                  if not m.isdir()}
+        passwd = t.extractfile("etc/passwd").read().decode()
     tar.unlink()
+    # The user enid drops to is the one the ConfigMap's conflist names.
+    users = {f[0]: f for f in (line.split(":")
+                               for line in passwd.splitlines())}
+    assert sorted(users) == ["enid", "root"]
+    conflist = json.loads(deploy.host.cm["data"]["10-enid.conflist"])
+    assert int(users["enid"][2]) == conflist["plugins"][0]["enid_user"] == \
+        ENID_UID
+    assert json.loads(deploy.host.cm["data"]["enid.conf"])["user"] == "enid"
     assert not {"bin/sh", "usr/bin/sh", "bin/dash"} & names
     progs = {"usr/sbin/enid", "usr/sbin/enidctl",
              "usr/libexec/enid/enid-netd", "usr/libexec/enid/enid-cloudd",
