@@ -45,6 +45,14 @@ image-context:
 	rm -rf contrib/image/enid/usr/share
 	cd contrib/image/enid && for p in $(IMAGE_BINARIES); do \
 	    test -x $$p || { echo "image: $$p is not installed" >&2; exit 1; }; done
+	@# The init container copies enid-cni to the host, which need not
+	@# have its libraries: it must be the static PIE configure makes
+	@# where the archives are (libnl-3-dev, libjson-c-dev, libc6-dev).
+	@if readelf -l contrib/image/enid/opt/cni/bin/enid-cni | \
+	    grep -q 'program interpreter'; then \
+	    echo "image: enid-cni is linked dynamically, and would run on" \
+	        "hosts without its libraries; install the archives" >&2; \
+	    exit 1; fi
 	$(srcdir)/contrib/image-base contrib/image/debian contrib/image/base \
 		$(addprefix contrib/image/enid/,$(IMAGE_BINARIES))
 image-clean:
