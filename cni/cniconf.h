@@ -28,6 +28,9 @@
 
 #define CNI_DEFAULT_PREFIX	"enid"
 #define CNI_DEFAULT_USER	"enid"	/* enid.conf's "user" default */
+/* A string every enid-cni carries, so that enid-cni-install knows a file
+ * of that name in the host's CNI directory for enid's before replacing it. */
+#define CNI_PLUGIN_MARK	"enid-cni: the CNI plugin of enid, IPAM for ENIs"
 /* The pod's gateway in the main role: link-local, never a real host, the
  * same in every pod; the pod reaches it through a static neighbour entry
  * for the host end's MAC. */

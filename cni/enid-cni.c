@@ -46,6 +46,10 @@
 #define CNI_ANSWER_REST_MS	2000	/* the line after its first byte */
 #define CNI_RELEASE_MS		5000	/* a DEL of our own, on an error path */
 
+/* Kept in the binary for enid-cni-install, which replaces a file of this
+ * name in the host's CNI directory only if it carries this. */
+__attribute__((used)) static const char plugin_mark[] = CNI_PLUGIN_MARK;
+
 /* A request on enid's CNI socket, sent now and answered later. */
 struct call {
 	int		 fd;

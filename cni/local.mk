@@ -21,6 +21,13 @@ endif
 EXTRA_DIST += cni/nonss.c
 cni_enid_cni_LDADD = cni/libcnilogic.a common/libenidcommon.a $(CNI_NETLIBS)
 
+# The DaemonSet's init container: installs the plugin and the conflist
+# on the host without a shell in the image (contrib/daemonset.yaml).
+helper_PROGRAMS += cni/enid-cni-install
+cni_enid_cni_install_SOURCES = cni/enid-cni-install.c
+cni_enid_cni_install_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+cni_enid_cni_install_LDADD = $(JSONC_LIBS)
+
 # The runtime runs a plugin by its type's name; the role follows it.  The
 # CNI directory's programs install with the data (its name holds no
 # "exec"), so the directory may not exist yet: the relative link does not

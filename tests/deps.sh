@@ -4,13 +4,20 @@
 set -eu
 # systemd (for systemd-analyze), strace and python3-yaml check contrib/:
 # tests/integration/test_contrib.py.  e2fsprogs (chattr) makes a journal write
-# fail: test_pool.py.
+# fail: test_pool.py.  python3-kubernetes (its models are the API's
+# schema) checks the DaemonSet's fields: test_manifest.py.  podman and
+# mmdebstrap build the container image (make image: contrib/local.mk) and
+# run the DaemonSet's containers (test_image.py), with runc: crun refuses
+# a host with a hybrid cgroup hierarchy, as some CI machines have.
+# Rootful only, so no uidmap, fuse-overlayfs or slirp4netns; podman builds
+# without buildah.
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
  libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
  python3 python3-pytest python3-boto3 python3-jsonschema iproute2 iputils-ping procps curl openssl
  containernetworking-plugins mandoc clang libclang-rt-14-dev git
- systemd strace python3-yaml e2fsprogs"
+ systemd strace python3-yaml e2fsprogs python3-kubernetes
+ podman runc mmdebstrap"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -28,6 +28,10 @@ def pytest_configure(config):
         "markers", "long_wait: spends most of its time waiting on a timer "
         "(enid's or the sim's); tests/run-all leaves it out of the "
         "sanitizer pass")
+    config.addinivalue_line(
+        "markers", "full: slow, or builds with tools beyond the rest "
+        "(podman, mmdebstrap); tests/run-all runs it in its plain pass, "
+        "'tests/run-all --quick' leaves it out")
 
 
 def built(rel):

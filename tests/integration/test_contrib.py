@@ -16,6 +16,7 @@ capabilities the DaemonSet gives enid's start as root.
 import grp
 import json
 import os
+import pathlib
 import pwd
 import re
 import shutil
@@ -39,6 +40,7 @@ UNIT_IN = os.path.join(CONTRIB, "enid.service.in")
 DAEMONSET = os.path.join(CONTRIB, "daemonset.yaml")
 CONF_EXAMPLE = os.path.join(CONTRIB, "enid.conf.example")
 CONFLIST = os.path.join(CONTRIB, "10-enid.conflist")
+IMAGE_BASE = os.path.join(CONTRIB, "image-base")
 
 # `systemd-analyze security` items that fail because of what start-up
 # needs; each must be explained in a comment of the unit (checked below).
@@ -710,8 +712,12 @@ def test_daemonset_configmap_matches_contrib(tmp_path):
     cm, _ = daemonset_docs()
     assert json.loads(cm["data"]["enid.conf"]) == \
         json.loads(read(CONF_EXAMPLE))
-    assert json.loads(cm["data"]["10-enid.conflist"]) == \
-        json.loads(read(CONFLIST))
+    # The conflist, with enid_user the image's uid (contrib/image-base).
+    cml = json.loads(cm["data"]["10-enid.conflist"])
+    (plugin,) = cml["plugins"]
+    uid = re.search(r"^ENID_UID=(\d+)$", read(IMAGE_BASE), re.M).group(1)
+    assert plugin.pop("enid_user") == int(uid)
+    assert cml == json.loads(read(CONFLIST))
     conf = tmp_path / "enid.conf"
     conf.write_text(cm["data"]["enid.conf"])
     r = subprocess.run([built("broker/enid"), "-n", "-f", str(conf)],
@@ -719,13 +725,16 @@ def test_daemonset_configmap_matches_contrib(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_daemonset_init_container_installs_the_plugin(tmp_path):
-    """The init container's script, run with its host directories moved
-    under a scratch directory: twice, as a restarted pod would."""
-    cm, ds = daemonset_docs()
-    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
-    assert init["command"][:2] == ["/bin/sh", "-euc"]
-    script = init["args"][0]
+def run_installer(init, env):
+    """The init container's command, from the build tree."""
+    (cmd,) = init["command"]
+    assert "args" not in init
+    assert cmd == "/usr/libexec/enid/enid-cni-install"
+    return subprocess.run([built("cni/enid-cni-install")], env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def installer_env(tmp_path, cm, init):
     bindir, netdir = tmp_path / "bin", tmp_path / "net.d"
     bindir.mkdir()
     netdir.mkdir()
@@ -737,9 +746,27 @@ def test_daemonset_init_container_installs_the_plugin(tmp_path):
     assert {e["name"]: e["value"] for e in init["env"]}["CNI_VERSION"] == \
         "auto"
     assert set(env) - {"PATH"} == {e["name"] for e in init["env"]}
+    return env, bindir, netdir
+
+
+def tree(*dirs):
+    out = {}
+    for d in dirs:
+        for p in sorted(d.iterdir()):
+            out[str(p)] = (os.readlink(p) if p.is_symlink() else
+                           p.read_bytes() if p.is_file() else "other")
+    return out
+
+
+def test_daemonset_init_container_installs_the_plugin(tmp_path):
+    """The init container's program, with its host directories moved
+    under a scratch directory: twice, as a restarted pod would."""
+    cm, ds = daemonset_docs()
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    env, bindir, netdir = installer_env(tmp_path, cm, init)
+    want_conflist = json.loads(cm["data"]["10-enid.conflist"])
     for _ in range(2):
-        r = subprocess.run(["/bin/sh", "-euc", script], env=env,
-                           capture_output=True, text=True, timeout=30)
+        r = run_installer(init, env)
         assert r.returncode == 0, r.stderr
         assert sorted(os.listdir(bindir)) == ["enid-cni", "enid-ipam"]
         assert sorted(os.listdir(netdir)) == ["10-enid.conflist"]
@@ -749,44 +776,113 @@ def test_daemonset_init_container_installs_the_plugin(tmp_path):
         assert f.read() == g.read()
     assert os.readlink(bindir / "enid-ipam") == "enid-cni"
     assert os.stat(netdir / "10-enid.conflist").st_mode & 0o777 == 0o644
-    assert json.loads(read(netdir / "10-enid.conflist")) == \
-        json.loads(read(CONFLIST))
+    assert read(netdir / "10-enid.conflist") == cm["data"]["10-enid.conflist"]
 
     # CNI_VERSION pins one version: cniVersion rewritten, cniVersions
     # gone, and the plugin takes what the runtime then passes it.
     for version in ("1.1.0", "1.0.0", "0.4.0"):
-        r = subprocess.run(["/bin/sh", "-euc", script],
-                           env=dict(env, CNI_VERSION=version),
-                           capture_output=True, text=True, timeout=30)
+        r = run_installer(init, dict(env, CNI_VERSION=version))
         assert r.returncode == 0, r.stderr
         assert sorted(os.listdir(netdir)) == ["10-enid.conflist"]
         assert os.stat(netdir / "10-enid.conflist").st_mode & 0o777 == \
             0o644
         got = json.loads(read(netdir / "10-enid.conflist"))
-        want = dict(json.loads(read(CONFLIST)), cniVersion=version)
+        want = dict(want_conflist, cniVersion=version)
         del want["cniVersions"]
         assert got == want, (version, got)
         assert libcni_version(got, "1.1.0") == version
         assert_plugin_takes(got, version, tmp_path)
     # Unset is "auto".
-    r = subprocess.run(["/bin/sh", "-euc", script],
-                       env={k: v for k, v in env.items()
-                            if k != "CNI_VERSION"},
-                       capture_output=True, text=True, timeout=30)
+    r = run_installer(init, {k: v for k, v in env.items()
+                             if k != "CNI_VERSION"})
     assert r.returncode == 0, r.stderr
-    assert json.loads(read(netdir / "10-enid.conflist")) == \
-        json.loads(read(CONFLIST))
+    assert json.loads(read(netdir / "10-enid.conflist")) == want_conflist
     # A version it does not know fails the init container, naming it,
     # and the conflist installed before stays as it was.
     for bad in ("1.2.0", "latest", "1.1.0 "):
-        r = subprocess.run(["/bin/sh", "-euc", script],
-                           env=dict(env, CNI_VERSION=bad),
-                           capture_output=True, text=True, timeout=30)
+        r = run_installer(init, dict(env, CNI_VERSION=bad))
         assert r.returncode != 0
         assert 'CNI_VERSION "%s" is not auto' % bad in r.stderr, r.stderr
         assert sorted(os.listdir(netdir)) == ["10-enid.conflist"]
         assert json.loads(read(netdir / "10-enid.conflist")) == \
-            json.loads(read(CONFLIST))
+            want_conflist
+
+
+FOREIGN = [
+    ("bin", "enid-cni", b"#!/bin/sh\nexec another-plugin\n",
+     "enid-cni is not enid's"),
+    ("bin", "enid-ipam", b"\x7fELF not ours", "enid-ipam is not enid's"),
+    ("bin", "enid-ipam", "host-local", "enid-ipam is a symbolic link"),
+    ("bin", "enid-cni", "/usr/lib/cni/ptp", "enid-cni is a symbolic link"),
+    ("net", "10-enid.conflist",
+     b'{"cniVersion": "1.0.0", "name": "x", "plugins": [{"type": "ptp"}]}',
+     "10-enid.conflist is not enid's"),
+    ("net", "10-enid.conflist", b"not json", "10-enid.conflist is not"),
+    ("net", "10-enid.conflist", None, "not a regular file"),
+]
+
+
+@pytest.mark.parametrize("where,name,content,message", FOREIGN)
+def test_daemonset_init_container_leaves_foreign_files(tmp_path, where, name,
+                                                       content, message):
+    """A file under one of its names that is not enid's: the installer
+    fails naming it, and nothing in either directory changes."""
+    cm, ds = daemonset_docs()
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    env, bindir, netdir = installer_env(tmp_path, cm, init)
+    path = (bindir if where == "bin" else netdir) / name
+    if content is None:
+        os.mkfifo(path)
+    elif isinstance(content, str):
+        os.symlink(content, path)
+    else:
+        path.write_bytes(content)
+    (netdir / "00-other.conflist").write_text("{}")
+    before = tree(bindir, netdir)
+    r = run_installer(init, env)
+    assert r.returncode == 1, r.stdout
+    assert str(path) in r.stderr and message in r.stderr, r.stderr
+    assert "nothing installed" in r.stderr
+    assert tree(bindir, netdir) == before
+
+
+@pytest.mark.parametrize("missing", ["CNI_BIN_DIR", "CNI_NET_DIR"])
+def test_daemonset_init_container_needs_both_directories(tmp_path, missing):
+    cm, ds = daemonset_docs()
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    env, bindir, netdir = installer_env(tmp_path, cm, init)
+    gone = pathlib.Path(env[missing])
+    gone.rmdir()
+    r = run_installer(init, env)
+    assert r.returncode == 1
+    assert "%s %s: No such file or directory" % (missing, gone) in \
+        r.stderr, r.stderr
+    assert not gone.exists()
+    left = bindir if missing == "CNI_NET_DIR" else netdir
+    assert os.listdir(left) == []
+
+
+def test_daemonset_init_container_writes_nothing_into_an_unwritable_dir(
+        workdir, enid_user):
+    """Without write access to the net directory (a user other than its
+    owner, as a read-only mount would), nothing is written to either."""
+    cm, ds = daemonset_docs()
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    env, bindir, netdir = installer_env(workdir, cm, init)
+    pw = pwd.getpwnam(enid_user)
+    os.chown(bindir, pw.pw_uid, pw.pw_gid)
+    shutil.copy(env["ENID_CNI"], workdir / "enid-cni")
+    os.chmod(workdir / "enid-cni", 0o755)
+    os.chmod(env["CONFLIST"], 0o644)
+    env["ENID_CNI"] = str(workdir / "enid-cni")
+    r = subprocess.run(["setpriv", "--reuid", enid_user, "--regid",
+                        enid_user, "--clear-groups",
+                        built("cni/enid-cni-install")], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert "writing in %s: Permission denied; nothing installed" % netdir \
+        in r.stderr, r.stderr
+    assert os.listdir(bindir) == [] and os.listdir(netdir) == []
 
 
 # ---- the example configuration and the conflist ----------------------------
