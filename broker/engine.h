@@ -299,7 +299,7 @@ struct engine {
 	 * decided), when a call last failed to reach it, and why */
 	uint64_t		 cloud_answered_at;	/* ms; 0: never */
 	uint64_t		 cloud_failed_at;	/* ms; 0: never */
-	char			 cloud_failure[MSG_ERR_LEN];
+	char			 cloud_failure[MSG_ERR_LEN + 96];
 
 	/* durability */
 	int			 state_fd;
