@@ -1055,6 +1055,7 @@ static int
 parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
 {
 	struct json_object *root;
+	int64_t first;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -1064,6 +1065,14 @@ parse(const char *text, size_t len, struct checkpoint *c, struct perr *pe)
 	json_object_put(root);
 	if (rc == 0)
 		rc = check_all(c, pe);
+	/* The root's probe reads the first "version"; the parser keeps the
+	 * last.  A file whose first says newer and whose last does not is
+	 * damaged, not a newer enid's: it must not pass the load and then
+	 * stop the next start. */
+	if (rc == 0 && checkpoint_peek_version(text, len, &first) == 0 &&
+	    first > CKPT_VERSION)
+		rc = fail(pe, "version", "given twice, first as %lld (newer) "
+		    "and then as one this enid reads", (long long)first);
 	if (rc != 0)
 		checkpoint_free(c);
 	return rc;
