@@ -85,12 +85,15 @@ need_env(const char *name)
 }
 
 /*
- * Read a regular file (not a link, not a FIFO that would hang) of at most
- * max bytes.  0, or -1 with errno set (EFBIG for a longer one, EINVAL for
- * one that is not regular).
+ * Read a regular file (not a FIFO that would hang) of at most max bytes;
+ * a link is refused if follow is false.  0, or -1 with errno set (EFBIG
+ * for a longer one, EINVAL for one that is not regular).  The inputs in
+ * the container follow links: the kubelet projects a ConfigMap's items as
+ * links into its ..data directory.  The host's files never do.
  */
 static int
-read_file(int dirfd, const char *path, size_t max, struct blob *b)
+read_file(int dirfd, const char *path, size_t max, bool follow,
+    struct blob *b)
 {
 	struct stat st;
 	size_t off = 0;
@@ -99,8 +102,8 @@ read_file(int dirfd, const char *path, size_t max, struct blob *b)
 
 	b->data = NULL;
 	b->len = 0;
-	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC);
+	fd = openat(dirfd, path, O_RDONLY | (follow ? 0 : O_NOFOLLOW) |
+	    O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1)
 		return -1;
 	if (fstat(fd, &st) == -1)
@@ -224,6 +227,7 @@ check_existing(const struct target *t, const char *name, bool conflist)
 		fail("%s/%s is not enid's (not a regular file); left as it is",
 		    t->dir, name);
 	if (read_file(t->dirfd, name, conflist ? CONFLIST_MAX : PLUGIN_MAX,
+	    false,
 	    &b) == -1)
 		fail("%s/%s is not enid's (%s); left as it is", t->dir, name,
 		    errno == EINVAL ? "not a regular file" :
@@ -262,7 +266,7 @@ make_conflist(const char *path, const char *version, struct blob *out)
 	    strcmp(version, "1.0.0") != 0 && strcmp(version, "0.4.0") != 0)
 		fail("CNI_VERSION \"%s\" is not auto, 1.1.0, 1.0.0 or 0.4.0",
 		    version);
-	if (read_file(AT_FDCWD, path, CONFLIST_MAX, &b) == -1)
+	if (read_file(AT_FDCWD, path, CONFLIST_MAX, true, &b) == -1)
 		fail("CONFLIST %s: %s", path, errno == EINVAL ?
 		    "not a regular file" : errno == EFBIG ? "too large" :
 		    strerror(errno));
@@ -347,7 +351,7 @@ main(void)
 
 	/* Everything read and checked first. */
 	make_conflist(need_env("CONFLIST"), version, &conflist);
-	if (read_file(AT_FDCWD, cni_path, PLUGIN_MAX, &plugin) == -1)
+	if (read_file(AT_FDCWD, cni_path, PLUGIN_MAX, true, &plugin) == -1)
 		fail("ENID_CNI %s: %s", cni_path, strerror(errno));
 	if (!has_mark(&plugin))
 		fail("ENID_CNI %s is not enid-cni (no mark in it)", cni_path);

@@ -738,8 +738,14 @@ def installer_env(tmp_path, cm, init):
     bindir, netdir = tmp_path / "bin", tmp_path / "net.d"
     bindir.mkdir()
     netdir.mkdir()
-    conflist = tmp_path / "10-enid.conflist"
-    conflist.write_text(cm["data"]["10-enid.conflist"])
+    # As the kubelet projects a ConfigMap item: a link through "..data".
+    cmdir = tmp_path / "configmap"
+    (cmdir / "..2026_01_01").mkdir(parents=True)
+    (cmdir / "..2026_01_01" / "10-enid.conflist").write_text(
+        cm["data"]["10-enid.conflist"])
+    os.symlink("..2026_01_01", cmdir / "..data")
+    conflist = cmdir / "10-enid.conflist"
+    os.symlink("..data/10-enid.conflist", conflist)
     env = {"PATH": "/usr/bin:/bin", "ENID_CNI": built("cni/enid-cni"),
            "CONFLIST": str(conflist), "CNI_BIN_DIR": str(bindir),
            "CNI_NET_DIR": str(netdir), "CNI_VERSION": "auto"}

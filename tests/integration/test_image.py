@@ -119,12 +119,25 @@ class Host:
 
     def configmap_dir(self, vol, overrides):
         """The configMap volume's items, as the kubelet projects them."""
+        # The kubelet's atomic writer: the files in a timestamped
+        # directory, "..data" a link to it, and each item a link through
+        # "..data" (so an installer that refuses links fails here as on a
+        # node).
         d = self.d / ("configmap-" + vol["name"])
         d.mkdir(exist_ok=True)
         assert vol["configMap"]["name"] == self.cm["metadata"]["name"]
+        stamp = "..2026_01_01_00_00_00.%d" % len(list(d.iterdir()))
+        (d / stamp).mkdir()
         for item in vol["configMap"]["items"]:
             text = overrides.get(item["key"], self.cm["data"][item["key"]])
-            (d / item["path"]).write_text(text)
+            (d / stamp / item["path"]).write_text(text)
+        tmp = d / "..data_tmp"
+        os.symlink(stamp, tmp)
+        os.replace(tmp, d / "..data")
+        for item in vol["configMap"]["items"]:
+            link = d / item["path"]
+            if not link.is_symlink():
+                os.symlink(os.path.join("..data", item["path"]), link)
         return d
 
     def run_args(self, c, podman, ns, image, name, overrides):
