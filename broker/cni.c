@@ -762,6 +762,30 @@ netd_slot_free(struct broker *b)
 }
 
 /*
+ * A pod queued only to have its rules made sure of, that a runtime now
+ * waits for (a DEL, a GC, a repeated ADD): out of the background queue.
+ * Returns true if it was there; it is then in no queue and sends nothing.
+ * A reconcile that counted on its rules being made sure of goes on, unless
+ * sending follows (send).
+ */
+static bool
+pod_netd_unqueue_bg(struct pod *p, bool send)
+{
+	struct engine *en = &p->b->engine;
+
+	if (!p->netd_waiting || !p->netd_bg)
+		return false;
+	TAILQ_REMOVE(&en->netd_bg_queue, p, netd_q);
+	p->netd_waiting = false;
+	p->netd_bg = false;
+	if (p->recon_restore && !send) {
+		p->recon_restore = false;
+		reconcile_restored(p->b);
+	}
+	return true;
+}
+
+/*
  * Ask netd to add (POD_ADDING) or remove (POD_DELETING) p's rules, or to
  * make sure they are there (POD_READY: a pod restored or corrected by a
  * reconciliation), at most ENGINE_MAX_NETD_INFLIGHT at a time: a restart
@@ -795,7 +819,12 @@ pod_netd_send(struct pod *p)
 	}
 	if (p->state == POD_READY && (p->eni == NULL || p->lost)) {
 		/* Its address went while it waited: nothing to make sure
-		 * of.  A DEL that came meanwhile goes ahead. */
+		 * of, and a reconcile that counted on it goes on.  A DEL
+		 * that came meanwhile goes ahead. */
+		if (p->recon_restore) {
+			p->recon_restore = false;
+			reconcile_restored(b);
+		}
 		if (p->add_ref.server != NULL)
 			jref_error(&p->add_ref, "address-lost", "this "
 			    "attachment's address is gone (%s); delete it "
@@ -1386,6 +1415,9 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 					    "superseded by a repeated ADD");
 				p->add_ref = *ref;
 				ref->server = NULL;
+				/* A runtime waits now: with the ADDs. */
+				if (pod_netd_unqueue_bg(p, true))
+					pod_netd_send(p);
 			} else
 				/* Idempotent: the same address again. */
 				pod_answer_again(b, ref, p);
@@ -1480,6 +1512,8 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 		jref_error(&p->del_ref, "busy", "superseded by a repeated DEL");
 	p->del_ref = *ref;
 	ref->server = NULL;
+	/* Not behind a restart's making sure of hundreds of pods. */
+	(void)pod_netd_unqueue_bg(p, false);
 	if (p->state == POD_READY && !p->req.active && !p->netd_waiting)
 		pod_del_start(p);
 	else
@@ -1561,6 +1595,7 @@ op_gc(struct broker *b, struct jref *ref, struct json_object *req)
 		p->gc = gc;
 		gc->outstanding++;
 		gc->released++;
+		(void)pod_netd_unqueue_bg(p, false);
 		if (p->state == POD_READY && !p->req.active &&
 		    !p->netd_waiting)
 			pod_del_start(p);

@@ -357,14 +357,39 @@ static void
 fail_answer(const struct cni_answer *a, const char *what)
     __attribute__((noreturn));
 
+/*
+ * The broker's reason, as text a terminal shows as it is: its control
+ * characters (C0, DEL, and C1 in UTF-8) become '?', so that a hostile
+ * broker's escape sequences reach no kubelet event or log reader.
+ */
+static void
+printable(const char *in, char *out, size_t size)
+{
+	size_t i, n = 0;
+
+	for (i = 0; in[i] != '\0' && n + 1 < size; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		if (c == 0xc2 && (unsigned char)in[i + 1] >= 0x80 &&
+		    (unsigned char)in[i + 1] <= 0x9f) {
+			out[n++] = '?';
+			i++;
+		} else
+			out[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[n] = '\0';
+}
+
 static void
 fail_answer(const struct cni_answer *a, const char *what)
 {
-	char details[128];
+	char details[128], why[sizeof(a->error)], code[sizeof(a->code)];
 
-	snprintf(details, sizeof(details), "enid: %s", a->code);
+	printable(a->code, code, sizeof(code));
+	snprintf(details, sizeof(details), "enid: %s", code);
+	printable(a->error, why, sizeof(why));
 	cni_fail(cni_broker_code(a->code), details, "%s: %s", what,
-	    a->error[0] != '\0' ? a->error : "enid gave no reason");
+	    why[0] != '\0' ? why : "enid gave no reason");
 }
 
 static struct json_object *

@@ -456,3 +456,21 @@ def test_socket_served_by_another_user_gets_nothing(node, role):
         run("ip", "netns", "del", pod)
     finally:
         f.close()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_broker_reason_reaches_the_runtime_printable(node, fake, role):
+    """A broker's failed answer whose reason carries terminal
+    escapes (ESC, BEL, a C1 CSI): the runtime gets the reason with those
+    as '?', never raw, so no kubelet event or log reader runs them."""
+    pod = node.pod()
+    fake.set(raw(json.dumps({"ok": False, "code": "no-address",
+                             "error": "pool \u001b]0;owned\u0007 empty "
+                                      "\u009b31m now"}) + "\n"))
+    rc, out, err = plugin(node, role, "ADD", fake.sock, "h-esc-" + role, pod)
+    assert rc != 0 and out is not None, (rc, out, err)
+    text = json.dumps(out, ensure_ascii=False)
+    for ch in ("\u001b", "\u0007", "\u009b"):
+        assert ch not in text, out
+    assert "pool ?]0;owned? empty ?31m now" in out["msg"], out
+    run("ip", "netns", "del", pod)
