@@ -325,6 +325,10 @@ struct engine {
 	/* reconciliation */
 	struct reconcile_run	*recon;
 	uint32_t		 recon_restores;	/* pods' rules on their way */
+	/* ENIs the start's reconcile found attaching to this node, to be
+	 * taken in later: that is still the start's rebuilding, not drift */
+	uint32_t		 nstart_skipped;
+	char			 start_skipped[POOL_MAX_ENIS][MSG_ID_LEN];
 	bool			 recon_again;
 	uint64_t		 recon_asked;	/* ms: the latest run's start */
 	bool			 started_recon;

@@ -95,6 +95,7 @@ struct reconcile_run {
 	enum recon_step		 step;
 	uint32_t		 rules_id;	/* the rule dump's request id */
 	bool			 rules_done;	/* its repairs are started */
+	bool			 rebuilding;	/* taking in what the start skipped */
 	bool			 first;
 	uint32_t		 rebuilt_enis;	/* at start: not drift */
 	uint32_t		 rebuilt_addrs;
@@ -288,7 +289,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    e->state == ENI_DRAINING ? ADDR_FREE : ADDR_PENDING;
 		e->addrs[e->naddrs].pod = NULL;
 		e->naddrs++;
-		if (r->first) {
+		if (r->first || r->rebuilding) {
 			/* At start the pool is rebuilt from the cloud: what it
 			 * learns is not drift. */
 			r->rebuilt_addrs++;
@@ -435,6 +436,23 @@ recon_detaching(struct reconcile_run *r, struct eni *e,
 	return true;
 }
 
+/* Was id found attaching by the start's reconcile?  take: and forget it. */
+static bool
+start_skipped(struct broker *b, const char *id, bool take)
+{
+	struct engine *en = &b->engine;
+	uint32_t i;
+
+	for (i = 0; i < en->nstart_skipped; i++)
+		if (strcmp(en->start_skipped[i], id) == 0) {
+			if (take)
+				memcpy(en->start_skipped[i], en->start_skipped[
+				    --en->nstart_skipped], MSG_ID_LEN);
+			return true;
+		}
+	return false;
+}
+
 static void
 recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 {
@@ -444,8 +462,15 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	const char *bad;
 	char why[160];
 
-	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE)
-		return;		/* attaching or detaching: next time */
+	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE) {
+		/* Attaching or detaching: next time.  One an earlier life of
+		 * enid was attaching is the start's to take in then. */
+		if (r->first && b->engine.nstart_skipped < POOL_MAX_ENIS &&
+		    !start_skipped(b, ce->eni_id, false))
+			msg_strlcpy(b->engine.start_skipped[
+			    b->engine.nstart_skipped++], ce->eni_id, MSG_ID_LEN);
+		return;
+	}
 	if (s == NULL || !s->known) {
 		log_info("reconcile: %s is in subnet %s, not known yet; "
 		    "adopted once it is described", ce->eni_id, ce->subnet_id);
@@ -483,14 +508,17 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->dot_pending = !ce->delete_on_termination;
 	e->state = ENI_ATTACHING;
 	e->state_since = now_ms();
-	if (r->first) {
+	if (r->first || start_skipped(b, e->id, true)) {
 		r->rebuilt_enis++;
-		log_debug("reconcile: %s: attached and tagged for this node; "
-		    "taken into the pool", e->id);
+		r->rebuilding = true;	/* its addresses too (recon_addresses) */
+		(r->first ? log_debug : log_info)("reconcile: %s: attached "
+		    "and tagged for this node; taken into the pool%s", e->id,
+		    r->first ? "" : " (it was attaching at the start)");
 	} else
 		drift(r, "%s: attached and tagged for this node but not in the "
 		    "pool; adopting it", e->id);
 	recon_addresses(r, e, ce, true);
+	r->rebuilding = false;
 	if (e->dot_pending)
 		eni_set_dot(e);
 	eni_configure(e);
