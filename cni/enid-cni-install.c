@@ -396,6 +396,8 @@ main(void)
 	printf(PROG ": installed %s/" PLUGIN_NAME ", %s/" IPAM_NAME
 	    " and %s/" CONFLIST_NAME " (CNI_VERSION %s)\n", bin.dir, bin.dir,
 	    net.dir, version);
+	free(plugin.data);
+	free(conflist.data);
 	return 0;
 
 undo:
@@ -415,5 +417,7 @@ undo:
 	fprintf(stderr, PROG ": writing in %s: %s; %s\n", failed,
 	    strerror(saved), plugin_in ? "the plugin is new, the conflist "
 	    "is the old one" : "nothing installed");
+	free(plugin.data);
+	free(conflist.data);
 	return 1;
 }

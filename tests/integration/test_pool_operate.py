@@ -251,6 +251,7 @@ def node_pod_rules(env):
             if str(x.get("protocol")) == "233"]
 
 
+@pytest.mark.long_wait     # 400 pods; see the closing note of 2 December
 def test_reconcile_answers_once_rules_are_restored(make_env):
     import subprocess
     env = make_env(sim_args=("--eni-limit", "10", "--ip-limit", "50"),
@@ -279,6 +280,7 @@ def test_reconcile_answers_once_rules_are_restored(make_env):
 
 # ---- item 8: the first ADD after a restart of a full node ----
 
+@pytest.mark.long_wait     # 600 pods: the plain pass only
 def test_first_add_after_restarting_a_full_node(make_env):
     """600 pods on 13 ENIs, kill -9, start again: the restored pods'
     rules are made sure of at a few at a time, so the first new ADD's
