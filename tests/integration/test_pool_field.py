@@ -10,7 +10,6 @@ each test here failed on the tree before its fix.
 """
 import os
 import re
-import threading
 import time
 
 import pytest
@@ -23,7 +22,7 @@ def make_env(workdir, enid_user, helper_dir):
     from poolenv import PoolEnv
     envs = []
 
-    def make(sim_args, **conf):
+    def make(sim_args=(), **conf):
         env = PoolEnv(workdir, enid_user, helper_dir, sim_args=sim_args,
                       prefix="ef%d%d" % (os.getpid() % 10000, len(envs)),
                       **conf)
@@ -53,14 +52,11 @@ def test_deleted_quarantined_eni_frees_its_slot_at_once(make_env):
                                   add_timeout_s=20))
     env.links({"never": True, "next": 1})
     env.start()
-    primary = env.node["primary_eni"]
     out = concurrent(env.add, [("q%d" % i,) for i in range(12)])
     # A reconcile while the ENI without a link waits for it: the cloud's
     # view then holds it.
     env.reconcile()
     assert env.enid.wait_log("quarantined", 30), env.enid.text()[-3000:]
-    first = sorted((e for e in env.node_enis() if e["id"] != primary),
-                   key=lambda e: e["id"])
 
     def quarantined_gone():
         text = env.enid.text()

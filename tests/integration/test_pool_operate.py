@@ -3,31 +3,13 @@ cloud, the status that shows it, reconciliation that repairs pods'
 routes and is not fooled by enid's own work in flight.  Each test here
 failed on the tree before its fix.
 """
-import os
 import threading
 import time
 
 import pytest
 
 from test_pool import pool_conf
-from test_pool_field import settled
-
-
-@pytest.fixture
-def make_env(workdir, enid_user, helper_dir):
-    from poolenv import PoolEnv
-    envs = []
-
-    def make(sim_args=(), **conf):
-        env = PoolEnv(workdir, enid_user, helper_dir, sim_args=sim_args,
-                      prefix="eo%d%d" % (os.getpid() % 10000, len(envs)),
-                      **conf)
-        envs.append(env)
-        return env
-
-    yield make
-    for env in envs:
-        env.stop()
+from test_pool_field import make_env, settled  # noqa: F401 (fixture)
 
 
 def adds_spaced(env, names, gap, timeout=40):
@@ -47,6 +29,16 @@ def adds_spaced(env, names, gap, timeout=40):
     for t in ts:
         t.join(timeout + 10)
     return out
+
+
+def add_many(env, name, n):
+    """ADD n pods named name % i, 16 at a time; each must succeed."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as ex:
+        answers = list(ex.map(lambda i: env.add(name % i, timeout=90)[0],
+                              range(n)))
+    assert all(a["ok"] for a in answers), [a for a in answers
+                                           if not a["ok"]][:3]
 
 
 def secondary_enis(env):
@@ -189,7 +181,7 @@ def test_churn_with_reconciles_is_not_drift(make_env):
         t.start()
     runs = 0
     while time.monotonic() < stop:
-        a = env.reconcile()
+        env.reconcile()
         runs += 1
     for t in ts:
         t.join(30)
@@ -257,13 +249,7 @@ def test_reconcile_answers_once_rules_are_restored(make_env):
     env = make_env(sim_args=("--eni-limit", "10", "--ip-limit", "50"),
                    pool=pool_conf(warm_ip_target=16, add_timeout_s=60))
     env.start()
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(16) as ex:
-        answers = list(ex.map(lambda i: env.add("rr%d" % i,
-                                                timeout=90)[0],
-                              range(400)))
-    assert all(a["ok"] for a in answers), [a for a in answers
-                                           if not a["ok"]][:3]
+    add_many(env, "rr%d", 400)
     before = node_pod_rules(env)
     assert len(before) >= 400
     batch = "".join("rule del pref %s %s %s\n" % (
@@ -291,13 +277,7 @@ def test_first_add_after_restarting_a_full_node(make_env):
                    reconcile_interval_s=3600,
                    pool=pool_conf(warm_ip_target=8, add_timeout_s=60))
     env.start()
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(16) as ex:
-        answers = list(ex.map(lambda i: env.add("fn%03d" % i,
-                                                timeout=90)[0],
-                              range(600)))
-    assert all(a["ok"] for a in answers), [a for a in answers
-                                           if not a["ok"]][:3]
+    add_many(env, "fn%03d", 600)
     env.kill9()
     e = env.start(wait=False)
     end = time.monotonic() + 60
