@@ -97,6 +97,21 @@ def test_latency(sim, agent):
     assert sim.state()["faults"] == []      # the counted rule is used up
 
 
+def test_with_filter_slows_only_calls_with_that_filter(sim, agent):
+    sim.control("POST", "/faults", [{"action": "DescribeNetworkInterfaces",
+                                     "latency_ms": 400,
+                                     "with_filter": "status"}])
+    t = time.monotonic()
+    agent.ok("DescribeNetworkInterfaces", Filters=[
+        {"Name": "tag:enid.io/cluster", "Values": ["x"]}])
+    assert time.monotonic() - t < 0.3
+    t = time.monotonic()
+    agent.ok("DescribeNetworkInterfaces", Filters=[
+        {"Name": "status", "Values": ["available"]}])
+    assert time.monotonic() - t >= 0.4
+    assert sim.state()["faults"][0]["with_filter"] == "status"
+
+
 def test_throttling(sim, agent):
     st, _ = sim.control("POST", "/rate", {"scale": 0.04})    # unfiltered: 2, 0.4/s
     assert st == 200

@@ -30,7 +30,7 @@ def parse_fault(r):
     if not isinstance(r, dict):
         raise BadRequest("a fault rule must be an object")
     allowed = {"action", "code", "count", "probability", "latency_ms", "message",
-               "status", "ignore_filter"}
+               "status", "ignore_filter", "with_filter"}
     unknown = set(r) - allowed
     if unknown:
         raise BadRequest("unknown key(s) in fault rule: %s" % ", ".join(sorted(unknown)))
@@ -77,6 +77,13 @@ def parse_fault(r):
             rule["status"] = _int(r["status"], "status", 400, 599)
     if "count" in r:
         rule["count"] = _int(r["count"], "count", 1, 10 ** 9)
+    if "with_filter" in r:
+        # Only calls that carry this filter: one question of several
+        # concurrent ones, told apart by what it asks.
+        name = r["with_filter"]
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise BadRequest("with_filter must be a filter name")
+        rule["with_filter"] = name
     return rule
 
 

@@ -218,7 +218,7 @@ class Ec2Handler(httpbase.Handler):
                                        "for this web service.")
                     raise Ec2Error("MissingParameter",
                                    "The request must contain the parameter Action")
-                latency, fault = sim.fault_for(action)
+                latency, fault = sim.fault_for(action, params)
             if latency:
                 time.sleep(latency)
             with sim.lock:

@@ -508,16 +508,25 @@ class Sim:
 
     # -------------------------------------------------------------- faults
 
-    def fault_for(self, action):
+    def fault_for(self, action, params=None):
         """Return (latency_s, error or None) for this call; consumes counts.
-        "*" matches every EC2 action; IMDS requests match only "IMDS"."""
+        "*" matches every EC2 action; IMDS requests match only "IMDS".
+        A rule "with_filter" matches only calls that carry that filter."""
         latency = 0.0
         err = None
         keep = []
+        names = None
         for rule in self.faults:
-            if rule["action"] != action and (rule["action"] != "*" or
-                                             action == "IMDS") or \
-                    "ignore_filter" in rule:
+            if "with_filter" in rule and names is None:
+                try:
+                    names = {n for n, _ in parse_filters(params or {})}
+                except Ec2Error:
+                    names = set()   # the call itself says what is wrong
+            matches = rule["action"] == action or \
+                (rule["action"] == "*" and action != "IMDS")
+            if not matches or "ignore_filter" in rule or \
+                    ("with_filter" in rule and
+                     rule["with_filter"] not in names):
                 keep.append(rule)
                 continue
             fired = False
