@@ -97,6 +97,9 @@ struct reconcile_run {
 	bool			 rules_done;	/* its repairs are started */
 	bool			 rebuilding;	/* taking in what the start skipped */
 	bool			 first;
+	/* the enidctl requests that waited when it started: those that
+	 * come later are answered by the next run, which sees their now */
+	uint32_t		 nwaiters;
 	uint32_t		 rebuilt_enis;	/* at start: not drift */
 	uint32_t		 rebuilt_addrs;
 	char			 why[128];
@@ -1308,10 +1311,12 @@ recon_advance(struct reconcile_run *r)
 			recon_rules(r);
 			r->step = RS_LEAKS;
 			r->rules_done = true;
-			if (r->fixes_out > 0 || b->engine.recon_restores > 0)
-				return;	/* fix_answer, reconcile_restored */
 			break;
 		case RS_LEAKS:
+			/* Not before the repairs are in, whichever answer
+			 * (a repair's, the leak question's) came last. */
+			if (r->fixes_out > 0 || b->engine.recon_restores > 0)
+				return;	/* fix_answer, reconcile_restored */
 			if (!r->q[ASK_LEAKS].asked) {
 				r->step = RS_DONE;
 				break;
@@ -1348,14 +1353,18 @@ recon_timer_cb(struct loop *l, struct loop_timer *t)
 	reconcile_now(t->arg, "periodic");
 }
 
+/* The first n waiters hear how the run went; the rest move up. */
 static void
-recon_reply_waiters(struct broker *b, const char *failure, uint32_t drifts)
+recon_reply_waiters(struct broker *b, uint32_t n, const char *failure,
+    uint32_t drifts)
 {
 	struct engine *en = &b->engine;
 	struct json_object *o;
 	uint32_t i;
 
-	for (i = 0; i < en->nrecon_waiters; i++) {
+	if (n > en->nrecon_waiters)
+		n = en->nrecon_waiters;
+	for (i = 0; i < n; i++) {
 		if (failure != NULL) {
 			jref_error(&en->recon_waiters[i], "cloud-error",
 			    "reconciliation failed: %s", failure);
@@ -1367,7 +1376,9 @@ recon_reply_waiters(struct broker *b, const char *failure, uint32_t drifts)
 		    json_object_new_int((int32_t)drifts));
 		jref_reply(&en->recon_waiters[i], o);
 	}
-	en->nrecon_waiters = 0;
+	memmove(&en->recon_waiters[0], &en->recon_waiters[n],
+	    (en->nrecon_waiters - n) * sizeof(en->recon_waiters[0]));
+	en->nrecon_waiters -= n;
 }
 
 static void
@@ -1377,6 +1388,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	struct engine *en = &b->engine;
 	bool first = r->first, again = en->recon_again;
 	bool deferred = r->deferred;
+	uint32_t nwaiters = r->nwaiters;
 	uint32_t drifts = r->drifts;
 	uint32_t rebuilt_enis = r->rebuilt_enis, rebuilt_addrs = r->rebuilt_addrs;
 	size_t i;
@@ -1396,7 +1408,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 		log_warnx("reconcile: %s; the run is discarded, nothing was "
 		    "changed by its partial answer; again in %d s", failure,
 		    RECON_RETRY_MS / 1000);
-		recon_reply_waiters(b, failure, 0);
+		recon_reply_waiters(b, nwaiters, failure, 0);
 		loop_timer_after(&b->loop, &en->recon_timer, RECON_RETRY_MS);
 		return;
 	}
@@ -1410,7 +1422,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 		    en->npods == 1 ? "" : "s");
 	log_info("reconcile: done, %u drift%s fixed", drifts,
 	    drifts == 1 ? "" : "s");
-	recon_reply_waiters(b, NULL, drifts);
+	recon_reply_waiters(b, nwaiters, NULL, drifts);
 	if (first && en->phase == PHASE_STARTING && deferred) {
 		/* ENIs of subnets the pool did not know are attached: the
 		 * pool runs (and judges restored pods) only once they are
@@ -1473,6 +1485,7 @@ reconcile_now(struct broker *b, const char *why)
 	}
 	r->b = b;
 	r->first = en->phase == PHASE_STARTING;
+	r->nwaiters = en->nrecon_waiters;
 	en->recon_asked = now_ms();
 	msg_strlcpy(r->why, why, sizeof(r->why));
 	en->recon = r;
