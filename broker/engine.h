@@ -104,6 +104,7 @@ addr_usable(const struct eni_addr *a, uint64_t now)
 struct eni {
 	struct broker		*b;
 	bool			 used;
+	bool			 born;		/* eni_begin gave it a state */
 	char			 id[MSG_ID_LEN];	/* "" while creating */
 	char			 subnet_id[MSG_ID_LEN];
 	int			 subnet;	/* index in engine.subnets */
@@ -351,8 +352,13 @@ void	engine_cloud_heard(struct broker *b, const struct msg *m);
 void	engine_trim_soon(struct broker *b);
 struct eni *eni_find(struct broker *b, const char *id);
 struct eni *eni_new(struct broker *b);
+/* The lifecycle (eni.c's opening comment): a transition not in its
+ * table is refused, fatally in a debug build. */
+void	eni_begin(struct eni *e, enum eni_state st, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+
 void	eni_configure(struct eni *e);		/* netd set-up, then ready */
 void	eni_remove(struct eni *e, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));

@@ -3,8 +3,30 @@
  * enid-netd's outcomes, and the planner that turns pool_plan()'s actions
  * into those steps.
  *
+ * The main path, then the one way out:
+ *
  *   creating -> attaching -> configuring -> ready -> draining
- *            -> detaching -> deleting -> gone;   quarantined
+ *            -> detaching <-> deleting -> (freed);  quarantined on a
+ *   failed set-up, from any state before ready, then detaching/deleting
+ *
+ * Every transition is one of enistate.c's table, which doc/design.md
+ * repeats and a unit test holds to it (and to this comment);
+ * eni_set_state() refuses any other.  The transitions, from each state:
+ *
+ *   creating     -> attaching draining quarantined
+ *   attaching    -> configuring draining quarantined
+ *   configuring  -> ready draining quarantined
+ *   ready        -> draining
+ *   draining     -> detaching deleting
+ *   detaching    -> draining deleting
+ *   deleting     -> draining detaching
+ *   quarantined  -> detaching deleting
+ *
+ * An ENI enters the pool (eni_begin) as creating (enid creates it),
+ * attaching (found attached and tagged for this node: adopted, then set
+ * up), ready (the primary, never anything else) or detaching (found
+ * ours and leaked: removed).  It leaves it (eni_free) deleted, or given
+ * up on.
  *
  * An ENI's addresses enter the pool only once netd has found its link and
  * set up its table (fail fast); a link that never appears, or a set-up
@@ -126,6 +148,64 @@ eni_free(struct eni *e)
 	engine_kick(b);
 }
 
+/* ---- the lifecycle: one table, one function that moves ---- */
+
+static void
+enter_quarantined(struct eni *e)
+{
+	e->b->engine.stats.quarantines++;
+}
+
+/* What entering a state does, beside the transitions' table (enistate.c). */
+static void (*const eni_entry[ENI_STATE_COUNT])(struct eni *) = {
+	[ENI_QUARANTINED] = enter_quarantined,
+};
+
+/* A transition the table does not have: a bug, never acted on. */
+static void
+eni_refuse(const struct eni *e, enum eni_state to, const char *cause)
+{
+#ifdef ENID_DEBUG
+	fatalx("%s: %s -> %s is not a transition of the ENI lifecycle (%s)",
+	    eni_name(e), e->born ? eni_state_name(e->state) : "(none)",
+	    eni_state_name(to), cause);
+#else
+	log_errorx("%s: %s -> %s is not a transition of the ENI lifecycle; "
+	    "refused (a bug: %s)", eni_name(e), e->born ?
+	    eni_state_name(e->state) : "(none)", eni_state_name(to), cause);
+#endif
+}
+
+static void
+eni_enter(struct eni *e, enum eni_state st, const char *cause)
+{
+	memcpy(e->cause, cause, sizeof(e->cause));
+	e->state = st;
+	e->state_since = now_ms();
+	if (eni_entry[st] != NULL)
+		eni_entry[st](e);
+}
+
+/* e, just made (eni_new), enters the pool in st. */
+void
+eni_begin(struct eni *e, enum eni_state st, const char *fmt, ...)
+{
+	char cause[MSG_ERR_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cause, sizeof(cause), fmt, ap);
+	va_end(ap);
+	if (e->born || !eni_birth_ok(st, e->primary)) {
+		eni_refuse(e, st, cause);
+		return;
+	}
+	e->born = true;
+	log_debug("%s: enters the pool %s: %s", eni_name(e),
+	    eni_state_name(st), cause);
+	eni_enter(e, st, cause);
+}
+
 void
 eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 {
@@ -136,18 +216,19 @@ eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cause, sizeof(cause), fmt, ap);
 	va_end(ap);
-	memcpy(e->cause, cause, sizeof(e->cause));
-	if (st == e->state && e->state_since != 0) {
+	if (!e->born || !eni_transition_ok(e->state, st)) {
+		eni_refuse(e, st, cause);
+		return;
+	}
+	if (st == e->state) {
+		memcpy(e->cause, cause, sizeof(e->cause));
 		log_debug("%s: %s: %s", eni_name(e), eni_state_name(st),
 		    e->cause);
 		return;
 	}
 	log_info("%s: %s -> %s: %s", eni_name(e), eni_state_name(e->state),
-	    eni_state_name(st), e->cause);
-	if (st == ENI_QUARANTINED)
-		e->b->engine.stats.quarantines++;
-	e->state = st;
-	e->state_since = now_ms();
+	    eni_state_name(st), cause);
+	eni_enter(e, st, cause);
 	engine_kick(e->b);
 }
 
@@ -1272,8 +1353,7 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 	e->assigning = count;
 	e->created_at = (int64_t)time(NULL);
 	client_token(e->client_token, sizeof(e->client_token));
-	e->state = ENI_CREATING;
-	e->state_since = now_ms();
+	eni_begin(e, ENI_CREATING, "asked for in %s", s->id);
 	log_info("(new ENI): creating in %s with %u addresses (token %s)",
 	    s->id, count, e->client_token);
 	eni_create_send(e);

@@ -1,12 +1,13 @@
 # enid: the broker (unprivileged after start-up; holds the pool).
 #
-# Its pure parts (pool policy, the checkpoint's text and rules, its
+# Its pure parts (pool policy, the ENI lifecycle's table, the checkpoint's text and rules, its
 # journal, and the files that hold them, the lock that keeps a second enid
 # off the node, CNI and ctl request parsing) are
 # a library of their own
 # so the unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
 broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
+	broker/enistate.c \
 	broker/cnireq.c broker/cnireq.h broker/ctlreq.c broker/ctlreq.h \
 	broker/checkpoint.c broker/checkpoint.h broker/journal.c \
 	broker/journal.h broker/nodelock.c broker/nodelock.h

@@ -39,6 +39,10 @@ enum eni_state {
 };
 
 const char	*eni_state_name(enum eni_state s);
+/* The ENI lifecycle's table (enistate.c): may an ENI in from move to to
+ * (staying is always allowed), and may one enter the pool in st? */
+bool		 eni_transition_ok(enum eni_state from, enum eni_state to);
+bool		 eni_birth_ok(enum eni_state st, bool primary);
 
 /* What the policy sees of one ENI. */
 struct pool_eni_view {

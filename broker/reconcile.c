@@ -237,8 +237,7 @@ remove_foreign_slot(struct broker *b, const struct msg_cloud_eni *ce,
 		msg_strlcpy(e->tag_instance, inst, sizeof(e->tag_instance));
 	msg_strlcpy(e->attachment_id, ce->attachment_id,
 	    sizeof(e->attachment_id));
-	e->state = ENI_DETACHING;
-	e->state_since = now_ms();
+	eni_begin(e, ENI_DETACHING, "%s", why);
 	eni_remove(e, "%s", why);
 }
 
@@ -355,8 +354,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		e->primary_ip = ce->primary_ip;
 		s = subnet_by_id(b, ce->subnet_id);
 		e->subnet = s ? (int)(s - b->engine.subnets) : -1;
-		e->state = ENI_READY;
-		e->state_since = now_ms();
+		eni_begin(e, ENI_READY, "the primary ENI");
 		log_info("%s: the primary ENI, in %s; its secondary addresses "
 		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
 		    "" : " only if its subnet is configured");
@@ -509,8 +507,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->primary_ip = ce->primary_ip;
 	e->ours = true;
 	e->dot_pending = !ce->delete_on_termination;
-	e->state = ENI_ATTACHING;
-	e->state_since = now_ms();
+	eni_begin(e, ENI_ATTACHING, "attached and tagged for this node");
 	if (r->first || start_skipped(b, e->id, true)) {
 		r->rebuilt_enis++;
 		r->rebuilding = true;	/* its addresses too (recon_addresses) */
