@@ -57,8 +57,9 @@ read_listing(const char *path, uint32_t allowed[ENI_STATE_COUNT])
 
 		while (*p == ' ' || *p == '\t' || *p == '*')
 			p++;
-		if ((arrow = strstr(p, " -> ")) == NULL || !islower(*p))
-			continue;
+		if ((arrow = strstr(p, " -> ")) == NULL || !islower(*p) ||
+		    strstr(arrow + 4, "->") != NULL)
+			continue;	/* a path drawn, not a state's list */
 		len = strcspn(p, " ");
 		if (len >= sizeof(from) || p + len > arrow)
 			continue;
