@@ -1,5 +1,5 @@
 /*
- * The broker's durable record of assignments (DESIGN.md, Durability): which
+ * The broker's durable record of assignments (doc/design.md, the store): which
  * container (id, ifname) holds which address on which ENI, and which
  * released addresses are still cooling.  ENIs themselves are not recorded:
  * on start they are rebuilt from the cloud's own list.

@@ -1,6 +1,6 @@
 /*
  * The pool's policy, as one pure function of (pool, policy, cloud facts,
- * now) returning actions (DESIGN.md, "Pool and ENI lifecycle").  The
+ * now) returning actions (doc/design.md, "The pool engine").  The
  * broker's engine (eni.c) builds the view, calls pool_plan(), and carries
  * the actions out through enid-cloudd and enid-netd; nothing here does
  * I/O, so the unit tests reach every decision.

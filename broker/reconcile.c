@@ -1,6 +1,6 @@
 /*
  * Reconciliation: the pool against the cloud's and the kernel's own lists,
- * at start and every reconcile_interval_s (DESIGN.md, "Cloud calls").
+ * at start and every reconcile_interval_s (doc/design.md, reconciliation).
  *
  *   1. describe the ENIs attached to this instance: the attached count
  *      for limit decisions is the cloud's; tagged ENIs the pool doesn't

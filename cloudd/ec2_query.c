@@ -2,7 +2,7 @@
  * EC2 requests and outcomes, pure: form-encoded bodies for the broker's
  * intents (checking every field sent), the checks a field of an answer
  * passes before it may reach the broker, and the mapping of the cloud's
- * error codes to outcome classes (DESIGN.md, "Cloud calls").
+ * error codes to outcome classes (doc/design.md, "enid-cloudd").
  */
 #include <ctype.h>
 #include <stdarg.h>

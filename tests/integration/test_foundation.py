@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import built, proc_status, write_config
+from conftest import SRCDIR, built, proc_status, write_config
 
 CAP_NET_ADMIN = 1 << 12
 
@@ -355,3 +355,37 @@ def test_daemon_mode_with_relative_config(netns, helper_dir, workdir,
             time.sleep(0.02)
         assert not os.path.exists(f"/proc/{pid}") or \
             proc_status(pid)["State"].startswith("Z"), pid
+
+
+# What sends a reader outside the repository: the original design lived
+# in a file beside it, and a path up out of the tree reaches only what a
+# clone does not have.  Spelled in pieces so that this file is no match.
+OUTSIDE_POINTERS = ("../" + "shared", "DESIGN" + ".md")
+
+
+def test_no_file_points_outside_the_repository():
+    """Every tracked file reads on its own: none names a file outside the
+    repository (doc/design.md is the design).  A tree without git (a
+    release tarball) has nothing to list, and is skipped."""
+    r = subprocess.run(["git", "-C", SRCDIR, "ls-files", "-z"],
+                       capture_output=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip("not a git checkout: " + r.stderr.decode(errors="replace"))
+    found = []
+    for rel in r.stdout.decode().split("\0"):
+        if not rel:
+            continue
+        path = os.path.join(SRCDIR, rel)
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        if b"\0" in data:
+            continue        # binary: a fuzzing seed, say
+        for n, line in enumerate(data.decode(errors="replace").splitlines(),
+                                 1):
+            for pointer in OUTSIDE_POINTERS:
+                if pointer in line:
+                    found.append(f"{rel}:{n}: {pointer}: {line.strip()}")
+    assert not found, "files that point outside the repository:\n" + \
+        "\n".join(found)
