@@ -448,8 +448,8 @@ durable_reply_text(struct broker *b, struct jref *ref, const char *text,
 static int64_t
 addr_cooling_until(const struct eni_addr *a, uint64_t now, time_t wall)
 {
-	if ((a->state == ADDR_COOLING || a->state == ADDR_REMOVING) &&
-	    a->cool_until > now)
+	if ((a->state == ADDR_COOLING || a->state == ADDR_REMOVING ||
+	    a->state == ADDR_UNCONFIRMED) && a->cool_until > now)
 		return (int64_t)wall +
 		    (int64_t)((a->cool_until - now + 999) / 1000);
 	return 0;
@@ -1092,7 +1092,7 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	}
 	if (best < 0)
 		fatalx("pool: %s has no free address after all (bug)", e->id);
-	e->addrs[best].state = ADDR_ASSIGNED;
+	addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
 	e->addrs[best].pod = p;
 	p->ip = e->addrs[best].ip;
 	p->eni = e;
@@ -1725,7 +1725,15 @@ pods_bind_restored(struct broker *b)
 			    "address" : "its address is held twice");
 			continue;
 		}
-		e->addrs[idx].state = ADDR_ASSIGNED;
+		if (!addr_transition_ok(e->addrs[idx].state, ADDR_ASSIGNED)) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "its address is %s, not free",
+			    addr_state_name(e->addrs[idx].state));
+			pod_lost(p, why);
+			continue;
+		}
+		addr_set(e, (uint32_t)idx, ADDR_ASSIGNED);
 		e->addrs[idx].pod = p;
 		p->eni = e;
 		p->restored = false;
@@ -1745,10 +1753,9 @@ pods_bind_restored(struct broker *b)
 		/* It may be one an unassign was taking when enid stopped:
 		 * the cloud is asked before it is used again, even if its
 		 * time ran out while enid started.  Applied once (until 0). */
-		e->addrs[idx].state = ADDR_COOLING;
+		addr_set(e, (uint32_t)idx, ADDR_UNCONFIRMED);
 		e->addrs[idx].cool_until = now + (cc->until > wall ?
 		    (uint64_t)(cc->until - wall) * 1000 : 0);
-		e->addrs[idx].confirm = true;
 		cc->until = 0;
 	}
 	engine_kick(b);

@@ -157,8 +157,6 @@ eni_json(struct broker *b, const struct eni *e)
 {
 	struct json_object *o = json_object_new_object();
 	struct json_object *addrs = json_object_new_array();
-	static const char *const ast[] = { "pending", "free", "assigned",
-	    "cooling", "removing" };
 	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
 	uint64_t now = now_ms();
 	uint32_t i;
@@ -182,14 +180,14 @@ eni_json(struct broker *b, const struct eni *e)
 	    json_object_new_boolean(e->dot_pending));
 	for (i = 0; i < e->naddrs; i++) {
 		struct json_object *a = json_object_new_object();
-		int st = e->addrs[i].state;
+		enum addr_state st = e->addrs[i].state;
 
 		if (st == ADDR_COOLING && addr_usable(&e->addrs[i], now))
 			st = ADDR_FREE;
 		ip4_format(e->addrs[i].ip, ip);
 		json_object_object_add(a, "ip", json_object_new_string(ip));
 		json_object_object_add(a, "state",
-		    json_object_new_string(ast[st]));
+		    json_object_new_string(addr_state_name(st)));
 		if (e->addrs[i].pod != NULL)
 			json_object_object_add(a, "container_id",
 			    json_object_new_string(

@@ -55,14 +55,6 @@
 #define TAG_CLUSTER		"enid.io/cluster"
 #define TAG_CREATED_AT		"enid.io/created-at"	/* unix seconds */
 
-enum addr_state {
-	ADDR_PENDING = 0,	/* the ENI is not ready: not in the pool */
-	ADDR_FREE,
-	ADDR_ASSIGNED,
-	ADDR_COOLING,
-	ADDR_REMOVING,		/* unassign in flight */
-};
-
 struct pod;
 
 /* Where removal stands, as the cloud last said. */
@@ -82,10 +74,9 @@ enum eni_cfg_step {
 struct eni_addr {
 	uint32_t		 ip;		/* network order */
 	enum addr_state		 state;
-	uint64_t		 cool_until;	/* ms, monotonic */
-	/* Cooling ends only once a describe asked after cool_until still
-	 * lists it: an unassign may have taken it (engine_cool). */
-	bool			 confirm;
+	/* ms, monotonic: cooling, removing and unconfirmed addresses go
+	 * to no pod before */
+	uint64_t		 cool_until;
 	struct pod		*pod;
 	/* The id of the last netd request that changed its pod rules (a
 	 * pod's ADD_POD or DEL_POD): a rule dump asked before it may not
@@ -98,7 +89,7 @@ static inline bool
 addr_usable(const struct eni_addr *a, uint64_t now)
 {
 	return a->state == ADDR_FREE || (a->state == ADDR_COOLING &&
-	    a->cool_until <= now && !a->confirm);
+	    a->cool_until <= now);
 }
 
 struct eni {
@@ -358,6 +349,8 @@ void	eni_begin(struct eni *e, enum eni_state st, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+/* The address lifecycle likewise: e's address idx moves to st. */
+void	addr_set(struct eni *e, uint32_t idx, enum addr_state st);
 
 void	eni_configure(struct eni *e);		/* netd set-up, then ready */
 void	eni_remove(struct eni *e, const char *fmt, ...)

@@ -9,7 +9,7 @@
  *            -> detaching <-> deleting -> (freed);  quarantined on a
  *   failed set-up, from any state before ready, then detaching/deleting
  *
- * Every transition is one of enistate.c's table, which doc/design.md
+ * Every transition is one of lifecycle.c's table, which doc/design.md
  * repeats and a unit test holds to it (and to this comment);
  * eni_set_state() refuses any other.  The transitions, from each state:
  *
@@ -156,10 +156,34 @@ enter_quarantined(struct eni *e)
 	e->b->engine.stats.quarantines++;
 }
 
-/* What entering a state does, beside the transitions' table (enistate.c). */
+/* What entering a state does, beside the transitions' table (lifecycle.c). */
 static void (*const eni_entry[ENI_STATE_COUNT])(struct eni *) = {
 	[ENI_QUARANTINED] = enter_quarantined,
 };
+
+/* An address's move, as lifecycle.c's table allows; any other is a bug,
+ * never acted on. */
+void
+addr_set(struct eni *e, uint32_t idx, enum addr_state st)
+{
+	struct eni_addr *a = &e->addrs[idx];
+	char ip[IP4_STR_LEN];
+
+	if (addr_transition_ok(a->state, st)) {
+		a->state = st;
+		return;
+	}
+	ip4_format(a->ip, ip);
+#ifdef ENID_DEBUG
+	fatalx("%s: %s: %s -> %s is not a transition of the address "
+	    "lifecycle", eni_name(e), ip, addr_state_name(a->state),
+	    addr_state_name(st));
+#else
+	log_errorx("%s: %s: %s -> %s is not a transition of the address "
+	    "lifecycle; refused (a bug)", eni_name(e), ip,
+	    addr_state_name(a->state), addr_state_name(st));
+#endif
+}
 
 /* A transition the table does not have: a bug, never acted on. */
 static void
@@ -360,6 +384,7 @@ engine_withhold_addr(struct broker *b, const struct pod *p)
 			continue;
 		if (e->addrs[idx].state != ADDR_FREE &&
 		    e->addrs[idx].state != ADDR_COOLING &&
+		    e->addrs[idx].state != ADDR_UNCONFIRMED &&
 		    e->addrs[idx].state != ADDR_PENDING)
 			continue;
 		ip4_format(p->ip, ip);
@@ -378,11 +403,11 @@ engine_release_addr(struct eni *e, int idx, bool cool)
 
 	a->pod = NULL;
 	if (cool && e->b->cfg.pool.ip_cooldown_s > 0) {
-		a->state = ADDR_COOLING;
+		addr_set(e, (uint32_t)idx, ADDR_COOLING);
 		a->cool_until = now_ms() +
 		    (uint64_t)e->b->cfg.pool.ip_cooldown_s * 1000;
 	} else
-		a->state = ADDR_FREE;
+		addr_set(e, (uint32_t)idx, ADDR_FREE);
 	engine_kick(e->b);
 }
 
@@ -776,7 +801,7 @@ eni_remove(struct eni *e, const char *fmt, ...)
 		if (e->addrs[i].pod != NULL)
 			pod_lost(e->addrs[i].pod, "its ENI is being removed");
 		e->addrs[i].pod = NULL;
-		e->addrs[i].state = ADDR_PENDING;
+		addr_set(e, i, ADDR_PENDING);
 	}
 	e->assigning = 0;
 	e->unassign_wait = false;
@@ -967,7 +992,7 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	/* Set up: the addresses enter the pool only now. */
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_PENDING)
-			e->addrs[i].state = ADDR_FREE;
+			addr_set(e, i, ADDR_FREE);
 	growth_succeeded(b);
 	eni_set_state(e, e->drain_requested ? ENI_DRAINING : ENI_READY,
 	    "link found and table %u set up; %u addresses in the pool",
@@ -1438,9 +1463,8 @@ unassign_rest(struct eni *e, uint64_t ms)
 
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_REMOVING) {
-			e->addrs[i].state = ADDR_COOLING;
+			addr_set(e, i, ADDR_UNCONFIRMED);
 			e->addrs[i].cool_until = until;
-			e->addrs[i].confirm = true;
 		}
 	checkpoint_mark(e->b);
 }
@@ -1476,7 +1500,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    e->id, text);
 		for (i = 0; i < e->naddrs; i++)
 			if (e->addrs[i].state == ADDR_REMOVING)
-				e->addrs[i].state = ADDR_FREE;
+				addr_set(e, i, ADDR_FREE);
 		checkpoint_mark(b);
 		engine_kick(b);
 		return;
@@ -1589,7 +1613,7 @@ eni_unassign(struct eni *e, uint32_t count)
 
 	for (i = 0; i < e->naddrs && n < count && n < MSG_MAX_ENI_ADDRS; i++)
 		if (e->addrs[i].state == ADDR_FREE) {
-			e->addrs[i].state = ADDR_REMOVING;
+			addr_set(e, i, ADDR_REMOVING);
 			n++;
 		}
 	if (n > 0)
@@ -1686,8 +1710,13 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 				else
 					v->cooling++;
 				break;
+			case ADDR_UNCONFIRMED:
+				v->cooling++;
+				break;
 			case ADDR_REMOVING:
 				v->removing++;
+				break;
+			case ADDR_STATE_COUNT:
 				break;
 			}
 		}
@@ -1695,9 +1724,9 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 }
 
 /*
- * Cooling addresses whose time is up become free, but those an unassign
- * may have taken only once a reconciliation asked since has found them
- * (recon_addresses): one is asked for when none has been.
+ * Cooling addresses whose time is up become free; unconfirmed ones (an
+ * unassign may have taken them) only once a reconciliation asked since
+ * has found them (recon_addresses): one is asked for when none has been.
  */
 static uint64_t
 engine_cool(struct broker *b, uint64_t now)
@@ -1714,13 +1743,14 @@ engine_cool(struct broker *b, uint64_t now)
 		for (j = 0; j < e->naddrs; j++) {
 			struct eni_addr *a = &e->addrs[j];
 
-			if (a->state != ADDR_COOLING)
+			if (a->state != ADDR_COOLING &&
+			    a->state != ADDR_UNCONFIRMED)
 				continue;
 			if (a->cool_until > now) {
 				if (next == 0 || a->cool_until < next)
 					next = a->cool_until;
-			} else if (!a->confirm)
-				a->state = ADDR_FREE;
+			} else if (a->state == ADDR_COOLING)
+				addr_set(e, j, ADDR_FREE);
 			else if (e->addrs_seen < a->cool_until) {
 				/* At once if no run has started since; if
 				 * one has but passed e by (its addresses
@@ -1759,7 +1789,8 @@ engine_drains(struct broker *b)
 			continue;
 		for (j = 0; j < e->naddrs; j++)
 			if (e->addrs[j].state == ADDR_ASSIGNED ||
-			    e->addrs[j].state == ADDR_COOLING)
+			    e->addrs[j].state == ADDR_COOLING ||
+			    e->addrs[j].state == ADDR_UNCONFIRMED)
 				busy = true;
 		if (!busy)
 			eni_remove(e, "drained: no pod left on it");
@@ -1792,7 +1823,9 @@ engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
 			const struct eni_addr *a = &e->addrs[j];
 			uint64_t t;
 
-			if (a->state != ADDR_COOLING || addr_usable(a, now))
+			if ((a->state != ADDR_COOLING &&
+			    a->state != ADDR_UNCONFIRMED) ||
+			    addr_usable(a, now))
 				continue;
 			t = a->cool_until > now ? a->cool_until :
 			    now + ENGINE_CONFIRM_RETRY_MS;
@@ -1950,8 +1983,9 @@ engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
 
 			if (a->state == ADDR_ASSIGNED)
 				(*assigned)++;
-			else if (a->state == ADDR_COOLING &&
-			    !addr_usable(a, now))
+			else if ((a->state == ADDR_COOLING &&
+			    !addr_usable(a, now)) ||
+			    a->state == ADDR_UNCONFIRMED)
 				(*cooling)++;
 			else if ((a->state == ADDR_FREE ||
 			    a->state == ADDR_COOLING) &&

@@ -7,7 +7,7 @@
 # so the unit tests and the fuzzers reach them without the daemon.
 noinst_LIBRARIES += broker/libbrokerlogic.a
 broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
-	broker/enistate.c \
+	broker/lifecycle.c \
 	broker/cnireq.c broker/cnireq.h broker/ctlreq.c broker/ctlreq.h \
 	broker/checkpoint.c broker/checkpoint.h broker/journal.c \
 	broker/journal.h broker/nodelock.c broker/nodelock.h

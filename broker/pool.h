@@ -39,7 +39,24 @@ enum eni_state {
 };
 
 const char	*eni_state_name(enum eni_state s);
-/* The ENI lifecycle's table (enistate.c): may an ENI in from move to to
+
+/* An address of an ENI, in the pool's lifecycle (lifecycle.c). */
+enum addr_state {
+	ADDR_PENDING = 0,	/* its ENI is not ready: not in the pool */
+	ADDR_FREE,		/* ready to hand out */
+	ADDR_ASSIGNED,		/* a pod's */
+	ADDR_COOLING,		/* released: to no pod before cool_until */
+	ADDR_REMOVING,		/* being given back (held, then unassigned) */
+	ADDR_UNCONFIRMED,	/* given back with an unknown or refused
+				 * outcome, or restored as cooling: used
+				 * again only once the cloud is seen to
+				 * have it after cool_until */
+	ADDR_STATE_COUNT
+};
+
+const char	*addr_state_name(enum addr_state s);
+bool		 addr_transition_ok(enum addr_state from, enum addr_state to);
+/* The ENI lifecycle's table (lifecycle.c): may an ENI in from move to to
  * (staying is always allowed), and may one enter the pool in st? */
 bool		 eni_transition_ok(enum eni_state from, enum eni_state to);
 bool		 eni_birth_ok(enum eni_state st, bool primary);

@@ -307,10 +307,10 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
-		if (present && e->addrs[i].confirm &&
+		if (present && e->addrs[i].state == ADDR_UNCONFIRMED &&
 		    e->addrs[i].cool_until <= b->engine.recon_asked) {
 			/* Still there after any unassign could land. */
-			e->addrs[i].confirm = false;
+			addr_set(e, i, ADDR_COOLING);
 			engine_kick(b);
 		}
 		if (present || (k != NULL && !known_addr(k, e->addrs[i].ip)))

@@ -71,13 +71,13 @@ endif
 
 # The ENI lifecycle's table, against doc/design.md and eni.c's comment.
 if HAVE_CMOCKA
-check_PROGRAMS += tests/unit/test_enistate
-TESTS += tests/unit/test_enistate
-tests_unit_test_enistate_SOURCES = tests/unit/test_enistate.c
-tests_unit_test_enistate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker \
+check_PROGRAMS += tests/unit/test_lifecycle
+TESTS += tests/unit/test_lifecycle
+tests_unit_test_lifecycle_SOURCES = tests/unit/test_lifecycle.c
+tests_unit_test_lifecycle_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
-tests_unit_test_enistate_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_enistate_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_lifecycle_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_lifecycle_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
 
 # The broker's JSON-lines server (broker/server.c) over real unix sockets

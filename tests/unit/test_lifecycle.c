@@ -1,9 +1,9 @@
 /*
- * The ENI lifecycle's table (broker/enistate.c): every pair of states,
+ * The lifecycles' tables (broker/lifecycle.c): every pair of ENI states,
  * allowed or refused, against the machine as doc/design.md lists it, and
  * that list against the one in broker/eni.c's opening comment, so the
- * drawing cannot drift from the code.  Which states an ENI may enter the
- * pool in, the primary apart.
+ * drawing cannot drift from the code; which states an ENI may enter the
+ * pool in, the primary apart; every pair of address states likewise.
  */
 #include <ctype.h>
 #include <setjmp.h>
@@ -22,31 +22,47 @@
 #error "TOP_SRCDIR: the source tree, for doc/design.md"
 #endif
 
-static int
-state_by_name(const char *name)
-{
-	int s;
+typedef const char *(*name_fn)(int);
 
-	for (s = 0; s < ENI_STATE_COUNT; s++)
-		if (strcmp(eni_state_name((enum eni_state)s), name) == 0)
-			return s;
+static const char *
+eni_name_of(int s)
+{
+	return eni_state_name((enum eni_state)s);
+}
+
+static const char *
+addr_name_of(int s)
+{
+	return addr_state_name((enum addr_state)s);
+}
+
+static int
+state_by_name(name_fn name, int n, const char *s)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(name(i), s) == 0)
+			return i;
 	return -1;
 }
 
 /*
- * The lines "STATE -> STATE ..." of a file (a comment's " * " prefix
- * allowed), one per state: allowed[from] is a bit per state it may move
- * to.  Each state must have exactly one line.
+ * The list that follows the first line holding marker in path: lines
+ * "STATE -> STATE ..." (a comment's " * " prefix allowed), one per state,
+ * ending at the first other line after them.  allowed[from] is a bit per
+ * state it may move to.
  */
 static void
-read_listing(const char *path, uint32_t allowed[ENI_STATE_COUNT])
+read_listing(const char *path, const char *marker, name_fn name, int n,
+    uint32_t *allowed)
 {
-	bool seen[ENI_STATE_COUNT] = { false };
+	bool seen[32] = { false }, in = false, listing = false;
 	char line[512];
 	FILE *f;
-	int s, n = 0;
+	int s, lines = 0;
 
-	memset(allowed, 0, ENI_STATE_COUNT * sizeof(allowed[0]));
+	memset(allowed, 0, (size_t)n * sizeof(allowed[0]));
 	f = fopen(path, "r");
 	if (f == NULL)
 		fail_msg("%s: cannot be read", path);
@@ -55,27 +71,35 @@ read_listing(const char *path, uint32_t allowed[ENI_STATE_COUNT])
 		char from[32];
 		size_t len;
 
+		if (!in) {
+			in = strstr(line, marker) != NULL;
+			continue;
+		}
 		while (*p == ' ' || *p == '\t' || *p == '*')
 			p++;
-		if ((arrow = strstr(p, " -> ")) == NULL || !islower(*p) ||
-		    strstr(arrow + 4, "->") != NULL)
-			continue;	/* a path drawn, not a state's list */
+		arrow = strstr(p, " -> ");
+		if (arrow == NULL || !islower((unsigned char)*p) ||
+		    strstr(arrow + 4, "->") != NULL) {
+			if (listing)
+				break;		/* the list is over */
+			continue;		/* not begun yet */
+		}
+		listing = true;
 		len = strcspn(p, " ");
-		if (len >= sizeof(from) || p + len > arrow)
-			continue;
+		if (len >= sizeof(from) || p + len > arrow ||
+		    strspn(p + len, " ") != (size_t)(arrow - p - len) + 1)
+			fail_msg("%s: not \"STATE -> ...\": %s", path, line);
 		memcpy(from, p, len);
 		from[len] = '\0';
-		if (strspn(p + len, " ") != (size_t)(arrow - p - len) + 1)
-			continue;	/* not "STATE   -> ..." */
-		if ((s = state_by_name(from)) < 0)
+		if ((s = state_by_name(name, n, from)) < 0)
 			fail_msg("%s: \"%s\" is not a state", path, from);
 		if (seen[s])
 			fail_msg("%s: %s listed twice", path, from);
 		seen[s] = true;
-		n++;
+		lines++;
 		for (tok = strtok_r(arrow + 4, " \t\n", &save); tok != NULL;
 		    tok = strtok_r(NULL, " \t\n", &save)) {
-			int to = state_by_name(tok);
+			int to = state_by_name(name, n, tok);
 
 			if (to < 0)
 				fail_msg("%s: %s -> \"%s\" is not a state",
@@ -84,12 +108,17 @@ read_listing(const char *path, uint32_t allowed[ENI_STATE_COUNT])
 		}
 	}
 	fclose(f);
-	for (s = 0; s < ENI_STATE_COUNT; s++)
+	if (!in)
+		fail_msg("%s: no line with \"%s\"", path, marker);
+	for (s = 0; s < n; s++)
 		if (!seen[s])
-			fail_msg("%s: no line for %s", path,
-			    eni_state_name((enum eni_state)s));
-	assert_int_equal(n, ENI_STATE_COUNT);
+			fail_msg("%s: no line for %s", path, name(s));
+	assert_int_equal(lines, n);
 }
+
+#define DESIGN		TOP_SRCDIR "/doc/design.md"
+#define ENI_LIST	"The transitions, from each state"
+#define ADDR_LIST	"The address transitions, from each state"
 
 /* Every pair, allowed and refused, as the design lists them. */
 static void
@@ -99,7 +128,7 @@ test_every_pair(void **state)
 	int from, to, allowed = 0, refused = 0;
 
 	(void)state;
-	read_listing(TOP_SRCDIR "/doc/design.md", doc);
+	read_listing(DESIGN, ENI_LIST, eni_name_of, ENI_STATE_COUNT, doc);
 	for (from = 0; from < ENI_STATE_COUNT; from++)
 		for (to = 0; to < ENI_STATE_COUNT; to++) {
 			bool want = from == to || (doc[from] & (1u << to));
@@ -127,8 +156,9 @@ test_comment_matches_design(void **state)
 	int s;
 
 	(void)state;
-	read_listing(TOP_SRCDIR "/doc/design.md", doc);
-	read_listing(TOP_SRCDIR "/broker/eni.c", code);
+	read_listing(DESIGN, ENI_LIST, eni_name_of, ENI_STATE_COUNT, doc);
+	read_listing(TOP_SRCDIR "/broker/eni.c", ENI_LIST, eni_name_of,
+	    ENI_STATE_COUNT, code);
 	for (s = 0; s < ENI_STATE_COUNT; s++)
 		if (doc[s] != code[s])
 			fail_msg("%s: eni.c's comment and doc/design.md differ",
@@ -175,6 +205,40 @@ test_births(void **state)
 	assert_false(eni_birth_ok(ENI_STATE_COUNT, false));
 }
 
+/* Every pair of address states, as the design lists them. */
+static void
+test_address_pairs(void **state)
+{
+	uint32_t doc[ADDR_STATE_COUNT];
+	int from, to, allowed = 0;
+
+	(void)state;
+	read_listing(DESIGN, ADDR_LIST, addr_name_of, ADDR_STATE_COUNT, doc);
+	for (from = 0; from < ADDR_STATE_COUNT; from++)
+		for (to = 0; to < ADDR_STATE_COUNT; to++) {
+			bool want = from == to || (doc[from] & (1u << to));
+
+			if (addr_transition_ok((enum addr_state)from,
+			    (enum addr_state)to) != want)
+				fail_msg("%s -> %s: the table says %s, the "
+				    "design %s", addr_name_of(from),
+				    addr_name_of(to), want ? "no" : "yes",
+				    want ? "yes" : "no");
+			if (from != to && want)
+				allowed++;
+		}
+	assert_int_equal(allowed, 16);
+	/* What must never happen, by name. */
+	assert_false(addr_transition_ok(ADDR_UNCONFIRMED, ADDR_ASSIGNED));
+	assert_false(addr_transition_ok(ADDR_UNCONFIRMED, ADDR_FREE));
+	assert_false(addr_transition_ok(ADDR_REMOVING, ADDR_ASSIGNED));
+	assert_false(addr_transition_ok(ADDR_PENDING, ADDR_ASSIGNED));
+	assert_false(addr_transition_ok(ADDR_ASSIGNED, ADDR_REMOVING));
+	assert_false(addr_transition_ok(ADDR_STATE_COUNT, ADDR_FREE));
+	assert_string_equal(addr_state_name(ADDR_UNCONFIRMED), "unconfirmed");
+	assert_string_equal(addr_state_name(ADDR_STATE_COUNT), "?");
+}
+
 int
 main(void)
 {
@@ -183,6 +247,7 @@ main(void)
 		cmocka_unit_test(test_comment_matches_design),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_births),
+		cmocka_unit_test(test_address_pairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
