@@ -21,56 +21,21 @@
  * deadline it was given always answers before we give up on it. */
 #define REQ_SLACK_MS	2000
 
-struct answer_rule {
-	enum msg_type	request;
-	enum msg_type	single[2];	/* final answers */
-	enum msg_type	entry;		/* stream entries, or MSG_NONE */
-	enum msg_type	end;		/* stream end marker, or MSG_NONE */
-};
-
-static const struct answer_rule answer_rules[] = {
-	{ MSG_PING,		{ MSG_PONG }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_POLICY,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_DECLARE_ENI,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_FORGET_ENI,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_FIND_LINK,	{ MSG_NETD_LINK, MSG_NETD_RESULT }, MSG_NONE,
-	  MSG_NONE },
-	{ MSG_NETD_SETUP_ENI,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_TEARDOWN_ENI, { MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_ADD_POD,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_DEL_POD,	{ MSG_NETD_RESULT }, MSG_NONE, MSG_NONE },
-	{ MSG_NETD_DUMP_LINKS,	{ MSG_NETD_RESULT }, MSG_NETD_LINK,
-	  MSG_NETD_END },
-	{ MSG_NETD_DUMP_RULES,	{ MSG_NETD_RESULT }, MSG_NETD_RULE,
-	  MSG_NETD_END },
-	{ MSG_CLOUD_DESCRIBE_INSTANCE, { MSG_CLOUD_INSTANCE }, MSG_NONE,
-	  MSG_NONE },
-	{ MSG_CLOUD_DESCRIBE_SUBNETS, { MSG_NONE }, MSG_CLOUD_SUBNET,
-	  MSG_CLOUD_DONE },
-	{ MSG_CLOUD_CREATE_ENI,	{ MSG_CLOUD_ENI }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_ATTACH,	{ MSG_CLOUD_ATTACHED }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_SET_DOT,	{ MSG_CLOUD_DONE }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_ASSIGN_IPS,	{ MSG_CLOUD_ASSIGNED }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_UNASSIGN_IPS, { MSG_CLOUD_DONE }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_DETACH,	{ MSG_CLOUD_DONE }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_DELETE,	{ MSG_CLOUD_DONE }, MSG_NONE, MSG_NONE },
-	{ MSG_CLOUD_DESCRIBE_ENIS, { MSG_NONE }, MSG_CLOUD_ENI,
-	  MSG_CLOUD_DONE },
-	{ MSG_CLOUD_CHECK_INSTANCES, { MSG_CLOUD_INSTANCES }, MSG_NONE,
-	  MSG_NONE },
-	{ MSG_CLOUD_STATS,	{ MSG_CLOUD_STATS_ANSWER }, MSG_NONE,
-	  MSG_NONE },
-};
-
-static const struct answer_rule *
+/* What type may answer a request, from MSG_TYPES' answers column; NULL
+ * for a type that is no request. */
+static const struct msg_answers *
 rule_for(enum msg_type request)
 {
-	size_t i;
+	const struct msg_type_info *ti = msg_type_info(request);
+	const struct msg_answers *a;
 
-	for (i = 0; i < sizeof(answer_rules) / sizeof(answer_rules[0]); i++)
-		if (answer_rules[i].request == request)
-			return &answer_rules[i];
-	return NULL;
+	if (ti == NULL)
+		return NULL;
+	a = &ti->answers;
+	if (a->single[0] == MSG_NONE && a->single[1] == MSG_NONE &&
+	    a->entry == MSG_NONE && a->end == MSG_NONE)
+		return NULL;
+	return a;
 }
 
 static void
@@ -173,7 +138,7 @@ broker_notify(struct broker *b, struct child *c, enum msg_type type,
 int
 broker_answer(struct broker *b, struct child *c, const struct msg *m)
 {
-	const struct answer_rule *r;
+	const struct msg_answers *r;
 	struct breq *q;
 	bool final;
 
@@ -191,11 +156,10 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 		return 0;
 	}
 	r = rule_for(q->type);
-	if (m->hdr.type == r->single[0] || m->hdr.type == r->single[1])
+	if (m->hdr.type != MSG_NONE && (m->hdr.type == r->single[0] ||
+	    m->hdr.type == r->single[1] || m->hdr.type == r->end))
 		final = true;
-	else if (m->hdr.type == r->end)
-		final = true;
-	else if (m->hdr.type == r->entry)
+	else if (m->hdr.type != MSG_NONE && m->hdr.type == r->entry)
 		final = false;
 	else {
 		log_warnx("%s: %s is no answer to %s (id %u)", c->name,

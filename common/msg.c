@@ -13,24 +13,54 @@
 
 /* Per-type checkers: each is declared by the type list, so a type without
  * one fails to link. */
-#define MSG_CHECK_DECL(name, type, dirs, flags) \
+#define MSG_CHECK_DECL(name, type, dirs, flags, ans) \
 	static const char *check_##name(const void *payload);
 MSG_TYPES(MSG_CHECK_DECL)
 #undef MSG_CHECK_DECL
 
-#define MSG_TABLE_ENTRY(name, type, dirs, flags) \
-	[MSG_##name] = { #name, sizeof(type), (dirs), (flags), check_##name },
+#define ANS(s1, s2, entry, end) \
+	{ { MSG_##s1, MSG_##s2 }, MSG_##entry, MSG_##end }
+#define MSG_TABLE_ENTRY(name, type, dirs, flags, ans) \
+	[MSG_##name] = { #name, sizeof(type), (dirs), (flags), ans, \
+	    check_##name },
 static const struct msg_type_info msg_table[] = {
-	[MSG_NONE] = { "NONE", 0, 0, 0, NULL },
+	[MSG_NONE] = { "NONE", 0, 0, 0, NO_ANS, NULL },
 	MSG_TYPES(MSG_TABLE_ENTRY)
 };
 #undef MSG_TABLE_ENTRY
+#undef ANS
+
+/*
+ * Every answer flows back the way its request came: a request the broker
+ * sends netd is answered by types netd may send the broker.  Checked at
+ * build time from the list, each type's directions as a constant.
+ */
+#define MSG_DIRS_ENTRY(name, type, dirs, flags, ans)	MSG_DIRS_##name = (dirs),
+enum {
+	MSG_DIRS_NONE = DIR_B2N | DIR_N2B | DIR_B2C | DIR_C2B,
+	MSG_TYPES(MSG_DIRS_ENTRY)
+};
+#undef MSG_DIRS_ENTRY
+#define BACK(d)	((((d) & (DIR_B2N | DIR_B2C)) << 1) | \
+	(((d) & (DIR_N2B | DIR_C2B)) >> 1))
+#define FLOWS_BACK(a, d)	((MSG_DIRS_##a & BACK(d)) == BACK(d))
+#define ANSWERS_FLOW_BACK(d, s1, s2, entry, end) \
+	(FLOWS_BACK(s1, d) && FLOWS_BACK(s2, d) && FLOWS_BACK(entry, d) && \
+	FLOWS_BACK(end, d))
+#define ANSWERS_FLOW_BACK_(...)	ANSWERS_FLOW_BACK(__VA_ARGS__)
+#define ANS(s1, s2, entry, end)	s1, s2, entry, end
+#define MSG_ANSWER_ASSERT(name, type, dirs, flags, ans) \
+	_Static_assert(ANSWERS_FLOW_BACK_((dirs), ans), \
+	    #name "'s answers must flow back the way it came");
+MSG_TYPES(MSG_ANSWER_ASSERT)
+#undef MSG_ANSWER_ASSERT
+#undef ANS
 
 _Static_assert(sizeof(msg_table) / sizeof(msg_table[0]) == MSG_TYPE_COUNT,
     "msg_table must have exactly one entry per message type");
 
 /* Every payload must fit the receive buffer. */
-#define MSG_SIZE_ASSERT(name, type, dirs, flags) \
+#define MSG_SIZE_ASSERT(name, type, dirs, flags, ans) \
 	_Static_assert(sizeof(type) <= MSG_MAX_PAYLOAD, #name " too large");
 MSG_TYPES(MSG_SIZE_ASSERT)
 #undef MSG_SIZE_ASSERT

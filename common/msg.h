@@ -429,57 +429,84 @@ struct msg_cloud_stats_answer {
 
 /*
  * The one list of message types: X(NAME, payload struct, directions,
- * flags).
- * Answers echo the request's id.  Multi-part answers (dumps, describes) are
- * entries followed by an explicit end marker (NETD_END, CLOUD_DONE).
+ * flags, answers).  Answers echo the request's id.  The answers column
+ * says what a request may be answered with, as ANS(final, final, entry,
+ * end): up to two single final answers, or stream entries followed by an
+ * explicit end marker (NETD_END, CLOUD_DONE), NONE where there is none;
+ * NO_ANS for a type that is no request (an answer, or a notice such as
+ * LOG_LEVEL).  The build checks that every answer flows back the way its
+ * request came (msg.c); the broker matches answers by it (broker/req.c).
  */
+#define NO_ANS		ANS(NONE, NONE, NONE, NONE)
 #define MSG_TYPES(X)							\
 	X(HELLO,		struct msg_hello, \
-	    DIR_B2N | DIR_B2C, MF_HANDSHAKE | MF_ONCE) \
+	    DIR_B2N | DIR_B2C, MF_HANDSHAKE | MF_ONCE, NO_ANS) \
 	X(HELLO_ACK,		struct msg_hello_ack, \
-	    DIR_N2B | DIR_C2B, MF_HANDSHAKE | MF_ONCE) \
-	X(LOG_LEVEL,		struct msg_loglevel, DIR_B2N | DIR_B2C, 0) \
-	X(PING,			struct msg_ping, DIR_B2N | DIR_B2C, 0) \
-	X(PONG,			struct msg_ping, DIR_N2B | DIR_C2B, 0) \
-	X(NETD_POLICY,		struct msg_netd_policy, DIR_B2N, MF_ONCE) \
-	X(NETD_DECLARE_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY) \
-	X(NETD_FORGET_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY) \
-	X(NETD_FIND_LINK,	struct msg_netd_find_link, DIR_B2N, MF_POLICY) \
-	X(NETD_SETUP_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY) \
-	X(NETD_TEARDOWN_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY) \
-	X(NETD_ADD_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY) \
-	X(NETD_DEL_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY) \
-	X(NETD_DUMP_LINKS,	struct msg_netd_dump, DIR_B2N, MF_POLICY) \
-	X(NETD_DUMP_RULES,	struct msg_netd_dump, DIR_B2N, MF_POLICY) \
-	X(NETD_LINK,		struct msg_netd_link, DIR_N2B, 0) \
-	X(NETD_RULE,		struct msg_netd_rule, DIR_N2B, 0) \
-	X(NETD_RESULT,		struct msg_result, DIR_N2B, 0) \
-	X(NETD_END,		struct msg_end, DIR_N2B, 0) \
+	    DIR_N2B | DIR_C2B, MF_HANDSHAKE | MF_ONCE, NO_ANS) \
+	X(LOG_LEVEL,		struct msg_loglevel, DIR_B2N | DIR_B2C, 0, \
+	    NO_ANS) \
+	X(PING,			struct msg_ping, DIR_B2N | DIR_B2C, 0, \
+	    ANS(PONG, NONE, NONE, NONE)) \
+	X(PONG,			struct msg_ping, DIR_N2B | DIR_C2B, 0, NO_ANS) \
+	X(NETD_POLICY,		struct msg_netd_policy, DIR_B2N, MF_ONCE, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_DECLARE_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_FORGET_ENI,	struct msg_netd_eni, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_FIND_LINK,	struct msg_netd_find_link, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_LINK, NETD_RESULT, NONE, NONE)) \
+	X(NETD_SETUP_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_TEARDOWN_ENI,	struct msg_netd_setup_eni, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_ADD_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_DEL_POD,		struct msg_netd_pod_rule, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_DUMP_LINKS,	struct msg_netd_dump, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NETD_LINK, NETD_END)) \
+	X(NETD_DUMP_RULES,	struct msg_netd_dump, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NETD_RULE, NETD_END)) \
+	X(NETD_LINK,		struct msg_netd_link, DIR_N2B, 0, NO_ANS) \
+	X(NETD_RULE,		struct msg_netd_rule, DIR_N2B, 0, NO_ANS) \
+	X(NETD_RESULT,		struct msg_result, DIR_N2B, 0, NO_ANS) \
+	X(NETD_END,		struct msg_end, DIR_N2B, 0, NO_ANS) \
 	X(CLOUD_DESCRIBE_INSTANCE, struct msg_cloud_describe_instance, \
-	    DIR_B2C, 0) \
-	X(CLOUD_INSTANCE,	struct msg_cloud_instance, DIR_C2B, 0) \
+	    DIR_B2C, 0, ANS(CLOUD_INSTANCE, NONE, NONE, NONE)) \
+	X(CLOUD_INSTANCE,	struct msg_cloud_instance, DIR_C2B, 0, NO_ANS) \
 	X(CLOUD_DESCRIBE_SUBNETS, struct msg_cloud_describe_subnets, \
-	    DIR_B2C, 0) \
-	X(CLOUD_SUBNET,		struct msg_cloud_subnet, DIR_C2B, 0) \
-	X(CLOUD_CREATE_ENI,	struct msg_cloud_create_eni, DIR_B2C, 0) \
-	X(CLOUD_ENI,		struct msg_cloud_eni, DIR_C2B, 0) \
-	X(CLOUD_ATTACH,		struct msg_cloud_attach, DIR_B2C, 0) \
-	X(CLOUD_ATTACHED,	struct msg_cloud_attached, DIR_C2B, 0) \
-	X(CLOUD_SET_DOT,	struct msg_cloud_set_dot, DIR_B2C, 0) \
-	X(CLOUD_ASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0) \
-	X(CLOUD_ASSIGNED,	struct msg_cloud_assigned, DIR_C2B, 0) \
-	X(CLOUD_UNASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0) \
-	X(CLOUD_DETACH,		struct msg_cloud_detach, DIR_B2C, 0) \
-	X(CLOUD_DELETE,		struct msg_cloud_delete, DIR_B2C, 0) \
-	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis, DIR_B2C, 0) \
+	    DIR_B2C, 0, ANS(NONE, NONE, CLOUD_SUBNET, CLOUD_DONE)) \
+	X(CLOUD_SUBNET,		struct msg_cloud_subnet, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_CREATE_ENI,	struct msg_cloud_create_eni, DIR_B2C, 0, \
+	    ANS(CLOUD_ENI, NONE, NONE, NONE)) \
+	X(CLOUD_ENI,		struct msg_cloud_eni, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_ATTACH,		struct msg_cloud_attach, DIR_B2C, 0, \
+	    ANS(CLOUD_ATTACHED, NONE, NONE, NONE)) \
+	X(CLOUD_ATTACHED,	struct msg_cloud_attached, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_SET_DOT,	struct msg_cloud_set_dot, DIR_B2C, 0, \
+	    ANS(CLOUD_DONE, NONE, NONE, NONE)) \
+	X(CLOUD_ASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0, \
+	    ANS(CLOUD_ASSIGNED, NONE, NONE, NONE)) \
+	X(CLOUD_ASSIGNED,	struct msg_cloud_assigned, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_UNASSIGN_IPS,	struct msg_cloud_ips, DIR_B2C, 0, \
+	    ANS(CLOUD_DONE, NONE, NONE, NONE)) \
+	X(CLOUD_DETACH,		struct msg_cloud_detach, DIR_B2C, 0, \
+	    ANS(CLOUD_DONE, NONE, NONE, NONE)) \
+	X(CLOUD_DELETE,		struct msg_cloud_delete, DIR_B2C, 0, \
+	    ANS(CLOUD_DONE, NONE, NONE, NONE)) \
+	X(CLOUD_DESCRIBE_ENIS,	struct msg_cloud_describe_enis, DIR_B2C, 0, \
+	    ANS(NONE, NONE, CLOUD_ENI, CLOUD_DONE)) \
 	X(CLOUD_CHECK_INSTANCES, struct msg_cloud_check_instances, \
-	    DIR_B2C, 0) \
-	X(CLOUD_INSTANCES,	struct msg_cloud_instances, DIR_C2B, 0) \
-	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0) \
-	X(CLOUD_STATS,		struct msg_cloud_stats, DIR_B2C, 0) \
-	X(CLOUD_STATS_ANSWER,	struct msg_cloud_stats_answer, DIR_C2B, 0)
+	    DIR_B2C, 0, ANS(CLOUD_INSTANCES, NONE, NONE, NONE)) \
+	X(CLOUD_INSTANCES,	struct msg_cloud_instances, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_DONE,		struct msg_cloud_done, DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_STATS,		struct msg_cloud_stats, DIR_B2C, 0, \
+	    ANS(CLOUD_STATS_ANSWER, NONE, NONE, NONE)) \
+	X(CLOUD_STATS_ANSWER,	struct msg_cloud_stats_answer, DIR_C2B, 0, \
+	    NO_ANS)
 
-#define MSG_ENUM_ENTRY(name, type, dirs, flags)	MSG_##name,
+#define MSG_ENUM_ENTRY(name, type, dirs, flags, ans)	MSG_##name,
 enum msg_type {
 	MSG_NONE = 0,		/* never valid on the wire */
 	MSG_TYPES(MSG_ENUM_ENTRY)
@@ -507,11 +534,19 @@ struct msg_chan {
 	uint64_t	seen_once[(MSG_TYPE_COUNT + 63) / 64];
 };
 
+/* What a request may be answered with (MSG_TYPES' answers column). */
+struct msg_answers {
+	enum msg_type	single[2];	/* final answers, or MSG_NONE */
+	enum msg_type	entry;		/* stream entries, or MSG_NONE */
+	enum msg_type	end;		/* stream end marker, or MSG_NONE */
+};
+
 struct msg_type_info {
 	const char	*name;
 	size_t		size;
 	unsigned int	dirs;
 	unsigned int	flags;		/* MF_* */
+	struct msg_answers answers;	/* all MSG_NONE: not a request */
 	/* Meaning checks after the size check; NULL message means valid. */
 	const char	*(*check)(const void *payload);
 };

@@ -54,7 +54,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The payload struct of every type, from the one list, to check the
  * table's sizes against. */
-#define SIZE_ENTRY(name, type, dirs, flags)	[MSG_##name] = sizeof(type),
+#define SIZE_ENTRY(name, type, dirs, flags, ans)	[MSG_##name] = sizeof(type),
 static const size_t type_size[MSG_TYPE_COUNT] = {
 	MSG_TYPES(SIZE_ENTRY)
 };

@@ -855,11 +855,63 @@ test_cloud_stats_checked(void **state)
 	assert_string_equal(stats_why(&a), inconsistent);
 }
 
+/*
+ * The answers column: every request the broker sends names at least one
+ * answer, each answer is itself no request and flows back, and the
+ * types that only answer or notify name none.
+ */
+static void
+test_answers_column(void **state)
+{
+	unsigned int t, nreq = 0;
+
+	(void)state;
+	for (t = 1; t < MSG_TYPE_COUNT; t++) {
+		const struct msg_type_info *ti = msg_type_info(t);
+		const struct msg_answers *a = &ti->answers;
+		enum msg_type all[4] = { a->single[0], a->single[1],
+		    a->entry, a->end };
+		bool request = false;
+		unsigned int i, back;
+
+		for (i = 0; i < 4; i++)
+			if (all[i] != MSG_NONE)
+				request = true;
+		if (!request)
+			continue;
+		nreq++;
+		/* sent by the broker only */
+		assert_int_equal(ti->dirs & (DIR_N2B | DIR_C2B), 0);
+		back = ((ti->dirs & DIR_B2N) ? DIR_N2B : 0) |
+		    ((ti->dirs & DIR_B2C) ? DIR_C2B : 0);
+		/* a stream has both its entry and its end */
+		assert_int_equal(a->entry == MSG_NONE, a->end == MSG_NONE);
+		for (i = 0; i < 4; i++) {
+			const struct msg_type_info *ai;
+
+			if (all[i] == MSG_NONE)
+				continue;
+			ai = msg_type_info(all[i]);
+			assert_non_null(ai);
+			assert_int_equal(ai->dirs & back, back);
+			assert_int_equal(ai->answers.single[0], MSG_NONE);
+			assert_int_equal(ai->answers.entry, MSG_NONE);
+		}
+	}
+	assert_true(nreq >= 20);
+	assert_int_equal(msg_type_info(MSG_LOG_LEVEL)->answers.single[0],
+	    MSG_NONE);
+	assert_int_equal(msg_type_info(MSG_PING)->answers.single[0], MSG_PONG);
+	assert_int_equal(msg_type_info(MSG_NETD_DUMP_RULES)->answers.entry,
+	    MSG_NETD_RULE);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_type_round_trips),
+		cmocka_unit_test(test_answers_column),
 		cmocka_unit_test(test_fields_survive),
 		cmocka_unit_test(test_rejects_unknown_type),
 		cmocka_unit_test(test_rejects_wrong_direction),
