@@ -1,6 +1,7 @@
 """The three-process skeleton: privileges, sandboxes, and going down
 together.  Each test runs enid in a throwaway network namespace."""
 import json
+import re
 import os
 import signal
 import socket
@@ -389,3 +390,26 @@ def test_no_file_points_outside_the_repository():
                     found.append(f"{rel}:{n}: {pointer}: {line.strip()}")
     assert not found, "files that point outside the repository:\n" + \
         "\n".join(found)
+
+
+# Commits from this one on keep the project's habit: a subject of at most
+# 72 characters that starts with the area it changes ("netd: ...").  The
+# older history is as it was written.
+HABIT_SINCE = "aafe7c05e8706ae5087a153cd8844d024929affc"
+
+
+def test_commit_subjects_keep_the_habit():
+    r = subprocess.run(["git", "-C", SRCDIR, "log", "--no-merges",
+                        "--format=%h %s", HABIT_SINCE + "..HEAD"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip("no git history here: " + r.stderr.strip())
+    bad = []
+    for line in r.stdout.splitlines():
+        sha, _, subject = line.partition(" ")
+        if len(subject) > 72:
+            bad.append(f"{sha}: {len(subject)} characters: {subject}")
+        elif not re.match(r"[a-z0-9][a-z0-9/._-]*(, [a-z0-9/._-]+)*: \S",
+                          subject):
+            bad.append(f"{sha}: no \"area: \" first: {subject}")
+    assert not bad, "commit subjects off the habit:\n" + "\n".join(bad)
