@@ -1764,7 +1764,7 @@ pods_bind_restored(struct broker *b)
 /*
  * glibc keeps what is freed in the heap, and raises its own thresholds
  * after a large free: without this the room a save's whole checkpoint took
- * stays resident for good (about 1.2 MiB of 2.2 at 500 pods).  Once a
+ * stays resident for good (doc/performance.md has the figure).  Once a
  * second at most while pods come and go; each trim takes microseconds.
  */
 static void

@@ -104,7 +104,7 @@ child_spawn(struct broker *b, struct child *c, const char *helper_dir,
 	/*
 	 * libcurl's librtmp and libldap pull in GnuTLS, whose constructor
 	 * sets up a TLS library cloudd never calls (its TLS is OpenSSL's):
-	 * about 0.8 MiB of pages, and p11-kit modules loaded, for nothing.
+	 * its pages, and p11-kit modules loaded, for nothing.
 	 */
 	if (c->peer_id == PEER_CLOUDD)
 		envp[n++] = "GNUTLS_NO_IMPLICIT_INIT=1";
