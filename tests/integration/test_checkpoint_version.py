@@ -16,7 +16,7 @@ import pytest
 import ckptstate
 from poolenv import PoolEnv
 
-CKPT_VERSION = 2        # broker/checkpoint.h
+CKPT_VERSION = 3        # broker/checkpoint.h
 JOURNAL_VERSION = 1     # broker/journal.h: the magic's last byte
 
 
