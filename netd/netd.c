@@ -862,9 +862,15 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
 		return;
 	}
-	if ((why = policy_check_pod_route(&nd->policy, &req, snap.has_rule,
-	    &link, snap.routes, snap.nroutes, &present, detail,
-	    sizeof(detail))) != NULL) {
+	why = policy_check_pod_route(&nd->policy, &req, snap.has_rule, &link,
+	    snap.routes, snap.nroutes, &present, detail, sizeof(detail));
+	if (why == policy_no_such_device) {
+		log_info("%s: no such device; nothing changed", what);
+		netd_result(nd, m->hdr.id, ST_NOT_FOUND, ENODEV, "%s: no "
+		    "device %s", addr, req.dev);
+		return;
+	}
+	if (why != NULL) {
 		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
 		return;
 	}

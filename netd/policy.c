@@ -440,6 +440,8 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	return NULL;
 }
 
+const char policy_no_such_device[] = "no such device";
+
 const char *
 policy_check_pod_route(const struct netd_policy *p,
     const struct msg_netd_pod_route *m, bool has_rule,
@@ -465,7 +467,7 @@ policy_check_pod_route(const struct netd_policy *p,
 		return "the address has no rule of netd's for a pod (to ADDR/32 "
 		    "lookup main)";
 	if (!link->found)
-		return "no such device";
+		return policy_no_such_device;
 	if (policy_node_link_by_ifindex(p, link->ifindex) != NULL ||
 	    policy_node_link_by_mac(p, link->mac) != NULL)
 		return "the device is one of the node's own links";

@@ -268,6 +268,9 @@ struct nd_host_route {
  * there already, NULL to add it, or why not (detail names the kernel
  * object that made it so).
  */
+/* The one reason that is no refusal: the device is gone (its pod is
+ * being deleted), answered not-found. */
+extern const char policy_no_such_device[];
 const char	*policy_check_pod_route(const struct netd_policy *p,
 		    const struct msg_netd_pod_route *m, bool has_rule,
 		    const struct nd_pod_link *link,

@@ -114,7 +114,6 @@ def test_restores_a_pods_route_as_the_plugin_makes_it(node, netd):
      "not in another network namespace"),
     ("addroute addr=%s dev=eth0" % POD_A, "node's own links"),
     ("addroute addr=%s dev=eni1" % POD_A, "declared ENI's link"),
-    ("addroute addr=%s dev=enidnosuchlink" % POD_A, "no such device"),
     ("addroute addr=%s dev=eth0:1" % POD_A, "not a pod veth's"),
     ("addroute addr=192.168.1.9 dev=%s" % VETH_A, "outside the VPC"),
     ("addroute addr=10.0.0.10 dev=%s" % VETH_A, "node's own"),
@@ -139,3 +138,13 @@ def test_one_pod_per_veth(node, netd):
     node.ip("route", "add", POD_C + "/32", "dev", VETH_A, "scope", "link")
     expect_refused(node, netd, "addroute addr=%s dev=%s" % (POD_A, VETH_A),
                    POD_A, "carries another pod's host route")
+
+
+def test_a_device_gone_is_not_found_not_refused(node, netd):
+    """A pod's veth gone (its DEL under way) is no security event."""
+    before = node.text_state()
+    n = len(security_lines(netd))
+    r = netd.call("addroute addr=%s dev=enidnosuchlink" % POD_A)
+    assert r["status"] == "not-found", r
+    assert len(security_lines(netd)) == n
+    assert node.text_state() == before

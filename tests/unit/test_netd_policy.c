@@ -1153,7 +1153,8 @@ test_pod_route(void **state)
 
 	/* The device: there, a veth, its peer elsewhere, no ENI or uplink. */
 	l.found = false;
-	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	assert_ptr_equal(check_route(&p, &m, true, &l, NULL, 0, &present),
+	    policy_no_such_device);
 	pod_veth(&l);
 	l.is_veth = false;
 	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
