@@ -190,8 +190,6 @@ struct pod {
 	 * route reconciliation leaves alone */
 	char			 host_veth[CKPT_IFNAME_LEN];
 	uint64_t		 answered_ms;	/* an ADD last answered ok */
-	bool			 route_restore;	/* its host route, for a
-						 * reconcile */
 };
 
 /* An answer held back until the checkpoint that makes it true is on
