@@ -128,7 +128,8 @@ def test_route_on_another_device_is_reported_and_left(env):
 
 def test_enid_ipam_pods_host_route_is_not_enids(env):
     """Under ptp the host route is ptp's: enid-ipam names no veth, and
-    reconciliation neither counts nor restores its route."""
+    reconciliation neither counts nor restores its route, while an
+    enid-cni pod's beside it comes back."""
     conf = {"cniVersion": "1.0.0", "name": "ptpnet", "type": "ptp",
             "mtu": 1500, "ipam": {"type": "enid-ipam",
                                   "socket": str(env.cni_sock)}}
@@ -137,12 +138,19 @@ def test_enid_ipam_pods_host_route_is_not_enids(env):
                    binary="/usr/lib/cni/ptp")
     assert o.ok, o
     addr = o.out["ips"][0]["address"].split("/")[0]
+    pods = add_pods(env, 1, "cni%d")
+    cni_addr, cni_veth = pods["cni0"][2], pods["cni0"][3]
+    made = host_route(env, cni_addr)
     time.sleep(GRACE_S)
     ip("-n", env.ns, "route", "del", addr + "/32")
+    ip("-n", env.ns, "route", "del", cni_addr, "dev", cni_veth)
     assert host_route(env, addr) == ""
-    assert env.reconcile()["drifts_fixed"] == 0
+    assert env.reconcile()["drifts_fixed"] == 1
     assert host_route(env, addr) == ""
-    assert "host_veth" not in str(env.checkpoint())
+    assert host_route(env, cni_addr) == made
+    held = {p["container_id"]: p for p in env.checkpoint()["pods"]}
+    assert "host_veth" not in held["ptp0"], held["ptp0"]
+    assert held["cni0"]["host_veth"] == cni_veth, held["cni0"]
     o = run_plugin(env.ns, "DEL", dict(conf, prevResult=o.out), cid="ptp0",
                    netns=path_of(pod_ns), binary="/usr/lib/cni/ptp")
     assert o.ok, o
