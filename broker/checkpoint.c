@@ -152,7 +152,7 @@ checkpoint_strdup(struct checkpoint *c, const char *s)
 }
 
 /* The strings of a pod and of a cooling address, for walking them. */
-#define POD_NSTR	6
+#define POD_NSTR	7
 
 static const char **
 pod_str(struct ckpt_pod *p, int i)
@@ -168,6 +168,8 @@ pod_str(struct ckpt_pod *p, int i)
 		return &p->k8s_name;
 	case 4:
 		return &p->k8s_uid;
+	case 5:
+		return &p->host_veth;
 	default:
 		return &p->eni_id;
 	}
@@ -442,6 +444,9 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 	    pe) == -1 ||
 	    check_time(p->since, AT("since"), pe) == -1)
 		return -1;
+	if (p->host_veth != NULL && !veth_name_ok(p->host_veth))
+		return fail(pe, AT("host_veth"), "not a pod veth name (1 to %d "
+		    "of a-z 0-9)", VETH_NAME_MAX);
 	return 0;
 }
 
@@ -653,26 +658,30 @@ struct field {
 	enum ftype	 type;
 	size_t		 off;
 	size_t		 size;	/* F_STR: its limit and the NUL */
+	bool		 optional;	/* may be missing (then NULL) */
 };
 
 /* A string field: a const char * into the arena. */
 #define POD_STR(n, f, size)	\
-	{ n, F_STR, offsetof(struct ckpt_pod, f), size }
+	{ n, F_STR, offsetof(struct ckpt_pod, f), size, false }
 static const struct field pod_fields[] = {
 	POD_STR("container_id", container_id, CKPT_CID_LEN),
 	POD_STR("ifname", ifname, CKPT_IFNAME_LEN),
 	POD_STR("namespace", k8s_namespace, CKPT_K8S_LEN),
 	POD_STR("name", k8s_name, CKPT_K8S_LEN),
 	POD_STR("uid", k8s_uid, CKPT_UID_LEN),
-	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0 },
+	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0, false },
 	POD_STR("eni", eni_id, CKPT_ENI_LEN),
-	{ "since", F_TIME, offsetof(struct ckpt_pod, since), 0 },
+	{ "since", F_TIME, offsetof(struct ckpt_pod, since), 0, false },
+	{ "host_veth", F_STR, offsetof(struct ckpt_pod, host_veth),
+	  CKPT_IFNAME_LEN, true },
 };
 
 static const struct field cooling_fields[] = {
-	{ "ip", F_IP, offsetof(struct ckpt_cooling, ip), 0 },
-	{ "eni", F_STR, offsetof(struct ckpt_cooling, eni_id), CKPT_ENI_LEN },
-	{ "until", F_TIME, offsetof(struct ckpt_cooling, until), 0 },
+	{ "ip", F_IP, offsetof(struct ckpt_cooling, ip), 0, false },
+	{ "eni", F_STR, offsetof(struct ckpt_cooling, eni_id), CKPT_ENI_LEN,
+	  false },
+	{ "until", F_TIME, offsetof(struct ckpt_cooling, until), 0, false },
 };
 
 
@@ -868,7 +877,7 @@ get_record(struct json_object *o, const struct field *tab, size_t n,
 		seen |= 1u << i;
 	}
 	for (i = 0; i < n; i++)
-		if (!(seen & (1u << i)))
+		if (!(seen & (1u << i)) && !tab[i].optional)
 			return fail(pe, path, "missing key \"%s\"", tab[i].name);
 	return 0;
 }
@@ -925,9 +934,9 @@ get_version(struct json_object *root, int64_t *version, struct perr *pe)
 		    (long long)*version, CKPT_VERSION);
 		return CKPT_NEWER;
 	}
-	if (*version != 1 && *version != CKPT_VERSION)
+	if (*version < 1)
 		return fail(pe, "version", "unsupported version %lld (this "
-		    "enid reads 1 and %d)", (long long)*version, CKPT_VERSION);
+		    "enid reads 1 to %d)", (long long)*version, CKPT_VERSION);
 	return 0;
 }
 
@@ -1137,6 +1146,14 @@ checkpoint_free(struct checkpoint *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static bool
+veth_same(const struct ckpt_pod *p, const struct ckpt_pod *q)
+{
+	if (p->host_veth == NULL || q->host_veth == NULL)
+		return p->host_veth == q->host_veth;
+	return strcmp(p->host_veth, q->host_veth) == 0;
+}
+
 bool
 checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 {
@@ -1156,7 +1173,7 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 		    strcmp(p->k8s_name, q->k8s_name) != 0 ||
 		    strcmp(p->k8s_uid, q->k8s_uid) != 0 ||
 		    p->ip != q->ip || strcmp(p->eni_id, q->eni_id) != 0 ||
-		    p->since != q->since)
+		    p->since != q->since || !veth_same(p, q))
 			return false;
 	}
 	for (i = 0; i < a->ncooling; i++) {
@@ -1278,6 +1295,10 @@ put_pod(struct out *o, const struct ckpt_pod *p)
 	put_str(o, "eni", p->eni_id);
 	put_s(o, ", ");
 	put_int(o, "since", p->since);
+	if (p->host_veth != NULL) {
+		put_s(o, ", ");
+		put_str(o, "host_veth", p->host_veth);
+	}
 	put_s(o, "}");
 }
 
@@ -1379,7 +1400,8 @@ pod_same(const struct ckpt_pod *p, const struct ckpt_pod *q)
 	return strcmp(p->k8s_namespace, q->k8s_namespace) == 0 &&
 	    strcmp(p->k8s_name, q->k8s_name) == 0 &&
 	    strcmp(p->k8s_uid, q->k8s_uid) == 0 && p->ip == q->ip &&
-	    strcmp(p->eni_id, q->eni_id) == 0 && p->since == q->since;
+	    strcmp(p->eni_id, q->eni_id) == 0 && p->since == q->since &&
+	    veth_same(p, q);
 }
 
 static bool
@@ -1660,13 +1682,13 @@ ckpt_diff_format(const struct ckpt_diff *d, size_t headroom, size_t *len)
 
 static const struct field pod_key_fields[] = {
 	{ "container_id", F_STR, offsetof(struct ckpt_pod_key, container_id),
-	  CKPT_CID_LEN },
+	  CKPT_CID_LEN, false },
 	{ "ifname", F_STR, offsetof(struct ckpt_pod_key, ifname),
-	  CKPT_IFNAME_LEN },
+	  CKPT_IFNAME_LEN, false },
 };
 
 static const struct field cooling_key_fields[] = {
-	{ "ip", F_IP, offsetof(struct ckpt_cooling_key, ip), 0 },
+	{ "ip", F_IP, offsetof(struct ckpt_cooling_key, ip), 0, false },
 };
 
 static int

@@ -38,8 +38,13 @@
 #include "maxima.h"
 
 #define CKPT_FILE		"checkpoint.json"
-/* 2: with "generation" (a journal beside it); 1, read as generation 0. */
-#define CKPT_VERSION		2
+/*
+ * 3: pods may carry "host_veth" (enid-cni's host end, whose route
+ * reconciliation restores); 2: with "generation" (a journal beside it);
+ * 1, read as generation 0.  All three are read; a pod without
+ * "host_veth" is one whose host route is not enid's to repair.
+ */
+#define CKPT_VERSION		3
 /*
  * Returned for a snapshot or journal of a format newer than this enid's:
  * not damage but a newer enid's record (a downgrade), left in place, and
@@ -100,6 +105,7 @@ struct ckpt_pod {
 	const char	*k8s_name;
 	const char	*k8s_uid;
 	const char	*eni_id;
+	const char	*host_veth;	/* NULL: none (enid-ipam, older) */
 	uint32_t	 ip;		/* network byte order */
 	int64_t		 since;		/* unix seconds: assigned */
 };

@@ -354,10 +354,11 @@ durable_queue_text(struct durable_list *list, struct jref *ref,
  * is handed over) and may yet fail: the answer waits for it too.
  */
 static void
-pod_answer_again(struct broker *b, struct jref *ref, const struct pod *p)
+pod_answer_again(struct broker *b, struct jref *ref, struct pod *p)
 {
 	char text[POD_ANSWER_MAX];
 
+	p->answered_ms = now_ms();
 	reply_after_pending_save(b, ref, text,
 	    pod_answer(b, p, text, sizeof(text)));
 }
@@ -539,6 +540,7 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		cp->k8s_namespace = p->k8s_namespace;
 		cp->k8s_name = p->k8s_name;
 		cp->k8s_uid = p->k8s_uid;
+		cp->host_veth = p->host_veth[0] != '\0' ? p->host_veth : NULL;
 		cp->ip = p->ip;
 		cp->eni_id = p->eni ? p->eni->id : p->eni_id;
 		cp->since = p->since;
@@ -951,6 +953,7 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			return;
 		}
 		p->state = POD_READY;
+		p->answered_ms = now_ms();
 		b->engine.stats.adds_ok++;
 		log_info("pod %s/%s (%s/%s): %s on %s", p->container_id,
 		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
@@ -1073,13 +1076,14 @@ pod_rules_restore(struct pod *p)
 static void
 pod_take(struct broker *b, struct jref *ref, const char *cid,
     const char *ifname, const char *ns, const char *name, const char *uid,
-    struct eni *e)
+    const char *veth, struct eni *e)
 {
 	struct pod *p = pod_new(b, cid, ifname, ns, name, uid);
 	uint64_t now = now_ms();
 	uint32_t i;
 	int best = -1;
 
+	msg_strlcpy(p->host_veth, veth, sizeof(p->host_veth));
 	/* The free address that has rested longest: cooled ones first. */
 	for (i = 0; i < e->naddrs; i++) {
 		const struct eni_addr *a = &e->addrs[i];
@@ -1223,6 +1227,7 @@ waiter_add(struct broker *b, struct jref *ref, const struct cni_request *r)
 	    sizeof(w->k8s_namespace));
 	msg_strlcpy(w->k8s_name, r->k8s_name, sizeof(w->k8s_name));
 	msg_strlcpy(w->k8s_uid, r->k8s_uid, sizeof(w->k8s_uid));
+	msg_strlcpy(w->host_veth, r->host_veth, sizeof(w->host_veth));
 	w->since = now_ms();
 	loop_timer_init(&w->timer, waiter_timeout, w);
 	loop_timer_after(&b->loop, &w->timer,
@@ -1370,7 +1375,8 @@ pods_serve_waiters(struct broker *b)
 		if ((e = pick_eni(b)) == NULL)
 			return;
 		pod_take(b, &w->ref, w->container_id, w->ifname,
-		    w->k8s_namespace, w->k8s_name, w->k8s_uid, e);
+		    w->k8s_namespace, w->k8s_name, w->k8s_uid, w->host_veth,
+		    e);
 		waiter_free(b, w);
 	}
 }
@@ -1398,6 +1404,13 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 	if (!parse_or_bad(ref, req, &r))
 		return;
 	if ((p = pod_find(b, r.container_id, r.ifname)) != NULL) {
+		/* A pod of an older checkpoint learns its host end from
+		 * the plugin's repeated ADD. */
+		if (p->host_veth[0] == '\0' && r.host_veth[0] != '\0') {
+			msg_strlcpy(p->host_veth, r.host_veth,
+			    sizeof(p->host_veth));
+			checkpoint_mark(b);
+		}
 		switch (p->state) {
 		case POD_READY:
 			if (p->lost)
@@ -1455,7 +1468,7 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 	if (b->engine.phase == PHASE_RUNNING && b->engine.nwaiters == 0 &&
 	    (e = pick_eni(b)) != NULL)
 		pod_take(b, ref, r.container_id, r.ifname, r.k8s_namespace,
-		    r.k8s_name, r.k8s_uid, e);
+		    r.k8s_name, r.k8s_uid, r.host_veth, e);
 	else
 		waiter_add(b, ref, &r);
 	cni_request_free(&r);
@@ -1683,6 +1696,9 @@ pod_restore(struct broker *b, const struct ckpt_pod *cp)
 	p = pod_new(b, cp->container_id, cp->ifname, cp->k8s_namespace,
 	    cp->k8s_name, cp->k8s_uid);
 	msg_strlcpy(p->eni_id, cp->eni_id, sizeof(p->eni_id));
+	if (cp->host_veth != NULL)
+		msg_strlcpy(p->host_veth, cp->host_veth,
+		    sizeof(p->host_veth));
 	p->ip = cp->ip;
 	p->since = cp->since;
 	p->state = POD_READY;

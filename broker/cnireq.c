@@ -1,7 +1,8 @@
 /*
  * CNI socket requests (see cnireq.h).  Which keys each op takes:
  *
- *   add    container_id, ifname; netns, k8s_namespace, k8s_name, k8s_uid
+ *   add    container_id, ifname; netns, k8s_namespace, k8s_name, k8s_uid,
+ *          host_veth (enid-cni: the pod's host end, for its host route)
  *   del    container_id, ifname; netns, k8s_*
  *   check  container_id, ifname; netns, k8s_*, ip
  *   gc     valid_attachments: [{container_id, ifname}, ...]
@@ -30,6 +31,7 @@ enum field {
 	F_K8S = 0x10,
 	F_IP = 0x20,
 	F_VALID = 0x40,
+	F_VETH = 0x80,
 };
 
 static const struct {
@@ -37,8 +39,8 @@ static const struct {
 	enum cni_op	 op;
 	unsigned	 allowed, required;
 } ops[] = {
-	{ "add", CNI_OP_ADD, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S,
-	  F_CID | F_IFNAME },
+	{ "add", CNI_OP_ADD, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S |
+	  F_VETH, F_CID | F_IFNAME },
 	{ "del", CNI_OP_DEL, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S,
 	  F_CID | F_IFNAME },
 	{ "check", CNI_OP_CHECK, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S |
@@ -236,6 +238,8 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			f = F_IP;
 		else if (strcmp(key, "valid_attachments") == 0)
 			f = F_VALID;
+		else if (strcmp(key, "host_veth") == 0)
+			f = F_VETH;
 		else
 			f = 0;
 		if (f == 0 || !(ops[oi].allowed & f)) {
@@ -300,6 +304,16 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 		case F_VALID:
 			if (take_valid(v, r, err, errlen) == -1)
 				goto fail;
+			break;
+		case F_VETH:
+			if (take_str(v, key, r->host_veth, sizeof(r->host_veth),
+			    err, errlen) == -1)
+				goto fail;
+			if (!veth_name_ok(r->host_veth)) {
+				snprintf(err, errlen, "host_veth: not a pod veth "
+				    "name (1 to %d of a-z 0-9)", VETH_NAME_MAX);
+				goto fail;
+			}
 			break;
 		default:
 			break;

@@ -38,6 +38,9 @@ struct cni_request {
 	char		k8s_namespace[CKPT_K8S_LEN];
 	char		k8s_name[CKPT_K8S_LEN];
 	char		k8s_uid[CKPT_UID_LEN];
+	/* add: enid-cni's host end of the pod's veth pair ("" from
+	 * enid-ipam), whose host route reconciliation restores */
+	char		host_veth[CKPT_IFNAME_LEN];
 	uint32_t	ip;		/* check: the address expected, or 0 */
 	size_t		nvalid;		/* gc: the attachments to keep */
 	struct cni_attachment *valid;	/* malloc'd; cni_request_free */

@@ -177,6 +177,11 @@ struct pod {
 	struct gc_run		*gc;		/* a GC waiting for it */
 	uint64_t		 saved_by;	/* the save that first holds it */
 	bool			 recon_restore;	/* its rules, for a reconcile */
+	/* enid-cni's host end of its veth pair, from its ADD: "" for
+	 * enid-ipam's pods and those of an older checkpoint, whose host
+	 * route reconciliation leaves alone */
+	char			 host_veth[CKPT_IFNAME_LEN];
+	uint64_t		 answered_ms;	/* an ADD last answered ok */
 };
 
 /* An answer held back until the checkpoint that makes it true is on
@@ -200,6 +205,7 @@ struct waiter {
 	char			 k8s_namespace[CKPT_K8S_LEN];
 	char			 k8s_name[CKPT_K8S_LEN];
 	char			 k8s_uid[CKPT_UID_LEN];
+	char			 host_veth[CKPT_IFNAME_LEN];
 	uint64_t		 since;
 	struct loop_timer	 timer;
 };

@@ -11,6 +11,10 @@
  *      are left unattached (a crash between create and attach) go;
  *   3. dump netd's rules: a pod with an address gets its rules back,
  *      rules of no pod go;
+ *   3b. once those rule repairs are in, dump the main table's host
+ *      routes and the links: an enid-cni pod whose host veth is there
+ *      but whose "ADDR/32 dev VETH" route is not gets it back from netd
+ *      (which checks it against netd's own rule for the address);
  *   4. the leak collector: available ENIs older than leak_gc.grace_s,
  *      tagged for this instance, or for this cluster and an instance that
  *      no longer exists, are deleted.  Untagged ones and other clusters'
@@ -47,11 +51,23 @@
 #define RECON_MAX_FIXES		64	/* stale rules removed per run */
 #define RECON_RETRY_MS		5000
 #define RECON_MAX_LEAKS		16	/* deleted per run */
+#define RECON_MAX_ROUTES	(CKPT_MAX_PODS + 1024)	/* host routes */
+#define RECON_MAX_LINKS		(CKPT_MAX_PODS + 1024)
+#define RECON_ROUTES_INFLIGHT	16	/* host-route restores at once */
+/*
+ * A pod whose ADD was answered less than this before the route dump was
+ * asked is not judged by it: enid-cni adds the host route after the
+ * answer, so the dump may predate it (a restore racing the plugin is
+ * harmless, as the plugin takes netd's route for its own, but it would
+ * be reported as drift).
+ */
+#define RECON_ROUTE_GRACE_MS	5000
 
 enum recon_step {
 	RS_ATTACHED = 0,
 	RS_OURS,
 	RS_RULES,
+	RS_ROUTES,
 	RS_LEAKS,
 	RS_INSTANCES,
 	RS_DONE,
@@ -71,6 +87,8 @@ enum recon_ask {
 	ASK_OURS,		/* describe: tagged for this instance */
 	ASK_RULES,		/* netd's rule dump */
 	ASK_LEAKS,		/* describe: available, ours, this cluster */
+	ASK_ROUTES,		/* netd's dump of host routes */
+	ASK_LINKS,		/* netd's dump of links */
 	ASK_COUNT,
 };
 
@@ -121,6 +139,13 @@ struct reconcile_run {
 	size_t			 nleaks;
 	struct msg_cloud_eni	 leaks[RECON_MAX_LEAKS];
 	struct msg_cloud_check_instances check;
+	/* host routes to put back: asked for RECON_ROUTES_INFLIGHT at a
+	 * time, the run going on once all are answered */
+	uint64_t		 routes_asked;	/* ms: the dump was asked */
+	bool			 routes_done;	/* compared */
+	size_t			 nroute_fixes, route_next, routes_out;
+	struct msg_netd_pod_route *route_fixes;
+	struct breq		 route_reqs[RECON_ROUTES_INFLIGHT];
 	uint32_t		 drifts;
 	bool			 deferred;	/* an adoption waits for its
 						 * subnet to be described */
@@ -772,8 +797,8 @@ reconcile_restored(struct broker *b)
 
 	if (b->engine.recon_restores > 0 && --b->engine.recon_restores > 0)
 		return;
-	if (r != NULL && r->step == RS_LEAKS && r->rules_done &&
-	    r->fixes_out == 0)
+	if (r != NULL && (r->step == RS_ROUTES || r->step == RS_LEAKS) &&
+	    r->rules_done && r->fixes_out == 0)
 		recon_advance(r);
 }
 
@@ -915,6 +940,154 @@ recon_rules(struct reconcile_run *r)
 			    !to ? "to" : "from");
 			(void)pod_rules_restore(p);
 		}
+	}
+}
+
+/* ---- step 3b: pods' host routes ---- */
+
+static int
+route_cmp(const void *a, const void *b)
+{
+	uint32_t x = ntohl(((const struct msg_netd_route *)a)->addr);
+	uint32_t y = ntohl(((const struct msg_netd_route *)b)->addr);
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+link_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct msg_netd_link *)a)->name,
+	    ((const struct msg_netd_link *)b)->name);
+}
+
+static void	routes_send(struct reconcile_run *r);
+
+static void
+route_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct reconcile_run *r = arg;
+	struct msg_result res;
+
+	(void)b;
+	(void)final;
+	r->routes_out--;
+	if (m == NULL)
+		log_warnx("reconcile: restoring a pod's host route: enid-netd "
+		    "did not answer in time");
+	else {
+		memcpy(&res, m->u.bytes, sizeof(res));
+		if (res.status == ST_NOT_FOUND)
+			log_info("reconcile: a pod's host route was not "
+			    "restored: %s (its pod is going)", res.message);
+		else if (res.status != ST_OK)
+			log_warnx("reconcile: restoring a pod's host route: "
+			    "%s: %s", msg_status_name(res.status),
+			    res.message);
+	}
+	routes_send(r);
+}
+
+/* As many restores out as the window takes; the run goes on with the
+ * last answer. */
+static void
+routes_send(struct reconcile_run *r)
+{
+	size_t k;
+
+	for (k = 0; k < RECON_ROUTES_INFLIGHT &&
+	    r->route_next < r->nroute_fixes; k++) {
+		if (r->route_reqs[k].active)
+			continue;
+		r->routes_out++;
+		broker_request(r->b, &r->route_reqs[k], &r->b->netd,
+		    MSG_NETD_ADD_POD_ROUTE, &r->route_fixes[r->route_next++],
+		    sizeof(struct msg_netd_pod_route), ENGINE_NETD_DEADLINE_MS,
+		    route_answer, r);
+	}
+	if (r->routes_out == 0 && r->route_next == r->nroute_fixes)
+		recon_advance(r);
+}
+
+/*
+ * Each ready pod enid-cni wired (it named its host veth) must have its
+ * host route "ADDR/32 dev VETH scope link" in the main table.  Missing,
+ * while the veth is there: drift, and netd is asked to put it back (netd
+ * judges by its own rule for the address and the veth's kind and peer).
+ * Missing with the veth gone: the pod is being deleted, not drift.  Through
+ * another device: reported and left, since netd never replaces a route.
+ */
+static void
+recon_routes(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	struct recon_question *qr = &r->q[ASK_ROUTES], *ql = &r->q[ASK_LINKS];
+	struct msg_netd_route *routes = qr->entries, key;
+	struct msg_netd_link *links = ql->entries, lkey;
+	const struct msg_netd_route *found;
+	struct pod *p;
+	char ip[IP4_STR_LEN];
+	size_t n = 0;
+
+	if (qr->n > 1)
+		qsort(routes, qr->n, sizeof(*routes), route_cmp);
+	if (ql->n > 1)
+		qsort(links, ql->n, sizeof(*links), link_cmp);
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->host_veth[0] != '\0')
+			n++;
+	if (n > 0 && (r->route_fixes = calloc(n, sizeof(*r->route_fixes))) ==
+	    NULL) {
+		log_warnx("reconcile: out of memory for %zu host routes; not "
+		    "compared this time", n);
+		return;
+	}
+	TAILQ_FOREACH(p, &b->engine.pods, all) {
+		if (p->host_veth[0] == '\0' || p->state != POD_READY ||
+		    p->lost || p->eni == NULL || p->eni->state != ENI_READY ||
+		    p->answered_ms + RECON_ROUTE_GRACE_MS > r->routes_asked ||
+		    r->nroute_fixes == n)
+			continue;
+		ip4_format(p->ip, ip);
+		memset(&key, 0, sizeof(key));
+		key.addr = p->ip;
+		found = qr->n > 0 ? bsearch(&key, routes, qr->n,
+		    sizeof(*routes), route_cmp) : NULL;
+		if (found != NULL) {
+			/* One of perhaps several to the address: any on the
+			 * pod's veth will do. */
+			const struct msg_netd_route *q = found;
+
+			while (q > routes && (q - 1)->addr == p->ip)
+				q--;
+			for (; q < routes + qr->n && q->addr == p->ip; q++)
+				if (strcmp(q->dev, p->host_veth) == 0)
+					break;
+			if (q < routes + qr->n && q->addr == p->ip)
+				continue;
+			log_warnx("reconcile: pod %s/%s at %s is routed through "
+			    "%s, not its host veth %s; left as it is (netd "
+			    "replaces no route)", p->container_id, p->ifname,
+			    ip, found->dev[0] ? found->dev : "another link",
+			    p->host_veth);
+			continue;
+		}
+		memset(&lkey, 0, sizeof(lkey));
+		msg_strlcpy(lkey.name, p->host_veth, sizeof(lkey.name));
+		if (ql->n == 0 || bsearch(&lkey, links, ql->n, sizeof(*links),
+		    link_cmp) == NULL) {
+			log_debug("reconcile: pod %s/%s at %s: its host veth %s "
+			    "is gone; its DEL is expected", p->container_id,
+			    p->ifname, ip, p->host_veth);
+			continue;
+		}
+		drift(r, "pod %s/%s at %s is missing its host route (dev %s); "
+		    "restoring it", p->container_id, p->ifname, ip,
+		    p->host_veth);
+		r->route_fixes[r->nroute_fixes].addr = p->ip;
+		msg_strlcpy(r->route_fixes[r->nroute_fixes].dev, p->host_veth,
+		    sizeof(r->route_fixes[0].dev));
+		r->nroute_fixes++;
 	}
 }
 
@@ -1129,10 +1302,32 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		q->n++;
 		return;
 	}
+	case MSG_NETD_ROUTE: {
+		struct msg_netd_route *ro;
+
+		if ((ro = question_slot(q, RECON_MAX_ROUTES, sizeof(*ro))) ==
+		    NULL)
+			return;
+		memcpy(ro, m->u.bytes, sizeof(*ro));
+		q->n++;
+		return;
+	}
+	case MSG_NETD_LINK: {
+		struct msg_netd_link *li;
+
+		if ((li = question_slot(q, RECON_MAX_LINKS, sizeof(*li))) ==
+		    NULL)
+			return;
+		memcpy(li, m->u.bytes, sizeof(*li));
+		q->n++;
+		return;
+	}
 	case MSG_NETD_RESULT:
 		memcpy(&res, m->u.bytes, sizeof(res));
-		snprintf(q->failure, sizeof(q->failure), "enid-netd's rule "
-		    "dump: %s: %s", msg_status_name(res.status), res.message);
+		snprintf(q->failure, sizeof(q->failure), "enid-netd's %s "
+		    "dump: %s: %s", q->which == ASK_RULES ? "rule" :
+		    q->which == ASK_ROUTES ? "host route" : "link",
+		    msg_status_name(res.status), res.message);
 		break;
 	case MSG_NETD_END:
 		break;
@@ -1215,6 +1410,17 @@ recon_ask_all(struct reconcile_run *r)
 	    &dump, sizeof(dump), ENGINE_NETD_DEADLINE_MS, question_answer,
 	    &r->q[ASK_RULES]);
 	r->rules_id = r->q[ASK_RULES].req.id;
+	/* Answered after the rule dump (netd answers in order); compared
+	 * once the rules the run restores are in. */
+	r->q[ASK_ROUTES].asked = true;
+	broker_request(b, &r->q[ASK_ROUTES].req, &b->netd,
+	    MSG_NETD_DUMP_ROUTES, &dump, sizeof(dump), ENGINE_NETD_DEADLINE_MS,
+	    question_answer, &r->q[ASK_ROUTES]);
+	r->q[ASK_LINKS].asked = true;
+	broker_request(b, &r->q[ASK_LINKS].req, &b->netd, MSG_NETD_DUMP_LINKS,
+	    &dump, sizeof(dump), ENGINE_NETD_DEADLINE_MS, question_answer,
+	    &r->q[ASK_LINKS]);
+	r->routes_asked = now_ms();
 	if (b->cfg.leak_gc.enabled) {
 		r->q[ASK_LEAKS].asked = true;
 		ask_enis(r, ASK_LEAKS);
@@ -1275,6 +1481,8 @@ recon_ready(struct reconcile_run *r, enum recon_ask which)
 	if (which == ASK_RULES) {
 		r->rules = q->entries;
 		r->nrules = q->n;
+	} else if (which == ASK_ROUTES || which == ASK_LINKS) {
+		/* recon_routes reads them from the questions */
 	} else {
 		r->enis = q->entries;
 		r->nenis = q->n;
@@ -1306,8 +1514,27 @@ recon_advance(struct reconcile_run *r)
 			if (recon_ready(r, ASK_RULES) != READY)
 				return;
 			recon_rules(r);
-			r->step = RS_LEAKS;
+			r->step = RS_ROUTES;
 			r->rules_done = true;
+			break;
+		case RS_ROUTES:
+			/* After the rule repairs: netd's rule for an address
+			 * is what lets it restore the address's route. */
+			if (r->fixes_out > 0 || b->engine.recon_restores > 0)
+				return;	/* fix_answer, reconcile_restored */
+			if (!r->routes_done) {
+				if (recon_ready(r, ASK_ROUTES) != READY ||
+				    recon_ready(r, ASK_LINKS) != READY)
+					return;
+				recon_routes(r);
+				r->routes_done = true;
+				routes_send(r);		/* may come back here */
+				return;
+			}
+			if (r->routes_out > 0 ||
+			    r->route_next < r->nroute_fixes)
+				return;	/* route_answer */
+			r->step = RS_LEAKS;
 			break;
 		case RS_LEAKS:
 			/* Not before the repairs are in, whichever answer
@@ -1397,6 +1624,9 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	}
 	for (i = 0; i < r->nfixes; i++)
 		broker_request_cancel(b, &r->fixes[i]);
+	for (i = 0; i < RECON_ROUTES_INFLIGHT; i++)
+		broker_request_cancel(b, &r->route_reqs[i]);
+	free(r->route_fixes);
 	en->recon = NULL;
 	en->recon_again = false;
 	free(r);

@@ -560,6 +560,10 @@ cmd_add_main(void)
 	{
 		struct json_object *req = request("add", true);
 
+		/* The host end's name, so that enid's reconciliation can
+		 * have the host route to the pod put back if it goes. */
+		json_object_object_add(req, "host_veth",
+		    json_object_new_string(host));
 		rc = call_send(&k, c->socket, req);
 		json_object_put(req);
 		if (rc == -1)

@@ -468,6 +468,8 @@ addr_add(struct nl_sock *sk, int ifindex, uint32_t ip)
 	return rc;
 }
 
+static bool	host_route_is_own(struct wire *, uint32_t, int);
+
 /* dst/len dev ifindex [via gw]; a gateway of 0 makes it scope link. */
 static int
 route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
@@ -575,6 +577,10 @@ wire_configure(struct wire *w, const struct wire_link *host,
 	 */
 	rc = route_add(w->host, ip, 32, host->ifindex, 0,
 	    NLM_F_CREATE | NLM_F_EXCL);
+	/* enid-netd may have put this very route back (a reconcile that
+	 * found it missing) since wire_vet looked: that one is ours. */
+	if (rc == -NLE_EXIST && host_route_is_own(w, ip, host->ifindex))
+		return 0;
 	if (rc == -NLE_EXIST) {
 		snprintf(err, errlen, "the node routes %s already (a route "
 		    "appeared after the checks); enid-cni replaces no route "
@@ -950,6 +956,19 @@ has_route(struct nl_cache *c, uint32_t dst, int len, int ifindex,
 			return true;
 	}
 	return false;
+}
+
+static bool
+host_route_is_own(struct wire *w, uint32_t ip, int ifindex)
+{
+	struct nl_cache *c = NULL;
+	bool own;
+
+	if (rtnl_route_alloc_cache(w->host, AF_INET, 0, &c) < 0)
+		return false;
+	own = has_route(c, ip, 32, ifindex, 0);
+	nl_cache_free(c);
+	return own;
 }
 
 static bool

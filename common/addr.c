@@ -153,3 +153,15 @@ cidr4_contains(uint32_t net, uint8_t prefix, uint32_t addr)
 
 	return (net & m) == (addr & m);
 }
+
+bool
+veth_name_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (i >= VETH_NAME_MAX ||
+		    !((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return i > 0;
+}

@@ -26,4 +26,14 @@ void	cidr4_format(uint32_t addr, uint8_t prefix, char buf[CIDR4_STR_LEN]);
 uint32_t prefix_mask(uint8_t prefix);
 bool	cidr4_contains(uint32_t net, uint8_t prefix, uint32_t addr);
 
+/*
+ * The host end of a pod's veth pair as enid-cni names it (a conflist's
+ * veth_prefix of a-z 0-9, then hex digits): 1 to 15 (IFNAMSIZ - 1) bytes
+ * of a-z and 0-9, nothing else.  Checked by the broker, which takes it
+ * from the plugin's ADD, and again by netd, which takes it from the
+ * broker.
+ */
+#define VETH_NAME_MAX	15
+bool	veth_name_ok(const char *s);
+
 #endif /* ENID_ADDR_H */

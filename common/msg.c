@@ -600,6 +600,28 @@ check_NETD_RULE(const void *p)
 }
 
 static const char *
+check_NETD_ADD_POD_ROUTE(const void *p)
+{
+	const struct msg_netd_pod_route *m = p;
+
+	return STR_OK(m->dev) ? NULL : "unterminated device name";
+}
+
+static const char *
+check_NETD_DUMP_ROUTES(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_ROUTE(const void *p)
+{
+	const struct msg_netd_route *m = p;
+
+	return STR_OK(m->dev) ? NULL : "unterminated device name";
+}
+
+static const char *
 check_NETD_RESULT(const void *p)
 {
 	const struct msg_result *m = p;

@@ -178,6 +178,23 @@ struct msg_netd_rule {		/* a rule dump entry */
 	uint8_t		pad2[3];
 };
 
+/*
+ * A pod's host route, as enid-cni installs it: "ADDR/32 dev DEV scope
+ * link" in the main table.  The request to put one back (netd checks the
+ * address and the device against the kernel, policy_check_pod_route);
+ * and a dump entry, one per such route in the main table.
+ */
+struct msg_netd_pod_route {
+	uint32_t	addr;		/* pod address, network order */
+	char		dev[MSG_NAME_LEN];	/* the pod's host veth */
+};
+
+struct msg_netd_route {		/* a host-route dump entry */
+	uint32_t	addr;		/* network order; the route is a /32 */
+	uint32_t	ifindex;
+	char		dev[MSG_NAME_LEN];	/* "" if the link has no name */
+};
+
 struct msg_netd_dump {		/* request: no fields */
 	uint32_t	unused;
 };
@@ -504,7 +521,12 @@ struct msg_cloud_stats_answer {
 	X(CLOUD_STATS,		struct msg_cloud_stats, DIR_B2C, 0, \
 	    ANS(CLOUD_STATS_ANSWER, NONE, NONE, NONE)) \
 	X(CLOUD_STATS_ANSWER,	struct msg_cloud_stats_answer, DIR_C2B, 0, \
-	    NO_ANS)
+	    NO_ANS) \
+	X(NETD_ADD_POD_ROUTE,	struct msg_netd_pod_route, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_DUMP_ROUTES,	struct msg_netd_dump, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NETD_ROUTE, NETD_END)) \
+	X(NETD_ROUTE,		struct msg_netd_route, DIR_N2B, 0, NO_ANS)
 
 #define MSG_ENUM_ENTRY(name, type, dirs, flags, ans)	MSG_##name,
 enum msg_type {

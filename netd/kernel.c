@@ -40,6 +40,8 @@ _Static_assert(NETD_AF_INET == AF_INET && NETD_AF_INET6 == AF_INET6,
 _Static_assert(NETD_RTPROT_KERNEL == RTPROT_KERNEL,
     "policy.h's kernel protocol is the kernel's");
 _Static_assert(NETD_TABLE_MAIN == RT_TABLE_MAIN, "main is table 254");
+_Static_assert(NETD_RTPROT_STATIC == RTPROT_STATIC &&
+    NETD_SCOPE_LINK == RT_SCOPE_LINK, "policy.h's host route is the kernel's");
 
 /* libnl folds errno into its own codes; this undoes it for our answers. */
 static int
@@ -793,6 +795,78 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 	return 0;
 }
 
+/* ---- pods' host routes ---- */
+
+int
+kernel_pod_link(struct kernel *k, const char *name, struct nd_pod_link *out)
+{
+	struct rtnl_link *link = NULL;
+	struct nl_addr *a;
+	const char *kind;
+	int32_t nsid;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = rtnl_link_get_kernel(k->req, 0, name, &link);
+	if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND)
+		return 0;
+	if (rc < 0)
+		return -nlerr_errno(rc);
+	out->found = true;
+	out->ifindex = (uint32_t)rtnl_link_get_ifindex(link);
+	if ((a = rtnl_link_get_addr(link)) != NULL && nl_addr_get_len(a) == 6)
+		memcpy(out->mac, nl_addr_get_binary_addr(a), 6);
+	kind = rtnl_link_get_type(link);
+	out->is_veth = kind != NULL && strcmp(kind, "veth") == 0;
+	out->peer_netns = rtnl_link_get_link_netnsid(link, &nsid) == 0;
+	rtnl_link_put(link);
+	return 0;
+}
+
+int
+kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
+{
+	struct nl_cache *routes = NULL, *links = NULL;
+	struct nl_object *o;
+	struct rtnl_route *r;
+	struct rtnl_nexthop *nh;
+	struct rtnl_link *l;
+	struct msg_netd_route mr;
+	uint8_t len, glen;
+	int rc;
+
+	if ((rc = link_cache(k, &links)) < 0)
+		return rc;
+	if ((rc = route_cache(k, AF_INET, &routes)) < 0) {
+		nl_cache_free(links);
+		return rc;
+	}
+	for (o = nl_cache_get_first(routes); o; o = nl_cache_get_next(o)) {
+		r = (struct rtnl_route *)o;
+		if (rtnl_route_get_table(r) != RT_TABLE_MAIN ||
+		    rtnl_route_get_type(r) != RTN_UNICAST ||
+		    rtnl_route_get_scope(r) != RT_SCOPE_LINK ||
+		    rtnl_route_get_nnexthops(r) != 1)
+			continue;
+		memset(&mr, 0, sizeof(mr));
+		mr.addr = addr4(rtnl_route_get_dst(r), &len);
+		nh = rtnl_route_nexthop_n(r, 0);
+		if (len != 32 || addr4(rtnl_route_nh_get_gateway(nh), &glen) != 0)
+			continue;
+		mr.ifindex = (uint32_t)rtnl_route_nh_get_ifindex(nh);
+		if ((l = rtnl_link_get(links, (int)mr.ifindex)) != NULL) {
+			const char *name = rtnl_link_get_name(l);
+
+			msg_strlcpy(mr.dev, name ? name : "", sizeof(mr.dev));
+			rtnl_link_put(l);
+		}
+		cb(&mr, arg);
+	}
+	nl_cache_free(routes);
+	nl_cache_free(links);
+	return 0;
+}
+
 /* ---- applying a plan ---- */
 
 static struct nl_addr *
@@ -924,6 +998,8 @@ op_route(struct kernel *k, const struct nd_op *op)
 	 */
 	if (op->kind == OP_ROUTE_ADD)
 		rc = rtnl_route_add(k->req, r, 0);
+	else if (op->kind == OP_HOST_ROUTE_ADD)
+		rc = rtnl_route_add(k->req, r, NLM_F_EXCL);
 	else
 		rc = rtnl_route_delete(k->req, r, 0);
 out:
@@ -990,6 +1066,8 @@ op_done(enum nd_op_kind kind, int rc)
 	case OP_ROUTE_ADD:
 	case OP_RULE_ADD:
 		return rc == -NLE_EXIST;
+	case OP_HOST_ROUTE_ADD:
+		return false;	/* a route that appeared since the check */
 	case OP_ADDR_DEL:
 		return rc == -NLE_NOADDR || rc == -NLE_OBJ_NOTFOUND ||
 		    rc == -NLE_NODEV;
@@ -1022,6 +1100,7 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 		break;
 	case OP_ROUTE_ADD:
 	case OP_ROUTE_DEL:
+	case OP_HOST_ROUTE_ADD:
 		cidr4_format(op->u.route.dst, op->u.route.dst_len, a);
 		ip4_format(op->u.route.gateway, g);
 		snprintf(buf, len, "%s %s via %s ifindex %u table %u",
@@ -1061,6 +1140,7 @@ kernel_apply(struct kernel *k, const struct nd_plan *plan, char *err,
 			break;
 		case OP_ROUTE_ADD:
 		case OP_ROUTE_DEL:
+		case OP_HOST_ROUTE_ADD:
 			rc = op_route(k, op);
 			break;
 		case OP_RULE_ADD:

@@ -89,6 +89,16 @@ int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 int	kernel_link_state(struct kernel *k, uint32_t ifindex,
 	    struct nd_link_state *out);
 
+/* The link a pod's host route names, by name: 0 (out->found says
+ * whether there is one), or a negative errno. */
+int	kernel_pod_link(struct kernel *k, const char *name,
+	    struct nd_pod_link *out);
+/* Every main-table "ADDR/32 dev DEV scope link" route (unicast, one next
+ * hop, no gateway): 0, or a negative errno. */
+typedef void	(*kernel_host_route_cb)(const struct msg_netd_route *, void *);
+int	kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb,
+	    void *arg);
+
 /* The node's own links (every next hop of the main table's default routes,
  * IPv4 and IPv6) with their MACs, and their IPv4 addresses: 0, or a
  * negative errno. */

@@ -17,6 +17,7 @@ tests_integration_netd_drive_SOURCES = tests/integration/netd_drive.c
 tests_integration_netd_drive_LDADD = $(COMMON_LIBS)
 EXTRA_DIST += tests/integration/test_netd.py \
 	tests/integration/test_netd_hostile.py \
+	tests/integration/test_netd_routes.py \
 	tests/integration/netd_helpers.py tests/bench/bench_netd_rules
 
 if HAVE_CMOCKA

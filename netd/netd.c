@@ -778,6 +778,116 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	netd_apply(nd, m->hdr.id, &plan, what);
 }
 
+/* What the kernel holds that a host-route request depends on. */
+struct route_snap {
+	uint32_t		 addr;
+	uint32_t		 ifindex;	/* the request's device */
+	const struct netd_policy *policy;
+	bool			 has_rule;
+	bool			 overflow;
+	size_t			 nroutes;
+	struct nd_host_route	 routes[NETD_MAX_SNAPSHOT];
+};
+
+static void
+snap_route_rule(const struct nd_rule *r, void *arg)
+{
+	struct route_snap *s = arg;
+
+	if (plan_rule_owned(r) && r->priority == s->policy->prio_to &&
+	    r->table == NETD_TABLE_MAIN && r->src_len == 0 &&
+	    r->dst_len == 32 && r->dst == s->addr)
+		s->has_rule = true;
+}
+
+static void
+snap_host_route(const struct nd_route *r, void *arg)
+{
+	struct route_snap *s = arg;
+	struct nd_host_route *h;
+
+	if (!(r->dst == s->addr && r->dst_len == 32) &&
+	    !(r->dst_len == 32 && r->ifindex == s->ifindex))
+		return;
+	if (s->nroutes == NETD_MAX_SNAPSHOT) {
+		s->overflow = true;
+		return;
+	}
+	h = &s->routes[s->nroutes++];
+	h->dst = r->dst;
+	h->dst_len = r->dst_len;
+	h->scope = r->scope;
+	h->multipath = r->multipath;
+	h->gateway = r->gateway;
+	h->ifindex = r->ifindex;
+}
+
+/*
+ * Put back a pod's host route that enid-cni made and someone removed.
+ * The broker names the address and the device; netd believes neither:
+ * the address must carry netd's own rule for a pod, and the device must
+ * be a pod's veth that routes nothing else (policy_check_pod_route).
+ */
+static void
+netd_pod_route(struct netd *nd, const struct msg *m)
+{
+	static struct route_snap snap;
+	static struct nd_plan plan;
+	struct msg_netd_pod_route req;
+	struct nd_pod_link link;
+	char addr[IP4_STR_LEN], what[96], detail[64];
+	const char *why;
+	bool present;
+	int rc;
+
+	memcpy(&req, m->u.bytes, sizeof(req));
+	ip4_format(req.addr, addr);
+	snprintf(what, sizeof(what), "pod %s host route dev %s", addr, req.dev);
+	if (!node_current(nd, m->hdr.id, what))
+		return;
+	memset(&snap, 0, sizeof(snap));
+	memset(&link, 0, sizeof(link));
+	snap.addr = req.addr;
+	snap.policy = &nd->policy;
+	if (veth_name_ok(req.dev) &&
+	    (rc = kernel_pod_link(&nd->kernel, req.dev, &link)) < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return;
+	}
+	snap.ifindex = link.found ? link.ifindex : 0;
+	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	    nd->policy.prio_to, snap_route_rule, &snap)) < 0 ||
+	    (rc = kernel_each_route(&nd->kernel, NETD_TABLE_MAIN,
+	    snap_host_route, &snap)) < 0 || snap.overflow) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
+		return;
+	}
+	why = policy_check_pod_route(&nd->policy, &req, snap.has_rule, &link,
+	    snap.routes, snap.nroutes, &present, detail, sizeof(detail));
+	if (why == policy_no_such_device) {
+		log_info("%s: no such device; nothing changed", what);
+		netd_result(nd, m->hdr.id, ST_NOT_FOUND, ENODEV, "%s: no "
+		    "device %s", addr, req.dev);
+		return;
+	}
+	if (why != NULL) {
+		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
+		return;
+	}
+	/* The address may be configured on a link (the checks above look
+	 * at routes and rules only). */
+	if (!netd_addr_free(nd, m, what, req.addr, 0))
+		return;
+	if (present) {
+		log_debug("%s: there already", what);
+		netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
+		return;
+	}
+	plan_pod_route(&req, link.ifindex, &plan);
+	log_info("%s: restoring it", what);
+	netd_apply(nd, m->hdr.id, &plan, what);
+}
+
 struct dump_ctx {
 	struct netd	*nd;
 	uint32_t	 id;
@@ -814,19 +924,34 @@ dump_rule(const struct nd_rule *r, void *arg)
 }
 
 static void
-netd_dump(struct netd *nd, const struct msg *m, bool links)
+dump_host_route(const struct msg_netd_route *r, void *arg)
 {
+	struct dump_ctx *dc = arg;
+
+	netd_send(dc->nd, MSG_NETD_ROUTE, dc->id, r, sizeof(*r));
+	dc->count++;
+}
+
+enum dump_what { DUMP_LINKS, DUMP_RULES, DUMP_ROUTES };
+
+static void
+netd_dump(struct netd *nd, const struct msg *m, enum dump_what what)
+{
+	static const char *const names[] = { "links", "rules", "host routes" };
 	struct dump_ctx dc = { nd, m->hdr.id, 0 };
 	struct msg_end end;
 	int rc;
 
-	rc = links ? kernel_each_link(&nd->kernel, dump_link, &dc) :
-	    kernel_each_rule(&nd->kernel, nd->policy.prio_to,
-	    nd->policy.prio_from, dump_rule, &dc);
+	if (what == DUMP_LINKS)
+		rc = kernel_each_link(&nd->kernel, dump_link, &dc);
+	else if (what == DUMP_RULES)
+		rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+		    nd->policy.prio_from, dump_rule, &dc);
+	else
+		rc = kernel_each_host_route(&nd->kernel, dump_host_route, &dc);
 	if (rc < 0) {
 		/* Entries sent so far stand; the broker sees no END. */
-		log_warnx("dump of %s: %s", links ? "links" : "rules",
-		    strerror(-rc));
+		log_warnx("dump of %s: %s", names[what], strerror(-rc));
 		netd_result(nd, m->hdr.id, ST_FAILED, -rc, "dump: %s",
 		    strerror(-rc));
 		return;
@@ -921,10 +1046,16 @@ netd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 		netd_pod(nd, m, false);
 		break;
 	case MSG_NETD_DUMP_LINKS:
-		netd_dump(nd, m, true);
+		netd_dump(nd, m, DUMP_LINKS);
 		break;
 	case MSG_NETD_DUMP_RULES:
-		netd_dump(nd, m, false);
+		netd_dump(nd, m, DUMP_RULES);
+		break;
+	case MSG_NETD_ADD_POD_ROUTE:
+		netd_pod_route(nd, m);
+		break;
+	case MSG_NETD_DUMP_ROUTES:
+		netd_dump(nd, m, DUMP_ROUTES);
 		break;
 	default:
 		fatalx("broker: %s not handled by this netd",

@@ -15,6 +15,7 @@ static const char *const op_names[] = {
 	[OP_ROUTE_DEL] = "route-del",
 	[OP_RULE_ADD] = "rule-add",
 	[OP_RULE_DEL] = "rule-del",
+	[OP_HOST_ROUTE_ADD] = "host-route-add",
 };
 
 const char *
@@ -356,4 +357,20 @@ plan_lookup_attempts(uint32_t deadline_ms)
 	while (plan_lookup_offset(k, deadline_ms) < deadline_ms)
 		k++;
 	return k;
+}
+
+void
+plan_pod_route(const struct msg_netd_pod_route *m, uint32_t ifindex,
+    struct nd_plan *plan)
+{
+	struct nd_op *op;
+
+	plan->nops = 0;
+	op = plan_push(plan, OP_HOST_ROUTE_ADD);
+	op->u.route.table = NETD_TABLE_MAIN;
+	op->u.route.dst = m->addr;
+	op->u.route.dst_len = 32;
+	op->u.route.scope = PLAN_SCOPE_LINK;
+	op->u.route.protocol = NETD_RTPROT_STATIC;
+	op->u.route.ifindex = ifindex;
 }

@@ -68,6 +68,7 @@ enum nd_op_kind {
 	OP_ROUTE_DEL,
 	OP_RULE_ADD,
 	OP_RULE_DEL,
+	OP_HOST_ROUTE_ADD,	/* create only: an existing route is a failure */
 };
 
 struct nd_op {
@@ -146,6 +147,16 @@ int		 plan_eni_teardown(const struct netd_policy *p,
 		    const struct nd_route *routes, size_t nroutes,
 		    const struct nd_rule *rules, size_t nrules,
 		    struct nd_plan *plan);
+
+/*
+ * A pod's host route as enid-cni makes it (main table, scope link, libnl's
+ * default protocol "static", not netd's tag: it is the plugin's route,
+ * which its DEL, CHECK and GC know), for a request policy_check_pod_route
+ * accepted.  Created with NLM_F_EXCL: a route that appeared since the
+ * check makes the add fail and stays as it was.
+ */
+void		 plan_pod_route(const struct msg_netd_pod_route *m,
+		    uint32_t ifindex, struct nd_plan *plan);
 
 /*
  * The link lookup schedule: check 1 at once, then after 250 ms, 500 ms,

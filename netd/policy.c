@@ -440,6 +440,73 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	return NULL;
 }
 
+const char policy_no_such_device[] = "no such device";
+
+const char *
+policy_check_pod_route(const struct netd_policy *p,
+    const struct msg_netd_pod_route *m, bool has_rule,
+    const struct nd_pod_link *link, const struct nd_host_route *routes,
+    size_t nroutes, bool *present, char *detail, size_t detaillen)
+{
+	char ip[IP4_STR_LEN];
+	const char *why;
+	size_t i;
+
+	*present = false;
+	detail[0] = '\0';
+	if ((why = check_ready(p)) != NULL)
+		return why;
+	if (!veth_name_ok(m->dev))
+		return "device name is not a pod veth's (1 to 15 of a-z 0-9)";
+	if (!policy_in_vpc(p, m->addr))
+		return "pod address outside the VPC CIDRs";
+	if (policy_node_has_addr(p, m->addr))
+		return "pod address is one of the node's own (on a "
+		    "default-route link)";
+	if (!has_rule)
+		return "the address has no rule of netd's for a pod (to ADDR/32 "
+		    "lookup main)";
+	if (!link->found)
+		return policy_no_such_device;
+	if (policy_node_link_by_ifindex(p, link->ifindex) != NULL ||
+	    policy_node_link_by_mac(p, link->mac) != NULL)
+		return "the device is one of the node's own links";
+	if (policy_eni_by_mac(p, link->mac) != NULL)
+		return "the device is a declared ENI's link";
+	if (!link->is_veth)
+		return "the device is not a veth";
+	if (!link->peer_netns)
+		return "the device's peer is not in another network namespace";
+	for (i = 0; i < nroutes; i++) {
+		const struct nd_host_route *r = &routes[i];
+
+		if (r->dst == m->addr && r->dst_len == 32) {
+			if (!r->multipath && r->gateway == 0 &&
+			    r->ifindex == link->ifindex &&
+			    r->scope == NETD_SCOPE_LINK) {
+				*present = true;
+				continue;
+			}
+			snprintf(detail, detaillen, "ifindex %u%s", r->ifindex,
+			    r->gateway != 0 ? ", via a gateway" : "");
+			return "the address is routed already; netd replaces "
+			    "no route";
+		}
+	}
+	for (i = 0; i < nroutes; i++) {
+		const struct nd_host_route *r = &routes[i];
+
+		if (r->dst_len == 32 && r->dst != m->addr && !r->multipath &&
+		    r->ifindex == link->ifindex) {
+			ip4_format(r->dst, ip);
+			snprintf(detail, detaillen, "to %s", ip);
+			*present = false;
+			return "the device carries another pod's host route";
+		}
+	}
+	return NULL;
+}
+
 const char *
 policy_check_pod_count(const struct netd_policy *p, uint32_t npods,
     bool pod_has_rules)

@@ -56,6 +56,8 @@ _Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
 #define NETD_AF_INET		2
 #define NETD_AF_INET6		10
 #define NETD_RTPROT_KERNEL	2	/* routes the kernel derives itself */
+#define NETD_RTPROT_STATIC	4	/* libnl's default: enid-cni's host routes */
+#define NETD_SCOPE_LINK		253	/* RT_SCOPE_LINK */
 
 struct netd_eni {
 	uint8_t		mac[6];
@@ -230,6 +232,50 @@ const char	*policy_check_addr_holder(uint32_t holder_ifindex,
  */
 const char	*policy_check_bare(const struct nd_link_state *s, char *detail,
 		    size_t detaillen);
+
+/*
+ * A pod's host route (MSG_NETD_ADD_POD_ROUTE): what netd found in the
+ * kernel about it, as plain data.
+ */
+struct nd_pod_link {
+	bool		found;		/* a link has the request's name */
+	uint32_t	ifindex;
+	uint8_t		mac[6];
+	bool		is_veth;	/* its kind is "veth" */
+	bool		peer_netns;	/* IFLA_LINK_NETNSID: peer elsewhere */
+};
+
+/* A main-table IPv4 unicast route that concerns the request: to the
+ * address, or a /32 through the link. */
+struct nd_host_route {
+	uint32_t	dst;		/* network order */
+	uint8_t		dst_len;
+	uint8_t		scope;
+	bool		multipath;
+	uint32_t	gateway;
+	uint32_t	ifindex;
+};
+
+/*
+ * Whether netd may put back the host route "ADDR/32 dev DEV scope link"
+ * (main table) that enid-cni made for a pod: the address passes the pod
+ * checks and has netd's own "to ADDR/32 lookup main" rule (has_rule: the
+ * proof that netd accepted it for a pod, which only CAP_NET_ADMIN can
+ * make); DEV exists, is a veth whose peer is in another namespace, and is
+ * neither a declared ENI's link nor one of the node's own; no route to
+ * the address exists other than exactly this one; and DEV carries no
+ * other /32 (one pod per veth).  NULL with *present set when the route is
+ * there already, NULL to add it, or why not (detail names the kernel
+ * object that made it so).
+ */
+/* The one reason that is no refusal: the device is gone (its pod is
+ * being deleted), answered not-found. */
+extern const char policy_no_such_device[];
+const char	*policy_check_pod_route(const struct netd_policy *p,
+		    const struct msg_netd_pod_route *m, bool has_rule,
+		    const struct nd_pod_link *link,
+		    const struct nd_host_route *routes, size_t nroutes,
+		    bool *present, char *detail, size_t detaillen);
 
 /* Apply a checked declare/forget.  Both are idempotent. */
 void		 policy_declare(struct netd_policy *p,

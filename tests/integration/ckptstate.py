@@ -23,6 +23,7 @@ HEADER = struct.Struct("<4sIQQI")        # magic, length, generation, seq, crc
 
 POD_KEYS = ("container_id", "ifname", "namespace", "name", "uid", "ip",
             "eni", "since")
+POD_OPTIONAL = ("host_veth",)     # enid-cni's pods only (version 3)
 COOLING_KEYS = ("ip", "eni", "until")
 DIFF_KEYS = ("written", "pods_removed", "pods_added", "cooling_removed",
              "cooling_added")
@@ -80,8 +81,8 @@ def apply(state, payload, index=0):
         if pods.pop(_pod_key(k), None) is None:
             raise Corrupt("record %d: removes %r, not there" % (index, k))
     for p in d["pods_added"]:
-        if tuple(sorted(p)) != tuple(sorted(POD_KEYS)) or \
-                _pod_key(p) in pods:
+        if tuple(sorted(k for k in p if k not in POD_OPTIONAL)) != \
+                tuple(sorted(POD_KEYS)) or _pod_key(p) in pods:
             raise Corrupt("record %d: adds %r" % (index, p))
         pods[_pod_key(p)] = p
     for k in d["cooling_removed"]:

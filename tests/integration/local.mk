@@ -18,6 +18,7 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_idle.py tests/integration/procstat.py \
 	tests/integration/test_pool_field.py \
 	tests/integration/test_pool_operate.py \
+	tests/integration/test_reconcile_routes.py \
 	tests/integration/test_one_per_node.py \
 	tests/integration/test_checkpoint_version.py \
 	tests/integration/test_cni_hostile.py tests/integration/fake_cnisock.py \

@@ -15,6 +15,7 @@
  *	teardown mac=M table=T addr=A/P [gw=G] [mtu=N]
  *	addpod addr=A table=T		delpod addr=A table=T
  *	dumplinks			dumprules
+ *	addroute addr=A dev=NAME	dumproutes
  *	malformed kind=short|type|dir|check|fds
  *
  * Requests are sent at once without waiting for earlier answers.  Every
@@ -367,12 +368,23 @@ command(char *line)
 			goto bad;
 		send_or_report(id, cmd[0] == 'a' ? MSG_NETD_ADD_POD :
 		    MSG_NETD_DEL_POD, &r, sizeof(r), false);
+	} else if (strcmp(cmd, "addroute") == 0) {
+		struct msg_netd_pod_route r;
+		const char *dev = arg(&a, "dev");
+
+		memset(&r, 0, sizeof(r));
+		if (arg_ip(&a, "addr", &r.addr, true) == -1 || dev == NULL)
+			goto bad;
+		msg_strlcpy(r.dev, dev, sizeof(r.dev));
+		send_or_report(id, MSG_NETD_ADD_POD_ROUTE, &r, sizeof(r),
+		    false);
 	} else if (strcmp(cmd, "dumplinks") == 0 ||
-	    strcmp(cmd, "dumprules") == 0) {
+	    strcmp(cmd, "dumprules") == 0 || strcmp(cmd, "dumproutes") == 0) {
 		struct msg_netd_dump d = { 0 };
 
 		send_or_report(id, cmd[4] == 'l' ? MSG_NETD_DUMP_LINKS :
-		    MSG_NETD_DUMP_RULES, &d, sizeof(d), true);
+		    cmd[5] == 'u' ? MSG_NETD_DUMP_RULES : MSG_NETD_DUMP_ROUTES,
+		    &d, sizeof(d), true);
 	} else if (strcmp(cmd, "loglevel") == 0) {
 		struct msg_loglevel ll = { 0 };
 		uint32_t v;
@@ -456,6 +468,21 @@ answer(const struct msg *m)
 		}
 		printf("{\"id\":%u,\"type\":\"RULE\",\"rule\":%s}\n", m->hdr.id,
 		    entry);
+		break;
+	}
+	case MSG_NETD_ROUTE: {
+		struct msg_netd_route r;
+
+		memcpy(&r, m->u.bytes, sizeof(r));
+		ip4_format(r.addr, a);
+		snprintf(entry, sizeof(entry), "{\"addr\":\"%s\",\"ifindex\":%u,"
+		    "\"dev\":\"%s\"}", a, r.ifindex, r.dev);
+		if (p->id == m->hdr.id && p->dump) {
+			append(p, entry);
+			return;
+		}
+		printf("{\"id\":%u,\"type\":\"ROUTE\",\"route\":%s}\n",
+		    m->hdr.id, entry);
 		break;
 	}
 	case MSG_NETD_END: {

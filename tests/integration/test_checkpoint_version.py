@@ -16,7 +16,7 @@ import pytest
 import ckptstate
 from poolenv import PoolEnv
 
-CKPT_VERSION = 2        # broker/checkpoint.h
+CKPT_VERSION = 3        # broker/checkpoint.h
 JOURNAL_VERSION = 1     # broker/journal.h: the magic's last byte
 
 
@@ -103,8 +103,9 @@ def test_newer_snapshot_refused(env):
     snap["version"] = CKPT_VERSION + 1
     snap["prefixes"] = []           # what a newer format might add
     path.write_text(json.dumps(snap))
-    text = refused(env, "checkpoint.json: version: format version 3, newer "
-                   "than the 2 this enid reads",
+    text = refused(env, "checkpoint.json: version: format version %d, "
+                   "newer than the %d this enid reads" % (CKPT_VERSION + 1,
+                                                          CKPT_VERSION),
                    "Run the newer enid",
                    "move checkpoint.json and checkpoint.journal out of")
     assert "moved aside" not in text and "corrupt" not in text, text
@@ -128,8 +129,8 @@ def test_newer_snapshot_of_another_shape_refused(env):
     e = env.start(wait=False)
     assert e.proc.wait(timeout=30) != 0, e.text()
     text = e.text()
-    assert "checkpoint.json: version: format version 3, newer than the 2 " \
-        "this enid reads" in text, text
+    assert "checkpoint.json: version: format version %d, newer than the " \
+        "%d this enid reads" % (CKPT_VERSION + 1, CKPT_VERSION) in text, text
     assert "Run the newer enid" in text, text
     assert files(env) == before_files
     after = node_view(env)
@@ -187,6 +188,32 @@ def test_current_and_first_formats_read(env):
         a, _ = env.delete(cid)
         assert a["ok"], a
     assert env.show("pods") == []
+
+
+def test_version_2_read_and_its_pods_name_no_veth(env):
+    """A version 2 snapshot (before pods named their host veth) is
+    restored; its pods have no host veth, and the first save after the
+    start is a version 3 snapshot, so no journal record with the new key
+    ever follows a version 2 snapshot."""
+    held = with_pods(env, 2)
+    env.enid.stop()
+    ck = env.checkpoint()
+    v2 = {"version": 2, "generation": ck["generation"],
+          "instance_id": ck["instance_id"], "written": ck["written"],
+          "pods": [{k: v for k, v in p.items() if k != "host_veth"}
+                   for p in ck["pods"]],
+          "cooling": ck["cooling"]}
+    os.unlink(env.state_dir / ckptstate.JOURNAL)
+    (env.state_dir / ckptstate.SNAPSHOT).write_text(json.dumps(v2))
+    e = env.start()
+    assert "pool: running, 2 pods restored from the checkpoint" in \
+        e.text(), e.text()
+    assert {p["container_id"]: p["ip"] for p in env.show("pods")} == held
+    a, _ = env.add("cv-new")
+    assert a["ok"], a
+    snap = json.loads((env.state_dir / ckptstate.SNAPSHOT).read_text())
+    assert snap["version"] == CKPT_VERSION, snap
+    assert all("host_veth" not in p for p in snap["pods"]), snap
 
 
 def test_damaged_snapshot_moved_aside_and_said(env):

@@ -212,6 +212,24 @@ rng_ip_text(char *buf, size_t len, bool cidr)
 }
 
 /* format then parse gives the address back; the text is the reference's. */
+/* A pod's host veth name: what enid-cni makes, and nothing else. */
+static void
+test_veth_name(void **state)
+{
+	(void)state;
+	assert_true(veth_name_ok("enid1a2b3c4d5e6"));
+	assert_true(veth_name_ok("a"));
+	assert_true(veth_name_ok("0123456789abcde"));
+	assert_false(veth_name_ok(""));
+	assert_false(veth_name_ok("0123456789abcdef"));	/* 16 */
+	assert_false(veth_name_ok("enid-1"));
+	assert_false(veth_name_ok("eth0:1"));
+	assert_false(veth_name_ok("../x"));
+	assert_false(veth_name_ok("Enid1"));
+	assert_false(veth_name_ok("enid 1"));
+	assert_false(veth_name_ok("enid\x01"));
+}
+
 static void
 test_random_ip4_round_trip(void **state)
 {
@@ -421,6 +439,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mac),
+		cmocka_unit_test(test_veth_name),
 		cmocka_unit_test(test_ip4_and_cidr),
 		cmocka_unit_test(test_random_ip4_round_trip),
 		cmocka_unit_test(test_random_ip4_parse),

@@ -218,6 +218,12 @@ random_checkpoint(struct checkpoint *c)
 		rnd_hex_id(buf, "eni-");
 		p->eni_id = sdup(c, buf);
 		p->since = rnd_time();
+		/* enid-cni's pods name their host end; enid-ipam's don't */
+		if (rnd(2) == 0) {
+			rnd_text(buf, rnd_len(1, VETH_NAME_MAX),
+			    "abcdefghijklmnopqrstuvwxyz0123456789");
+			p->host_veth = sdup(c, buf);
+		}
 	}
 	for (i = 0; i < c->ncooling; i++) {
 		struct ckpt_cooling *k = &c->cooling[i];
@@ -325,6 +331,12 @@ test_round_trip_empty_and_equal(void **state)
 	d.pods[0].ip ^= htonl(1);
 	assert_false(checkpoint_equal(&c, &d));
 	d.pods[0].ip ^= htonl(1);
+	assert_true(checkpoint_equal(&c, &d));
+	/* the host end: one with none differs from one with a name */
+	was = d.pods[0].host_veth;
+	d.pods[0].host_veth = was == NULL ? "enid0" : NULL;
+	assert_false(checkpoint_equal(&c, &d));
+	d.pods[0].host_veth = was;
 	assert_true(checkpoint_equal(&c, &d));
 	d.cooling[0].until++;
 	assert_false(checkpoint_equal(&c, &d));
@@ -573,6 +585,17 @@ static const struct bad bad_cases[] = {
 	{ { POD, "container_id", "\"base\"" }, "pods[1]: container base "
 	  "interface eth0 is already at pods[0]" },
 	{ { POD, "ifname", "\"eth1\"" }, NULL },
+	/* a pod's host end: optional, and only a name enid-cni makes */
+	{ { POD, "host_veth", "\"enid1a2b3c4d5e6\"" }, NULL },
+	{ { POD, "host_veth", "\"a\"" }, NULL },
+	{ { POD, "host_veth", "\"eth0:1\"" },
+	  "pods[1].host_veth: not a pod veth name (1 to 15 of a-z 0-9)" },
+	{ { POD, "host_veth", "\"\"" },
+	  "pods[1].host_veth: not a pod veth name (1 to 15 of a-z 0-9)" },
+	{ { POD, "host_veth", "\"enid1a2b3c4d5e6f\"" },
+	  "pods[1].host_veth: longer than 15 bytes" },
+	{ { POD, "host_veth", "7" },
+	  "pods[1].host_veth: expected a string, got int" },
 	{ { POD, "container_id", "\"A_b.c-9\"" }, NULL },
 	{ { POD, "ifname", "\"...\"" }, NULL },
 	{ { POD, "ifname", "\"e\\\"\\\\~\"" }, NULL },
@@ -586,13 +609,13 @@ static const struct bad bad_cases[] = {
 
 	/* version; version 1 has no generation, version 2 one */
 	{ { TOP, "version", DROP }, "missing key \"version\"" },
-	{ { TOP, "version", "3" },
-	  "version: format version 3, newer than the 2 this enid reads (a "
+	{ { TOP, "version", "4" },
+	  "version: format version 4, newer than the 3 this enid reads (a "
 	  "newer enid wrote it)" },
 	{ { TOP, "version", "-1" },
-	  "version: unsupported version -1 (this enid reads 1 and 2)" },
+	  "version: unsupported version -1 (this enid reads 1 to 3)" },
 	{ { TOP, "version", "0" },
-	  "version: unsupported version 0 (this enid reads 1 and 2)" },
+	  "version: unsupported version 0 (this enid reads 1 to 3)" },
 	{ { TOP, "generation", "7" }, "generation: unknown key" },
 	{ { TOP, "version", "2" }, "missing key \"generation\"" },
 	{ { TOP, "version", "\"1\"" },
@@ -1185,7 +1208,7 @@ test_generation(void **state)
 		assert_int_equal(c.generation, cases[i].generation);
 		out = checkpoint_format(&c, &len);
 		assert_non_null(out);
-		snprintf(text, sizeof(text), "{\"version\": 2, \"generation\": "
+		snprintf(text, sizeof(text), "{\"version\": 3, \"generation\": "
 		    "%lld, ", (long long)cases[i].generation);
 		assert_memory_equal(out, text, strlen(text));
 		free(out);
@@ -1557,7 +1580,7 @@ static void
 test_newer_version_left_in_place(void **state)
 {
 	static const struct { const char *version; int rc; } cases[] = {
-		{ "3", CKPT_NEWER }, { "4", CKPT_NEWER },
+		{ "4", CKPT_NEWER }, { "5", CKPT_NEWER },
 		{ "9223372036854775807", CKPT_NEWER },
 		{ "0", -1 }, { "-3", -1 }, { "\"3\"", -1 }, { "3.0", -1 },
 	};
@@ -1577,13 +1600,13 @@ test_newer_version_left_in_place(void **state)
 	}
 
 	dir_open(&d, "enid-ckpt");
-	text = strdup(build(&(struct spoil){ TOP, "version", "3" }));
+	text = strdup(build(&(struct spoil){ TOP, "version", "4" }));
 	assert_non_null(text);
 	put_file(&d, CKPT_FILE, text);
 	assert_int_equal(checkpoint_load(d.fd, CKPT_FILE, &c, err,
 	    sizeof(err)), CKPT_NEWER);
 	assert_string_equal(err, "checkpoint.json: version: format version "
-	    "3, newer than the 2 this enid reads (a newer enid wrote it); "
+	    "4, newer than the 3 this enid reads (a newer enid wrote it); "
 	    "left in place");
 	assert_int_equal(c.npods, 0);
 	back = slurp(&d, CKPT_FILE, &len);

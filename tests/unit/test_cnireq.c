@@ -46,6 +46,7 @@ static const struct {
 	{ "k8s_uid",		{ 1, 1, 1, 0, 0 } },
 	{ "ip",			{ 0, 0, 1, 0, 0 } },
 	{ "valid_attachments",	{ 0, 0, 0, 1, 0 } },
+	{ "host_veth",		{ 1, 0, 0, 0, 0 } },
 };
 #define NKEYS	(sizeof(keys) / sizeof(keys[0]))
 
@@ -229,6 +230,32 @@ test_each_op_every_field(void **state)
 	assert_null(r.valid);
 	assert_int_equal(r.nvalid, 0);
 	cni_request_free(&r);		/* twice is harmless */
+
+	/* enid-cni names the pod's host end; enid-ipam does not */
+	o = request("add");
+	accepted(o, &r);
+	assert_string_equal(r.host_veth, "");
+	cni_request_free(&r);
+	o = request("add");
+	set_str(o, "host_veth", "enid1a2b3c4d5e6");
+	accepted(o, &r);
+	assert_string_equal(r.host_veth, "enid1a2b3c4d5e6");
+	cni_request_free(&r);
+	o = request("add");
+	set_str(o, "host_veth", "eth0:1");
+	refused(o, "host_veth: not a pod veth name (1 to 15 of a-z 0-9)");
+	o = request("add");
+	set_str(o, "host_veth", "");
+	refused(o, "host_veth: not a pod veth name (1 to 15 of a-z 0-9)");
+	o = request("add");
+	set_str(o, "host_veth", "Enid1");
+	refused(o, "host_veth: not a pod veth name (1 to 15 of a-z 0-9)");
+	o = request("add");
+	set(o, "host_veth", json_object_new_int(3));
+	refused(o, "host_veth: must be a string");
+	o = request("add");
+	set_str(o, "host_veth", "enid1a2b3c4d5e6f");
+	refused(o, "host_veth: longer than 15 bytes");
 
 	/* empty k8s strings say "unknown", as the checkpoint has them */
 	o = request("add");

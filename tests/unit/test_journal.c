@@ -1091,14 +1091,14 @@ test_store_newer_left_in_place(void **state)
 	/* the snapshot of a newer format: the journal is not even read */
 	reframe(journal, JOURNAL_VERSION);
 	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
-	p = strstr(snap, "\"version\": 2");
+	p = strstr(snap, "\"version\": 3");
 	assert_non_null(p);
 	p[strlen("\"version\": ")] = '9';
 	put_bytes(&d, CKPT_FILE, snap, snaplen);
 	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
 	    CKPT_NEWER);
 	assert_int_equal(strncmp(err, "checkpoint.json: version: format "
-	    "version 9, newer than the 2 this enid reads", 70), 0);
+	    "version 9, newer than the 3 this enid reads", 70), 0);
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
 	    CKPT_NEWER);
 	assert_non_null(strstr(err, "Run the newer enid"));
@@ -1111,7 +1111,7 @@ test_store_newer_left_in_place(void **state)
 	/* a newer snapshot of another shape: not the probe's to see (it
 	 * parses no JSON), the load refuses it all the same */
 	free(snap);
-	snap = (char *)strdup("{\"generation\": 1, \"version\": 3, "
+	snap = (char *)strdup("{\"generation\": 1, \"version\": 4, "
 	    "\"instance_id\": \"i-1\", \"written\": 1, \"pods\": [], "
 	    "\"cooling\": []}");
 	assert_non_null(snap);

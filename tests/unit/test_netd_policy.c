@@ -1058,6 +1058,141 @@ test_random_node_merge(void **state)
 	}
 }
 
+/* ---- a pod's host route ---- */
+
+#define VETH_IFINDEX	40
+
+static void
+route_req(struct msg_netd_pod_route *m, const char *addr, const char *dev)
+{
+	memset(m, 0, sizeof(*m));
+	m->addr = ip(addr);
+	msg_strlcpy(m->dev, dev, sizeof(m->dev));
+}
+
+static void
+pod_veth(struct nd_pod_link *l)
+{
+	static const uint8_t mac[6] = { 0x0a, 0x58, 0, 0, 0, 0x40 };
+
+	memset(l, 0, sizeof(*l));
+	l->found = true;
+	l->ifindex = VETH_IFINDEX;
+	memcpy(l->mac, mac, 6);
+	l->is_veth = true;
+	l->peer_netns = true;
+}
+
+static struct nd_host_route
+host_route(const char *dst, uint32_t ifindex, const char *gw)
+{
+	struct nd_host_route r;
+
+	memset(&r, 0, sizeof(r));
+	r.dst = ip(dst);
+	r.dst_len = 32;
+	r.scope = gw == NULL ? NETD_SCOPE_LINK : 0;
+	r.gateway = gw == NULL ? 0 : ip(gw);
+	r.ifindex = ifindex;
+	return r;
+}
+
+static const char *
+check_route(const struct netd_policy *p, const struct msg_netd_pod_route *m,
+    bool rule, const struct nd_pod_link *l, const struct nd_host_route *r,
+    size_t n, bool *present)
+{
+	char detail[64];
+
+	return policy_check_pod_route(p, m, rule, l, r, n, present, detail,
+	    sizeof(detail));
+}
+
+static void
+test_pod_route(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_pod_route m;
+	struct msg_netd_eni e;
+	struct nd_pod_link l;
+	struct nd_host_route r[3];
+	bool present;
+
+	(void)state;
+	make_policy(&p);
+	pod_veth(&l);
+	route_req(&m, "10.0.16.9", "enid1a2b3c4d5e6");
+	assert_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	assert_false(present);
+	/* There already, exactly: nothing to do. */
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
+	assert_null(check_route(&p, &m, true, &l, r, 1, &present));
+	assert_true(present);
+	/* Routes elsewhere that are not /32s through the veth don't count. */
+	r[1] = host_route("10.0.16.10", VETH_IFINDEX + 1, NULL);
+	r[2] = host_route("10.0.17.0", VETH_IFINDEX, NULL);
+	r[2].dst_len = 24;
+	assert_null(check_route(&p, &m, true, &l, r + 1, 2, &present));
+	assert_false(present);
+
+	/* Without netd's rule for the address: the broker's word only. */
+	assert_non_null(check_route(&p, &m, false, &l, NULL, 0, &present));
+	/* Addresses a pod may not have. */
+	route_req(&m, "192.168.0.9", "enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, PRIMARY_IP, "enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	/* Names no pod veth has. */
+	route_req(&m, "10.0.16.9", "");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, "10.0.16.9", "eth0:1");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, "10.0.16.9", "Enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, "10.0.16.9", "enid1a2b3c4d5e6");
+
+	/* The device: there, a veth, its peer elsewhere, no ENI or uplink. */
+	l.found = false;
+	assert_ptr_equal(check_route(&p, &m, true, &l, NULL, 0, &present),
+	    policy_no_such_device);
+	pod_veth(&l);
+	l.is_veth = false;
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	pod_veth(&l);
+	l.peer_netns = false;
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	pod_veth(&l);
+	l.ifindex = PRIMARY_IFINDEX;
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	pod_veth(&l);
+	memcpy(l.mac, UPLINK2, 6);
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	pod_veth(&l);
+	memset(&e, 0, sizeof(e));
+	memcpy(e.mac, l.mac, 6);
+	e.table = 101;
+	policy_declare(&p, &e);
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	policy_forget(&p, &e);
+	assert_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+
+	/* Never replaced or moved: through another link, via a gateway. */
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX + 1, NULL);
+	assert_non_null(check_route(&p, &m, true, &l, r, 1, &present));
+	assert_false(present);
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX, "10.0.0.1");
+	assert_non_null(check_route(&p, &m, true, &l, r, 1, &present));
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
+	r[0].multipath = true;
+	assert_non_null(check_route(&p, &m, true, &l, r, 1, &present));
+	/* One pod per veth, also when the pod's own route is there too. */
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
+	r[1] = host_route("10.0.16.33", VETH_IFINDEX, NULL);
+	assert_non_null(check_route(&p, &m, true, &l, r + 1, 1, &present));
+	assert_non_null(check_route(&p, &m, true, &l, r, 2, &present));
+	assert_false(present);
+}
+
 int
 main(void)
 {
@@ -1081,6 +1216,7 @@ main(void)
 		cmocka_unit_test(test_random_pod),
 		cmocka_unit_test(test_random_bare),
 		cmocka_unit_test(test_random_node_merge),
+		cmocka_unit_test(test_pod_route),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
