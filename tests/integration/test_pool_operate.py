@@ -243,7 +243,7 @@ def node_pod_rules(env):
             if str(x.get("protocol")) == "233"]
 
 
-@pytest.mark.long_wait     # 400 pods; see the closing note of 2 December
+@pytest.mark.long_wait     # 400 pods: the plain pass only
 def test_reconcile_answers_once_rules_are_restored(make_env):
     import subprocess
     env = make_env(sim_args=("--eni-limit", "10", "--ip-limit", "50"),
