@@ -18,6 +18,7 @@
 #include "checkpoint.h"
 #include "journal.h"
 #include "pool.h"
+#include "testhook.h"
 
 #define ENGINE_CLOUD_DEADLINE_MS 30000	/* one cloud intent */
 /* A growth call (create, attach, assign) gives up this long before an ADD
@@ -35,17 +36,26 @@
  * sure of, a reconcile's repair): few at once, so that an ADD or a DEL
  * never queues in netd behind hundreds of them. */
 #define ENGINE_MAX_NETD_BG	16
-/* The cloud may apply an unassign this long after it was sent (cloudd
+/*
+ * The long waits after an unassign.  testhook_ms() leaves each as written
+ * in a release build; only a sanitizer build run by the integration tests
+ * with ENID_TEST_TIME_SCALE divides them, so that the tests wait seconds
+ * for what takes a minute (common/testhook.h).
+ *
+ * The cloud may apply an unassign this long after it was sent (cloudd
  * gives up at the deadline, a request already with EC2 may still land):
  * until then its addresses go to no pod (eni_unassign). */
-#define ENGINE_UNASSIGN_HOLD_MS	(ENGINE_CLOUD_DEADLINE_MS + 30000)
-#define ENGINE_UNASSIGN_SLACK_MS 20000	/* of the hold, lost to slow saves */
-#define ENGINE_CONFIRM_RETRY_MS	5000	/* a run that skipped them: again */
-#define ENGINE_UNASSIGN_REFUSED_MS 10000 /* a refused one's addresses rest */
+#define ENGINE_UNASSIGN_HOLD_MS	testhook_ms(ENGINE_CLOUD_DEADLINE_MS + 30000)
+/* Of the hold, lost to slow saves. */
+#define ENGINE_UNASSIGN_SLACK_MS testhook_ms(20000)
+/* A run that skipped them: again. */
+#define ENGINE_CONFIRM_RETRY_MS	testhook_ms(5000)
+/* A refused one's addresses rest. */
+#define ENGINE_UNASSIGN_REFUSED_MS testhook_ms(10000)
 /* After refused unassigns in a row, an ENI keeps its addresses this long,
  * doubling from ENGINE_UNASSIGN_REFUSED_MS (a cloud that refuses for good,
  * an IAM deny, is asked ever less often). */
-#define ENGINE_UNASSIGN_KEEP_MAX_MS (15 * 60 * 1000)
+#define ENGINE_UNASSIGN_KEEP_MAX_MS testhook_ms(15 * 60 * 1000)
 
 /* Tags every ENI gets at creation (CreateNetworkInterface's own
  * TagSpecifications, so none is ever untagged). */

@@ -2,9 +2,11 @@
  * Test hooks that exist only in sanitizer builds (testhook_san.c; the
  * stubs in testhook_none.c otherwise).  They let the integration tests
  * commit a deliberate finding inside a sandboxed process and see its
- * report, which proves that the seccomp lists leave the report path open.
- * A release build compiles none of this: its hooks do nothing and its
- * broker passes none of the variables on.
+ * report, which proves that the seccomp lists leave the report path open,
+ * and wait seconds, not a minute, for the broker's long timers.
+ * A release build compiles none of this: its hooks do nothing, its
+ * timers are the ones written, and its broker passes none of the
+ * variables on.
  */
 #ifndef ENID_TESTHOOK_H
 #define ENID_TESTHOOK_H
@@ -22,5 +24,17 @@ void	testhook_sandboxed(const char *procname);
 /* True if the environment entry var ("NAME=value") is a test hook's, for
  * the broker to pass to its helpers. */
 bool	testhook_env_passes(const char *var);
+
+/*
+ * A timer's length: ms itself, except in a sanitizer build run with
+ * ENID_TEST_TIME_SCALE=N (an integer from 1 to 100), where it is ms / N.
+ * The integration tests' harness sets it so that the broker's minute-long
+ * waits (an unassign's hold, a refusal's rest) take seconds while the
+ * tests assert the same sequence of events.  It can only shorten a
+ * timer, never lengthen one, and a release build ignores the variable
+ * (testhook_none.c returns ms), so no environment can stretch or shrink
+ * a production node's safety bounds.
+ */
+int	testhook_ms(int ms);
 
 #endif /* ENID_TESTHOOK_H */

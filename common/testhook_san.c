@@ -1,8 +1,9 @@
 /*
  * The test hooks of a sanitizer build (see testhook.h): a deliberate UBSan
- * or ASan finding in a sandboxed process, asked for through the
- * environment.  Compiled only with --enable-sanitizers (testhook_none.c
- * otherwise), so no release binary can be made to misbehave this way.
+ * or ASan finding in a sandboxed process, and shorter timers, asked for
+ * through the environment.  Compiled only with --enable-sanitizers
+ * (testhook_none.c otherwise), so no release binary can be made to
+ * misbehave this way.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -11,12 +12,47 @@
 #include "log.h"
 #include "testhook.h"
 
+#define TIME_SCALE_MAX	100
+
 static bool
 names(const char *var, const char *procname)
 {
 	const char *v = getenv(var);
 
 	return v != NULL && strcmp(v, procname) == 0;
+}
+
+/* ENID_TEST_TIME_SCALE, or 1 if it is unset or not an integer from 1 to
+ * TIME_SCALE_MAX; read once (the environment does not change). */
+static int
+time_scale(bool *bad)
+{
+	static int scale;
+	static bool invalid;
+	const char *v;
+	char *end;
+	long n;
+
+	if (scale == 0) {
+		scale = 1;
+		if ((v = getenv("ENID_TEST_TIME_SCALE")) != NULL) {
+			n = strtol(v, &end, 10);
+			if (*v != '\0' && *end == '\0' && n >= 1 &&
+			    n <= TIME_SCALE_MAX)
+				scale = (int)n;
+			else
+				invalid = true;
+		}
+	}
+	if (bad != NULL)
+		*bad = invalid;
+	return scale;
+}
+
+int
+testhook_ms(int ms)
+{
+	return ms / time_scale(NULL);
 }
 
 void
@@ -27,7 +63,16 @@ testhook_sandboxed(const char *procname)
 	volatile int big = INT_MAX;
 	volatile size_t past = 16;
 	char *block;
-	int sum;
+	bool bad;
+	int sum, scale;
+
+	scale = time_scale(&bad);
+	if (bad)
+		log_warnx("test hook: ENID_TEST_TIME_SCALE is not an integer "
+		    "from 1 to %d: timers as written", TIME_SCALE_MAX);
+	else if (scale > 1)
+		log_info("test hook: ENID_TEST_TIME_SCALE: the broker's long "
+		    "timers are %d times shorter", scale);
 
 	if (names("ENID_TEST_UBSAN", procname)) {
 		log_warnx("test hook: ENID_TEST_UBSAN: overflowing an int");

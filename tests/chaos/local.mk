@@ -1,7 +1,7 @@
 # The chaos soak (root, network namespaces; tests/chaos/README.md).
 #   make chaos DURATION=600            the long run (CHAOS_MODE=restart for
 #                                      the whole set kill -9'd under load)
-#   make check-chaos                   the short runs tests/run-all makes:
+#   make check-chaos                   the short runs run-all --full makes:
 #                                      90 s of chaos, 30 s of restarts
 # Each prints its summary table and fails on any invariant violation.
 DURATION = 600

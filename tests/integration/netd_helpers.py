@@ -14,9 +14,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
-# ENID_BUILDDIR, else build/ (where tests/run-all builds), else in-tree.
+# ENID_BUILDDIR, else build/ or build-san/ (where tests/run-all builds),
+# else in-tree.
 BUILDDIR = os.environ.get("ENID_BUILDDIR") or next(
-    (d for d in (os.path.join(SRCDIR, "build"), SRCDIR)
+    (d for d in (os.path.join(SRCDIR, "build"),
+                 os.path.join(SRCDIR, "build-san"), SRCDIR)
      if os.access(os.path.join(d, "netd", "enid-netd"), os.X_OK)), SRCDIR)
 NETD = os.path.join(BUILDDIR, "netd", "enid-netd")
 DRIVE = os.path.join(BUILDDIR, "tests", "integration", "netd_drive")

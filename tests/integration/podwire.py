@@ -3,6 +3,7 @@ plugin does, with iproute2 (a veth pair, the pod's /32, a default route
 via a link-local gateway with a static neighbour, a /32 host route), so
 the pool engine's tests don't depend on enid-cni."""
 import json
+import os
 import socket
 import subprocess
 import time
@@ -50,7 +51,10 @@ class Pod:
         Pod.n += 1
         self.node = node_ns
         self.ip = ip
-        self.ns = "%s%d-%d" % (prefix, Pod.n, int(time.time() * 1000) % 100000)
+        # Namespace names are the host's: this process's own, apart from
+        # another run's or another xdist worker's.
+        self.ns = "%s%d-%d-%d" % (prefix, os.getpid(), Pod.n,
+                                  int(time.time() * 1000) % 100000)
         self.host_if = "vh%d" % Pod.n
         run("ip", "netns", "add", self.ns)
         run("ip", "-n", self.node, "link", "add", self.host_if, "type", "veth",

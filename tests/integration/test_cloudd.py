@@ -331,7 +331,6 @@ def test_throttled_set_dot(sim, drive):
 
 # ------------------------------------------------------------------ 3
 
-@pytest.mark.long_wait
 def test_credentials_refresh(sim):
     control(sim, "POST", "/credentials", {"expire_s": 6})
     d = Drive(write_conf(sim, "creds.conf"),
@@ -403,7 +402,6 @@ def test_credentials_revoked(sim):
 
 # ------------------------------------------------------------------ 4
 
-@pytest.mark.long_wait
 def test_rate_limit_1000(sim):
     cap, refill = 10, 50
     conf = write_conf(sim, "rate.conf", rate={

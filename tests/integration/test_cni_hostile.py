@@ -202,6 +202,11 @@ class FakeSock:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Pod namespaces of this process only: the module's end removes them, and
+# not another run's (or another xdist worker's) made at the same time.
+POD_PREFIX = "enid-t-cnih%d-" % os.getpid()
+
+
 class Node:
     def __init__(self, ns, netd):
         self.ns = ns
@@ -210,7 +215,7 @@ class Node:
 
     def pod(self):
         self.seq += 1
-        name = "enid-t-cnih-%s-%d" % (secrets.token_hex(3), self.seq)
+        name = "%s%s-%d" % (POD_PREFIX, secrets.token_hex(3), self.seq)
         run("ip", "netns", "add", name)
         # No duplicate address detection: an IPv6 link-local address is
         # never "tentative" for a moment, so snapshots compare.
@@ -294,7 +299,7 @@ def node(enid_user):
             out = run("ip", "netns", "list").stdout
             for line in out.splitlines():
                 name = line.split()[0]
-                if name.startswith("enid-t-cnih-"):
+                if name.startswith(POD_PREFIX):
                     run("ip", "netns", "del", name, check=False)
 
 

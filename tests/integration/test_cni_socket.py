@@ -647,7 +647,6 @@ def test_client_that_never_reads_is_closed(env):
     assert r["ok"], r
 
 
-@pytest.mark.long_wait
 def test_idle_time_counts_from_the_last_answer(env):
     """A client that pauses less than the idle time before each request
     keeps its connection, however long it lasts in all."""

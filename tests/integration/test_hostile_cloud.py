@@ -457,7 +457,6 @@ def test_gigantic_answer(make_env, chunked):
     w.check()
 
 
-@pytest.mark.long_wait
 def test_slowloris_answer(make_env):
     env = make_env()
     env.start()

@@ -710,7 +710,6 @@ def test_drift_is_corrected_by_reconcile(make_env):
 
 # ---- cooldown ----
 
-@pytest.mark.long_wait
 def test_released_address_cools_for_ip_cooldown_s(make_env):
     """Every other test sets ip_cooldown_s to 0.  A deleted pod's address
     is not handed out again for ip_cooldown_s seconds (stale ARP and
