@@ -11,6 +11,9 @@
  *      are left unattached (a crash between create and attach) go;
  *   3. dump netd's rules: a pod with an address gets its rules back,
  *      rules of no pod go;
+ *   3a. each ready ENI's link and table are set up again by netd, which
+ *      does only what is missing (an operator's "ip route flush table"),
+ *      and says how much: that is drift;
  *   3b. once those rule repairs are in, dump the main table's host
  *      routes and the links: an enid-cni pod whose host veth is there
  *      but whose "ADDR/32 dev VETH" route is not gets it back from netd
@@ -133,6 +136,15 @@ struct reconcile_run {
 	const struct msg_cloud_eni *enis;
 	size_t			 nrules;
 	const struct msg_netd_rule *rules;
+	/* each ready ENI's link and table, set up again: netd does what is
+	 * missing, and says how much that was */
+	struct recon_table_fix {
+		struct reconcile_run	*r;
+		struct breq		 req;
+		char			 eni_id[MSG_ID_LEN];
+		uint32_t		 table;
+	}			 table_fixes[POOL_MAX_ENIS];
+	size_t			 ntable_fixes;
 	struct breq		 fixes[RECON_MAX_FIXES];
 	uint32_t		 fix_ips[RECON_MAX_FIXES];
 	size_t			 nfixes, fixes_out;
@@ -1091,6 +1103,77 @@ recon_routes(struct reconcile_run *r)
 	}
 }
 
+/* ---- step 3a: the ENIs' links and tables ---- */
+
+static void
+table_fix_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct recon_table_fix *f = arg;
+	struct reconcile_run *r = f->r;
+	struct msg_result res;
+
+	(void)final;
+	if (m == NULL)
+		log_warnx("reconcile: %s: enid-netd did not answer the check "
+		    "of its table %u in time", f->eni_id, f->table);
+	else {
+		memcpy(&res, m->u.bytes, sizeof(res));
+		if (res.status == ST_OK && res.changed > 0)
+			drift(r, "%s: its link or table %u lacked %u of what "
+			    "enid set up; restored", f->eni_id, f->table,
+			    res.changed);
+		else if (res.status != ST_OK)
+			log_warnx("reconcile: %s: checking its table %u: %s: "
+			    "%s", f->eni_id, f->table,
+			    msg_status_name(res.status), res.message);
+	}
+	if (--r->fixes_out == 0 && b->engine.recon_restores == 0)
+		recon_advance(r);
+}
+
+/*
+ * Every ready secondary ENI's link and table, as eni_configure set them
+ * up, asked of netd again: it plans against the kernel, so it changes
+ * nothing that is in place.  Not one whose own step (a removal's
+ * teardown) is on its way: that goes first, and this after it would set
+ * the table up again.
+ */
+static void
+recon_tables(struct reconcile_run *r)
+{
+	struct broker *b = r->b;
+	uint32_t i;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+		struct recon_table_fix *f;
+		struct msg_netd_setup_eni req;
+		const struct subnet *s;
+
+		if (!e->used || e->primary || e->table == 0 ||
+		    (e->state != ENI_READY && e->state != ENI_DRAINING) ||
+		    e->op.active || e->removal[0] != '\0' || e->subnet < 0 ||
+		    !b->engine.subnets[e->subnet].known ||
+		    r->ntable_fixes == POOL_MAX_ENIS)
+			continue;
+		s = &b->engine.subnets[e->subnet];
+		f = &r->table_fixes[r->ntable_fixes++];
+		f->r = r;
+		msg_strlcpy(f->eni_id, e->id, sizeof(f->eni_id));
+		f->table = e->table;
+		memset(&req, 0, sizeof(req));
+		memcpy(req.mac, e->mac, 6);
+		req.table = e->table;
+		req.addr = e->primary_ip;
+		req.prefix = s->prefix;
+		req.gateway = s->gateway;
+		req.mtu = e->link_mtu;
+		r->fixes_out++;
+		broker_request(b, &f->req, &b->netd, MSG_NETD_SETUP_ENI, &req,
+		    sizeof(req), ENGINE_NETD_DEADLINE_MS, table_fix_answer, f);
+	}
+}
+
 /* ---- step 4: the leak collector ---- */
 
 /* Only ours, by every tag, only unattached, and not in the pool. */
@@ -1514,6 +1597,7 @@ recon_advance(struct reconcile_run *r)
 			if (recon_ready(r, ASK_RULES) != READY)
 				return;
 			recon_rules(r);
+			recon_tables(r);
 			r->step = RS_ROUTES;
 			r->rules_done = true;
 			break;
@@ -1624,6 +1708,8 @@ recon_finish(struct reconcile_run *r, const char *failure)
 	}
 	for (i = 0; i < r->nfixes; i++)
 		broker_request_cancel(b, &r->fixes[i]);
+	for (i = 0; i < r->ntable_fixes; i++)
+		broker_request_cancel(b, &r->table_fixes[i].req);
 	for (i = 0; i < RECON_ROUTES_INFLIGHT; i++)
 		broker_request_cancel(b, &r->route_reqs[i]);
 	free(r->route_fixes);

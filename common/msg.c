@@ -628,6 +628,8 @@ check_NETD_RESULT(const void *p)
 
 	if (m->status >= ST_MAX)
 		return "unknown result status";
+	if (m->changed > MSG_MAX_CHANGED)
+		return "more changes than one request makes";
 	return STR_OK(m->message) ? NULL : "unterminated result message";
 }
 

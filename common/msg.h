@@ -207,9 +207,14 @@ enum msg_status {
 	ST_MAX
 };
 
+/* The most kernel objects one netd request changes (netd/plan.h's
+ * PLAN_MAX_OPS): more in an answer is a lie. */
+#define MSG_MAX_CHANGED		128
+
 struct msg_result {		/* generic answer from netd */
 	uint32_t	status;		/* enum msg_status */
 	int32_t		error;		/* errno, or 0 */
+	uint32_t	changed;	/* kernel objects it added or removed */
 	char		message[MSG_ERR_LEN];
 };
 

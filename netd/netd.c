@@ -479,9 +479,10 @@ snap_route(const struct nd_route *r, void *arg)
 /* Apply a plan and answer; what is a description for the logs. */
 static void
 netd_apply(struct netd *nd, uint32_t id, const struct nd_plan *plan,
-    const char *what)
+    size_t changed, const char *what)
 {
 	char err[MSG_ERR_LEN];
+	struct msg_result r;
 	int rc;
 
 	if ((rc = kernel_apply(&nd->kernel, plan, err, sizeof(err))) < 0) {
@@ -489,8 +490,13 @@ netd_apply(struct netd *nd, uint32_t id, const struct nd_plan *plan,
 		netd_result(nd, id, ST_FAILED, -rc, "%s", err);
 		return;
 	}
+	/* What it changed: a reconciliation's set-up again counts it. */
 	log_debug("%s: done (%zu operations)", what, plan->nops);
-	netd_result(nd, id, ST_OK, 0, "%s", "ok");
+	memset(&r, 0, sizeof(r));
+	r.status = ST_OK;
+	r.changed = (uint32_t)changed;
+	snprintf(r.message, sizeof(r.message), "ok");
+	netd_send(nd, MSG_NETD_RESULT, id, &r, sizeof(r));
 }
 
 static void
@@ -726,7 +732,8 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
 		return;
 	}
-	netd_apply(nd, m->hdr.id, &plan, what);
+	netd_apply(nd, m->hdr.id, &plan, plan_changes(&plan, found ? &st : NULL),
+	    what);
 }
 
 static void
@@ -775,7 +782,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
 		return;
 	}
-	netd_apply(nd, m->hdr.id, &plan, what);
+	netd_apply(nd, m->hdr.id, &plan, plan.nops, what);
 }
 
 /* What the kernel holds that a host-route request depends on. */
@@ -885,7 +892,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	}
 	plan_pod_route(&req, link.ifindex, &plan);
 	log_info("%s: restoring it", what);
-	netd_apply(nd, m->hdr.id, &plan, what);
+	netd_apply(nd, m->hdr.id, &plan, plan.nops, what);
 }
 
 struct dump_ctx {

@@ -374,3 +374,26 @@ plan_pod_route(const struct msg_netd_pod_route *m, uint32_t ifindex,
 	op->u.route.protocol = NETD_RTPROT_STATIC;
 	op->u.route.ifindex = ifindex;
 }
+
+size_t
+plan_changes(const struct nd_plan *plan, const struct nd_link_state *link)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < plan->nops; i++) {
+		const struct nd_op *op = &plan->ops[i];
+		bool there = false;
+
+		if (op->kind == OP_LINK_UP)
+			continue;
+		for (j = 0; op->kind == OP_ADDR_ADD && link != NULL &&
+		    j < link->naddrs; j++)
+			if (addr_is_netds(&link->addrs[j], op->u.addr.ifindex) &&
+			    ifaddr4(&link->addrs[j]) == op->u.addr.addr &&
+			    link->addrs[j].prefix == op->u.addr.prefix)
+				there = true;
+		if (!there)
+			n++;
+	}
+	return n;
+}

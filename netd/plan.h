@@ -22,6 +22,8 @@
 #include "policy.h"
 
 #define PLAN_MAX_OPS		128
+_Static_assert(PLAN_MAX_OPS <= MSG_MAX_CHANGED,
+    "an answer says how many objects a plan changed");
 #define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
 
@@ -90,6 +92,16 @@ struct nd_plan {
 };
 
 const char	*plan_op_name(enum nd_op_kind kind);
+
+/*
+ * How many of plan's operations change what the kernel holds, as far as
+ * netd can tell from link (its state before, or NULL): a link set up (its
+ * flags are not read) and an address the link has already are made sure
+ * of, not changed.  What an answer reports (msg_result.changed), so that
+ * a set-up asked again of an ENI in place counts 0.
+ */
+size_t		 plan_changes(const struct nd_plan *plan,
+		    const struct nd_link_state *link);
 
 /* The rules enid installs for a pod: "to" always, "from" when table != 0.
  * Returns how many (1 or 2) were written to out. */

@@ -101,6 +101,7 @@ class DescribeEnis(ctypes.Structure):
 
 class NetdResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_uint32), ("error", ctypes.c_int32),
+                ("changed", ctypes.c_uint32),
                 ("message", ctypes.c_char * ERR_LEN)]
 
 

@@ -109,6 +109,39 @@ def test_reconcile_restores_deleted_host_routes(env):
     assert env.reconcile()["drifts_fixed"] == 0
 
 
+def table_routes(env, table):
+    return ip("-n", env.ns, "route", "show", "table", str(table)).stdout
+
+
+def test_reconcile_restores_a_flushed_eni_table(env):
+    """An operator's "ip route flush table N" empties a secondary ENI's
+    table: its pods' replies have no way out.  enidctl reconcile sets it
+    up again through netd, counts it as drift, and answers with it back;
+    a run with nothing missing counts nothing."""
+    pods = add_pods(env, 14, "tf%02d")      # past the primary's 9
+    enis = [e for e in env.show("enis") if not e["primary"]
+            and e["state"] == "ready"]
+    assert enis, env.show("enis")
+    tables = {e["id"]: e["table"] for e in enis}
+    before = {eid: table_routes(env, t) for eid, t in tables.items()}
+    assert all(before.values()), before
+    time.sleep(GRACE_S)
+    a = env.reconcile()
+    assert a["drifts_fixed"] == 0, (a, [l for l in env.enid.text(
+        ).splitlines() if "warning: reconcile" in l])
+    victim = sorted(tables)[0]
+    ip("-n", env.ns, "route", "flush", "table", str(tables[victim]))
+    assert table_routes(env, tables[victim]) == ""
+    a = env.reconcile()
+    assert {eid: table_routes(env, t) for eid, t in tables.items()} == \
+        before
+    assert a["drifts_fixed"] == 1, a
+    assert "%s: its link or table %d lacked" % (
+        victim, tables[victim]) in env.enid.text()
+    assert all(pings(env, pods).values())
+    assert env.reconcile()["drifts_fixed"] == 0
+
+
 def test_route_on_another_device_is_reported_and_left(env):
     pods = add_pods(env, 3, "mv%d")
     time.sleep(GRACE_S)

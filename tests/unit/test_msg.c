@@ -217,6 +217,7 @@ test_rejects_unterminated_strings(void **state)
 	memset(&r, 'A', sizeof(r));
 	r.status = ST_OK;
 	r.error = 0;
+	r.changed = 0;
 	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
 	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)),
 	    "unterminated result message");
@@ -255,6 +256,14 @@ test_rejects_bad_values(void **state)
 	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
 	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)),
 	    "unknown result status");
+	r.status = ST_OK;
+	r.changed = MSG_MAX_CHANGED + 1;
+	assert_string_equal(validate_raw(PEER_NETD, PEER_BROKER,
+	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)),
+	    "more changes than one request makes");
+	r.changed = MSG_MAX_CHANGED;
+	assert_null(validate_raw(PEER_NETD, PEER_BROKER,
+	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)));
 	memset(&pol, 0, sizeof(pol));
 	pol.ncidrs = MSG_MAX_CIDRS + 1;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,

@@ -294,6 +294,44 @@ test_setup_fresh(void **state)
 	/* Nothing in main: the address is added without a prefix route. */
 }
 
+/* What an answer says a set-up changed: 0 for an ENI in place. */
+static void
+test_setup_changes(void **state)
+{
+	struct msg_netd_setup_eni s = eni();
+	struct nd_plan first, again;
+	struct nd_route cur[2];
+	struct nd_link_state link;
+	uint32_t a = ip("10.0.16.5");
+
+	(void)state;
+	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
+	/* fresh: the address and both routes; the link's up is not told */
+	assert_int_equal(plan_changes(&first, NULL), 3);
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.naddrs = 1;
+	link.addrs[0].ifindex = 7;
+	link.addrs[0].family = NETD_AF_INET;
+	link.addrs[0].prefix = 20;
+	link.addrs[0].proto = NETD_PROTO;
+	memcpy(link.addrs[0].addr, &a, 4);
+	cur[0] = first.ops[2].u.route;
+	cur[1] = first.ops[3].u.route;
+	assert_int_equal(plan_eni_setup(&s, 7, &link, cur, 2, &again), 0);
+	assert_int_equal(plan_changes(&again, &link), 0);
+	/* the table flushed: its two routes */
+	assert_int_equal(plan_eni_setup(&s, 7, &link, NULL, 0, &again), 0);
+	assert_int_equal(plan_changes(&again, &link), 2);
+	/* the address gone, or another's (no tag), or another prefix */
+	link.addrs[0].proto = 0;
+	assert_int_equal(plan_eni_setup(&s, 7, &link, cur, 2, &again), 0);
+	assert_int_equal(plan_changes(&again, &link), 1);
+	link.addrs[0].proto = NETD_PROTO;
+	link.addrs[0].prefix = 24;
+	assert_int_equal(plan_changes(&again, &link), 1);
+}
+
 static void
 test_setup_again_and_stale(void **state)
 {
@@ -480,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_pod_del),
 		cmocka_unit_test(test_pod_foreign_rules),
 		cmocka_unit_test(test_setup_fresh),
+		cmocka_unit_test(test_setup_changes),
 		cmocka_unit_test(test_setup_again_and_stale),
 		cmocka_unit_test(test_teardown),
 		cmocka_unit_test(test_overflow),
