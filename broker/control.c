@@ -184,6 +184,9 @@ eni_json(struct broker *b, const struct eni *e)
 
 		if (st == ADDR_COOLING && addr_usable(&e->addrs[i], now))
 			st = ADDR_FREE;
+		/* Given back, not reused yet: cooling, as it always read. */
+		if (st == ADDR_UNCONFIRMED)
+			st = ADDR_COOLING;
 		ip4_format(e->addrs[i].ip, ip);
 		json_object_object_add(a, "ip", json_object_new_string(ip));
 		json_object_object_add(a, "state",

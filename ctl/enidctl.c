@@ -683,8 +683,7 @@ print_enis(struct json_object *ans, const char *arg)
 				nfree++;
 			else if (strcmp(st, "assigned") == 0)
 				used++;
-			else if (strcmp(st, "cooling") == 0 ||
-			    strcmp(st, "unconfirmed") == 0)
+			else if (strcmp(st, "cooling") == 0)
 				cool++;
 		}
 		/* Not yet created, an ENI has no id but its state says so. */
