@@ -369,6 +369,8 @@ void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 void	addr_set(struct eni *e, uint32_t idx, enum addr_state st);
 
 void	eni_configure(struct eni *e);		/* netd set-up, then ready */
+void	eni_setup_request(const struct eni *e, const struct subnet *s,
+	    struct msg_netd_setup_eni *req);
 void	eni_remove(struct eni *e, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	eni_free(struct eni *e);

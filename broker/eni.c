@@ -148,6 +148,21 @@ eni_free(struct eni *e)
 	engine_kick(b);
 }
 
+/* What netd is asked to set up (or tear down) for e in subnet s (NULL:
+ * not known, for a teardown). */
+void
+eni_setup_request(const struct eni *e, const struct subnet *s,
+    struct msg_netd_setup_eni *req)
+{
+	memset(req, 0, sizeof(*req));
+	memcpy(req->mac, e->mac, 6);
+	req->table = e->table;
+	req->addr = e->primary_ip;
+	req->prefix = s != NULL ? s->prefix : 32;
+	req->gateway = s != NULL ? s->gateway : 0;
+	req->mtu = e->link_mtu;
+}
+
 /* ---- the lifecycle: one table, one function that moves ---- */
 
 static void
@@ -815,16 +830,9 @@ eni_remove(struct eni *e, const char *fmt, ...)
 	    (was == ENI_CONFIGURING || was == ENI_READY ||
 	    was == ENI_DRAINING || was == ENI_QUARANTINED)) {
 		struct msg_netd_setup_eni req;
-		struct subnet *s = e->subnet >= 0 ?
-		    &b->engine.subnets[e->subnet] : NULL;
 
-		memset(&req, 0, sizeof(req));
-		memcpy(req.mac, e->mac, 6);
-		req.table = e->table;
-		req.addr = e->primary_ip;
-		req.prefix = s ? s->prefix : 32;
-		req.gateway = s ? s->gateway : 0;
-		req.mtu = e->link_mtu;
+		eni_setup_request(e, e->subnet >= 0 ?
+		    &b->engine.subnets[e->subnet] : NULL, &req);
 		broker_request(b, &e->op, &b->netd, MSG_NETD_TEARDOWN_ENI,
 		    &req, sizeof(req), ENGINE_NETD_DEADLINE_MS,
 		    remove_teardown_answer, e);
@@ -1025,13 +1033,7 @@ eni_configure_step(struct eni *e)
 	} else {
 		struct msg_netd_setup_eni req;
 
-		memset(&req, 0, sizeof(req));
-		memcpy(req.mac, e->mac, 6);
-		req.table = e->table;
-		req.addr = e->primary_ip;
-		req.prefix = s->prefix;
-		req.gateway = s->gateway;
-		req.mtu = e->link_mtu;
+		eni_setup_request(e, s, &req);
 		broker_request(b, &e->op, &b->netd, MSG_NETD_SETUP_ENI, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, configure_answer, e);
 	}

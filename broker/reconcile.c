@@ -1161,13 +1161,7 @@ recon_tables(struct reconcile_run *r)
 		f->r = r;
 		msg_strlcpy(f->eni_id, e->id, sizeof(f->eni_id));
 		f->table = e->table;
-		memset(&req, 0, sizeof(req));
-		memcpy(req.mac, e->mac, 6);
-		req.table = e->table;
-		req.addr = e->primary_ip;
-		req.prefix = s->prefix;
-		req.gateway = s->gateway;
-		req.mtu = e->link_mtu;
+		eni_setup_request(e, s, &req);
 		r->fixes_out++;
 		broker_request(b, &f->req, &b->netd, MSG_NETD_SETUP_ENI, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, table_fix_answer, f);
