@@ -1136,7 +1136,7 @@ pick_eni(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
 
-		if (!e->used || e->state != ENI_READY || e->drain_requested ||
+		if (!e->used || e->state != ENI_READY ||
 		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured)
 			continue;
 		nfree = assigned = 0;
@@ -1563,7 +1563,7 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 	} else if (p->eni == NULL || p->eni->state != ENI_READY)
 		jref_error(ref, "eni-unavailable", "its ENI %s is %s",
 		    p->eni ? p->eni->id : p->eni_id,
-		    p->eni ? eni_state_name(p->eni->state) : "gone");
+		    p->eni ? eni_state_shown(p->eni->state) : "gone");
 	else {
 		char text[POD_ANSWER_MAX];
 
@@ -1728,9 +1728,9 @@ pods_bind_restored(struct broker *b)
 			continue;
 		e = eni_find(b, p->eni_id);
 		if (e == NULL || (e->state != ENI_READY &&
-		    e->state != ENI_DRAINING)) {
+		    !eni_state_draining(e->state))) {
 			if (en->phase == PHASE_RUNNING && (e == NULL ||
-			    e->state > ENI_DRAINING))
+			    !eni_state_arriving(e->state)))
 				pod_lost(p, "its ENI vanished while enid was "
 				    "down");
 			continue;
