@@ -134,9 +134,8 @@ struct eni {
 	struct eni_addr		 addrs[POOL_MAX_ADDRS];
 	uint32_t		 assigning;	/* addresses asked for */
 	/* An unassign waits for the save that keeps its addresses out of
-	 * use, however enid restarts (eni_unassign). */
-	bool			 unassign_wait;
-	uint64_t		 unassign_by;	/* that save's number */
+	 * use, however enid restarts (eni_unassign): this one. */
+	uint64_t		 unassign_by;
 	uint32_t		 unassign_refused; /* in a row */
 	uint64_t		 keep_until;	/* ms: give back none before */
 	uint64_t		 addrs_seen;	/* ms: the last run that judged

@@ -849,7 +849,6 @@ eni_leave_service(struct eni *e, const char *cause)
 		addr_set(e, i, ADDR_PENDING);
 	}
 	e->assigning = 0;
-	e->unassign_wait = false;
 	e->remove_tries = 0;
 	e->poll_ms = 0;
 }
@@ -1621,16 +1620,36 @@ eni_unassign_hold(struct eni *e, uint64_t now)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
 			e->addrs[i].cool_until = now + ENGINE_UNASSIGN_HOLD_MS;
-	e->unassign_wait = true;
 	e->unassign_by = b->engine.save_seq + 1;
 	checkpoint_mark(b);
+}
+
+/*
+ * Does e's unassign wait for its save?  Its addresses being given back
+ * (removing) are held until the save numbered unassign_by is on disk, and
+ * no request is on its way yet: the unassign's answer, or the ENI's
+ * leaving service, takes every one of them out of removing, and no
+ * assign is asked for while they are there (the pool counts e busy).
+ */
+static bool
+eni_unassign_waiting(const struct eni *e)
+{
+	uint32_t i;
+
+	if (e->addr_op.active)
+		return false;
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING)
+			return true;
+	return false;
 }
 
 /* Is an address change of e's own on its way (or about to be)? */
 bool
 eni_addrs_changing(const struct eni *e)
 {
-	return e->addr_op.active || e->assigning > 0 || e->unassign_wait;
+	return e->addr_op.active || e->assigning > 0 ||
+	    eni_unassign_waiting(e);
 }
 
 static void
@@ -1699,10 +1718,9 @@ eni_unassigns_saved(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &en->enis[i];
 
-		if (!e->used || !e->unassign_wait ||
-		    en->saved_seq < e->unassign_by)
+		if (!e->used || en->saved_seq < e->unassign_by ||
+		    !eni_unassign_waiting(e))
 			continue;
-		e->unassign_wait = false;
 		if (e->state == ENI_READY || e->state == ENI_DRAINING)
 			eni_unassign_send(e);
 		engine_kick(b);
@@ -1755,7 +1773,7 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v->state = e->state;
 		v->primary = e->primary;
 		v->usable = subnet_usable(b, e->subnet);
-		v->busy = e->addr_op.active || e->unassign_wait;
+		v->busy = e->addr_op.active || eni_unassign_waiting(e);
 		v->keep_until = e->keep_until;
 		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
