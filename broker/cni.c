@@ -16,15 +16,14 @@
  * gc     Releases every pod not among the valid attachments.
  * status Whether an address can be had now, and why not.
  *
- * Answers that change durable state are held until the checkpoint that
- * records the change is on disk (a journal record, or a new snapshot; see
- * journal.h); ADDs and DELs finishing in one loop turn share one write.
+ * Answers that change durable state are held until the store has the
+ * change on disk (store.h); ADDs and DELs finishing in one loop turn share
+ * one write.
  * Pod rule requests to netd are limited in number at a time, so netd's
  * queue (and the liveness ping behind it) stays short.
  */
 #include <arpa/inet.h>
 
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +36,6 @@
 #include "cnireq.h"
 #include "enid.h"
 #include "log.h"
-
-#define CKPT_RETRY_MS	1000
 
 static void	pod_netd_send(struct pod *p);
 static void	pod_del_start(struct pod *p);
@@ -73,9 +70,6 @@ pods_init(struct broker *b)
 	TAILQ_INIT(&en->netd_queue);
 	TAILQ_INIT(&en->netd_bg_queue);
 	TAILQ_INIT(&en->waiters);
-	TAILQ_INIT(&en->durable_wait);
-	TAILQ_INIT(&en->durable_writing);
-	TAILQ_INIT(&en->durable_done);
 }
 
 struct pod *
@@ -181,7 +175,7 @@ pod_lost(struct pod *p, const char *why)
 		fatal("pod %s: out of memory", p->container_id);
 	p->eni = NULL;
 	engine_withhold_addr(p->b, p);
-	checkpoint_mark(p->b);
+	store_mark(p->b->store);
 }
 
 /*
@@ -204,10 +198,10 @@ pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
 
 /*
  * A pod's answer is formatted as text, not built of json-c objects: it is
- * the hot path's largest answer, and a dozen objects made, printed and
- * freed for each ADD were a tenth of the broker's CPU.  The text is what
- * json-c printed (plain, '/' unescaped).  Its bound holds every field at
- * its longest, the ENI id escaped at six bytes a byte.
+ * the hot path's largest answer, and making, printing and freeing a dozen
+ * objects for each ADD cost more than the rest of its answer's work.  The
+ * text is what json-c printed (plain, '/' unescaped).  Its bound holds
+ * every field at its longest, the ENI id escaped at six bytes a byte.
  */
 #define POD_ANSWER_MAX	(256 + 6 * MSG_ID_LEN + \
 			    MSG_MAX_CIDRS * (CIDR4_STR_LEN + 3))
@@ -314,44 +308,13 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 	return t.len;
 }
 
-static void	durable_reply_text(struct broker *b, struct jref *ref,
-		    const char *text, size_t len);
-
-/* Answer ref at once, or with the save that is pending (marked, or at the
- * writer) if there is one: it may be the one that makes the answer true. */
-static void
-reply_after_pending_save(struct broker *b, struct jref *ref, const char *text,
-    size_t len)
-{
-	if (b->engine.dirty || b->engine.store.writing)
-		durable_reply_text(b, ref, text, len);
-	else
-		jref_reply_ok_text(ref, text, len);
-}
-
-/* Queue ref's ok answer, already formatted, on list (a save's). */
-static void
-durable_queue_text(struct durable_list *list, struct jref *ref,
-    const char *text, size_t len)
-{
-	struct durable_reply *d;
-
-	if ((d = calloc(1, sizeof(*d) + len)) == NULL)
-		fatal("out of memory");
-	d->ref = *ref;
-	ref->server = NULL;
-	memcpy(d->text, text, len);
-	d->textlen = len;
-	TAILQ_INSERT_TAIL(list, d, entry);
-}
-
 /*
  * A repeated ADD of a pod already ready gets the same answer, but no
  * sooner than the checkpoint that records the pod is on disk: after a
  * failed write the first ADD was refused, and the retry must not be
- * acknowledged on an assignment a restart would not know.  A record at
- * the writer may be the one that holds the pod (dirty is cleared when it
- * is handed over) and may yet fail: the answer waits for it too.
+ * acknowledged on an assignment a restart would not know.  A save being
+ * written may be the one that holds the pod, and may yet fail: the answer
+ * waits for it too.
  */
 static void
 pod_answer_again(struct broker *b, struct jref *ref, struct pod *p)
@@ -359,40 +322,9 @@ pod_answer_again(struct broker *b, struct jref *ref, struct pod *p)
 	char text[POD_ANSWER_MAX];
 
 	p->answered_ms = now_ms();
-	reply_after_pending_save(b, ref, text,
+	store_reply_after_pending(b->store, ref, text,
 	    pod_answer(b, p, text, sizeof(text)));
 }
-
-/*
- * Answer ref with text once the save numbered saved_by, or a later one, is
- * on disk: at once if it is written already, with it if it is at the
- * writer, or with the next.  The ADD of a pod whose rules are in place
- * waits for the save started with the pod (pod_take): becoming ready
- * changes nothing that save keeps, so no save is asked for.  A failed
- * write leaves saved_seq behind, and the answer waits for the save that
- * writes the state again, whole.
- */
-static void
-pod_answer_saved(struct broker *b, struct jref *ref, uint64_t saved_by,
-    const char *text, size_t len)
-{
-	struct engine *en = &b->engine;
-
-	if (ref->server == NULL)
-		return;
-	if (en->saved_seq >= saved_by) {
-		/* Not from in here: the answer may let the client's next
-		 * request in, which may free the pod. */
-		durable_queue_text(&en->durable_done, ref, text, len);
-		loop_defer(&b->loop, &en->answer_done);
-	} else if (en->store.writing && en->save_seq >= saved_by)
-		durable_queue_text(&en->durable_writing, ref, text, len);
-	else
-		durable_reply_text(b, ref, text, len);
-}
-
-/* A DEL's answer, the most frequent after an ADD's. */
-static const char ok_text[] = "{\"ok\":true}";
 
 static struct json_object *
 ok_answer(void)
@@ -403,43 +335,7 @@ ok_answer(void)
 	return o;
 }
 
-/* ---- durability ---- */
-
-void
-checkpoint_mark(struct broker *b)
-{
-	b->engine.dirty = true;
-	loop_defer(&b->loop, &b->engine.flush);
-}
-
-void
-durable_reply(struct broker *b, struct jref *ref, struct json_object *answer)
-{
-	struct durable_reply *d;
-
-	if (ref->server == NULL) {
-		json_object_put(answer);
-		return;
-	}
-	if ((d = calloc(1, sizeof(*d))) == NULL)
-		fatal("out of memory");
-	d->ref = *ref;
-	ref->server = NULL;
-	d->answer = answer;
-	TAILQ_INSERT_TAIL(&b->engine.durable_wait, d, entry);
-	checkpoint_mark(b);
-}
-
-/* durable_reply for an ok answer already formatted (pod_answer). */
-static void
-durable_reply_text(struct broker *b, struct jref *ref, const char *text,
-    size_t len)
-{
-	if (ref->server == NULL)
-		return;
-	durable_queue_text(&b->engine.durable_wait, ref, text, len);
-	checkpoint_mark(b);
-}
+/* ---- what the store keeps ---- */
 
 /*
  * When a, as the checkpoint keeps it, ends cooling (seconds of the epoch,
@@ -503,12 +399,13 @@ restored_cooling_pending(const struct broker *b, const struct ckpt_cooling *cc,
 }
 
 /*
- * The checkpoint's strings are borrowed from the pods and ENIs: c is
- * saved (ckpt_store_save, which keeps a copy of its own) and freed before
- * anything can change them.
+ * What the store saves (its build function, store.h): the pods, and the
+ * addresses that cool.  The strings are borrowed from the pods and ENIs:
+ * c is saved (the store keeps a copy of its own) and freed before anything
+ * can change them.
  */
-static int
-checkpoint_build(struct broker *b, struct checkpoint *c)
+int
+engine_record(struct broker *b, struct checkpoint *c)
 {
 	struct engine *en = &b->engine;
 	uint64_t now = now_ms();
@@ -586,151 +483,6 @@ checkpoint_build(struct broker *b, struct checkpoint *c)
 		    wall))
 			c->cooling[c->ncooling++] = en->restored.cooling[i];
 	return 0;
-}
-
-/*
- * Answer what waited on list for a save: taken aside first, so that an
- * answer that lets its client's next request in (which may queue an
- * answer of its own) answers nothing before its own save.
- */
-static void
-flush_replies(struct durable_list *list, bool ok, const char *why)
-{
-	struct durable_list now = TAILQ_HEAD_INITIALIZER(now);
-	struct durable_reply *d;
-
-	TAILQ_CONCAT(&now, list, entry);
-	while ((d = TAILQ_FIRST(&now)) != NULL) {
-		TAILQ_REMOVE(&now, d, entry);
-		if (ok && d->answer == NULL)
-			jref_reply_ok_text(&d->ref, d->text, d->textlen);
-		else if (ok)
-			jref_reply(&d->ref, d->answer);
-		else {
-			json_object_put(d->answer);
-			jref_error(&d->ref, "internal", "the pool's state could "
-			    "not be saved (%s); try again", why);
-		}
-		free(d);
-	}
-}
-
-/* The save last started is on disk: what waited for it on list goes. */
-static void
-checkpoint_saved(struct broker *b, struct durable_list *list)
-{
-	b->engine.saved_seq = b->engine.save_seq;
-	flush_replies(list, true, NULL);
-	eni_unassigns_saved(b);
-}
-
-/*
- * Make the pool's state durable, then answer what waited for it: one
- * journal record of what changed since the last save, or a new snapshot
- * when the journal is full (journal.h).
- */
-static void
-checkpoint_flush(struct loop *l, struct loop_defer *d)
-{
-	struct broker *b = d->arg;
-	struct engine *en = &b->engine;
-	struct checkpoint c;
-	enum ckpt_saved saved;
-	char err[512], warn[512];
-
-	(void)l;
-	/* With a record at the writer, what changed since waits for it
-	 * (checkpoint_written) and goes in the next. */
-	if (!en->dirty || en->store.writing)
-		return;
-	if (en->state_fd < 0 || b->instance_state != INSTANCE_KNOWN ||
-	    !en->store.loaded) {
-		/* Nothing is assigned before the checkpoint is read back. */
-		en->save_seq++;
-		checkpoint_saved(b, &en->durable_wait);
-		return;
-	}
-	if (checkpoint_build(b, &c) == -1) {
-		en->stats.checkpoint_failures++;
-		log_errorx("checkpoint: out of memory; answers held back");
-		flush_replies(&en->durable_wait, false, "out of memory");
-		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
-		return;
-	}
-	if (ckpt_store_prepare(&en->store, en->state_fd, &c, &en->write,
-	    &saved, warn, sizeof(warn), err, sizeof(err)) == -1) {
-		en->stats.checkpoint_failures++;
-		log_errorx("checkpoint: %s; the answers waiting for it fail, "
-		    "and it is retried", err);
-		flush_replies(&en->durable_wait, false, err);
-		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
-		return;
-	}
-	if (warn[0] != '\0')
-		log_warnx("checkpoint: %s", warn);
-	en->dirty = false;
-	en->save_seq++;
-	if (saved == CKPT_SAVED_RECORD) {
-		/* The answers waiting now are the ones this record makes
-		 * true; those that come meanwhile wait for the next. */
-		TAILQ_CONCAT(&en->durable_writing, &en->durable_wait, entry);
-		if (!writer_submit(&en->write)) {
-			ckpt_record_write(&en->write);
-			checkpoint_written(b);
-		}
-		return;
-	}
-	if (saved != CKPT_SAVED_NOTHING)
-		en->stats.checkpoint_writes++;
-	if (saved == CKPT_SAVED_SNAPSHOT)
-		en->stats.checkpoint_compactions++;
-	checkpoint_saved(b, &en->durable_wait);
-	engine_trim_soon(b);
-}
-
-void
-checkpoint_written(struct broker *b)
-{
-	struct engine *en = &b->engine;
-	char err[512];
-
-	if (!en->store.writing)
-		return;
-	if (ckpt_store_finish(&en->store, &en->write, err, sizeof(err)) ==
-	    -1) {
-		en->stats.checkpoint_failures++;
-		log_errorx("checkpoint: %s; the answers waiting for it fail, "
-		    "and it is retried", err);
-		flush_replies(&en->durable_writing, false, err);
-		/* the state it held is not on disk: saved again, whole */
-		en->dirty = true;
-		loop_timer_after(&b->loop, &en->flush_retry, CKPT_RETRY_MS);
-		return;
-	}
-	en->stats.checkpoint_writes++;
-	checkpoint_saved(b, &en->durable_writing);
-	engine_trim_soon(b);
-	if (en->dirty)
-		loop_defer(&b->loop, &en->flush);
-}
-
-/* The answers whose save was on disk already (pod_answer_saved). */
-static void
-answer_done(struct loop *l, struct loop_defer *d)
-{
-	struct broker *b = d->arg;
-
-	(void)l;
-	flush_replies(&b->engine.durable_done, true, NULL);
-}
-
-static void
-checkpoint_retry(struct loop *l, struct loop_timer *t)
-{
-	struct broker *b = t->arg;
-
-	(void)l;
-	checkpoint_mark(b);
 }
 
 /* ---- netd requests, a bounded number at a time ---- */
@@ -861,7 +613,7 @@ gc_release_done(struct broker *b, struct gc_run *gc)
 	o = ok_answer();
 	json_object_object_add(o, "released",
 	    json_object_new_int((int32_t)gc->released));
-	durable_reply(b, &gc->ref, o);
+	store_reply(b->store, &gc->ref, o);
 	free(gc);
 }
 
@@ -896,9 +648,10 @@ pod_add_failed(struct pod *p, const char *code, const char *fmt, ...)
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
 	pod_free(p);
-	checkpoint_mark(b);
+	store_mark(b->store);
 	if (del_wanted)
-		durable_reply_text(b, &del, ok_text, sizeof(ok_text) - 1);
+		store_reply_text(b->store, &del, JREF_OK_TEXT,
+		    sizeof(JREF_OK_TEXT) - 1);
 	gc_release_done(b, gc);
 	jref_error(&add, code, "%s", why);
 }
@@ -913,10 +666,11 @@ pod_gone(struct pod *p)
 	if (idx >= 0)
 		engine_release_addr(p->eni, idx, true);
 	b->engine.stats.dels++;
-	durable_reply_text(b, &p->del_ref, ok_text, sizeof(ok_text) - 1);
+	store_reply_text(b->store, &p->del_ref, JREF_OK_TEXT,
+	    sizeof(JREF_OK_TEXT) - 1);
 	gc_release_done(b, gc);
 	pod_free(p);
-	checkpoint_mark(b);
+	store_mark(b->store);
 }
 
 static void
@@ -959,11 +713,15 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
 		    p->k8s_name[0] ? p->k8s_name : "-", ip,
 		    p->eni ? p->eni->id : "?");
+		/* Once the save started with the pod (pod_take) is on disk:
+		 * becoming ready changes nothing that save keeps, so no save
+		 * is asked for. */
 		{
 			char text[POD_ANSWER_MAX];
 
-			pod_answer_saved(b, &p->add_ref, p->saved_by, text,
-			    pod_answer(b, p, text, sizeof(text)));
+			store_reply_after_save(b->store, &p->add_ref,
+			    p->saved_by, text, pod_answer(b, p, text,
+			    sizeof(text)));
 		}
 		if (p->del_wanted)
 			pod_del_start(p);
@@ -1114,14 +872,14 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	}
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
-	 * waits for both (pod_answer_saved).  Should enid die before netd
+	 * waits for both (pod_netd_answer).  Should enid die before netd
 	 * answers, the restart restores the pod (and its rules), and the
 	 * runtime's retry of the unanswered ADD gets the same address, or
 	 * its DEL releases it.  Every save that starts from here on holds
 	 * the pod as the checkpoint keeps it, which nothing changes until it
 	 * is ready. */
-	p->saved_by = b->engine.save_seq + 1;
-	checkpoint_mark(b);
+	p->saved_by = store_next_save(b->store);
+	store_mark(b->store);
 	engine_kick(b);
 }
 
@@ -1409,7 +1167,7 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 		if (p->host_veth[0] == '\0' && r.host_veth[0] != '\0') {
 			msg_strlcpy(p->host_veth, r.host_veth,
 			    sizeof(p->host_veth));
-			checkpoint_mark(b);
+			store_mark(b->store);
 		}
 		switch (p->state) {
 		case POD_READY:
@@ -1517,7 +1275,8 @@ op_del(struct broker *b, struct jref *ref, struct json_object *req)
 		/* Idempotent; but if the pod was removed by a save not on
 		 * disk yet (a DEL told its record failed, retried at once),
 		 * ok only with that save. */
-		reply_after_pending_save(b, ref, ok_text, sizeof(ok_text) - 1);
+		store_reply_after_pending(b->store, ref, JREF_OK_TEXT,
+		    sizeof(JREF_OK_TEXT) - 1);
 		cni_request_free(&r);
 		return;
 	}
@@ -1775,34 +1534,4 @@ pods_bind_restored(struct broker *b)
 		cc->until = 0;
 	}
 	engine_kick(b);
-}
-
-/*
- * glibc keeps what is freed in the heap, and raises its own thresholds
- * after a large free: without this the room a save's whole checkpoint took
- * stays resident for good (doc/performance.md has the figure).  Once a
- * second at most while pods come and go; each trim takes microseconds.
- */
-static void
-engine_trim(struct loop *l, struct loop_timer *t)
-{
-	(void)l;
-	(void)t;
-	malloc_trim(0);
-}
-
-void
-engine_trim_soon(struct broker *b)
-{
-	if (!loop_timer_armed(&b->engine.trim))
-		loop_timer_after(&b->loop, &b->engine.trim, 1000);
-}
-
-void
-pods_start(struct broker *b)
-{
-	loop_defer_init(&b->engine.flush, checkpoint_flush, b);
-	loop_defer_init(&b->engine.answer_done, answer_done, b);
-	loop_timer_init(&b->engine.flush_retry, checkpoint_retry, b);
-	loop_timer_init(&b->engine.trim, engine_trim, b);
 }

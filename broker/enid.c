@@ -507,7 +507,7 @@ main(int argc, char *argv[])
 	    pw->pw_uid, pw->pw_gid);
 	/* A newer enid's checkpoint (a downgrade) stops the start here,
 	 * before a helper, the cloud or the pods' rules are touched. */
-	if (ckpt_store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
+	if (store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
 		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
 
 	if (!foreground) {
@@ -551,9 +551,9 @@ main(int argc, char *argv[])
 	metrics_init(&b);
 	dir_own(run_fd, b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
 	close(run_fd);
-	/* The checkpoint is written relative to this descriptor, kept. */
+	/* The checkpoint is written relative to this descriptor, kept
+	 * (store_open, below). */
 	dir_own(state_fd, b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
-	b.engine.state_fd = state_fd;
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
 	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
 	    CTL_MAX_CLIENTS, CTL_LINE_MAX, err, sizeof(err))) == NULL)
@@ -575,16 +575,16 @@ main(int argc, char *argv[])
 	 * broker may signal besides itself. */
 	kids[0] = b.netd.pid;
 	kids[1] = b.cloudd.pid;
-	writer_prepare();
+	store_open(b.store, state_fd);
 	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), kids, 2,
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid");
 	log_debug("gave back %zu KiB of start-up pages",
 	    proc_shed_start_pages() / 1024);
-	/* After the filter, which it inherits; without it, records are
-	 * written on the loop. */
-	(void)writer_start(&b);
+	/* The store's writer thread, after the filter, which it inherits;
+	 * without it, records are written on the loop. */
+	store_start(b.store);
 
 	if (peer_open(&b.netd.peer, &b.loop, b.netd.fd, PEER_BROKER,
 	    PEER_NETD, b.netd.name, broker_dispatch_child, broker_child_gone,

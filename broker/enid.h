@@ -120,6 +120,7 @@ enum instance_state {
 
 /* The pool engine's state (engine.h), held in the broker. */
 #include "engine.h"
+#include "store.h"
 
 /* ---- metrics.c ---- */
 
@@ -205,6 +206,9 @@ struct broker {
 
 	/* the pool: eni.c, cni.c, reconcile.c */
 	struct engine		 engine;
+	/* the pool's durable record (store.h), made by engine_init */
+	struct store		*store;
+	struct loop_timer	 trim;		/* broker_trim_soon */
 
 	bool			 static_keys;	/* configured, then wiped */
 	struct metrics		 metrics;
@@ -227,6 +231,8 @@ void	jref_reply(struct jref *r, struct json_object *o);
  * formatted by the caller (the hot path's answers); text is copied as
  * needed. */
 void	jref_reply_ok_text(struct jref *r, const char *text, size_t len);
+/* The plainest ok answer, a DEL's (the most frequent after an ADD's). */
+#define JREF_OK_TEXT	"{\"ok\":true}"
 void	jref_error(struct jref *r, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* A malformed request: "bad-request", and the connection is closed. */
@@ -275,5 +281,10 @@ const char *instance_state_name(enum instance_state s);
 
 /* Stop the daemon: terminate the children, then exit with code. */
 void	broker_shutdown(struct broker *b, int code, const char *why);
+
+/* trim.c: give the heap's free pages back to the system a second from
+ * now, after large passing allocations (a save, a reconciliation, a large
+ * answer). */
+void	broker_trim_soon(struct broker *b);
 
 #endif /* ENID_BROKER_H */
