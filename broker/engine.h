@@ -1,10 +1,10 @@
 /*
  * The broker's pool engine, shared by its files: ENIs and their addresses
- * (eni.c), pods and the CNI socket (cni.c), reconciliation and the leak
- * collector (reconcile.c).  The policy itself is pool.c, pure; this is
- * the state it is computed from and the machinery that carries its
- * actions out.  What it records is saved by the store (store.h), from the
- * record the engine builds (engine_record).
+ * (eni.c), the pods and the ADDs waiting for an address (pods.c),
+ * reconciliation and the leak collector (reconcile.c).  The policy itself
+ * is pool.c, pure; this is the state it is computed from and the
+ * machinery that carries its actions out.  What it records is saved by
+ * the store (store.h), from the record the engine builds (engine_record).
  *
  * Included by enid.h, after the request and socket types it uses: a
  * file of the broker includes enid.h.
@@ -367,13 +367,52 @@ void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
 	    uint32_t *cooling, uint32_t *other);
 uint32_t eni_table(struct broker *b, int device_index);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
+void	engine_release_addr(struct eni *e, int idx, bool cool);
 
-/* cni.c */
-extern const struct jop cni_ops[];
+/* pods.c */
 void	pods_init(struct broker *b);
 struct pod *pod_find(struct broker *b, const char *cid, const char *ifname);
 /* The store's build function: the pods and the cooling addresses. */
 int	engine_record(struct broker *b, struct checkpoint *c);
+/* Take a free address of e for a new pod, ask netd for its rules and
+ * have it saved; ref (taken) is answered once both are done. */
+void	pod_take(struct broker *b, struct jref *ref, const char *cid,
+	    const char *ifname, const char *ns, const char *name,
+	    const char *uid, const char *veth, struct eni *e);
+/* The ENI a new pod takes its address from now, or NULL. */
+struct eni *pods_pick_eni(struct broker *b);
+/* Pods at max_pods, or at what the checkpoint records; and the answer
+ * that says so. */
+bool	pods_at_max(const struct broker *b);
+void	refuse_max_pods(const struct broker *b, struct jref *ref);
+/*
+ * A pod's ADD answer, formatted into buf (POD_ANSWER_MAX bytes): its
+ * length.  The bound holds every field at its longest, the ENI id escaped
+ * at six bytes a byte.
+ */
+#define POD_ANSWER_MAX	(256 + 6 * MSG_ID_LEN + \
+			    MSG_MAX_CIDRS * (CIDR4_STR_LEN + 3))
+size_t	pod_answer(struct broker *b, const struct pod *p, char *buf,
+	    size_t size);
+/* A repeated ADD of a ready pod: the same answer, but no sooner than the
+ * save that may hold the pod (store_reply_after_pending). */
+void	pod_answer_again(struct broker *b, struct jref *ref, struct pod *p);
+/* Ask netd for p's rules now, or queue it for a slot. */
+void	pod_netd_send(struct pod *p);
+/* p out of the queue of those only made sure of (a runtime now waits for
+ * it): true if it was there (it is then in no queue); a reconcile that
+ * counted on it goes on unless send. */
+bool	pod_netd_unqueue_bg(struct pod *p, bool send);
+/* Remove p's rules, then the pod. */
+void	pod_del_start(struct pod *p);
+/* One pod a GC released is gone: the GC is answered with the last. */
+void	gc_release_done(struct broker *b, struct gc_run *gc);
+/* An ADD waits for an address, at most add_timeout (ref taken). */
+struct cni_request;
+void	waiter_add(struct broker *b, struct jref *ref,
+	    const struct cni_request *r);
+/* Free w and hand back its request, to be answered after. */
+struct jref waiter_take(struct broker *b, struct waiter *w);
 void	pods_serve_waiters(struct broker *b);
 /* Answer code to the waiting ADDs whose add_timeout ends by before (ms,
  * monotonic; UINT64_MAX: all of them). */
@@ -392,7 +431,6 @@ struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);
-void	engine_release_addr(struct eni *e, int idx, bool cool);
 
 /* reconcile.c */
 void	reconcile_now(struct broker *b, const char *why);

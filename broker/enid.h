@@ -204,7 +204,7 @@ struct broker {
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
 
-	/* the pool: eni.c, cni.c, reconcile.c */
+	/* the pool: eni.c, pods.c, reconcile.c */
 	struct engine		 engine;
 	/* the pool's durable record (store.h), made by engine_init */
 	struct store		*store;
@@ -244,6 +244,8 @@ struct json_object *jerror_new(const char *code, const char *fmt, ...)
 
 /* control.c: the admin socket's operations. */
 extern const struct jop ctl_ops[];
+/* cni.c: the CNI socket's. */
+extern const struct jop cni_ops[];
 /* false while the instance is unknown */
 bool	pool_limits(struct broker *b, struct pool_limits *l);
 
