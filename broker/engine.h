@@ -3,8 +3,10 @@
  * (eni.c), the pods and the ADDs waiting for an address (pods.c),
  * reconciliation and the leak collector (reconcile.c).  The policy itself
  * is pool.c, pure; this is the state it is computed from and the
- * machinery that carries its actions out.  What it records is saved by
- * the store (store.h), from the record the engine builds (engine_record).
+ * machinery that carries its actions out.  The engine sits above the
+ * store (store.h), which saves what it builds (engine_record), and below
+ * the sockets' handlers (cni.c, control.c), which call into it and which
+ * it never calls (doc/design.md, "The broker's layers").
  *
  * Included by enid.h, after the request and socket types it uses: a
  * file of the broker includes enid.h.

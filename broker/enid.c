@@ -177,6 +177,80 @@ broker_shutdown(struct broker *b, int code, const char *why)
 		    BROKER_KILL_GRACE_MS);
 }
 
+/*
+ * Liveness: a PING every BROKER_PING_INTERVAL_MS once a child is ready,
+ * answered within BROKER_PING_WAIT_MS with its sequence number, or the
+ * set goes down (a child stopped or wedged never exits on its own).
+ */
+static void
+ping_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct child *c = arg;
+	struct msg_ping pong;
+	char why[256];
+
+	(void)final;
+	if (b->shutting_down)
+		return;
+	if (m == NULL) {
+		snprintf(why, sizeof(why), "%s (pid %d) did not answer a "
+		    "liveness ping within %d ms: it is stopped or wedged",
+		    c->name, (int)c->pid, BROKER_PING_WAIT_MS);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	memcpy(&pong, m->u.bytes, sizeof(pong));
+	if (pong.seq != c->ping_seq) {
+		snprintf(why, sizeof(why), "%s (pid %d) answered ping %u with "
+		    "%u", c->name, (int)c->pid, c->ping_seq, pong.seq);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	c->pongs++;
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
+}
+
+static void
+ping_send(struct loop *l, struct loop_timer *t)
+{
+	struct child *c = t->arg;
+	struct msg_ping ping;
+
+	(void)l;
+	memset(&ping, 0, sizeof(ping));
+	ping.seq = ++c->ping_seq;
+	broker_request(c->broker, &c->ping_req, c, MSG_PING, &ping,
+	    sizeof(ping), BROKER_PING_WAIT_MS, ping_answer, c);
+}
+
+static void
+child_start_pings(struct broker *b, struct child *c)
+{
+	loop_timer_init(&c->ping_timer, ping_send, c);
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
+}
+
+/* What every answer of enid-cloudd says of the cloud: reached, or not. */
+static void
+cloudd_observe(struct broker *b, const struct breq *r, const struct msg *m,
+    bool final)
+{
+	(void)r;
+	(void)final;
+	if (m != NULL && m->hdr.type != MSG_CLOUD_STATS_ANSWER)
+		engine_cloud_heard(b, m);
+}
+
+/* The link's wait, as the broker sees it: from the request to the answer
+ * (or to the broker's deadline), netd's backoff included. */
+static void
+netd_observe(struct broker *b, const struct breq *r, const struct msg *m,
+    bool final)
+{
+	if (final && r->type == MSG_NETD_FIND_LINK)
+		metrics_link_wait(b, m, now_us() - r->sent_us);
+}
+
 static void
 broker_dispatch_child(struct peer *p, const struct msg *m, void *arg)
 {
@@ -208,7 +282,7 @@ broker_dispatch_child(struct peer *p, const struct msg *m, void *arg)
 		}
 		c->ready = true;
 		log_info("%s (pid %d) ready", c->name, (int)c->pid);
-		broker_start_pings(b, c);
+		child_start_pings(b, c);
 		if (b->netd.ready && b->cloudd.ready) {
 			loop_timer_cancel(&b->loop, &b->handshake_timer);
 			log_info("all processes ready in %llu ms",
@@ -533,9 +607,9 @@ main(int argc, char *argv[])
 	loop_timer_init(&b.kill_timer, broker_kill_timer, &b);
 
 	b.netd = (struct child){ .broker = &b, .name = "enid-netd",
-	    .peer_id = PEER_NETD };
+	    .peer_id = PEER_NETD, .observe = netd_observe };
 	b.cloudd = (struct child){ .broker = &b, .name = "enid-cloudd",
-	    .peer_id = PEER_CLOUDD };
+	    .peer_id = PEER_CLOUDD, .observe = cloudd_observe };
 	if (unprivileged && sandbox_pass_caps(netd_caps, 1, err,
 	    sizeof(err)) == -1)
 		fatalx("passing CAP_NET_ADMIN on to enid-netd: %s", err);

@@ -52,6 +52,12 @@ struct breq {
 };
 TAILQ_HEAD(breq_list, breq);
 
+/* Told of each answer to a child's request, and of each request that
+ * ended unanswered at its deadline (m NULL), before the request's own
+ * callback. */
+typedef void (*req_observe_cb)(struct broker *b, const struct breq *r,
+    const struct msg *m, bool final);
+
 struct child {
 	struct broker		*broker;
 	const char		*name;		/* "enid-netd" */
@@ -64,6 +70,7 @@ struct child {
 	uint32_t		 hello_id;
 	struct breq_list	 pending;	/* in the order sent */
 	size_t			 npending;
+	req_observe_cb		 observe;	/* or NULL */
 	/* liveness */
 	struct loop_timer	 ping_timer;
 	struct breq		 ping_req;
@@ -275,7 +282,6 @@ void	broker_fail_requests(struct broker *b, struct child *c);
 /* Send without expecting an answer (LOG_LEVEL). */
 void	broker_notify(struct broker *b, struct child *c, enum msg_type type,
 	    const void *payload, size_t len);
-void	broker_start_pings(struct broker *b, struct child *c);
 
 /* instance.c */
 void	instance_start(struct broker *b);

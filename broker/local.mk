@@ -71,3 +71,12 @@ fuzz-cnireq: $(FUZZ_CNIREQ_SRC) $(srcdir)/tests/fuzz/fuzz_lines.h
 		$(srcdir)/tests/fuzz/corpus/cnireq; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_cnireq
+
+# `make check` holds the broker's files to their layers (doc/design.md,
+# "The broker's layers"): no file refers to one in a layer above its
+# own, as the objects' symbols say.
+check-local: check-layers
+.PHONY: check-layers
+check-layers: $(broker_enid_OBJECTS) $(broker_libbrokerlogic_a_OBJECTS)
+	@/usr/bin/python3 $(srcdir)/tests/layers --src $(srcdir) .
+EXTRA_DIST += tests/layers
