@@ -1,9 +1,12 @@
 /*
  * The broker's pool engine, shared by its files: ENIs and their addresses
- * (eni.c), pods and the CNI socket (cni.c), reconciliation and the leak
- * collector (reconcile.c), and the checkpoint (checkpoint.c).  The policy
- * itself is pool.c, pure; this is the state it is computed from and the
- * machinery that carries its actions out.
+ * (eni.c), the pods and the ADDs waiting for an address (pods.c),
+ * reconciliation and the leak collector (reconcile.c).  The policy itself
+ * is pool.c, pure; this is the state it is computed from and the
+ * machinery that carries its actions out.  The engine sits above the
+ * store (store.h), which saves what it builds (engine_record), and below
+ * the sockets' handlers (cni.c, control.c), which call into it and which
+ * it never calls (doc/design.md, "The broker's layers").
  *
  * Included by enid.h, after the request and socket types it uses: a
  * file of the broker includes enid.h.
@@ -16,8 +19,8 @@
 #include <sys/queue.h>
 
 #include "checkpoint.h"
-#include "journal.h"
 #include "pool.h"
+#include "store.h"
 #include "testhook.h"
 
 #define ENGINE_CLOUD_DEADLINE_MS 30000	/* one cloud intent */
@@ -195,17 +198,6 @@ struct pod {
 	uint64_t		 answered_ms;	/* an ADD last answered ok */
 };
 
-/* An answer held back until the checkpoint that makes it true is on
- * disk. */
-struct durable_reply {
-	TAILQ_ENTRY(durable_reply) entry;
-	struct jref		 ref;
-	struct json_object	*answer;	/* or, when NULL, text */
-	size_t			 textlen;
-	char			 text[];	/* an ok answer, formatted */
-};
-TAILQ_HEAD(durable_list, durable_reply);
-
 /* An ADD waiting for the pool to grow, at most add_timeout. */
 struct waiter {
 	TAILQ_ENTRY(waiter)	 entry;
@@ -254,8 +246,7 @@ enum engine_phase {
 struct engine_stats {
 	uint64_t		 adds_ok, adds_failed, dels, quarantines;
 	uint64_t		 enis_created, enis_deleted, leaks_deleted;
-	uint64_t		 drifts_fixed, reconciles, checkpoint_writes;
-	uint64_t		 checkpoint_failures, checkpoint_compactions;
+	uint64_t		 drifts_fixed, reconciles;
 };
 
 struct reconcile_run;
@@ -310,21 +301,8 @@ struct engine {
 	uint64_t		 cloud_failed_at;	/* ms; 0: never */
 	char			 cloud_failure[MSG_ERR_LEN + 96];
 
-	/* durability */
-	int			 state_fd;
-	struct ckpt_store	 store;		/* snapshot and journal */
-	bool			 dirty;
-	struct loop_defer	 flush;
-	struct loop_timer	 flush_retry;
-	struct loop_timer	 trim;		/* engine_trim_soon */
-	struct durable_list	 durable_wait;	/* for the next save */
-	struct durable_list	 durable_writing; /* for the record below */
-	struct durable_list	 durable_done;	/* on disk: answered as the */
-	struct loop_defer	 answer_done;	/* turn ends (answer_done) */
-	/* Saves are numbered as they start: save_seq is the last started,
-	 * saved_seq the last after which all was on disk. */
-	uint64_t		 save_seq, saved_seq;
-	struct ckpt_write	 write;	/* with the writer: store.writing */
+	/* what the store gave back at start: its cooling addresses, until
+	 * their ENIs are set up (pods_bind_restored) */
 	struct checkpoint	 restored;
 	bool			 rebuild_from_kernel; /* checkpoint was unusable */
 	bool			 checkpoint_lost; /* so: pods were rebuilt */
@@ -355,9 +333,6 @@ void	engine_kick(struct broker *b);		/* re-plan after this turn */
 uint32_t	engine_growth_deadline_ms(const struct broker *b);
 /* What a cloudd answer says of the cloud: reached, or not (status). */
 void	engine_cloud_heard(struct broker *b, const struct msg *m);
-/* Give the heap's free pages back to the system a second from now: after
- * the large passing allocations of a save or a reconciliation. */
-void	engine_trim_soon(struct broker *b);
 struct eni *eni_find(struct broker *b, const char *id);
 struct eni *eni_new(struct broker *b);
 /* The lifecycle (eni.c's opening comment): e moves to st, or enters the
@@ -375,7 +350,8 @@ void	eni_setup_request(const struct eni *e, const struct subnet *s,
 void	eni_remove(struct eni *e, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	eni_free(struct eni *e);
-void	eni_unassigns_saved(struct broker *b);	/* saved_seq moved on */
+/* The store's saved function: unassigns that waited for a save go. */
+void	eni_unassigns_saved(struct broker *b);
 bool	eni_addrs_changing(const struct eni *e);
 void	eni_set_dot(struct eni *e);
 /* The cloud's view of the instance's attachments, as enid changes it:
@@ -394,12 +370,52 @@ void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
 	    uint32_t *cooling, uint32_t *other);
 uint32_t eni_table(struct broker *b, int device_index);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
+void	engine_release_addr(struct eni *e, int idx, bool cool);
 
-/* cni.c */
-extern const struct jop cni_ops[];
+/* pods.c */
 void	pods_init(struct broker *b);
-void	pods_start(struct broker *b);
 struct pod *pod_find(struct broker *b, const char *cid, const char *ifname);
+/* The store's build function: the pods and the cooling addresses. */
+int	engine_record(struct broker *b, struct checkpoint *c);
+/* Take a free address of e for a new pod, ask netd for its rules and
+ * have it saved; ref (taken) is answered once both are done. */
+void	pod_take(struct broker *b, struct jref *ref, const char *cid,
+	    const char *ifname, const char *ns, const char *name,
+	    const char *uid, const char *veth, struct eni *e);
+/* The ENI a new pod takes its address from now, or NULL. */
+struct eni *pods_pick_eni(struct broker *b);
+/* Pods at max_pods, or at what the checkpoint records; and the answer
+ * that says so. */
+bool	pods_at_max(const struct broker *b);
+void	refuse_max_pods(const struct broker *b, struct jref *ref);
+/*
+ * A pod's ADD answer, formatted into buf (POD_ANSWER_MAX bytes): its
+ * length.  The bound holds every field at its longest, the ENI id escaped
+ * at six bytes a byte.
+ */
+#define POD_ANSWER_MAX	(256 + 6 * MSG_ID_LEN + \
+			    MSG_MAX_CIDRS * (CIDR4_STR_LEN + 3))
+size_t	pod_answer(struct broker *b, const struct pod *p, char *buf,
+	    size_t size);
+/* A repeated ADD of a ready pod: the same answer, but no sooner than the
+ * save that may hold the pod (store_reply_after_pending). */
+void	pod_answer_again(struct broker *b, struct jref *ref, struct pod *p);
+/* Ask netd for p's rules now, or queue it for a slot. */
+void	pod_netd_send(struct pod *p);
+/* p out of the queue of those only made sure of (a runtime now waits for
+ * it): true if it was there (it is then in no queue); a reconcile that
+ * counted on it goes on unless send. */
+bool	pod_netd_unqueue_bg(struct pod *p, bool send);
+/* Remove p's rules, then the pod. */
+void	pod_del_start(struct pod *p);
+/* One pod a GC released is gone: the GC is answered with the last. */
+void	gc_release_done(struct broker *b, struct gc_run *gc);
+/* An ADD waits for an address, at most add_timeout (ref taken). */
+struct cni_request;
+void	waiter_add(struct broker *b, struct jref *ref,
+	    const struct cni_request *r);
+/* Free w and hand back its request, to be answered after. */
+struct jref waiter_take(struct broker *b, struct waiter *w);
 void	pods_serve_waiters(struct broker *b);
 /* Answer code to the waiting ADDs whose add_timeout ends by before (ms,
  * monotonic; UINT64_MAX: all of them). */
@@ -418,20 +434,6 @@ struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);
-void	checkpoint_mark(struct broker *b);	/* write before answers */
-/* The writer's record is on disk, or failed: answer what waited for it. */
-void	checkpoint_written(struct broker *b);
-
-/* writer.c: the journal's writer thread.  writer_prepare before the
- * sandbox, writer_start after it is on (0, or -1: records are written on
- * the loop); writer_submit hands over a record, false if there is no
- * thread. */
-void	writer_prepare(void);
-int	writer_start(struct broker *b);
-bool	writer_submit(struct ckpt_write *job);
-void	durable_reply(struct broker *b, struct jref *ref,
-	    struct json_object *answer);
-void	engine_release_addr(struct eni *e, int idx, bool cool);
 
 /* reconcile.c */
 void	reconcile_now(struct broker *b, const char *why);

@@ -1534,7 +1534,7 @@ unassign_rest(struct eni *e, uint64_t ms)
 			addr_set(e, i, ADDR_UNCONFIRMED);
 			e->addrs[i].cool_until = until;
 		}
-	checkpoint_mark(e->b);
+	store_mark(e->b->store);
 }
 
 static void
@@ -1569,7 +1569,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		for (i = 0; i < e->naddrs; i++)
 			if (e->addrs[i].state == ADDR_REMOVING)
 				addr_set(e, i, ADDR_FREE);
-		checkpoint_mark(b);
+		store_mark(b->store);
 		engine_kick(b);
 		return;
 	}
@@ -1620,8 +1620,8 @@ eni_unassign_hold(struct eni *e, uint64_t now)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
 			e->addrs[i].cool_until = now + ENGINE_UNASSIGN_HOLD_MS;
-	e->unassign_by = b->engine.save_seq + 1;
-	checkpoint_mark(b);
+	e->unassign_by = store_next_save(b->store);
+	store_mark(b->store);
 }
 
 /*
@@ -1692,7 +1692,7 @@ eni_unassign_send(struct eni *e)
  * still find the addresses, and a pod given one would lose it when the
  * unassign lands.  So they are taken out of use first, and the request
  * waits for the save that keeps them as cooling until the hold is over
- * (checkpoint_build); eni_unassigns_saved sends it.
+ * (engine_record); eni_unassigns_saved sends it.
  */
 static void
 eni_unassign(struct eni *e, uint32_t count)
@@ -1718,8 +1718,8 @@ eni_unassigns_saved(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &en->enis[i];
 
-		if (!e->used || en->saved_seq < e->unassign_by ||
-		    !eni_unassign_waiting(e))
+		if (!e->used || !eni_unassign_waiting(e) ||
+		    !store_saved_by(b->store, e->unassign_by))
 			continue;
 		if (e->state == ENI_READY || e->state == ENI_DRAINING)
 			eni_unassign_send(e);
@@ -2088,12 +2088,11 @@ engine_init(struct broker *b)
 {
 	struct engine *en = &b->engine;
 
-	en->state_fd = -1;
 	en->started_wall = (int64_t)time(NULL);
+	b->store = store_new(b, engine_record, eni_unassigns_saved);
 	loop_defer_init(&en->kick, engine_plan_cb, b);
 	loop_timer_init(&en->plan_timer, engine_timer_cb, b);
 	pods_init(b);
-	pods_start(b);
 	reconcile_schedule(b);
 }
 
@@ -2124,10 +2123,8 @@ engine_restore(struct broker *b)
 	size_t i;
 	int rc;
 
-	if (en->state_fd < 0)
-		return;
-	rc = ckpt_store_load(&en->store, en->state_fd, CKPT_JOURNAL_SIZE,
-	    &en->restored, note, sizeof(note), err, sizeof(err));
+	rc = store_restore(b->store, &en->restored, note, sizeof(note), err,
+	    sizeof(err));
 	if (rc == -2)
 		fatalx("checkpoint: %s; not starting without it", err);
 	if (rc == CKPT_NEWER)	/* main() refuses it first: not seen here */

@@ -177,6 +177,80 @@ broker_shutdown(struct broker *b, int code, const char *why)
 		    BROKER_KILL_GRACE_MS);
 }
 
+/*
+ * Liveness: a PING every BROKER_PING_INTERVAL_MS once a child is ready,
+ * answered within BROKER_PING_WAIT_MS with its sequence number, or the
+ * set goes down (a child stopped or wedged never exits on its own).
+ */
+static void
+ping_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct child *c = arg;
+	struct msg_ping pong;
+	char why[256];
+
+	(void)final;
+	if (b->shutting_down)
+		return;
+	if (m == NULL) {
+		snprintf(why, sizeof(why), "%s (pid %d) did not answer a "
+		    "liveness ping within %d ms: it is stopped or wedged",
+		    c->name, (int)c->pid, BROKER_PING_WAIT_MS);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	memcpy(&pong, m->u.bytes, sizeof(pong));
+	if (pong.seq != c->ping_seq) {
+		snprintf(why, sizeof(why), "%s (pid %d) answered ping %u with "
+		    "%u", c->name, (int)c->pid, c->ping_seq, pong.seq);
+		broker_shutdown(b, 1, why);
+		return;
+	}
+	c->pongs++;
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
+}
+
+static void
+ping_send(struct loop *l, struct loop_timer *t)
+{
+	struct child *c = t->arg;
+	struct msg_ping ping;
+
+	(void)l;
+	memset(&ping, 0, sizeof(ping));
+	ping.seq = ++c->ping_seq;
+	broker_request(c->broker, &c->ping_req, c, MSG_PING, &ping,
+	    sizeof(ping), BROKER_PING_WAIT_MS, ping_answer, c);
+}
+
+static void
+child_start_pings(struct broker *b, struct child *c)
+{
+	loop_timer_init(&c->ping_timer, ping_send, c);
+	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
+}
+
+/* What every answer of enid-cloudd says of the cloud: reached, or not. */
+static void
+cloudd_observe(struct broker *b, const struct breq *r, const struct msg *m,
+    bool final)
+{
+	(void)r;
+	(void)final;
+	if (m != NULL && m->hdr.type != MSG_CLOUD_STATS_ANSWER)
+		engine_cloud_heard(b, m);
+}
+
+/* The link's wait, as the broker sees it: from the request to the answer
+ * (or to the broker's deadline), netd's backoff included. */
+static void
+netd_observe(struct broker *b, const struct breq *r, const struct msg *m,
+    bool final)
+{
+	if (final && r->type == MSG_NETD_FIND_LINK)
+		metrics_link_wait(b, m, now_us() - r->sent_us);
+}
+
 static void
 broker_dispatch_child(struct peer *p, const struct msg *m, void *arg)
 {
@@ -208,7 +282,7 @@ broker_dispatch_child(struct peer *p, const struct msg *m, void *arg)
 		}
 		c->ready = true;
 		log_info("%s (pid %d) ready", c->name, (int)c->pid);
-		broker_start_pings(b, c);
+		child_start_pings(b, c);
 		if (b->netd.ready && b->cloudd.ready) {
 			loop_timer_cancel(&b->loop, &b->handshake_timer);
 			log_info("all processes ready in %llu ms",
@@ -507,7 +581,7 @@ main(int argc, char *argv[])
 	    pw->pw_uid, pw->pw_gid);
 	/* A newer enid's checkpoint (a downgrade) stops the start here,
 	 * before a helper, the cloud or the pods' rules are touched. */
-	if (ckpt_store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
+	if (store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
 		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
 
 	if (!foreground) {
@@ -533,9 +607,9 @@ main(int argc, char *argv[])
 	loop_timer_init(&b.kill_timer, broker_kill_timer, &b);
 
 	b.netd = (struct child){ .broker = &b, .name = "enid-netd",
-	    .peer_id = PEER_NETD };
+	    .peer_id = PEER_NETD, .observe = netd_observe };
 	b.cloudd = (struct child){ .broker = &b, .name = "enid-cloudd",
-	    .peer_id = PEER_CLOUDD };
+	    .peer_id = PEER_CLOUDD, .observe = cloudd_observe };
 	if (unprivileged && sandbox_pass_caps(netd_caps, 1, err,
 	    sizeof(err)) == -1)
 		fatalx("passing CAP_NET_ADMIN on to enid-netd: %s", err);
@@ -551,9 +625,9 @@ main(int argc, char *argv[])
 	metrics_init(&b);
 	dir_own(run_fd, b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
 	close(run_fd);
-	/* The checkpoint is written relative to this descriptor, kept. */
+	/* The checkpoint is written relative to this descriptor, kept
+	 * (store_open, below). */
 	dir_own(state_fd, b.cfg.state_dir, pw->pw_uid, pw->pw_gid, 0700);
-	b.engine.state_fd = state_fd;
 	snprintf(path, sizeof(path), "%s/%s", b.cfg.runtime_dir, CTL_SOCK_NAME);
 	if ((b.ctl = jserver_open(path, "ctl", false, admin_gid,
 	    CTL_MAX_CLIENTS, CTL_LINE_MAX, err, sizeof(err))) == NULL)
@@ -575,16 +649,16 @@ main(int argc, char *argv[])
 	 * broker may signal besides itself. */
 	kids[0] = b.netd.pid;
 	kids[1] = b.cloudd.pid;
-	writer_prepare();
+	store_open(b.store, state_fd);
 	if (sandbox_load(SANDBOX_BROKER, sandbox_debug_requested(), kids, 2,
 	    err, sizeof(err)) == -1)
 		fatalx("seccomp: %s", err);
 	testhook_sandboxed("enid");
 	log_debug("gave back %zu KiB of start-up pages",
 	    proc_shed_start_pages() / 1024);
-	/* After the filter, which it inherits; without it, records are
-	 * written on the loop. */
-	(void)writer_start(&b);
+	/* The store's writer thread, after the filter, which it inherits;
+	 * without it, records are written on the loop. */
+	store_start(b.store);
 
 	if (peer_open(&b.netd.peer, &b.loop, b.netd.fd, PEER_BROKER,
 	    PEER_NETD, b.netd.name, broker_dispatch_child, broker_child_gone,

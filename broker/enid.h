@@ -52,6 +52,12 @@ struct breq {
 };
 TAILQ_HEAD(breq_list, breq);
 
+/* Told of each answer to a child's request, and of each request that
+ * ended unanswered at its deadline (m NULL), before the request's own
+ * callback. */
+typedef void (*req_observe_cb)(struct broker *b, const struct breq *r,
+    const struct msg *m, bool final);
+
 struct child {
 	struct broker		*broker;
 	const char		*name;		/* "enid-netd" */
@@ -64,6 +70,7 @@ struct child {
 	uint32_t		 hello_id;
 	struct breq_list	 pending;	/* in the order sent */
 	size_t			 npending;
+	req_observe_cb		 observe;	/* or NULL */
 	/* liveness */
 	struct loop_timer	 ping_timer;
 	struct breq		 ping_req;
@@ -120,6 +127,7 @@ enum instance_state {
 
 /* The pool engine's state (engine.h), held in the broker. */
 #include "engine.h"
+#include "store.h"
 
 /* ---- metrics.c ---- */
 
@@ -203,8 +211,11 @@ struct broker {
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
 
-	/* the pool: eni.c, cni.c, reconcile.c */
+	/* the pool: eni.c, pods.c, reconcile.c */
 	struct engine		 engine;
+	/* the pool's durable record (store.h), made by engine_init */
+	struct store		*store;
+	struct loop_timer	 trim;		/* broker_trim_soon */
 
 	bool			 static_keys;	/* configured, then wiped */
 	struct metrics		 metrics;
@@ -227,6 +238,8 @@ void	jref_reply(struct jref *r, struct json_object *o);
  * formatted by the caller (the hot path's answers); text is copied as
  * needed. */
 void	jref_reply_ok_text(struct jref *r, const char *text, size_t len);
+/* The plainest ok answer, a DEL's (the most frequent after an ADD's). */
+#define JREF_OK_TEXT	"{\"ok\":true}"
 void	jref_error(struct jref *r, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* A malformed request: "bad-request", and the connection is closed. */
@@ -238,6 +251,8 @@ struct json_object *jerror_new(const char *code, const char *fmt, ...)
 
 /* control.c: the admin socket's operations. */
 extern const struct jop ctl_ops[];
+/* cni.c: the CNI socket's. */
+extern const struct jop cni_ops[];
 /* false while the instance is unknown */
 bool	pool_limits(struct broker *b, struct pool_limits *l);
 
@@ -267,7 +282,6 @@ void	broker_fail_requests(struct broker *b, struct child *c);
 /* Send without expecting an answer (LOG_LEVEL). */
 void	broker_notify(struct broker *b, struct child *c, enum msg_type type,
 	    const void *payload, size_t len);
-void	broker_start_pings(struct broker *b, struct child *c);
 
 /* instance.c */
 void	instance_start(struct broker *b);
@@ -275,5 +289,10 @@ const char *instance_state_name(enum instance_state s);
 
 /* Stop the daemon: terminate the children, then exit with code. */
 void	broker_shutdown(struct broker *b, int code, const char *why);
+
+/* trim.c: give the heap's free pages back to the system a second from
+ * now, after large passing allocations (a save, a reconciliation, a large
+ * answer). */
+void	broker_trim_soon(struct broker *b);
 
 #endif /* ENID_BROKER_H */

@@ -17,8 +17,9 @@ BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 sbin_PROGRAMS += broker/enid
 broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 	broker/req.c broker/instance.c broker/server.c broker/engine.h \
-	broker/eni.c broker/cni.c broker/reconcile.c broker/metrics.c \
-	broker/writer.c
+	broker/eni.c broker/cni.c broker/pods.c broker/reconcile.c \
+	broker/metrics.c broker/trim.c broker/store.c broker/store.h \
+	broker/writer.c broker/writer.h
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
 broker_enid_LDADD = $(BROKER_LIBS)
 
@@ -70,3 +71,12 @@ fuzz-cnireq: $(FUZZ_CNIREQ_SRC) $(srcdir)/tests/fuzz/fuzz_lines.h
 		$(srcdir)/tests/fuzz/corpus/cnireq; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_cnireq
+
+# `make check` holds the broker's files to their layers (doc/design.md,
+# "The broker's layers"): no file refers to one in a layer above its
+# own, as the objects' symbols say.
+check-local: check-layers
+.PHONY: check-layers
+check-layers: $(broker_enid_OBJECTS) $(broker_libbrokerlogic_a_OBJECTS)
+	@/usr/bin/python3 $(srcdir)/tests/layers --src $(srcdir) .
+EXTRA_DIST += tests/layers

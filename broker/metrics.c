@@ -457,6 +457,7 @@ static void
 render_engine(struct broker *b, struct mtext *t)
 {
 	const struct engine_stats *s = &b->engine.stats;
+	struct store_stats saves;
 
 	mt_single(t, "enid_quarantines_total", "counter", "ENIs quarantined "
 	    "(set-up failed or the cloud disagreed; never used, removed)",
@@ -473,14 +474,15 @@ render_engine(struct broker *b, struct mtext *t)
 	    s->enis_created);
 	mt_single(t, "enid_enis_deleted_total", "counter", "ENIs deleted "
 	    "by the pool (leaks not included)", s->enis_deleted);
+	store_stats(b->store, &saves);
 	mt_single(t, "enid_checkpoint_writes_total", "counter", "Checkpoint "
 	    "writes, each made durable (journal records and snapshots)",
-	    s->checkpoint_writes);
+	    saves.writes);
 	mt_single(t, "enid_checkpoint_compactions_total", "counter",
 	    "Checkpoint snapshots written whole (journal full, or a start)",
-	    s->checkpoint_compactions);
+	    saves.compactions);
 	mt_single(t, "enid_checkpoint_failures_total", "counter",
-	    "Checkpoint writes that failed", s->checkpoint_failures);
+	    "Checkpoint writes that failed", saves.failures);
 }
 
 static void

@@ -1723,7 +1723,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 		loop_timer_after(&b->loop, &en->recon_timer, RECON_RETRY_MS);
 		return;
 	}
-	engine_trim_soon(b);
+	broker_trim_soon(b);
 	if (first)
 		log_info("reconcile: the pool rebuilt at start from the cloud: "
 		    "%u ENI%s taken in, %u address%s learned; %u pod%s "
@@ -1760,7 +1760,7 @@ recon_finish(struct reconcile_run *r, const char *failure)
 			    "checkpoint", en->npods);
 	}
 	pods_bind_restored(b);
-	checkpoint_mark(b);
+	store_mark(b->store);
 	engine_kick(b);
 	if (again)
 		reconcile_now(b, "asked for during the last run");

@@ -9,9 +9,10 @@
  * Requests are embedded in their owners (struct breq) and their messages
  * go through the channel's queue, so there is no limit to hit and nothing
  * to fail: a child under load reads them as it can (common/peer.h).  The
- * liveness ping is one such request, on a timer.
+ * liveness ping (enid.c) is one such request, on a timer.  What the rest
+ * of the broker learns from every answer, it learns through the child's
+ * observer, which enid.c sets: this file calls nothing above it.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "enid.h"
@@ -61,8 +62,8 @@ req_timeout(struct loop *l, struct loop_timer *t)
 		log_warnx("%s: %s (id %u) not answered within %u ms", c->name,
 		    msg_type_name(r->type), r->id, r->wait_ms);
 	req_finish(b, r);
-	if (r->type == MSG_NETD_FIND_LINK)
-		metrics_link_wait(b, NULL, now_us() - r->sent_us);
+	if (c->observe != NULL)
+		c->observe(b, r, NULL, true);
 	r->done(b, r->arg, NULL, true);
 }
 
@@ -168,64 +169,8 @@ broker_answer(struct broker *b, struct child *c, const struct msg *m)
 	}
 	if (final)
 		req_finish(b, q);
-	if (c == &b->cloudd && m->hdr.type != MSG_CLOUD_STATS_ANSWER)
-		engine_cloud_heard(b, m);
-	/* The link's wait, as the broker sees it: from the request to the
-	 * answer, netd's backoff included. */
-	if (final && q->type == MSG_NETD_FIND_LINK)
-		metrics_link_wait(b, m, now_us() - q->sent_us);
+	if (c->observe != NULL)
+		c->observe(b, q, m, final);
 	q->done(b, q->arg, m, final);
 	return 0;
-}
-
-/* ---- liveness ---- */
-
-static void	ping_send(struct loop *, struct loop_timer *);
-
-static void
-ping_answer(struct broker *b, void *arg, const struct msg *m, bool final)
-{
-	struct child *c = arg;
-	struct msg_ping pong;
-	char why[256];
-
-	(void)final;
-	if (b->shutting_down)
-		return;
-	if (m == NULL) {
-		snprintf(why, sizeof(why), "%s (pid %d) did not answer a "
-		    "liveness ping within %d ms: it is stopped or wedged",
-		    c->name, (int)c->pid, BROKER_PING_WAIT_MS);
-		broker_shutdown(b, 1, why);
-		return;
-	}
-	memcpy(&pong, m->u.bytes, sizeof(pong));
-	if (pong.seq != c->ping_seq) {
-		snprintf(why, sizeof(why), "%s (pid %d) answered ping %u with "
-		    "%u", c->name, (int)c->pid, c->ping_seq, pong.seq);
-		broker_shutdown(b, 1, why);
-		return;
-	}
-	c->pongs++;
-	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
-}
-
-static void
-ping_send(struct loop *l, struct loop_timer *t)
-{
-	struct child *c = t->arg;
-	struct msg_ping ping;
-
-	(void)l;
-	memset(&ping, 0, sizeof(ping));
-	ping.seq = ++c->ping_seq;
-	broker_request(c->broker, &c->ping_req, c, MSG_PING, &ping,
-	    sizeof(ping), BROKER_PING_WAIT_MS, ping_answer, c);
-}
-
-void
-broker_start_pings(struct broker *b, struct child *c)
-{
-	loop_timer_init(&c->ping_timer, ping_send, c);
-	loop_timer_after(&b->loop, &c->ping_timer, BROKER_PING_INTERVAL_MS);
 }

@@ -320,7 +320,7 @@ client_close(struct jclient *c)
 	free(c->in);
 	c->in = NULL;
 	if (c->big || c->insize > JSERVER_BIG)
-		engine_trim_soon(s->broker);
+		broker_trim_soon(s->broker);
 	c->big = false;
 	c->insize = 0;
 	c->used = false;

@@ -1,8 +1,9 @@
 /*
- * The checkpoint journal's writer: one thread that writes and syncs the
- * record the loop formatted (ckpt_record_write), so that the loop goes on
- * accepting, parsing and talking to netd for the 0.15 to 0.6 ms a record's
- * fdatasync takes, instead of blocking every client behind the disk.
+ * The store's writer (store.c): one thread that writes and syncs the
+ * journal record the loop formatted (ckpt_record_write), so that the loop
+ * goes on accepting, parsing and talking to netd while a record's
+ * fdatasync takes its time, instead of blocking every client behind the
+ * disk.
  *
  * The thread touches nothing but the struct ckpt_write it is handed, and
  * the loop touches that only before handing it over and after the thread
@@ -20,27 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "enid.h"
 #include "log.h"
+#include "writer.h"
 
 #define WRITER_STACK	(64 * 1024)	/* ckpt_record_write needs little */
-
-struct writer {
-	struct broker		*b;
-	bool			 running;
-	pthread_t		 thread;
-	pthread_mutex_t		 mu;
-	pthread_cond_t		 cv;
-	struct ckpt_write	*job;		/* handed over, not yet done */
-	int			 done[2];	/* the thread -> the loop */
-	struct loop_io		 io;
-};
-
-static struct writer writer = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.cv = PTHREAD_COND_INITIALIZER,
-	.done = { -1, -1 },
-};
 
 static void *
 writer_main(void *arg)
@@ -51,10 +35,12 @@ writer_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
-		while (w->job == NULL)
+		while (w->job == NULL && !w->quit)
 			pthread_cond_wait(&w->cv, &w->mu);
 		job = w->job;
 		pthread_mutex_unlock(&w->mu);
+		if (job == NULL)
+			break;		/* writer_stop */
 
 		ckpt_record_write(job);
 
@@ -87,14 +73,21 @@ writer_done_cb(struct loop *l, struct loop_io *io, uint32_t events)
 	idle = w->job == NULL;
 	pthread_mutex_unlock(&w->mu);
 	if (idle)
-		checkpoint_written(w->b);
+		w->done_fn(w->done_arg);
 }
 
 void
-writer_prepare(void)
+writer_init(struct writer *w)
 {
-	struct writer *w = &writer;
+	memset(w, 0, sizeof(*w));
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->done[0] = w->done[1] = -1;
+}
 
+void
+writer_prepare(struct writer *w)
+{
 	if (pipe2(w->done, O_NONBLOCK | O_CLOEXEC) == -1) {
 		log_warn("checkpoint writer: pipe; records are written on the "
 		    "loop");
@@ -103,16 +96,18 @@ writer_prepare(void)
 }
 
 int
-writer_start(struct broker *b)
+writer_start(struct writer *w, struct loop *l, writer_done_fn done,
+    void *arg)
 {
-	struct writer *w = &writer;
 	pthread_attr_t attr;
 	int rc;
 
-	w->b = b;
+	w->loop = l;
+	w->done_fn = done;
+	w->done_arg = arg;
 	if (w->done[0] == -1)
 		return -1;
-	if (loop_add_io(&b->loop, &w->io, w->done[0], EPOLLIN, writer_done_cb,
+	if (loop_add_io(l, &w->io, w->done[0], EPOLLIN, writer_done_cb,
 	    w) == -1) {
 		log_warn("checkpoint writer: watching its pipe; records are "
 		    "written on the loop");
@@ -123,7 +118,7 @@ writer_start(struct broker *b)
 	rc = pthread_create(&w->thread, &attr, writer_main, w);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		loop_del_io(&b->loop, &w->io);
+		loop_del_io(l, &w->io);
 		log_warnx("checkpoint writer: no thread: %s; records are "
 		    "written on the loop", strerror(rc));
 		goto fail;
@@ -138,10 +133,8 @@ fail:
 }
 
 bool
-writer_submit(struct ckpt_write *job)
+writer_submit(struct writer *w, struct ckpt_write *job)
 {
-	struct writer *w = &writer;
-
 	if (!w->running)
 		return false;
 	pthread_mutex_lock(&w->mu);
@@ -149,4 +142,23 @@ writer_submit(struct ckpt_write *job)
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	return true;
+}
+
+void
+writer_stop(struct writer *w)
+{
+	if (w->running) {
+		pthread_mutex_lock(&w->mu);
+		w->quit = true;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->thread, NULL);
+		loop_del_io(w->loop, &w->io);
+		w->running = false;
+	}
+	if (w->done[0] != -1) {
+		close(w->done[0]);
+		close(w->done[1]);
+		w->done[0] = w->done[1] = -1;
+	}
 }

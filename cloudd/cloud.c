@@ -395,8 +395,8 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 	if (!ec2_code_ok(a->code))
 		msg_strlcpy(a->code, "Unknown", sizeof(a->code));
 	ec2_sanitize(a->message);
-	st->outcome = ec2_classify(c->action, (unsigned)r->status, a->code,
-	    a->message, &retry);
+	st->outcome = ec2_classify(c->action, c->form.prefixes,
+	    (unsigned)r->status, a->code, a->message, &retry);
 	cloud_status(st, st->outcome, a->code, "%s: %s", call_name(c),
 	    a->message);
 	st->http_status = (uint32_t)r->status;

@@ -47,6 +47,8 @@ cloudd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 	case MSG_CLOUD_SET_DOT:
 	case MSG_CLOUD_ASSIGN_IPS:
 	case MSG_CLOUD_UNASSIGN_IPS:
+	case MSG_CLOUD_ASSIGN_PREFIXES:
+	case MSG_CLOUD_UNASSIGN_PREFIXES:
 	case MSG_CLOUD_DETACH:
 	case MSG_CLOUD_DELETE:
 	case MSG_CLOUD_DESCRIBE_ENIS:

@@ -169,6 +169,7 @@ struct intent {
 		struct msg_cloud_attach			at;
 		struct msg_cloud_set_dot		sd;
 		struct msg_cloud_ips			ip;
+		struct msg_cloud_prefixes		px;
 		struct msg_cloud_detach			dt;
 		struct msg_cloud_delete			de;
 		struct msg_cloud_describe_enis		den;

@@ -80,6 +80,8 @@ struct ec2_eni {
 	uint32_t	naddrs;
 	char		addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
 	bool		addr_primary[MSG_MAX_ENI_ADDRS];
+	uint32_t	nprefixes;		/* ipv4PrefixSet */
+	char		prefixes[MSG_MAX_ENI_PREFIXES][EC2_CIDR_LEN];
 	uint32_t	ngroups;
 	char		groups[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	ntags;
@@ -108,6 +110,8 @@ struct ec2_instance_type {
 	char		name[MSG_ID_LEN];
 	char		max_enis[16];
 	char		ipv4_per_eni[16];
+	char		hypervisor[MSG_HYPERVISOR_LEN];
+	char		bare_metal[8];
 };
 
 struct ec2_subnet {
@@ -132,6 +136,8 @@ struct ec2_answer {
 	char		 attachment_id[MSG_ID_LEN];	/* attach */
 	uint32_t	 naddrs;			/* assign */
 	char		 addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
+	uint32_t	 nprefixes;			/* assign prefixes */
+	char		 prefixes[MSG_MAX_ENI_PREFIXES][EC2_CIDR_LEN];
 	bool		 has_eni;			/* create */
 	struct ec2_eni	 eni;
 
@@ -177,11 +183,20 @@ const char *ec2_eni_status_name(enum cloud_eni_status st);
 int	ec2_uint(const char *s, uint32_t max, uint32_t *out);
 
 /*
+ * A prefix as the cloud writes it ("10.0.4.16/28") into its first address
+ * (network order): 0, or -1 when it does not parse, is not a
+ * /MSG_PREFIX_LEN or is not aligned to one.
+ */
+int	ec2_prefix_parse(const char *s, uint32_t *out);
+
+/*
  * Convert a parsed ENI into its message form, checking every field.
- * Returns 0, or -1 with err naming the bad field.
+ * Returns 0, or -1 with err naming the bad field.  A prefix that is not
+ * an aligned /MSG_PREFIX_LEN is not passed on but counted (it still takes
+ * a slot of the ENI); bad, if not NULL, names the first.
  */
 int	ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
-	    char *err, size_t errlen);
+	    char *err, size_t errlen, char *bad, size_t badlen);
 
 /*
  * One page of an existence check's answer (the n entries of list) against
@@ -202,6 +217,7 @@ struct ec2_form {
 	char	*buf;
 	size_t	 len, cap;
 	bool	 failed;	/* out of memory or over the cap */
+	bool	 prefixes;	/* asks for prefixes (ec2_classify) */
 };
 
 void	ec2_form_init(struct ec2_form *f, enum ec2_action action);
@@ -223,6 +239,8 @@ int	ec2_req_set_dot(struct ec2_form *f, const struct msg_cloud_set_dot *m,
 	    char *err, size_t errlen);
 int	ec2_req_ips(struct ec2_form *f, bool assign,
 	    const struct msg_cloud_ips *m, char *err, size_t errlen);
+int	ec2_req_prefixes(struct ec2_form *f, bool assign,
+	    const struct msg_cloud_prefixes *m, char *err, size_t errlen);
 int	ec2_req_detach(struct ec2_form *f, const struct msg_cloud_detach *m,
 	    char *err, size_t errlen);
 int	ec2_req_delete(struct ec2_form *f, const struct msg_cloud_delete *m,
@@ -249,8 +267,11 @@ enum ec2_retry {
 /*
  * Map an error answer (HTTP status, the cloud's code and message) for
  * action to an outcome class, and say whether a retry may help.
+ * prefixes: the request asked for prefixes, so that "no room" means no
+ * aligned /28 (CO_NO_PREFIX), not a full subnet.
  */
-enum cloud_outcome ec2_classify(enum ec2_action action, unsigned http_status,
-	    const char *code, const char *message, enum ec2_retry *retry);
+enum cloud_outcome ec2_classify(enum ec2_action action, bool prefixes,
+	    unsigned http_status, const char *code, const char *message,
+	    enum ec2_retry *retry);
 
 #endif /* ENID_EC2_H */

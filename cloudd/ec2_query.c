@@ -151,12 +151,27 @@ ec2_uint(const char *s, uint32_t max, uint32_t *out)
 			while (0)
 
 int
+ec2_prefix_parse(const char *s, uint32_t *out)
+{
+	uint32_t a;
+	uint8_t len;
+
+	if (cidr4_parse(s, &a, &len) == -1 || len != MSG_PREFIX_LEN ||
+	    (a & ~prefix_mask(len)) != 0 || a == 0)
+		return -1;
+	*out = a;
+	return 0;
+}
+
+int
 ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
-    size_t errlen)
+    size_t errlen, char *bad, size_t badlen)
 {
 	uint32_t i, v;
 
 	memset(m, 0, sizeof(*m));
+	if (bad != NULL && badlen > 0)
+		bad[0] = '\0';
 	if (!ec2_id_ok(e->id, "eni-"))
 		BAD("ENI with an invalid id \"%.64s\"", e->id);
 	if (!ec2_id_ok(e->subnet_id, "subnet-"))
@@ -202,6 +217,18 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		if (m->naddrs == MSG_MAX_ENI_ADDRS)
 			BAD("%s: too many addresses", e->id);
 		m->addrs[m->naddrs++] = a;
+	}
+	for (i = 0; i < e->nprefixes; i++) {
+		uint32_t a;
+
+		if (ec2_prefix_parse(e->prefixes[i], &a) == -1) {
+			/* The cloud's to answer for; the ENI's other
+			 * prefixes and addresses are still good. */
+			if (m->nbad_prefixes++ == 0 && bad != NULL)
+				snprintf(bad, badlen, "%.32s", e->prefixes[i]);
+			continue;
+		}
+		m->prefixes[m->nprefixes++] = a;
 	}
 	for (i = 0; i < e->ntags; i++) {
 		if (!ec2_tag_text_ok(e->tags[i].key, MSG_TAG_KEY_LEN) ||
@@ -374,6 +401,11 @@ ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
 	if (m->nsecondary > 49)
 		BAD("create-eni: %u secondary addresses (at most 49)",
 		    m->nsecondary);
+	if (m->nprefixes > 49)
+		BAD("create-eni: %u prefixes (at most 49)", m->nprefixes);
+	if (m->nprefixes > 0 && m->nsecondary > 0)
+		BAD("create-eni: both prefixes and secondary addresses (EC2 "
+		    "takes one or the other)");
 	n = strlen(m->client_token);
 	if (n == 0 || !ec2_tag_text_ok(m->client_token, MSG_TOKEN_LEN))
 		BAD("create-eni: client token empty or unprintable");
@@ -393,6 +425,11 @@ ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
 	if (m->nsecondary > 0) {
 		snprintf(num, sizeof(num), "%u", m->nsecondary);
 		ec2_form_add(f, "SecondaryPrivateIpAddressCount", num);
+	}
+	if (m->nprefixes > 0) {
+		snprintf(num, sizeof(num), "%u", m->nprefixes);
+		ec2_form_add(f, "Ipv4PrefixCount", num);
+		f->prefixes = true;
 	}
 	ec2_form_add(f, "ClientToken", m->client_token);
 	if (m->description[0] != '\0')
@@ -474,6 +511,45 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 	for (i = 0; i < m->naddrs; i++) {
 		ip4_format(m->addrs[i], ip);
 		ec2_form_addf(f, ip, "PrivateIpAddress.%u", i + 1);
+	}
+	return form_done(f, err, errlen);
+}
+
+int
+ec2_req_prefixes(struct ec2_form *f, bool assign,
+    const struct msg_cloud_prefixes *m, char *err, size_t errlen)
+{
+	const char *what = assign ? "assign-prefixes" : "unassign-prefixes";
+	char cidr[CIDR4_STR_LEN], num[16];
+	uint32_t i, j;
+
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
+	if (!assign && m->nprefixes == 0)
+		BAD("%s: no prefix given", what);
+	if (assign && m->nprefixes == 0 && (m->count == 0 || m->count > 49))
+		BAD("%s: count %u out of 1-49", what, m->count);
+	if (m->nprefixes > 49)
+		BAD("%s: %u prefixes (at most 49)", what, m->nprefixes);
+	for (i = 0; i < m->nprefixes; i++) {
+		if (m->prefixes[i] == 0 ||
+		    (m->prefixes[i] & ~prefix_mask(MSG_PREFIX_LEN)) != 0)
+			BAD("%s: a prefix in the list is not an aligned /%d",
+			    what, MSG_PREFIX_LEN);
+		for (j = 0; j < i; j++)
+			if (m->prefixes[j] == m->prefixes[i])
+				BAD("%s: a prefix is listed twice", what);
+	}
+	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
+	f->prefixes = true;
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	if (m->nprefixes == 0) {
+		snprintf(num, sizeof(num), "%u", m->count);
+		ec2_form_add(f, "Ipv4PrefixCount", num);
+	}
+	for (i = 0; i < m->nprefixes; i++) {
+		cidr4_format(m->prefixes[i], MSG_PREFIX_LEN, cidr);
+		ec2_form_addf(f, cidr, "Ipv4Prefix.%u", i + 1);
 	}
 	return form_done(f, err, errlen);
 }
@@ -639,8 +715,8 @@ ends_with(const char *s, const char *suffix)
 }
 
 enum cloud_outcome
-ec2_classify(enum ec2_action action, unsigned http_status, const char *code,
-    const char *message, enum ec2_retry *retry)
+ec2_classify(enum ec2_action action, bool prefixes, unsigned http_status,
+    const char *code, const char *message, enum ec2_retry *retry)
 {
 	static const char *const throttles[] = {
 		"RequestLimitExceeded", "Throttling", "ThrottlingException",
@@ -678,10 +754,15 @@ ec2_classify(enum ec2_action action, unsigned http_status, const char *code,
 	}
 	if (in_list(code, limits))
 		return CO_LIMIT_EXCEEDED;
+	/* No aligned /28 free, though addresses may be: fragmentation.  A
+	 * request for prefixes refused for want of room says the same (EC2
+	 * words it "sufficient free Ipv4 addresses or prefixes"). */
+	if (strcmp(code, "InsufficientCidrBlocks") == 0)
+		return CO_NO_PREFIX;
 	if (strcmp(code, "InsufficientFreeAddressesInSubnet") == 0 ||
 	    (strcmp(code, "InvalidParameterValue") == 0 &&
 	    strcasestr(message, "sufficient free") != NULL))
-		return CO_SUBNET_FULL;
+		return prefixes ? CO_NO_PREFIX : CO_SUBNET_FULL;
 	if (ends_with(code, ".NotFound")) {
 		/* Deleting what is already gone is what was asked for. */
 		if (action == EC2_DELETE_ENI &&

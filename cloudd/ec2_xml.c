@@ -173,6 +173,11 @@ eni_open(struct parser *p, struct ec2_eni *e, const char *rel)
 			fail(p, "more than 64 addresses at <%.128s>", p->path);
 		else
 			e->naddrs++;
+	} else if (is(rel, "ipv4PrefixSet/item")) {
+		if (e->nprefixes == MSG_MAX_ENI_PREFIXES)
+			fail(p, "more than 64 prefixes at <%.128s>", p->path);
+		else
+			e->nprefixes++;
 	} else if (is(rel, "groupSet/item")) {
 		if (e->ngroups == MSG_MAX_SGS)
 			fail(p, "more than 8 security groups at <%.128s>", p->path);
@@ -239,6 +244,8 @@ eni_text(struct parser *p, struct ec2_eni *e, const char *rel)
 	    e->naddrs > 0)
 		e->addr_primary[e->naddrs - 1] = p->tlen == 4 &&
 		    memcmp(p->text, "true", 4) == 0;
+	else if (is(rel, "ipv4PrefixSet/item/ipv4Prefix") && e->nprefixes > 0)
+		set(p, e->prefixes[e->nprefixes - 1], sizeof(e->prefixes[0]));
 	else if (is(rel, "groupSet/item/groupId") && e->ngroups > 0)
 		set(p, e->groups[e->ngroups - 1], sizeof(e->groups[0]));
 	else if (is(rel, "tagSet/item/key") && p->tag != NULL)
@@ -319,6 +326,11 @@ on_open(struct parser *p, const char *path)
 				fail(p, "more than 64 addresses at <%.128s>", path);
 			else
 				a->naddrs++;
+		} else if (is(path, "assignedIpv4PrefixSet/item")) {
+			if (a->nprefixes == MSG_MAX_ENI_PREFIXES)
+				fail(p, "more than 64 prefixes at <%.128s>", path);
+			else
+				a->nprefixes++;
 		}
 		break;
 	default:
@@ -431,6 +443,10 @@ on_text(struct parser *p, const char *path)
 			set(p, t->max_enis, sizeof(t->max_enis));
 		else if (is(rel, "networkInfo/ipv4AddressesPerInterface"))
 			set(p, t->ipv4_per_eni, sizeof(t->ipv4_per_eni));
+		else if (is(rel, "hypervisor"))
+			set(p, t->hypervisor, sizeof(t->hypervisor));
+		else if (is(rel, "bareMetal"))
+			set(p, t->bare_metal, sizeof(t->bare_metal));
 		break;
 	case EC2_DESCRIBE_SUBNETS:
 		if ((rel = under(path, "subnetSet/item")) == NULL ||
@@ -456,6 +472,10 @@ on_text(struct parser *p, const char *path)
 		if (is(path, "assignedPrivateIpAddressesSet/item/"
 		    "privateIpAddress") && a->naddrs > 0)
 			set(p, a->addrs[a->naddrs - 1], sizeof(a->addrs[0]));
+		else if (is(path, "assignedIpv4PrefixSet/item/ipv4Prefix") &&
+		    a->nprefixes > 0)
+			set(p, a->prefixes[a->nprefixes - 1],
+			    sizeof(a->prefixes[0]));
 		break;
 	default:
 		break;

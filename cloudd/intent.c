@@ -96,6 +96,15 @@ intent_reply(struct intent *it, const struct msg_cloud_status *st)
 		cloudd_send(cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
 		break;
 	}
+	case MSG_CLOUD_ASSIGN_PREFIXES: {
+		struct msg_cloud_prefixes_assigned m;
+
+		memset(&m, 0, sizeof(m));
+		m.st = *st;
+		cloudd_send(cd, MSG_CLOUD_PREFIXES_ASSIGNED, it->id, &m,
+		    sizeof(m));
+		break;
+	}
 	case MSG_CLOUD_CHECK_INSTANCES: {
 		struct msg_cloud_instances m;
 
@@ -292,6 +301,17 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 	    m->ips_per_eni == 0)
 		DI_FAIL("DescribeInstanceTypes: invalid limits for %s",
 		    m->instance_type);
+	if (strcmp(t->bare_metal, "true") != 0 &&
+	    strcmp(t->bare_metal, "false") != 0 && t->bare_metal[0] != '\0')
+		DI_FAIL("DescribeInstanceTypes: bareMetal of %s is neither "
+		    "true nor false", m->instance_type);
+	if (t->hypervisor[0] != '\0' &&
+	    !ec2_name_ok(t->hypervisor, sizeof(m->hypervisor)))
+		DI_FAIL("DescribeInstanceTypes: invalid hypervisor for %s",
+		    m->instance_type);
+	msg_strlcpy(m->hypervisor, t->hypervisor, sizeof(m->hypervisor));
+	m->bare_metal = strcmp(t->bare_metal, "true") == 0;
+	m->prefixes_ok = m->bare_metal || strcmp(t->hypervisor, "nitro") == 0;
 	return 0;
 #undef DI_FAIL
 }
@@ -394,19 +414,31 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
+/* Prefixes of an ENI that are not aligned /28s: the cloud's error, said;
+ * the ENI's other prefixes and addresses go on. */
+static void
+eni_bad_prefixes(const struct msg_cloud_eni *m, const char *bad)
+{
+	if (m->nbad_prefixes > 0)
+		log_warnx("%s: %u prefix%s not an aligned /%d (\"%s\"%s) "
+		    "left out", m->eni_id, m->nbad_prefixes,
+		    m->nbad_prefixes == 1 ? "" : "es", MSG_PREFIX_LEN, bad,
+		    m->nbad_prefixes == 1 ? "" : " first");
+}
+
 static void
 den_page(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
 {
 	struct msg_cloud_eni m;
-	char err[MSG_ERR_LEN];
+	char err[MSG_ERR_LEN], bad[EC2_CIDR_LEN];
 	uint32_t i;
 
 	/* Check the whole page first: a broker that saw half a page could
 	 * take a missing ENI for a gone one. */
 	for (i = 0; i < a->nitems; i++)
 		if (ec2_eni_to_msg(&a->list.enis[i], &m, err,
-		    sizeof(err)) == -1)
+		    sizeof(err), NULL, 0) == -1)
 			THEN(intent_fail(it, CO_FATAL, "DescribeNetwork"
 			    "Interfaces page %u: %s", it->pages, err));
 	/* A listing names each ENI once.  One that names an ENI again
@@ -435,7 +467,9 @@ den_page(struct intent *it, const struct ec2_answer *a,
 		msg_strlcpy(it->listed[it->nlisted++], id, MSG_ID_LEN);
 	}
 	for (i = 0; i < a->nitems; i++) {
-		(void)ec2_eni_to_msg(&a->list.enis[i], &m, err, sizeof(err));
+		(void)ec2_eni_to_msg(&a->list.enis[i], &m, err, sizeof(err),
+		    bad, sizeof(bad));
+		eni_bad_prefixes(&m, bad);
 		m.st = *st;
 		if (a->list.enis[i].tags_dropped > 0)
 			log_debug("%s: %u tags over %d not passed on",
@@ -471,14 +505,16 @@ ce_done(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
 {
 	struct msg_cloud_eni m;
-	char err[MSG_ERR_LEN];
+	char err[MSG_ERR_LEN], bad[EC2_CIDR_LEN];
 
 	if (!a->has_eni)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
 		    "answer without a networkInterface"));
-	if (ec2_eni_to_msg(&a->eni, &m, err, sizeof(err)) == -1)
+	if (ec2_eni_to_msg(&a->eni, &m, err, sizeof(err), bad,
+	    sizeof(bad)) == -1)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s",
 		    err));
+	eni_bad_prefixes(&m, bad);
 	if (strcmp(m.subnet_id, it->req.ce.subnet_id) != 0)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
 		    "%s is in %s, not the subnet asked for", m.eni_id,
@@ -538,6 +574,62 @@ as_done(struct intent *it, const struct ec2_answer *a,
 		    it->req.ip.naddrs ? it->req.ip.naddrs : it->req.ip.count));
 	intent_log(it, st);
 	cloudd_send(it->cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
+	intent_free(it);
+}
+
+/*
+ * The prefixes an AssignPrivateIpAddresses answer names.  Each must be an
+ * aligned /28, named once, and be what was asked: that many, or exactly
+ * those.  A wrong answer is refused whole: the broker cannot tell which
+ * part of it to believe.
+ */
+static void
+ap_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	const struct msg_cloud_prefixes *r = &it->req.px;
+	struct msg_cloud_prefixes_assigned m;
+	uint32_t i, j, want;
+
+	memset(&m, 0, sizeof(m));
+	m.st = *st;
+	for (i = 0; i < a->nprefixes; i++) {
+		if (ec2_prefix_parse(a->prefixes[i], &m.prefixes[i]) == -1)
+			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
+			    "Addresses: \"%.32s\" is not an aligned /%d",
+			    a->prefixes[i], MSG_PREFIX_LEN));
+		for (j = 0; j < i; j++)
+			if (m.prefixes[j] == m.prefixes[i])
+				THEN(intent_fail(it, CO_FATAL, "AssignPrivate"
+				    "IpAddresses: %.32s named twice",
+				    a->prefixes[i]));
+	}
+	m.nprefixes = a->nprefixes;
+	if (m.nprefixes == 0 && r->nprefixes > 0) {
+		/* Older answers carry only <return>: what was asked. */
+		if (!a->has_return || !a->return_true)
+			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
+			    "Addresses: answer names no prefix"));
+		m.nprefixes = r->nprefixes;
+		memcpy(m.prefixes, r->prefixes, sizeof(m.prefixes));
+	}
+	want = r->nprefixes > 0 ? r->nprefixes : r->count;
+	if (m.nprefixes != want)
+		THEN(intent_fail(it, CO_FATAL, "AssignPrivateIpAddresses: "
+		    "%u prefixes in the answer, %u asked for", m.nprefixes,
+		    want));
+	for (i = 0; i < r->nprefixes; i++) {
+		for (j = 0; j < m.nprefixes; j++)
+			if (m.prefixes[j] == r->prefixes[i])
+				break;
+		if (j == m.nprefixes)
+			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
+			    "Addresses: the answer's prefixes are not those "
+			    "asked for"));
+	}
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_PREFIXES_ASSIGNED, it->id, &m,
+	    sizeof(m));
 	intent_free(it);
 }
 
@@ -644,6 +736,8 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 		THEN(ce_done(it, a, st));
 	case MSG_CLOUD_ASSIGN_IPS:
 		THEN(as_done(it, a, st));
+	case MSG_CLOUD_ASSIGN_PREFIXES:
+		THEN(ap_done(it, a, st));
 	case MSG_CLOUD_CHECK_INSTANCES:
 		THEN(ci_page(it, a, st));
 	default:
@@ -764,6 +858,18 @@ intent_next(struct intent *it)
 		break;
 	case MSG_CLOUD_UNASSIGN_IPS:
 		if ((rc = ec2_req_ips(&f, false, &it->req.ip, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_UNASSIGN_IPS, &f, true));
+		break;
+	case MSG_CLOUD_ASSIGN_PREFIXES:
+		/* By count it is not idempotent: a repeat adds more. */
+		if ((rc = ec2_req_prefixes(&f, true, &it->req.px, err,
+		    sizeof(err))) == 0)
+			THEN(intent_ec2(it, EC2_ASSIGN_IPS, &f,
+			    it->req.px.nprefixes > 0));
+		break;
+	case MSG_CLOUD_UNASSIGN_PREFIXES:
+		if ((rc = ec2_req_prefixes(&f, false, &it->req.px, err,
 		    sizeof(err))) == 0)
 			THEN(intent_ec2(it, EC2_UNASSIGN_IPS, &f, true));
 		break;

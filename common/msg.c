@@ -3,6 +3,7 @@
  * protocol (see msg.h).  Validation is pure so the unit tests reach every
  * rejection without sockets.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -162,6 +163,7 @@ static const char *const outcome_names[CO_MAX] = {
 	[CO_IN_USE] = "in-use",
 	[CO_TRANSIENT] = "transient",
 	[CO_FATAL] = "fatal",
+	[CO_NO_PREFIX] = "no-prefix",
 };
 
 const char *
@@ -460,6 +462,20 @@ check_status(const struct msg_cloud_status *st)
 	return NULL;
 }
 
+/* n prefixes, each the first address of an aligned /MSG_PREFIX_LEN. */
+static const char *
+check_prefixes(uint32_t n, const uint32_t *prefixes)
+{
+	uint32_t i, host = (1u << (32 - MSG_PREFIX_LEN)) - 1;
+
+	if (n > MSG_MAX_ENI_PREFIXES)
+		return "too many prefixes";
+	for (i = 0; i < n; i++)
+		if ((ntohl(prefixes[i]) & host) != 0 || prefixes[i] == 0)
+			return "prefix not aligned";
+	return NULL;
+}
+
 static const char *
 check_tags(uint32_t n, const struct msg_tag *t)
 {
@@ -655,8 +671,11 @@ check_CLOUD_INSTANCE(const void *p)
 		return why;
 	if (!STR_OK(m->instance_id) || !STR_OK(m->instance_type) ||
 	    !STR_OK(m->az) || !STR_OK(m->region) || !STR_OK(m->primary_eni) ||
-	    !STR_OK(m->subnet_id) || !STR_OK(m->vpc_id))
+	    !STR_OK(m->subnet_id) || !STR_OK(m->vpc_id) ||
+	    !STR_OK(m->hypervisor))
 		return "unterminated string in instance";
+	if (m->bare_metal > 1 || m->prefixes_ok > 1)
+		return "instance flag not 0 or 1";
 	if ((why = check_cidrs(m->ncidrs, m->cidrs)) != NULL)
 		return why;
 	return check_sgs(m->nsgs, m->sgs);
@@ -697,6 +716,10 @@ check_CLOUD_CREATE_ENI(const void *p)
 		return "unterminated string in create-eni";
 	if (m->nsecondary > MSG_MAX_ENI_ADDRS)
 		return "too many secondary addresses";
+	if (m->nprefixes > MSG_MAX_ENI_PREFIXES)
+		return "too many prefixes";
+	if (m->nprefixes > 0 && m->nsecondary > 0)
+		return "both prefixes and secondary addresses";
 	if ((why = check_sgs(m->nsgs, m->sgs)) != NULL)
 		return why;
 	return check_tags(m->ntags, m->tags);
@@ -717,6 +740,10 @@ check_CLOUD_ENI(const void *p)
 		return "unknown eni status";
 	if (m->naddrs > MSG_MAX_ENI_ADDRS)
 		return "too many eni addresses";
+	if ((why = check_prefixes(m->nprefixes, m->prefixes)) != NULL)
+		return why;
+	if (m->nbad_prefixes > MSG_MAX_ENI_PREFIXES)
+		return "too many refused prefixes";
 	return check_tags(m->ntags, m->tags);
 }
 
@@ -780,6 +807,39 @@ check_CLOUD_ASSIGNED(const void *p)
 	if ((why = check_status(&m->st)) != NULL)
 		return why;
 	return m->naddrs > MSG_MAX_ENI_ADDRS ? "too many addresses" : NULL;
+}
+
+static const char *
+check_cloud_prefixes(const struct msg_cloud_prefixes *m)
+{
+	if (!STR_OK(m->eni_id))
+		return "unterminated eni id";
+	if (m->count > MSG_MAX_ENI_PREFIXES)
+		return "too many prefixes";
+	return check_prefixes(m->nprefixes, m->prefixes);
+}
+
+static const char *
+check_CLOUD_ASSIGN_PREFIXES(const void *p)
+{
+	return check_cloud_prefixes(p);
+}
+
+static const char *
+check_CLOUD_UNASSIGN_PREFIXES(const void *p)
+{
+	return check_cloud_prefixes(p);
+}
+
+static const char *
+check_CLOUD_PREFIXES_ASSIGNED(const void *p)
+{
+	const struct msg_cloud_prefixes_assigned *m = p;
+	const char *why;
+
+	if ((why = check_status(&m->st)) != NULL)
+		return why;
+	return check_prefixes(m->nprefixes, m->prefixes);
 }
 
 static const char *

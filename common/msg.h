@@ -28,7 +28,7 @@
 
 #include "maxima.h"
 
-#define MSG_PROTO_VERSION	1
+#define MSG_PROTO_VERSION	2	/* 2: prefixes (EC2 prefix delegation) */
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -53,6 +53,10 @@
 #define MSG_MAX_SUBNETS		16
 #define MSG_MAX_ENI_ADDRS	ENID_MAX_ENI_ADDRS	/* maxima.h: secondary */
 #define MSG_MAX_INSTANCE_IDS	32	/* per existence check */
+/* An ENI's prefixes share its slots with its secondary addresses. */
+#define MSG_MAX_ENI_PREFIXES	MSG_MAX_ENI_ADDRS
+#define MSG_PREFIX_LEN		28	/* EC2 delegates /28 prefixes only */
+#define MSG_HYPERVISOR_LEN	16
 
 /* Who is at each end of a channel. */
 enum msg_peer {
@@ -233,6 +237,10 @@ enum cloud_outcome {
 	CO_IN_USE,
 	CO_TRANSIENT,
 	CO_FATAL,
+	/* No free aligned /28 in the subnet (InsufficientCidrBlocks, or a
+	 * request for prefixes refused for want of room), while single
+	 * addresses may still be free: a fragmented subnet. */
+	CO_NO_PREFIX,
 	CO_MAX
 };
 
@@ -272,6 +280,14 @@ struct msg_cloud_instance {
 	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	max_enis;
 	uint32_t	ips_per_eni;
+	/* DescribeInstanceTypes: the type's hypervisor ("nitro", "xen", ""
+	 * for bare metal) and whether it is bare metal.  Only these tell
+	 * whether it can hold prefixes: DescribeInstances says "xen" for
+	 * every instance. */
+	char		hypervisor[MSG_HYPERVISOR_LEN];
+	uint8_t		bare_metal;
+	uint8_t		prefixes_ok;	/* nitro or bare metal */
+	uint8_t		pad2[2];
 };
 
 struct msg_cloud_describe_subnets {
@@ -293,6 +309,7 @@ struct msg_cloud_create_eni {
 	uint32_t	nsgs;
 	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	nsecondary;
+	uint32_t	nprefixes;	/* /28 prefixes; never with nsecondary */
 	char		client_token[MSG_TOKEN_LEN];
 	char		description[MSG_ERR_LEN];
 	uint32_t	ntags;
@@ -325,6 +342,13 @@ struct msg_cloud_eni {
 	uint32_t	primary_ip;
 	uint32_t	naddrs;		/* secondary addresses */
 	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+	/* Delegated prefixes: each the first address of an aligned
+	 * /MSG_PREFIX_LEN, network order.  cloudd passes on only those of
+	 * that length and aligned; nbad_prefixes counts the others, which
+	 * still take slots. */
+	uint32_t	nprefixes;
+	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
+	uint32_t	nbad_prefixes;
 	uint32_t	ntags;
 	struct msg_tag	tags[MSG_MAX_TAGS];
 };
@@ -360,6 +384,26 @@ struct msg_cloud_assigned {
 	struct msg_cloud_status st;
 	uint32_t	naddrs;
 	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+};
+
+/*
+ * assign-prefixes and unassign-prefixes: /MSG_PREFIX_LEN prefixes, each
+ * given by its first address (network order).  Assign: count of them when
+ * nprefixes is 0, else those.  Unassign: those.  (EC2 takes prefixes and
+ * addresses in separate calls.)
+ */
+struct msg_cloud_prefixes {
+	uint32_t	deadline_ms;
+	char		eni_id[MSG_ID_LEN];
+	uint32_t	count;
+	uint32_t	nprefixes;
+	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
+};
+
+struct msg_cloud_prefixes_assigned {
+	struct msg_cloud_status st;
+	uint32_t	nprefixes;
+	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
 };
 
 struct msg_cloud_detach {
@@ -531,7 +575,13 @@ struct msg_cloud_stats_answer {
 	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
 	X(NETD_DUMP_ROUTES,	struct msg_netd_dump, DIR_B2N, MF_POLICY, \
 	    ANS(NETD_RESULT, NONE, NETD_ROUTE, NETD_END)) \
-	X(NETD_ROUTE,		struct msg_netd_route, DIR_N2B, 0, NO_ANS)
+	X(NETD_ROUTE,		struct msg_netd_route, DIR_N2B, 0, NO_ANS) \
+	X(CLOUD_ASSIGN_PREFIXES, struct msg_cloud_prefixes, DIR_B2C, 0, \
+	    ANS(CLOUD_PREFIXES_ASSIGNED, NONE, NONE, NONE)) \
+	X(CLOUD_PREFIXES_ASSIGNED, struct msg_cloud_prefixes_assigned, \
+	    DIR_C2B, 0, NO_ANS) \
+	X(CLOUD_UNASSIGN_PREFIXES, struct msg_cloud_prefixes, DIR_B2C, 0, \
+	    ANS(CLOUD_DONE, NONE, NONE, NONE))
 
 #define MSG_ENUM_ENTRY(name, type, dirs, flags, ans)	MSG_##name,
 enum msg_type {

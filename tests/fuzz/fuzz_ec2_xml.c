@@ -85,12 +85,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ec2_request_id_ok(a.request_id);
 	ec2_sanitize(a.message);
 	if (a.has_eni)
-		(void)ec2_eni_to_msg(&a.eni, &m, err, sizeof(err));
+		(void)ec2_eni_to_msg(&a.eni, &m, err, sizeof(err), NULL, 0);
 	switch (act) {
 	case EC2_DESCRIBE_ENIS:
 		for (i = 0; i < a.nitems; i++)
 			(void)ec2_eni_to_msg(&a.list.enis[i], &m, err,
-			    sizeof(err));
+			    sizeof(err), NULL, 0);
 		break;
 	case EC2_DESCRIBE_INSTANCES:
 		for (i = 0; i < a.nitems; i++) {
@@ -99,7 +99,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (j = 0; j < a.list.instances[i].nenis; j++)
 				(void)ec2_eni_to_msg(
 				    &a.list.instances[i].enis[j], &m, err,
-				    sizeof(err));
+				    sizeof(err), NULL, 0);
 		}
 		break;
 	case EC2_DESCRIBE_INSTANCE_TYPES:

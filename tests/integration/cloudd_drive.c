@@ -178,6 +178,7 @@ handle_line(const char *line)
 		struct msg_cloud_attach			at;
 		struct msg_cloud_set_dot		sd;
 		struct msg_cloud_ips			ip;
+		struct msg_cloud_prefixes		px;
 		struct msg_cloud_detach			dt;
 		struct msg_cloud_delete			de;
 		struct msg_cloud_describe_enis		den;
@@ -217,6 +218,7 @@ handle_line(const char *line)
 		    sizeof(u.ce.subnet_id));
 		u.ce.nsgs = jstrs(o, "sgs", u.ce.sgs, MSG_MAX_SGS);
 		u.ce.nsecondary = (uint32_t)jint(o, "secondary", 0);
+		u.ce.nprefixes = (uint32_t)jint(o, "prefixes", 0);
 		msg_strlcpy(u.ce.client_token, jstr(o, "token", ""),
 		    sizeof(u.ce.client_token));
 		msg_strlcpy(u.ce.description, jstr(o, "description", ""),
@@ -250,6 +252,18 @@ handle_line(const char *line)
 		u.ip.naddrs = jaddrs(o, "addrs", u.ip.addrs,
 		    MSG_MAX_ENI_ADDRS);
 		len = sizeof(u.ip);
+	} else if (strcmp(op, "assign-prefixes") == 0 ||
+	    strcmp(op, "unassign-prefixes") == 0) {
+		/* "prefixes": first addresses of /28s, "10.0.4.16" */
+		type = op[0] == 'a' ? MSG_CLOUD_ASSIGN_PREFIXES :
+		    MSG_CLOUD_UNASSIGN_PREFIXES;
+		u.px.deadline_ms = deadline;
+		msg_strlcpy(u.px.eni_id, jstr(o, "eni", ""),
+		    sizeof(u.px.eni_id));
+		u.px.count = (uint32_t)jint(o, "count", 0);
+		u.px.nprefixes = jaddrs(o, "prefixes", u.px.prefixes,
+		    MSG_MAX_ENI_PREFIXES);
+		len = sizeof(u.px);
 	} else if (strcmp(op, "detach") == 0) {
 		type = MSG_CLOUD_DETACH;
 		u.dt.deadline_ms = deadline;
@@ -351,6 +365,21 @@ static const char *const eni_status[] = {
 	"unknown", "available", "in-use", "attaching", "detaching",
 };
 
+/* ["10.0.4.16/28", ...] */
+static struct json_object *
+prefixes_json(const uint32_t *prefixes, uint32_t n)
+{
+	struct json_object *a = json_object_new_array();
+	char buf[CIDR4_STR_LEN];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		cidr4_format(prefixes[i], MSG_PREFIX_LEN, buf);
+		json_object_array_add(a, json_object_new_string(buf));
+	}
+	return a;
+}
+
 static struct json_object *
 eni_json(const struct msg_cloud_eni *m)
 {
@@ -377,6 +406,10 @@ eni_json(const struct msg_cloud_eni *m)
 		json_object_array_add(a, json_object_new_string(buf));
 	}
 	json_object_object_add(o, "addrs", a);
+	json_object_object_add(o, "prefixes", prefixes_json(m->prefixes,
+	    m->nprefixes));
+	json_object_object_add(o, "bad_prefixes",
+	    json_object_new_int64(m->nbad_prefixes));
 	t = json_object_new_object();
 	for (i = 0; i < m->ntags; i++)
 		add_str(t, m->tags[i].key, m->tags[i].value);
@@ -463,6 +496,11 @@ handle_answer(const struct msg *m)
 		    json_object_new_int64(in->max_enis));
 		json_object_object_add(o, "ips_per_eni",
 		    json_object_new_int64(in->ips_per_eni));
+		add_str(o, "hypervisor", in->hypervisor);
+		json_object_object_add(o, "bare_metal",
+		    json_object_new_boolean(in->bare_metal));
+		json_object_object_add(o, "prefixes_ok",
+		    json_object_new_boolean(in->prefixes_ok));
 		break;
 	}
 	case MSG_CLOUD_ENI: {
@@ -491,6 +529,15 @@ handle_answer(const struct msg *m)
 			json_object_array_add(a, json_object_new_string(buf));
 		}
 		json_object_object_add(o, "addrs", a);
+		break;
+	}
+	case MSG_CLOUD_PREFIXES_ASSIGNED: {
+		const struct msg_cloud_prefixes_assigned *pa =
+		    (const void *)m->u.bytes;
+
+		add_status(o, &pa->st);
+		json_object_object_add(o, "prefixes",
+		    prefixes_json(pa->prefixes, pa->nprefixes));
 		break;
 	}
 	case MSG_CLOUD_INSTANCES: {

@@ -5,6 +5,7 @@ driver runs with ENID_SECCOMP_DEBUG=1, so a system call outside cloudd's
 allow list ends the run with its name on stderr.
 """
 import contextlib
+import ipaddress
 import json
 import os
 import signal
@@ -103,7 +104,7 @@ def write_conf(sim, name, **cloud):
 class Drive:
     """One enid-cloudd behind cloudd_drive; answers collected by id."""
 
-    def __init__(self, conf, log):
+    def __init__(self, conf, log, netns=NETNS):
         env = dict(os.environ, ENID_SECCOMP_DEBUG="1")
         # LeakSanitizer's exit-time scan needs calls seccomp refuses.
         env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
@@ -113,7 +114,7 @@ class Drive:
         self.log = log
         self.errf = open(log, "w")
         self.p = subprocess.Popen(
-            ["ip", "netns", "exec", NETNS, DRIVE, "-c", CLOUDD, "-f", conf,
+            ["ip", "netns", "exec", netns, DRIVE, "-c", CLOUDD, "-f", conf,
              "-v", "-v", "-w", "90"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errf,
             text=True, bufsize=1, env=env)
@@ -948,3 +949,162 @@ def test_deadline_between_pages(sim):
         finally:
             if d is not None:
                 d.close()
+
+
+# ------------------------------------------------------------------ prefixes
+
+PD_PREFIX = "enidcp%d" % os.getpid()
+
+
+@pytest.fixture(scope="module")
+def pd_sim():
+    """A sim of its own for prefix delegation: scattered single addresses
+    (a subnet fragments as real ones do), node 1 an m4.large (Xen: no
+    prefixes)."""
+    d = tempfile.mkdtemp(prefix="cloudd-pd-")
+    log = open(os.path.join(d, "vpcsim.log"), "w")
+    proc = subprocess.Popen(["/usr/bin/python3", VPCSIM, "--nodes", "2",
+                             "--state", d, "--rate-scale", "10",
+                             "--prefix", PD_PREFIX, "--node-type",
+                             "1:m4.large", "--allocation", "scattered"],
+                            stdout=log, stderr=log, start_new_session=True)
+    ep = os.path.join(d, "endpoints.json")
+    try:
+        for _ in range(300):
+            if os.path.exists(ep) or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not os.path.exists(ep):
+            pytest.fail("vpcsim did not start: see %s/vpcsim.log" % d)
+        with open(ep) as f:
+            info = json.load(f)
+        info["dir"] = d
+        yield info
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def pd_drive(pd_sim):
+    d = Drive(write_conf(pd_sim, "pd.conf"),
+              os.path.join(pd_sim["dir"], "pd.log"), PD_PREFIX + "-node-0")
+    yield d
+    d.close()
+
+
+def aligned_28s_in(prefixes, cidr):
+    net = ipaddress.ip_network(cidr)
+    for p in prefixes:
+        n = ipaddress.ip_network(p)           # strict: refuses host bits
+        assert n.prefixlen == 28 and n.subnet_of(net), (p, cidr)
+    return True
+
+
+def pd_eni(sim, drive, device_index, subnet=0, **kw):
+    """Create an ENI in subnet (index) with kw (prefixes=N or
+    secondary=N), attach it, wait until attached: its describe entry."""
+    sub = sim["subnets"][subnet]["id"]
+    sg = sim["security_groups"][0]["id"]
+    a = drive.ok("create-eni", subnet=sub, sgs=[sg],
+                 token="pd-%d-%f" % (device_index, time.time()),
+                 tags={"enid.io/cluster": "it"}, **kw)
+    eni = a["eni"]["eni_id"]
+    drive.ok("attach", eni=eni, device_index=device_index)
+    for _ in range(50):
+        d = drive.ok("describe-enis")
+        mine = [e for e in d["entries"] if e["eni_id"] == eni]
+        if mine and mine[0]["attach_status"] == "in-use":
+            return mine[0], a["eni"]
+        time.sleep(0.1)
+    pytest.fail("%s never attached" % eni)
+
+
+def test_prefix_intents(pd_sim, pd_drive):
+    """Create with a prefix, assign by count and by name, unassign, and
+    what the broker is told agrees with the cloud each time."""
+    di = pd_drive.ok("describe-instance")
+    assert (di["hypervisor"], di["bare_metal"], di["prefixes_ok"]) == \
+        ("nitro", False, True)
+
+    cidr = pd_sim["subnets"][0]["cidr"]
+    listed, created = pd_eni(pd_sim, pd_drive, 1, prefixes=1)
+    assert len(created["prefixes"]) == 1 and created["addrs"] == []
+    assert listed["prefixes"] == created["prefixes"]
+    assert aligned_28s_in(created["prefixes"], cidr)
+    eni = listed["eni_id"]
+
+    got = pd_drive.ok("assign-prefixes", eni=eni, count=2)["prefixes"]
+    assert len(got) == 2 and aligned_28s_in(got, cidr)
+    held = sorted(created["prefixes"] + got)
+    assert sorted(sim_eni(pd_sim, eni)["prefixes"]) == held
+    d = pd_drive.ok("describe-enis")
+    assert sorted([e for e in d["entries"] if e["eni_id"] == eni][0]
+                  ["prefixes"]) == held
+
+    # By name: the first address of each /28, as the broker sends them.
+    first = got[0].split("/")[0]
+    pd_drive.ok("unassign-prefixes", eni=eni, prefixes=[first])
+    assert got[0] not in sim_eni(pd_sim, eni)["prefixes"]
+    back = pd_drive.ok("assign-prefixes", eni=eni, prefixes=[first])
+    assert back["prefixes"] == [got[0]]
+    assert sorted(sim_eni(pd_sim, eni)["prefixes"]) == held
+
+    # Prefixes and addresses share the ENI's slots.
+    slots = di["ips_per_eni"] - 1
+    a = pd_drive.ok("assign-ips", eni=eni, count=slots - len(held))
+    assert len(a["addrs"]) == slots - len(held)
+    full = pd_drive.call("assign-prefixes", eni=eni, count=1)
+    assert (full["outcome"], full["code"]) == \
+        ("limit-exceeded", "PrivateIpAddressLimitExceeded"), full
+    pd_drive.ok("unassign-ips", eni=eni, addrs=a["addrs"])
+
+    # Refused before the cloud is asked: not a prefix, and no prefix.
+    calls = control(pd_sim, "GET", "/state")["calls"]
+    bad = pd_drive.call("unassign-prefixes", eni=eni, prefixes=[])
+    assert bad["outcome"] == "fatal" and "no prefix" in bad["message"]
+    assert control(pd_sim, "GET", "/state")["calls"] == calls
+
+
+def test_fragmented_subnet_is_no_prefix(pd_sim, pd_drive):
+    """No free aligned /28 is "no-prefix", not a full subnet: single
+    addresses still come; once the subnet is whole, prefixes come again."""
+    listed, _ = pd_eni(pd_sim, pd_drive, 2, subnet=1, secondary=1)
+    eni = listed["eni_id"]
+    sub = pd_sim["subnets"][1]["id"]
+    control(pd_sim, "POST", "/subnets/" + sub, {"fragment": True})
+    try:
+        a = pd_drive.call("assign-prefixes", eni=eni, count=1)
+        assert (a["outcome"], a["code"]) == \
+            ("no-prefix", "InsufficientCidrBlocks"), a
+        assert a["prefixes"] == []
+        c = pd_drive.call("create-eni", subnet=sub,
+                          sgs=[pd_sim["security_groups"][0]["id"]],
+                          prefixes=1, token="pd-frag-%f" % time.time())
+        assert c["outcome"] == "no-prefix", c
+        one = pd_drive.ok("assign-ips", eni=eni, count=1)
+        assert len(one["addrs"]) == 1
+    finally:
+        control(pd_sim, "POST", "/subnets/" + sub, {"fragment": False})
+    got = pd_drive.ok("assign-prefixes", eni=eni, count=1)["prefixes"]
+    assert aligned_28s_in(got, pd_sim["subnets"][1]["cidr"])
+
+
+def test_xen_instance_says_no_prefixes(pd_sim):
+    """Node 1 is an m4.large: DescribeInstances says xen for every
+    instance, DescribeInstanceTypes tells this one apart."""
+    d = Drive(write_conf(pd_sim, "pd1.conf"),
+              os.path.join(pd_sim["dir"], "pd1.log"), PD_PREFIX + "-node-1")
+    try:
+        di = d.ok("describe-instance")
+        assert di["instance_type"] == "m4.large"
+        assert (di["hypervisor"], di["bare_metal"], di["prefixes_ok"]) == \
+            ("xen", False, False)
+        assert (di["max_enis"], di["ips_per_eni"]) == (2, 10)
+    finally:
+        d.close()

@@ -85,10 +85,23 @@ endif
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
-tests_unit_test_server_SOURCES = tests/unit/test_server.c broker/server.c
+tests_unit_test_server_SOURCES = tests/unit/test_server.c broker/server.c \
+	broker/trim.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_server_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_server_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+endif
+
+# The broker's store (broker/store.c) through its interface: the real
+# loop, its writer thread, and answers to a client on a real socket.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_store
+TESTS += tests/unit/test_store
+tests_unit_test_store_SOURCES = tests/unit/test_store.c broker/store.c \
+	broker/writer.c broker/server.c broker/trim.c
+tests_unit_test_store_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_store_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_store_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 endif
 
 # A mutation check of the edge tests: one-line changes to the code under

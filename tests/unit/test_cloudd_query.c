@@ -138,6 +138,121 @@ test_other_bodies(void **state)
 	ec2_form_free(&f);
 }
 
+/* Prefix delegation's requests: by count or by prefix, never both kinds
+ * in one create, each prefix an aligned /28 named once. */
+static void
+test_prefix_bodies(void **state)
+{
+	struct msg_cloud_create_eni ce;
+	struct msg_cloud_prefixes px;
+	struct ec2_form f;
+	char err[256];
+
+	(void)state;
+	memset(&ce, 0, sizeof(ce));
+	strcpy(ce.subnet_id, "subnet-0abc");
+	ce.nsgs = 1;
+	strcpy(ce.sgs[0], "sg-1");
+	strcpy(ce.client_token, "tok-1");
+	ce.nprefixes = 2;
+	assert_int_equal(ec2_req_create_eni(&f, &ce, err, sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "&Ipv4PrefixCount=2&"));
+	assert_null(strstr(f.buf, "SecondaryPrivateIpAddressCount"));
+	assert_true(f.prefixes);
+	ec2_form_free(&f);
+	ce.nsecondary = 1;
+	assert_int_equal(ec2_req_create_eni(&f, &ce, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "both prefixes and secondary"));
+	ce.nsecondary = 0;
+	ce.nprefixes = 50;
+	assert_int_equal(ec2_req_create_eni(&f, &ce, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "50 prefixes"));
+	ce.nprefixes = 0;
+	assert_int_equal(ec2_req_create_eni(&f, &ce, err, sizeof(err)), 0);
+	assert_false(f.prefixes);
+	ec2_form_free(&f);
+
+	memset(&px, 0, sizeof(px));
+	strcpy(px.eni_id, "eni-1");
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    -1);	/* neither a count nor a list */
+	assert_non_null(strstr(err, "count 0"));
+	px.count = 3;
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=AssignPrivateIpAddresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv4PrefixCount=3");
+	assert_true(f.prefixes);
+	ec2_form_free(&f);
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    -1);	/* an unassign names its prefixes */
+	assert_non_null(strstr(err, "no prefix given"));
+
+	px.count = 0;
+	px.nprefixes = 2;
+	px.prefixes[0] = htonl(0x0a000410);	/* 10.0.4.16 */
+	px.prefixes[1] = htonl(0x0a000420);	/* 10.0.4.32 */
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    0);
+	assert_string_equal(f.buf, "Action=UnassignPrivateIpAddresses&"
+	    "Version=2016-11-15&NetworkInterfaceId=eni-1&Ipv4Prefix.1="
+	    "10.0.4.16%2F28&Ipv4Prefix.2=10.0.4.32%2F28");
+	ec2_form_free(&f);
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)), 0);
+	assert_null(strstr(f.buf, "Count"));
+	ec2_form_free(&f);
+
+	px.prefixes[1] = htonl(0x0a000418);	/* 10.0.4.24: not aligned */
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "aligned /28"));
+	px.prefixes[1] = 0;
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    -1);
+	px.prefixes[1] = px.prefixes[0];
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "twice"));
+	px.prefixes[1] = htonl(0x0a000420);
+	strcpy(px.eni_id, "eni-../1");
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "invalid ENI id"));
+}
+
+/* "No room" means no aligned /28 when prefixes were asked for, a full
+ * subnet when addresses were; InsufficientCidrBlocks is always the
+ * former. */
+static void
+test_classify_prefixes(void **state)
+{
+	static const char full[] = "There aren't sufficient free Ipv4 "
+	    "addresses or prefixes";
+	enum ec2_retry r;
+
+	(void)state;
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, true, 400,
+	    "InsufficientCidrBlocks", "The specified subnet does not have "
+	    "enough free cidr blocks", &r), CO_NO_PREFIX);
+	assert_int_equal(r, EC2_RETRY_NO);
+	assert_int_equal(ec2_classify(EC2_CREATE_ENI, false, 400,
+	    "InsufficientCidrBlocks", "", &r), CO_NO_PREFIX);
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, true, 400,
+	    "InvalidParameterValue", full, &r), CO_NO_PREFIX);
+	assert_int_equal(ec2_classify(EC2_CREATE_ENI, true, 400,
+	    "InsufficientFreeAddressesInSubnet", "", &r), CO_NO_PREFIX);
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, false, 400,
+	    "InvalidParameterValue", full, &r), CO_SUBNET_FULL);
+	assert_int_equal(ec2_classify(EC2_CREATE_ENI, false, 400,
+	    "InsufficientFreeAddressesInSubnet", "", &r), CO_SUBNET_FULL);
+	/* the rest is as for addresses */
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, true, 400,
+	    "PrivateIpAddressLimitExceeded", "", &r), CO_LIMIT_EXCEEDED);
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, true, 503,
+	    "RequestLimitExceeded", "", &r), CO_THROTTLED);
+	assert_int_equal(r, EC2_RETRY_ALWAYS);
+	assert_string_equal(cloud_outcome_name(CO_NO_PREFIX), "no-prefix");
+}
+
 static void
 test_check_instances_body(void **state)
 {
@@ -274,7 +389,7 @@ test_classify(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		assert_int_equal(ec2_classify(t[i].act, t[i].http, t[i].code,
+		assert_int_equal(ec2_classify(t[i].act, false, t[i].http, t[i].code,
 		    t[i].msg, &r), t[i].out);
 		assert_int_equal(r, t[i].retry);
 	}
@@ -691,16 +806,16 @@ test_classify_edges(void **state)
 	enum ec2_retry r;
 
 	(void)state;
-	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 499, "Odd", "", &r),
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, false, 499, "Odd", "", &r),
 	    CO_FATAL);
 	assert_int_equal(r, EC2_RETRY_NO);
-	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 500, "Odd", "", &r),
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, false, 500, "Odd", "", &r),
 	    CO_TRANSIENT);
 	assert_int_equal(r, EC2_RETRY_IDEMPOTENT);
 	/* ".NotFound" must end the code */
-	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 400, "X.NotFoundY", "",
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, false, 400, "X.NotFoundY", "",
 	    &r), CO_FATAL);
-	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, 400, ".NotFound", "",
+	assert_int_equal(ec2_classify(EC2_ATTACH_ENI, false, 400, ".NotFound", "",
 	    &r), CO_NOT_FOUND);
 }
 
@@ -711,6 +826,8 @@ main(void)
 		cmocka_unit_test(test_form_encoding),
 		cmocka_unit_test(test_create_eni_body),
 		cmocka_unit_test(test_other_bodies),
+		cmocka_unit_test(test_prefix_bodies),
+		cmocka_unit_test(test_classify_prefixes),
 		cmocka_unit_test(test_check_instances_body),
 		cmocka_unit_test(test_check_instances_refused),
 		cmocka_unit_test(test_classify),

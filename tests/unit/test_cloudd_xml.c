@@ -103,7 +103,7 @@ test_describe_enis(void **state)
 	assert_int_equal(e->ntags, 2);
 	assert_string_equal(e->tags[1].value, "x & y");
 
-	assert_int_equal(ec2_eni_to_msg(e, &m, err, sizeof(err)), 0);
+	assert_int_equal(ec2_eni_to_msg(e, &m, err, sizeof(err), NULL, 0), 0);
 	assert_string_equal(m.eni_id, "eni-0a1b2c3d4e5f60718");
 	assert_string_equal(m.instance_id, "i-0123456789abcdef0");
 	assert_int_equal(m.status, ENI_ST_IN_USE);
@@ -116,6 +116,88 @@ test_describe_enis(void **state)
 	assert_int_equal(m.ntags, 2);
 	ec2_answer_free(&a);
 	free(doc);
+}
+
+/* Prefixes as the cloud lists them on an ENI, assigns them and describes
+ * the types that can hold them; those not an aligned /28 are left out and
+ * counted, naming the first. */
+static void
+test_prefixes(void **state)
+{
+	static const char prefixes[] = "<ipv4PrefixSet>"
+	    "<item><ipv4Prefix>10.0.4.16/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.4.40/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.4.64/27</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.4.48/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>banana</ipv4Prefix></item>"
+	    "</ipv4PrefixSet>";
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char err[256], bad[EC2_CIDR_LEN], *doc;
+	uint32_t v;
+	size_t n;
+
+	(void)state;
+	doc = malloc(sizeof(eni_item) + sizeof(prefixes) + 512);
+	assert_non_null(doc);
+	n = strlen(eni_item) - strlen("</item>");
+	snprintf(doc, sizeof(eni_item) + sizeof(prefixes) + 512,
+	    "<DescribeNetworkInterfacesResponse" NS "><networkInterfaceSet>"
+	    "%.*s%s</item></networkInterfaceSet>"
+	    "</DescribeNetworkInterfacesResponse>", (int)n, eni_item,
+	    prefixes);
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), 0);
+	assert_int_equal(a.list.enis[0].nprefixes, 5);
+	assert_string_equal(a.list.enis[0].prefixes[1], "10.0.4.40/28");
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err, sizeof(err),
+	    bad, sizeof(bad)), 0);
+	assert_int_equal(m.nprefixes, 2);
+	assert_int_equal(m.prefixes[0], htonl(0x0a000410));
+	assert_int_equal(m.prefixes[1], htonl(0x0a000430));
+	assert_int_equal(m.nbad_prefixes, 3);
+	assert_string_equal(bad, "10.0.4.40/28");
+	assert_int_equal(m.naddrs, 2);		/* addresses as before */
+	ec2_answer_free(&a);
+	free(doc);
+
+	assert_int_equal(ec2_prefix_parse("10.0.4.16/28", &v), 0);
+	assert_int_equal(v, htonl(0x0a000410));
+	assert_int_equal(ec2_prefix_parse("10.0.4.17/28", &v), -1);
+	assert_int_equal(ec2_prefix_parse("10.0.4.16/32", &v), -1);
+	assert_int_equal(ec2_prefix_parse("0.0.0.0/28", &v), -1);
+	assert_int_equal(ec2_prefix_parse("10.0.4.16", &v), -1);
+	assert_int_equal(ec2_prefix_parse("", &v), -1);
+
+	assert_int_equal(parse(EC2_ASSIGN_IPS, "<AssignPrivateIpAddresses"
+	    "Response" NS "><requestId>r</requestId><networkInterfaceId>eni-1"
+	    "</networkInterfaceId><assignedPrivateIpAddressesSet/>"
+	    "<assignedIpv4PrefixSet><item><ipv4Prefix>10.0.8.0/28"
+	    "</ipv4Prefix></item><item><ipv4Prefix>10.0.8.32/28</ipv4Prefix>"
+	    "</item></assignedIpv4PrefixSet><return>true</return>"
+	    "</AssignPrivateIpAddressesResponse>", &a, err), 0);
+	assert_int_equal(a.naddrs, 0);
+	assert_int_equal(a.nprefixes, 2);
+	assert_string_equal(a.prefixes[1], "10.0.8.32/28");
+
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCE_TYPES,
+	    "<DescribeInstanceTypesResponse><instanceTypeSet><item>"
+	    "<instanceType>m4.large</instanceType><hypervisor>xen</hypervisor>"
+	    "<bareMetal>false</bareMetal></item><item><instanceType>"
+	    "m5.metal</instanceType><bareMetal>true</bareMetal></item>"
+	    "</instanceTypeSet></DescribeInstanceTypesResponse>", &a, err), 0);
+	assert_int_equal(a.nitems, 2);
+	assert_string_equal(a.list.types[0].hypervisor, "xen");
+	assert_string_equal(a.list.types[0].bare_metal, "false");
+	assert_string_equal(a.list.types[1].hypervisor, "");
+	assert_string_equal(a.list.types[1].bare_metal, "true");
+	ec2_answer_free(&a);
+
+	/* a hypervisor too long for its field refuses the answer */
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCE_TYPES,
+	    "<DescribeInstanceTypesResponse><instanceTypeSet><item>"
+	    "<hypervisor>nitro-nitro-nitro-nitro</hypervisor></item>"
+	    "</instanceTypeSet></DescribeInstanceTypesResponse>", &a, err),
+	    -1);
 }
 
 static void
@@ -161,7 +243,7 @@ test_eni_checks(void **state)
 		}
 		assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, &a, err), 0);
 		assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
-		    sizeof(err)), -1);
+		    sizeof(err), NULL, 0), -1);
 		assert_non_null(strstr(err, cases[i].why));
 		ec2_answer_free(&a);
 		free(doc);
@@ -1173,6 +1255,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_describe_enis),
+		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_eni_checks),
 		cmocka_unit_test(test_create_attach_assign_return),
 		cmocka_unit_test(test_instances_types_subnets),

@@ -2,6 +2,7 @@
  * The message codec: every type round-trips through a real socketpair, and
  * every rejection case is refused before a field is read.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -413,6 +414,34 @@ static const struct spoil spoils[] = {
 	    ntags, MSG_MAX_TAGS + 1, "too many tags"),
 	SPOIL_FILL(MSG_CLOUD_DONE, C2B, struct msg_cloud_done, st.request_id,
 	    "unterminated string in cloud status"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes,
+	    MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes, 1,
+	    "prefix not aligned"),	/* 0.0.0.0 is no prefix */
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nbad_prefixes,
+	    MSG_MAX_ENI_PREFIXES + 1, "too many refused prefixes"),
+	SPOIL_U32(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
+	    nprefixes, MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
+	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    hypervisor, "unterminated string in instance"),
+	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    prefixes_ok, 2, "instance flag not 0 or 1"),
+	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    bare_metal, 7, "instance flag not 0 or 1"),
+	SPOIL_FILL(MSG_CLOUD_ASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    eni_id, "unterminated eni id"),
+	SPOIL_U32(MSG_CLOUD_ASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    count, MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
+	SPOIL_U32(MSG_CLOUD_UNASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    nprefixes, MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
+	SPOIL_U32(MSG_CLOUD_UNASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    nprefixes, 2, "prefix not aligned"),
+	SPOIL_U32(MSG_CLOUD_PREFIXES_ASSIGNED, C2B,
+	    struct msg_cloud_prefixes_assigned, nprefixes, 1,
+	    "prefix not aligned"),
+	SPOIL_U32(MSG_CLOUD_PREFIXES_ASSIGNED, C2B,
+	    struct msg_cloud_prefixes_assigned, st.outcome, CO_MAX,
+	    "unknown cloud outcome"),
 };
 
 static void
@@ -467,6 +496,52 @@ test_array_entries_checked_within_count(void **state)
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
 	    MSG_CLOUD_DESCRIBE_SUBNETS, sizeof(d), &d, sizeof(d)),
 	    "unterminated subnet id");
+}
+
+/* A prefix is the first address of an aligned /28, within its count; one
+ * past the count is not read.  Create asks for prefixes or addresses. */
+static void
+test_prefixes_checked(void **state)
+{
+	static struct msg_cloud_eni e;
+	struct msg_cloud_prefixes p;
+	struct msg_cloud_create_eni c;
+
+	(void)state;
+	memset(&e, 0, sizeof(e));
+	e.nprefixes = 2;
+	e.prefixes[0] = htonl(0x0a000410);	/* 10.0.4.16/28 */
+	e.prefixes[1] = htonl(0x0a000420);
+	e.prefixes[2] = htonl(0x0a000421);	/* past the count */
+	assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    sizeof(e), &e, sizeof(e)));
+	e.prefixes[1] = htonl(0x0a000428);	/* 10.0.4.40: not aligned */
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)), "prefix not aligned");
+
+	memset(&p, 0, sizeof(p));
+	p.nprefixes = 1;
+	p.prefixes[0] = htonl(0x0a00040f);
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)),
+	    "prefix not aligned");
+	p.prefixes[0] = htonl(0x0a000400);
+	assert_null(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)));
+
+	memset(&c, 0, sizeof(c));
+	c.nprefixes = 1;
+	assert_null(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)));
+	c.nsecondary = 1;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)),
+	    "both prefixes and secondary addresses");
+	/* the answers flow back the way they came */
+	assert_int_equal(msg_type_info(MSG_CLOUD_ASSIGN_PREFIXES)->
+	    answers.single[0], MSG_CLOUD_PREFIXES_ASSIGNED);
+	assert_int_equal(msg_type_info(MSG_CLOUD_UNASSIGN_PREFIXES)->
+	    answers.single[0], MSG_CLOUD_DONE);
 }
 
 /* Send a datagram with a descriptor attached, as a compromised peer
@@ -933,6 +1008,7 @@ main(void)
 		cmocka_unit_test(test_rejects_bad_values),
 		cmocka_unit_test(test_every_meaning_check),
 		cmocka_unit_test(test_array_entries_checked_within_count),
+		cmocka_unit_test(test_prefixes_checked),
 		cmocka_unit_test(test_rejects_descriptors),
 		cmocka_unit_test(test_rejects_oversized_datagram),
 		cmocka_unit_test(test_send_refuses_misuse),

@@ -21,13 +21,6 @@
 #include "enid.h"
 #include "testdir.h"
 
-/* server.c asks the engine to trim the heap after big answers. */
-void
-engine_trim_soon(struct broker *b)
-{
-	(void)b;
-}
-
 static struct jref held;		/* the "wait" op's, answered later */
 static bool have_held;
 static char *big;			/* the answer "answer" gives it */

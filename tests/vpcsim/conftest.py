@@ -142,19 +142,14 @@ class Agent:
             self.proc.wait(5)
 
 
-@pytest.fixture(scope="session")
-def sim():
-    if os.geteuid() != 0:
-        pytest.skip("vpcsim tests need root (network namespaces)")
+def launch(prefix, args):
+    """Start a simulator with namespace prefix `prefix` and wait for it."""
     state = tempfile.mkdtemp(prefix="vpcsim-test-")
     logpath = os.path.join(state, "vpcsim.log")
     log = open(logpath, "w")
-    proc = subprocess.Popen(
-        [VPCSIM, "--nodes", "2", "--state", state, "--prefix", PREFIX,
-         "--rate-scale", "1", "--link-delay-ms", str(LINK_DELAY_MS),
-         "--attach-delay-ms", str(ATTACH_DELAY_MS),
-         "--detach-delay-ms", str(DETACH_DELAY_MS), "--cred-expire-s", "900"],
-        stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([VPCSIM, "--state", state, "--prefix", prefix] + args,
+                            stdout=log, stderr=subprocess.STDOUT)
+    log.close()
     path = os.path.join(state, "endpoints.json")
     deadline = time.monotonic() + 20
     while not os.path.exists(path):
@@ -166,26 +161,43 @@ def sim():
     with open(path) as f:
         ep = json.load(f)
     s = Sim(proc, state, ep, logpath)
+    s.prefix = prefix
+    return s
+
+
+def shut_down(s):
+    """Stop it and check that it left nothing behind."""
+    for a in s.agents.values():
+        a.close()
+    s.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = s.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        s.proc.kill()
+        s.proc.wait(5)
+        rc = "killed"
+    left = [n for n in netns_list() if n.startswith(s.prefix + "-")]
+    assert rc == 0, "vpcsim exited %s:\n%s" % (rc, open(s.logpath).read())
+    assert not left, "namespaces left behind: %s" % left
+    assert not os.path.exists(os.path.join(s.state_dir, "endpoints.json")), \
+        "endpoints.json left behind"
+    out = open(s.logpath).read()
+    assert "Traceback" not in out, out
+    shutil.rmtree(s.state_dir, ignore_errors=True)      # kept when something failed
+
+
+@pytest.fixture(scope="session")
+def sim():
+    if os.geteuid() != 0:
+        pytest.skip("vpcsim tests need root (network namespaces)")
+    s = launch(PREFIX, [
+        "--nodes", "2", "--rate-scale", "1", "--link-delay-ms", str(LINK_DELAY_MS),
+        "--attach-delay-ms", str(ATTACH_DELAY_MS),
+        "--detach-delay-ms", str(DETACH_DELAY_MS), "--cred-expire-s", "900"])
     try:
         yield s
     finally:
-        for a in s.agents.values():
-            a.close()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            rc = "killed"
-        log.close()
-        left = [n for n in netns_list() if n.startswith(PREFIX + "-")]
-        assert rc == 0, "vpcsim exited %s:\n%s" % (rc, open(logpath).read())
-        assert not left, "namespaces left behind: %s" % left
-        assert not os.path.exists(path), "endpoints.json left behind"
-        out = open(logpath).read()
-        assert "Traceback" not in out, out
-        shutil.rmtree(state, ignore_errors=True)      # kept when something failed
+        shut_down(s)
 
 
 @pytest.fixture(scope="session")

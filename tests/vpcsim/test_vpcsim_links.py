@@ -44,12 +44,17 @@ def test_links_without_routes():
                                                    e["MacAddress"]), 5,
                                what="the ENI's link")
         assert name == "eth1"
+        # A delegated prefix is not routed either.
+        prefix = agent.ok("AssignPrivateIpAddresses",
+                          NetworkInterfaceId=e["NetworkInterfaceId"],
+                          Ipv4PrefixCount=1)["AssignedIpv4Prefixes"][0]["Ipv4Prefix"]
         sim.wait_dataplane()
         assert sim.eni_state(e["NetworkInterfaceId"])["link"]["routes"] == []
         routes = sim.nsexec(ep["vpc_netns"], "ip", "-4", "route",
                             "show").stdout
         for p in e["PrivateIpAddresses"]:
             assert p["PrivateIpAddress"] + " " not in routes, routes
+        assert prefix.split("/")[0] not in routes, routes
         # The node's own address is routed: its daemon reaches IMDS.
         assert node["primary_ip"] + " dev " in routes, routes
     finally:

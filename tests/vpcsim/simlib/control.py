@@ -156,16 +156,14 @@ class ControlHandler(httpbase.Handler):
         if path == "/links" and m == "POST":
             return self._links(sim, data)
         if path.startswith("/subnets/") and m == "POST":
-            sid = path[len("/subnets/"):]
-            if not isinstance(data, dict) or "free" not in data or set(data) - {"free"}:
-                raise BadRequest("expected {\"free\": N}")
-            free = _int(data["free"], "free", 0, 1 << 20)
+            return self._subnet(sim, path[len("/subnets/"):], data)
+        if path == "/allocation" and m == "POST":
+            if not isinstance(data, dict) or set(data) != {"mode"} or \
+                    data["mode"] not in ("lowest", "scattered"):
+                raise BadRequest("expected {\"mode\": \"lowest\"|\"scattered\"}")
             with sim.lock:
-                s = sim.subnets.get(sid)
-                if s is None:
-                    return 404, {"error": "no subnet %s" % sid}
-                s.cap = min(s.total, len(s.in_use) + free)
-                return 200, {"id": s.id, "free": s.free()}
+                sim.set_allocation(data["mode"])
+            return 200, {"mode": data["mode"]}
         if path == "/credentials" and m == "POST":
             return self._creds(sim, data)
         if path == "/rate" and m == "POST":
@@ -187,6 +185,33 @@ class ControlHandler(httpbase.Handler):
                 return 200, {"attach_ms": sim.attach_delay_ms,
                              "detach_ms": sim.detach_delay_ms}
         return 404, {"error": "no such endpoint: %s %s" % (m, path[:200])}
+
+    def _subnet(self, sim, sid, data):
+        """{"free": N} and/or {"fragment": true, "keep_prefixes": K} or
+        {"fragment": false}."""
+        keys = {"free", "fragment", "keep_prefixes"}
+        if not isinstance(data, dict) or not data or set(data) - keys:
+            raise BadRequest("expected {\"free\": N} or {\"fragment\": true|false}"
+                             " (with \"keep_prefixes\": K)")
+        if "fragment" in data and not isinstance(data["fragment"], bool):
+            raise BadRequest("fragment must be true or false")
+        if "keep_prefixes" in data and data.get("fragment") is not True:
+            raise BadRequest("keep_prefixes goes with \"fragment\": true")
+        free = _int(data["free"], "free", 0, 1 << 20) if "free" in data else None
+        keep = _int(data.get("keep_prefixes", 0), "keep_prefixes", 0, 1 << 20)
+        with sim.lock:
+            s = sim.subnets.get(sid)
+            if s is None:
+                return 404, {"error": "no subnet %s" % sid}
+            if data.get("fragment") is False:
+                s.unfragment()
+            elif data.get("fragment"):
+                s.fragment(keep)
+            if free is not None:
+                s.cap = min(s.total, len(s.in_use) + free)
+            return 200, {"id": s.id, "free": s.free(),
+                         "free_prefixes": len(s.free_blocks()),
+                         "fragmented": len(s.blockers)}
 
     def _links(self, sim, data):
         if not isinstance(data, dict):

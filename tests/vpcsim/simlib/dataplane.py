@@ -1,11 +1,13 @@
 """The real data plane: a router namespace and one namespace per node.
 
 The model says what should exist (an attached ENI whose link delay has
-passed has a veth; each of its addresses has a /32 route toward it); one
-worker thread makes the kernel match, ENI by ENI, in request order.  The
-worker only ever runs `ip -n <sim namespace> ...`.
+passed has a veth; each of its addresses has a /32 route toward it, each
+of its delegated prefixes a /28 route); one worker thread makes the
+kernel match, ENI by ENI, in request order.  The worker only ever runs
+`ip -n <sim namespace> ...`.
 """
 import collections
+import ipaddress
 import threading
 import time
 
@@ -74,18 +76,26 @@ class Dataplane:
                               "routes": {eni.addresses[0]}, "created": time.time()}
 
 
-    def _deliver_cmds(self, vpc_if, addr, mac, primary=False):
-        # As the VPC fabric does: an assigned address goes to the ENI that
-        # holds it, by its MAC, with no ARP (a node answers none for the
-        # addresses it routes on to pods).  With --dataplane links, only
-        # the node's own address is routed (its daemon reaches EC2 and
-        # IMDS through it); attached ENIs get their links and no route
-        # (a fleet's rollout, which sends no packet from a pod).
+    def _deliver_cmds(self, vpc_if, dest, mac, primary=False):
+        # As the VPC fabric does: an assigned address, or every address of
+        # a delegated prefix ("a.b.c.d/28"), goes to the ENI that holds it,
+        # by its MAC, with no ARP (a node answers none for the addresses
+        # it routes on to pods).  With --dataplane links, only the node's
+        # own address is routed (its daemon reaches EC2 and IMDS through
+        # it); attached ENIs get their links and no route (a fleet's
+        # rollout, which sends no packet from a pod).
         if not self.routes and not primary:
             return []
-        return ["route replace %s/32 dev %s" % (addr, vpc_if),
-                "neigh replace %s lladdr %s dev %s nud permanent"
-                % (addr, mac, vpc_if)]
+        route = dest if "/" in dest else dest + "/32"
+        return ["route replace %s dev %s" % (route, vpc_if)] + [
+            "neigh replace %s lladdr %s dev %s nud permanent" % (a, mac, vpc_if)
+            for a in _hosts(dest)]
+
+    @staticmethod
+    def _withdraw_cmds(vpc_if, dest):
+        route = dest if "/" in dest else dest + "/32"
+        return ["route del %s dev %s" % (route, vpc_if)] + [
+            "neigh del %s dev %s" % (a, vpc_if) for a in _hosts(dest)]
 
     def _vpc_ifname(self):
         self.seq += 1
@@ -151,7 +161,7 @@ class Dataplane:
             inst = self.sim.instances[eni.attachment["instance"]]
             return {"mac": eni.mac, "netns": self.node_ns(inst.index),
                     "device_index": eni.attachment["device_index"],
-                    "routes": set(eni.addresses)}
+                    "routes": set(eni.addresses) | set(eni.prefixes)}
 
     def _reconcile(self, eni_id):
         want = self._desired(eni_id)
@@ -193,9 +203,15 @@ class Dataplane:
             have["routes"].update(adding)
         gone = sorted(have["routes"] - want["routes"])
         cmds = []
-        for addr in gone:
-            cmds += ["route del %s/32 dev %s" % (addr, have["vpc_if"]),
-                     "neigh del %s dev %s" % (addr, have["vpc_if"])]
+        for dest in gone:
+            cmds += self._withdraw_cmds(have["vpc_if"], dest)
         netns.ip_batch(self.vpc_ns, cmds, force=True)
         with self.cv:
             have["routes"].difference_update(gone)
+
+
+def _hosts(dest):
+    """The addresses a route's destination covers: one, or a prefix's."""
+    if "/" not in dest:
+        return [dest]
+    return [str(a) for a in ipaddress.IPv4Network(dest)]

@@ -132,6 +132,11 @@ class ImdsHandler(httpbase.Handler):
                 "vpc-ipv4-cidr-block": sim.vpc_cidr,
                 "vpc-ipv4-cidr-blocks": [sim.vpc_cidr],
             }
+            if e.prefixes:
+                # Listed only while the ENI holds one: without, a GET of
+                # it is 404, as on EC2.
+                macs[e.mac]["ipv4-prefix"] = list(e.prefixes)
+                macs[e.mac] = dict(sorted(macs[e.mac].items()))
         akid, cred = sim.issue_cred(inst)
         cred_doc = json.dumps({
             "Code": "Success", "LastUpdated": iso8601_s(cred["issued"]),

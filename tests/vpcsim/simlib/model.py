@@ -158,7 +158,8 @@ ACCEPTS = {
         r"PrivateIpAddresses\.\d+\.(PrivateIpAddress|Primary)",
         r"TagSpecification\.\d+\.ResourceType",
         r"TagSpecification\.\d+\.Tag\.\d+\.(Key|Value)",
-        r"ClientToken", r"InterfaceType"],
+        r"ClientToken", r"InterfaceType",
+        r"Ipv4PrefixCount", r"Ipv4Prefix\.\d+\.Ipv4Prefix"],
     "AttachNetworkInterface": [r"NetworkInterfaceId", r"InstanceId",
                                r"DeviceIndex", r"NetworkCardIndex"],
     "ModifyNetworkInterfaceAttribute": [
@@ -167,8 +168,10 @@ ACCEPTS = {
         r"SourceDestCheck\.Value", r"SecurityGroupId\.\d+"],
     "AssignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+",
                                  r"SecondaryPrivateIpAddressCount",
-                                 r"AllowReassignment"],
-    "UnassignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+"],
+                                 r"AllowReassignment", r"Ipv4PrefixCount",
+                                 r"Ipv4Prefix\.\d+"],
+    "UnassignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+",
+                                   r"Ipv4Prefix\.\d+"],
     "DetachNetworkInterface": [r"AttachmentId", r"Force"],
     "DeleteNetworkInterface": [r"NetworkInterfaceId"],
     "CreateTags": [r"ResourceId\.\d+", r"Tag\.\d+\.(Key|Value)"],
@@ -271,10 +274,49 @@ class Scheduler:
                 self.on_error("scheduler: %r" % e)
 
 
+# ---------------------------------------------------------------- instance types
+
+# What DescribeInstanceTypes says of a type besides its limits.  Prefix
+# delegation needs a Nitro instance: hypervisor "nitro", or bare metal
+# (which EC2 reports with no hypervisor at all).
+NITRO = {"hypervisor": "nitro", "bare_metal": False, "vcpus": 4,
+         "memory_mib": 16384, "network": "Up to 10 Gigabit", "ena": "required"}
+
+# Real types the sim knows besides the configured one, with EC2's limits:
+# DescribeInstanceTypes lists them, and --node-type gives a node one.
+CATALOG = {
+    "m4.large": dict(enis=2, ips=10, hypervisor="xen", bare_metal=False, vcpus=2,
+                     memory_mib=8192, network="Moderate", ena="unsupported"),
+    "m5.metal": dict(enis=15, ips=50, hypervisor=None, bare_metal=True, vcpus=96,
+                     memory_mib=393216, network="25 Gigabit", ena="required"),
+}
+
+
+def traits_of(name):
+    t = CATALOG.get(name)
+    return {k: t[k] for k in NITRO} if t else dict(NITRO)
+
+
 # ---------------------------------------------------------------- the model
 
+# A delegated prefix is an aligned /28: sixteen addresses, all usable.
+PREFIX_LEN = 28
+PREFIX_SIZE = 1 << (32 - PREFIX_LEN)
+
+NO_ROOM_FOR_PREFIXES = "There aren't sufficient free Ipv4 addresses or prefixes"
+
+
+def prefix_hosts(cidr):
+    """The sixteen addresses of a /28, as strings."""
+    return [str(a) for a in ipaddress.IPv4Network(cidr)]
+
+
+def _ip(n):
+    return str(ipaddress.IPv4Address(n))
+
+
 class Subnet:
-    def __init__(self, sid, cidr, az, vpc_id):
+    def __init__(self, sid, cidr, az, vpc_id, rng, scattered=False):
         self.id = sid
         self.net = ipaddress.IPv4Network(cidr)
         self.az = az
@@ -284,9 +326,18 @@ class Subnet:
         self.first = int(self.net.network_address) + 4
         self.last = int(self.net.broadcast_address) - 1
         self.total = self.last - self.first + 1
-        self.in_use = set()
+        self.in_use = set()            # every address held, prefixes' too
+        self.prefixes = set()          # the /28s ENIs hold
+        self.blockers = set()          # addresses the fragment control holds
         self.cap = self.total          # in-use ceiling; POST /subnets sets it
         self.tags = {}
+        self.rng = rng
+        self.scattered = scattered     # single addresses drawn at random
+        # The aligned /28s clear of the reserved addresses: all but the
+        # subnet's first (.0-.3) and its last (the broadcast address).
+        self.block_bases = list(range(int(self.net.network_address) + PREFIX_SIZE,
+                                      int(self.net.broadcast_address) + 1 -
+                                      PREFIX_SIZE, PREFIX_SIZE))
 
     def free(self):
         return max(0, min(self.cap, self.total) - len(self.in_use))
@@ -298,18 +349,44 @@ class Subnet:
             return False
         return self.first <= n <= self.last
 
+    def free_blocks(self):
+        """Bases (ints) of the aligned /28s with no address in use."""
+        return [b for b in self.block_bases
+                if not any(_ip(b + i) in self.in_use for i in range(PREFIX_SIZE))]
+
+    def _pick(self, count):
+        """count free addresses: the lowest, or (scattered) drawn at random
+        from the whole range, so that the subnet fragments as a long-lived
+        one does."""
+        got = []
+        if not self.scattered:
+            n = self.first
+            while len(got) < count and n <= self.last:
+                if _ip(n) not in self.in_use:
+                    got.append(_ip(n))
+                n += 1
+            return got
+        seen = set()
+        for _ in range(64 * count):
+            if len(got) == count:
+                break
+            a = _ip(self.rng.randint(self.first, self.last))
+            if a not in self.in_use and a not in seen:
+                seen.add(a)
+                got.append(a)
+        if len(got) == count:
+            return got
+        # Nearly full: draw from what is left.
+        rest = [_ip(n) for n in range(self.first, self.last + 1)
+                if _ip(n) not in self.in_use and _ip(n) not in seen]
+        return got + self.rng.sample(rest, count - len(got))
+
     def allocate(self, count):
         if count > self.free():
             raise Ec2Error("InsufficientFreeAddressesInSubnet",
                            "There are not enough free addresses in subnet '%s' "
                            "to satisfy the requested number of instances." % self.id)
-        got = []
-        n = self.first
-        while len(got) < count and n <= self.last:
-            a = str(ipaddress.IPv4Address(n))
-            if a not in self.in_use:
-                got.append(a)
-            n += 1
+        got = self._pick(count)
         self.in_use.update(got)
         return got
 
@@ -331,6 +408,87 @@ class Subnet:
         for a in addrs:
             self.in_use.discard(a)
 
+    # -------------------------------------------------------------- prefixes
+
+    def check_prefix(self, cidr):
+        """A /28 a client named, in canonical form, if it is one this
+        subnet could delegate: aligned, inside it, clear of the reserved
+        addresses.  Whether it is free is claim_prefixes' question."""
+        try:
+            net = ipaddress.IPv4Network(cidr, strict=False)
+        except ValueError:
+            raise Ec2Error("InvalidParameterValue",
+                           "Invalid IPv4 prefix '%s': expected a CIDR such as "
+                           "10.0.0.16/28" % cidr)
+        if "/" not in cidr or net.prefixlen != PREFIX_LEN:
+            raise Ec2Error("InvalidParameterValue",
+                           "Invalid IPv4 prefix '%s': the prefix length must be "
+                           "/%d" % (cidr, PREFIX_LEN))
+        if str(net.network_address) != cidr.split("/")[0]:
+            raise Ec2Error("InvalidParameterValue",
+                           "Invalid IPv4 prefix '%s': not aligned to a /%d "
+                           "boundary (%s is)" % (cidr, PREFIX_LEN, net))
+        if not net.subnet_of(self.net):
+            raise Ec2Error("InvalidParameterValue",
+                           "The prefix %s does not fall within the CIDR %s of "
+                           "subnet '%s'" % (net, self.net, self.id))
+        if int(net.network_address) not in self.block_bases:
+            raise Ec2Error("InvalidParameterValue",
+                           "The prefix %s includes addresses reserved in subnet "
+                           "'%s'" % (net, self.id))
+        return str(net)
+
+    def claim_prefixes(self, named, count):
+        """The /28s named (checked by check_prefix), or count free ones;
+        all or none.  EC2's refusals: a named one overlaps an address in
+        use; too few free addresses at all; too few whole /28s among them
+        (a fragmented subnet)."""
+        for p in named:
+            if any(a in self.in_use for a in prefix_hosts(p)):
+                raise Ec2Error("InvalidParameterValue",
+                               "The prefix %s overlaps addresses in use." % p)
+        count = len(named) or count
+        if count * PREFIX_SIZE > self.free():
+            raise Ec2Error("InvalidParameterValue", NO_ROOM_FOR_PREFIXES)
+        if named:
+            got = list(named)
+        else:
+            blocks = self.free_blocks()
+            if len(blocks) < count:
+                raise Ec2Error("InsufficientCidrBlocks",
+                               "The specified subnet does not have enough free "
+                               "cidr blocks to satisfy the request.")
+            chosen = self.rng.sample(blocks, count) if self.scattered \
+                else blocks[:count]
+            got = ["%s/%d" % (_ip(b), PREFIX_LEN) for b in chosen]
+        for p in got:
+            self.in_use.update(prefix_hosts(p))
+            self.prefixes.add(p)
+        return got
+
+    def release_prefixes(self, cidrs):
+        for p in cidrs:
+            self.prefixes.discard(p)
+            self.in_use.difference_update(prefix_hosts(p))
+
+    # -------------------------------------------------------------- fragmentation
+
+    def fragment(self, keep=0):
+        """Hold one address in every whole /28 but the highest `keep` (the
+        lowest would go first to single addresses allocated lowest-first),
+        so that a prefix fails while single addresses are still free.  The
+        held addresses count as in use, as the strays that fragment a real
+        subnet do."""
+        blocks = self.free_blocks()
+        for b in blocks[:max(0, len(blocks) - keep)]:
+            a = _ip(b + self.rng.randrange(PREFIX_SIZE))
+            self.blockers.add(a)
+            self.in_use.add(a)
+
+    def unfragment(self):
+        self.in_use.difference_update(self.blockers)
+        self.blockers.clear()
+
 
 class Instance:
     def __init__(self, index, iid, itype, subnet, netns):
@@ -350,6 +508,7 @@ class Eni:
         self.subnet = subnet
         self.mac = mac
         self.addresses = addresses        # [primary, secondaries...]
+        self.prefixes = []                # delegated /28s, in assignment order
         self.groups = groups
         self.description = description
         self.tags = {}
@@ -375,14 +534,29 @@ class Sim:
         self.vpc_cidr = "10.0.0.0/16"
         self.groups = {hexid("sg-"): "default", hexid("sg-"): "enid-pods"}
         self.default_group = next(iter(self.groups))
+        # One generator for every random choice of addresses (scattered
+        # allocation, fragmentation), seeded so that a run can be repeated.
+        self.rng = random.Random(getattr(cfg, "seed", None))
+        scattered = getattr(cfg, "allocation", "lowest") == "scattered"
         self.subnets = {}
         for cidr in ("10.0.0.0/20", "10.0.16.0/20"):
-            s = Subnet(hexid("subnet-"), cidr, self.az, self.vpc_id)
+            s = Subnet(hexid("subnet-"), cidr, self.az, self.vpc_id, self.rng,
+                       scattered)
             if cfg.subnet_free is not None:
                 s.cap = min(s.total, cfg.subnet_free)
             self.subnets[s.id] = s
         self.subnet_list = list(self.subnets.values())
+        # name -> (ENIs, addresses per ENI).  The configured type takes its
+        # limits from the flags and the rest of its traits from the catalog.
         self.instance_types = {cfg.instance_type: (cfg.eni_limit, cfg.ip_limit)}
+        self.type_traits = {cfg.instance_type: traits_of(cfg.instance_type)}
+        for name, t in CATALOG.items():
+            if name not in self.instance_types:
+                self.instance_types[name] = (t["enis"], t["ips"])
+                self.type_traits[name] = traits_of(name)
+        # The types the nodes were given: an unattached ENI may hold as
+        # many addresses as the largest of them allows.
+        self.fleet_types = {cfg.instance_type}
         self.instances = {}
         self.enis = {}
         self.macs = set()
@@ -436,6 +610,27 @@ class Sim:
     def limits_of(self, inst):
         return self.instance_types[inst.type]
 
+    def add_instance_type(self, name, enis, ips, like):
+        """A type of the configured one's traits with limits of its own
+        (--node-limits)."""
+        self.instance_types[name] = (enis, ips)
+        self.type_traits[name] = dict(self.type_traits[like])
+        self.fleet_types.add(name)
+
+    def use_instance_type(self, name):
+        """A node is given this known type (--node-type)."""
+        if name not in self.instance_types:
+            raise ValueError("unknown instance type %s (known: %s)"
+                             % (name, ", ".join(sorted(self.instance_types))))
+        self.fleet_types.add(name)
+
+    def prefix_capable(self, itype):
+        t = self.type_traits[itype]
+        return t["hypervisor"] == "nitro" or t["bare_metal"]
+
+    def unattached_ip_limit(self):
+        return max(self.instance_types[t][1] for t in self.fleet_types)
+
     def eni_or_404(self, eid):
         eni = self.enis.get(eid)
         if eni is None:
@@ -480,10 +675,20 @@ class Sim:
                       key=lambda e: e.attachment["device_index"])
 
     def instance_by_addr(self, addr):
+        try:
+            block = "%s/%d" % (_ip(int(ipaddress.IPv4Address(addr)) &
+                                   ~(PREFIX_SIZE - 1)), PREFIX_LEN)
+        except ValueError:
+            return None
         for e in self.enis.values():
-            if e.attachment and addr in e.addresses:
+            if e.attachment and (addr in e.addresses or block in e.prefixes):
                 return self.instances.get(e.attachment["instance"])
         return None
+
+    def set_allocation(self, mode):
+        """"lowest" or "scattered": how every subnet picks single addresses."""
+        for s in self.subnet_list:
+            s.scattered = mode == "scattered"
 
     # -------------------------------------------------------------- credentials
 
@@ -617,6 +822,8 @@ class Sim:
                  % (a.replace(".", "-"), self.region), "primary": i == 0}
                 for i, a in enumerate(e.addresses)],
             "ipv6AddressesSet": [],
+            # Left out when empty: an answer without prefixes is unchanged.
+            "ipv4PrefixSet": [{"ipv4Prefix": p} for p in e.prefixes] or None,
             "interfaceType": "interface",
         })
         return d
@@ -727,22 +934,24 @@ class Sim:
         out = []
         for t in types:
             enis, ips = self.instance_types[t]
+            tr = self.type_traits[t]
             out.append({
                 "instanceType": t, "currentGeneration": True,
-                "freeTierEligible": False, "hypervisor": "nitro",
+                "freeTierEligible": False, "bareMetal": tr["bare_metal"],
+                "hypervisor": tr["hypervisor"],
                 "processorInfo": {"supportedArchitectures": ["x86_64"]},
-                "vCpuInfo": {"defaultVCpus": 4},
-                "memoryInfo": {"sizeInMiB": 16384},
+                "vCpuInfo": {"defaultVCpus": tr["vcpus"]},
+                "memoryInfo": {"sizeInMiB": tr["memory_mib"]},
                 "networkInfo": {
-                    "networkPerformance": "Up to 10 Gigabit",
+                    "networkPerformance": tr["network"],
                     "maximumNetworkInterfaces": enis,
                     "maximumNetworkCards": 1, "defaultNetworkCardIndex": 0,
                     "networkCards": [{"networkCardIndex": 0,
-                                      "networkPerformance": "Up to 10 Gigabit",
+                                      "networkPerformance": tr["network"],
                                       "maximumNetworkInterfaces": enis}],
                     "ipv4AddressesPerInterface": ips,
                     "ipv6AddressesPerInterface": ips, "ipv6Supported": True,
-                    "enaSupport": "required", "efaSupported": False,
+                    "enaSupport": tr["ena"], "efaSupported": False,
                     "encryptionInTransitSupported": False,
                 },
             })
@@ -870,6 +1079,11 @@ class Sim:
                 raise Ec2Error("InvalidGroup.NotFound",
                                "The security group '%s' does not exist" % g)
         count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000) or 0
+        pcount, named = self._prefix_args(
+            p, subnet, [v for g in indexed_groups(p, "Ipv4Prefix")
+                        for k, v in g.items() if k == "Ipv4Prefix"],
+            count or any(re.match(r"PrivateIpAddresses\.\d+\.", k) for k in p))
+        nprefixes = len(named) or pcount
         tags = self._tags_from_specs(p)
         token = p.get("ClientToken")
         fingerprint = json.dumps({k: v for k, v in sorted(p.items())
@@ -889,8 +1103,8 @@ class Sim:
                 eni = self.enis.get(prev[1])
                 return {"networkInterface": self.eni_struct(eni) if eni else prev[2],
                         "clientToken": token}
-        ip_limit = max(lim[1] for lim in self.instance_types.values())
-        if count + 1 > ip_limit:
+        ip_limit = self.unattached_ip_limit()
+        if count + nprefixes + 1 > ip_limit:
             raise Ec2Error("PrivateIpAddressLimitExceeded",
                            "Number of private addresses will exceed limit.")
         primary = p.get("PrivateIpAddress")
@@ -903,13 +1117,27 @@ class Sim:
                            "There are not enough free addresses in subnet '%s' to "
                            "satisfy the requested number of addresses." % sid)
         self.dry(dry)
+        prefixes = []
         if primary:
             subnet.take(primary)
+            try:
+                if nprefixes:
+                    prefixes = subnet.claim_prefixes(named, pcount)
+            except Ec2Error:
+                subnet.release([primary])
+                raise
             addrs = [primary] + subnet.allocate(count)
         else:
+            # The prefixes first: the primary address must not take the
+            # last whole /28.
+            if nprefixes:
+                if subnet.free() < 1 + nprefixes * PREFIX_SIZE:
+                    raise Ec2Error("InvalidParameterValue", NO_ROOM_FOR_PREFIXES)
+                prefixes = subnet.claim_prefixes(named, pcount)
             addrs = subnet.allocate(count + 1)
         eni = Eni(hexid("eni-"), subnet, self.new_mac(), addrs, groups,
                   p.get("Description", ""))
+        eni.prefixes = prefixes
         eni.tags = tags
         eni.client_token = token
         self.enis[eni.id] = eni
@@ -925,6 +1153,7 @@ class Sim:
                            "Network interface '%s' is currently in use." % eni.id)
         self.dry(dry)
         eni.subnet.release(eni.addresses)
+        eni.subnet.release_prefixes(eni.prefixes)
         self.macs.discard(eni.mac)
         del self.enis[eni.id]
         self.sync(eni.id)
@@ -962,9 +1191,11 @@ class Sim:
             raise Ec2Error("InvalidParameterValue",
                            "Instance '%s' already has an interface attached at "
                            "device index '%d'." % (iid, dev))
-        if len(eni.addresses) > max_ips:
+        if len(eni.addresses) + len(eni.prefixes) > max_ips:
             raise Ec2Error("PrivateIpAddressLimitExceeded",
                            "Number of private addresses will exceed limit.")
+        if eni.prefixes and not self.prefix_capable(inst.type):
+            raise self._no_prefixes_on(inst)
         self.dry(dry)
         att = {"id": hexid("eni-attach-"), "instance": iid, "device_index": dev,
                "status": "attaching", "delete_on_termination": False,
@@ -1079,12 +1310,75 @@ class Sim:
     def _eni_ip_limit(self, eni):
         if eni.attachment:
             return self.limits_of(self.instances[eni.attachment["instance"]])[1]
-        return max(lim[1] for lim in self.instance_types.values())
+        return self.unattached_ip_limit()
+
+    # -------------------------------------------------------------- prefixes
+
+    def _prefix_args(self, p, subnet, named, with_addresses):
+        """(Ipv4PrefixCount, [named /28s]) of a request, checked: a count
+        or a list, never both, and never with secondary addresses."""
+        count = as_int(p, "Ipv4PrefixCount", 1, 10000)
+        if count is None and not named:
+            return 0, []
+        if count is not None and named:
+            raise Ec2Error("InvalidParameterCombination",
+                           "Specify either Ipv4PrefixCount or Ipv4Prefix, not both")
+        if with_addresses:
+            raise Ec2Error("InvalidParameterCombination",
+                           "IPv4 prefixes and secondary private IPv4 addresses "
+                           "cannot be specified in the same request")
+        canon = [subnet.check_prefix(c) for c in named]
+        if len(set(canon)) != len(canon):
+            raise Ec2Error("InvalidParameterValue", "Duplicate prefix requested")
+        return count or 0, canon
+
+    def _no_prefixes_on(self, inst):
+        # EC2 delegates prefixes to Nitro instances only; the code and
+        # wording of its refusal are the sim's.
+        return Ec2Error("UnsupportedOperation",
+                        "IPv4 prefixes are not supported on instance type '%s' "
+                        "of instance '%s': it is not a Nitro instance."
+                        % (inst.type, inst.id))
+
+    def _assign_prefixes(self, eni, count, named, dry):
+        if eni.attachment:
+            inst = self.instances[eni.attachment["instance"]]
+            if not self.prefix_capable(inst.type):
+                raise self._no_prefixes_on(inst)
+        n = len(named) or count
+        # Prefixes and secondary addresses share the ENI's slots.
+        if len(eni.addresses) + len(eni.prefixes) + n > self._eni_ip_limit(eni):
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        self.dry(dry)
+        got = eni.subnet.claim_prefixes(named, count)
+        eni.prefixes.extend(got)
+        self.sync(eni.id)
+        return {"networkInterfaceId": eni.id,
+                "assignedPrivateIpAddressesSet": [],
+                "assignedIpv4PrefixSet": [{"ipv4Prefix": c} for c in got]}
+
+    @staticmethod
+    def _canon_prefix(cidr):
+        try:
+            return str(ipaddress.IPv4Network(cidr, strict=True))
+        except ValueError:
+            raise Ec2Error("InvalidParameterValue",
+                           "Invalid IPv4 prefix '%s'" % cidr)
+
+    # -------------------------------------------------------------- addresses
 
     def a_AssignPrivateIpAddresses(self, p, dry):
         eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
         explicit = indexed(p, "PrivateIpAddress")
         count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000)
+        pcount, named = self._prefix_args(p, eni.subnet, indexed(p, "Ipv4Prefix"),
+                                          explicit or count is not None)
+        if pcount or named:
+            if as_bool(p, "AllowReassignment"):
+                raise Ec2Error("InvalidParameterValue",
+                               "AllowReassignment is not supported by the simulator")
+            return self._assign_prefixes(eni, pcount, named, dry)
         if explicit and count is not None:
             raise Ec2Error("InvalidParameterCombination",
                            "Specify either PrivateIpAddress or "
@@ -1095,7 +1389,7 @@ class Sim:
             raise Ec2Error("InvalidParameterValue",
                            "AllowReassignment is not supported by the simulator")
         n = len(explicit) if explicit else count
-        if len(eni.addresses) + n > self._eni_ip_limit(eni):
+        if len(eni.addresses) + len(eni.prefixes) + n > self._eni_ip_limit(eni):
             raise Ec2Error("PrivateIpAddressLimitExceeded",
                            "Number of private addresses will exceed limit.")
         for a in explicit:
@@ -1130,6 +1424,22 @@ class Sim:
     def a_UnassignPrivateIpAddresses(self, p, dry):
         eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
         addrs = indexed(p, "PrivateIpAddress")
+        prefixes = [self._canon_prefix(c) for c in indexed(p, "Ipv4Prefix")]
+        if prefixes:
+            if addrs:
+                raise Ec2Error("InvalidParameterCombination",
+                               "IPv4 prefixes and secondary private IPv4 "
+                               "addresses cannot be specified in the same request")
+            if any(c not in eni.prefixes for c in prefixes):
+                raise Ec2Error("InvalidParameterValue",
+                               "Some of the specified prefixes are not assigned "
+                               "to interface %s" % eni.id)
+            self.dry(dry)
+            for c in set(prefixes):
+                eni.prefixes.remove(c)
+            eni.subnet.release_prefixes(set(prefixes))
+            self.sync(eni.id)
+            return {"return": True}
         if not addrs:
             need(p, "PrivateIpAddress.1")
         for a in addrs:
@@ -1206,6 +1516,7 @@ class Sim:
             enis.append({
                 "id": e.id, "status": e.status, "subnet": e.subnet.id, "mac": e.mac,
                 "description": e.description, "addresses": list(e.addresses),
+                "prefixes": list(e.prefixes),
                 "primary_ip": e.addresses[0], "groups": list(e.groups),
                 "tags": dict(e.tags),
                 "instance_id": a["instance"] if a else None,
@@ -1230,8 +1541,13 @@ class Sim:
                           for i in self.instances.values()],
             "enis": enis,
             "subnets": [{"id": s.id, "cidr": str(s.net), "gateway": s.gateway,
-                         "az": s.az, "free": s.free(), "in_use": len(s.in_use)}
+                         "az": s.az, "free": s.free(), "in_use": len(s.in_use),
+                         "prefixes": len(s.prefixes),
+                         "free_prefixes": len(s.free_blocks()),
+                         "fragmented": len(s.blockers)}
                         for s in self.subnet_list],
+            "allocation": "scattered" if self.subnet_list[0].scattered
+            else "lowest",
             "calls": dict(self.calls), "errors": {k: dict(v) for k, v in
                                                   self.errors.items()},
             "throttles": dict(self.throttles),
