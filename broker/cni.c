@@ -215,7 +215,7 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 	} else if (p->eni == NULL || p->eni->state != ENI_READY)
 		jref_error(ref, "eni-unavailable", "its ENI %s is %s",
 		    p->eni ? p->eni->id : p->eni_id,
-		    p->eni ? eni_state_name(p->eni->state) : "gone");
+		    p->eni ? eni_state_shown(p->eni->state) : "gone");
 	else {
 		char text[POD_ANSWER_MAX];
 

@@ -165,7 +165,7 @@ eni_json(struct broker *b, const struct eni *e)
 	mac_format(e->mac, mac);
 	json_object_object_add(o, "id", json_object_new_string(e->id));
 	json_object_object_add(o, "state",
-	    json_object_new_string(eni_state_name(e->state)));
+	    json_object_new_string(eni_state_shown(e->state)));
 	json_object_object_add(o, "cause", json_object_new_string(e->cause));
 	json_object_object_add(o, "since_s", json_object_new_int64(
 	    (int64_t)((now - e->state_since) / 1000)));
@@ -439,21 +439,22 @@ op_drain(struct broker *b, struct jref *r, struct json_object *req)
 		    "released", e->id);
 		return;
 	}
-	if (e->state != ENI_READY && e->state != ENI_DRAINING) {
+	if (e->state != ENI_READY && !eni_state_draining(e->state)) {
 		jref_error(r, "refused", "%s is %s, not ready", e->id,
-		    eni_state_name(e->state));
+		    eni_state_shown(e->state));
 		return;
 	}
 	log_info("ctl: drain of %s asked for by pid %d uid %u", e->id,
 	    (int)r->pid, (unsigned)r->uid);
-	e->drain_requested = true;
-	eni_set_state(e, ENI_DRAINING, "drain asked for by enidctl; released "
-	    "once no pod is left on it");
+	/* One being torn down is on its way out already. */
+	if (e->state != ENI_TEARING_DOWN)
+		eni_set_state(e, ENI_DRAINING, "drain asked for by enidctl; "
+		    "released once no pod is left on it");
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "eni", json_object_new_string(e->id));
 	json_object_object_add(o, "state",
-	    json_object_new_string(eni_state_name(e->state)));
+	    json_object_new_string(eni_state_shown(e->state)));
 	jref_reply(r, o);
 }
 

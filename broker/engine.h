@@ -70,18 +70,17 @@
 
 struct pod;
 
-/* Where removal stands, as the cloud last said. */
-enum eni_rm {
-	RM_UNKNOWN = 0,		/* look */
-	RM_ATTACHED,		/* detach */
-	RM_DETACHING,		/* look again later */
-	RM_AVAILABLE,		/* delete */
-};
-
-enum eni_cfg_step {
-	CFG_DECLARE = 0,
-	CFG_LINK,
-	CFG_SETUP,
+/*
+ * What a describe found of an ENI being removed, gathered over its
+ * answer's entries and read once the answer is whole: the cloud's word,
+ * which decides removal's next state (eni.c, remove_next).
+ */
+enum eni_seen {
+	SEEN_NOTHING = 0,	/* not listed: gone (or, before any look,
+				 * not known: look) */
+	SEEN_ATTACHED,		/* detach it */
+	SEEN_DETACHING,		/* look again later */
+	SEEN_AVAILABLE,		/* delete it */
 };
 
 struct eni_addr {
@@ -108,7 +107,6 @@ addr_usable(const struct eni_addr *a, uint64_t now)
 struct eni {
 	struct broker		*b;
 	bool			 used;
-	bool			 born;		/* eni_begin gave it a state */
 	char			 id[MSG_ID_LEN];	/* "" while creating */
 	char			 subnet_id[MSG_ID_LEN];
 	int			 subnet;	/* index in engine.subnets */
@@ -125,32 +123,35 @@ struct eni {
 	int			 device_index;	/* -1 until attached */
 	uint32_t		 table;		/* 0: the primary */
 	uint32_t		 primary_ip;
+	/* Its lifecycle (eni.c's opening comment): changed only by
+	 * eni_set_state.  state_since: when it came to show as it does
+	 * (eni_state_shown), so a step of set-up or removal that shows as
+	 * the one before it does not restart enidctl's count. */
 	enum eni_state		 state;
 	uint64_t		 state_since;
-	bool			 dot_pending;	/* DeleteOnTermination unset */
-	bool			 drain_requested;
+	/* Its attachment's DeleteOnTermination is not set yet: a fact of
+	 * the cloud, in any state, that reconciliation retries. */
+	bool			 dot_pending;
 	uint32_t		 link_mtu;
 	uint32_t		 naddrs;
 	struct eni_addr		 addrs[POOL_MAX_ADDRS];
 	uint32_t		 assigning;	/* addresses asked for */
 	/* An unassign waits for the save that keeps its addresses out of
-	 * use, however enid restarts (eni_unassign). */
-	bool			 unassign_wait;
-	uint64_t		 unassign_by;	/* that save's number */
+	 * use, however enid restarts (eni_unassign): this one. */
+	uint64_t		 unassign_by;
 	uint32_t		 unassign_refused; /* in a row */
 	uint64_t		 keep_until;	/* ms: give back none before */
 	uint64_t		 addrs_seen;	/* ms: the last run that judged
 						 * its addresses asked then */
 	uint32_t		 remove_tries;
-	uint32_t		 poll_ms;
-	enum eni_rm		 rm;
-	bool			 rm_found;
+	uint32_t		 poll_ms;	/* removal's and creation's
+						 * backoff */
+	enum eni_seen		 seen;		/* by the describe in flight */
 	/* one step of its lifecycle, one address change, one DOT call */
 	struct breq		 op;
 	struct breq		 addr_op;
 	struct breq		 dot_op;
 	struct loop_timer	 timer;
-	enum eni_cfg_step	 cfg_step;
 	char			 cause[MSG_ERR_LEN];	/* of the last change */
 	char			 removal[MSG_ERR_LEN];	/* why it is leaving */
 };
@@ -334,10 +335,10 @@ uint32_t	engine_growth_deadline_ms(const struct broker *b);
 void	engine_cloud_heard(struct broker *b, const struct msg *m);
 struct eni *eni_find(struct broker *b, const char *id);
 struct eni *eni_new(struct broker *b);
-/* The lifecycle (eni.c's opening comment): a transition not in its
- * table is refused, fatally in a debug build. */
-void	eni_begin(struct eni *e, enum eni_state st, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
+/* The lifecycle (eni.c's opening comment): e moves to st, or enters the
+ * pool in st from new, and st's entry action runs (again, if e was in st
+ * already); a transition not in its table is refused, fatally in a debug
+ * build. */
 void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* The address lifecycle likewise: e's address idx moves to st. */

@@ -3,37 +3,47 @@
  * enid-netd's outcomes, and the planner that turns pool_plan()'s actions
  * into those steps.
  *
- * The main path, then the one way out:
+ * The set-up path, then the one way out (quarantined: a set-up that
+ * failed, from any state before ready):
  *
- *   creating -> attaching -> configuring -> ready -> draining
- *            -> detaching <-> deleting -> (freed);  quarantined on a
- *   failed set-up, from any state before ready, then detaching/deleting
+ *   new -> creating -> attaching -> declaring -> linking -> setting-up
+ *       -> ready -> draining -> tearing-down -> detaching -> deleting
+ *       -> (freed);  waiting until the cloud shows it available, when
+ *       enid knows of no attachment to detach
  *
  * Every transition is one of lifecycle.c's table, which doc/design.md
  * repeats and a unit test holds to it (and to this comment);
- * eni_set_state() refuses any other.  The transitions, from each state:
+ * eni_set_state() performs it, running the new state's entry action
+ * (eni_entry[]), and refuses any other.
+ * The transitions, from each state:
  *
- *   creating     -> attaching draining quarantined
- *   attaching    -> configuring draining quarantined
- *   configuring  -> ready draining quarantined
- *   ready        -> draining
- *   draining     -> detaching deleting
- *   detaching    -> draining deleting
- *   deleting     -> draining detaching
+ *   new          -> creating attaching ready waiting
+ *   creating     -> attaching waiting quarantined
+ *   attaching    -> declaring waiting quarantined
+ *   declaring    -> linking tearing-down quarantined
+ *   linking      -> setting-up tearing-down quarantined
+ *   setting-up   -> ready tearing-down quarantined
+ *   ready        -> draining tearing-down
+ *   draining     -> tearing-down
+ *   tearing-down -> detaching waiting
+ *   detaching    -> deleting
+ *   waiting      -> detaching deleting
+ *   deleting     -> detaching waiting
  *   quarantined  -> detaching deleting
  *
- * An ENI enters the pool (eni_begin) as creating (enid creates it),
+ * An ENI leaves new (enters the pool) as creating (enid creates it),
  * attaching (found attached and tagged for this node: adopted, then set
- * up), ready (the primary, never anything else) or detaching (found
- * ours and leaked: removed).  It leaves it (eni_free) deleted, or given
- * up on.
+ * up), ready (the primary, never anything else) or waiting (found ours
+ * and leaked: removed).  It leaves the pool (eni_free) deleted, found
+ * gone, or given up on.
  *
  * An ENI's addresses enter the pool only once netd has found its link and
  * set up its table (fail fast); a link that never appears, or a set-up
  * that fails, quarantines the ENI, and it leaves by the one removal path:
- * detach, wait until the cloud says it is available, delete.  Nothing
- * ever deletes an attached ENI.  Every address the cloud names is checked
- * against the ENI's subnet before it is used.
+ * netd tears down what it set up, then detach, wait until the cloud says
+ * it is available, delete.  Nothing ever deletes an attached ENI.  Every
+ * address the cloud names is checked against the ENI's subnet before it
+ * is used.
  */
 #include <sys/random.h>
 
@@ -50,8 +60,6 @@
 #include "enid.h"
 #include "log.h"
 
-static void	eni_remove_step(struct eni *e);
-static void	eni_configure_step(struct eni *e);
 static void	eni_create_send(struct eni *e);
 static void	engine_plan_cb(struct loop *, struct loop_defer *);
 static void	engine_timer_cb(struct loop *, struct loop_timer *);
@@ -165,14 +173,30 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 
 /* ---- the lifecycle: one table, one function that moves ---- */
 
-static void
-enter_quarantined(struct eni *e)
-{
-	e->b->engine.stats.quarantines++;
-}
+/* Entry actions, below with their steps: what entering a state does. */
+static void	enter_creating(struct eni *, enum eni_state);
+static void	enter_netd_step(struct eni *, enum eni_state);
+static void	enter_tearing_down(struct eni *, enum eni_state);
+static void	enter_detaching(struct eni *, enum eni_state);
+static void	enter_deleting(struct eni *, enum eni_state);
+static void	enter_quarantined(struct eni *, enum eni_state);
 
-/* What entering a state does, beside the transitions' table (lifecycle.c). */
-static void (*const eni_entry[ENI_STATE_COUNT])(struct eni *) = {
+/*
+ * What entering each state does, beside the transitions' table
+ * (lifecycle.c): the request that state waits for, mostly.  Entered
+ * again, a state repeats its step (a delete asked for once more).  An
+ * action may move e on at once (quarantined, when there is nothing to
+ * tear down).
+ */
+static void (*const eni_entry[ENI_STATE_COUNT])(struct eni *,
+    enum eni_state) = {
+	[ENI_CREATING] = enter_creating,
+	[ENI_DECLARING] = enter_netd_step,
+	[ENI_LINKING] = enter_netd_step,
+	[ENI_SETTING_UP] = enter_netd_step,
+	[ENI_TEARING_DOWN] = enter_tearing_down,
+	[ENI_DETACHING] = enter_detaching,
+	[ENI_DELETING] = enter_deleting,
 	[ENI_QUARANTINED] = enter_quarantined,
 };
 
@@ -200,75 +224,54 @@ addr_set(struct eni *e, uint32_t idx, enum addr_state st)
 #endif
 }
 
-/* A transition the table does not have: a bug, never acted on. */
-static void
-eni_refuse(const struct eni *e, enum eni_state to, const char *cause)
-{
-#ifdef ENID_DEBUG
-	fatalx("%s: %s -> %s is not a transition of the ENI lifecycle (%s)",
-	    eni_name(e), e->born ? eni_state_name(e->state) : "(none)",
-	    eni_state_name(to), cause);
-#else
-	log_errorx("%s: %s -> %s is not a transition of the ENI lifecycle; "
-	    "refused (a bug: %s)", eni_name(e), e->born ?
-	    eni_state_name(e->state) : "(none)", eni_state_name(to), cause);
-#endif
-}
-
-static void
-eni_enter(struct eni *e, enum eni_state st, const char *cause)
-{
-	memcpy(e->cause, cause, sizeof(e->cause));
-	e->state = st;
-	e->state_since = now_ms();
-	if (eni_entry[st] != NULL)
-		eni_entry[st](e);
-}
-
-/* e, just made (eni_new), enters the pool in st. */
-void
-eni_begin(struct eni *e, enum eni_state st, const char *fmt, ...)
-{
-	char cause[MSG_ERR_LEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cause, sizeof(cause), fmt, ap);
-	va_end(ap);
-	if (e->born || !eni_birth_ok(st, e->primary)) {
-		eni_refuse(e, st, cause);
-		return;
-	}
-	e->born = true;
-	log_debug("%s: enters the pool %s: %s", eni_name(e),
-	    eni_state_name(st), cause);
-	eni_enter(e, st, cause);
-}
-
+/*
+ * e moves to st (from new: enters the pool in st), as lifecycle.c's table
+ * allows, and st's entry action runs.  Any other transition is a bug,
+ * never acted on.
+ */
 void
 eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 {
+	enum eni_state from = e->state;
 	char cause[MSG_ERR_LEN];
+	bool ok;
 	va_list ap;
 
 	/* Formatted aside: the cause may quote the old one. */
 	va_start(ap, fmt);
 	vsnprintf(cause, sizeof(cause), fmt, ap);
 	va_end(ap);
-	if (!e->born || !eni_transition_ok(e->state, st)) {
-		eni_refuse(e, st, cause);
+	ok = from == ENI_NEW ? eni_birth_ok(st, e->primary) :
+	    eni_transition_ok(from, st);
+	if (!ok) {
+#ifdef ENID_DEBUG
+		fatalx("%s: %s -> %s is not a transition of the ENI lifecycle "
+		    "(%s)", eni_name(e), eni_state_name(from),
+		    eni_state_name(st), cause);
+#else
+		log_errorx("%s: %s -> %s is not a transition of the ENI "
+		    "lifecycle; refused (a bug: %s)", eni_name(e),
+		    eni_state_name(from), eni_state_name(st), cause);
 		return;
+#endif
 	}
-	if (st == e->state) {
-		memcpy(e->cause, cause, sizeof(e->cause));
-		log_debug("%s: %s: %s", eni_name(e), eni_state_name(st),
-		    e->cause);
-		return;
-	}
-	log_info("%s: %s -> %s: %s", eni_name(e), eni_state_name(e->state),
-	    eni_state_name(st), cause);
-	eni_enter(e, st, cause);
-	engine_kick(e->b);
+	if (from == ENI_NEW)
+		log_debug("%s: enters the pool %s: %s", eni_name(e),
+		    eni_state_name(st), cause);
+	else if (from == st)
+		log_debug("%s: %s again: %s", eni_name(e), eni_state_name(st),
+		    cause);
+	else
+		log_info("%s: %s -> %s: %s", eni_name(e), eni_state_name(from),
+		    eni_state_name(st), cause);
+	memcpy(e->cause, cause, sizeof(e->cause));
+	e->state = st;
+	if (strcmp(eni_state_shown(from), eni_state_shown(st)) != 0)
+		e->state_since = now_ms();
+	if (eni_entry[st] != NULL)
+		eni_entry[st](e, from);
+	if (from != ENI_NEW && from != st)
+		engine_kick(e->b);
 }
 
 /*
@@ -580,6 +583,50 @@ remove_give_up(struct eni *e)
 	eni_free(e);
 }
 
+/*
+ * One step of removal, from the cloud's word: an ENI the cloud shows
+ * available is deleted; one attached is detached; one detaching, or
+ * whose state is not known, is looked at again after a pause (still
+ * detaching, or quarantined, or else waiting).  Never a delete of an ENI
+ * not seen available.
+ */
+static void
+remove_next(struct eni *e, enum eni_seen seen)
+{
+	if (++e->remove_tries > ENGINE_REMOVE_MAX_TRIES) {
+		remove_give_up(e);
+		return;
+	}
+	if (e->id[0] == '\0') {
+		eni_free(e);		/* it never existed */
+		return;
+	}
+	switch (seen) {
+	case SEEN_AVAILABLE:
+		eni_set_state(e, ENI_DELETING, "available; deleting (%s)",
+		    e->removal);
+		return;
+	case SEEN_ATTACHED:
+		eni_set_state(e, ENI_DETACHING, "detaching (%s)", e->removal);
+		return;
+	case SEEN_DETACHING:
+	case SEEN_NOTHING:
+		if (e->state != ENI_DETACHING && e->state != ENI_WAITING &&
+		    e->state != ENI_QUARANTINED)
+			eni_set_state(e, ENI_WAITING, "waiting until it is "
+			    "available (%s)", e->removal);
+		eni_retry_later(e);
+		return;
+	}
+}
+
+/* What enid knows without asking: attached, or not known. */
+static enum eni_seen
+remove_known(const struct eni *e)
+{
+	return e->attachment_id[0] != '\0' ? SEEN_ATTACHED : SEEN_NOTHING;
+}
+
 static void
 remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
     bool final)
@@ -590,7 +637,6 @@ remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
 
 	(void)final;
 	if (m == NULL) {
-		e->rm = RM_UNKNOWN;
 		eni_retry_later(e);
 		return;
 	}
@@ -598,38 +644,36 @@ remove_describe_answer(struct broker *b, void *arg, const struct msg *m,
 		memcpy(&ce, m->u.bytes, sizeof(ce));
 		if (strcmp(ce.eni_id, e->id) != 0)
 			return;
-		e->rm_found = true;
 		/* What the cloud says now decides the next step. */
 		if (ce.status == ENI_ST_AVAILABLE && ce.instance_id[0] == '\0') {
-			e->rm = RM_AVAILABLE;
+			e->seen = SEEN_AVAILABLE;
 			cloud_view_gone(b, e->id);	/* its slot is free */
 		}
 		else if (ce.status == ENI_ST_DETACHING ||
 		    ce.attach_status == ENI_ST_DETACHING ||
 		    ce.attachment_id[0] == '\0')
-			e->rm = RM_DETACHING;
+			e->seen = SEEN_DETACHING;
 		else {
 			msg_strlcpy(e->attachment_id, ce.attachment_id,
 			    sizeof(e->attachment_id));
-			e->rm = RM_ATTACHED;
+			e->seen = SEEN_ATTACHED;
 		}
 		return;
 	}
 	memcpy(&done, m->u.bytes, sizeof(done));
 	if (done.st.outcome != CO_OK) {
 		/* A partial list proves nothing: ask again later. */
-		e->rm = RM_UNKNOWN;
 		eni_retry_later(e);
 		return;
 	}
-	if (!e->rm_found) {
+	if (e->seen == SEEN_NOTHING) {
 		log_info("%s: gone from the cloud", eni_name(e));
 		cloud_view_gone(b, e->id);
 		b->engine.stats.enis_deleted++;
 		eni_free(e);
 		return;
 	}
-	eni_remove_step(e);
+	remove_next(e, e->seen);
 }
 
 /* Ask the cloud where e stands: the ENIs tagged for its instance (this
@@ -647,66 +691,41 @@ remove_describe(struct eni *e)
 	msg_strlcpy(req.tags[0].key, TAG_INSTANCE, sizeof(req.tags[0].key));
 	msg_strlcpy(req.tags[0].value, e->tag_instance[0] ? e->tag_instance :
 	    b->instance.instance_id, sizeof(req.tags[0].value));
-	e->rm_found = false;
+	e->seen = SEEN_NOTHING;
 	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DESCRIBE_ENIS, &req,
 	    sizeof(req), req.deadline_ms, remove_describe_answer, e);
 }
 
-/*
- * One step of removal, from what is known: an ENI the cloud shows
- * available is deleted; one attached is detached; one detaching, or whose
- * state is unknown, is looked at again after a pause.  Never a delete of
- * an ENI not seen available.
- */
+/* Detaching: the detach, with the attachment enid knows of. */
 static void
-eni_remove_step(struct eni *e)
+enter_detaching(struct eni *e, enum eni_state from)
 {
 	struct broker *b = e->b;
+	struct msg_cloud_detach req;
 
-	if (++e->remove_tries > ENGINE_REMOVE_MAX_TRIES) {
-		remove_give_up(e);
-		return;
-	}
-	if (e->id[0] == '\0') {
-		eni_free(e);		/* it never existed */
-		return;
-	}
-	switch (e->rm) {
-	case RM_AVAILABLE: {
-		struct msg_cloud_delete req;
+	(void)from;
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	msg_strlcpy(req.attachment_id, e->attachment_id,
+	    sizeof(req.attachment_id));
+	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DETACH, &req,
+	    sizeof(req), req.deadline_ms, remove_answer, e);
+}
 
-		eni_set_state(e, ENI_DELETING, "available; deleting (%s)",
-		    e->removal);
-		memset(&req, 0, sizeof(req));
-		req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
-		msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
-		broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DELETE, &req,
-		    sizeof(req), req.deadline_ms, remove_answer, e);
-		return;
-	}
-	case RM_ATTACHED: {
-		struct msg_cloud_detach req;
+/* Deleting: the delete, of an ENI the cloud has just shown available. */
+static void
+enter_deleting(struct eni *e, enum eni_state from)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_delete req;
 
-		if (e->state != ENI_DETACHING)
-			eni_set_state(e, ENI_DETACHING, "detaching (%s)",
-			    e->removal);
-		memset(&req, 0, sizeof(req));
-		req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
-		msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
-		msg_strlcpy(req.attachment_id, e->attachment_id,
-		    sizeof(req.attachment_id));
-		broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DETACH, &req,
-		    sizeof(req), req.deadline_ms, remove_answer, e);
-		return;
-	}
-	case RM_DETACHING:
-	case RM_UNKNOWN:
-		if (e->state != ENI_DETACHING && e->state != ENI_QUARANTINED)
-			eni_set_state(e, ENI_DETACHING, "waiting until it is "
-			    "available (%s)", e->removal);
-		eni_retry_later(e);
-		return;
-	}
+	(void)from;
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	broker_request(b, &e->op, &b->cloudd, MSG_CLOUD_DELETE, &req,
+	    sizeof(req), req.deadline_ms, remove_answer, e);
 }
 
 static void
@@ -720,7 +739,6 @@ remove_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	if (m == NULL) {
 		log_warnx("%s: %s: no answer in time; looking again",
 		    eni_name(e), eni_state_name(e->state));
-		e->rm = RM_UNKNOWN;
 		eni_retry_later(e);
 		return;
 	}
@@ -737,7 +755,6 @@ remove_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		/* In use after all: never forced; look again. */
 		log_warnx("%s: delete: %s; looking at its state again",
 		    eni_name(e), text);
-		e->rm = RM_UNKNOWN;
 		eni_retry_later(e);
 		return;
 	}
@@ -747,7 +764,6 @@ remove_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	else
 		log_warnx("%s: detach: %s; looking at its state again",
 		    eni_name(e), text);
-	e->rm = RM_DETACHING;
 	e->poll_ms = 0;
 	eni_retry_later(e);
 }
@@ -761,7 +777,7 @@ remove_forget_answer(struct broker *b, void *arg, const struct msg *m,
 	(void)b;
 	(void)final;
 	(void)m;
-	eni_remove_step(e);
+	remove_next(e, remove_known(e));
 }
 
 static void
@@ -786,17 +802,67 @@ remove_teardown_answer(struct broker *b, void *arg, const struct msg *m,
 	    sizeof(req), ENGINE_NETD_DEADLINE_MS, remove_forget_answer, e);
 }
 
+/* netd tears down e's table and forgets its MAC; then the cloud's part. */
+static void
+remove_teardown(struct eni *e)
+{
+	struct broker *b = e->b;
+	struct msg_netd_setup_eni req;
+
+	eni_setup_request(e, e->subnet >= 0 ? &b->engine.subnets[e->subnet] :
+	    NULL, &req);
+	broker_request(b, &e->op, &b->netd, MSG_NETD_TEARDOWN_ENI, &req,
+	    sizeof(req), ENGINE_NETD_DEADLINE_MS, remove_teardown_answer, e);
+}
+
+static void
+enter_tearing_down(struct eni *e, enum eni_state from)
+{
+	(void)from;
+	remove_teardown(e);
+}
+
+/* Did netd set e up, or begin to, while it was in st? */
+static bool
+netd_holds(const struct eni *e, enum eni_state st)
+{
+	return !mac_is_zero(e->mac) && e->table != 0 &&
+	    (eni_state_configuring(st) || st == ENI_READY ||
+	    eni_state_draining(st));
+}
+
+/* e leaves service: no pod, no address in the pool, nothing in flight. */
+static void
+eni_leave_service(struct eni *e, const char *cause)
+{
+	struct broker *b = e->b;
+	uint32_t i;
+
+	broker_request_cancel(b, &e->op);
+	broker_request_cancel(b, &e->addr_op);
+	loop_timer_cancel(&b->loop, &e->timer);
+	msg_strlcpy(e->removal, cause, sizeof(e->removal));
+	for (i = 0; i < e->naddrs; i++) {
+		if (e->addrs[i].pod != NULL)
+			pod_lost(e->addrs[i].pod, "its ENI is being removed");
+		e->addrs[i].pod = NULL;
+		addr_set(e, i, ADDR_PENDING);
+	}
+	e->assigning = 0;
+	e->remove_tries = 0;
+	e->poll_ms = 0;
+}
+
 /*
  * Take e out of service and out of the cloud.  Never for the primary.
- * An ENI netd was told about is torn down and forgotten first.
+ * An ENI netd was told about is torn down and forgotten first; then what
+ * is known of its attachment decides, until the cloud's word does.
  */
 void
 eni_remove(struct eni *e, const char *fmt, ...)
 {
-	struct broker *b = e->b;
-	enum eni_state was = e->state;
 	char cause[MSG_ERR_LEN];
-	uint32_t i;
+	bool netd;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -807,38 +873,24 @@ eni_remove(struct eni *e, const char *fmt, ...)
 		    eni_name(e), cause);
 		return;
 	}
-	broker_request_cancel(b, &e->op);
-	broker_request_cancel(b, &e->addr_op);
-	loop_timer_cancel(&b->loop, &e->timer);
-	msg_strlcpy(e->removal, cause, sizeof(e->removal));
-	/* Its addresses leave the pool now. */
-	for (i = 0; i < e->naddrs; i++) {
-		if (e->addrs[i].pod != NULL)
-			pod_lost(e->addrs[i].pod, "its ENI is being removed");
-		e->addrs[i].pod = NULL;
-		addr_set(e, i, ADDR_PENDING);
-	}
-	e->assigning = 0;
-	e->unassign_wait = false;
-	e->remove_tries = 0;
-	e->poll_ms = 0;
-	/* What is known of its attachment; the cloud's word decides. */
-	e->rm = e->attachment_id[0] != '\0' ? RM_ATTACHED : RM_UNKNOWN;
-	if (was != ENI_QUARANTINED)
-		eni_set_state(e, ENI_DRAINING, "%s", cause);
-	if (!mac_is_zero(e->mac) && e->table != 0 &&
-	    (was == ENI_CONFIGURING || was == ENI_READY ||
-	    was == ENI_DRAINING || was == ENI_QUARANTINED)) {
-		struct msg_netd_setup_eni req;
+	netd = netd_holds(e, e->state);
+	eni_leave_service(e, cause);
+	if (netd)
+		eni_set_state(e, ENI_TEARING_DOWN, "%s", cause);
+	else
+		remove_next(e, remove_known(e));
+}
 
-		eni_setup_request(e, e->subnet >= 0 ?
-		    &b->engine.subnets[e->subnet] : NULL, &req);
-		broker_request(b, &e->op, &b->netd, MSG_NETD_TEARDOWN_ENI,
-		    &req, sizeof(req), ENGINE_NETD_DEADLINE_MS,
-		    remove_teardown_answer, e);
-		return;
-	}
-	eni_remove_step(e);
+/* Quarantined: counted, and removed as any other, staying quarantined
+ * until the cloud is asked to detach or delete it. */
+static void
+enter_quarantined(struct eni *e, enum eni_state from)
+{
+	e->b->engine.stats.quarantines++;
+	if (netd_holds(e, from))
+		remove_teardown(e);
+	else
+		remove_next(e, remove_known(e));
 }
 
 static void
@@ -848,18 +900,19 @@ eni_quarantine(struct eni *e, const char *fmt, ...)
 static void
 eni_quarantine(struct eni *e, const char *fmt, ...)
 {
-	char why[MSG_ERR_LEN];
+	char cause[MSG_ERR_LEN], why[MSG_ERR_LEN - sizeof("quarantined: ")];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	eni_set_state(e, ENI_QUARANTINED, "%s; never used, will detach and "
-	    "delete", why);
 	/* Growth failed: whoever waits for an address hears it now. */
 	engine_fail_growth(e->b, "no-address", "ENI %s quarantined: %s",
 	    e->id[0] ? e->id : "(new)", why);
-	eni_remove(e, "quarantined: %s", why);
+	snprintf(cause, sizeof(cause), "quarantined: %s", why);
+	eni_leave_service(e, cause);
+	eni_set_state(e, ENI_QUARANTINED, "%s; never used, will detach and "
+	    "delete", why);
 }
 
 static void
@@ -873,9 +926,9 @@ eni_timer_cb(struct loop *l, struct loop_timer *t)
 		eni_create_send(e);	/* its outcome was unknown */
 		break;
 	case ENI_DETACHING:
+	case ENI_WAITING:
 	case ENI_DELETING:
 	case ENI_QUARANTINED:
-	case ENI_DRAINING:
 		remove_describe(e);
 		break;
 	default:
@@ -934,11 +987,19 @@ eni_set_dot(struct eni *e)
 
 /* ---- configuring: netd declare, find link, set up ---- */
 
-static const char *const cfg_step_name[] = {
-	[CFG_DECLARE] = "declare",
-	[CFG_LINK] = "link lookup",
-	[CFG_SETUP] = "set-up",
-};
+/* The set-up step st waits for, as its failures name it. */
+static const char *
+setup_step_name(enum eni_state st)
+{
+	switch (st) {
+	case ENI_DECLARING:
+		return "declare";
+	case ENI_LINKING:
+		return "link lookup";
+	default:
+		return "set-up";
+	}
+}
 
 static void
 configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
@@ -953,7 +1014,7 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	mac_format(e->mac, mac);
 	if (m == NULL) {
 		eni_quarantine(e, "enid-netd did not answer its %s in time",
-		    cfg_step_name[e->cfg_step]);
+		    setup_step_name(e->state));
 		return;
 	}
 	if (m->hdr.type == MSG_NETD_LINK) {
@@ -967,28 +1028,28 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_info("%s: link %s is %s (mtu %u) after %llu ms",
 		    eni_name(e), mac, link.name, link.mtu,
 		    (unsigned long long)(now_ms() - e->state_since));
-		e->cfg_step = CFG_SETUP;
-		eni_configure_step(e);
+		eni_set_state(e, ENI_SETTING_UP, "link %s found; setting up "
+		    "table %u", mac, e->table);
 		return;
 	}
 	memcpy(&r, m->u.bytes, sizeof(r));
 	if (r.status != ST_OK) {
-		if (r.status == ST_NOT_FOUND && e->cfg_step == CFG_LINK)
+		if (r.status == ST_NOT_FOUND && e->state == ENI_LINKING)
 			eni_quarantine(e, "link %s never appeared within %u "
 			    "s: %s", mac, b->cfg.pool.link_timeout_s,
 			    r.message);
 		else
 			eni_quarantine(e, "enid-netd %s: %s: %s",
-			    cfg_step_name[e->cfg_step],
+			    setup_step_name(e->state),
 			    msg_status_name(r.status), r.message);
 		return;
 	}
-	if (e->cfg_step == CFG_DECLARE) {
-		e->cfg_step = CFG_LINK;
-		eni_configure_step(e);
+	if (e->state == ENI_DECLARING) {
+		eni_set_state(e, ENI_LINKING, "declared to enid-netd; waiting "
+		    "for link %s", mac);
 		return;
 	}
-	if (e->cfg_step == CFG_LINK) {
+	if (e->state == ENI_LINKING) {
 		/* Found is a link, never a bare "ok": without one, no table
 		 * was set up and the addresses would not route. */
 		log_security("%s: enid-netd answered the lookup of link %s "
@@ -1002,19 +1063,19 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		if (e->addrs[i].state == ADDR_PENDING)
 			addr_set(e, i, ADDR_FREE);
 	growth_succeeded(b);
-	eni_set_state(e, e->drain_requested ? ENI_DRAINING : ENI_READY,
-	    "link found and table %u set up; %u addresses in the pool",
-	    e->table, e->naddrs);
+	eni_set_state(e, ENI_READY, "link found and table %u set up; %u "
+	    "addresses in the pool", e->table, e->naddrs);
 	pods_bind_restored(b);
 }
 
+/* Declaring, linking, setting-up: the netd request each waits for. */
 static void
-eni_configure_step(struct eni *e)
+enter_netd_step(struct eni *e, enum eni_state from)
 {
 	struct broker *b = e->b;
-	struct subnet *s = &b->engine.subnets[e->subnet];
 
-	if (e->cfg_step == CFG_DECLARE) {
+	(void)from;
+	if (e->state == ENI_DECLARING) {
 		struct msg_netd_eni req;
 
 		memset(&req, 0, sizeof(req));
@@ -1022,7 +1083,7 @@ eni_configure_step(struct eni *e)
 		req.table = e->table;
 		broker_request(b, &e->op, &b->netd, MSG_NETD_DECLARE_ENI, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, configure_answer, e);
-	} else if (e->cfg_step == CFG_LINK) {
+	} else if (e->state == ENI_LINKING) {
 		struct msg_netd_find_link req;
 
 		memset(&req, 0, sizeof(req));
@@ -1033,7 +1094,7 @@ eni_configure_step(struct eni *e)
 	} else {
 		struct msg_netd_setup_eni req;
 
-		eni_setup_request(e, s, &req);
+		eni_setup_request(e, &b->engine.subnets[e->subnet], &req);
 		broker_request(b, &e->op, &b->netd, MSG_NETD_SETUP_ENI, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, configure_answer, e);
 	}
@@ -1056,10 +1117,8 @@ eni_configure(struct eni *e)
 		    e->device_index);
 		return;
 	}
-	eni_set_state(e, ENI_CONFIGURING, "attached as device %d; setting up "
+	eni_set_state(e, ENI_DECLARING, "attached as device %d; setting up "
 	    "table %u", e->device_index, e->table);
-	e->cfg_step = CFG_DECLARE;
-	eni_configure_step(e);
 }
 
 /* ---- creating and attaching ---- */
@@ -1324,7 +1383,8 @@ client_token(char *buf, size_t len)
 	buf[2 * i] = '\0';
 }
 
-/* Ask for e's creation: the same request each time for one ENI. */
+/* Ask for e's creation: the same request each time for one ENI (again
+ * when its outcome was unknown: eni_timer_cb). */
 static void
 eni_create_send(struct eni *e)
 {
@@ -1368,6 +1428,13 @@ eni_create_send(struct eni *e)
 }
 
 static void
+enter_creating(struct eni *e, enum eni_state from)
+{
+	(void)from;
+	eni_create_send(e);
+}
+
+static void
 eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 {
 	struct subnet *s = &b->engine.subnets[subnet_idx];
@@ -1380,10 +1447,9 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 	e->assigning = count;
 	e->created_at = (int64_t)time(NULL);
 	client_token(e->client_token, sizeof(e->client_token));
-	eni_begin(e, ENI_CREATING, "asked for in %s", s->id);
 	log_info("(new ENI): creating in %s with %u addresses (token %s)",
 	    s->id, count, e->client_token);
-	eni_create_send(e);
+	eni_set_state(e, ENI_CREATING, "asked for in %s", s->id);
 }
 
 /* ---- addresses on a ready ENI ---- */
@@ -1554,16 +1620,36 @@ eni_unassign_hold(struct eni *e, uint64_t now)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
 			e->addrs[i].cool_until = now + ENGINE_UNASSIGN_HOLD_MS;
-	e->unassign_wait = true;
 	e->unassign_by = store_next_save(b->store);
 	store_mark(b->store);
+}
+
+/*
+ * Does e's unassign wait for its save?  Its addresses being given back
+ * (removing) are held until the save numbered unassign_by is on disk, and
+ * no request is on its way yet: the unassign's answer, or the ENI's
+ * leaving service, takes every one of them out of removing, and no
+ * assign is asked for while they are there (the pool counts e busy).
+ */
+static bool
+eni_unassign_waiting(const struct eni *e)
+{
+	uint32_t i;
+
+	if (e->addr_op.active)
+		return false;
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING)
+			return true;
+	return false;
 }
 
 /* Is an address change of e's own on its way (or about to be)? */
 bool
 eni_addrs_changing(const struct eni *e)
 {
-	return e->addr_op.active || e->assigning > 0 || e->unassign_wait;
+	return e->addr_op.active || e->assigning > 0 ||
+	    eni_unassign_waiting(e);
 }
 
 static void
@@ -1632,10 +1718,9 @@ eni_unassigns_saved(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &en->enis[i];
 
-		if (!e->used || !e->unassign_wait ||
+		if (!e->used || !eni_unassign_waiting(e) ||
 		    !store_saved_by(b->store, e->unassign_by))
 			continue;
-		e->unassign_wait = false;
 		if (e->state == ENI_READY || e->state == ENI_DRAINING)
 			eni_unassign_send(e);
 		engine_kick(b);
@@ -1687,8 +1772,8 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v = &f->enis[f->nenis++];
 		v->state = e->state;
 		v->primary = e->primary;
-		v->usable = subnet_usable(b, e->subnet) && !e->drain_requested;
-		v->busy = e->addr_op.active || e->unassign_wait;
+		v->usable = subnet_usable(b, e->subnet);
+		v->busy = e->addr_op.active || eni_unassign_waiting(e);
 		v->keep_until = e->keep_until;
 		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
@@ -1819,7 +1904,7 @@ engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		const struct eni *e = &b->engine.enis[i];
 
-		if (!e->used || e->state != ENI_READY || e->drain_requested)
+		if (!e->used || e->state != ENI_READY)
 			continue;
 		for (j = 0; j < e->naddrs && n < max; j++) {
 			const struct eni_addr *a = &e->addrs[j];
@@ -1946,7 +2031,6 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			eni_unassign(e, a->count);
 			break;
 		case ACT_RELEASE_ENI:
-			e->drain_requested = true;
 			eni_set_state(e, ENI_DRAINING, "surplus: its %u free "
 			    "addresses are more than the pool needs",
 			    a->count);

@@ -299,9 +299,22 @@ render_pool(struct broker *b, struct mtext *t)
 			nstate[en->enis[i].state]++;
 	mt_family(t, "enid_enis", "gauge", "ENIs the pool knows, the "
 	    "primary included, by state");
-	for (i = 0; i < ENI_STATE_COUNT; i++) {
-		l.value = eni_state_name(i);
-		mt_u64(t, "enid_enis", &l, 1, nstate[i]);
+	/* By the word each state is shown as, once each, in the order of
+	 * the states (new is not yet in the pool). */
+	for (i = ENI_NEW + 1; i < ENI_STATE_COUNT; i++) {
+		const char *word = eni_state_shown(i);
+		uint32_t n = 0, j;
+
+		for (j = ENI_NEW + 1; j < i; j++)
+			if (strcmp(eni_state_shown(j), word) == 0)
+				break;
+		if (j < i)
+			continue;	/* counted with the first */
+		for (j = i; j < ENI_STATE_COUNT; j++)
+			if (strcmp(eni_state_shown(j), word) == 0)
+				n += nstate[j];
+		l.value = word;
+		mt_u64(t, "enid_enis", &l, 1, n);
 	}
 	mt_single(t, "enid_cloud_attached_enis", "gauge", "ENIs attached to "
 	    "this instance as the cloud last listed them",

@@ -879,7 +879,7 @@ pods_pick_eni(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
 
-		if (!e->used || e->state != ENI_READY || e->drain_requested ||
+		if (!e->used || e->state != ENI_READY ||
 		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured)
 			continue;
 		nfree = assigned = 0;
@@ -1168,9 +1168,9 @@ pods_bind_restored(struct broker *b)
 			continue;
 		e = eni_find(b, p->eni_id);
 		if (e == NULL || (e->state != ENI_READY &&
-		    e->state != ENI_DRAINING)) {
+		    !eni_state_draining(e->state))) {
 			if (en->phase == PHASE_RUNNING && (e == NULL ||
-			    e->state > ENI_DRAINING))
+			    !eni_state_arriving(e->state)))
 				pod_lost(p, "its ENI vanished while enid was "
 				    "down");
 			continue;

@@ -18,23 +18,6 @@
 
 #include "pool.h"
 
-static const char *const state_names[ENI_STATE_COUNT] = {
-	[ENI_CREATING] = "creating",
-	[ENI_ATTACHING] = "attaching",
-	[ENI_CONFIGURING] = "configuring",
-	[ENI_READY] = "ready",
-	[ENI_DRAINING] = "draining",
-	[ENI_DETACHING] = "detaching",
-	[ENI_DELETING] = "deleting",
-	[ENI_QUARANTINED] = "quarantined",
-};
-
-const char *
-eni_state_name(enum eni_state s)
-{
-	return (unsigned)s < ENI_STATE_COUNT ? state_names[s] : "?";
-}
-
 const char *
 pool_block_name(enum pool_block b)
 {
@@ -93,13 +76,6 @@ static bool
 state_uses_slot(enum eni_state s)
 {
 	return s != ENI_DELETING;
-}
-
-static bool
-state_in_growth(enum eni_state s)
-{
-	return s == ENI_CREATING || s == ENI_ATTACHING ||
-	    s == ENI_CONFIGURING;
 }
 
 static uint32_t
@@ -221,7 +197,7 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		const struct pool_eni_view *e = &f->enis[i];
 		uint32_t room;
 
-		if (!state_in_growth(e->state) || !e->usable)
+		if (!eni_state_arriving(e->state) || !e->usable)
 			continue;
 		room = eni_room(e);
 		remaining = room >= remaining ? 0 : remaining - room;
@@ -349,12 +325,12 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		cooling += e->cooling;
 		if (e->state == ENI_READY && e->usable)
 			free_ += e->free;
-		if (state_in_growth(e->state) ||
+		if (eni_state_arriving(e->state) ||
 		    (e->state == ENI_READY && e->usable)) {
 			adding += e->adding;
 			in_flight += e->adding;
 		}
-		if (state_in_growth(e->state))
+		if (eni_state_arriving(e->state))
 			in_flight++;	/* an ENI on its way, even empty */
 		if (state_uses_slot(e->state))
 			slots_in_pool++;

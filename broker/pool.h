@@ -25,13 +25,28 @@
 #define POOL_MAX_SUBNETS	CONF_MAX_SUBNETS
 #define POOL_MAX_ACTIONS	(2 * POOL_MAX_ENIS)
 
+/*
+ * An ENI's lifecycle, one machine (lifecycle.c holds its table, eni.c
+ * performs it).  enidctl show enis and the metrics give each state one of
+ * eight words, several states sharing one (eni_state_shown): netd's three
+ * set-up steps show as "configuring", tearing-down as "draining", waiting
+ * as "detaching".
+ */
 enum eni_state {
-	ENI_CREATING = 0,	/* CreateNetworkInterface sent */
-	ENI_ATTACHING,		/* AttachNetworkInterface sent */
-	ENI_CONFIGURING,	/* netd: declare, find link, set up */
+	ENI_NEW = 0,		/* made (eni_new), not in the pool yet */
+	ENI_CREATING,		/* CreateNetworkInterface sent */
+	ENI_ATTACHING,		/* AttachNetworkInterface sent, or found
+				 * attached (adopted): set up next */
+	ENI_DECLARING,		/* netd told of its MAC and table */
+	ENI_LINKING,		/* netd waits for its link */
+	ENI_SETTING_UP,		/* netd sets up its table and routes */
 	ENI_READY,		/* its addresses are in the pool */
-	ENI_DRAINING,		/* no new pods; released once empty */
+	ENI_DRAINING,		/* no new pods; removed once none is left */
+	ENI_TEARING_DOWN,	/* removal begun: netd tears its table down
+				 * and forgets it */
 	ENI_DETACHING,		/* detach sent; waiting until available */
+	ENI_WAITING,		/* not attached as enid knows: looked at
+				 * again until the cloud shows it available */
 	ENI_DELETING,		/* available: delete sent */
 	ENI_QUARANTINED,	/* set-up failed or inconsistent: never used,
 				 * removed by the detach/delete path */
@@ -39,6 +54,15 @@ enum eni_state {
 };
 
 const char	*eni_state_name(enum eni_state s);
+/* The word shown for s: creating, attaching, configuring, ready,
+ * draining, detaching, deleting or quarantined ("new" for new). */
+const char	*eni_state_shown(enum eni_state s);
+/* On its way into the pool: creating, attaching, or being set up. */
+bool		 eni_state_arriving(enum eni_state s);
+/* Shown as configuring: declaring, linking, setting-up. */
+bool		 eni_state_configuring(enum eni_state s);
+/* Shown as draining: draining, tearing-down. */
+bool		 eni_state_draining(enum eni_state s);
 
 /* An address of an ENI, in the pool's lifecycle (lifecycle.c). */
 enum addr_state {
@@ -57,7 +81,8 @@ enum addr_state {
 const char	*addr_state_name(enum addr_state s);
 bool		 addr_transition_ok(enum addr_state from, enum addr_state to);
 /* The ENI lifecycle's table (lifecycle.c): may an ENI in from move to to
- * (staying is always allowed), and may one enter the pool in st? */
+ * (staying is allowed but in new, which nothing enters), and may one
+ * enter the pool (leave new) in st? */
 bool		 eni_transition_ok(enum eni_state from, enum eni_state to);
 bool		 eni_birth_ok(enum eni_state st, bool primary);
 

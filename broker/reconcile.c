@@ -214,6 +214,15 @@ recon_remember(struct reconcile_run *r)
 	}
 }
 
+/* Set up by netd, or being set up, and not on the cloud's removal path:
+ * ready, configuring or draining as shown. */
+static bool
+with_netd(enum eni_state st)
+{
+	return st == ENI_READY || eni_state_configuring(st) ||
+	    eni_state_draining(st);
+}
+
 static const struct recon_known *
 recon_known(const struct reconcile_run *r, const char *id)
 {
@@ -274,7 +283,7 @@ remove_foreign_slot(struct broker *b, const struct msg_cloud_eni *ce,
 		msg_strlcpy(e->tag_instance, inst, sizeof(e->tag_instance));
 	msg_strlcpy(e->attachment_id, ce->attachment_id,
 	    sizeof(e->attachment_id));
-	eni_begin(e, ENI_DETACHING, "%s", why);
+	eni_set_state(e, ENI_WAITING, "%s", why);
 	eni_remove(e, "%s", why);
 }
 
@@ -325,7 +334,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
 		e->addrs[e->naddrs].ip = ce->addrs[i];
 		e->addrs[e->naddrs].state = e->state == ENI_READY ||
-		    e->state == ENI_DRAINING ? ADDR_FREE : ADDR_PENDING;
+		    eni_state_draining(e->state) ? ADDR_FREE : ADDR_PENDING;
 		e->addrs[e->naddrs].pod = NULL;
 		e->naddrs++;
 		if (r->first || r->rebuilding) {
@@ -391,7 +400,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		e->primary_ip = ce->primary_ip;
 		s = subnet_by_id(b, ce->subnet_id);
 		e->subnet = s ? (int)(s - b->engine.subnets) : -1;
-		eni_begin(e, ENI_READY, "the primary ENI");
+		eni_set_state(e, ENI_READY, "the primary ENI");
 		log_info("%s: the primary ENI, in %s; its secondary addresses "
 		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
 		    "" : " only if its subnet is configured");
@@ -459,12 +468,9 @@ recon_detaching(struct reconcile_run *r, struct eni *e,
 	if (ce->attach_status != ENI_ST_DETACHING &&
 	    ce->status != ENI_ST_DETACHING)
 		return false;
-	if (e->primary || (e->state != ENI_READY && e->state != ENI_DRAINING &&
-	    e->state != ENI_CONFIGURING))
+	if (e->primary || !with_netd(e->state))
 		return false;
-	if ((was = recon_known(r, e->id)) == NULL ||
-	    (was->state != ENI_READY && was->state != ENI_DRAINING &&
-	    was->state != ENI_CONFIGURING))
+	if ((was = recon_known(r, e->id)) == NULL || !with_netd(was->state))
 		return false;
 	drift(r, "%s: being detached from this instance, not by enid; "
 	    "dropped from the pool", e->id);
@@ -544,7 +550,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->primary_ip = ce->primary_ip;
 	e->ours = true;
 	e->dot_pending = !ce->delete_on_termination;
-	eni_begin(e, ENI_ATTACHING, "attached and tagged for this node");
+	eni_set_state(e, ENI_ATTACHING, "attached and tagged for this node");
 	if (r->first || start_skipped(b, e->id, true)) {
 		r->rebuilt_enis++;
 		r->rebuilding = true;	/* its addresses too (recon_addresses) */
@@ -662,8 +668,7 @@ recon_attached(struct reconcile_run *r)
 			continue;
 		if (recon_detaching(r, e, ce))
 			continue;
-		if (e->state == ENI_READY || e->state == ENI_DRAINING ||
-		    e->state == ENI_CONFIGURING)
+		if (with_netd(e->state))
 			recon_addresses(r, e, ce, false);
 		if (e->ours && !ce->delete_on_termination &&
 		    e->state == ENI_READY) {
@@ -678,13 +683,10 @@ recon_attached(struct reconcile_run *r)
 		const struct recon_known *was;
 		bool present = false;
 
-		if (!e->used || e->id[0] == '\0' ||
-		    (e->state != ENI_READY && e->state != ENI_DRAINING &&
-		    e->state != ENI_CONFIGURING))
+		if (!e->used || e->id[0] == '\0' || !with_netd(e->state))
 			continue;
 		if ((was = recon_known(r, e->id)) == NULL ||
-		    (was->state != ENI_READY && was->state != ENI_DRAINING &&
-		    was->state != ENI_CONFIGURING))
+		    !with_netd(was->state))
 			continue;
 		for (i = 0; i < r->nenis; i++)
 			if (strcmp(r->enis[i].eni_id, e->id) == 0)
@@ -844,7 +846,9 @@ recon_recover_pods(struct reconcile_run *r)
 			int idx;
 
 			if (c->used && c->primary_ip != ru->dst &&
-			    c->state <= ENI_DRAINING &&
+			    (eni_state_arriving(c->state) ||
+			    c->state == ENI_READY ||
+			    eni_state_draining(c->state)) &&
 			    (idx = eni_addr_index(c, ru->dst)) >= 0 &&
 			    (c->addrs[idx].state == ADDR_FREE ||
 			    c->addrs[idx].state == ADDR_PENDING))
@@ -1152,7 +1156,7 @@ recon_tables(struct reconcile_run *r)
 
 		if (!e->used || e->primary || e->table == 0 ||
 		    (e->state != ENI_READY && e->state != ENI_DRAINING) ||
-		    e->op.active || e->removal[0] != '\0' || e->subnet < 0 ||
+		    e->op.active || e->subnet < 0 ||
 		    !b->engine.subnets[e->subnet].known ||
 		    r->ntable_fixes == POOL_MAX_ENIS)
 			continue;

@@ -76,12 +76,27 @@ class CloudEni(ctypes.Structure):
                 ("device_index", ctypes.c_int32),
                 ("primary_ip", ctypes.c_uint32), ("naddrs", ctypes.c_uint32),
                 ("addrs", ctypes.c_uint32 * MAX_ADDRS),
+                ("nprefixes", ctypes.c_uint32),
+                ("prefixes", ctypes.c_uint32 * MAX_ADDRS),
+                ("nbad_prefixes", ctypes.c_uint32),
                 ("ntags", ctypes.c_uint32), ("tags", Tag * MAX_TAGS)]
 
 
 class CloudAssigned(ctypes.Structure):
     _fields_ = [("st", Status), ("naddrs", ctypes.c_uint32),
                 ("addrs", ctypes.c_uint32 * MAX_ADDRS)]
+
+
+class CloudPrefixes(ctypes.Structure):
+    _fields_ = [("deadline_ms", ctypes.c_uint32),
+                ("eni_id", ctypes.c_char * ID_LEN),
+                ("count", ctypes.c_uint32), ("nprefixes", ctypes.c_uint32),
+                ("prefixes", ctypes.c_uint32 * MAX_ADDRS)]
+
+
+class CloudPrefixesAssigned(ctypes.Structure):
+    _fields_ = [("st", Status), ("nprefixes", ctypes.c_uint32),
+                ("prefixes", ctypes.c_uint32 * MAX_ADDRS)]
 
 
 class CloudDone(ctypes.Structure):
@@ -134,7 +149,10 @@ STRUCTS = {"CLOUD_ENI": CloudEni, "CLOUD_ASSIGNED": CloudAssigned,
            "CLOUD_DESCRIBE_ENIS": DescribeEnis, "NETD_RESULT": NetdResult,
            "NETD_LINK": NetdLink, "NETD_RULE": NetdRule,
            "NETD_ADD_POD": PodRule, "NETD_DEL_POD": PodRule,
-           "CLOUD_ASSIGN_IPS": CloudIps, "CLOUD_UNASSIGN_IPS": CloudIps}
+           "CLOUD_ASSIGN_IPS": CloudIps, "CLOUD_UNASSIGN_IPS": CloudIps,
+           "CLOUD_ASSIGN_PREFIXES": CloudPrefixes,
+           "CLOUD_UNASSIGN_PREFIXES": CloudPrefixes,
+           "CLOUD_PREFIXES_ASSIGNED": CloudPrefixesAssigned}
 STREAM_END = {"CLOUD_DONE", "NETD_END"}
 ENTRY = {"CLOUD_DESCRIBE_ENIS": "CLOUD_ENI", "CLOUD_DESCRIBE_SUBNETS":
          "CLOUD_SUBNET", "NETD_DUMP_RULES": "NETD_RULE",
@@ -238,6 +256,20 @@ class Mitm:
         for r in self.rules:
             r.setdefault("count", 1)
         self.note(event="rules", n=len(self.rules))
+
+    def check_size(self, data):
+        """A message of a type this helper lays out must be the size of
+        its layout here: a protocol change the layouts above missed ends
+        the run with a message naming it, rather than leave every rule on
+        that type silently unfired."""
+        if len(data) < HDR.size:
+            return
+        tname = self.name.get(HDR.unpack_from(data)[0])
+        cls = STRUCTS.get(tname)
+        if cls is not None and len(data) - HDR.size != ctypes.sizeof(cls):
+            sys.exit("mitm_helper: %s is %d bytes on the wire, %d in this "
+                     "helper's layout: update it to common/msg.h"
+                     % (tname, len(data) - HDR.size, ctypes.sizeof(cls)))
 
     def request(self, tname, rid, payload):
         self.reload()
@@ -367,6 +399,7 @@ class Mitm:
                     data = s.recv(65536)
                     if not data:
                         return
+                    self.check_size(data)
                     if s is broker:
                         typ, _, _, rid, _ = HDR.unpack_from(data)
                         self.request(self.name.get(typ, "?"), rid,

@@ -3,7 +3,8 @@
  * allowed or refused, against the machine as doc/design.md lists it, and
  * that list against the one in broker/eni.c's opening comment, so the
  * drawing cannot drift from the code; which states an ENI may enter the
- * pool in, the primary apart; every pair of address states likewise.
+ * pool in, the primary apart; the word each state is shown as; every pair
+ * of address states likewise.
  */
 #include <ctype.h>
 #include <setjmp.h>
@@ -120,7 +121,8 @@ read_listing(const char *path, const char *marker, name_fn name, int n,
 #define ENI_LIST	"The transitions, from each state"
 #define ADDR_LIST	"The address transitions, from each state"
 
-/* Every pair, allowed and refused, as the design lists them. */
+/* Every pair, allowed and refused, as the design lists them: staying is
+ * allowed in every state but new, which nothing enters. */
 static void
 test_every_pair(void **state)
 {
@@ -131,7 +133,8 @@ test_every_pair(void **state)
 	read_listing(DESIGN, ENI_LIST, eni_name_of, ENI_STATE_COUNT, doc);
 	for (from = 0; from < ENI_STATE_COUNT; from++)
 		for (to = 0; to < ENI_STATE_COUNT; to++) {
-			bool want = from == to || (doc[from] & (1u << to));
+			bool want = (from == to && to != ENI_NEW) ||
+			    (doc[from] & (1u << to));
 
 			if (eni_transition_ok((enum eni_state)from,
 			    (enum eni_state)to) != want)
@@ -143,10 +146,11 @@ test_every_pair(void **state)
 			if (from != to)
 				want ? allowed++ : refused++;
 		}
-	/* The machine as drawn: 18 moves, the other 38 refused. */
-	assert_int_equal(allowed, 18);
+	/* The machine as drawn: 31 moves, the other 125 refused. */
+	assert_int_equal(allowed, 31);
 	assert_int_equal(refused, ENI_STATE_COUNT * (ENI_STATE_COUNT - 1) -
-	    18);
+	    31);
+	assert_false(eni_transition_ok(ENI_NEW, ENI_NEW));
 }
 
 static void
@@ -169,19 +173,32 @@ test_comment_matches_design(void **state)
 static void
 test_refused(void **state)
 {
+	int s;
+
 	(void)state;
 	/* Addresses of an ENI being removed never return to the pool. */
 	assert_false(eni_transition_ok(ENI_DRAINING, ENI_READY));
+	assert_false(eni_transition_ok(ENI_TEARING_DOWN, ENI_DRAINING));
 	assert_false(eni_transition_ok(ENI_QUARANTINED, ENI_READY));
 	assert_false(eni_transition_ok(ENI_QUARANTINED, ENI_DRAINING));
 	/* Nothing is deleted that was not taken out of service first. */
 	assert_false(eni_transition_ok(ENI_READY, ENI_DELETING));
 	assert_false(eni_transition_ok(ENI_READY, ENI_DETACHING));
 	assert_false(eni_transition_ok(ENI_CREATING, ENI_DELETING));
+	/* ...nor detached before netd has torn down what it set up. */
+	assert_false(eni_transition_ok(ENI_DRAINING, ENI_DETACHING));
+	assert_false(eni_transition_ok(ENI_SETTING_UP, ENI_WAITING));
+	/* Nor deleted before the cloud showed it available. */
+	assert_false(eni_transition_ok(ENI_TEARING_DOWN, ENI_DELETING));
 	/* No step of set-up is skipped. */
 	assert_false(eni_transition_ok(ENI_CREATING, ENI_READY));
 	assert_false(eni_transition_ok(ENI_ATTACHING, ENI_READY));
-	assert_false(eni_transition_ok(ENI_CREATING, ENI_CONFIGURING));
+	assert_false(eni_transition_ok(ENI_CREATING, ENI_DECLARING));
+	assert_false(eni_transition_ok(ENI_DECLARING, ENI_SETTING_UP));
+	assert_false(eni_transition_ok(ENI_LINKING, ENI_READY));
+	/* Nothing goes back to new. */
+	for (s = 0; s < ENI_STATE_COUNT; s++)
+		assert_false(eni_transition_ok((enum eni_state)s, ENI_NEW));
 	/* Out of range. */
 	assert_false(eni_transition_ok(ENI_STATE_COUNT, ENI_READY));
 	assert_false(eni_transition_ok(ENI_READY, ENI_STATE_COUNT));
@@ -200,9 +217,70 @@ test_births(void **state)
 		assert_int_equal(eni_birth_ok(st, true), st == ENI_READY);
 		assert_int_equal(eni_birth_ok(st, false),
 		    st == ENI_CREATING || st == ENI_ATTACHING ||
-		    st == ENI_DETACHING);
+		    st == ENI_WAITING);
 	}
 	assert_false(eni_birth_ok(ENI_STATE_COUNT, false));
+	assert_false(eni_birth_ok((enum eni_state)-1, true));
+}
+
+/*
+ * The words enidctl show enis and the metrics give the states: the eight
+ * they have always shown, each by at least one state, the finer steps
+ * by the word of the state they refine; and the groups the broker asks
+ * of, by those words.
+ */
+static void
+test_shown(void **state)
+{
+	static const char *const words[] = { "creating", "attaching",
+	    "configuring", "ready", "draining", "detaching", "deleting",
+	    "quarantined" };
+	size_t w;
+	int s;
+
+	(void)state;
+	for (w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+		for (s = ENI_NEW + 1; s < ENI_STATE_COUNT; s++)
+			if (strcmp(eni_state_shown((enum eni_state)s),
+			    words[w]) == 0)
+				break;
+		if (s == ENI_STATE_COUNT)
+			fail_msg("no state shows as %s", words[w]);
+	}
+	for (s = ENI_NEW + 1; s < ENI_STATE_COUNT; s++) {
+		enum eni_state st = (enum eni_state)s;
+		const char *shown = eni_state_shown(st);
+
+		for (w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+			if (strcmp(shown, words[w]) == 0)
+				break;
+		if (w == sizeof(words) / sizeof(words[0]))
+			fail_msg("%s shows as %s, not a word enid shows",
+			    eni_state_name(st), shown);
+		/* A state shows as its own name, but for the refinements. */
+		if (st == ENI_DECLARING || st == ENI_LINKING ||
+		    st == ENI_SETTING_UP)
+			assert_string_equal(shown, "configuring");
+		else if (st == ENI_TEARING_DOWN)
+			assert_string_equal(shown, "draining");
+		else if (st == ENI_WAITING)
+			assert_string_equal(shown, "detaching");
+		else
+			assert_string_equal(shown, eni_state_name(st));
+		assert_int_equal(eni_state_configuring(st),
+		    strcmp(shown, "configuring") == 0);
+		assert_int_equal(eni_state_draining(st),
+		    strcmp(shown, "draining") == 0);
+		assert_int_equal(eni_state_arriving(st),
+		    st == ENI_CREATING || st == ENI_ATTACHING ||
+		    eni_state_configuring(st));
+	}
+	assert_string_equal(eni_state_shown(ENI_NEW), "new");
+	assert_false(eni_state_arriving(ENI_NEW));
+	assert_string_equal(eni_state_shown(ENI_STATE_COUNT), "?");
+	assert_string_equal(eni_state_name(ENI_STATE_COUNT), "?");
+	assert_false(eni_state_configuring(ENI_STATE_COUNT));
+	assert_false(eni_state_draining(ENI_STATE_COUNT));
 }
 
 /* Every pair of address states, as the design lists them. */
@@ -247,6 +325,7 @@ main(void)
 		cmocka_unit_test(test_comment_matches_design),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_births),
+		cmocka_unit_test(test_shown),
 		cmocka_unit_test(test_address_pairs),
 	};
 

@@ -577,7 +577,7 @@ test_no_shrink_while_growing_or_waiting(void **state)
 
 	(void)state;
 	f.surplus_since = 1;
-	add_eni(&f, ENI_CONFIGURING, 0, 0, 0);
+	add_eni(&f, ENI_LINKING, 0, 0, 0);
 	f.enis[1].adding = 3;
 	pool_plan(&p, &f, 100000, &pl);
 	assert_int_equal(pl.nactions, 0);
