@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import shutil
 import tempfile
 import threading
@@ -34,14 +33,16 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 
 # ------------------------------------------------------------------ fixtures
 
-@pytest.fixture(scope="module")
-def sim():
+@contextlib.contextmanager
+def run_sim(prefix, *args):
+    """A simulated VPC of two nodes in namespaces named for prefix, for the
+    block: its endpoints.json, and "dir" its state directory."""
     d = tempfile.mkdtemp(prefix="cloudd-it-")
     log = open(os.path.join(d, "vpcsim.log"), "w")
-    proc = subprocess.Popen([sys.executable if sys.executable.startswith(
-        "/usr/bin/") else "/usr/bin/python3", VPCSIM, "--nodes", "2",
-        "--state", d, "--rate-scale", "10", "--prefix", PREFIX], stdout=log, stderr=log,
-        start_new_session=True)
+    proc = subprocess.Popen(["/usr/bin/python3", VPCSIM, "--nodes", "2",
+                             "--state", d, "--rate-scale", "10",
+                             "--prefix", prefix, *args],
+                            stdout=log, stderr=log, start_new_session=True)
     ep = os.path.join(d, "endpoints.json")
     try:
         for _ in range(300):
@@ -62,6 +63,12 @@ def sim():
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with run_sim(PREFIX) as info:
+        yield info
 
 
 @contextlib.contextmanager
@@ -961,33 +968,9 @@ def pd_sim():
     """A sim of its own for prefix delegation: scattered single addresses
     (a subnet fragments as real ones do), node 1 an m4.large (Xen: no
     prefixes)."""
-    d = tempfile.mkdtemp(prefix="cloudd-pd-")
-    log = open(os.path.join(d, "vpcsim.log"), "w")
-    proc = subprocess.Popen(["/usr/bin/python3", VPCSIM, "--nodes", "2",
-                             "--state", d, "--rate-scale", "10",
-                             "--prefix", PD_PREFIX, "--node-type",
-                             "1:m4.large", "--allocation", "scattered"],
-                            stdout=log, stderr=log, start_new_session=True)
-    ep = os.path.join(d, "endpoints.json")
-    try:
-        for _ in range(300):
-            if os.path.exists(ep) or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        if not os.path.exists(ep):
-            pytest.fail("vpcsim did not start: see %s/vpcsim.log" % d)
-        with open(ep) as f:
-            info = json.load(f)
-        info["dir"] = d
+    with run_sim(PD_PREFIX, "--node-type", "1:m4.large",
+                 "--allocation", "scattered") as info:
         yield info
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
 
 
 @pytest.fixture(scope="module")
