@@ -21,8 +21,8 @@
 #define EC2_MAX_ITEMS		1000		/* entries in one answer page */
 #define EC2_MAX_INSTANCE_ENIS	64	/* the largest instance types allow 64 */
 /* DescribeInstances entries: we ask for one.  An instance struct holds
- * EC2_MAX_INSTANCE_ENIS ENIs (~400 KB), so EC2_MAX_ITEMS of them would let a
- * few KB of answer claim 400 MB. */
+ * EC2_MAX_INSTANCE_ENIS ENIs (over half a megabyte), so EC2_MAX_ITEMS of
+ * them would let a few KB of answer claim half a gigabyte. */
 #define EC2_MAX_INSTANCES	8
 #define EC2_TOKEN_LEN		2048		/* nextToken */
 #define EC2_PAGE_SIZE		100		/* MaxResults we ask for */

@@ -755,13 +755,17 @@ ec2_classify(enum ec2_action action, bool prefixes, unsigned http_status,
 	if (in_list(code, limits))
 		return CO_LIMIT_EXCEEDED;
 	/* No aligned /28 free, though addresses may be: fragmentation.  A
-	 * request for prefixes refused for want of room says the same (EC2
-	 * words it "sufficient free Ipv4 addresses or prefixes"). */
+	 * request for prefixes refused for want of room ("There aren't
+	 * sufficient free Ipv4 addresses or prefixes": fewer than 16 a
+	 * prefix) is no-prefix too: whether single addresses are left is
+	 * for the single-address request that follows to find out.  No
+	 * free address at all is a full subnet whatever was asked. */
 	if (strcmp(code, "InsufficientCidrBlocks") == 0)
 		return CO_NO_PREFIX;
-	if (strcmp(code, "InsufficientFreeAddressesInSubnet") == 0 ||
-	    (strcmp(code, "InvalidParameterValue") == 0 &&
-	    strcasestr(message, "sufficient free") != NULL))
+	if (strcmp(code, "InsufficientFreeAddressesInSubnet") == 0)
+		return CO_SUBNET_FULL;
+	if (strcmp(code, "InvalidParameterValue") == 0 &&
+	    strcasestr(message, "sufficient free") != NULL)
 		return prefixes ? CO_NO_PREFIX : CO_SUBNET_FULL;
 	if (ends_with(code, ".NotFound")) {
 		/* Deleting what is already gone is what was asked for. */

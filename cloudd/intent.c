@@ -417,8 +417,9 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 /* Prefixes of an ENI that are not aligned /28s: the cloud's error, said;
  * the ENI's other prefixes and addresses go on. */
 static void
-eni_bad_prefixes(const struct msg_cloud_eni *m, const char *bad)
+eni_bad_prefixes(const struct msg_cloud_eni *m, char *bad)
 {
+	ec2_sanitize(bad);		/* the cloud's text, in a log line */
 	if (m->nbad_prefixes > 0)
 		log_warnx("%s: %u prefix%s not an aligned /%d (\"%s\"%s) "
 		    "left out", m->eni_id, m->nbad_prefixes,
@@ -514,6 +515,12 @@ ce_done(struct intent *it, const struct ec2_answer *a,
 	    sizeof(bad)) == -1)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s",
 		    err));
+	/* A new ENI holds the prefixes asked for, no more, no fewer: the
+	 * broker counts its slots by them. */
+	if (m.nprefixes + m.nbad_prefixes != it->req.ce.nprefixes)
+		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s "
+		    "with %u prefixes, %u asked for", m.eni_id,
+		    m.nprefixes + m.nbad_prefixes, it->req.ce.nprefixes));
 	eni_bad_prefixes(&m, bad);
 	if (strcmp(m.subnet_id, it->req.ce.subnet_id) != 0)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "

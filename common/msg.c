@@ -462,18 +462,35 @@ check_status(const struct msg_cloud_status *st)
 	return NULL;
 }
 
-/* n prefixes, each the first address of an aligned /MSG_PREFIX_LEN. */
+/* n prefixes, each the first address of an aligned /MSG_PREFIX_LEN,
+ * none twice. */
 static const char *
 check_prefixes(uint32_t n, const uint32_t *prefixes)
 {
-	uint32_t i, host = (1u << (32 - MSG_PREFIX_LEN)) - 1;
+	uint32_t i, j, host = (1u << (32 - MSG_PREFIX_LEN)) - 1;
 
 	if (n > MSG_MAX_ENI_PREFIXES)
 		return "too many prefixes";
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if ((ntohl(prefixes[i]) & host) != 0 || prefixes[i] == 0)
 			return "prefix not aligned";
+		for (j = 0; j < i; j++)
+			if (prefixes[j] == prefixes[i])
+				return "prefix twice";
+	}
 	return NULL;
+}
+
+/* Does one of n prefixes hold addr (network order)? */
+static bool
+in_prefixes(uint32_t addr, uint32_t n, const uint32_t *prefixes)
+{
+	uint32_t i, net = htonl(~((1u << (32 - MSG_PREFIX_LEN)) - 1));
+
+	for (i = 0; i < n; i++)
+		if ((addr & net) == prefixes[i])
+			return true;
+	return false;
 }
 
 static const char *
@@ -676,6 +693,10 @@ check_CLOUD_INSTANCE(const void *p)
 		return "unterminated string in instance";
 	if (m->bare_metal > 1 || m->prefixes_ok > 1)
 		return "instance flag not 0 or 1";
+	/* Only Nitro and bare metal hold prefixes (DescribeInstanceTypes). */
+	if (m->prefixes_ok != (m->bare_metal ||
+	    strcmp(m->hypervisor, "nitro") == 0))
+		return "prefixes_ok is not what the hypervisor says";
 	if ((why = check_cidrs(m->ncidrs, m->cidrs)) != NULL)
 		return why;
 	return check_sgs(m->nsgs, m->sgs);
@@ -730,6 +751,7 @@ check_CLOUD_ENI(const void *p)
 {
 	const struct msg_cloud_eni *m = p;
 	const char *why;
+	uint32_t i;
 
 	if ((why = check_status(&m->st)) != NULL)
 		return why;
@@ -744,6 +766,16 @@ check_CLOUD_ENI(const void *p)
 		return why;
 	if (m->nbad_prefixes > MSG_MAX_ENI_PREFIXES)
 		return "too many refused prefixes";
+	/* Addresses and prefixes share the ENI's slots, and no address is
+	 * both an address of the ENI's and in one of its prefixes. */
+	if (m->naddrs + m->nprefixes + m->nbad_prefixes > MSG_MAX_ENI_ADDRS)
+		return "more addresses and prefixes than an ENI holds";
+	if (m->primary_ip != 0 &&
+	    in_prefixes(m->primary_ip, m->nprefixes, m->prefixes))
+		return "an address of the eni in one of its prefixes";
+	for (i = 0; i < m->naddrs; i++)
+		if (in_prefixes(m->addrs[i], m->nprefixes, m->prefixes))
+			return "an address of the eni in one of its prefixes";
 	return check_tags(m->ntags, m->tags);
 }
 
@@ -816,6 +848,8 @@ check_cloud_prefixes(const struct msg_cloud_prefixes *m)
 		return "unterminated eni id";
 	if (m->count > MSG_MAX_ENI_PREFIXES)
 		return "too many prefixes";
+	if (m->count > 0 && m->nprefixes > 0)
+		return "both a prefix count and prefixes";
 	return check_prefixes(m->nprefixes, m->prefixes);
 }
 
@@ -828,6 +862,10 @@ check_CLOUD_ASSIGN_PREFIXES(const void *p)
 static const char *
 check_CLOUD_UNASSIGN_PREFIXES(const void *p)
 {
+	const struct msg_cloud_prefixes *m = p;
+
+	if (m->count != 0)
+		return "a prefix count to unassign";
 	return check_cloud_prefixes(p);
 }
 

@@ -18,7 +18,8 @@ A rule binds to the next requests that match it ("request": a type name,
 requests, default 1) and then applies to every answer to each of them:
   "answer": TYPE        only answers of this type (default: all)
   "set": {FIELD: V}     change fields of the answer (dotted IPv4 strings,
-                        "aa:bb:.." MACs, lists of IPv4 for "addrs")
+                        "aa:bb:.." MACs, lists of IPv4 for "addrs" and
+                        "prefixes", a prefix by its first address)
   "drop": true          the answer is not passed on
   "replace": TYPE       the answer becomes one of TYPE, all zero but for
                         what "set" says
@@ -179,10 +180,11 @@ def type_names(msg_h):
 
 def set_fields(obj, changes):
     for k, v in changes.items():
-        if k == "addrs":
-            obj.naddrs = len(v)
+        if k in ("addrs", "prefixes"):
+            # addresses, or the first addresses of /28 prefixes
+            setattr(obj, "n" + k, len(v))
             for i, a in enumerate(v):
-                obj.addrs[i] = ip4(a)
+                getattr(obj, k)[i] = ip4(a)
         elif k == "mac":
             for i, x in enumerate(v.split(":")):
                 obj.mac[i] = int(x, 16)

@@ -1091,3 +1091,101 @@ def test_xen_instance_says_no_prefixes(pd_sim):
         assert (di["max_enis"], di["ips_per_eni"]) == (2, 10)
     finally:
         d.close()
+
+
+LYING_PREFIXES = r'''
+import http.server, socketserver, sys, urllib.parse
+ENI = ("<networkInterfaceId>eni-0abc</networkInterfaceId>"
+       "<subnetId>subnet-1</subnetId><macAddress>02:00:00:00:0a:bc"
+       "</macAddress><privateIpAddress>10.0.0.5</privateIpAddress>"
+       "<status>available</status>")
+def prefixes(tag, ps):
+    return "<%s>%s</%s>" % (tag, "".join(
+        "<item><ipv4Prefix>%s</ipv4Prefix></item>" % p for p in ps), tag)
+# what each ENI id (assign) or client token (create) is answered with
+ASSIGN = {"eni-more": ["10.0.4.16/28", "10.0.4.32/28"],
+          "eni-misaligned": ["10.0.4.24/28"],
+          "eni-twice": ["10.0.4.16/28", "10.0.4.16/28"],
+          "eni-other": ["10.0.4.48/28"],
+          "eni-good": ["10.0.4.64/28"]}
+CREATE = {"more": ["10.0.4.16/28", "10.0.4.32/28"],
+          "forged": ["x&#10;security: forged"],
+          "good": ["10.0.4.80/28"]}
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        p = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        act = p["Action"][0]
+        if act == "CreateNetworkInterface":
+            body = ("<CreateNetworkInterfaceResponse><networkInterface>%s%s"
+                    "</networkInterface></CreateNetworkInterfaceResponse>" %
+                    (ENI, prefixes("ipv4PrefixSet",
+                                   CREATE[p["ClientToken"][0]])))
+        else:
+            body = ("<AssignPrivateIpAddressesResponse>%s<return>true"
+                    "</return></AssignPrivateIpAddressesResponse>" %
+                    prefixes("assignedIpv4PrefixSet",
+                             ASSIGN[p["NetworkInterfaceId"][0]]))
+        body = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_prefix_answers_that_lie(sim):
+    """A cloud that answers with more prefixes than asked, a misaligned
+    one, one twice, or another than the one named, is refused whole
+    (fatal) and nothing of it reaches the broker; a prefix whose text
+    would forge a log line is left out, its text made harmless."""
+    port = 18782
+    conf = write_conf(sim, "lying.conf", ec2_endpoint="http://127.0.0.1:%d/"
+                      % port, region="us-east-1", timeout_ms=2000,
+                      access_key_id="AKIDEXAMPLE", secret_access_key="secret")
+    sg = ["sg-1"]
+    d = None
+    with node_server(sim, "lying_prefixes.py", LYING_PREFIXES, port):
+        try:
+            d = Drive(conf, os.path.join(sim["dir"], "lying.log"))
+            for eni, kw, why in (
+                    ("eni-more", {"count": 1}, "2 prefixes in the answer, "
+                     "1 asked for"),
+                    ("eni-misaligned", {"count": 1}, "is not an aligned /28"),
+                    ("eni-twice", {"count": 2}, "named twice"),
+                    ("eni-other", {"prefixes": ["10.0.4.64"]},
+                     "not those asked for")):
+                a = d.call("assign-prefixes", eni=eni, **kw)
+                assert (a["outcome"], a["prefixes"]) == ("fatal", []), a
+                assert why in a["message"], (why, a)
+            a = d.ok("assign-prefixes", eni="eni-good",
+                     prefixes=["10.0.4.64"])
+            assert a["prefixes"] == ["10.0.4.64/28"], a
+
+            a = d.call("create-eni", subnet="subnet-1", sgs=sg, prefixes=1,
+                       token="more")
+            assert a["outcome"] == "fatal", a
+            assert "with 2 prefixes, 1 asked for" in a["message"], a
+            a = d.call("create-eni", subnet="subnet-1", sgs=sg,
+                       token="good")
+            assert a["outcome"] == "fatal", a   # a prefix, none asked for
+            a = d.ok("create-eni", subnet="subnet-1", sgs=sg, prefixes=1,
+                     token="good")
+            assert a["eni"]["prefixes"] == ["10.0.4.80/28"], a
+            a = d.ok("create-eni", subnet="subnet-1", sgs=sg, prefixes=1,
+                     token="forged")
+            assert (a["eni"]["prefixes"], a["eni"]["bad_prefixes"]) == \
+                ([], 1), a
+        finally:
+            if d is not None:
+                d.close()
+    log = d.stderr()
+    assert '1 prefix not an aligned /28 ("x?security: forged")' in log, log
+    assert "\nsecurity: forged" not in log, log

@@ -219,9 +219,10 @@ test_prefix_bodies(void **state)
 	assert_non_null(strstr(err, "invalid ENI id"));
 }
 
-/* "No room" means no aligned /28 when prefixes were asked for, a full
- * subnet when addresses were; InsufficientCidrBlocks is always the
- * former. */
+/* "Not sufficient free addresses or prefixes" means no room for the /28s
+ * when prefixes were asked for, a full subnet when addresses were;
+ * InsufficientCidrBlocks is always the former, no free address at all
+ * always the latter. */
 static void
 test_classify_prefixes(void **state)
 {
@@ -238,8 +239,9 @@ test_classify_prefixes(void **state)
 	    "InsufficientCidrBlocks", "", &r), CO_NO_PREFIX);
 	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, true, 400,
 	    "InvalidParameterValue", full, &r), CO_NO_PREFIX);
+	/* no address at all: full, whatever was asked */
 	assert_int_equal(ec2_classify(EC2_CREATE_ENI, true, 400,
-	    "InsufficientFreeAddressesInSubnet", "", &r), CO_NO_PREFIX);
+	    "InsufficientFreeAddressesInSubnet", "", &r), CO_SUBNET_FULL);
 	assert_int_equal(ec2_classify(EC2_ASSIGN_IPS, false, 400,
 	    "InvalidParameterValue", full, &r), CO_SUBNET_FULL);
 	assert_int_equal(ec2_classify(EC2_CREATE_ENI, false, 400,

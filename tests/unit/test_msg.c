@@ -518,6 +518,32 @@ test_prefixes_checked(void **state)
 	e.prefixes[1] = htonl(0x0a000428);	/* 10.0.4.40: not aligned */
 	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
 	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)), "prefix not aligned");
+	e.prefixes[1] = e.prefixes[0];
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)), "prefix twice");
+	e.prefixes[1] = htonl(0x0a000420);
+	/* an address of the ENI's inside one of its prefixes: one address
+	 * the pool could hand out twice */
+	e.naddrs = 1;
+	e.addrs[0] = htonl(0x0a00042f);		/* 10.0.4.47, in .32/28 */
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
+	    "an address of the eni in one of its prefixes");
+	e.addrs[0] = htonl(0x0a000430);		/* 10.0.4.48: beside it */
+	assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    sizeof(e), &e, sizeof(e)));
+	e.primary_ip = htonl(0x0a000411);	/* in .16/28 */
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
+	    "an address of the eni in one of its prefixes");
+	e.primary_ip = htonl(0x0a000405);
+	e.nbad_prefixes = MSG_MAX_ENI_ADDRS - 2;	/* 1 + 2 + 62 > 64 */
+	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
+	    "more addresses and prefixes than an ENI holds");
+	e.nbad_prefixes = MSG_MAX_ENI_ADDRS - 3;
+	assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    sizeof(e), &e, sizeof(e)));
 
 	memset(&p, 0, sizeof(p));
 	p.nprefixes = 1;
@@ -528,6 +554,16 @@ test_prefixes_checked(void **state)
 	p.prefixes[0] = htonl(0x0a000400);
 	assert_null(validate_raw(PEER_BROKER, PEER_CLOUDD,
 	    MSG_CLOUD_ASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)));
+	p.count = 1;
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)),
+	    "both a prefix count and prefixes");
+	p.nprefixes = 0;
+	assert_null(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)));
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_UNASSIGN_PREFIXES, sizeof(p), &p, sizeof(p)),
+	    "a prefix count to unassign");
 
 	memset(&c, 0, sizeof(c));
 	c.nprefixes = 1;
@@ -537,6 +573,24 @@ test_prefixes_checked(void **state)
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
 	    MSG_CLOUD_CREATE_ENI, sizeof(c), &c, sizeof(c)),
 	    "both prefixes and secondary addresses");
+	{
+		static struct msg_cloud_instance in;
+
+		memset(&in, 0, sizeof(in));
+		strcpy(in.hypervisor, "nitro");
+		assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
+		    MSG_CLOUD_INSTANCE, sizeof(in), &in, sizeof(in)),
+		    "prefixes_ok is not what the hypervisor says");
+		in.prefixes_ok = 1;
+		assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER,
+		    MSG_CLOUD_INSTANCE, sizeof(in), &in, sizeof(in)));
+		strcpy(in.hypervisor, "xen");
+		assert_non_null(validate_raw(PEER_CLOUDD, PEER_BROKER,
+		    MSG_CLOUD_INSTANCE, sizeof(in), &in, sizeof(in)));
+		in.bare_metal = 1;
+		assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER,
+		    MSG_CLOUD_INSTANCE, sizeof(in), &in, sizeof(in)));
+	}
 	/* the answers flow back the way they came */
 	assert_int_equal(msg_type_info(MSG_CLOUD_ASSIGN_PREFIXES)->
 	    answers.single[0], MSG_CLOUD_PREFIXES_ASSIGNED);
