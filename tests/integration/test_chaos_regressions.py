@@ -23,7 +23,7 @@ def make_env(workdir, enid_user, helper_dir):
         pool = {"add_timeout_s": 10, "ip_cooldown_s": 0, "link_timeout_s": 10}
         pool.update(conf.pop("pool", {}))
         env = PoolEnv(workdir, enid_user, helper_dir,
-                      prefix="cr%d%d" % (os.getpid() % 10000, next(_seq)),
+                      prefix="cr%d-%d" % (os.getpid(), next(_seq)),
                       sim_args=("--ip-limit", "6", "--eni-limit", "4"),
                       pool=pool, **conf)
         envs.append(env)
