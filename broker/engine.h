@@ -94,6 +94,18 @@ struct eni_addr {
 	 * pod's ADD_POD or DEL_POD): a rule dump asked before it may not
 	 * show that change yet (reconcile). */
 	uint32_t		 rules_req;
+	/* The prefix it is an address of (its first address, network
+	 * order), or 0: a single address. */
+	uint32_t		 block;
+};
+
+/* A /28 prefix delegated to an ENI.  Its addresses are the ENI's
+ * (addrs, block naming it), each in the pool's lifecycle as a single
+ * address is; one the checks refuse is not among them. */
+struct eni_prefix {
+	uint32_t		 base;		/* network order */
+	uint64_t		 frozen_until;	/* ms: no new pods before */
+	bool			 removing;	/* being given back */
 };
 
 /* Can a be handed to a pod at now? */
@@ -134,8 +146,11 @@ struct eni {
 	bool			 dot_pending;
 	uint32_t		 link_mtu;
 	uint32_t		 naddrs;
-	struct eni_addr		 addrs[POOL_MAX_ADDRS];
-	uint32_t		 assigning;	/* addresses asked for */
+	struct eni_addr		 addrs[POOL_MAX_ENI_ADDRS];
+	uint32_t		 nprefixes;
+	struct eni_prefix	 prefixes[POOL_MAX_PREFIXES];
+	uint32_t		 assigning;	/* blocks asked for: */
+	bool			 assigning_prefixes; /* prefixes, or singles */
 	/* An unassign waits for the save that keeps its addresses out of
 	 * use, however enid restarts (eni_unassign): this one. */
 	uint64_t		 unassign_by;
@@ -232,6 +247,7 @@ struct subnet {
 	bool			 configured;	/* growth may use it */
 	uint32_t		 available;
 	uint64_t		 inhibited_until;
+	uint64_t		 prefix_inhibited_until; /* refused a /28 */
 	uint32_t		 nsgs;
 	char			 sgs[MSG_MAX_SGS][MSG_ID_LEN];
 };
@@ -247,6 +263,11 @@ struct engine_stats {
 	uint64_t		 adds_ok, adds_failed, dels, quarantines;
 	uint64_t		 enis_created, enis_deleted, leaks_deleted;
 	uint64_t		 drifts_fixed, reconciles;
+	/* prefix delegation: growth that fell back, by reason */
+	uint64_t		 pfx_no_prefix;	/* a subnet refused a /28 */
+	uint64_t		 pfx_singles;	/* singles taken instead */
+	uint64_t		 pfx_refused;	/* a prefix the checks refused */
+	uint64_t		 pfx_frozen;	/* prefixes frozen to drain */
 };
 
 struct reconcile_run;
@@ -254,6 +275,9 @@ struct reconcile_run;
 struct engine {
 	enum engine_phase	 phase;
 	struct pool_params	 params;
+	/* prefix delegation configured, and the instance cannot hold
+	 * prefixes: single addresses (said once, at start) */
+	bool			 prefixes_unsupported;
 	uint32_t		 ips_per_eni;
 	uint32_t		 cloud_attached;	/* as the cloud counts */
 	struct eni		 enis[POOL_MAX_ENIS];
@@ -361,6 +385,18 @@ void	cloud_view_gone(struct broker *b, const char *id);
 /* The pool's entry for address ip (network order), or NULL. */
 struct eni_addr *engine_addr(struct broker *b, uint32_t ip);
 int	eni_addr_index(const struct eni *e, uint32_t ip);
+/* e's prefix with first address base, or -1. */
+int	eni_prefix_index(const struct eni *e, uint32_t base);
+/* The address of e a new pod takes at now: of the fullest prefix not
+ * frozen, then single ones, then empty prefixes, then frozen ones; the
+ * one rested longest among equals.  -1 if none is free. */
+int	eni_pick_addr(const struct eni *e, uint64_t now);
+/* Take the prefixes a cloud answer names for e, checked (eni.c): how
+ * many were taken. */
+uint32_t eni_take_prefixes(struct eni *e, const uint32_t *prefixes,
+	    uint32_t n, enum addr_state st, const char *what);
+/* Forget e's prefix k and its addresses (their pods are lost). */
+void	eni_drop_prefix(struct eni *e, uint32_t k, const char *why);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	    char *why, size_t whylen);
 struct subnet *subnet_by_id(struct broker *b, const char *id);

@@ -60,7 +60,15 @@
 #include "enid.h"
 #include "log.h"
 
+/* The first address of the /28 that holds ip (network order). */
+static uint32_t
+prefix_base(uint32_t ip)
+{
+	return htonl(ntohl(ip) & ~(uint32_t)(POOL_PREFIX_ADDRS - 1));
+}
+
 static void	eni_create_send(struct eni *e);
+static void	prefixes_not_removing(struct eni *e);
 static void	engine_plan_cb(struct loop *, struct loop_defer *);
 static void	engine_timer_cb(struct loop *, struct loop_timer *);
 
@@ -113,6 +121,59 @@ eni_addr_index(const struct eni *e, uint32_t ip)
 		if (e->addrs[i].ip == ip)
 			return (int)i;
 	return -1;
+}
+
+int
+eni_prefix_index(const struct eni *e, uint32_t base)
+{
+	uint32_t k;
+
+	for (k = 0; k < e->nprefixes; k++)
+		if (e->prefixes[k].base == base)
+			return (int)k;
+	return -1;
+}
+
+/*
+ * The address of e a new pod takes: ranked by its block, higher first.  A
+ * prefix with pods in it (the fullest first), then single addresses,
+ * then an empty prefix, then a frozen one: prefixes empty out and can be
+ * given back.
+ */
+int
+eni_pick_addr(const struct eni *e, uint64_t now)
+{
+	uint32_t used[POOL_MAX_PREFIXES], rank[POOL_MAX_PREFIXES];
+	uint32_t i, k, r, best_rank = 0;
+	int best = -1, pk;
+
+	memset(used, 0, sizeof(used));
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].block != 0 && !addr_usable(&e->addrs[i], now) &&
+		    (pk = eni_prefix_index(e, e->addrs[i].block)) >= 0)
+			used[pk]++;
+	for (k = 0; k < e->nprefixes; k++)
+		rank[k] = e->prefixes[k].frozen_until > now ? 0 :
+		    used[k] == 0 ? 1 : 2 * POOL_PREFIX_ADDRS + used[k];
+	for (i = 0; i < e->naddrs; i++) {
+		const struct eni_addr *a = &e->addrs[i];
+
+		if (!addr_usable(a, now))
+			continue;
+		if (a->block == 0)
+			r = POOL_PREFIX_ADDRS + 2;
+		else if ((pk = eni_prefix_index(e, a->block)) >= 0)
+			r = rank[pk];
+		else
+			r = 0;
+		/* Among equals, the one that has rested longest. */
+		if (best == -1 || r > best_rank || (r == best_rank &&
+		    a->cool_until < e->addrs[best].cool_until)) {
+			best = (int)i;
+			best_rank = r;
+		}
+	}
+	return best;
 }
 
 static void	eni_timer_cb(struct loop *, struct loop_timer *);
@@ -326,8 +387,154 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 			snprintf(why, whylen, "already on %s", eni_name(o));
 			return false;
 		}
+		if (eni_prefix_index(o, prefix_base(ip)) >= 0) {
+			snprintf(why, whylen, "inside a prefix of %s",
+			    eni_name(o));
+			return false;
+		}
 	}
 	return true;
+}
+
+/*
+ * A prefix the cloud named for e, judged as a whole before its addresses
+ * are (each as a single one is): aligned, wholly inside the ENI's
+ * subnet, not one e holds already, and overlapping no other ENI's prefix.
+ */
+static bool
+prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
+    char *why, size_t whylen)
+{
+	const struct subnet *s = e->subnet >= 0 ?
+	    &b->engine.subnets[e->subnet] : NULL;
+	uint32_t last = htonl(ntohl(base) | (POOL_PREFIX_ADDRS - 1)), i;
+
+	if (prefix_base(base) != base) {
+		snprintf(why, whylen, "not aligned to a /%d", MSG_PREFIX_LEN);
+		return false;
+	}
+	if (s == NULL || !s->known) {
+		snprintf(why, whylen, "subnet %s is not known", e->subnet_id);
+		return false;
+	}
+	if (s->prefix > MSG_PREFIX_LEN ||
+	    !cidr4_contains(s->cidr, s->prefix, base) ||
+	    !cidr4_contains(s->cidr, s->prefix, last)) {
+		snprintf(why, whylen, "not inside subnet %s", s->id);
+		return false;
+	}
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &b->engine.enis[i];
+
+		if (o->used && o != e && eni_prefix_index(o, base) >= 0) {
+			snprintf(why, whylen, "a prefix of %s", eni_name(o));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Take one address the cloud names for e, of prefix block (0: a single
+ * one), checked: a bad one is logged and never used.  true if taken.
+ */
+static bool
+eni_take_addr(struct eni *e, uint32_t addr, uint32_t block,
+    enum addr_state st, const char *what)
+{
+	char why[128], ip[IP4_STR_LEN];
+	const struct pod *lp;
+
+	if (eni_addr_index(e, addr) >= 0)
+		return false;
+	ip4_format(addr, ip);
+	if (block == 0 && eni_prefix_index(e, prefix_base(addr)) >= 0) {
+		log_security("%s: %s: the cloud named %s, inside a prefix of "
+		    "the ENI's own; never used as a single address",
+		    eni_name(e), what, ip);
+		return false;
+	}
+	if ((lp = pod_with_ip(e->b, addr, true, NULL)) != NULL) {
+		log_warnx("%s: %s: %s is still the address of pod %s/%s, "
+		    "whose address was taken back; not used until it is "
+		    "deleted", eni_name(e), what, ip, lp->container_id,
+		    lp->ifname);
+		return false;
+	}
+	if (!eni_addr_acceptable(e->b, e, addr, why, sizeof(why))) {
+		log_security("%s: %s: the cloud named %s, %s; never used",
+		    eni_name(e), what, ip, why);
+		return false;
+	}
+	if (e->naddrs == POOL_MAX_ENI_ADDRS) {
+		log_errorx("%s: %s: more than %d addresses; %s not used",
+		    eni_name(e), what, POOL_MAX_ENI_ADDRS, ip);
+		return false;
+	}
+	memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
+	e->addrs[e->naddrs].ip = addr;
+	e->addrs[e->naddrs].state = st;
+	e->addrs[e->naddrs].block = block;
+	e->naddrs++;
+	return true;
+}
+
+/*
+ * Take the prefixes a cloud answer names for e.  Each is judged whole
+ * (prefix_acceptable), then each of its addresses as a single one is; a
+ * prefix refused is logged, counted and never used, and so is an address
+ * refused.  Returns how many prefixes were taken.
+ */
+uint32_t
+eni_take_prefixes(struct eni *e, const uint32_t *prefixes, uint32_t n,
+    enum addr_state st, const char *what)
+{
+	struct broker *b = e->b;
+	char why[128], ip[IP4_STR_LEN];
+	uint32_t i, j, taken = 0, h;
+
+	for (i = 0; i < n; i++) {
+		if (eni_prefix_index(e, prefixes[i]) >= 0)
+			continue;
+		ip4_format(prefixes[i], ip);
+		if (!prefix_acceptable(b, e, prefixes[i], why, sizeof(why))) {
+			log_security("%s: %s: the cloud named prefix %s/%d, %s; "
+			    "never used", eni_name(e), what, ip, MSG_PREFIX_LEN,
+			    why);
+			b->engine.stats.pfx_refused++;
+			continue;
+		}
+		if (e->nprefixes == POOL_MAX_PREFIXES ||
+		    e->naddrs + POOL_PREFIX_ADDRS > POOL_MAX_ENI_ADDRS) {
+			log_errorx("%s: %s: more than %d prefixes; %s/%d not "
+			    "used", eni_name(e), what, POOL_MAX_PREFIXES, ip,
+			    MSG_PREFIX_LEN);
+			continue;
+		}
+		memset(&e->prefixes[e->nprefixes], 0, sizeof(e->prefixes[0]));
+		e->prefixes[e->nprefixes++].base = prefixes[i];
+		h = ntohl(prefixes[i]);
+		for (j = 0; j < POOL_PREFIX_ADDRS; j++)
+			(void)eni_take_addr(e, htonl(h + j), prefixes[i], st,
+			    what);
+		taken++;
+	}
+	return taken;
+}
+
+/* Forget e's prefix k and its addresses; a pod on one is lost. */
+void
+eni_drop_prefix(struct eni *e, uint32_t k, const char *why)
+{
+	uint32_t base = e->prefixes[k].base, i;
+
+	for (i = e->naddrs; i-- > 0;)
+		if (e->addrs[i].block == base) {
+			if (e->addrs[i].pod != NULL)
+				pod_lost(e->addrs[i].pod, why);
+			e->addrs[i] = e->addrs[--e->naddrs];
+		}
+	e->prefixes[k] = e->prefixes[--e->nprefixes];
 }
 
 /* Take the addresses a cloud answer names for e.  Each is checked; a bad
@@ -336,37 +543,11 @@ static uint32_t
 eni_take_addrs(struct eni *e, const uint32_t *addrs, uint32_t n,
     enum addr_state st, const char *what)
 {
-	char why[128], ip[IP4_STR_LEN];
-	const struct pod *lp;
 	uint32_t i, taken = 0;
 
-	for (i = 0; i < n; i++) {
-		if (eni_addr_index(e, addrs[i]) >= 0)
-			continue;
-		ip4_format(addrs[i], ip);
-		if ((lp = pod_with_ip(e->b, addrs[i], true, NULL)) != NULL) {
-			log_warnx("%s: %s: %s is still the address of pod "
-			    "%s/%s, whose address was taken back; not used "
-			    "until it is deleted", eni_name(e), what, ip,
-			    lp->container_id, lp->ifname);
-			continue;
-		}
-		if (!eni_addr_acceptable(e->b, e, addrs[i], why, sizeof(why))) {
-			log_security("%s: %s: the cloud named %s, %s; never "
-			    "used", eni_name(e), what, ip, why);
-			continue;
-		}
-		if (e->naddrs == POOL_MAX_ADDRS) {
-			log_errorx("%s: %s: more than %d addresses; %s not "
-			    "used", eni_name(e), what, POOL_MAX_ADDRS, ip);
-			continue;
-		}
-		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
-		e->addrs[e->naddrs].ip = addrs[i];
-		e->addrs[e->naddrs].state = st;
-		e->naddrs++;
-		taken++;
-	}
+	for (i = 0; i < n; i++)
+		if (eni_take_addr(e, addrs[i], 0, st, what))
+			taken++;
 	return taken;
 }
 
@@ -559,6 +740,26 @@ subnet_inhibit(struct broker *b, int idx, const char *why)
 	log_warnx("subnet %s: %s; not used for growth for %u s, or until the "
 	    "cloud reports free addresses in it", s->id, why,
 	    b->cfg.pool.subnet_backoff_s);
+}
+
+/* Subnet idx has no free aligned /28 (InsufficientCidrBlocks): growth
+ * asks it for none until prefix_backoff_s is over, and plans again now,
+ * with prefixes in another subnet or single addresses here. */
+static void
+subnet_prefix_inhibit(struct broker *b, int idx, const char *why)
+{
+	struct subnet *s;
+
+	if (idx < 0 || (uint32_t)idx >= b->engine.nsubnets)
+		return;
+	s = &b->engine.subnets[idx];
+	s->prefix_inhibited_until = now_ms() +
+	    (uint64_t)b->cfg.pool.prefix_backoff_s * 1000;
+	b->engine.stats.pfx_no_prefix++;
+	log_warnx("subnet %s: no prefix to be had (%s); asking it for single "
+	    "addresses, and other subnets for prefixes, for %u s", s->id, why,
+	    b->cfg.pool.prefix_backoff_s);
+	engine_kick(b);
 }
 
 /* ---- the removal path: teardown, detach, wait until available, delete */
@@ -848,7 +1049,9 @@ eni_leave_service(struct eni *e, const char *cause)
 		e->addrs[i].pod = NULL;
 		addr_set(e, i, ADDR_PENDING);
 	}
+	prefixes_not_removing(e);
 	e->assigning = 0;
+	e->assigning_prefixes = false;
 	e->remove_tries = 0;
 	e->poll_ms = 0;
 }
@@ -1286,8 +1489,10 @@ created_eni_check(struct broker *b, const struct eni *e,
 		if (b->engine.enis[i].used && &b->engine.enis[i] != e &&
 		    memcmp(b->engine.enis[i].mac, ce->mac, 6) == 0)
 			return "the MAC of another ENI";
-	if (ce->naddrs > e->assigning)
+	if (ce->naddrs > (e->assigning_prefixes ? 0 : e->assigning))
 		return "more addresses than were asked for";
+	if (ce->nprefixes > (e->assigning_prefixes ? e->assigning : 0))
+		return "more prefixes than were asked for";
 	if (ce->instance_id[0] != '\0')
 		return "an ENI already attached";
 	return NULL;
@@ -1326,6 +1531,15 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    e->client_token, e->poll_ms);
 		return;
 	}
+	if (ce.st.outcome == CO_NO_PREFIX && e->assigning_prefixes) {
+		/* The subnet has no free aligned /28: growth plans again at
+		 * once, with prefixes elsewhere or single addresses here.  A
+		 * new ENI is a new request, with a new ClientToken. */
+		status_text(&ce.st, text, sizeof(text));
+		subnet_prefix_inhibit(b, e->subnet, text);
+		eni_free(e);
+		return;
+	}
 	if (ce.st.outcome != CO_OK) {
 		status_text(&ce.st, text, sizeof(text));
 		if (ce.st.outcome == CO_SUBNET_FULL)
@@ -1361,7 +1575,15 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	(void)s;
 	eni_take_addrs(e, ce.addrs, ce.naddrs, ADDR_PENDING, "created");
+	if (e->assigning_prefixes) {
+		if (ce.nprefixes < e->assigning)
+			log_warnx("%s: created with %u of the %u prefixes asked "
+			    "for", e->id, ce.nprefixes, e->assigning);
+		eni_take_prefixes(e, ce.prefixes, ce.nprefixes, ADDR_PENDING,
+		    "created");
+	}
 	e->assigning = 0;
+	e->assigning_prefixes = false;
 	eni_attach(e);
 }
 
@@ -1404,7 +1626,10 @@ eni_create_send(struct eni *e)
 		req.nsgs = b->instance.nsgs;
 		memcpy(req.sgs, b->instance.sgs, sizeof(req.sgs));
 	}
-	req.nsecondary = count;
+	if (e->assigning_prefixes)
+		req.nprefixes = count;
+	else
+		req.nsecondary = count;
 	msg_strlcpy(req.client_token, e->client_token,
 	    sizeof(req.client_token));
 	snprintf(req.description, sizeof(req.description),
@@ -1435,7 +1660,8 @@ enter_creating(struct eni *e, enum eni_state from)
 }
 
 static void
-eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
+eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count,
+    bool prefixes)
 {
 	struct subnet *s = &b->engine.subnets[subnet_idx];
 	struct eni *e;
@@ -1445,10 +1671,12 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count)
 	msg_strlcpy(e->subnet_id, s->id, sizeof(e->subnet_id));
 	e->subnet = (int)subnet_idx;
 	e->assigning = count;
+	e->assigning_prefixes = prefixes;
 	e->created_at = (int64_t)time(NULL);
 	client_token(e->client_token, sizeof(e->client_token));
-	log_info("(new ENI): creating in %s with %u addresses (token %s)",
-	    s->id, count, e->client_token);
+	log_info("(new ENI): creating in %s with %u %s (token %s)",
+	    s->id, count, prefixes ? "prefixes" : "addresses",
+	    e->client_token);
 	eni_set_state(e, ENI_CREATING, "asked for in %s", s->id);
 }
 
@@ -1506,6 +1734,76 @@ assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 }
 
 static void
+prefix_assign_answer(struct broker *b, void *arg, const struct msg *m,
+    bool final)
+{
+	struct eni *e = arg;
+	struct msg_cloud_prefixes_assigned as;
+	char text[MSG_ERR_LEN + 96];
+	uint32_t asked = e->assigning, taken;
+
+	(void)final;
+	e->assigning = 0;
+	e->assigning_prefixes = false;
+	if (m == NULL) {
+		engine_fail_growth(b, "cloud-unreachable", "assigning %u "
+		    "prefixes to %s: no answer in time", asked, e->id);
+		reconcile_now(b, "an assign's outcome is unknown");
+		return;
+	}
+	memcpy(&as, m->u.bytes, sizeof(as));
+	if (as.st.outcome == CO_NO_PREFIX) {
+		status_text(&as.st, text, sizeof(text));
+		subnet_prefix_inhibit(b, e->subnet, text);
+		return;
+	}
+	if (as.st.outcome != CO_OK) {
+		status_text(&as.st, text, sizeof(text));
+		if (as.st.outcome == CO_SUBNET_FULL)
+			subnet_inhibit(b, e->subnet, "out of addresses");
+		engine_fail_growth(b, as.st.outcome == CO_LIMIT_EXCEEDED ?
+		    "ip-limit" : outcome_code(&as.st), "assigning %u prefixes "
+		    "to %s: %s", asked, e->id, text);
+		/* Refused, or refused after the fact (an answer cloudd
+		 * could not take): some may be delegated all the same. */
+		reconcile_now(b, "an assign of prefixes was refused");
+		return;
+	}
+	if (as.nprefixes != asked)
+		log_security("%s: asked for %u prefixes, the cloud named %u; "
+		    "only checked ones are used", e->id, asked, as.nprefixes);
+	taken = eni_take_prefixes(e, as.prefixes,
+	    as.nprefixes < asked ? as.nprefixes : asked,
+	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
+	if (taken == 0 && asked > 0) {
+		engine_fail_growth(b, "no-address", "assigning %u prefixes to "
+		    "%s: the cloud named none that can be used", asked, e->id);
+		reconcile_now(b, "an assign named no usable prefix");
+		return;
+	}
+	growth_succeeded(b);
+	log_info("%s: %u prefixes assigned", e->id, taken);
+	engine_kick(b);
+}
+
+static void
+eni_assign_prefixes(struct eni *e, uint32_t count)
+{
+	struct broker *b = e->b;
+	struct msg_cloud_prefixes req;
+
+	memset(&req, 0, sizeof(req));
+	req.deadline_ms = engine_growth_deadline_ms(b);
+	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.count = count;
+	e->assigning = count;
+	e->assigning_prefixes = true;
+	log_info("%s: assigning %u prefixes", e->id, count);
+	broker_request(b, &e->addr_op, &b->cloudd, MSG_CLOUD_ASSIGN_PREFIXES,
+	    &req, sizeof(req), req.deadline_ms, prefix_assign_answer, e);
+}
+
+static void
 eni_assign(struct eni *e, uint32_t count)
 {
 	struct broker *b = e->b;
@@ -1521,6 +1819,15 @@ eni_assign(struct eni *e, uint32_t count)
 	    sizeof(req), req.deadline_ms, assign_answer, e);
 }
 
+static void
+prefixes_not_removing(struct eni *e)
+{
+	uint32_t k;
+
+	for (k = 0; k < e->nprefixes; k++)
+		e->prefixes[k].removing = false;
+}
+
 /* e's addresses being given back go to no pod for ms, and then only once
  * a reconciliation has seen the cloud still has them (engine_cool). */
 static void
@@ -1534,6 +1841,8 @@ unassign_rest(struct eni *e, uint64_t ms)
 			addr_set(e, i, ADDR_UNCONFIRMED);
 			e->addrs[i].cool_until = until;
 		}
+	/* A prefix stays the ENI's until a reconciliation finds it gone. */
+	prefixes_not_removing(e);
 	store_mark(e->b->store);
 }
 
@@ -1569,6 +1878,7 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		for (i = 0; i < e->naddrs; i++)
 			if (e->addrs[i].state == ADDR_REMOVING)
 				addr_set(e, i, ADDR_FREE);
+		prefixes_not_removing(e);
 		store_mark(b->store);
 		engine_kick(b);
 		return;
@@ -1600,12 +1910,22 @@ unassign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	e->unassign_refused = 0;
 	e->keep_until = 0;
+	for (i = e->nprefixes; i-- > 0;)
+		if (e->prefixes[i].removing) {
+			char ip[IP4_STR_LEN];
+
+			ip4_format(e->prefixes[i].base, ip);
+			log_info("%s: prefix %s/%d given back", e->id, ip,
+			    MSG_PREFIX_LEN);
+			eni_drop_prefix(e, i, "its prefix was given back");
+		}
 	for (i = e->naddrs; i-- > 0;)
 		if (e->addrs[i].state == ADDR_REMOVING) {
 			eni_drop_addr(e, i);
 			n++;
 		}
-	log_info("%s: %u surplus addresses given back", e->id, n);
+	if (n > 0)
+		log_info("%s: %u surplus addresses given back", e->id, n);
 	engine_kick(b);
 }
 
@@ -1641,6 +1961,9 @@ eni_unassign_waiting(const struct eni *e)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
 			return true;
+	for (i = 0; i < e->nprefixes; i++)
+		if (e->prefixes[i].removing)
+			return true;
 	return false;
 }
 
@@ -1672,6 +1995,26 @@ eni_unassign_send(struct eni *e)
 		eni_unassign_hold(e, now);
 		return;
 	}
+	for (i = 0; i < e->nprefixes; i++)
+		if (e->prefixes[i].removing)
+			break;
+	if (i < e->nprefixes) {
+		struct msg_cloud_prefixes preq;
+
+		memset(&preq, 0, sizeof(preq));
+		preq.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
+		msg_strlcpy(preq.eni_id, e->id, sizeof(preq.eni_id));
+		for (i = 0; i < e->nprefixes; i++)
+			if (e->prefixes[i].removing)
+				preq.prefixes[preq.nprefixes++] =
+				    e->prefixes[i].base;
+		log_info("%s: giving back %u surplus prefixes", e->id,
+		    preq.nprefixes);
+		broker_request(b, &e->addr_op, &b->cloudd,
+		    MSG_CLOUD_UNASSIGN_PREFIXES, &preq, sizeof(preq),
+		    preq.deadline_ms, unassign_answer, e);
+		return;
+	}
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
@@ -1699,13 +2042,52 @@ eni_unassign(struct eni *e, uint32_t count)
 {
 	uint32_t i, n = 0;
 
+	if (eni_addrs_changing(e))
+		return;		/* one change at a time: the plan is stale */
 	for (i = 0; i < e->naddrs && n < count && n < MSG_MAX_ENI_ADDRS; i++)
-		if (e->addrs[i].state == ADDR_FREE) {
+		if (e->addrs[i].state == ADDR_FREE && e->addrs[i].block == 0) {
 			addr_set(e, i, ADDR_REMOVING);
 			n++;
 		}
 	if (n > 0)
 		eni_unassign_hold(e, now_ms());
+}
+
+/*
+ * Give back e's prefix k, by the same path: only if none of its addresses
+ * is assigned, cooling, being given back or on its way in -- checked here
+ * again, whatever the plan said.  Prefixes join one request; singles and
+ * prefixes never do.
+ */
+static void
+eni_unassign_prefix(struct eni *e, uint32_t k)
+{
+	struct eni_prefix *px = &e->prefixes[k];
+	char ip[IP4_STR_LEN];
+	uint32_t i;
+
+	ip4_format(px->base, ip);
+	if (e->addr_op.active || e->assigning > 0 || px->removing)
+		return;
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].state == ADDR_REMOVING &&
+		    e->addrs[i].block == 0)
+			return;
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].block == px->base &&
+		    e->addrs[i].state != ADDR_FREE) {
+			log_debug("%s: prefix %s/%d: not given back, an address "
+			    "of it is %s", e->id, ip, MSG_PREFIX_LEN,
+			    addr_state_name(e->addrs[i].state));
+			return;
+		}
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].block == px->base)
+			addr_set(e, i, ADDR_REMOVING);
+	px->removing = true;
+	log_info("%s: prefix %s/%d is wholly free and surplus; giving it back",
+	    e->id, ip, MSG_PREFIX_LEN);
+	eni_unassign_hold(e, now_ms());
 }
 
 /* The unassigns whose addresses are on disk as kept out of use go. */
@@ -1725,6 +2107,22 @@ eni_unassigns_saved(struct broker *b)
 			eni_unassign_send(e);
 		engine_kick(b);
 	}
+}
+
+/* No new pod in e's prefix k for freeze_s, so that it may drain and be
+ * given back (pool_plan: a surplus no wholly free prefix serves). */
+static void
+eni_freeze_prefix(struct eni *e, uint32_t k, uint64_t now)
+{
+	char ip[IP4_STR_LEN];
+
+	ip4_format(e->prefixes[k].base, ip);
+	e->prefixes[k].frozen_until = now + e->b->engine.params.freeze_ms;
+	e->b->engine.stats.pfx_frozen++;
+	log_info("%s: prefix %s/%d frozen for %llu s: the pool holds a prefix "
+	    "more than it needs, and this one is the emptiest", e->id, ip,
+	    MSG_PREFIX_LEN,
+	    (unsigned long long)(e->b->engine.params.freeze_ms / 1000));
 }
 
 /* ---- the planner ---- */
@@ -1779,22 +2177,40 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;
 		if (v->capacity > POOL_MAX_ADDRS)
 			v->capacity = POOL_MAX_ADDRS;
-		v->adding = e->assigning;
+		if (e->assigning_prefixes) {
+			v->prefixes_adding = e->assigning;
+			v->adding = e->assigning * POOL_PREFIX_ADDRS;
+			v->prefix_addrs = v->adding;
+		} else
+			v->adding = e->assigning;
+		v->nprefixes = e->nprefixes < POOL_MAX_PREFIXES ?
+		    e->nprefixes : POOL_MAX_PREFIXES;
+		for (j = 0; j < v->nprefixes; j++)
+			v->prefix[j].frozen_until = e->prefixes[j].frozen_until;
 		for (j = 0; j < e->naddrs; j++) {
-			switch (e->addrs[j].state) {
+			const struct eni_addr *a = &e->addrs[j];
+			int k = a->block != 0 ?
+			    eni_prefix_index(e, a->block) : -1;
+			struct pool_prefix_view *pv = k >= 0 &&
+			    (uint32_t)k < v->nprefixes ? &v->prefix[k] : NULL;
+			bool usable = false;
+
+			switch (a->state) {
 			case ADDR_PENDING:
 				v->adding++;
 				break;
 			case ADDR_FREE:
 				v->free++;
+				usable = true;
 				break;
 			case ADDR_ASSIGNED:
 				v->assigned++;
 				break;
 			case ADDR_COOLING:
-				if (addr_usable(&e->addrs[j], now))
+				if (addr_usable(a, now)) {
 					v->free++;
-				else
+					usable = true;
+				} else
 					v->cooling++;
 				break;
 			case ADDR_UNCONFIRMED:
@@ -1806,7 +2222,22 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 			case ADDR_STATE_COUNT:
 				break;
 			}
+			if (a->block != 0)
+				v->prefix_addrs++;
+			if (pv == NULL)
+				continue;
+			if (!usable)
+				pv->used++;
+			else {
+				pv->free++;
+				if (pv->frozen_until > now)
+					v->frozen_free++;
+			}
 		}
+		/* A prefix being given back is in use until it is gone. */
+		for (j = 0; j < v->nprefixes; j++)
+			if (e->prefixes[j].removing)
+				v->prefix[j].used++;
 	}
 }
 
@@ -1942,7 +2373,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 	struct engine *en = &b->engine;
 	static struct pool_facts f;
 	static struct pool_plan pl;
-	static uint64_t frees[POOL_MAX_ENIS * POOL_MAX_ADDRS];
+	static uint64_t frees[POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS];
 	uint32_t nfrees;
 	struct eni *map[POOL_MAX_ENIS];
 	uint64_t now = now_ms(), next;
@@ -1999,7 +2430,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			/* What cools may still come in time: those waiters
 			 * wait for it (issue 26). */
 			nfrees = engine_cooling_frees(b, now, frees,
-			    POOL_MAX_ENIS * POOL_MAX_ADDRS);
+			    POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS);
 			waiters_fail_but_cooling(b, frees, nfrees, "eni-limit",
 			    "no free address, and the instance has no room for "
 			    "another ENI (%u of %u attached or on their way)",
@@ -2007,7 +2438,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			break;
 		case BLOCK_SUBNET_FULL:
 			nfrees = engine_cooling_frees(b, now, frees,
-			    POOL_MAX_ENIS * POOL_MAX_ADDRS);
+			    POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS);
 			waiters_fail_but_cooling(b, frees, nfrees,
 			    "subnet-full", "no free address, and no configured "
 			    "subnet has addresses left");
@@ -2016,19 +2447,32 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			break;
 		}
 	}
+	if (pl.fallback)
+		en->stats.pfx_singles++;
 	for (i = 0; i < pl.nactions; i++) {
 		const struct pool_action *a = &pl.actions[i];
 		struct eni *e = a->type == ACT_CREATE_ENI ? NULL : map[a->eni];
 
 		switch (a->type) {
 		case ACT_ASSIGN:
-			eni_assign(e, a->count);
+			if (a->prefixes)
+				eni_assign_prefixes(e, a->count);
+			else
+				eni_assign(e, a->count);
 			break;
 		case ACT_CREATE_ENI:
-			eni_create(b, a->subnet, a->count);
+			eni_create(b, a->subnet, a->count, a->prefixes);
 			break;
 		case ACT_UNASSIGN:
 			eni_unassign(e, a->count);
+			break;
+		case ACT_UNASSIGN_PREFIX:
+			if (a->prefix < e->nprefixes)
+				eni_unassign_prefix(e, a->prefix);
+			break;
+		case ACT_FREEZE_PREFIX:
+			if (a->prefix < e->nprefixes)
+				eni_freeze_prefix(e, a->prefix, now);
 			break;
 		case ACT_RELEASE_ENI:
 			eni_set_state(e, ENI_DRAINING, "surplus: its %u free "
@@ -2179,6 +2623,23 @@ engine_start(struct broker *b)
 		return;
 	pool_params_from(&en->params, &b->cfg, b->instance.max_enis);
 	en->ips_per_eni = b->instance.ips_per_eni;
+	/* Prefix delegation only where the instance can hold prefixes
+	 * (DescribeInstanceTypes: Nitro, or bare metal); asked for on one
+	 * that cannot, enid says so, once, and uses single addresses. */
+	en->params.prefixes = b->cfg.pool.prefix_delegation &&
+	    b->instance.prefixes_ok;
+	en->prefixes_unsupported = b->cfg.pool.prefix_delegation &&
+	    !b->instance.prefixes_ok;
+	if (en->prefixes_unsupported)
+		log_warnx("pool: prefix_delegation is on, but instance type %s "
+		    "(hypervisor \"%s\"%s) cannot hold prefixes; single "
+		    "addresses are used", b->instance.instance_type,
+		    b->instance.hypervisor, b->instance.bare_metal ?
+		    ", bare metal" : "");
+	else if (en->params.prefixes)
+		log_info("pool: prefix delegation: /%d prefixes of %d "
+		    "addresses, warm_prefix_target %u", MSG_PREFIX_LEN,
+		    POOL_PREFIX_ADDRS, en->params.warm_prefix_target);
 	if (b->instance.max_enis > ENID_MAX_ENIS ||
 	    b->instance.ips_per_eni > ENID_MAX_ENI_ADDRS + 1)
 		log_warnx("pool: the instance takes %u ENIs of %u addresses; "

@@ -823,20 +823,11 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 {
 	struct pod *p = pod_new(b, cid, ifname, ns, name, uid);
 	uint64_t now = now_ms();
-	uint32_t i;
-	int best = -1;
+	int best;
 
 	msg_strlcpy(p->host_veth, veth, sizeof(p->host_veth));
-	/* The free address that has rested longest: cooled ones first. */
-	for (i = 0; i < e->naddrs; i++) {
-		const struct eni_addr *a = &e->addrs[i];
-
-		if (addr_usable(a, now)) {
-			if (best == -1 || a->cool_until <
-			    e->addrs[best].cool_until)
-				best = (int)i;
-		}
-	}
+	/* The fullest prefix's, or the single address rested longest. */
+	best = eni_pick_addr(e, now);
 	if (best < 0)
 		fatalx("pool: %s has no free address after all (bug)", e->id);
 	addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
@@ -875,6 +866,8 @@ pods_pick_eni(struct broker *b)
 	struct eni *best = NULL;
 	uint64_t now = now_ms();
 	uint32_t i, j, nfree, nbest = 0, assigned;
+	bool best_thawed = false, thawed;
+	int k;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
@@ -883,18 +876,26 @@ pods_pick_eni(struct broker *b)
 		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured)
 			continue;
 		nfree = assigned = 0;
+		thawed = false;
 		for (j = 0; j < e->naddrs; j++) {
 			const struct eni_addr *a = &e->addrs[j];
 
-			if (addr_usable(a, now))
+			if (addr_usable(a, now)) {
 				nfree++;
-			else if (a->state == ADDR_ASSIGNED)
+				k = a->block != 0 ?
+				    eni_prefix_index(e, a->block) : -1;
+				if (k < 0 || e->prefixes[k].frozen_until <= now)
+					thawed = true;
+			} else if (a->state == ADDR_ASSIGNED)
 				assigned++;
 		}
-		/* Pack: the fullest that still has room. */
-		if (nfree > 0 && (best == NULL || assigned > nbest)) {
+		/* Pack: the fullest that still has room, outside frozen
+		 * prefixes if any has. */
+		if (nfree > 0 && (best == NULL || (thawed && !best_thawed) ||
+		    (thawed == best_thawed && assigned > nbest))) {
 			best = e;
 			nbest = assigned;
+			best_thawed = thawed;
 		}
 	}
 	return best;

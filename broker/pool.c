@@ -5,7 +5,9 @@
  * addresses, release empty ENIs), or why growth is blocked.
  *
  * The need: pods' addresses, the cooling ones, and the warm target of free
- * ones (warm_ip_target, or warm_eni_target ENIs' worth), at least
+ * ones (warm_ip_target, or warm_eni_target ENIs' worth; with prefix
+ * delegation the larger of warm_ip_target and warm_prefix_target
+ * prefixes' worth, warm_eni_target unused), at least
  * minimum_ip_target, never more free than max_pods leaves room for, and
  * always enough for the ADDs waiting.  Growth fills ready ENIs first, the
  * fullest first; then creates ENIs in the configured subnet with the most
@@ -13,6 +15,14 @@
  * Shrinking waits until the surplus has lasted shrink_delay and never takes
  * the pool below the need, so the next plan does not grow it back: no
  * flapping.  An ENI that holds or cools a pod's address is never released.
+ *
+ * Prefixes (prefix delegation on, the instance able to hold them): growth
+ * takes /28 prefixes, and falls back to single addresses only in a subnet
+ * that refused prefixes lately (its prefix inhibit, which ends by itself:
+ * never sticky); shrinking gives back single addresses first, then only
+ * prefixes none of whose addresses is in use, and freezes the emptiest
+ * prefix for a while when none is (plan_shrink).  Blocks of both kinds
+ * share an ENI's slots.
  */
 #include <string.h>
 
@@ -53,6 +63,10 @@ pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 		p->max_enis = POOL_MAX_ENIS;
 	p->block_size = 1;
 	p->shrink_delay_ms = (uint64_t)cfg->pool.shrink_delay_s * 1000;
+	/* prefixes: the engine sets it once the instance is known to hold
+	 * them (a configuration asking on one that can't runs without) */
+	p->warm_prefix_target = cfg->pool.warm_prefix_target;
+	p->freeze_ms = (uint64_t)cfg->pool.prefix_freeze_s * 1000;
 }
 
 static uint32_t
@@ -61,12 +75,45 @@ eni_holds(const struct pool_eni_view *e)
 	return e->assigned + e->cooling + e->free + e->adding + e->removing;
 }
 
+/* Slots e's blocks take: a single address one, a prefix one. */
+static uint32_t
+eni_slots_used(const struct pool_eni_view *e)
+{
+	uint32_t held = eni_holds(e);
+	uint32_t singles = held > e->prefix_addrs ? held - e->prefix_addrs : 0;
+
+	return singles + e->nprefixes + e->prefixes_adding;
+}
+
+/* Slots of e still free, for blocks of either kind. */
 static uint32_t
 eni_room(const struct pool_eni_view *e)
 {
-	uint32_t held = eni_holds(e);
+	uint32_t used = eni_slots_used(e);
 
-	return held < e->capacity ? e->capacity - held : 0;
+	return used < e->capacity ? e->capacity - used : 0;
+}
+
+/* Prefixes e may still take: its free slots, within the pool's table. */
+static uint32_t
+eni_prefix_room(const struct pool_eni_view *e)
+{
+	uint32_t room = eni_room(e), n = e->nprefixes + e->prefixes_adding;
+	uint32_t table = n < POOL_MAX_PREFIXES ? POOL_MAX_PREFIXES - n : 0;
+
+	return room < table ? room : table;
+}
+
+/* Single addresses e may still take, likewise. */
+static uint32_t
+eni_single_room(const struct pool_eni_view *e)
+{
+	uint32_t room = eni_room(e), held = eni_holds(e);
+	uint32_t singles = held > e->prefix_addrs ? held - e->prefix_addrs : 0;
+	uint32_t table = singles < POOL_MAX_ADDRS ? POOL_MAX_ADDRS - singles :
+	    0;
+
+	return room < table ? room : table;
 }
 
 /* Counts a new ENI toward the attachment limit from CreateNetworkInterface
@@ -90,6 +137,19 @@ round_down(uint32_t n, uint32_t block)
 	return block > 1 ? n / block * block : n;
 }
 
+/* Prefixes that hold n addresses. */
+static uint32_t
+prefixes_for(uint32_t n)
+{
+	return (n + POOL_PREFIX_ADDRS - 1) / POOL_PREFIX_ADDRS;
+}
+
+static uint32_t
+min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
 /* Wake at t too, if it is still to come. */
 static void
 wake_at(struct pool_plan *out, uint64_t t, uint64_t now)
@@ -98,33 +158,62 @@ wake_at(struct pool_plan *out, uint64_t t, uint64_t now)
 		out->wake = t;
 }
 
-static void
+static struct pool_action *
 add_action(struct pool_plan *out, enum pool_act type, uint32_t eni,
     uint32_t subnet, uint32_t count)
 {
+	static struct pool_action spare;
 	struct pool_action *a;
 
-	if (out->nactions == POOL_MAX_ACTIONS)
-		return;
+	if (out->nactions == POOL_MAX_ACTIONS) {
+		/* Not planned: written to where nobody reads. */
+		memset(&spare, 0, sizeof(spare));
+		return &spare;
+	}
 	a = &out->actions[out->nactions++];
+	memset(a, 0, sizeof(*a));
 	a->type = type;
 	a->eni = eni;
 	a->subnet = subnet;
 	a->count = count;
+	return a;
 }
 
-/* The configured, uninhibited subnet with the most free addresses, room
- * for an ENI's own primary address and at least one more; or -1. */
-static int
-pick_subnet(const struct pool_facts *f, const uint32_t *avail, uint64_t now)
+/* May growth use subnet i for addresses at all, at now? */
+static bool
+subnet_open(const struct pool_facts *f, uint32_t i, uint64_t now)
 {
+	return i < f->nsubnets && f->subnets[i].configured &&
+	    f->subnets[i].inhibited_until <= now;
+}
+
+/* May growth ask subnet i for prefixes, at now? */
+static bool
+subnet_prefixes(const struct pool_params *p, const struct pool_facts *f,
+    uint32_t i, uint64_t now)
+{
+	return p->prefixes && subnet_open(f, i, now) &&
+	    f->subnets[i].prefix_inhibited_until <= now;
+}
+
+/* The open subnet with the most free addresses, room for an ENI's own
+ * primary address and at least one block more (prefixes: in one that
+ * takes prefixes; else, with prefix delegation on, in one that does not
+ * now: single addresses are the fallback); or -1. */
+static int
+pick_subnet(const struct pool_params *p, const struct pool_facts *f,
+    const uint32_t *avail, uint64_t now, bool prefixes)
+{
+	uint32_t least = prefixes ? POOL_PREFIX_ADDRS + 1 : 2, i;
 	int best = -1;
-	uint32_t i;
 
 	for (i = 0; i < f->nsubnets; i++) {
-		const struct pool_subnet_view *s = &f->subnets[i];
-
-		if (!s->configured || s->inhibited_until > now || avail[i] < 2)
+		if (!subnet_open(f, i, now) || avail[i] < least)
+			continue;
+		/* Single addresses, with prefix delegation on, only where
+		 * prefixes are refused now, or could not fit. */
+		if (p->prefixes && subnet_prefixes(p, f, i, now) != prefixes &&
+		    (prefixes || avail[i] > POOL_PREFIX_ADDRS))
 			continue;
 		if (best == -1 || avail[i] > avail[best])
 			best = (int)i;
@@ -132,6 +221,23 @@ pick_subnet(const struct pool_facts *f, const uint32_t *avail, uint64_t now)
 	return best;
 }
 
+/* remaining less what n blocks of size hold. */
+static uint32_t
+covered(uint32_t remaining, uint32_t n, uint32_t size)
+{
+	uint64_t c = (uint64_t)n * size;
+
+	return c >= remaining ? 0 : remaining - (uint32_t)c;
+}
+
+/*
+ * Growth, by as many addresses as deficit says.  With prefix delegation,
+ * in this order: prefixes on ready ENIs whose subnet takes them, the
+ * fullest first; then room on ENIs on their way; then new ENIs with
+ * prefixes in a subnet that takes them; only then single addresses, on
+ * ENIs (ready, or new) in subnets that refused prefixes lately (the
+ * fallback).  Without, single addresses as the first and last steps.
+ */
 static void
 plan_grow(const struct pool_params *p, const struct pool_facts *f,
     uint64_t now, bool eni_mode, uint32_t deficit, uint32_t in_flight,
@@ -140,6 +246,7 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	uint32_t remaining = deficit, slots, order[POOL_MAX_ENIS];
 	uint32_t avail[POOL_MAX_SUBNETS], i, j, n = 0;
 	bool any_subnet = false, room_in_full_subnet = false;
+	bool done[POOL_MAX_ENIS];
 	int s;
 
 	if (f->growth_backoff_until > now) {
@@ -148,10 +255,14 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		return;
 	}
 	/* A subnet out of addresses lately may serve again when its inhibit
-	 * ends. */
+	 * ends; one that refused prefixes, take them again. */
 	for (i = 0; i < f->nsubnets; i++)
-		if (f->subnets[i].configured)
+		if (f->subnets[i].configured) {
 			wake_at(out, f->subnets[i].inhibited_until, now);
+			if (p->prefixes)
+				wake_at(out,
+				    f->subnets[i].prefix_inhibited_until, now);
+		}
 	/* Ready usable ENIs with room, the fullest first: packing. */
 	for (i = 0; i < f->nenis; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
@@ -159,8 +270,7 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		if (e->state != ENI_READY || !e->usable || eni_room(e) == 0)
 			continue;
 		/* Its subnet ran out lately: no address to be had there. */
-		if (e->subnet < f->nsubnets &&
-		    f->subnets[e->subnet].inhibited_until > now) {
+		if (!subnet_open(f, e->subnet, now)) {
 			room_in_full_subnet = true;
 			continue;
 		}
@@ -175,18 +285,20 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
-	for (i = 0; i < n && remaining > 0; i++) {
-		const struct pool_eni_view *e = &f->enis[order[i]];
-		uint32_t room = round_down(eni_room(e), p->block_size);
-		uint32_t count = eni_mode ? room :
-		    round_up(remaining < room ? remaining : room, p->block_size);
+	memset(done, 0, sizeof(done));
 
-		if (count > room)
-			count = room;
-		if (count == 0)
+	/* Prefixes on ready ENIs whose subnet takes them. */
+	for (i = 0; i < n && remaining > 0 && p->prefixes; i++) {
+		const struct pool_eni_view *e = &f->enis[order[i]];
+		uint32_t count = min_u32(prefixes_for(remaining),
+		    eni_prefix_room(e));
+
+		if (!subnet_prefixes(p, f, e->subnet, now) || count == 0)
 			continue;
-		add_action(out, ACT_ASSIGN, order[i], 0, count);
-		remaining = count >= remaining ? 0 : remaining - count;
+		add_action(out, ACT_ASSIGN, order[i], 0, count)->prefixes =
+		    true;
+		done[i] = true;
+		remaining = covered(remaining, count, POOL_PREFIX_ADDRS);
 	}
 
 	/* Room on ENIs on their way (created, attaching, being set up) is
@@ -195,15 +307,17 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	 * address the pool falls short while the cloud is slow (issue 27). */
 	for (i = 0; i < f->nenis && remaining > 0; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
-		uint32_t room;
 
 		if (!eni_state_arriving(e->state) || !e->usable)
 			continue;
-		room = eni_room(e);
-		remaining = room >= remaining ? 0 : remaining - room;
+		if (subnet_prefixes(p, f, e->subnet, now))
+			remaining = covered(remaining, eni_prefix_room(e),
+			    POOL_PREFIX_ADDRS);
+		else
+			remaining = covered(remaining, eni_single_room(e), 1);
 	}
 
-	/* Then new ENIs, while slots and subnets last. */
+	/* New ENIs with prefixes, while slots and subnets last. */
 	slots = 0;
 	for (i = 0; i < f->nenis; i++)
 		if (f->enis[i].primary)
@@ -212,18 +326,59 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		slots = f->nenis > 0 ? f->enis[0].capacity : 0;
 	for (i = 0; i < f->nsubnets; i++) {
 		avail[i] = f->subnets[i].available;
-		if (f->subnets[i].configured && f->subnets[i].inhibited_until <=
-		    now && avail[i] > 1)
+		if (subnet_open(f, i, now) && avail[i] > 1)
 			any_subnet = true;
 	}
+	while (p->prefixes && remaining > 0 && slots > 0 &&
+	    out->used_slots < p->max_enis) {
+		uint32_t count = min_u32(prefixes_for(remaining),
+		    min_u32(slots, POOL_MAX_PREFIXES));
+
+		if ((s = pick_subnet(p, f, avail, now, true)) == -1)
+			break;
+		count = min_u32(count, (avail[s] - 1) / POOL_PREFIX_ADDRS);
+		if (count == 0)
+			break;
+		add_action(out, ACT_CREATE_ENI, 0, (uint32_t)s, count)->
+		    prefixes = true;
+		avail[s] -= count * POOL_PREFIX_ADDRS + 1;
+		out->used_slots++;
+		remaining = covered(remaining, count, POOL_PREFIX_ADDRS);
+	}
+
+	/* Single addresses on ready ENIs: with prefix delegation, only in
+	 * subnets that refuse prefixes now. */
+	for (i = 0; i < n && remaining > 0; i++) {
+		const struct pool_eni_view *e = &f->enis[order[i]];
+		uint32_t room = round_down(eni_single_room(e), p->block_size);
+		uint32_t count = eni_mode ? room :
+		    round_up(remaining < room ? remaining : room, p->block_size);
+
+		/* Where prefixes may come, they do (a full table of them
+		 * leaves its slots to single addresses). */
+		if (done[i] || (subnet_prefixes(p, f, e->subnet, now) &&
+		    eni_prefix_room(e) > 0))
+			continue;
+		if (count > room)
+			count = room;
+		if (count == 0)
+			continue;
+		add_action(out, ACT_ASSIGN, order[i], 0, count);
+		if (p->prefixes && !subnet_prefixes(p, f, e->subnet, now))
+			out->fallback = true;
+		remaining = count >= remaining ? 0 : remaining - count;
+	}
+
+	/* Then new ENIs with single addresses, likewise. */
 	while (remaining > 0 && slots > 0 && out->used_slots < p->max_enis) {
-		uint32_t count = eni_mode ? slots :
-		    round_up(remaining < slots ? remaining : slots,
+		uint32_t room = min_u32(slots, POOL_MAX_ADDRS);
+		uint32_t count = eni_mode ? room :
+		    round_up(remaining < room ? remaining : room,
 		    p->block_size);
 
-		if (count > slots)
-			count = slots;
-		if ((s = pick_subnet(f, avail, now)) == -1)
+		if (count > room)
+			count = room;
+		if ((s = pick_subnet(p, f, avail, now, false)) == -1)
 			break;
 		/* What the subnet has left, if that is less. */
 		if (count > avail[s] - 1)
@@ -231,6 +386,8 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		if (count == 0)
 			break;
 		add_action(out, ACT_CREATE_ENI, 0, (uint32_t)s, count);
+		if (p->prefixes && !subnet_prefixes(p, f, (uint32_t)s, now))
+			out->fallback = true;
 		avail[s] -= count + 1;
 		out->used_slots++;
 		remaining = count >= remaining ? 0 : remaining - count;
@@ -242,19 +399,83 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			out->blocked = BLOCK_SUBNET_FULL;
 		else if (out->used_slots >= p->max_enis || slots == 0)
 			out->blocked = BLOCK_ENI_LIMIT;
-		else if (!any_subnet || pick_subnet(f, avail, now) == -1)
+		else if (!any_subnet ||
+		    (pick_subnet(p, f, avail, now, false) == -1 &&
+		    (!p->prefixes || pick_subnet(p, f, avail, now, true) == -1)))
 			out->blocked = BLOCK_SUBNET_FULL;
 		else
 			out->blocked = BLOCK_ENI_LIMIT;
 	}
 }
 
+/* Has the plan an action on ENI i that another on it must not join (a
+ * prefix's unassign joins another prefix's)? */
+static bool
+eni_taken(const struct pool_plan *out, uint32_t i, enum pool_act type)
+{
+	size_t k;
+
+	for (k = 0; k < out->nactions; k++)
+		if (out->actions[k].eni == i &&
+		    (type != ACT_UNASSIGN_PREFIX ||
+		    out->actions[k].type != ACT_UNASSIGN_PREFIX))
+			return true;
+	return false;
+}
+
+static bool
+prefix_planned(const struct pool_plan *out, uint32_t i, uint32_t k)
+{
+	size_t a;
+
+	for (a = 0; a < out->nactions; a++)
+		if (out->actions[a].eni == i &&
+		    out->actions[a].type == ACT_UNASSIGN_PREFIX &&
+		    out->actions[a].prefix == k)
+			return true;
+	return false;
+}
+
+/* May e give back blocks now?  (A kept ENI wakes the plan then.) */
+static bool
+eni_may_shrink(const struct pool_eni_view *e, uint64_t now,
+    struct pool_plan *out)
+{
+	if (e->state != ENI_READY || e->busy)
+		return false;
+	if (e->keep_until > now) {
+		/* Kept after a refusal: look again then. */
+		wake_at(out, e->keep_until, now);
+		return false;
+	}
+	return true;
+}
+
+static uint32_t
+free_singles(const struct pool_eni_view *e)
+{
+	uint32_t k, in_prefixes = 0;
+
+	for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++)
+		in_prefixes += e->prefix[k].free;
+	return e->free > in_prefixes ? e->free - in_prefixes : 0;
+}
+
+/*
+ * Shrinking by up to excess addresses: an empty ENI whole; else single
+ * addresses, from the emptiest ENIs, so they may empty; else prefixes
+ * none of whose addresses is assigned, cooling, being given back or on
+ * its way in.  A surplus of a prefix's worth that no wholly free prefix
+ * serves freezes the emptiest prefix, so that it drains: no new pod goes
+ * there while another address will do, for freeze_ms.
+ */
 static void
 plan_shrink(const struct pool_params *p, const struct pool_facts *f,
     uint64_t now, bool eni_mode, uint32_t excess, struct pool_plan *out)
 {
-	int release = -1;
-	uint32_t i;
+	int release = -1, best;
+	uint32_t i, k, bk = 0;
+	bool frozen = false;
 
 	/* One whole ENI first, if one is empty and its addresses are all
 	 * surplus: the largest such, to shrink most in one step. */
@@ -275,37 +496,81 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 	}
 	if (eni_mode)
 		return;		/* ENI mode gives back whole ENIs only */
-	/* Then free addresses, from the emptiest ENIs, so they may empty. */
+	/* Then free single addresses, from the emptiest ENIs. */
 	while (excess >= p->block_size) {
-		int best = -1;
-
+		best = -1;
 		for (i = 0; i < f->nenis; i++) {
 			const struct pool_eni_view *e = &f->enis[i];
-			size_t k;
-			bool taken = false;
 
-			for (k = 0; k < out->nactions; k++)
-				if (out->actions[k].eni == i)
-					taken = true;
-			if (taken || e->state != ENI_READY || e->busy ||
-			    e->free < p->block_size)
+			if (eni_taken(out, i, ACT_UNASSIGN) ||
+			    free_singles(e) < p->block_size ||
+			    !eni_may_shrink(e, now, out))
 				continue;
-			if (e->keep_until > now) {
-				/* Kept after a refusal: look again then. */
-				wake_at(out, e->keep_until, now);
-				continue;
-			}
 			if (best == -1 ||
 			    e->assigned < f->enis[best].assigned)
 				best = (int)i;
 		}
 		if (best == -1)
 			break;
-		i = f->enis[best].free < excess ? f->enis[best].free : excess;
+		i = min_u32(free_singles(&f->enis[best]), excess);
 		i = round_down(i, p->block_size);
 		add_action(out, ACT_UNASSIGN, (uint32_t)best, 0, i);
 		excess -= i;
 	}
+	/* Then wholly free prefixes, from the emptiest ENIs. */
+	while (excess >= POOL_PREFIX_ADDRS) {
+		best = -1;
+		for (i = 0; i < f->nenis; i++) {
+			const struct pool_eni_view *e = &f->enis[i];
+
+			if (eni_taken(out, i, ACT_UNASSIGN_PREFIX) ||
+			    !eni_may_shrink(e, now, out))
+				continue;
+			for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES;
+			    k++) {
+				if (e->prefix[k].used > 0 ||
+				    prefix_planned(out, i, k))
+					continue;
+				if (best == -1 ||
+				    e->assigned < f->enis[best].assigned) {
+					best = (int)i;
+					bk = k;
+				}
+			}
+		}
+		if (best == -1)
+			break;
+		add_action(out, ACT_UNASSIGN_PREFIX, (uint32_t)best, 0,
+		    f->enis[best].prefix[bk].free)->prefix = bk;
+		excess -= min_u32(excess, f->enis[best].prefix[bk].free);
+	}
+	if (excess < POOL_PREFIX_ADDRS)
+		return;
+	/* A prefix's worth more than needed, but no prefix wholly free:
+	 * freeze the emptiest, unless one is frozen already. */
+	best = -1;
+	for (i = 0; i < f->nenis; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++) {
+			if (e->prefix[k].frozen_until > now) {
+				frozen = true;
+				wake_at(out, e->prefix[k].frozen_until, now);
+			}
+			if (e->state != ENI_READY || e->prefix[k].used == 0)
+				continue;
+			if (best == -1 || e->prefix[k].used <
+			    f->enis[best].prefix[bk].used) {
+				best = (int)i;
+				bk = k;
+			}
+		}
+	}
+	if (frozen || best == -1 || p->freeze_ms == 0)
+		return;
+	add_action(out, ACT_FREEZE_PREFIX, (uint32_t)best, 0,
+	    f->enis[best].prefix[bk].used)->prefix = bk;
+	wake_at(out, now + p->freeze_ms, now);
 }
 
 void
@@ -315,7 +580,8 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 	uint32_t assigned = 0, cooling = 0, free_ = 0, adding = 0;
 	uint32_t slots_in_pool = 0, starting = 0, in_flight = 0;
 	uint32_t slots_per_eni = 0, warm, want_free, cap, minimum, i;
-	bool eni_mode = p->warm_ip_target == 0 && p->minimum_ip_target == 0;
+	bool eni_mode = p->warm_ip_target == 0 &&
+	    p->minimum_ip_target == 0 && !p->prefixes;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < f->nenis; i++) {
@@ -346,6 +612,10 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 
 	cap = p->max_pods ? p->max_pods : UINT32_MAX;
 	warm = eni_mode ? p->warm_eni_target * slots_per_eni : p->warm_ip_target;
+	/* With prefixes, the larger of the two targets: prefixes' worth of
+	 * free addresses, or warm_ip_target of them. */
+	if (p->prefixes && p->warm_prefix_target * POOL_PREFIX_ADDRS > warm)
+		warm = p->warm_prefix_target * POOL_PREFIX_ADDRS;
 	want_free = assigned < cap ? cap - assigned : 0;
 	if (warm < want_free)
 		want_free = warm;
@@ -355,6 +625,8 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 	out->need = assigned + cooling + want_free;
 	if (out->need < minimum)
 		out->need = minimum;
+	if (out->need > POOL_MAX_HELD)
+		out->need = POOL_MAX_HELD;
 	out->have = assigned + cooling + free_ + adding;
 
 	if (f->waiters > 0 && assigned >= cap) {
@@ -414,16 +686,20 @@ pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max)
 int
 pool_pick_eni(const struct pool_facts *f)
 {
-	int best = -1;
+	int best = -1, pass;
 	uint32_t i;
 
-	for (i = 0; i < f->nenis; i++) {
-		const struct pool_eni_view *e = &f->enis[i];
+	/* Outside frozen prefixes first; in them only if nothing else. */
+	for (pass = 0; pass < 2 && best == -1; pass++)
+		for (i = 0; i < f->nenis; i++) {
+			const struct pool_eni_view *e = &f->enis[i];
+			uint32_t avail = pass == 0 && e->free >= e->frozen_free ?
+			    e->free - e->frozen_free : e->free;
 
-		if (e->state != ENI_READY || !e->usable || e->free == 0)
-			continue;
-		if (best == -1 || e->assigned > f->enis[best].assigned)
-			best = (int)i;
-	}
+			if (e->state != ENI_READY || !e->usable || avail == 0)
+				continue;
+			if (best == -1 || e->assigned > f->enis[best].assigned)
+				best = (int)i;
+		}
 	return best;
 }

@@ -5,9 +5,11 @@
  * the actions out through enid-cloudd and enid-netd; nothing here does
  * I/O, so the unit tests reach every decision.
  *
- * The pool's unit is an address block: a /32 today (block_size 1), so
- * that EC2's /28 prefixes (16 addresses a block) change counts, not
- * shapes.  Cooling addresses never count as free.
+ * The pool's unit is a block: a single /32 address, or a /28 prefix of
+ * POOL_PREFIX_ADDRS addresses (EC2 prefix delegation).  An ENI's room is
+ * counted in slots, shared by both: each single address takes one, each
+ * prefix one.  Counts of addresses (assigned, free, ...) are of every
+ * address, a prefix's included.  Cooling addresses never count as free.
  */
 #ifndef ENID_POOL_H
 #define ENID_POOL_H
@@ -21,9 +23,20 @@
 #include "msg.h"
 
 #define POOL_MAX_ENIS		ENID_MAX_ENIS	/* maxima.h */
-#define POOL_MAX_ADDRS		MSG_MAX_ENI_ADDRS
+#define POOL_MAX_ADDRS		MSG_MAX_ENI_ADDRS	/* singles */
+#define POOL_PREFIX_ADDRS	16			/* a /28's */
+/* Prefixes on one ENI the pool uses: 16 of them, 256 addresses, more
+ * than any pod count a kubelet is held to needs of one ENI. */
+#define POOL_MAX_PREFIXES	16
+/* Addresses on one ENI, singles and prefixes' together. */
+#define POOL_MAX_ENI_ADDRS	(POOL_MAX_PREFIXES * POOL_PREFIX_ADDRS)
+_Static_assert(POOL_MAX_ENI_ADDRS >= POOL_MAX_ADDRS,
+    "an ENI's table must hold its singles");
 #define POOL_MAX_SUBNETS	CONF_MAX_SUBNETS
-#define POOL_MAX_ACTIONS	(2 * POOL_MAX_ENIS)
+#define POOL_MAX_ACTIONS	(3 * POOL_MAX_ENIS)
+/* Addresses the pool holds at most, all ENIs together: the pods one enid
+ * serves (prefixes round it up by less than one). */
+#define POOL_MAX_HELD		ENID_MAX_PODS
 
 /*
  * An ENI's lifecycle, one machine (lifecycle.c holds its table, eni.c
@@ -86,6 +99,14 @@ bool		 addr_transition_ok(enum addr_state from, enum addr_state to);
 bool		 eni_transition_ok(enum eni_state from, enum eni_state to);
 bool		 eni_birth_ok(enum eni_state st, bool primary);
 
+/* What the policy sees of one prefix of an ENI. */
+struct pool_prefix_view {
+	uint32_t	free;		/* its addresses ready to hand out */
+	uint32_t	used;		/* assigned, cooling, being given
+					 * back, or not yet in the pool */
+	uint64_t	frozen_until;	/* ms: no new pods before */
+};
+
 /* What the policy sees of one ENI. */
 struct pool_eni_view {
 	enum eni_state	state;
@@ -102,12 +123,25 @@ struct pool_eni_view {
 	uint32_t	removing;	/* unassign in flight */
 	uint64_t	keep_until;	/* ms (monotonic): give back none of
 					 * its addresses before (refused) */
+	/* Its prefixes: those it holds (prefix[0..nprefixes)), then
+	 * prefixes_adding more on their way.  prefix_addrs: of the address
+	 * counts above, how many are its prefixes' (an assign of prefixes
+	 * in flight counts POOL_PREFIX_ADDRS each in adding); the rest are
+	 * single addresses, a slot each. */
+	uint32_t	nprefixes;
+	uint32_t	prefixes_adding;
+	uint32_t	prefix_addrs;
+	uint32_t	frozen_free;	/* free, in frozen prefixes */
+	struct pool_prefix_view prefix[POOL_MAX_PREFIXES];
 };
 
 struct pool_subnet_view {
 	bool		configured;	/* growth may use it */
 	uint32_t	available;	/* free addresses, as last known */
 	uint64_t	inhibited_until; /* ms (monotonic); 0: usable */
+	/* Prefixes refused here lately (no aligned /28 free): growth
+	 * takes single addresses in it until then, prefixes elsewhere. */
+	uint64_t	prefix_inhibited_until;
 };
 
 struct pool_params {
@@ -116,8 +150,12 @@ struct pool_params {
 	uint32_t	warm_eni_target;
 	uint32_t	max_pods;	/* 0: no cap but capacity */
 	uint32_t	max_enis;	/* the effective limit, primary included */
-	uint32_t	block_size;	/* addresses per block: 1 today */
+	uint32_t	block_size;	/* a single's addresses: 1 */
 	uint64_t	shrink_delay_ms; /* surplus must last this long */
+	/* Prefix delegation: on, and the instance can hold prefixes. */
+	bool		prefixes;
+	uint32_t	warm_prefix_target;	/* free prefixes' worth */
+	uint64_t	freeze_ms;	/* a frozen prefix stays so this long */
 };
 
 struct pool_facts {
@@ -132,10 +170,12 @@ struct pool_facts {
 };
 
 enum pool_act {
-	ACT_ASSIGN = 0,		/* add count addresses to ENI eni */
-	ACT_CREATE_ENI,		/* a new ENI in subnet, with count addrs */
-	ACT_UNASSIGN,		/* give back count free addresses of eni */
+	ACT_ASSIGN = 0,		/* add count blocks to ENI eni */
+	ACT_CREATE_ENI,		/* a new ENI in subnet, with count blocks */
+	ACT_UNASSIGN,		/* give back count free single addresses */
 	ACT_RELEASE_ENI,	/* drain, detach and delete eni */
+	ACT_UNASSIGN_PREFIX,	/* give back eni's wholly free prefix */
+	ACT_FREEZE_PREFIX,	/* no new pods in eni's prefix, for a while */
 };
 
 struct pool_action {
@@ -143,6 +183,8 @@ struct pool_action {
 	uint32_t	eni;
 	uint32_t	subnet;
 	uint32_t	count;
+	bool		prefixes;	/* assign, create: count is prefixes */
+	uint32_t	prefix;		/* unassign-, freeze-prefix: which */
 };
 
 /* Why growth can't cover the need: what waiters are told. */
@@ -167,6 +209,9 @@ struct pool_plan {
 	 * or growth's backoff ending): ms after now, or 0 for never.  Events
 	 * (a pod, a cloud answer) plan again by themselves. */
 	uint64_t	wake;
+	/* Growth that took single addresses where prefixes were wanted,
+	 * their subnet refusing prefixes lately (a fallback, counted). */
+	bool		fallback;
 	size_t		nactions;
 	struct pool_action actions[POOL_MAX_ACTIONS];
 };
@@ -176,7 +221,8 @@ void	pool_plan(const struct pool_params *p, const struct pool_facts *f,
 
 /*
  * The ENI a new pod's address comes from: the fullest ready, usable ENI
- * that has a free address (packing pods so others can be released).
+ * that has a free address outside a frozen prefix (packing pods so others
+ * can be released), or failing that the fullest with any free address.
  * Returns its index, or -1 if none has one.
  */
 int	pool_pick_eni(const struct pool_facts *f);

@@ -80,8 +80,10 @@ enum recon_step {
 struct recon_known {
 	char			 id[MSG_ID_LEN];
 	enum eni_state		 state;
-	uint32_t		 naddrs;
+	uint32_t		 naddrs;		/* single ones */
 	uint32_t		 addrs[POOL_MAX_ADDRS];
+	uint32_t		 nprefixes;
+	uint32_t		 prefixes[POOL_MAX_PREFIXES];
 };
 
 /* The questions a run asks at its start. */
@@ -208,9 +210,13 @@ recon_remember(struct reconcile_run *r)
 		k = &r->known[r->nknown++];
 		memcpy(k->id, e->id, sizeof(k->id));
 		k->state = e->state;
-		k->naddrs = e->naddrs;
-		for (j = 0; j < e->naddrs; j++)
-			k->addrs[j] = e->addrs[j].ip;
+		k->naddrs = 0;
+		for (j = 0; j < e->naddrs && k->naddrs < POOL_MAX_ADDRS; j++)
+			if (e->addrs[j].block == 0)
+				k->addrs[k->naddrs++] = e->addrs[j].ip;
+		k->nprefixes = e->nprefixes;
+		for (j = 0; j < e->nprefixes; j++)
+			k->prefixes[j] = e->prefixes[j].base;
 	}
 }
 
@@ -241,6 +247,17 @@ known_addr(const struct recon_known *k, uint32_t ip)
 
 	for (i = 0; i < k->naddrs; i++)
 		if (k->addrs[i] == ip)
+			return true;
+	return false;
+}
+
+static bool
+known_prefix(const struct recon_known *k, uint32_t base)
+{
+	uint32_t i;
+
+	for (i = 0; i < k->nprefixes; i++)
+		if (k->prefixes[i] == base)
 			return true;
 	return false;
 }
@@ -329,7 +346,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 			    e->id, ip, why);
 			continue;
 		}
-		if (e->naddrs == POOL_MAX_ADDRS)
+		if (e->naddrs == POOL_MAX_ENI_ADDRS)
 			break;
 		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
 		e->addrs[e->naddrs].ip = ce->addrs[i];
@@ -350,6 +367,8 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	for (i = e->naddrs; i-- > 0;) {
 		bool present = false;
 
+		if (e->addrs[i].block != 0)
+			continue;	/* a prefix's: recon_prefixes */
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
 			if (ce->addrs[j] == e->addrs[i].ip)
 				present = true;
@@ -368,6 +387,77 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		drift(r, "%s: %s is no longer assigned by the cloud; dropped",
 		    e->id, ip);
 		e->addrs[i] = e->addrs[--e->naddrs];
+	}
+}
+
+/*
+ * Correct e's prefixes by the cloud's answer, whole prefixes compared, as
+ * recon_addresses does addresses: one the cloud delegates that the pool
+ * did not have (when asked) is taken, checked; one the pool had that the
+ * cloud no longer delegates is dropped with its addresses, and a pod on
+ * one of them is lost.  A prefix's addresses kept out of use after an
+ * unassign of unknown outcome come back once it is seen still there.
+ */
+static void
+recon_prefixes(struct reconcile_run *r, struct eni *e,
+    const struct msg_cloud_eni *ce, bool fresh)
+{
+	struct broker *b = r->b;
+	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
+	char ip[IP4_STR_LEN];
+	uint32_t i, j, n = ce->nprefixes < MSG_MAX_ENI_PREFIXES ?
+	    ce->nprefixes : MSG_MAX_ENI_PREFIXES;
+
+	if (eni_addrs_changing(e) || (!fresh && k == NULL))
+		return;
+	if (ce->nbad_prefixes > 0)
+		log_security("reconcile: %s carries %u prefixes that are not "
+		    "aligned /%d ones; never used", e->id, ce->nbad_prefixes,
+		    MSG_PREFIX_LEN);
+	for (i = 0; i < n; i++) {
+		if (eni_prefix_index(e, ce->prefixes[i]) >= 0 ||
+		    (k != NULL && known_prefix(k, ce->prefixes[i])))
+			continue;
+		if (eni_take_prefixes(e, &ce->prefixes[i], 1,
+		    e->state == ENI_READY || eni_state_draining(e->state) ?
+		    ADDR_FREE : ADDR_PENDING, "reconcile") == 0)
+			continue;
+		ip4_format(ce->prefixes[i], ip);
+		if (r->first || r->rebuilding) {
+			r->rebuilt_addrs += POOL_PREFIX_ADDRS;
+			log_debug("reconcile: %s: prefix %s/%d, as the cloud "
+			    "delegates it", e->id, ip, MSG_PREFIX_LEN);
+		} else
+			drift(r, "%s: the cloud delegates prefix %s/%d, which "
+			    "the pool did not have; added", e->id, ip,
+			    MSG_PREFIX_LEN);
+	}
+	for (i = e->nprefixes; i-- > 0;) {
+		uint32_t base = e->prefixes[i].base;
+		bool present = false;
+
+		for (j = 0; j < n; j++)
+			if (ce->prefixes[j] == base)
+				present = true;
+		if (present) {
+			for (j = 0; j < e->naddrs; j++)
+				if (e->addrs[j].block == base &&
+				    e->addrs[j].state == ADDR_UNCONFIRMED &&
+				    e->addrs[j].cool_until <=
+				    b->engine.recon_asked) {
+					addr_set(e, j, ADDR_COOLING);
+					engine_kick(b);
+				}
+			continue;
+		}
+		if (k != NULL && !known_prefix(k, base))
+			continue;
+		ip4_format(base, ip);
+		drift(r, "%s: prefix %s/%d is no longer delegated by the "
+		    "cloud; dropped", e->id, ip, MSG_PREFIX_LEN);
+		eni_drop_prefix(e, i, "the cloud no longer delegates its "
+		    "prefix");
+		engine_kick(b);
 	}
 }
 
@@ -407,6 +497,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	} else if (!recon_same_link(b, e, ce))
 		return;
 	recon_addresses(r, e, ce, fresh);
+	recon_prefixes(r, e, ce, fresh);
 }
 
 /*
@@ -561,6 +652,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		drift(r, "%s: attached and tagged for this node but not in the "
 		    "pool; adopting it", e->id);
 	recon_addresses(r, e, ce, true);
+	recon_prefixes(r, e, ce, true);
 	r->rebuilding = false;
 	if (e->dot_pending)
 		eni_set_dot(e);
@@ -668,8 +760,10 @@ recon_attached(struct reconcile_run *r)
 			continue;
 		if (recon_detaching(r, e, ce))
 			continue;
-		if (with_netd(e->state))
+		if (with_netd(e->state)) {
 			recon_addresses(r, e, ce, false);
+			recon_prefixes(r, e, ce, false);
+		}
 		if (e->ours && !ce->delete_on_termination &&
 		    e->state == ENI_READY) {
 			e->dot_pending = true;

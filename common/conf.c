@@ -108,6 +108,10 @@ static const struct key pool_keys[] = {
 	U32("shrink_delay_s", pool.shrink_delay_s, 0, 86400),
 	U32("subnet_backoff_s", pool.subnet_backoff_s, 1, 86400),
 	U32("link_timeout_s", pool.link_timeout_s, 1, 600),
+	BOOL("prefix_delegation", pool.prefix_delegation),
+	U32("warm_prefix_target", pool.warm_prefix_target, 0, 64),
+	U32("prefix_backoff_s", pool.prefix_backoff_s, 1, 86400),
+	U32("prefix_freeze_s", pool.prefix_freeze_s, 1, 86400),
 	END
 };
 
@@ -175,6 +179,10 @@ config_defaults(struct enid_config *cfg)
 	cfg->pool.shrink_delay_s = 60;
 	cfg->pool.subnet_backoff_s = 600;
 	cfg->pool.link_timeout_s = 30;
+	cfg->pool.prefix_delegation = false;
+	cfg->pool.warm_prefix_target = 1;
+	cfg->pool.prefix_backoff_s = 120;
+	cfg->pool.prefix_freeze_s = 300;
 	cfg->routing.table_base = 100;
 	cfg->routing.rule_priority_to = 512;
 	cfg->routing.rule_priority_from = 1536;

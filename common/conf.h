@@ -78,6 +78,11 @@ struct enid_config {
 		uint32_t	shrink_delay_s;	/* surplus lasts, then shrink */
 		uint32_t	subnet_backoff_s; /* an exhausted subnet rests */
 		uint32_t	link_timeout_s;	/* an ENI's link must appear */
+		/* EC2 prefix delegation: /28 prefixes as the pool's unit */
+		bool		prefix_delegation;
+		uint32_t	warm_prefix_target;	/* free prefixes */
+		uint32_t	prefix_backoff_s; /* a subnet refused a /28 */
+		uint32_t	prefix_freeze_s; /* a frozen prefix drains */
 	}		pool;
 
 	uint32_t	nsubnets;

@@ -45,8 +45,8 @@ facts(uint32_t assigned, uint32_t cooling, uint32_t free_)
 	memset(&f, 0, sizeof(f));
 	f.attached_enis = 1;
 	f.nsubnets = 2;
-	f.subnets[0] = (struct pool_subnet_view){ true, 4000, 0 };
-	f.subnets[1] = (struct pool_subnet_view){ true, 100, 0 };
+	f.subnets[0] = (struct pool_subnet_view){ true, 4000, 0, 0 };
+	f.subnets[1] = (struct pool_subnet_view){ true, 100, 0, 0 };
 	f.nenis = 1;
 	f.enis[0] = (struct pool_eni_view){ .state = ENI_READY, .primary = true,
 	    .usable = true, .subnet = 0, .capacity = CAP,
@@ -631,6 +631,10 @@ apply(const struct pool_plan *pl, struct pool_facts *f)
 			assert_int_equal(e->cooling, 0);
 			*e = f->enis[--f->nenis];
 			f->attached_enis--;
+			break;
+		case ACT_UNASSIGN_PREFIX:
+		case ACT_FREEZE_PREFIX:
+			fail_msg("a prefix action without prefix delegation");
 			break;
 		}
 	}
