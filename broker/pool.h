@@ -24,10 +24,10 @@
 
 #define POOL_MAX_ENIS		ENID_MAX_ENIS	/* maxima.h */
 #define POOL_MAX_ADDRS		MSG_MAX_ENI_ADDRS	/* singles */
-#define POOL_PREFIX_ADDRS	16			/* a /28's */
+#define POOL_PREFIX_ADDRS	ENID_PREFIX_ADDRS	/* a /28's */
 /* Prefixes on one ENI the pool uses: 16 of them, 256 addresses, more
  * than any pod count a kubelet is held to needs of one ENI. */
-#define POOL_MAX_PREFIXES	16
+#define POOL_MAX_PREFIXES	ENID_MAX_ENI_PREFIXES
 /* Addresses on one ENI, singles and prefixes' together. */
 #define POOL_MAX_ENI_ADDRS	(POOL_MAX_PREFIXES * POOL_PREFIX_ADDRS)
 _Static_assert(POOL_MAX_ENI_ADDRS >= POOL_MAX_ADDRS,

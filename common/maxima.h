@@ -14,6 +14,10 @@
 /* Secondary addresses on one ENI, those pods take; its primary address
  * besides (EC2's most: 49, of 50). */
 #define ENID_MAX_ENI_ADDRS	64
+/* With prefix delegation: /28 prefixes of 16 addresses, up to 16 of them
+ * on one ENI (256 addresses, more than a kubelet's pod cap needs). */
+#define ENID_PREFIX_ADDRS	16
+#define ENID_MAX_ENI_PREFIXES	16
 /* Pods holding an address at once, one each (2048); the most
  * pool.max_pods may be. */
 #define ENID_MAX_PODS		(ENID_MAX_ENIS * ENID_MAX_ENI_ADDRS)

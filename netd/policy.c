@@ -19,7 +19,8 @@ policy_pod_cap(const struct enid_config *cfg)
 		return cfg->pool.max_pods;
 	if (enis == 0 || enis > NETD_MAX_ENIS)
 		enis = NETD_MAX_ENIS;
-	return enis * NETD_PODS_PER_ENI;
+	return enis * (cfg->pool.prefix_delegation ? NETD_PODS_PER_ENI_PD :
+	    NETD_PODS_PER_ENI);
 }
 
 void
@@ -512,7 +513,8 @@ policy_check_pod_count(const struct netd_policy *p, uint32_t npods,
     bool pod_has_rules)
 {
 	if (!pod_has_rules && npods >= p->max_pods)
-		return "pod limit reached (pool.max_pods, or 64 per ENI)";
+		return "pod limit reached (pool.max_pods, or 64 per ENI, 256 "
+		    "with prefix delegation)";
 	return NULL;
 }
 

@@ -45,6 +45,8 @@ _Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
  * may hand out, so that netd never refuses a pod the pool admitted.
  */
 #define NETD_PODS_PER_ENI	ENID_MAX_ENI_ADDRS
+/* With pool.prefix_delegation: its prefixes' addresses. */
+#define NETD_PODS_PER_ENI_PD	(ENID_MAX_ENI_PREFIXES * ENID_PREFIX_ADDRS)
 
 /* Reserved tables: unspec, default, main, local. */
 #define NETD_TABLE_UNSPEC	0

@@ -571,6 +571,12 @@ test_pod_cap(void **state)
 	    NETD_PODS_PER_ENI);
 	cfg.pool.max_enis = 4;
 	assert_int_equal(policy_pod_cap(&cfg), 4 * NETD_PODS_PER_ENI);
+	/* prefixes: 16 of 16 addresses an ENI, so 250 pods fit on 3 */
+	cfg.pool.prefix_delegation = true;
+	cfg.pool.max_enis = 3;
+	assert_int_equal(policy_pod_cap(&cfg), 3 * 256);
+	cfg.pool.prefix_delegation = false;
+	cfg.pool.max_enis = 4;
 	cfg.pool.max_pods = 17;
 	assert_int_equal(policy_pod_cap(&cfg), 17);
 	policy_init(&p, &cfg);
