@@ -830,11 +830,11 @@ def pd_env(workdir, enid_user, helper_dir):
     from poolenv import PoolEnv
     envs = []
 
-    def make(sim_args, **pool):
+    def make(sim_args, prefix_delegation=True, **pool):
         env = PoolEnv(workdir, enid_user, helper_dir, sim_args=sim_args,
                       prefix="ep%d%d" % (os.getpid() % 10000, next(_seq)),
                       pool={"add_timeout_s": 10, "ip_cooldown_s": 0,
-                            "prefix_delegation": True, **pool},
+                            "prefix_delegation": prefix_delegation, **pool},
                       reconcile_interval_s=3600)
         envs.append(env)
         return env
@@ -939,3 +939,32 @@ def test_live_prefixes_unsupported(pd_env):
         assert '\nenid_pool_prefix_delegation{mode="%s"} %d\n' % (mode, v) \
             in text, text
     assert "\nenid_pool_prefixes 0\n" in text
+
+
+def test_live_prefixes_off_on_bare_metal(pd_env):
+    """An m5.metal (bare metal: no hypervisor) without prefix delegation:
+    show limits says it could hold prefixes, counts what they would serve
+    and what enid holds of that, and the kubelet's cap for 30 vCPUs or
+    more."""
+    env = pd_env(("--instance-type", "m5.metal", "--eni-limit", "15",
+                  "--ip-limit", "50"), prefix_delegation=False)
+    env.start()
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["prefix_delegation"], lim["prefixes_ok"], lim["hypervisor"],
+            lim["bare_metal"]) == ("off", True, "", True), lim
+    # 15 x 49 x 16; the pool's tables: 2048 addresses in all.
+    assert (lim["max_pods_with_prefixes"], lim["prefix_capacity"],
+            lim["max_pods"], lim["pod_capacity"], lim["kubelet_max_pods"]) \
+        == (11760, 2048, 735, 735, 250), lim
+    for want in ("prefixes           off; the instance could hold them "
+                 "(bare metal)",
+                 "pods in prefixes   11760 (15 ENIs x 49 prefixes x 16);",
+                 "                   enid holds 2048 of them",
+                 "kubelet max pods   250 (m5.metal has 30 vCPUs or more)",
+                 "max pods           735 (pool.max_pods not set)"):
+        assert want in text.splitlines(), (want, text)
+    text, ans = ctl_both(env, "show", "pool")
+    assert (ans["pool"]["prefix_delegation"], ans["pool"]["prefixes"]) == \
+        ("off", 0), ans
+    assert not [x for x in text.splitlines() if x.startswith("prefixes")]
