@@ -74,20 +74,79 @@ instance_json(const struct broker *b)
 
 /* ---- the pool ---- */
 
+/* Whole seconds from now until until, rounded up; 0 once it is past. */
+static int64_t
+secs_left(uint64_t until, uint64_t now)
+{
+	return until > now ? (int64_t)((until - now + 999) / 1000) : 0;
+}
+
+/*
+ * Prefix delegation as the pool runs it: "on"; "unsupported" (asked
+ * for, and the instance cannot hold prefixes: single addresses);
+ * "pending" (asked for, the instance not known yet); "off".
+ */
+static const char *
+prefix_mode(const struct broker *b)
+{
+	const struct engine *en = &b->engine;
+
+	if (en->params.prefixes)
+		return "on";
+	if (en->prefixes_unsupported)
+		return "unsupported";
+	return b->cfg.pool.prefix_delegation ? "pending" : "off";
+}
+
+/* The subnets that refused a /28 lately, and for how long growth asks
+ * them for single addresses only (eni.c, subnet_prefix_inhibit). */
+static struct json_object *
+prefix_inhibits_json(const struct engine *en, uint64_t now)
+{
+	struct json_object *list = json_object_new_array(), *o;
+	uint32_t i;
+
+	for (i = 0; i < en->nsubnets; i++) {
+		const struct subnet *s = &en->subnets[i];
+
+		if (s->prefix_inhibited_until <= now)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "subnet",
+		    json_object_new_string(s->id));
+		json_object_object_add(o, "inhibited_s", json_object_new_int64(
+		    secs_left(s->prefix_inhibited_until, now)));
+		json_object_array_add(list, o);
+	}
+	return list;
+}
+
 static struct json_object *
 pool_json(struct broker *b)
 {
 	struct engine *en = &b->engine;
 	struct json_object *o = json_object_new_object();
-	uint32_t free_, assigned, cooling, other, i, nenis = 0;
+	uint32_t free_, assigned, cooling, other, i, k, nenis = 0;
+	uint32_t nprefixes = 0, nfrozen = 0, nremoving = 0;
 	uint64_t now = now_ms();
 	static const char *const phases[] = { "waiting", "starting",
 	    "running" };
 
 	engine_counts(b, &free_, &assigned, &cooling, &other);
-	for (i = 0; i < POOL_MAX_ENIS; i++)
-		if (en->enis[i].used)
-			nenis++;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &en->enis[i];
+
+		if (!e->used)
+			continue;
+		nenis++;
+		for (k = 0; k < e->nprefixes; k++) {
+			nprefixes++;
+			if (e->prefixes[k].frozen_until > now)
+				nfrozen++;
+			if (e->prefixes[k].removing)
+				nremoving++;
+		}
+	}
 	json_object_object_add(o, "phase",
 	    json_object_new_string(phases[en->phase]));
 	json_object_object_add(o, "free", json_object_new_int((int32_t)free_));
@@ -118,6 +177,18 @@ pool_json(struct broker *b)
 		json_object_object_add(o, "next_growth_in_ms",
 		    json_object_new_int64((int64_t)(en->grow_backoff_until -
 		    now)));
+	/* Prefix delegation: the /28 prefixes held (their addresses are in
+	 * the counts above), frozen to drain, being given back. */
+	json_object_object_add(o, "prefix_delegation",
+	    json_object_new_string(prefix_mode(b)));
+	json_object_object_add(o, "prefixes",
+	    json_object_new_int((int32_t)nprefixes));
+	json_object_object_add(o, "prefixes_frozen",
+	    json_object_new_int((int32_t)nfrozen));
+	json_object_object_add(o, "prefixes_removing",
+	    json_object_new_int((int32_t)nremoving));
+	json_object_object_add(o, "prefix_inhibited",
+	    prefix_inhibits_json(en, now));
 	return o;
 }
 
@@ -152,12 +223,60 @@ cloud_json(struct broker *b)
 	return o;
 }
 
+/* An address's state as show enis has always read: one that has cooled
+ * is free, one given back and not reused yet cooling. */
+static enum addr_state
+addr_shown(const struct eni_addr *a, uint64_t now)
+{
+	if (a->state == ADDR_COOLING && addr_usable(a, now))
+		return ADDR_FREE;
+	if (a->state == ADDR_UNCONFIRMED)
+		return ADDR_COOLING;
+	return a->state;
+}
+
+/*
+ * One /28 prefix of e: its addresses by state, as its addresses' own
+ * entries show them (other: not in the pool yet, or being given back;
+ * one the checks refused is not among them), and whether it is frozen
+ * (no new pod in it, so that it drains) or being given back.
+ */
+static struct json_object *
+prefix_json(const struct eni *e, const struct eni_prefix *px, uint64_t now)
+{
+	struct json_object *o = json_object_new_object();
+	uint32_t n[ADDR_STATE_COUNT] = { 0 }, i;
+	char cidr[CIDR4_STR_LEN];
+
+	for (i = 0; i < e->naddrs; i++)
+		if (e->addrs[i].block == px->base)
+			n[addr_shown(&e->addrs[i], now)]++;
+	cidr4_format(px->base, MSG_PREFIX_LEN, cidr);
+	json_object_object_add(o, "cidr", json_object_new_string(cidr));
+	json_object_object_add(o, "assigned",
+	    json_object_new_int((int32_t)n[ADDR_ASSIGNED]));
+	json_object_object_add(o, "free",
+	    json_object_new_int((int32_t)n[ADDR_FREE]));
+	json_object_object_add(o, "cooling",
+	    json_object_new_int((int32_t)n[ADDR_COOLING]));
+	json_object_object_add(o, "other", json_object_new_int(
+	    (int32_t)(n[ADDR_PENDING] + n[ADDR_REMOVING])));
+	json_object_object_add(o, "frozen",
+	    json_object_new_boolean(px->frozen_until > now));
+	json_object_object_add(o, "frozen_s",
+	    json_object_new_int64(secs_left(px->frozen_until, now)));
+	json_object_object_add(o, "removing",
+	    json_object_new_boolean(px->removing));
+	return o;
+}
+
 static struct json_object *
 eni_json(struct broker *b, const struct eni *e)
 {
 	struct json_object *o = json_object_new_object();
 	struct json_object *addrs = json_object_new_array();
-	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
+	struct json_object *pfxs = json_object_new_array();
+	char mac[MAC_STR_LEN], ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN];
 	uint64_t now = now_ms();
 	uint32_t i;
 
@@ -180,24 +299,28 @@ eni_json(struct broker *b, const struct eni *e)
 	    json_object_new_boolean(e->dot_pending));
 	for (i = 0; i < e->naddrs; i++) {
 		struct json_object *a = json_object_new_object();
-		enum addr_state st = e->addrs[i].state;
 
-		if (st == ADDR_COOLING && addr_usable(&e->addrs[i], now))
-			st = ADDR_FREE;
-		/* Given back, not reused yet: cooling, as it always read. */
-		if (st == ADDR_UNCONFIRMED)
-			st = ADDR_COOLING;
 		ip4_format(e->addrs[i].ip, ip);
 		json_object_object_add(a, "ip", json_object_new_string(ip));
-		json_object_object_add(a, "state",
-		    json_object_new_string(addr_state_name(st)));
+		json_object_object_add(a, "state", json_object_new_string(
+		    addr_state_name(addr_shown(&e->addrs[i], now))));
 		if (e->addrs[i].pod != NULL)
 			json_object_object_add(a, "container_id",
 			    json_object_new_string(
 			    e->addrs[i].pod->container_id));
+		/* An address of a prefix names it; a single one does not. */
+		if (e->addrs[i].block != 0) {
+			cidr4_format(e->addrs[i].block, MSG_PREFIX_LEN, cidr);
+			json_object_object_add(a, "prefix",
+			    json_object_new_string(cidr));
+		}
 		json_object_array_add(addrs, a);
 	}
 	json_object_object_add(o, "addresses", addrs);
+	for (i = 0; i < e->nprefixes; i++)
+		json_object_array_add(pfxs, prefix_json(e, &e->prefixes[i],
+		    now));
+	json_object_object_add(o, "prefixes", pfxs);
 	return o;
 }
 
@@ -246,8 +369,10 @@ subnet_json(const struct subnet *s)
 	json_object_object_add(o, "available",
 	    json_object_new_int((int32_t)s->available));
 	json_object_object_add(o, "inhibited_s", json_object_new_int64(
-	    s->inhibited_until > now ?
-	    (int64_t)((s->inhibited_until - now + 999) / 1000) : 0));
+	    secs_left(s->inhibited_until, now)));
+	/* Refused a /28 lately: growth asks it for single addresses. */
+	json_object_object_add(o, "prefix_inhibited_s", json_object_new_int64(
+	    secs_left(s->prefix_inhibited_until, now)));
 	return o;
 }
 
@@ -264,6 +389,58 @@ parse_or_bad(struct jref *r, struct json_object *req, struct ctl_request *cr)
 }
 
 /* ---- limits ---- */
+
+/*
+ * The pods a kubelet is commonly held to, whatever the addresses allow:
+ * Kubernetes' default of 110, or 250 on an instance of 30 vCPUs or more
+ * (what EKS sets with prefix delegation).  enid is not told the vCPUs
+ * (DescribeInstanceTypes' vCpuInfo is not carried), so they are taken
+ * from the size in the type's name, as EC2 names nearly every type: an
+ * xlarge has 4, an Nxlarge 4N, smaller sizes 2 or fewer; a metal type has
+ * 30 or more but for a1 and mac ones.  A name of another form gets 110.
+ */
+static uint32_t
+kubelet_pods_cap(const char *type, char *why, size_t whylen)
+{
+	const char *size = strchr(type, '.');
+	size_t fam = size != NULL ? (size_t)(size - type) : 0, n;
+	unsigned long mult = 1;
+	char *end;
+
+	if (size == NULL || fam == 0) {
+		snprintf(why, whylen, "the default: no size in %s", type);
+		return 110;
+	}
+	size++;
+	if (strcmp(size, "metal") == 0 || strncmp(size, "metal-", 6) == 0) {
+		if ((fam == 2 && strncmp(type, "a1", 2) == 0) ||
+		    strncmp(type, "mac", 3) == 0) {
+			snprintf(why, whylen, "%s has fewer than 30 vCPUs",
+			    type);
+			return 110;
+		}
+		snprintf(why, whylen, "%s has 30 vCPUs or more", type);
+		return 250;
+	}
+	n = strlen(size);
+	if (n < 6 || strcmp(size + n - 6, "xlarge") != 0) {
+		/* large and smaller: 2 vCPUs at most */
+		snprintf(why, whylen, "%s has fewer than 30 vCPUs", type);
+		return 110;
+	}
+	if (n > 6) {
+		errno = 0;
+		mult = strtoul(size, &end, 10);
+		if (errno != 0 || end != size + n - 6 || mult == 0 ||
+		    mult > 1000) {
+			snprintf(why, whylen, "the default: size %s not known",
+			    size);
+			return 110;
+		}
+	}
+	snprintf(why, whylen, "%s has about %lu vCPUs", type, 4 * mult);
+	return 4 * mult >= 30 ? 250 : 110;
+}
 
 bool
 pool_limits(struct broker *b, struct pool_limits *l)
@@ -292,9 +469,21 @@ pool_limits(struct broker *b, struct pool_limits *l)
 	if (!l->primary_for_pods && l->pod_enis > 0)
 		l->pod_enis--;
 	l->pod_capacity = l->pod_enis * l->pod_ips_per_eni;
-	l->max_pods = l->pod_capacity;
+	/* With prefixes each slot of an ENI holds a /28: EC2's count, and
+	 * what the pool's tables hold of it (POOL_MAX_PREFIXES an ENI, the
+	 * pods one enid serves in all). */
+	l->max_pods_with_prefixes = l->pod_capacity * POOL_PREFIX_ADDRS;
+	l->prefix_capacity = l->pod_enis * POOL_PREFIX_ADDRS *
+	    (l->pod_ips_per_eni < POOL_MAX_PREFIXES ? l->pod_ips_per_eni :
+	    POOL_MAX_PREFIXES);
+	if (l->prefix_capacity > POOL_MAX_HELD)
+		l->prefix_capacity = POOL_MAX_HELD;
+	l->max_pods = en->params.prefixes ? l->prefix_capacity :
+	    l->pod_capacity;
 	if (l->conf_max_pods != 0 && l->conf_max_pods < l->max_pods)
 		l->max_pods = l->conf_max_pods;
+	l->kubelet_max_pods = kubelet_pods_cap(b->instance.instance_type,
+	    l->kubelet_why, sizeof(l->kubelet_why));
 	return true;
 }
 
@@ -321,6 +510,23 @@ limits_json(struct broker *b, const struct pool_limits *l)
 	ADD_U32("warm_ip_target", b->cfg.pool.warm_ip_target);
 	ADD_U32("minimum_ip_target", b->cfg.pool.minimum_ip_target);
 	ADD_U32("warm_eni_target", b->cfg.pool.warm_eni_target);
+	/* Prefix delegation: in effect or not, and whether the instance
+	 * can hold prefixes at all (DescribeInstanceTypes: Nitro, or bare
+	 * metal). */
+	json_object_object_add(o, "prefix_delegation",
+	    json_object_new_string(prefix_mode(b)));
+	json_object_object_add(o, "prefixes_ok",
+	    json_object_new_boolean(b->instance.prefixes_ok));
+	json_object_object_add(o, "hypervisor",
+	    json_object_new_string(b->instance.hypervisor));
+	json_object_object_add(o, "bare_metal",
+	    json_object_new_boolean(b->instance.bare_metal));
+	ADD_U32("max_pods_with_prefixes", l->max_pods_with_prefixes);
+	ADD_U32("prefix_capacity", l->prefix_capacity);
+	ADD_U32("kubelet_max_pods", l->kubelet_max_pods);
+	json_object_object_add(o, "kubelet_max_pods_why",
+	    json_object_new_string(l->kubelet_why));
+	ADD_U32("warm_prefix_target", b->cfg.pool.warm_prefix_target);
 #undef ADD_U32
 	return o;
 }

@@ -184,6 +184,14 @@ struct pool_limits {
 	bool			 primary_for_pods;
 	uint32_t		 pod_capacity;	/* pod_enis x per ENI */
 	uint32_t		 max_pods;	/* in effect */
+	/* Prefix delegation: EC2's count, pod_enis x pod_ips_per_eni
+	 * prefixes of 16 addresses; what the pool may hold of it (its
+	 * tables); the pods a kubelet is commonly held to (110 or 250, by
+	 * the instance's size: control.c, kubelet_pods_cap) and why. */
+	uint32_t		 max_pods_with_prefixes;
+	uint32_t		 prefix_capacity;
+	uint32_t		 kubelet_max_pods;
+	char			 kubelet_why[96];
 };
 
 struct broker {

@@ -270,6 +270,52 @@ mt_hist(struct mtext *t, const char *name, const struct label *l, size_t nl,
 	mt_u64(t, count, l, nl, cum);
 }
 
+/*
+ * Prefix delegation's gauges: whether it is in effect, the /28 prefixes
+ * held and those frozen to drain.  Always there, 0 when it is off, so
+ * that a query or an alert needs no other case.
+ */
+static void
+render_prefixes(struct broker *b, struct mtext *t)
+{
+	static const char *const modes[] = { "on", "off", "unsupported" };
+	struct engine *en = &b->engine;
+	uint32_t held = 0, frozen = 0, i, k;
+	uint64_t now = now_ms();
+	const char *mode;
+	struct label l;
+
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *e = &en->enis[i];
+
+		if (!e->used)
+			continue;
+		held += e->nprefixes;
+		for (k = 0; k < e->nprefixes; k++)
+			if (e->prefixes[k].frozen_until > now)
+				frozen++;
+	}
+	/* Asked for while the instance is not known yet: not in effect. */
+	mode = en->params.prefixes ? "on" : en->prefixes_unsupported ?
+	    "unsupported" : "off";
+	mt_family(t, "enid_pool_prefix_delegation", "gauge", "1 for the "
+	    "mode the pool runs in: on (/28 prefixes), off (single "
+	    "addresses), unsupported (pool.prefix_delegation set, but the "
+	    "instance cannot hold prefixes: single addresses)");
+	l.name = "mode";
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		l.value = modes[i];
+		mt_u64(t, "enid_pool_prefix_delegation", &l, 1,
+		    strcmp(mode, modes[i]) == 0);
+	}
+	mt_single(t, "enid_pool_prefixes", "gauge", "Delegated /28 prefixes "
+	    "the pool holds (their addresses are in enid_pool_addresses)",
+	    held);
+	mt_single(t, "enid_pool_prefixes_frozen", "gauge", "Prefixes frozen "
+	    "so that they drain: no new pod in them while another address "
+	    "will do, until pool.prefix_freeze_s is over", frozen);
+}
+
 static void
 render_pool(struct broker *b, struct mtext *t)
 {
@@ -333,9 +379,11 @@ render_pool(struct broker *b, struct mtext *t)
 		    "may attach, the primary included (the instance's limit, "
 		    "or pool.max_enis if lower)", lim.max_enis);
 		mt_single(t, "enid_pool_max_pods", "gauge", "Addresses the "
-		    "pool may hand to pods (the ENIs' capacity, or "
-		    "pool.max_pods if lower)", lim.max_pods);
+		    "pool may hand to pods (the ENIs' capacity, in /28 "
+		    "prefixes with prefix delegation, or pool.max_pods if "
+		    "lower)", lim.max_pods);
 	}
+	render_prefixes(b, t);
 }
 
 static void
@@ -458,6 +506,7 @@ render_engine(struct broker *b, struct mtext *t)
 {
 	const struct engine_stats *s = &b->engine.stats;
 	struct store_stats saves;
+	struct label l;
 
 	mt_single(t, "enid_quarantines_total", "counter", "ENIs quarantined "
 	    "(set-up failed or the cloud disagreed; never used, removed)",
@@ -474,6 +523,22 @@ render_engine(struct broker *b, struct mtext *t)
 	    s->enis_created);
 	mt_single(t, "enid_enis_deleted_total", "counter", "ENIs deleted "
 	    "by the pool (leaks not included)", s->enis_deleted);
+	mt_family(t, "enid_prefix_fallbacks_total", "counter", "Prefix "
+	    "delegation's fallbacks, by reason: no-prefix (a subnet had no "
+	    "free aligned /28: InsufficientCidrBlocks; it is asked for single "
+	    "addresses for pool.prefix_backoff_s), singles (growth plans "
+	    "that took single addresses where prefixes were wanted)");
+	l.name = "reason";
+	l.value = "no-prefix";
+	mt_u64(t, "enid_prefix_fallbacks_total", &l, 1, s->pfx_no_prefix);
+	l.value = "singles";
+	mt_u64(t, "enid_prefix_fallbacks_total", &l, 1, s->pfx_singles);
+	mt_single(t, "enid_prefixes_refused_total", "counter", "Prefixes the "
+	    "cloud named that enid's checks refused (not aligned, outside "
+	    "the subnet, or another ENI's): never used", s->pfx_refused);
+	mt_single(t, "enid_prefix_freezes_total", "counter", "Prefixes "
+	    "frozen so that they drain (a prefix's worth of surplus and no "
+	    "prefix wholly free to give back)", s->pfx_frozen);
 	store_stats(b->store, &saves);
 	mt_single(t, "enid_checkpoint_writes_total", "counter", "Checkpoint "
 	    "writes, each made durable (journal records and snapshots)",

@@ -361,6 +361,16 @@ flag(struct json_object *o, const char *name)
 	return json_object_get_boolean(field(o, name, json_type_boolean));
 }
 
+/* A field an older enid does not send: NULL if absent, else checked as
+ * field() checks. */
+static struct json_object *
+optional(struct json_object *o, const char *name, enum json_type type)
+{
+	if (!json_object_object_get_ex(o, name, NULL))
+		return NULL;
+	return field(o, name, type);
+}
+
 /* Entry i of an array of objects. */
 static struct json_object *
 entry(struct json_object *arr, size_t i, const char *what)
@@ -468,6 +478,18 @@ table_line(const struct table *t, char *const *cells, const size_t *w)
 }
 
 static void
+table_free(struct table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		free(t->cell[i]);
+	for (i = 0; i < t->ncols; i++)
+		free(t->head[i]);
+	free(t->cell);
+}
+
+static void
 table_print(struct table *t)
 {
 	size_t w[TABLE_MAX_COLS], i;
@@ -480,11 +502,7 @@ table_print(struct table *t)
 	table_line(t, t->head, w);
 	for (i = 0; i + t->ncols <= t->ncells; i += t->ncols)
 		table_line(t, t->cell + i, w);
-	for (i = 0; i < t->ncells; i++)
-		free(t->cell[i]);
-	for (i = 0; i < t->ncols; i++)
-		free(t->head[i]);
-	free(t->cell);
+	table_free(t);
 }
 
 /* Free text (a cause, an error) under what it is about: indented, in
@@ -557,6 +575,41 @@ print_instance(struct json_object *in)
 	fprintf(out, "\n");
 }
 
+/* Prefix delegation in the pool's summary, unless it is off and holds
+ * no prefix (or the enid is older than it). */
+static void
+print_pool_prefixes(struct json_object *pool)
+{
+	struct json_object *inh, *p;
+	const char *mode;
+	size_t i;
+
+	if (optional(pool, "prefix_delegation", json_type_string) == NULL)
+		return;
+	mode = str(pool, "prefix_delegation");
+	inh = field(pool, "prefix_inhibited", json_type_array);
+	if (strcmp(mode, "off") == 0 && count(pool, "prefixes") == 0)
+		return;
+	if (strcmp(mode, "unsupported") == 0)
+		fprintf(out, "%-12s asked for, but the instance cannot hold "
+		    "them: single addresses\n", "prefixes");
+	else if (strcmp(mode, "pending") == 0)
+		fprintf(out, "%-12s asked for; the instance is not known "
+		    "yet\n", "prefixes");
+	if (strcmp(mode, "on") == 0 || count(pool, "prefixes") > 0)
+		fprintf(out, "%-12s %lld held (/28), %lld frozen, %lld being "
+		    "given back%s\n", "prefixes", count(pool, "prefixes"),
+		    count(pool, "prefixes_frozen"),
+		    count(pool, "prefixes_removing"),
+		    strcmp(mode, "on") == 0 ? "" : " (delegation off)");
+	for (i = 0; i < json_object_array_length(inh); i++) {
+		p = entry(inh, i, "prefix inhibit");
+		fprintf(out, "%-12s %s: single addresses there for %lld s\n",
+		    i == 0 ? "no prefix" : "",
+		    str(p, "subnet"), count(p, "inhibited_s"));
+	}
+}
+
 static void
 print_pool_counts(struct json_object *pool)
 {
@@ -568,6 +621,7 @@ print_pool_counts(struct json_object *pool)
 	    "other\n", "addresses", count(pool, "free"),
 	    count(pool, "assigned"), count(pool, "cooling"),
 	    count(pool, "other"));
+	print_pool_prefixes(pool);
 }
 
 /* Growth: blocked or not, why, and when it is tried next. */
@@ -659,6 +713,48 @@ print_pool(struct json_object *ans, const char *arg)
 	print_growth(pool);
 }
 
+/* Each ENI's /28 prefixes, if any holds one: their addresses by state,
+ * and whether a prefix is frozen (draining) or being given back. */
+static void
+print_prefixes(struct json_object *enis)
+{
+	struct json_object *e, *pfxs, *p;
+	struct table t;
+	size_t i, j, n = 0;
+	char note[64];
+
+	table_init(&t, "ENI PREFIX >FREE >USED >COOL >OTHER NOTE");
+	for (i = 0; i < json_object_array_length(enis); i++) {
+		e = entry(enis, i, "ENI");
+		if ((pfxs = optional(e, "prefixes", json_type_array)) == NULL)
+			continue;
+		for (j = 0; j < json_object_array_length(pfxs); j++) {
+			p = entry(pfxs, j, "prefix");
+			table_add(&t, "%s", str(e, "id")[0] ? str(e, "id") :
+			    "-");
+			table_add(&t, "%s", str(p, "cidr"));
+			table_add(&t, "%lld", count(p, "free"));
+			table_add(&t, "%lld", count(p, "assigned"));
+			table_add(&t, "%lld", count(p, "cooling"));
+			table_add(&t, "%lld", count(p, "other"));
+			note[0] = '\0';
+			if (flag(p, "frozen"))
+				snprintf(note, sizeof(note), "frozen %llds",
+				    count(p, "frozen_s"));
+			if (flag(p, "removing"))
+				snprintf(note + strlen(note), sizeof(note) -
+				    strlen(note), "%sgiving back",
+				    note[0] ? ", " : "");
+			table_add(&t, "%s", note[0] ? note : "-");
+			n++;
+		}
+	}
+	if (n > 0)
+		table_print(&t);
+	else
+		table_free(&t);
+}
+
 static void
 print_enis(struct json_object *ans, const char *arg)
 {
@@ -701,6 +797,7 @@ print_enis(struct json_object *ans, const char *arg)
 		    "-");
 	}
 	table_print(&t);
+	print_prefixes(enis);
 	/* Why an ENI is where it is, when that is not plain "ready". */
 	for (i = 0; i < json_object_array_length(enis); i++) {
 		e = entry(enis, i, "ENI");
@@ -779,6 +876,15 @@ print_subnets(struct json_object *ans, const char *arg)
 			table_add(&t, "-");
 	}
 	table_print(&t);
+	/* A subnet that refused a /28 lately, if the enid says. */
+	for (i = 0; i < json_object_array_length(subs); i++) {
+		s = entry(subs, i, "subnet");
+		if (optional(s, "prefix_inhibited_s", json_type_int) == NULL ||
+		    (rest = count(s, "prefix_inhibited_s")) == 0)
+			continue;
+		fprintf(out, "%s: refused a /28; single addresses there for "
+		    "%lld s\n", str(s, "id"), rest);
+	}
 }
 
 /* The configuration as "key value" lines, nested keys joined by dots. */
@@ -848,11 +954,55 @@ print_config(struct json_object *ans, const char *arg)
 	    "not set (credentials from IMDS or the environment)");
 }
 
+/*
+ * Prefix delegation's part of show limits, if the enid says: whether it
+ * is in effect and why not, the pods /28 prefixes would serve, and the
+ * kubelet's usual cap.  Returns whether it is in effect.
+ */
+static bool
+print_limits_prefixes(struct json_object *l)
+{
+	const char *mode, *hv;
+	char hyp[64];
+
+	if (optional(l, "prefix_delegation", json_type_string) == NULL)
+		return false;
+	mode = str(l, "prefix_delegation");
+	hv = str(l, "hypervisor");
+	if (flag(l, "bare_metal"))
+		snprintf(hyp, sizeof(hyp), "bare metal");
+	else
+		snprintf(hyp, sizeof(hyp), "hypervisor %s", hv[0] ? hv :
+		    "not known");
+	if (strcmp(mode, "on") == 0)
+		fprintf(out, "prefixes           on: /28s of 16 addresses "
+		    "(%s)\n", hyp);
+	else if (strcmp(mode, "unsupported") == 0)
+		fprintf(out, "prefixes           asked for, but the instance "
+		    "can't hold them:\n"
+		    "                   single addresses (%s)\n", hyp);
+	else
+		fprintf(out, "prefixes           %s; the instance %s (%s)\n",
+		    mode, flag(l, "prefixes_ok") ? "could hold them" :
+		    "can't hold them", hyp);
+	fprintf(out, "pods in prefixes   %lld (%lld ENIs x %lld prefixes x 16)",
+	    count(l, "max_pods_with_prefixes"), count(l, "pod_enis"),
+	    count(l, "pod_ips_per_eni"));
+	if (count(l, "prefix_capacity") < count(l, "max_pods_with_prefixes"))
+		fprintf(out, ";\n                   enid holds %lld of them",
+		    count(l, "prefix_capacity"));
+	fprintf(out, "\n");
+	fprintf(out, "kubelet max pods   %lld (%s)\n",
+	    count(l, "kubelet_max_pods"), str(l, "kubelet_max_pods_why"));
+	return strcmp(mode, "on") == 0;
+}
+
 static void
 print_limits(struct json_object *ans, const char *arg)
 {
 	struct json_object *l = field(ans, "limits", json_type_object);
 	char cfg[64];
+	bool on;
 
 	(void)arg;
 	fprintf(out, "instance type      %s\n", str(l, "instance_type"));
@@ -873,17 +1023,26 @@ print_limits(struct json_object *ans, const char *arg)
 	fprintf(out, "pod addresses      %lld (%lld ENIs x %lld)\n",
 	    count(l, "pod_capacity"), count(l, "pod_enis"),
 	    count(l, "pod_ips_per_eni"));
+	on = print_limits_prefixes(l);
 	if (count(l, "config_max_pods") != 0)
 		snprintf(cfg, sizeof(cfg), "pool.max_pods %lld",
 		    count(l, "config_max_pods"));
 	else
 		snprintf(cfg, sizeof(cfg), "pool.max_pods not set");
-	fprintf(out, "max pods           %lld (%s)\n", count(l, "max_pods"),
-	    cfg);
-	fprintf(out, "warm targets       warm_ip_target %lld, "
-	    "minimum_ip_target %lld, warm_eni_target %lld\n",
-	    count(l, "warm_ip_target"), count(l, "minimum_ip_target"),
-	    count(l, "warm_eni_target"));
+	fprintf(out, "max pods           %lld (%s%s)\n", count(l, "max_pods"),
+	    on ? "in prefixes; " : "", cfg);
+	if (on)
+		fprintf(out, "warm targets       warm_ip_target %lld, "
+		    "minimum_ip_target %lld,\n"
+		    "                   warm_prefix_target %lld "
+		    "(warm_eni_target unused)\n",
+		    count(l, "warm_ip_target"), count(l, "minimum_ip_target"),
+		    count(l, "warm_prefix_target"));
+	else
+		fprintf(out, "warm targets       warm_ip_target %lld, "
+		    "minimum_ip_target %lld, warm_eni_target %lld\n",
+		    count(l, "warm_ip_target"), count(l, "minimum_ip_target"),
+		    count(l, "warm_eni_target"));
 }
 
 static void

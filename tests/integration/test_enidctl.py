@@ -346,6 +346,26 @@ LIMITS = {"instance_type": "m5.large", "cloud_max_enis": 3,
           "primary_for_pods": True, "pod_enis": 3, "pod_capacity": 27,
           "max_pods": 20, "warm_ip_target": 0, "minimum_ip_target": 0,
           "warm_eni_target": 1}
+# Prefix delegation's fields (an older enid sends none: shown above).
+PFX = {"cidr": "10.0.0.16/28", "assigned": 3, "free": 13, "cooling": 0,
+       "other": 0, "frozen": False, "frozen_s": 0, "removing": False}
+ENI_PD = {**ENI_A, "prefixes": [
+    PFX, dict(PFX, cidr="10.0.0.32/28", assigned=1, free=14, cooling=1,
+              frozen=True, frozen_s=280),
+    dict(PFX, cidr="10.0.0.48/28", assigned=0, free=0, other=16,
+         frozen=True, frozen_s=12, removing=True)]}
+POOL_PD = dict(POOL, prefix_delegation="on", prefixes=3, prefixes_frozen=2,
+               prefixes_removing=1, prefix_inhibited=[
+                   {"subnet": "subnet-0a1b2c3d4e5f67890",
+                    "inhibited_s": 95},
+                   {"subnet": "subnet-1", "inhibited_s": 86400}])
+LIMITS_PD = dict(LIMITS, config_max_pods=0, max_pods=432,
+                 prefix_delegation="on", prefixes_ok=True,
+                 hypervisor="nitro", bare_metal=False,
+                 max_pods_with_prefixes=432, prefix_capacity=432,
+                 kubelet_max_pods=110,
+                 kubelet_max_pods_why="m5.large has fewer than 30 vCPUs",
+                 warm_prefix_target=1)
 CONFIG = {"config_path": "/etc/enid/enid.conf", "static_credentials": True,
           "config": {"user": "enid", "admin_group": "",
                      "cloud": {"region": "us-east-1",
@@ -411,6 +431,62 @@ CANNED = [
       "ENIs for pods      3 (the primary included)",
       "pod addresses      27 (3 ENIs x 9)",
       "max pods           20 (pool.max_pods 20)"]),
+    (("show", "pool"), {"op": "show", "what": "pool"}, {"pool": POOL_PD},
+     ["addresses    2 free, 3 assigned, 0 cooling, 0 other",
+      "prefixes     3 held (/28), 2 frozen, 1 being given back",
+      "no prefix    subnet-0a1b2c3d4e5f67890: single addresses there for "
+      "95 s",
+      "             subnet-1: single addresses there for 86400 s",
+      "growth       not blocked"]),
+    (("show", "pool"), {"op": "show", "what": "pool"},
+     {"pool": dict(POOL_PD, prefix_delegation="unsupported", prefixes=0,
+                   prefixes_frozen=0, prefixes_removing=0,
+                   prefix_inhibited=[])},
+     ["prefixes     asked for, but the instance cannot hold them: single "
+      "addresses", "growth       not blocked"]),
+    (("show", "enis"), {"op": "show", "what": "enis"},
+     {"enis": [ENI_PD, ENI_B]},
+     ["ENI                   STATE       DEV FREE USED COOL SUBNET",
+      "ENI                   PREFIX       FREE USED COOL OTHER NOTE",
+      "eni-0a1b2c3d4e5f67890 10.0.0.16/28   13    3    0     0 -",
+      "eni-0a1b2c3d4e5f67890 10.0.0.32/28   14    1    1     0 frozen 280s",
+      "eni-0a1b2c3d4e5f67890 10.0.0.48/28    0    0    0    16 frozen 12s, "
+      "giving back"]),
+    (("show", "subnets"), {"op": "show", "what": "subnets"},
+     {"subnets": [dict(SUBNET, prefix_inhibited_s=0),
+                  dict(SUBNET, id="subnet-1", prefix_inhibited_s=86400)]},
+     ["SUBNET                   AZ         CIDR        FREE PODS RESTING",
+      "subnet-1: refused a /28; single addresses there for 86400 s"]),
+    (("show", "limits"), {"op": "show", "what": "limits"},
+     {"limits": LIMITS_PD},
+     ["pod addresses      27 (3 ENIs x 9)",
+      "prefixes           on: /28s of 16 addresses (hypervisor nitro)",
+      "pods in prefixes   432 (3 ENIs x 9 prefixes x 16)",
+      "kubelet max pods   110 (m5.large has fewer than 30 vCPUs)",
+      "max pods           432 (in prefixes; pool.max_pods not set)",
+      "warm targets       warm_ip_target 0, minimum_ip_target 0,",
+      "                   warm_prefix_target 1 (warm_eni_target unused)"]),
+    (("show", "limits"), {"op": "show", "what": "limits"},
+     {"limits": dict(LIMITS_PD, instance_type="m4.large", max_pods=20,
+                     config_max_pods=20, prefix_delegation="unsupported",
+                     prefixes_ok=False, hypervisor="xen")},
+     ["prefixes           asked for, but the instance can't hold them:",
+      "                   single addresses (hypervisor xen)",
+      "max pods           20 (pool.max_pods 20)",
+      "warm targets       warm_ip_target 0, minimum_ip_target 0, "
+      "warm_eni_target 1"]),
+    (("show", "limits"), {"op": "show", "what": "limits"},
+     {"limits": dict(LIMITS_PD, instance_type="m5.metal", max_pods=735,
+                     prefix_delegation="off", hypervisor="",
+                     bare_metal=True, pod_enis=15, pod_ips_per_eni=49,
+                     max_pods_with_prefixes=11760, prefix_capacity=2048,
+                     kubelet_max_pods=250, kubelet_max_pods_why="m5.metal "
+                     "has 30 vCPUs or more")},
+     ["prefixes           off; the instance could hold them (bare metal)",
+      "pods in prefixes   11760 (15 ENIs x 49 prefixes x 16);",
+      "                   enid holds 2048 of them",
+      "kubelet max pods   250 (m5.metal has 30 vCPUs or more)",
+      "max pods           735 (pool.max_pods not set)"]),
     (("reconcile",), {"op": "reconcile"}, {"drifts_fixed": 1},
      ["reconciled: 1 drift fixed"]),
     (("drain", "eni-0fedcba9876543210"),
@@ -459,6 +535,15 @@ EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
     (("show", "config"), {**CONFIG, "config_path": EVIL,
                           "config": {EVIL: EVIL, "a": {"b": [EVIL]}}}),
     (("show", "limits"), {"limits": dict(LIMITS, instance_type=EVIL)}),
+    (("show", "limits"), {"limits": dict(LIMITS_PD, hypervisor=EVIL)}),
+    (("show", "limits"), {"limits": dict(LIMITS_PD,
+                                         kubelet_max_pods_why=EVIL)}),
+    (("show", "enis"), {"enis": [dict(ENI_PD, prefixes=[
+        dict(PFX, cidr=EVIL)])]}),
+    (("show", "pool"), {"pool": dict(POOL_PD, prefix_inhibited=[
+        {"subnet": EVIL, "inhibited_s": 3}])}),
+    (("show", "subnets"), {"subnets": [dict(SUBNET, id=EVIL,
+                                            prefix_inhibited_s=3)]}),
     (("show", "pool"), {"pool": dict(POOL, phase=EVIL, blocked=EVIL,
                                      last_failure=EVIL,
                                      last_failure_code=EVIL)}),
@@ -482,6 +567,27 @@ def test_table_strings_escaped(daemon, args, answer):
     (("show", "subnets"), {"subnets": [dict(SUBNET, available=-1)]},
      '"available" is negative'),
     (("show", "limits"), {"limits": {}}, '"instance_type" missing'),
+    (("show", "limits"), {"limits": dict(LIMITS_PD, hypervisor=None)},
+     '"hypervisor" missing or not a string'),
+    (("show", "limits"), {"limits": {k: v for k, v in LIMITS_PD.items()
+                                     if k != "kubelet_max_pods"}},
+     '"kubelet_max_pods" missing'),
+    (("show", "enis"), {"enis": [dict(ENI_A, prefixes={})]},
+     '"prefixes" missing or not a array'),
+    (("show", "enis"), {"enis": [dict(ENI_A, prefixes=[
+        {k: v for k, v in PFX.items() if k != "frozen"}])]},
+     '"frozen" missing or not a boolean'),
+    (("show", "enis"), {"enis": [dict(ENI_A, prefixes=[
+        dict(PFX, other=-1)])]}, '"other" is negative'),
+    (("show", "enis"), {"enis": [dict(ENI_A, prefixes=[3])]},
+     "prefix entry is not an object"),
+    (("show", "pool"), {"pool": dict(POOL_PD, prefixes="3")},
+     '"prefixes" missing or not a int'),
+    (("show", "pool"), {"pool": dict(POOL_PD, prefix_inhibited=[
+        {"subnet": "subnet-1"}])}, '"inhibited_s" missing'),
+    (("show", "subnets"), {"subnets": [dict(SUBNET,
+                                            prefix_inhibited_s=-5)]},
+     '"prefix_inhibited_s" is negative'),
     (("show", "config"), {"config": {}, "config_path": "/x"},
      '"static_credentials" missing or not a boolean'),
     (("reconcile",), {"drifts_fixed": "1"},
@@ -711,3 +817,154 @@ def test_silent_daemon_times_out(daemon):
     assert r.stderr.decode() == "enidctl: %s: no answer within 5 s\n" % \
         daemon.path
     assert 4.5 < took < 12, took
+
+
+# ---- prefix delegation, live: a node that holds prefixes, one that can't
+
+PD_M5 = ("--instance-type", "m5.large", "--eni-limit", "3", "--ip-limit", "10")
+PD_M4 = ("--instance-type", "m4.large", "--eni-limit", "2", "--ip-limit", "10")
+
+
+@pytest.fixture
+def pd_env(workdir, enid_user, helper_dir):
+    from poolenv import PoolEnv
+    envs = []
+
+    def make(sim_args, prefix_delegation=True, **pool):
+        env = PoolEnv(workdir, enid_user, helper_dir, sim_args=sim_args,
+                      prefix="ep%d%d" % (os.getpid() % 10000, next(_seq)),
+                      pool={"add_timeout_s": 10, "ip_cooldown_s": 0,
+                            "prefix_delegation": prefix_delegation, **pool},
+                      reconcile_interval_s=3600)
+        envs.append(env)
+        return env
+    yield make
+    for env in envs:
+        env.stop()
+
+
+def ctl_both(env, *args):
+    t, j = ctl(env, *args), ctl(env, "-j", *args)
+    assert t.returncode == 0 and j.returncode == 0, (args, t, j)
+    text = t.stdout.decode()
+    assert not [x for x in text.splitlines() if len(x) > 80], text
+    return text, json.loads(j.stdout)
+
+
+def test_live_prefixes_shown(pd_env):
+    """An m5.large with prefix delegation: show limits says what prefixes
+    allow, show enis lists each prefix with its addresses' use, as the
+    sim delegates them, show pool and status count them."""
+    env = pd_env(PD_M5, warm_prefix_target=1)
+    env.start()
+    for i in range(3):
+        a, _ = env.add("%064x" % (0xbeef00 + i))
+        assert a["ok"], a
+    settle(env)
+
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["prefix_delegation"], lim["prefixes_ok"], lim["hypervisor"],
+            lim["bare_metal"]) == ("on", True, "nitro", False), lim
+    # EC2's count: 3 ENIs x 9 prefix slots x 16; the kubelet's usual cap
+    # for a type under 30 vCPUs; single-address fields as they were.
+    assert (lim["max_pods_with_prefixes"], lim["prefix_capacity"],
+            lim["max_pods"], lim["kubelet_max_pods"], lim["pod_capacity"],
+            lim["pod_ips_per_eni"]) == (432, 432, 432, 110, 27, 9), lim
+    for want in ("prefixes           on: /28s of 16 addresses (hypervisor "
+                 "nitro)",
+                 "pods in prefixes   432 (3 ENIs x 9 prefixes x 16)",
+                 "kubelet max pods   110 (m5.large has fewer than 30 vCPUs)",
+                 "max pods           432 (in prefixes; pool.max_pods not "
+                 "set)"):
+        assert want in text.splitlines(), (want, text)
+
+    text, ans = ctl_both(env, "show", "enis")
+    sim = {e["id"]: set(e.get("prefixes") or []) for e in env.node_enis()}
+    rows = 0
+    for e in ans["enis"]:
+        assert {p["cidr"] for p in e["prefixes"]} == sim[e["id"]], (e, sim)
+        for p in e["prefixes"]:
+            mine = [a for a in e["addresses"] if a.get("prefix") == p["cidr"]]
+            assert len(mine) == 16, (p, e["addresses"])
+            by = {s: sum(a["state"] == s for a in mine)
+                  for s in ("free", "assigned", "cooling")}
+            assert (p["free"], p["assigned"], p["cooling"], p["other"]) == (
+                by["free"], by["assigned"], by["cooling"],
+                16 - sum(by.values())), (p, mine)
+            assert (p["frozen"], p["frozen_s"], p["removing"]) == \
+                (False, 0, False), p
+            assert re.search(r"^%s +%s +%d +%d +%d +%d -$" % (
+                e["id"], re.escape(p["cidr"]), p["free"], p["assigned"],
+                p["cooling"], p["other"]), text, re.M), text
+            rows += 1
+    held = sum(len(v) for v in sim.values())
+    # Three pods and a warm prefix's worth of free addresses: 2 prefixes.
+    assert rows == held == 2, (rows, sim)
+    assert sum(p["assigned"] for e in ans["enis"]
+               for p in e["prefixes"]) == 3
+
+    text, ans = ctl_both(env, "show", "pool")
+    p = ans["pool"]
+    assert (p["prefix_delegation"], p["prefixes"], p["prefixes_frozen"],
+            p["prefixes_removing"], p["prefix_inhibited"]) == \
+        ("on", held, 0, 0, []), p
+    line_ = "prefixes     %d held (/28), 0 frozen, 0 being given back" % held
+    assert line_ in text.splitlines(), text
+    assert line_ in ctl_both(env, "status")[0].splitlines()
+    _, ans = ctl_both(env, "show", "subnets")
+    assert all(s["prefix_inhibited_s"] == 0 for s in ans["subnets"]), ans
+
+
+def test_live_prefixes_unsupported(pd_env):
+    """prefix_delegation on an m4.large (Xen): single addresses, and each
+    view says why."""
+    env = pd_env(PD_M4)
+    env.start()
+    assert env.enid.wait_log("cannot hold prefixes; single addresses are "
+                             "used", 5), env.enid.text()
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["prefix_delegation"], lim["prefixes_ok"], lim["hypervisor"],
+            lim["max_pods"]) == ("unsupported", False, "xen", 18), lim
+    assert "                   single addresses (hypervisor xen)" in \
+        text.splitlines(), text
+    text, ans = ctl_both(env, "show", "pool")
+    assert (ans["pool"]["prefix_delegation"], ans["pool"]["prefixes"]) == \
+        ("unsupported", 0), ans
+    assert "prefixes     asked for, but the instance cannot hold them: " \
+        "single addresses" in text.splitlines(), text
+    text = ctl(env, "metrics").stdout.decode()
+    for mode, v in (("on", 0), ("off", 0), ("unsupported", 1)):
+        assert '\nenid_pool_prefix_delegation{mode="%s"} %d\n' % (mode, v) \
+            in text, text
+    assert "\nenid_pool_prefixes 0\n" in text
+
+
+def test_live_prefixes_off_on_bare_metal(pd_env):
+    """An m5.metal (bare metal: no hypervisor) without prefix delegation:
+    show limits says it could hold prefixes, counts what they would serve
+    and what enid holds of that, and the kubelet's cap for 30 vCPUs or
+    more."""
+    env = pd_env(("--instance-type", "m5.metal", "--eni-limit", "15",
+                  "--ip-limit", "50"), prefix_delegation=False)
+    env.start()
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["prefix_delegation"], lim["prefixes_ok"], lim["hypervisor"],
+            lim["bare_metal"]) == ("off", True, "", True), lim
+    # 15 x 49 x 16; the pool's tables: 2048 addresses in all.
+    assert (lim["max_pods_with_prefixes"], lim["prefix_capacity"],
+            lim["max_pods"], lim["pod_capacity"], lim["kubelet_max_pods"]) \
+        == (11760, 2048, 735, 735, 250), lim
+    for want in ("prefixes           off; the instance could hold them "
+                 "(bare metal)",
+                 "pods in prefixes   11760 (15 ENIs x 49 prefixes x 16);",
+                 "                   enid holds 2048 of them",
+                 "kubelet max pods   250 (m5.metal has 30 vCPUs or more)",
+                 "max pods           735 (pool.max_pods not set)"):
+        assert want in text.splitlines(), (want, text)
+    text, ans = ctl_both(env, "show", "pool")
+    assert (ans["pool"]["prefix_delegation"], ans["pool"]["prefixes"]) == \
+        ("off", 0), ans
+    assert not [x for x in text.splitlines() if x.startswith("prefixes")]

@@ -621,6 +621,73 @@ def test_quarantine_and_link_waits(make_env):
         sample(fams, "enid_enis_deleted_total") >= 1
 
 
+def test_prefix_freeze_and_fallback(make_env):
+    """Prefix delegation on an m5.large: a prefix's worth of surplus with
+    no prefix wholly free freezes one (a gauge, a counter, show enis);
+    then, the subnet fragmented, growth finds no /28 and falls back to
+    single addresses there (both reasons counted, the inhibit shown);
+    the prefixes held are the sim's."""
+    env = make_env(sim_args=("--instance-type", "m5.large", "--eni-limit",
+                             "3", "--ip-limit", "10"),
+                   pool={"add_timeout_s": 10, "ip_cooldown_s": 0,
+                         "prefix_delegation": True, "warm_prefix_target": 0,
+                         "warm_ip_target": 1, "shrink_delay_s": 0},
+                   reconcile_interval_s=3600)
+    env.start()
+    # 17 pods fill one prefix and start a second; 15 of the first go:
+    # a pod in each, 29 addresses more than needed, none wholly free.
+    for i in range(17):
+        a, _ = env.add("f%d" % i)
+        assert a["ok"], a
+    for i in range(15):
+        assert env.delete("f%d" % i)[0]["ok"]
+
+    def frozen():
+        f = metrics(env)
+        return sample(f, "enid_pool_prefixes_frozen") == 1 and f
+    fams = env.wait(frozen, 10, "a frozen prefix", step=0.2)
+    assert sample(fams, "enid_prefix_freezes_total") == 1
+    assert sample(fams, "enid_pool_prefixes") == 2
+    assert sample(fams, "enid_pool_prefix_delegation", mode="on") == 1
+    pfx = [p for e in env.show("enis") for p in e["prefixes"]]
+    assert [p["frozen"] for p in pfx].count(True) == 1, pfx
+    ice = [p for p in pfx if p["frozen"]][0]
+    # pool.prefix_freeze_s is 300: whole seconds left, rounded up.
+    assert 290 <= ice["frozen_s"] <= 300 and ice["assigned"] == 1, ice
+    assert env.show("pool")["prefixes_frozen"] == 1
+    for r in ("no-prefix", "singles"):
+        assert sample(fams, "enid_prefix_fallbacks_total", reason=r) == 0
+
+    # No aligned /28 left: the 33rd address must come singly.
+    sid = env.node["subnet_id"]
+    env.sim.control("POST", "/subnets/" + sid, {"fragment": True})
+    for i in range(17, 47):
+        a, _ = env.add("f%d" % i)
+        assert a["ok"], a
+
+    def fell_back():
+        f = metrics(env)
+        return sample(f, "enid_prefix_fallbacks_total",
+                      reason="singles") >= 1 and f
+    fams = env.wait(fell_back, 10, "a fallback to single addresses",
+                    step=0.2)
+    assert sample(fams, "enid_prefix_fallbacks_total",
+                  reason="no-prefix") >= 1
+    assert sample(fams, "enid_prefixes_refused_total") == 0
+    inh = env.show("pool")["prefix_inhibited"]
+    assert [x["subnet"] for x in inh] == [sid], inh
+    # prefix_backoff_s is 120.
+    assert 0 < inh[0]["inhibited_s"] <= 120, inh
+    sub = [s for s in env.show("subnets") if s["id"] == sid][0]
+    assert 0 < sub["prefix_inhibited_s"] <= 120, sub
+    singles = [a for e in env.show("enis") for a in e["addresses"]
+               if "prefix" not in a]
+    assert singles, env.show("enis")
+    held = sum(len(e.get("prefixes") or []) for e in env.node_enis())
+    assert sample(fams, "enid_pool_prefixes") == held == 2
+    check_dashboard(fams)
+
+
 def test_textfile_directory_missing_stops_start(start_enid, workdir,
                                                 enid_user):
     conf = write_config(workdir, enid_user,
