@@ -393,53 +393,19 @@ parse_or_bad(struct jref *r, struct json_object *req, struct ctl_request *cr)
 /*
  * The pods a kubelet is commonly held to, whatever the addresses allow:
  * Kubernetes' default of 110, or 250 on an instance of 30 vCPUs or more
- * (what EKS sets with prefix delegation).  enid is not told the vCPUs
- * (DescribeInstanceTypes' vCpuInfo is not carried), so they are taken
- * from the size in the type's name, as EC2 names nearly every type: an
- * xlarge has 4, an Nxlarge 4N, smaller sizes 2 or fewer; a metal type has
- * 30 or more but for a1 and mac ones.  A name of another form gets 110.
+ * (what EKS sets with prefix delegation), by DescribeInstanceTypes' count
+ * of the type's vCPUs.  Not told them, the default.
  */
 static uint32_t
-kubelet_pods_cap(const char *type, char *why, size_t whylen)
+kubelet_pods_cap(const char *type, uint32_t vcpus, char *why, size_t whylen)
 {
-	const char *size = strchr(type, '.');
-	size_t fam = size != NULL ? (size_t)(size - type) : 0, n;
-	unsigned long mult = 1;
-	char *end;
-
-	if (size == NULL || fam == 0) {
-		snprintf(why, whylen, "the default: no size in %s", type);
+	if (vcpus == 0) {
+		snprintf(why, whylen, "the default: the cloud did not give "
+		    "the vCPUs of %s", type);
 		return 110;
 	}
-	size++;
-	if (strcmp(size, "metal") == 0 || strncmp(size, "metal-", 6) == 0) {
-		if ((fam == 2 && strncmp(type, "a1", 2) == 0) ||
-		    strncmp(type, "mac", 3) == 0) {
-			snprintf(why, whylen, "%s has fewer than 30 vCPUs",
-			    type);
-			return 110;
-		}
-		snprintf(why, whylen, "%s has 30 vCPUs or more", type);
-		return 250;
-	}
-	n = strlen(size);
-	if (n < 6 || strcmp(size + n - 6, "xlarge") != 0) {
-		/* large and smaller: 2 vCPUs at most */
-		snprintf(why, whylen, "%s has fewer than 30 vCPUs", type);
-		return 110;
-	}
-	if (n > 6) {
-		errno = 0;
-		mult = strtoul(size, &end, 10);
-		if (errno != 0 || end != size + n - 6 || mult == 0 ||
-		    mult > 1000) {
-			snprintf(why, whylen, "the default: size %s not known",
-			    size);
-			return 110;
-		}
-	}
-	snprintf(why, whylen, "%s has about %lu vCPUs", type, 4 * mult);
-	return 4 * mult >= 30 ? 250 : 110;
+	snprintf(why, whylen, "%s has %u vCPUs (250 from 30)", type, vcpus);
+	return vcpus >= 30 ? 250 : 110;
 }
 
 bool
@@ -483,7 +449,7 @@ pool_limits(struct broker *b, struct pool_limits *l)
 	if (l->conf_max_pods != 0 && l->conf_max_pods < l->max_pods)
 		l->max_pods = l->conf_max_pods;
 	l->kubelet_max_pods = kubelet_pods_cap(b->instance.instance_type,
-	    l->kubelet_why, sizeof(l->kubelet_why));
+	    b->instance.vcpus, l->kubelet_why, sizeof(l->kubelet_why));
 	return true;
 }
 

@@ -191,7 +191,7 @@ struct pool_limits {
 	uint32_t		 max_pods_with_prefixes;
 	uint32_t		 prefix_capacity;
 	uint32_t		 kubelet_max_pods;
-	char			 kubelet_why[96];
+	char			 kubelet_why[MSG_ID_LEN + 64];
 };
 
 struct broker {

@@ -112,6 +112,7 @@ struct ec2_instance_type {
 	char		ipv4_per_eni[16];
 	char		hypervisor[MSG_HYPERVISOR_LEN];
 	char		bare_metal[8];
+	char		vcpus[16];	/* vCpuInfo/defaultVCpus */
 };
 
 struct ec2_subnet {

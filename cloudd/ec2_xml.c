@@ -447,6 +447,8 @@ on_text(struct parser *p, const char *path)
 			set(p, t->hypervisor, sizeof(t->hypervisor));
 		else if (is(rel, "bareMetal"))
 			set(p, t->bare_metal, sizeof(t->bare_metal));
+		else if (is(rel, "vCpuInfo/defaultVCpus"))
+			set(p, t->vcpus, sizeof(t->vcpus));
 		break;
 	case EC2_DESCRIBE_SUBNETS:
 		if ((rel = under(path, "subnetSet/item")) == NULL ||

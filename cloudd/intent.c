@@ -309,6 +309,13 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 	    !ec2_name_ok(t->hypervisor, sizeof(m->hypervisor)))
 		DI_FAIL("DescribeInstanceTypes: invalid hypervisor for %s",
 		    m->instance_type);
+	/* Told only for the kubelet's pod cap (enidctl show limits): not
+	 * told is 0, not a failure; told wrong is. */
+	if (t->vcpus[0] != '\0' &&
+	    (ec2_uint(t->vcpus, MSG_MAX_VCPUS, &m->vcpus) == -1 ||
+	    m->vcpus == 0))
+		DI_FAIL("DescribeInstanceTypes: invalid vCPU count for %s",
+		    m->instance_type);
 	msg_strlcpy(m->hypervisor, t->hypervisor, sizeof(m->hypervisor));
 	m->bare_metal = strcmp(t->bare_metal, "true") == 0;
 	m->prefixes_ok = m->bare_metal || strcmp(t->hypervisor, "nitro") == 0;

@@ -693,6 +693,8 @@ check_CLOUD_INSTANCE(const void *p)
 		return "unterminated string in instance";
 	if (m->bare_metal > 1 || m->prefixes_ok > 1)
 		return "instance flag not 0 or 1";
+	if (m->vcpus > MSG_MAX_VCPUS)
+		return "instance vCPUs out of range";
 	/* Only Nitro and bare metal hold prefixes (DescribeInstanceTypes). */
 	if (m->prefixes_ok != (m->bare_metal ||
 	    strcmp(m->hypervisor, "nitro") == 0))

@@ -28,7 +28,8 @@
 
 #include "maxima.h"
 
-#define MSG_PROTO_VERSION	2	/* 2: prefixes (EC2 prefix delegation) */
+#define MSG_PROTO_VERSION	3	/* 2: prefixes (EC2 prefix delegation),
+					 * 3: an instance's vCPUs */
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -57,6 +58,7 @@
 #define MSG_MAX_ENI_PREFIXES	MSG_MAX_ENI_ADDRS
 #define MSG_PREFIX_LEN		28	/* EC2 delegates /28 prefixes only */
 #define MSG_HYPERVISOR_LEN	16
+#define MSG_MAX_VCPUS		4096	/* EC2's most: 896 (u7in-32tb) */
 
 /* Who is at each end of a channel. */
 enum msg_peer {
@@ -288,6 +290,7 @@ struct msg_cloud_instance {
 	uint8_t		bare_metal;
 	uint8_t		prefixes_ok;	/* nitro or bare metal */
 	uint8_t		pad2[2];
+	uint32_t	vcpus;		/* its default vCPUs; 0: not told */
 };
 
 struct msg_cloud_describe_subnets {

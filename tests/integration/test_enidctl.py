@@ -874,7 +874,8 @@ def test_live_prefixes_shown(pd_env):
     for want in ("prefixes           on: /28s of 16 addresses (hypervisor "
                  "nitro)",
                  "pods in prefixes   432 (3 ENIs x 9 prefixes x 16)",
-                 "kubelet max pods   110 (m5.large has fewer than 30 vCPUs)",
+                 "kubelet max pods   110 (m5.large has 4 vCPUs (250 from "
+                 "30))",
                  "max pods           432 (in prefixes; pool.max_pods not "
                  "set)"):
         assert want in text.splitlines(), (want, text)
@@ -961,7 +962,8 @@ def test_live_prefixes_off_on_bare_metal(pd_env):
                  "(bare metal)",
                  "pods in prefixes   11760 (15 ENIs x 49 prefixes x 16);",
                  "                   enid holds 2048 of them",
-                 "kubelet max pods   250 (m5.metal has 30 vCPUs or more)",
+                 "kubelet max pods   250 (m5.metal has 96 vCPUs (250 from "
+                 "30))",
                  "max pods           735 (pool.max_pods not set)"):
         assert want in text.splitlines(), (want, text)
     text, ans = ctl_both(env, "show", "pool")

@@ -182,10 +182,13 @@ test_prefixes(void **state)
 	assert_int_equal(parse(EC2_DESCRIBE_INSTANCE_TYPES,
 	    "<DescribeInstanceTypesResponse><instanceTypeSet><item>"
 	    "<instanceType>m4.large</instanceType><hypervisor>xen</hypervisor>"
-	    "<bareMetal>false</bareMetal></item><item><instanceType>"
+	    "<bareMetal>false</bareMetal><vCpuInfo><defaultVCpus>2"
+	    "</defaultVCpus></vCpuInfo></item><item><instanceType>"
 	    "m5.metal</instanceType><bareMetal>true</bareMetal></item>"
 	    "</instanceTypeSet></DescribeInstanceTypesResponse>", &a, err), 0);
 	assert_int_equal(a.nitems, 2);
+	assert_string_equal(a.list.types[0].vcpus, "2");
+	assert_string_equal(a.list.types[1].vcpus, "");
 	assert_string_equal(a.list.types[0].hypervisor, "xen");
 	assert_string_equal(a.list.types[0].bare_metal, "false");
 	assert_string_equal(a.list.types[1].hypervisor, "");

@@ -428,6 +428,8 @@ static const struct spoil spoils[] = {
 	    prefixes_ok, 2, "instance flag not 0 or 1"),
 	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
 	    bare_metal, 7, "instance flag not 0 or 1"),
+	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    vcpus, MSG_MAX_VCPUS + 1, "instance vCPUs out of range"),
 	SPOIL_FILL(MSG_CLOUD_ASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
 	    eni_id, "unterminated eni id"),
 	SPOIL_U32(MSG_CLOUD_ASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
