@@ -116,6 +116,7 @@ op_add(struct broker *b, struct jref *ref, struct json_object *req)
 		cni_request_free(&r);
 		return;
 	}
+	b->engine.last_add_ms = now_ms();
 	if (b->engine.phase == PHASE_RUNNING && b->engine.nwaiters == 0 &&
 	    (e = pods_pick_eni(b)) != NULL)
 		pod_take(b, ref, r.container_id, r.ifname, r.k8s_namespace,

@@ -34,6 +34,13 @@
 #define ENGINE_REMOVE_MAX_TRIES	60	/* then left to the leak collector */
 #define ENGINE_GROW_BACKOFF_MIN_MS 1000	/* after a failed growth step */
 #define ENGINE_GROW_BACKOFF_MAX_MS 60000
+/* A burst of ADDs is read over several loop turns, and an ENI takes one
+ * address operation at a time: growth waits until no ADD came for
+ * GATHER_MS, GATHER_MAX_MS at most, so that one call asks for the whole
+ * burst rather than a first call for its first ADDs and a second, after
+ * it, for the rest.  A cloud call takes tens to hundreds of ms. */
+#define ENGINE_GATHER_MS	5
+#define ENGINE_GATHER_MAX_MS	20
 #define ENGINE_MAX_NETD_INFLIGHT 512	/* pod rule requests at once */
 /* Of those, the ones no runtime waits for (a restored pod's rules made
  * sure of, a reconcile's repair): few at once, so that an ADD or a DEL
@@ -313,6 +320,8 @@ struct engine {
 	bool			 surplus_held;	/* said it can't shrink */
 	uint64_t		 grow_backoff_until;
 	uint32_t		 grow_backoff_ms;
+	uint64_t		 last_add_ms;	/* an ADD came (cni.c) */
+	uint64_t		 gather_since;	/* growth held since, or 0 */
 	enum pool_block		 blocked;
 	char			 last_failure[MSG_ERR_LEN];
 	char			 last_failure_code[32];

@@ -2368,6 +2368,35 @@ arm_next(struct broker *b, uint64_t at, uint64_t now)
 		loop_timer_at(&b->loop, &en->plan_timer, at);
 }
 
+/* Does the plan grow while a burst of ADDs is still being read?  Then
+ * its actions wait (ENGINE_GATHER_MS); *until says how long. */
+static bool
+engine_gathering(struct engine *en, const struct pool_plan *pl,
+    uint64_t now, uint64_t *until)
+{
+	uint64_t quiet, most;
+	size_t i;
+
+	for (i = 0; i < pl->nactions; i++)
+		if (pl->actions[i].type == ACT_ASSIGN ||
+		    pl->actions[i].type == ACT_CREATE_ENI)
+			break;
+	quiet = en->last_add_ms + ENGINE_GATHER_MS;
+	if (i == pl->nactions || en->last_add_ms == 0 || now >= quiet) {
+		en->gather_since = 0;
+		return false;
+	}
+	if (en->gather_since == 0)
+		en->gather_since = now;
+	most = en->gather_since + ENGINE_GATHER_MAX_MS;
+	if (now >= most) {
+		en->gather_since = 0;
+		return false;
+	}
+	*until = quiet < most ? quiet : most;
+	return true;
+}
+
 static void
 engine_plan_cb(struct loop *l, struct loop_defer *d)
 {
@@ -2378,7 +2407,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 	static uint64_t frees[POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS];
 	uint32_t nfrees;
 	struct eni *map[POOL_MAX_ENIS];
-	uint64_t now = now_ms(), next;
+	uint64_t now = now_ms(), next, until;
 	uint32_t i;
 
 	(void)l;
@@ -2448,6 +2477,11 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 		case BLOCK_NONE:
 			break;
 		}
+	}
+	if (engine_gathering(en, &pl, now, &until)) {
+		arm_next(b, until, now);
+		arm_next(b, next, now);
+		return;
 	}
 	if (pl.fallback)
 		en->stats.pfx_singles++;

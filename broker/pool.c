@@ -304,11 +304,16 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	/* Room on ENIs on their way (created, attaching, being set up) is
 	 * coming: an assign fills it once they are ready.  A deficit that
 	 * fits there waits for them, rather than start another ENI for each
-	 * address the pool falls short while the cloud is slow (issue 27). */
+	 * address the pool falls short while the cloud is slow (issue 27).
+	 * So is room on a ready ENI busy with an operation: an assign there
+	 * once it is answered takes one call, where a new ENI takes three
+	 * and its link (a burst of ADDs read over several loop turns). */
 	for (i = 0; i < f->nenis && remaining > 0; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
 
-		if (!eni_state_arriving(e->state) || !e->usable)
+		if (!e->usable || (!eni_state_arriving(e->state) &&
+		    !(e->state == ENI_READY && e->busy &&
+		    subnet_open(f, e->subnet, now))))
 			continue;
 		if (subnet_prefixes(p, f, e->subnet, now))
 			remaining = covered(remaining, eni_prefix_room(e),

@@ -568,6 +568,65 @@ test_no_overgrowth_while_slow(void **state)
 	expect_action(&pl, 0, ACT_RELEASE_ENI, e, 0);
 }
 
+/* A burst read over several loop turns: the ENI that is assigning for the
+ * first ADDs has room for the rest, which wait for its answer and an
+ * assign there, not for a new ENI (three calls and a link). */
+static void
+test_busy_eni_room_is_coming(void **state)
+{
+	struct pool_params p = params(0, 0, 1, 110);
+	struct pool_facts f = facts(16, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	p.prefixes = true;
+	p.warm_prefix_target = 1;
+	p.max_enis = 3;
+	f.enis[0].nprefixes = 1;
+	f.enis[0].prefix_addrs = 16;
+	f.enis[0].prefix[0].used = 16;
+	/* 16 held, one /28 on its way, 80 waiting: 4 more fit on it */
+	f.enis[0].busy = true;
+	f.enis[0].prefixes_adding = 1;
+	f.enis[0].adding = 16;
+	f.enis[0].prefix_addrs += 16;
+	f.waiters = 80;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	/* answered: the rest on it, in one assign */
+	f.enis[0].busy = false;
+	f.enis[0].prefixes_adding = 0;
+	f.enis[0].adding = 0;
+	f.enis[0].nprefixes = 2;
+	f.enis[0].free = 16;
+	f.enis[0].prefix[1].free = 16;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_ASSIGN, 0, 4);
+	assert_true(pl.actions[0].prefixes);
+	/* more than its room: a new ENI for the rest only */
+	f.enis[0].busy = true;
+	f.enis[0].free = 0;
+	f.enis[0].prefix[1].free = 0;
+	f.waiters = 200;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	assert_int_equal(pl.actions[0].type, ACT_CREATE_ENI);
+	assert_true(pl.actions[0].prefixes);
+	assert_int_equal(pl.actions[0].count, 6);
+
+	/* single addresses alike */
+	p = params(5, 0, 0, 0);
+	f = facts(2, 0, 0);
+	f.enis[0].busy = true;
+	f.enis[0].adding = 2;
+	f.waiters = 6;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+}
+
 static void
 test_no_shrink_while_growing_or_waiting(void **state)
 {
@@ -742,6 +801,7 @@ main(void)
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
 		cmocka_unit_test(test_wake),
 		cmocka_unit_test(test_no_overgrowth_while_slow),
+		cmocka_unit_test(test_busy_eni_room_is_coming),
 		cmocka_unit_test(test_randomized),
 	};
 
