@@ -2159,6 +2159,8 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		    en->subnets[i].known;
 		f->subnets[i].available = en->subnets[i].available;
 		f->subnets[i].inhibited_until = en->subnets[i].inhibited_until;
+		f->subnets[i].prefix_inhibited_until =
+		    en->subnets[i].prefix_inhibited_until;
 	}
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &en->enis[i];
