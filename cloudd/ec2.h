@@ -193,8 +193,9 @@ int	ec2_prefix_parse(const char *s, uint32_t *out);
 /*
  * Convert a parsed ENI into its message form, checking every field.
  * Returns 0, or -1 with err naming the bad field.  A prefix that is not
- * an aligned /MSG_PREFIX_LEN is not passed on but counted (it still takes
- * a slot of the ENI); bad, if not NULL, names the first.
+ * an aligned /MSG_PREFIX_LEN, is named twice or holds an address of the
+ * ENI's own is not passed on but counted (it still takes a slot of the
+ * ENI); bad, if not NULL, names the first.
  */
 int	ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
 	    char *err, size_t errlen, char *bad, size_t badlen);

@@ -163,6 +163,25 @@ ec2_prefix_parse(const char *s, uint32_t *out)
 	return 0;
 }
 
+/* May prefix p (aligned, network order) join m's: named once, and
+ * holding no address of the ENI's own?  The broker takes a message that
+ * breaks either for a broken helper's, and stops. */
+static bool
+eni_prefix_fits(const struct msg_cloud_eni *m, uint32_t p)
+{
+	uint32_t mask = prefix_mask(MSG_PREFIX_LEN), i;
+
+	if ((m->primary_ip & mask) == p)
+		return false;
+	for (i = 0; i < m->naddrs; i++)
+		if ((m->addrs[i] & mask) == p)
+			return false;
+	for (i = 0; i < m->nprefixes; i++)
+		if (m->prefixes[i] == p)
+			return false;
+	return true;
+}
+
 int
 ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
     size_t errlen, char *bad, size_t badlen)
@@ -221,7 +240,12 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 	for (i = 0; i < e->nprefixes; i++) {
 		uint32_t a;
 
-		if (ec2_prefix_parse(e->prefixes[i], &a) == -1) {
+		if (m->naddrs + m->nprefixes + m->nbad_prefixes ==
+		    MSG_MAX_ENI_ADDRS)
+			BAD("%s: more addresses and prefixes than an ENI holds",
+			    e->id);
+		if (ec2_prefix_parse(e->prefixes[i], &a) == -1 ||
+		    !eni_prefix_fits(m, a)) {
 			/* The cloud's to answer for; the ENI's other
 			 * prefixes and addresses are still good. */
 			if (m->nbad_prefixes++ == 0 && bad != NULL)

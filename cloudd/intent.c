@@ -421,15 +421,17 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
-/* Prefixes of an ENI that are not aligned /28s: the cloud's error, said;
- * the ENI's other prefixes and addresses go on. */
+/* Prefixes of an ENI that are not aligned /28s, or not the ENI's to hold
+ * (ec2_eni_to_msg): the cloud's error, said; the ENI's other prefixes and
+ * addresses go on. */
 static void
 eni_bad_prefixes(const struct msg_cloud_eni *m, char *bad)
 {
 	ec2_sanitize(bad);		/* the cloud's text, in a log line */
 	if (m->nbad_prefixes > 0)
-		log_warnx("%s: %u prefix%s not an aligned /%d (\"%s\"%s) "
-		    "left out", m->eni_id, m->nbad_prefixes,
+		log_warnx("%s: %u prefix%s left out, not an aligned /%d, "
+		    "named twice or over an address of the ENI's (\"%s\"%s)",
+		    m->eni_id, m->nbad_prefixes,
 		    m->nbad_prefixes == 1 ? "" : "es", MSG_PREFIX_LEN, bad,
 		    m->nbad_prefixes == 1 ? "" : " first");
 }

@@ -14,11 +14,17 @@ times (default: always), in the first matching rule's "mode":
 
   assign        AssignPrivateIpAddresses: "replace": [IP, ...] the
                 addresses named; "add": [IP, ...] more of them
-  create        CreateNetworkInterface: "mac", "primary_ip", "add": [IP...]
+  assign-prefixes
+                AssignPrivateIpAddresses of prefixes: "replace": [CIDR...]
+                the prefixes named; "add": [CIDR, ...] more of them
+  create        CreateNetworkInterface: "mac", "primary_ip", "add": [IP...],
+                "add_prefixes": [CIDR, ...], "replace_prefixes": [CIDR...]
   describe      DescribeNetworkInterfaces, per ENI that "match"es
                 ({"id": ID} | {"device_index": N} | {"secondary": true}):
-                "mac", "add": [IP, ...], "rename": true (a new made-up id
-                in every answer)
+                "mac", "add": [IP, ...], "add_prefixes" and
+                "replace_prefixes": [CIDR, ...] (any text: a prefix need
+                not be one), "rename": true (a new made-up id in every
+                answer)
   subnets       DescribeSubnets, per subnet ("match": {"id": ID} or
                 every one): "cidr" the CIDR block it is described with
   pages         Describe*: every page ends with a new nextToken; pages
@@ -125,6 +131,12 @@ def add_items(addr_set, ips, with_primary):
             ET.SubElement(it, q("primary")).text = "false"
 
 
+def add_prefix_items(prefix_set, prefixes):
+    for p in prefixes:
+        it = ET.SubElement(prefix_set, q("item"))
+        ET.SubElement(it, q("ipv4Prefix")).text = p
+
+
 def eni_matches(eni, match):
     if not match:
         return True
@@ -160,6 +172,17 @@ def rewrite(rule, action, body, rules):
             add_items(s, rule["replace"], False)
         add_items(s, rule.get("add", []), False)
         what["now"] = [x.text for x in s.iter(q("privateIpAddress"))]
+    elif mode == "assign-prefixes":
+        s = root.find(q("assignedIpv4PrefixSet"))
+        if s is None:
+            return None
+        what["was"] = [x.text for x in s.iter(q("ipv4Prefix"))]
+        if "replace" in rule:
+            for it in list(s):
+                s.remove(it)
+            add_prefix_items(s, rule["replace"])
+        add_prefix_items(s, rule.get("add", []))
+        what["now"] = [x.text for x in s.iter(q("ipv4Prefix"))]
     elif mode == "create":
         eni = root.find(q("networkInterface"))
         if eni is None:
@@ -235,6 +258,17 @@ def change_eni(eni, rule, what):
             s = ET.SubElement(eni, q("privateIpAddressesSet"))
         add_items(s, rule["add"], True)
         what["added"] = rule["add"]
+    if "replace_prefixes" in rule or rule.get("add_prefixes"):
+        s = eni.find(q("ipv4PrefixSet"))
+        if s is None:
+            s = ET.SubElement(eni, q("ipv4PrefixSet"))
+        what["prefixes_were"] = [x.text for x in s.iter(q("ipv4Prefix"))]
+        if "replace_prefixes" in rule:
+            for it in list(s):
+                s.remove(it)
+            add_prefix_items(s, rule["replace_prefixes"])
+        add_prefix_items(s, rule.get("add_prefixes", []))
+        what["prefixes"] = [x.text for x in s.iter(q("ipv4Prefix"))]
 
 
 def raw_mode(rule, action, body):

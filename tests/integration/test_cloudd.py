@@ -1187,5 +1187,6 @@ def test_prefix_answers_that_lie(sim):
             if d is not None:
                 d.close()
     log = d.stderr()
-    assert '1 prefix not an aligned /28 ("x?security: forged")' in log, log
+    assert '1 prefix left out, not an aligned /28, named twice or over ' \
+        'an address of the ENI\'s ("x?security: forged")' in log, log
     assert "\nsecurity: forged" not in log, log

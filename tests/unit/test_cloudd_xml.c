@@ -203,6 +203,75 @@ test_prefixes(void **state)
 	    -1);
 }
 
+/* An ENI listing with the prefixes xml (an ipv4PrefixSet's items) after
+ * eni_item's: parsed into a, converted into m.  ec2_eni_to_msg's result. */
+static int
+eni_with_prefixes(const char *xml, struct ec2_answer *a,
+    struct msg_cloud_eni *m, char *bad)
+{
+	char err[256], *doc;
+	size_t n = strlen(eni_item) - strlen("</item>"), len;
+	int rc;
+
+	len = sizeof(eni_item) + strlen(xml) + 512;
+	doc = malloc(len);
+	assert_non_null(doc);
+	snprintf(doc, len, "<DescribeNetworkInterfacesResponse" NS
+	    "><networkInterfaceSet>%.*s<ipv4PrefixSet>%s</ipv4PrefixSet>"
+	    "</item></networkInterfaceSet></DescribeNetworkInterfacesResponse>",
+	    (int)n, eni_item, xml);
+	assert_int_equal(parse(EC2_DESCRIBE_ENIS, doc, a, err), 0);
+	free(doc);
+	rc = ec2_eni_to_msg(&a->list.enis[0], m, err, sizeof(err), bad,
+	    EC2_CIDR_LEN);
+	ec2_answer_free(a);
+	return rc;
+}
+
+/* Prefixes the broker would take for a broken helper's message (and stop)
+ * are left out and counted as the misaligned are: one named twice, one
+ * over an address of the ENI's own (its primary 10.0.0.5, its secondary
+ * 10.0.0.6 and 10.0.0.7); and an ENI with more addresses and prefixes
+ * than one holds is refused whole. */
+static void
+test_prefixes_not_the_enis(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char bad[EC2_CIDR_LEN], *xml;
+	size_t i, len = 64 * 64;
+
+	(void)state;
+	assert_int_equal(eni_with_prefixes(
+	    "<item><ipv4Prefix>10.0.4.16/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.0.0/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.4.32/28</ipv4Prefix></item>"
+	    "<item><ipv4Prefix>10.0.4.16/28</ipv4Prefix></item>",
+	    &a, &m, bad), 0);
+	assert_int_equal(m.nprefixes, 2);
+	assert_int_equal(m.prefixes[0], htonl(0x0a000410));
+	assert_int_equal(m.prefixes[1], htonl(0x0a000420));
+	assert_int_equal(m.nbad_prefixes, 2);
+	assert_string_equal(bad, "10.0.0.0/28");
+	assert_int_equal(m.naddrs, 2);
+
+	/* two secondary addresses and 62 prefixes: as many as an ENI
+	 * holds; one more is more than any ENI holds */
+	xml = malloc(len);
+	assert_non_null(xml);
+	xml[0] = '\0';
+	for (i = 0; i < 62; i++)
+		snprintf(xml + strlen(xml), len - strlen(xml), "<item>"
+		    "<ipv4Prefix>10.0.%zu.%zu/28</ipv4Prefix></item>",
+		    8 + i / 16, i % 16 * 16);
+	assert_int_equal(eni_with_prefixes(xml, &a, &m, bad), 0);
+	assert_int_equal(m.nprefixes, 62);
+	snprintf(xml + strlen(xml), len - strlen(xml), "<item><ipv4Prefix>"
+	    "10.0.4.16/27</ipv4Prefix></item>");
+	assert_int_equal(eni_with_prefixes(xml, &a, &m, bad), -1);
+	free(xml);
+}
+
 static void
 test_eni_checks(void **state)
 {
@@ -1259,6 +1328,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_describe_enis),
 		cmocka_unit_test(test_prefixes),
+		cmocka_unit_test(test_prefixes_not_the_enis),
 		cmocka_unit_test(test_eni_checks),
 		cmocka_unit_test(test_create_attach_assign_return),
 		cmocka_unit_test(test_instances_types_subnets),
