@@ -404,6 +404,9 @@ int	eni_pick_addr(const struct eni *e, uint64_t now);
  * many were taken. */
 uint32_t eni_take_prefixes(struct eni *e, const uint32_t *prefixes,
 	    uint32_t n, enum addr_state st, const char *what);
+/* Take back, as st, the addresses of e's prefix base that are not in
+ * the pool and that a lost pod no longer holds: how many. */
+uint32_t eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st);
 /* Forget e's prefix k and its addresses (their pods are lost). */
 void	eni_drop_prefix(struct eni *e, uint32_t k, const char *why);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,

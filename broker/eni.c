@@ -431,6 +431,41 @@ prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
 			return false;
 		}
 	}
+	/* EC2 delegates none over an address in use or reserved: a prefix
+	 * that covers one is not what the cloud says it is. */
+	for (i = 0; i < POOL_PREFIX_ADDRS; i++) {
+		uint32_t ip = htonl(ntohl(base) + i);
+		uint32_t h = ntohl(ip), first = ntohl(s->cidr);
+		uint32_t bcast = first | (0xffffffffu >> s->prefix);
+		uint32_t k;
+
+		if (h - first < 4 || h == bcast) {
+			snprintf(why, whylen, "over a reserved address of "
+			    "subnet %s", s->id);
+			return false;
+		}
+		if (ip == e->primary_ip || ip == b->instance.primary_ip) {
+			snprintf(why, whylen, "over the primary address of "
+			    "%s", ip == e->primary_ip ? "the ENI" : "the node");
+			return false;
+		}
+		if (eni_addr_index(e, ip) >= 0 &&
+		    e->addrs[eni_addr_index(e, ip)].block == 0) {
+			snprintf(why, whylen, "over a single address of the "
+			    "ENI's own");
+			return false;
+		}
+		for (k = 0; k < POOL_MAX_ENIS; k++) {
+			const struct eni *o = &b->engine.enis[k];
+
+			if (o->used && o != e && (o->primary_ip == ip ||
+			    eni_addr_index(o, ip) >= 0)) {
+				snprintf(why, whylen, "over an address of %s",
+				    eni_name(o));
+				return false;
+			}
+		}
+	}
 	return true;
 }
 
@@ -520,6 +555,30 @@ eni_take_prefixes(struct eni *e, const uint32_t *prefixes, uint32_t n,
 		taken++;
 	}
 	return taken;
+}
+
+uint32_t
+eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st)
+{
+	char why[128], s[IP4_STR_LEN];
+	uint32_t h = ntohl(base), j, n = 0, ip;
+
+	for (j = 0; j < POOL_PREFIX_ADDRS; j++) {
+		ip = htonl(h + j);
+		/* Quietly: what the checks refuse was logged when the
+		 * prefix came, and they refuse it still. */
+		if (eni_addr_index(e, ip) >= 0 ||
+		    pod_with_ip(e->b, ip, true, NULL) != NULL ||
+		    !eni_addr_acceptable(e->b, e, ip, why, sizeof(why)))
+			continue;
+		if (eni_take_addr(e, ip, base, st, "reconcile")) {
+			ip4_format(ip, s);
+			log_info("%s: %s: back in the pool, no pod holding it "
+			    "any more", eni_name(e), s);
+			n++;
+		}
+	}
+	return n;
 }
 
 /* Forget e's prefix k and its addresses; a pod on one is lost. */
@@ -1459,8 +1518,14 @@ eni_attach(struct eni *e)
 		return;
 	}
 	e->device_index = dev;
-	eni_set_state(e, ENI_ATTACHING, "created in %s with %u addresses; "
-	    "attaching as device %d", e->subnet_id, e->naddrs, dev);
+	if (e->nprefixes > 0)
+		eni_set_state(e, ENI_ATTACHING, "created in %s with %u "
+		    "prefixes (%u addresses); attaching as device %d",
+		    e->subnet_id, e->nprefixes, e->naddrs, dev);
+	else
+		eni_set_state(e, ENI_ATTACHING, "created in %s with %u "
+		    "addresses; attaching as device %d", e->subnet_id,
+		    e->naddrs, dev);
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
@@ -1579,8 +1644,13 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		if (ce.nprefixes < e->assigning)
 			log_warnx("%s: created with %u of the %u prefixes asked "
 			    "for", e->id, ce.nprefixes, e->assigning);
-		eni_take_prefixes(e, ce.prefixes, ce.nprefixes, ADDR_PENDING,
-		    "created");
+		/* One refused, or left out by cloudd: what the cloud holds
+		 * is learnt now, not at the next interval. */
+		if (eni_take_prefixes(e, ce.prefixes, ce.nprefixes,
+		    ADDR_PENDING, "created") < ce.nprefixes ||
+		    ce.nbad_prefixes > 0)
+			reconcile_now(b, "a created ENI's prefixes were not "
+			    "all taken");
 	}
 	e->assigning = 0;
 	e->assigning_prefixes = false;

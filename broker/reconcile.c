@@ -448,6 +448,13 @@ recon_prefixes(struct reconcile_run *r, struct eni *e,
 					addr_set(e, j, ADDR_COOLING);
 					engine_kick(b);
 				}
+			/* An address of it left out while a lost pod still
+			 * had it comes back once that pod is gone. */
+			if (eni_prefix_retake(e, base,
+			    e->state == ENI_READY ||
+			    eni_state_draining(e->state) ? ADDR_FREE :
+			    ADDR_PENDING) > 0)
+				engine_kick(b);
 			continue;
 		}
 		if (k != NULL && !known_prefix(k, base))

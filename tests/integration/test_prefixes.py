@@ -686,8 +686,6 @@ def test_reconcile_prefixes_behind_enids_back(make_env):
     assert all_pool_prefixes(env) == all_node_prefixes(env) >= {p1, q}
 
 
-@pytest.mark.xfail(strict=True, reason="engine: an address of a prefix "
-                   "left out for a lost pod never comes back into the pool")
 def test_lost_pods_address_comes_back_to_its_prefix(make_env):
     """A prefix is unassigned behind enid's back (its pod is lost) and
     then delegated again: its address that the lost pod still has is
