@@ -6,6 +6,8 @@
  * the invariants after each step: no ENI holding or cooling a pod's
  * address is released, the ENI limit is never passed, a shrink is never
  * undone by the next plan, and a plan that is not blocked covers the need.
+ * With prefix delegation: growth in /28s and its fallback to single
+ * addresses, slots shared by both, what is given back and what frozen.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -643,6 +645,582 @@ test_no_shrink_while_growing_or_waiting(void **state)
 	assert_false(pl.surplus);
 }
 
+/* ---- prefixes: the pool's unit a /28 or a single address ---- */
+
+/* Prefix delegation on, warm_ip_target and warm_prefix_target as given. */
+static struct pool_params
+pparams(uint32_t warm_ip, uint32_t warm_prefix)
+{
+	struct pool_params p = params(warm_ip, 0, 0, 0);
+
+	p.prefixes = true;
+	p.warm_prefix_target = warm_prefix;
+	p.freeze_ms = 300000;
+	return p;
+}
+
+/* Give e a prefix, used of its addresses held by pods and free_ ready. */
+static uint32_t
+give_prefix(struct pool_eni_view *e, uint32_t used, uint32_t free_)
+{
+	struct pool_prefix_view *px = &e->prefix[e->nprefixes];
+
+	assert_true(e->nprefixes < POOL_MAX_PREFIXES);
+	assert_true(used + free_ <= POOL_PREFIX_ADDRS);
+	px->used = used;
+	px->free = free_;
+	e->assigned += used;
+	e->free += free_;
+	e->prefix_addrs += used + free_;
+	return e->nprefixes++;
+}
+
+static void
+expect_blocks(const struct pool_plan *pl, size_t i, enum pool_act type,
+    uint32_t eni, uint32_t count, bool prefixes)
+{
+	expect_action(pl, i, type, eni, count);
+	assert_int_equal(pl->actions[i].prefixes, prefixes);
+}
+
+/*
+ * Growth in prefixes: as many as the deficit's sixteenths rounded up, on
+ * the fullest ready ENI as far as its slots and the prefix table go, the
+ * rest on new ENIs; the warm target the larger of the two; the need
+ * capped at what the pool may hold.
+ */
+static void
+test_prefix_growth(void **state)
+{
+	struct pool_params p = pparams(0, 1);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, POOL_PREFIX_ADDRS);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 1, true);
+	assert_false(pl.fallback);
+	/* warm: the larger of warm_ip_target and the prefixes' worth */
+	p = pparams(5, 1);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 16);
+	p = pparams(20, 1);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 20);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 2, true);
+	/* warm_eni_target means nothing with prefixes */
+	p = pparams(0, 0);
+	p.warm_eni_target = 2;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 0);
+	assert_int_equal(pl.nactions, 0);
+	/* 40 waiting: 3 prefixes, 48 addresses */
+	f.waiters = 40;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 3, true);
+
+	/* 7 slots of 9 taken by single addresses: 2 prefixes there, the
+	 * rest (68 addresses, 5 prefixes) on a new ENI */
+	f = facts(7, 0, 0);
+	f.waiters = 100;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 107);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 2, true);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 5, true);
+	assert_int_equal(pl.actions[1].subnet, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+
+	/* 29 slots an ENI: no more than POOL_MAX_PREFIXES prefixes on one,
+	 * the new ENI's count as many as the deficit needs */
+	f = facts(0, 0, 0);
+	f.enis[0].capacity = 29;
+	f.waiters = 400;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, POOL_MAX_PREFIXES, true);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0,
+	    (400 - POOL_MAX_ENI_ADDRS + 15) / 16, true);
+
+	/* the need never passes what the pool may hold */
+	f = facts(0, 0, 0);
+	f.waiters = POOL_MAX_HELD + 500;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, POOL_MAX_HELD);
+}
+
+/*
+ * Ready ENIs without room: a new ENI comes with prefixes, in the subnet
+ * with the most free addresses that has room for one of them.
+ */
+static void
+test_prefix_new_eni(void **state)
+{
+	struct pool_params p = pparams(0, 1);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t k;
+
+	(void)state;
+	for (k = 0; k < CAP; k++)
+		give_prefix(&f.enis[0], POOL_PREFIX_ADDRS, 0);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, CAP * 16 + 16);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 1, true);
+	assert_int_equal(pl.actions[0].subnet, 0);
+	/* 10 left in the larger subnet is no room for a prefix: the other */
+	f.subnets[0].available = 10;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 1, true);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	/* a subnet with 40 left gives 2 prefixes (and the ENI's own
+	 * address), not the 3 the deficit asks */
+	f.subnets[0].available = 40;
+	f.subnets[1].configured = false;
+	f.waiters = 48;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 2, true);
+	/* its last 6 (7, less the next ENI's own) as single addresses: no
+	 * fallback, the subnet never refused a prefix */
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 6, false);
+	assert_false(pl.fallback);
+}
+
+/*
+ * A subnet that refused a /28 lately: growth takes prefixes in another
+ * subnet first, on a ready ENI there or a new one, and single addresses in
+ * this one only when no prefix is to be had; that fallback is counted, is
+ * no growth backoff and no full subnet, and ends with the inhibit.
+ */
+static void
+test_prefix_fallback_order(void **state)
+{
+	struct pool_params p = pparams(0, 1);
+	struct pool_facts f = facts(2, 0, 0);	/* primary in A */
+	struct pool_plan pl;
+	uint32_t b;
+
+	(void)state;
+	b = add_eni(&f, ENI_READY, 1, 0, 0);
+	f.enis[b].subnet = 1;			/* in B */
+	/* both take prefixes: the fullest ENI, A's */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 19);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 1, true);
+	/* A refused one: a prefix on B's ENI, though A's is fuller */
+	f.subnets[0].prefix_inhibited_until = 50000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, b, 1, true);
+	assert_false(pl.fallback);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	assert_int_equal(pl.wake, 50000);
+	/* no ready ENI in B: a new one there, though A has more free */
+	f.nenis = 1;
+	f.attached_enis = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 1, true);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	assert_false(pl.fallback);
+	/* B at the ENI limit: single addresses in A, a fallback */
+	p.max_enis = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, CAP - 2, false);
+	assert_true(pl.fallback);
+	p.max_enis = 4;
+
+	/* both refused: single addresses on the ready ENI, then a new ENI
+	 * with single addresses, in the subnet with the most free */
+	f.subnets[1].prefix_inhibited_until = 40000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, CAP - 2, false);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 16 - (CAP - 2), false);
+	assert_int_equal(pl.actions[1].subnet, 0);
+	assert_true(pl.fallback);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	assert_int_equal(pl.wake, 40000);
+	/* B's inhibit over: a prefix in B again; then A's: A's again */
+	pool_plan(&p, &f, 40000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 1, true);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	assert_false(pl.fallback);
+	pool_plan(&p, &f, 50000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 1, true);
+	assert_false(pl.fallback);
+	assert_int_equal(pl.wake, 0);
+
+	/* A refused prefixes, B is out of addresses: single addresses in
+	 * A; a refused prefix never makes a subnet full */
+	f.subnets[1].prefix_inhibited_until = 0;
+	f.subnets[1].inhibited_until = 90000;
+	f.enis[0].assigned = CAP;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, CAP, false);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 16 - CAP, false);
+	assert_int_equal(pl.actions[0].subnet, 0);
+	assert_int_equal(pl.actions[1].subnet, 0);
+	assert_true(pl.fallback);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	/* and with growth backing off for another reason, it waits */
+	f.growth_backoff_until = 2000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_BACKOFF);
+	assert_false(pl.fallback);
+}
+
+/*
+ * Prefixes and single addresses share an ENI's slots, whichever way the
+ * pool grows; an ENI on its way counts the prefixes its room will hold.
+ */
+static void
+test_prefix_mixed_slots(void **state)
+{
+	struct pool_params p = pparams(0, 0);
+	struct pool_facts f = facts(3, 0, 0);
+	struct pool_plan pl;
+	uint32_t c, k;
+
+	(void)state;
+	give_prefix(&f.enis[0], 16, 0);
+	give_prefix(&f.enis[0], 16, 0);
+	/* 3 singles and 2 prefixes: 4 slots of 9 left */
+	f.waiters = 100;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 135);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 4, true);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 3, true);
+	/* without prefixes, the same 4 slots take single addresses */
+	p.prefixes = false;
+	p.warm_ip_target = 10;
+	f.waiters = 0;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.need, 45);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 4, false);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 6, false);
+	/* an ENI created with 2 prefixes, still attaching: its 7 slots
+	 * left are 112 addresses coming, enough for 100 more waiting */
+	p = pparams(0, 0);
+	f = facts(0, 0, 0);
+	for (k = 0; k < CAP; k++)
+		give_prefix(&f.enis[0], 16, 0);
+	c = add_eni(&f, ENI_ATTACHING, 0, 0, 0);
+	f.enis[c].prefixes_adding = 2;
+	f.enis[c].adding = 32;
+	f.enis[c].prefix_addrs = 32;
+	f.waiters = 32 + 100;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	/* 113: one prefix more than that room (the 2 on their way take
+	 * their slots), on a new ENI */
+	f.waiters = 32 + 113;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_CREATE_ENI, 0, 1, true);
+}
+
+/*
+ * Shrinking with prefixes: an empty ENI whole; else free single
+ * addresses, the emptiest ENI's first; only then a prefix none of whose
+ * addresses is in use, and only for a prefix's worth of surplus.
+ */
+static void
+test_prefix_shrink_order(void **state)
+{
+	struct pool_params p = pparams(1, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t b, c;
+
+	(void)state;
+	give_prefix(&f.enis[0], 10, 6);
+	f.enis[0].free += 3;			/* and 3 single ones */
+	b = add_eni(&f, ENI_READY, 1, 0, 0);	/* a pod on a single */
+	give_prefix(&f.enis[b], 0, 16);
+	f.surplus_since = 1;
+	/* 11 held, 1 warm: 24 too many */
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.need, 12);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_UNASSIGN, 0, 3, false);
+	expect_action(&pl, 1, ACT_UNASSIGN_PREFIX, b, 16);
+	assert_int_equal(pl.actions[1].prefix, 0);
+	/* 18 too many: the singles go, and 15 is less than a prefix */
+	p.warm_ip_target = 7;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_UNASSIGN, 0, 3, false);
+	/* an ENI holding nothing but a free prefix goes whole */
+	p.warm_ip_target = 1;
+	c = add_eni(&f, ENI_READY, 0, 0, 0);
+	give_prefix(&f.enis[c], 0, 16);
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_RELEASE_ENI, c, 16);
+}
+
+/*
+ * A prefix with an address assigned, cooling or being given back is
+ * never given back, however large the surplus; a wholly free prefix
+ * beside it is.
+ */
+static void
+test_prefix_in_use_kept(void **state)
+{
+	struct pool_params p = pparams(1, 0);
+	struct pool_facts f;
+	struct pool_plan pl;
+	struct pool_eni_view *e;
+	uint32_t b, k, kind;
+	size_t i;
+
+	(void)state;
+	for (kind = 0; kind < 3; kind++) {
+		f = facts(0, 0, 0);
+		b = add_eni(&f, ENI_READY, 0, 0, 0);
+		e = &f.enis[b];
+		for (k = 0; k < 2; k++) {
+			give_prefix(e, 0, 15);
+			e->prefix[k].used = 1;
+			e->prefix_addrs++;
+			if (kind == 0)
+				e->assigned++;
+			else if (kind == 1)
+				e->cooling++;
+			else
+				e->removing++;
+		}
+		f.surplus_since = 1;
+		pool_plan(&p, &f, 100000, &pl);
+		assert_true(pl.surplus);
+		/* none wholly free: the emptiest is frozen instead */
+		assert_int_equal(pl.nactions, 1);
+		assert_int_equal(pl.actions[0].type, ACT_FREEZE_PREFIX);
+		/* a wholly free third prefix goes, and only it */
+		give_prefix(e, 0, 16);
+		pool_plan(&p, &f, 100000, &pl);
+		assert_true(pl.nactions >= 1);
+		for (i = 0; i < pl.nactions; i++)
+			if (pl.actions[i].type == ACT_UNASSIGN_PREFIX) {
+				assert_int_equal(pl.actions[i].eni, b);
+				assert_int_equal(pl.actions[i].prefix, 2);
+			}
+		expect_action(&pl, 0, ACT_UNASSIGN_PREFIX, b, 16);
+	}
+}
+
+/*
+ * A surplus of a prefix's worth that no wholly free prefix serves freezes
+ * the emptiest prefix, so that it drains; one at a time, the plan waking
+ * when the freeze ends; never for less than a prefix's worth.
+ */
+static void
+test_prefix_freeze(void **state)
+{
+	struct pool_params p = pparams(1, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t b, c;
+
+	(void)state;
+	give_prefix(&f.enis[0], 5, 11);
+	b = add_eni(&f, ENI_READY, 0, 0, 0);
+	give_prefix(&f.enis[b], 9, 7);
+	give_prefix(&f.enis[b], 2, 14);		/* the emptiest */
+	c = add_eni(&f, ENI_DRAINING, 0, 0, 0);
+	give_prefix(&f.enis[c], 1, 0);		/* not ready: not a choice */
+	f.surplus_since = 1;
+	/* 17 held, 1 warm, 32 free: 31 too many, none wholly free */
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.need, 18);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_FREEZE_PREFIX, b, 2);
+	assert_int_equal(pl.actions[0].prefix, 1);
+	assert_int_equal(pl.wake, 100000 + p.freeze_ms);
+	/* one frozen already: none more, and a wake when it thaws */
+	f.enis[0].prefix[0].frozen_until = 200000;
+	f.enis[0].frozen_free = 11;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 200000);
+	pool_plan(&p, &f, 200000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_FREEZE_PREFIX, b, 2);
+	/* less than a prefix too many: nothing, and no wake */
+	p.warm_ip_target = 20;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 0);
+	/* freezing off */
+	p = pparams(1, 0);
+	p.freeze_ms = 0;
+	f.enis[0].prefix[0].frozen_until = 0;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 0);
+}
+
+/* A new pod's address is outside a frozen prefix while another will do. */
+static void
+test_prefix_pick_avoids_frozen(void **state)
+{
+	struct pool_facts f = facts(0, 0, 0);
+	uint32_t b;
+
+	(void)state;
+	give_prefix(&f.enis[0], 5, 11);
+	f.enis[0].prefix[0].frozen_until = 500000;
+	f.enis[0].frozen_free = 11;
+	b = add_eni(&f, ENI_READY, 1, 0, 3);
+	/* the fullest ENI has only frozen addresses free: the other */
+	assert_int_equal(pool_pick_eni(&f), b);
+	/* none else: the frozen prefix serves */
+	f.enis[b].free = 0;
+	assert_int_equal(pool_pick_eni(&f), 0);
+	/* a free single beside the frozen prefix: the fullest again */
+	f.enis[b].free = 3;
+	f.enis[0].free++;
+	assert_int_equal(pool_pick_eni(&f), 0);
+}
+
+/*
+ * Prefix delegation switched off with prefixes held: growth takes single
+ * addresses in the slots left, and wholly free prefixes still go back.
+ */
+static void
+test_prefix_mode_off(void **state)
+{
+	struct pool_params p = params(3, 0, 0, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t b;
+	size_t i;
+
+	(void)state;
+	give_prefix(&f.enis[0], 16, 0);
+	give_prefix(&f.enis[0], 10, 6);
+	/* 26 held, 6 free, 3 warm: nothing to grow */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	f.waiters = 10;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 4, false);
+	/* past the 7 slots left: single addresses on a new ENI too */
+	f.waiters = 30;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.nactions >= 2);
+	for (i = 0; i < pl.nactions; i++)
+		assert_false(pl.actions[i].prefixes);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, CAP - 2, false);
+	f.waiters = 0;
+	b = add_eni(&f, ENI_READY, 1, 0, 0);
+	give_prefix(&f.enis[b], 0, 16);
+	f.surplus_since = 1;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN_PREFIX, b, 16);
+}
+
+/* Carry a plan's growth out on a view: prefixes and addresses free. */
+static void
+grow_view(const struct pool_plan *pl, struct pool_facts *f)
+{
+	size_t i;
+	uint32_t k, n;
+
+	for (i = 0; i < pl->nactions; i++) {
+		const struct pool_action *a = &pl->actions[i];
+		struct pool_eni_view *e = &f->enis[a->eni];
+
+		switch (a->type) {
+		case ACT_CREATE_ENI:
+			assert_true(f->nenis < POOL_MAX_ENIS);
+			n = f->nenis++;
+			e = &f->enis[n];
+			*e = (struct pool_eni_view){ .state = ENI_READY,
+			    .usable = true, .subnet = a->subnet,
+			    .capacity = f->enis[0].capacity };
+			f->attached_enis++;
+			/* FALLTHROUGH */
+		case ACT_ASSIGN:
+			if (!a->prefixes)
+				e->free += a->count;
+			for (k = 0; a->prefixes && k < a->count; k++)
+				give_prefix(e, 0, POOL_PREFIX_ADDRS);
+			break;
+		default:
+			fail_msg("growth expected, not action %d", a->type);
+		}
+	}
+}
+
+/*
+ * No flapping: once a plan's growth is carried out, the next plan neither
+ * grows nor shrinks, and holds less than a prefix more than the need;
+ * with no shrink delay at all, what it gives back leaves the need.
+ */
+static void
+test_prefix_no_flapping(void **state)
+{
+	struct pool_params p;
+	struct pool_facts f;
+	struct pool_plan pl, again;
+	uint32_t start, waiters, warm, b, grown = 0;
+
+	(void)state;
+	for (start = 0; start < 4; start++)
+		for (waiters = 0; waiters < 70; waiters += 3)
+			for (warm = 0; warm < 3; warm++) {
+				p = pparams(warm * 7, warm);
+				f = facts(start, 0, 0);
+				if (start >= 1)
+					give_prefix(&f.enis[0], 10, 6);
+				if (start >= 2) {
+					f.enis[0].free += 2;
+					f.subnets[0].prefix_inhibited_until =
+					    50000;
+				}
+				if (start == 3) {
+					b = add_eni(&f, ENI_READY, 0, 0, 1);
+					f.enis[b].subnet = 1;
+				}
+				f.waiters = waiters;
+				pool_plan(&p, &f, 1000, &pl);
+				if (pl.need <= pl.have)
+					continue;
+				grown++;
+				grow_view(&pl, &f);
+				pool_plan(&p, &f, 1000, &again);
+				assert_int_equal(again.nactions, 0);
+				assert_true(again.need <= again.have);
+				assert_true(again.have - again.need <
+				    POOL_PREFIX_ADDRS);
+				/* no delay: shrink, if at all, to the need */
+				p.shrink_delay_ms = 0;
+				pool_plan(&p, &f, 1000, &again);
+				assert_true(again.nactions == 0 ||
+				    again.actions[0].type == ACT_UNASSIGN);
+			}
+	assert_true(grown > 100);
+}
+
 /* ---- randomized simulation ---- */
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
@@ -802,6 +1380,16 @@ main(void)
 		cmocka_unit_test(test_wake),
 		cmocka_unit_test(test_no_overgrowth_while_slow),
 		cmocka_unit_test(test_busy_eni_room_is_coming),
+		cmocka_unit_test(test_prefix_growth),
+		cmocka_unit_test(test_prefix_new_eni),
+		cmocka_unit_test(test_prefix_fallback_order),
+		cmocka_unit_test(test_prefix_mixed_slots),
+		cmocka_unit_test(test_prefix_shrink_order),
+		cmocka_unit_test(test_prefix_in_use_kept),
+		cmocka_unit_test(test_prefix_freeze),
+		cmocka_unit_test(test_prefix_pick_avoids_frozen),
+		cmocka_unit_test(test_prefix_mode_off),
+		cmocka_unit_test(test_prefix_no_flapping),
 		cmocka_unit_test(test_randomized),
 	};
 
