@@ -70,6 +70,12 @@ pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 }
 
 static uint32_t
+min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint32_t
 eni_holds(const struct pool_eni_view *e)
 {
 	return e->assigned + e->cooling + e->free + e->adding + e->removing;
@@ -94,14 +100,25 @@ eni_room(const struct pool_eni_view *e)
 	return used < e->capacity ? e->capacity - used : 0;
 }
 
-/* Prefixes e may still take: its free slots, within the pool's table. */
+/* Addresses of either kind the engine's table of e may still take: an
+ * ENI with more slots than prefixes can fill its slots past it. */
+static uint32_t
+eni_table_room(const struct pool_eni_view *e)
+{
+	uint32_t held = eni_holds(e);
+
+	return held < POOL_MAX_ENI_ADDRS ? POOL_MAX_ENI_ADDRS - held : 0;
+}
+
+/* Prefixes e may still take: its free slots, within the pool's tables. */
 static uint32_t
 eni_prefix_room(const struct pool_eni_view *e)
 {
 	uint32_t room = eni_room(e), n = e->nprefixes + e->prefixes_adding;
 	uint32_t table = n < POOL_MAX_PREFIXES ? POOL_MAX_PREFIXES - n : 0;
+	uint32_t addrs = eni_table_room(e) / POOL_PREFIX_ADDRS;
 
-	return room < table ? room : table;
+	return min_u32(room, min_u32(table, addrs));
 }
 
 /* Single addresses e may still take, likewise. */
@@ -113,7 +130,7 @@ eni_single_room(const struct pool_eni_view *e)
 	uint32_t table = singles < POOL_MAX_ADDRS ? POOL_MAX_ADDRS - singles :
 	    0;
 
-	return room < table ? room : table;
+	return min_u32(room, min_u32(table, eni_table_room(e)));
 }
 
 /* Counts a new ENI toward the attachment limit from CreateNetworkInterface
@@ -142,12 +159,6 @@ static uint32_t
 prefixes_for(uint32_t n)
 {
 	return (n + POOL_PREFIX_ADDRS - 1) / POOL_PREFIX_ADDRS;
-}
-
-static uint32_t
-min_u32(uint32_t a, uint32_t b)
-{
-	return a < b ? a : b;
 }
 
 /* Wake at t too, if it is still to come. */

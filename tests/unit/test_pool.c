@@ -1221,6 +1221,60 @@ test_prefix_no_flapping(void **state)
 	assert_true(grown > 100);
 }
 
+/*
+ * An ENI's addresses, singles and prefixes' together, fit the engine's
+ * table of POOL_MAX_ENI_ADDRS: on an ENI with more slots than prefixes,
+ * growth asks for no prefix or address the table could not take.
+ */
+static void
+test_prefix_eni_table(void **state)
+{
+	struct pool_params p = pparams(0, 0);
+	struct pool_facts f = facts(13, 0, 0);
+	struct pool_plan pl;
+	uint32_t k;
+
+	(void)state;
+	f.enis[0].capacity = 29;
+	f.waiters = 300;
+	/* 13 singles and 16 prefixes would be 269 addresses: 15 */
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0,
+	    (POOL_MAX_ENI_ADDRS - 13) / POOL_PREFIX_ADDRS, true);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 4, true);
+	/* a table full of prefixes, 13 slots left: no single address */
+	f = facts(0, 0, 0);
+	f.enis[0].capacity = 29;
+	for (k = 0; k < POOL_MAX_PREFIXES; k++)
+		give_prefix(&f.enis[0], 16, 0);
+	f.waiters = 5;
+	p.max_enis = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+	/* likewise with prefix delegation off */
+	p.prefixes = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	/* 15 prefixes and 2 singles on an ENI of 49 slots: room in the
+	 * table for 14 single addresses more, either way */
+	for (k = 0; k < 2; k++) {
+		p = pparams(1, 0);
+		p.prefixes = k == 0;
+		p.max_enis = 1;
+		f = facts(2, 0, 0);
+		f.enis[0].capacity = 49;
+		while (f.enis[0].nprefixes < POOL_MAX_PREFIXES - 1)
+			give_prefix(&f.enis[0], 16, 0);
+		f.waiters = 20;
+		pool_plan(&p, &f, 1000, &pl);
+		assert_int_equal(pl.nactions, 1);
+		expect_blocks(&pl, 0, ACT_ASSIGN, 0, 14, false);
+		assert_false(pl.fallback);
+	}
+}
+
 /* ---- randomized simulation ---- */
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
@@ -1390,6 +1444,7 @@ main(void)
 		cmocka_unit_test(test_prefix_pick_avoids_frozen),
 		cmocka_unit_test(test_prefix_mode_off),
 		cmocka_unit_test(test_prefix_no_flapping),
+		cmocka_unit_test(test_prefix_eni_table),
 		cmocka_unit_test(test_randomized),
 	};
 
