@@ -297,17 +297,26 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			order[j - 1] = t;
 		}
 	memset(done, 0, sizeof(done));
+	for (i = 0; i < f->nsubnets; i++) {
+		avail[i] = f->subnets[i].available;
+		if (subnet_open(f, i, now) && avail[i] > 1)
+			any_subnet = true;
+	}
 
-	/* Prefixes on ready ENIs whose subnet takes them. */
+	/* Prefixes on ready ENIs whose subnet takes them, no more than its
+	 * free addresses hold: asked for more, the cloud refuses them all,
+	 * and growth falls back to single addresses for prefix_backoff_s. */
 	for (i = 0; i < n && remaining > 0 && p->prefixes; i++) {
 		const struct pool_eni_view *e = &f->enis[order[i]];
 		uint32_t count = min_u32(prefixes_for(remaining),
-		    eni_prefix_room(e));
+		    min_u32(eni_prefix_room(e),
+		    avail[e->subnet] / POOL_PREFIX_ADDRS));
 
 		if (!subnet_prefixes(p, f, e->subnet, now) || count == 0)
 			continue;
 		add_action(out, ACT_ASSIGN, order[i], 0, count)->prefixes =
 		    true;
+		avail[e->subnet] -= count * POOL_PREFIX_ADDRS;
 		done[i] = true;
 		remaining = covered(remaining, count, POOL_PREFIX_ADDRS);
 	}
@@ -340,11 +349,6 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			slots = f->enis[i].capacity;
 	if (slots == 0)
 		slots = f->nenis > 0 ? f->enis[0].capacity : 0;
-	for (i = 0; i < f->nsubnets; i++) {
-		avail[i] = f->subnets[i].available;
-		if (subnet_open(f, i, now) && avail[i] > 1)
-			any_subnet = true;
-	}
 	while (p->prefixes && remaining > 0 && slots > 0 &&
 	    out->used_slots < p->max_enis) {
 		uint32_t count = min_u32(prefixes_for(remaining),
@@ -363,7 +367,9 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	}
 
 	/* Single addresses on ready ENIs: with prefix delegation, only in
-	 * subnets that refuse prefixes now. */
+	 * subnets that refuse prefixes now, or have too few addresses left
+	 * for one.  (Their count is the cloud's to refuse: the subnet's
+	 * free count is as last described, and a refusal marks it full.) */
 	for (i = 0; i < n && remaining > 0; i++) {
 		const struct pool_eni_view *e = &f->enis[order[i]];
 		uint32_t room = round_down(eni_single_room(e), p->block_size);
@@ -373,7 +379,8 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		/* Where prefixes may come, they do (a full table of them
 		 * leaves its slots to single addresses). */
 		if (done[i] || (subnet_prefixes(p, f, e->subnet, now) &&
-		    eni_prefix_room(e) > 0))
+		    eni_prefix_room(e) > 0 &&
+		    avail[e->subnet] >= POOL_PREFIX_ADDRS))
 			continue;
 		if (count > room)
 			count = room;

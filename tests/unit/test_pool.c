@@ -1275,6 +1275,46 @@ test_prefix_eni_table(void **state)
 	}
 }
 
+/*
+ * Prefixes on a ready ENI no more than its subnet's free addresses (as
+ * last described) hold, as for a new ENI: asked for more, the cloud
+ * refuses them all, and growth would fall back to single addresses for
+ * a while though some prefixes were to be had.  With too few left for
+ * one, single addresses there, not counted a fallback.
+ */
+static void
+test_prefix_subnet_room(void **state)
+{
+	struct pool_params p = pparams(0, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* 80 waiting, 40 free in the ENI's subnet: 2 prefixes there, the
+	 * rest on a new ENI in the other */
+	f.subnets[0].available = 40;
+	f.waiters = 80;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 2, true);
+	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 3, true);
+	assert_int_equal(pl.actions[1].subnet, 1);
+	/* 10 free, and no other subnet: single addresses */
+	f.subnets[0].available = 10;
+	f.subnets[1].configured = false;
+	f.waiters = 5;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 5, false);
+	assert_false(pl.fallback);
+	/* none known free: still single addresses, the cloud's answer
+	 * (a refusal marks the subnet full) being the truth */
+	f.subnets[0].available = 0;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, 0, 5, false);
+}
+
 /* ---- randomized simulation ---- */
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
@@ -1445,6 +1485,7 @@ main(void)
 		cmocka_unit_test(test_prefix_mode_off),
 		cmocka_unit_test(test_prefix_no_flapping),
 		cmocka_unit_test(test_prefix_eni_table),
+		cmocka_unit_test(test_prefix_subnet_room),
 		cmocka_unit_test(test_randomized),
 	};
 
