@@ -70,6 +70,12 @@ pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 }
 
 static uint32_t
+min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint32_t
 eni_holds(const struct pool_eni_view *e)
 {
 	return e->assigned + e->cooling + e->free + e->adding + e->removing;
@@ -94,14 +100,25 @@ eni_room(const struct pool_eni_view *e)
 	return used < e->capacity ? e->capacity - used : 0;
 }
 
-/* Prefixes e may still take: its free slots, within the pool's table. */
+/* Addresses of either kind the engine's table of e may still take: an
+ * ENI with more slots than prefixes can fill its slots past it. */
+static uint32_t
+eni_table_room(const struct pool_eni_view *e)
+{
+	uint32_t held = eni_holds(e);
+
+	return held < POOL_MAX_ENI_ADDRS ? POOL_MAX_ENI_ADDRS - held : 0;
+}
+
+/* Prefixes e may still take: its free slots, within the pool's tables. */
 static uint32_t
 eni_prefix_room(const struct pool_eni_view *e)
 {
 	uint32_t room = eni_room(e), n = e->nprefixes + e->prefixes_adding;
 	uint32_t table = n < POOL_MAX_PREFIXES ? POOL_MAX_PREFIXES - n : 0;
+	uint32_t addrs = eni_table_room(e) / POOL_PREFIX_ADDRS;
 
-	return room < table ? room : table;
+	return min_u32(room, min_u32(table, addrs));
 }
 
 /* Single addresses e may still take, likewise. */
@@ -113,7 +130,7 @@ eni_single_room(const struct pool_eni_view *e)
 	uint32_t table = singles < POOL_MAX_ADDRS ? POOL_MAX_ADDRS - singles :
 	    0;
 
-	return room < table ? room : table;
+	return min_u32(room, min_u32(table, eni_table_room(e)));
 }
 
 /* Counts a new ENI toward the attachment limit from CreateNetworkInterface
@@ -142,12 +159,6 @@ static uint32_t
 prefixes_for(uint32_t n)
 {
 	return (n + POOL_PREFIX_ADDRS - 1) / POOL_PREFIX_ADDRS;
-}
-
-static uint32_t
-min_u32(uint32_t a, uint32_t b)
-{
-	return a < b ? a : b;
 }
 
 /* Wake at t too, if it is still to come. */
@@ -286,17 +297,26 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			order[j - 1] = t;
 		}
 	memset(done, 0, sizeof(done));
+	for (i = 0; i < f->nsubnets; i++) {
+		avail[i] = f->subnets[i].available;
+		if (subnet_open(f, i, now) && avail[i] > 1)
+			any_subnet = true;
+	}
 
-	/* Prefixes on ready ENIs whose subnet takes them. */
+	/* Prefixes on ready ENIs whose subnet takes them, no more than its
+	 * free addresses hold: asked for more, the cloud refuses them all,
+	 * and growth falls back to single addresses for prefix_backoff_s. */
 	for (i = 0; i < n && remaining > 0 && p->prefixes; i++) {
 		const struct pool_eni_view *e = &f->enis[order[i]];
 		uint32_t count = min_u32(prefixes_for(remaining),
-		    eni_prefix_room(e));
+		    min_u32(eni_prefix_room(e),
+		    avail[e->subnet] / POOL_PREFIX_ADDRS));
 
 		if (!subnet_prefixes(p, f, e->subnet, now) || count == 0)
 			continue;
 		add_action(out, ACT_ASSIGN, order[i], 0, count)->prefixes =
 		    true;
+		avail[e->subnet] -= count * POOL_PREFIX_ADDRS;
 		done[i] = true;
 		remaining = covered(remaining, count, POOL_PREFIX_ADDRS);
 	}
@@ -329,11 +349,6 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 			slots = f->enis[i].capacity;
 	if (slots == 0)
 		slots = f->nenis > 0 ? f->enis[0].capacity : 0;
-	for (i = 0; i < f->nsubnets; i++) {
-		avail[i] = f->subnets[i].available;
-		if (subnet_open(f, i, now) && avail[i] > 1)
-			any_subnet = true;
-	}
 	while (p->prefixes && remaining > 0 && slots > 0 &&
 	    out->used_slots < p->max_enis) {
 		uint32_t count = min_u32(prefixes_for(remaining),
@@ -352,7 +367,9 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	}
 
 	/* Single addresses on ready ENIs: with prefix delegation, only in
-	 * subnets that refuse prefixes now. */
+	 * subnets that refuse prefixes now, or have too few addresses left
+	 * for one.  (Their count is the cloud's to refuse: the subnet's
+	 * free count is as last described, and a refusal marks it full.) */
 	for (i = 0; i < n && remaining > 0; i++) {
 		const struct pool_eni_view *e = &f->enis[order[i]];
 		uint32_t room = round_down(eni_single_room(e), p->block_size);
@@ -362,7 +379,8 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		/* Where prefixes may come, they do (a full table of them
 		 * leaves its slots to single addresses). */
 		if (done[i] || (subnet_prefixes(p, f, e->subnet, now) &&
-		    eni_prefix_room(e) > 0))
+		    eni_prefix_room(e) > 0 &&
+		    avail[e->subnet] >= POOL_PREFIX_ADDRS))
 			continue;
 		if (count > room)
 			count = room;
