@@ -397,8 +397,9 @@ int	eni_addr_index(const struct eni *e, uint32_t ip);
 /* e's prefix with first address base, or -1. */
 int	eni_prefix_index(const struct eni *e, uint32_t base);
 /* The address of e a new pod takes at now: of the fullest prefix not
- * frozen, then single ones, then empty prefixes, then frozen ones; the
- * one rested longest among equals.  -1 if none is free. */
+ * frozen, then single ones and empty prefixes' (empty prefixes first with
+ * prefix delegation on), then frozen ones; the one rested longest among
+ * equals.  -1 if none is free. */
 int	eni_pick_addr(const struct eni *e, uint64_t now);
 /* Take the prefixes a cloud answer names for e, checked (eni.c): how
  * many were taken. */

@@ -136,9 +136,9 @@ eni_prefix_index(const struct eni *e, uint32_t base)
 
 /*
  * The address of e a new pod takes: ranked by its block, higher first.  A
- * prefix with pods in it (the fullest first), then single addresses,
- * then an empty prefix, then a frozen one: prefixes empty out and can be
- * given back.
+ * prefix with pods in it (the fullest first), then single addresses and
+ * empty prefixes (which first: below), then a frozen prefix: blocks empty
+ * out and can be given back.
  */
 int
 eni_pick_addr(const struct eni *e, uint64_t now)
@@ -152,9 +152,13 @@ eni_pick_addr(const struct eni *e, uint64_t now)
 		if (e->addrs[i].block != 0 && !addr_usable(&e->addrs[i], now) &&
 		    (pk = eni_prefix_index(e, e->addrs[i].block)) >= 0)
 			used[pk]++;
+	/* An empty prefix: before single addresses with prefix delegation
+	 * on (singles, taken in a fallback, then free up and go back), after
+	 * them with it off (the prefix empties and goes back). */
 	for (k = 0; k < e->nprefixes; k++)
 		rank[k] = e->prefixes[k].frozen_until > now ? 0 :
-		    used[k] == 0 ? 1 : 2 * POOL_PREFIX_ADDRS + used[k];
+		    used[k] > 0 ? 2 * POOL_PREFIX_ADDRS + used[k] :
+		    e->b->engine.params.prefixes ? POOL_PREFIX_ADDRS + 3 : 1;
 	for (i = 0; i < e->naddrs; i++) {
 		const struct eni_addr *a = &e->addrs[i];
 
@@ -2298,6 +2302,8 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 				v->prefix_addrs++;
 			if (pv == NULL)
 				continue;
+			if (a->state == ADDR_ASSIGNED)
+				pv->assigned++;
 			if (!usable)
 				pv->used++;
 			else {

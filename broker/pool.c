@@ -582,8 +582,14 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 			}
 			if (e->state != ENI_READY || e->prefix[k].used == 0)
 				continue;
-			if (best == -1 || e->prefix[k].used <
-			    f->enis[best].prefix[bk].used) {
+			/* The fewest pods: cooling addresses leave by
+			 * themselves, pods only when deleted. */
+			if (best == -1 || e->prefix[k].assigned <
+			    f->enis[best].prefix[bk].assigned ||
+			    (e->prefix[k].assigned ==
+			    f->enis[best].prefix[bk].assigned &&
+			    e->prefix[k].used <
+			    f->enis[best].prefix[bk].used)) {
 				best = (int)i;
 				bk = k;
 			}

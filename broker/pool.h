@@ -104,6 +104,7 @@ struct pool_prefix_view {
 	uint32_t	free;		/* its addresses ready to hand out */
 	uint32_t	used;		/* assigned, cooling, being given
 					 * back, or not yet in the pool */
+	uint32_t	assigned;	/* of those, held by pods */
 	uint64_t	frozen_until;	/* ms: no new pods before */
 };
 

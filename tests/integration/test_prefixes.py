@@ -590,8 +590,6 @@ def test_prefix_given_back_only_when_wholly_free(make_env):
 
 # Not strict: a broker starved through the whole window in which the
 # addresses cool out one by one plans once, when none cools, and picks p1.
-@pytest.mark.xfail(strict=False, reason="engine: the emptiest prefix to "
-                   "freeze is counted with its cooling addresses as used")
 def test_freeze_picks_the_prefix_with_fewest_pods(make_env):
     """Most pods of the fuller prefix leave at once: once enough of their
     addresses have cooled out for a prefix's worth of surplus, the prefix

@@ -672,6 +672,7 @@ give_prefix(struct pool_eni_view *e, uint32_t used, uint32_t free_)
 	assert_true(e->nprefixes < POOL_MAX_PREFIXES);
 	assert_true(used + free_ <= POOL_PREFIX_ADDRS);
 	px->used = used;
+	px->assigned = used;
 	px->free = free_;
 	e->assigned += used;
 	e->free += free_;
@@ -1078,6 +1079,33 @@ test_prefix_freeze(void **state)
 	f.enis[0].prefix[0].frozen_until = 0;
 	pool_plan(&p, &f, 100000, &pl);
 	assert_int_equal(pl.nactions, 0);
+}
+
+/*
+ * The prefix frozen is the one with the fewest pods, its cooling addresses
+ * not counted: they leave by themselves, and a prefix most pods just left
+ * is the one to drain, not the one with two pods and nothing cooling.
+ */
+static void
+test_prefix_freeze_fewest_pods(void **state)
+{
+	struct pool_params p = pparams(1, 0);
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t k;
+
+	(void)state;
+	give_prefix(&f.enis[0], 2, 14);
+	/* one pod and twelve cooling: used 13, one pod */
+	k = give_prefix(&f.enis[0], 1, 3);
+	f.enis[0].prefix[k].used += 12;
+	f.enis[0].cooling += 12;
+	f.enis[0].prefix_addrs += 12;
+	f.surplus_since = 1;
+	pool_plan(&p, &f, 100000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_FREEZE_PREFIX, 0, 13);
+	assert_int_equal(pl.actions[0].prefix, k);
 }
 
 /* A new pod's address is outside a frozen prefix while another will do. */
@@ -2509,6 +2537,7 @@ main(void)
 		cmocka_unit_test(test_prefix_shrink_order),
 		cmocka_unit_test(test_prefix_in_use_kept),
 		cmocka_unit_test(test_prefix_freeze),
+		cmocka_unit_test(test_prefix_freeze_fewest_pods),
 		cmocka_unit_test(test_prefix_pick_avoids_frozen),
 		cmocka_unit_test(test_prefix_mode_off),
 		cmocka_unit_test(test_prefix_no_flapping),
