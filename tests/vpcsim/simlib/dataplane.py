@@ -39,22 +39,22 @@ class Dataplane:
         return "%s%d" % (self.node_prefix, i)
 
     def create_router(self):
+        # Three execs (hundreds of tests each start a sim): the sysctls
+        # need none, the addresses are one batch.
         ns = self.vpc_ns
         netns.add_netns(ns)
         self.made_ns.append(ns)
-        netns.ip(ns, "link", "set", "lo", "up")
         # Defaults first, so every veth created later inherits them.
-        for key, val in (("net.ipv4.ip_forward", 1),
-                         ("net.ipv4.conf.all.rp_filter", 1),
-                         ("net.ipv4.conf.default.rp_filter", 1),
-                         ("net.ipv4.conf.default.proxy_arp", 1),
-                         ("net.ipv4.conf.all.send_redirects", 0),
-                         ("net.ipv4.conf.default.send_redirects", 0)):
-            netns.sysctl(ns, key, val)
-        for addr in VPC_LOCAL:
-            netns.ip(ns, "addr", "add", addr, "dev", "lo")
-        for s in self.sim.subnet_list:
-            netns.ip(ns, "addr", "add", s.gateway + "/32", "dev", "lo")
+        netns.sysctl(ns, ("net.ipv4.ip_forward", 1),
+                     ("net.ipv4.conf.all.rp_filter", 1),
+                     ("net.ipv4.conf.default.rp_filter", 1),
+                     ("net.ipv4.conf.default.proxy_arp", 1),
+                     ("net.ipv4.conf.all.send_redirects", 0),
+                     ("net.ipv4.conf.default.send_redirects", 0))
+        netns.ip_batch(ns, ["link set lo up"] +
+                       ["addr add %s dev lo" % a for a in VPC_LOCAL] +
+                       ["addr add %s/32 dev lo" % s.gateway
+                        for s in self.sim.subnet_list])
 
     def create_node(self, i, eni, prefixlen):
         # Three execs a node (batches), so a fleet of them starts quickly.
