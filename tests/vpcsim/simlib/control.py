@@ -1,9 +1,10 @@
 """Control API (JSON over HTTP on 127.0.0.1 in the root namespace):
-state, fault injection, link delays, subnet capacity, credentials, rates."""
+state, fault injection, link delays, subnet capacity, credentials, rates,
+and the world beyond the internet gateway."""
 import json
 import time
 
-from . import httpbase
+from . import httpbase, outside
 
 VALID_CODE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._")
 
@@ -153,6 +154,10 @@ class ControlHandler(httpbase.Handler):
                 with sim.lock:
                     sim.faults.extend(parsed)
                     return 200, {"faults": sim.faults}
+        if path == "/outside" and m == "GET":
+            return self._outside()
+        if path == "/outside/connect" and m == "POST":
+            return self._connect(data)
         if path == "/links" and m == "POST":
             return self._links(sim, data)
         if path.startswith("/subnets/") and m == "POST":
@@ -185,6 +190,50 @@ class ControlHandler(httpbase.Handler):
                 return 200, {"attach_ms": sim.attach_delay_ms,
                              "detach_ms": sim.detach_delay_ms}
         return 404, {"error": "no such endpoint: %s %s" % (m, path[:200])}
+
+    def _outside(self):
+        o = self.server.extra["outside"]
+        out = {"host": outside.OUTSIDE_HOST, "port": outside.SERVICE_PORT,
+               "netns": o["out_ns"], "public_cidr": outside.PUBLIC_CIDR,
+               "mappings": [{"node": i, "private": a, "public": b}
+                            for i, (a, b) in enumerate(o["nodes"])],
+               "seen": o["whoami"].snapshot("outside"),
+               "vpc_host_seen": o["whoami"].snapshot("vpc_host")}
+        out.update(outside.read_counters(o["vpc_ns"]))
+        return 200, out
+
+    def _connect(self, data):
+        """{"node": I, "port": P[, "timeout_ms": T][, "send": TEXT]
+        [, "via": "internet"|"vpc"]}: a TCP client outside the node.
+        Through the internet gateway from the outside host to the node's
+        public address, or from the VPC host to its primary address."""
+        keys = {"node", "port", "timeout_ms", "send", "via"}
+        if not isinstance(data, dict):
+            raise BadRequest("expected {\"node\": I, \"port\": P}")
+        if set(data) - keys:
+            raise BadRequest("unknown key(s): %s" % ", ".join(sorted(set(data) - keys)))
+        for k in ("node", "port"):
+            if k not in data:
+                raise BadRequest("missing \"%s\"" % k)
+        o = self.server.extra["outside"]
+        i = _int(data["node"], "node", 0, len(o["nodes"]) - 1)
+        port = _int(data["port"], "port", 1, 65535)
+        timeout = _num(data.get("timeout_ms", 3000), "timeout_ms", 1, 60000)
+        send = data.get("send")
+        if send is not None and (not isinstance(send, str) or len(send) > 65536):
+            raise BadRequest("send must be a string of at most 65536 characters")
+        via = data.get("via", "internet")
+        if via not in ("internet", "vpc"):
+            raise BadRequest("via must be \"internet\" or \"vpc\"")
+        private, public = o["nodes"][i]
+        if via == "internet":
+            r = outside.connect(o["out_ns"], outside.OUTSIDE_HOST, public, port,
+                                timeout / 1000.0, send)
+        else:
+            r = outside.connect(o["vpc_ns"], self.server.extra["endpoints"]["vpc_host"],
+                                private, port, timeout / 1000.0, send)
+        r["via"] = via
+        return 200, r
 
     def _subnet(self, sim, sid, data):
         """{"free": N} and/or {"fragment": true, "keep_prefixes": K} or

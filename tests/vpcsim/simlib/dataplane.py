@@ -11,7 +11,7 @@ import ipaddress
 import threading
 import time
 
-from . import netns
+from . import netns, outside
 
 VPC_LOCAL = ["198.18.0.1/32", "198.18.0.10/32", "169.254.169.254/32"]
 
@@ -21,6 +21,7 @@ class Dataplane:
         self.sim = sim
         self.log = log
         self.vpc_ns = prefix + "-vpc"
+        self.out_ns = prefix + "-out"
         self.node_prefix = prefix + "-node-"
         self.made_ns = []
         self.links = {}          # eni id -> {vpc_if, node_if, netns, routes:set}
@@ -39,22 +40,36 @@ class Dataplane:
         return "%s%d" % (self.node_prefix, i)
 
     def create_router(self):
-        ns = self.vpc_ns
-        netns.add_netns(ns)
-        self.made_ns.append(ns)
-        netns.ip(ns, "link", "set", "lo", "up")
+        """The router and, behind its internet gateway, the outside
+        host's namespace (simlib/outside.py): four execs in all, since
+        hundreds of tests each start a sim."""
+        ns, out = self.vpc_ns, self.out_ns
+        for n in (ns, out):
+            netns.add_netns(n)
+            self.made_ns.append(n)
         # Defaults first, so every veth created later inherits them.
-        for key, val in (("net.ipv4.ip_forward", 1),
-                         ("net.ipv4.conf.all.rp_filter", 1),
-                         ("net.ipv4.conf.default.rp_filter", 1),
-                         ("net.ipv4.conf.default.proxy_arp", 1),
-                         ("net.ipv4.conf.all.send_redirects", 0),
-                         ("net.ipv4.conf.default.send_redirects", 0)):
-            netns.sysctl(ns, key, val)
-        for addr in VPC_LOCAL:
-            netns.ip(ns, "addr", "add", addr, "dev", "lo")
-        for s in self.sim.subnet_list:
-            netns.ip(ns, "addr", "add", s.gateway + "/32", "dev", "lo")
+        netns.sysctl(ns, ("net.ipv4.ip_forward", 1),
+                     ("net.ipv4.conf.all.rp_filter", 1),
+                     ("net.ipv4.conf.default.rp_filter", 1),
+                     ("net.ipv4.conf.default.proxy_arp", 1),
+                     ("net.ipv4.conf.all.send_redirects", 0),
+                     ("net.ipv4.conf.default.send_redirects", 0))
+        netns.ip_batch(ns, ["link set lo up"] +
+                       ["addr add %s dev lo" % a for a in VPC_LOCAL] +
+                       ["addr add %s/32 dev lo" % s.gateway
+                        for s in self.sim.subnet_list] +
+                       [c.format(out=out) for c in outside.router_cmds()])
+        netns.ip_batch(out, outside.outside_cmds())
+        # Forwarding, with no route anywhere but back to the gateway: what
+        # the outside host cannot reach gets "network unreachable", as
+        # from the internet, rather than silence (a resolver in a node
+        # then fails at once, as it did when the router had no default).
+        netns.sysctl(out, ("net.ipv4.ip_forward", 1))
+
+    def create_gateway(self, mappings):
+        """The internet gateway's translation and filter, once the nodes'
+        primary addresses are known: [(private, public), ...]."""
+        outside.nft(self.vpc_ns, ["-f", "-"], stdin=outside.ruleset(mappings))
 
     def create_node(self, i, eni, prefixlen):
         # Three execs a node (batches), so a fleet of them starts quickly.

@@ -1,6 +1,7 @@
 """Shared HTTP plumbing: a threaded HTTP/1.1 server that never lets an
 exception reach a client, with bounded body reading."""
 import http.server
+import socketserver
 import sys
 
 MAX_BODY = 1 << 20
@@ -22,6 +23,13 @@ class Server(http.server.ThreadingHTTPServer):
         self.log = log
         self.extra = extra
         super().__init__(addr, handler)
+
+    def server_bind(self):
+        # HTTPServer's own asks DNS for the address's name (getfqdn): a
+        # query from inside the router would go out of the VPC.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = self.server_address[0]
+        self.server_port = self.server_address[1]
 
     def handle_error(self, request, client_address):
         # Default prints a traceback to stderr; keep one line instead.

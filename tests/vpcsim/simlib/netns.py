@@ -1,4 +1,5 @@
-"""Network namespace plumbing for vpcsim: `ip` wrappers and setns().
+"""Network namespace plumbing for vpcsim: `ip` wrappers, setns() and
+sysctls.
 
 Every command is bounded by a timeout.  Nothing here touches the root
 namespace: links are created with `ip -n NS`, and their peers are placed
@@ -81,9 +82,18 @@ def del_netns(name):
     run([IP, "netns", "del", name], check=False)
 
 
-def sysctl(ns, key, value):
-    """Set a sysctl inside a namespace (net.* sysctls are per netns)."""
-    run([IP, "netns", "exec", ns, "sysctl", "-q", "-w", "%s=%s" % (key, value)])
+def sysctl(ns, *pairs):
+    """Set sysctls inside a namespace, in order: sysctl(ns, (key, value),
+    ...).  /proc/sys/net shows the namespace of the thread that opens it,
+    so this thread enters `ns` and writes them, with no exec."""
+    def write():
+        for key, value in pairs:
+            with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+                f.write("%s\n" % value)
+    try:
+        socket_in_netns(ns, write)
+    except OSError as e:
+        raise NetnsError("sysctl in %s: %s" % (ns, e))
 
 
 def link_exists(ns, name):
