@@ -458,7 +458,9 @@ def test_gigantic_answer(make_env, chunked):
 
 
 def test_slowloris_answer(make_env):
-    env = make_env()
+    # Three tries of 3 s each: the reconcile ends in seconds, not at its
+    # 30 s deadline.
+    env = make_env(cloud={"retry": {"max_attempts": 3}})
     env.start()
     pods_on(env, 2, "s")
     settle(env)
