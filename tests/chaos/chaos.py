@@ -97,6 +97,7 @@ PLUGIN_HANG_S = 45      # enid-cni's own limit is 30 s; past this it hangs
 COOLDOWN_S = 2          # ip_cooldown_s: a DEL's address rests this long
 SHRINK_DELAY_S = 5      # shrink_delay_s: a surplus lasts, then goes
 CLOUD_TIMEOUT_MS = 5000  # cloud.timeout_ms: a later answer is none
+NOT_NOW = " (nothing yet)"   # drawn with nothing to act on
 PREFIX_ACTIONS = ("AssignPrivateIpAddresses", "UnassignPrivateIpAddresses",
                   "CreateNetworkInterface")
 EC2_ACTIONS = ("CreateNetworkInterface", "AttachNetworkInterface",
@@ -1355,6 +1356,7 @@ class Harness:
         if self.a.prefixes == "on" and self.a.mode == "chaos":
             table = self.CHAOS + self.PREFIX_CHAOS
         deck = []
+        first = True
         while not self.stop_faults.wait(self.rng.uniform(*gap)):
             self.run_undos()
             if self.a.mode == "chaos" and self.t_prefixes is not None and \
@@ -1366,6 +1368,10 @@ class Harness:
             if not deck:
                 deck = [n for n, w in table for _ in range(w)]
                 self.rng.shuffle(deck)
+                if first and table is self.CHAOS and \
+                        self.a.prefixes == "switch":
+                    deck = self.singles_first(deck)
+                first = False
             name = deck.pop()
             try:
                 what = getattr(self, name)()
@@ -1379,9 +1385,32 @@ class Harness:
                 self.res.event(op="fault", what=what)
                 log("fault: %s", what)
             else:
+                if name not in self.KILLS:      # those say why themselves
+                    self.res.fault_fails[name[2:] + NOT_NOW] += 1
                 deck.insert(self.rng.randint(max(0, len(deck) - 3),
                                              len(deck)), name)
         self.run_undos(force=True)
+
+    # Kinds that need what the single-address phase has: its ENIs (the
+    # prefix phase's prefixes fit on the primary ENI's slots, and a second
+    # ENI comes only now and then).  Dealt in its first draws, they come
+    # back soon until injected; left to the prefix phase they could come
+    # back draw after draw and starve the other kinds.
+    SINGLES_FIRST = ("f_detach",)
+
+    def not_now(self, name):
+        n = self.res.fault_fails[name[2:] + NOT_NOW]
+        return "; drawn %d times with nothing to inject it on" % n if n \
+            else ""
+
+    def singles_first(self, deck):
+        """deck (drawn from its end) with SINGLES_FIRST among its first
+        six draws."""
+        for name in self.SINGLES_FIRST:
+            deck.remove(name)
+            deck.insert(self.rng.randint(max(0, len(deck) - 5), len(deck)),
+                        name)
+        return deck
 
     def with_prefix_kinds(self, deck):
         """deck (drawn from its end) with the prefix phase's kinds dealt
@@ -1420,10 +1449,10 @@ class Harness:
                                r.kill_skips.items()
                                if w == self.KILLS.get(name))
                 r.violation("vacuous", "fault %s was never injected "
-                            "(%d attempts failed%s)", name[2:],
+                            "(%d attempts failed%s%s)", name[2:],
                             r.fault_fails[name[2:]], "".join(
                                 "; skipped %d times: %s" % (n, why)
-                                for why, n in skips))
+                                for why, n in skips), self.not_now(name))
         if a.mode == "restart":
             need_kills = max(2, int(a.duration / a.kill_max) - 1)
             if r.injected["f_kill_set"] < need_kills:
@@ -1476,8 +1505,8 @@ class Harness:
         for name, _ in self.PREFIX_CHAOS:
             if r.injected[name] == 0:
                 r.violation("vacuous", "fault %s was never injected (%d "
-                            "attempts failed)", name[2:],
-                            r.fault_fails[name[2:]])
+                            "attempts failed%s)", name[2:],
+                            r.fault_fails[name[2:]], self.not_now(name))
 
     def calm(self):
         """Every fault off: rules, link delays, subnets, credentials."""
