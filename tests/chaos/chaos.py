@@ -184,6 +184,7 @@ class Results:
         self.del_hist = {}          # life -> (DELs, within DEL_BOUND_S)
         self.reconciles = 0
         self.prefixes = None        # what check_prefixes saw last
+        self.probe = None           # what prefix_probe did
 
     def op(self, op, outcome, dt, cid=None, ip=None):
         with self.lock:
@@ -1057,8 +1058,9 @@ class Harness:
                     why = "its ADD, sent %.2f s before, was answered " \
                         "%.2f s after with %s" % (t - p.t_add,
                                                   p.t_ack - t, p.ip)
-                elif end <= t:
-                    after = True
+                if p.t_ack <= t:
+                    after = True        # a pod had used it: judged
+                if end <= t:
                     m = t - end
                     if seen["closest"] is None or m < seen["closest"]:
                         seen["closest"] = m
@@ -1074,6 +1076,80 @@ class Harness:
                         p.cid, why)
             seen["given back after a pod"] += after
         return seen
+
+    def pods_in_prefixes(self):
+        """([(pods, prefix)] fewest first, of the node's prefixes that
+        hold live pods; {prefix: [pods]}; every prefix on the node)."""
+        iid = self.node["instance_id"]
+        held = [p for e in self.sim.control("GET", "/state")["enis"]
+                if e.get("instance_id") == iid for p in e.get("prefixes")
+                or ()]
+        with self.lock:
+            live = [p for p in self.pods.values() if p.state == "live"]
+        inside = {b: [p for p in live if block_of(p.ip) == b]
+                  for b in held}
+        used = sorted((len(v), b) for b, v in inside.items() if v)
+        return used, inside, held
+
+    def prefix_probe(self):
+        """prefix-in-use at its bound, on purpose, once the faults have
+        stopped.  The prefix with the fewest pods loses all of them but
+        one, and the other prefixes enough pods (one left in each) that
+        the pool holds a prefix's worth more than it needs: a surplus no
+        wholly free prefix serves, so it freezes that one.  Once that has
+        lasted shrink_delay_s, the last pod goes: the prefix may be given
+        back no sooner than ip_cooldown_s after its DEL.  A broker that
+        counts a cooling address as free gives it back at once; the sim's
+        log says when, and check_prefixes judges it.  What happened, for
+        the summary.  First, pods are added until two prefixes have some
+        (a new pod takes an address of the fullest prefix)."""
+        end = time.monotonic() + 30
+        added = 0
+        while True:
+            used, inside, held = self.pods_in_prefixes()
+            if len(used) >= 2 or time.monotonic() > end or added >= 40:
+                break
+            self.do_add()
+            added += 1
+        if len(used) < 2:
+            return "not possible: %d prefixes on the node, %d with pods" % (
+                len(held), len(used))
+        blk = used[0][1]
+        last = inside[blk][-1]
+        going = inside[blk][:-1]
+        # The need is the pods' addresses and warm_ip_target's 3: at most
+        # this many pods in prefixes leave a prefix's worth over, and one
+        # more (the last pod's address cools in the need).
+        room = 16 * (len(used) - 1) - 4
+        others = sorted((b for _, b in used[1:]), key=lambda b: -len(
+            inside[b]))
+        left = 1 + sum(len(inside[b]) for b in others)
+        for b in others:
+            for p in inside[b][1:]:
+                if left <= room:
+                    break
+                going.append(p)
+                left -= 1
+        for p in going:
+            p.state = "deleting"
+            self.do_del(p)
+        time.sleep(SHRINK_DELAY_S + COOLDOWN_S + 1)
+        last.state = "deleting"
+        self.do_del(last)
+        t = last.t_del
+        end = time.monotonic() + COOLDOWN_S + SHRINK_DELAY_S + 3
+        what = "%s (%d pods added, %d deleted, then its last)" % (
+            blk, added, len(going))
+        while time.monotonic() < end:
+            gone = [e["mono"] for e in self.prefix_log()
+                    if e["prefix"] == blk and e["op"] != "assign" and
+                    e["mono"] > t]
+            if gone:
+                return "%s given back %.2f s after its last pod's DEL " \
+                    "(ip_cooldown_s %d)" % (what, gone[0] - t, COOLDOWN_S)
+            time.sleep(0.2)
+        return "%s not given back within %.0f s of its last pod's DEL" % (
+            what, COOLDOWN_S + SHRINK_DELAY_S + 3)
 
     # ---- faults ----
 
@@ -1636,7 +1712,12 @@ class Harness:
                 self.res.violation("final-unreachable", "pod %s at %s does "
                                    "not reach the VPC host", p.cid, p.ip)
         self.check_once(sample=0)
+        if self.t_prefixes is not None and self.a.mode == "chaos":
+            self.res.probe = self.prefix_probe()
+            log("prefix probe: %s", self.res.probe)
         # And every pod leaves: the pool and the checkpoint end empty.
+        with self.lock:
+            live = [p for p in self.pods.values() if p.state == "live"]
         for p in live:
             p.state = "deleting"
             self.do_del(p)
@@ -1775,13 +1856,15 @@ def report_text(h):
         w("%-10s delegation on at %.0f s; %d pods on prefixes; by enid: %d "
           "assigned, %d given back (%d after a pod used one), %d deleted "
           "with their ENI; %d taken behind its back" % (
-              "prefixes", max(0, h.t_prefixes - h.t_start), px["pods on prefixes"],
-              px["assigned"], px["given back"],
+              "prefixes", max(0, h.t_prefixes - h.t_start),
+              px["pods on prefixes"], px["assigned"], px["given back"],
               px["given back after a pod"], px["deleted with its ENI"],
               px["behind enid's back"]))
         if px["closest"] is not None:
             w("%-10s closest give-back after a pod's cooldown ended: "
               "%.2f s" % ("", px["closest"]))
+        if r.probe is not None:
+            w("%-10s probe: %s" % ("", r.probe))
     w("")
     w("%-44s %8s" % ("fault injected", "count"))
     for k, n in sorted(r.faults.items()):
@@ -1829,6 +1912,7 @@ Harness.report = lambda self: {
         for f, name in Harness.KILLS.items()},
     "victims": self.res.victims,
     "prefixes": self.res.prefixes,
+    "prefix_probe": self.res.probe,
     "pings": dict(self.res.pings),
     "converged_s": self.res.converged_s,
     "violations": [{"t": t, "kind": k, "what": m}
