@@ -27,6 +27,11 @@ none):
   hung-plugin          enid-cni never hangs
   unplanned-exit       no enid process exits unless the harness killed one
   crash-report         no sanitizer report or fatal line in enid's logs
+  prefix-in-use        no /28 prefix leaves the node's ENI (given back, or
+                       deleted with its ENI) while a pod holds one of its
+                       addresses, from the ADD's answer to the DEL's
+                       sending plus ip_cooldown_s (the sim's log of
+                       prefixes against the harness's own pods)
   final-*              once the faults stop and a reconcile interval has
                        passed: the cloud's ENIs and addresses equal the
                        pool's, the checkpoint's pods equal enid's and the
@@ -34,6 +39,12 @@ none):
                        live pod pings
   vacuous              the run checked too little: too few acknowledged
                        ADDs, a kind of fault never injected, ...
+
+Prefix delegation (--prefixes): the run starts with single addresses and
+at --prefix-at of its length turns prefix delegation on (the
+configuration rewritten, enid restarted with SIGTERM, as a rolling update
+does); the chaos deck then also deals fragmented subnets and faults on
+the prefix calls (failed, throttled, slow, or done with the answer lost).
 
 A pod whose address (or ENI) the harness itself took away behind enid's
 back is a victim, not a violation, until enid could have seen it (one
@@ -44,6 +55,7 @@ enid's back.
 import argparse
 import collections
 import concurrent.futures
+import ipaddress
 import itertools
 import json
 import math
@@ -82,6 +94,12 @@ DEL_PLUGIN_MAX_S = 4.0
 ADD_SLACK_S = 1.0       # an ADD within add_timeout_s + this
 CHECK_EVERY_S = 2.0     # the continuous checks
 PLUGIN_HANG_S = 45      # enid-cni's own limit is 30 s; past this it hangs
+COOLDOWN_S = 2          # ip_cooldown_s: a DEL's address rests this long
+SHRINK_DELAY_S = 5      # shrink_delay_s: a surplus lasts, then goes
+CLOUD_TIMEOUT_MS = 5000  # cloud.timeout_ms: a later answer is none
+NOT_NOW = " (nothing yet)"   # drawn with nothing to act on
+PREFIX_ACTIONS = ("AssignPrivateIpAddresses", "UnassignPrivateIpAddresses",
+                  "CreateNetworkInterface")
 EC2_ACTIONS = ("CreateNetworkInterface", "AttachNetworkInterface",
                "AssignPrivateIpAddresses", "UnassignPrivateIpAddresses",
                "DescribeNetworkInterfaces", "DetachNetworkInterface",
@@ -165,6 +183,8 @@ class Results:
         self.enid_lists = 0         # enid's pod lists checked
         self.del_hist = {}          # life -> (DELs, within DEL_BOUND_S)
         self.reconciles = 0
+        self.prefixes = None        # what check_prefixes saw last
+        self.probe = None           # what prefix_probe did
 
     def op(self, op, outcome, dt, cid=None, ip=None):
         with self.lock:
@@ -217,6 +237,7 @@ class Service:
         self.gen = 0
         self.pids = {}
         self.killed = None          # what the harness killed in this life
+        self.spawned = 0.0          # when this life started (monotonic)
         self.running = threading.Event()
         self.stopping = False
         self.logs = []
@@ -257,11 +278,13 @@ class Service:
 
     def _supervise(self):
         while not self.stopping:
+            t_spawn = time.monotonic()
             p, path = self._spawn()
             with self.lock:
                 self.proc = p
                 self.pids = {"enid": p.pid}
                 self.killed = None
+                self.spawned = t_spawn
             seen_running = False
             while p.poll() is None and not self.stopping:
                 kids = self._children(p.pid)
@@ -288,6 +311,12 @@ class Service:
                                      "%s without being killed; log %s "
                                      "ends:\n%s", rc, path.name, tail)
                 self.h.res.restarts["exited by itself"] += 1
+            elif killed.startswith("SIGTERM") and rc != 0:
+                tail = path.read_text(errors="replace")[-1500:]
+                self.h.res.violation("unplanned-exit", "enid exited with "
+                                     "%s on SIGTERM (%s); log %s ends:\n%s",
+                                     rc, killed, path.name, tail)
+                self.h.res.restarts[killed] += 1
             else:
                 self.h.res.restarts[killed] += 1
             self.gen += 1
@@ -329,6 +358,27 @@ class Service:
                     pass
         return None
 
+    def terminate(self, why):
+        """SIGTERM to the broker, as a service manager's stop or a
+        rolling update sends it; None when sent, else why not now."""
+        with self.lock:
+            if self.killed is not None:
+                return "this life was already stopped (%s)" % self.killed
+            if not self.running.is_set():
+                return "enid not running yet (starting or restarting)"
+            self.killed = "SIGTERM: " + why
+            try:
+                os.kill(self.pids["enid"], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        return None
+
+    def started_after(self, t):
+        """Is the running life one started after t (monotonic)?"""
+        with self.lock:
+            return self.spawned > t and self.running.is_set() and \
+                self.killed is None
+
     def stop(self):
         self.stopping = True
         with self.lock:
@@ -340,6 +390,23 @@ class Service:
             except subprocess.TimeoutExpired:
                 p.kill()
         self.thread.join(15)
+
+
+def block_of(ip):
+    """The /28 that holds ip, as the sim names prefixes."""
+    return str(ipaddress.IPv4Network(ip + "/28", strict=False))
+
+
+def hosts(prefix):
+    return [str(a) for a in ipaddress.IPv4Network(prefix)]
+
+
+def all_addrs(e):
+    """An ENI's addresses in the sim's state, its prefixes' included."""
+    out = list(e["addresses"])
+    for p in e.get("prefixes") or ():
+        out.extend(hosts(p))
+    return out
 
 
 def alive(pid):
@@ -366,6 +433,7 @@ class Pod:
         self.checked = False
         self.reported = False
         self.t_ack = None
+        self.t_del = None       # the first DEL that may have reached enid
         self.victim = False
 
 
@@ -393,6 +461,14 @@ class Harness:
         self.rules = []             # fault rules we have posted
         self.rules_lock = threading.Lock()
         self._ec2 = None
+        # Prefix delegation: when it was turned on (monotonic), the pods
+        # ever acknowledged (each prefix-in-use check looks back), the
+        # sim's log of prefixes read so far.
+        self.t_prefixes = None
+        self.acked = []
+        self.plog = []
+        self.plog_seq = 0
+        self.plog_lock = threading.Lock()
 
     def built(self, rel):
         p = os.path.join(self.builddir, rel)
@@ -420,24 +496,10 @@ class Harness:
         self.helpers.mkdir()
         for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
             os.symlink(self.built(rel), self.helpers / os.path.basename(rel))
-        conf = {
-            "user": "enid",
-            "runtime_dir": str(self.workdir / "run"),
-            "state_dir": str(self.workdir / "state"),
-            "log_level": a.log_level,
-            "cluster_name": "chaos",
-            "reconcile_interval_s": a.reconcile_interval,
-            "cloud": {"ec2_endpoint": "http://198.18.0.1/",
-                      "allow_http": True, "timeout_ms": 5000},
-            "pool": {"warm_ip_target": 3, "warm_eni_target": 0,
-                     "ip_cooldown_s": 2, "add_timeout_s": a.add_timeout,
-                     "shrink_delay_s": 5, "subnet_backoff_s": 5,
-                     "link_timeout_s": 8},
-            "subnets": [{"id": s} for s in self.subnets],
-            "leak_gc": {"enabled": True, "grace_s": a.leak_grace},
-        }
         self.conf = self.workdir / "enid.conf"
-        self.conf.write_text(json.dumps(conf, indent=1))
+        self.write_conf(a.prefixes == "on")
+        if a.prefixes == "on":
+            self.t_prefixes = time.monotonic()
         self.cni_sock = self.workdir / "run" / "cni.sock"
         self.ctl_sock = self.workdir / "run" / "ctl.sock"
         self.cni_conf = json.dumps({
@@ -450,6 +512,62 @@ class Harness:
                              % self.svc.logs[-1])
         log("set-up done: sim %s, node %s, workdir %s", self.tag, self.ns,
             self.workdir)
+
+    def write_conf(self, prefixes):
+        """enid's configuration, replaced whole (a life reads it once, at
+        its start): with prefix delegation or without."""
+        a = self.a
+        conf = {
+            "user": "enid",
+            "runtime_dir": str(self.workdir / "run"),
+            "state_dir": str(self.workdir / "state"),
+            "log_level": a.log_level,
+            "cluster_name": "chaos",
+            "reconcile_interval_s": a.reconcile_interval,
+            "cloud": {"ec2_endpoint": "http://198.18.0.1/",
+                      "allow_http": True, "timeout_ms": CLOUD_TIMEOUT_MS},
+            "pool": {"warm_ip_target": 3, "warm_eni_target": 0,
+                     "ip_cooldown_s": COOLDOWN_S,
+                     "add_timeout_s": a.add_timeout,
+                     "shrink_delay_s": SHRINK_DELAY_S, "subnet_backoff_s": 5,
+                     "link_timeout_s": 8},
+            "subnets": [{"id": s} for s in self.subnets],
+            "leak_gc": {"enabled": True, "grace_s": a.leak_grace},
+        }
+        if prefixes:
+            conf["pool"].update({
+                "prefix_delegation": True,
+                "warm_prefix_target": a.warm_prefix_target,
+                "prefix_backoff_s": a.prefix_backoff,
+                "prefix_freeze_s": a.prefix_freeze})
+        tmp = self.conf.with_suffix(".new")
+        tmp.write_text(json.dumps(conf, indent=1))
+        os.replace(tmp, self.conf)
+
+    def prefix_switch(self, _=None):
+        """--prefixes switch: prefix delegation on at --prefix-at of the
+        run, whatever the faults are doing meanwhile."""
+        at = self.t_start + self.a.duration * self.a.prefix_at
+        if not self.stop_faults.wait(max(0, at - time.monotonic())):
+            self.enter_prefixes()
+
+    def enter_prefixes(self):
+        """Prefix delegation on, as an operator turns it on: the
+        configuration rewritten, then enid stopped (SIGTERM) so that the
+        service manager starts it again with it.  A life started since
+        reads it already (a kill of the harness's own meanwhile)."""
+        self.write_conf(True)
+        t = self.t_prefixes = time.monotonic()
+        self.res.event(op="prefixes", what="prefix delegation on")
+        log("prefix delegation on: configuration rewritten, enid restarts")
+        end = t + 60
+        while time.monotonic() < end and not self.svc.started_after(t) \
+                and not self.stop_faults.is_set():
+            self.svc.terminate("prefix delegation turned on")
+            time.sleep(0.2)
+        if not self.svc.started_after(t) and not self.stop_faults.is_set():
+            self.res.violation("harness-error", "enid did not start again "
+                               "with prefix delegation within 60 s")
 
     def teardown(self):
         for p in list(self.pods.values()):
@@ -518,7 +636,10 @@ class Harness:
         """Live pods wanted now: a slow wave between 0 and --max-pods, so
         the pool grows and shrinks."""
         x = (now - self.t_start) / self.a.wave_s
-        return self.a.max_pods * (0.5 - 0.5 * math.cos(2 * math.pi * x))
+        top = self.a.max_pods
+        if self.t_prefixes is not None and self.a.prefix_max_pods:
+            top = self.a.prefix_max_pods
+        return top * (0.5 - 0.5 * math.cos(2 * math.pi * x))
 
     def pick_op(self):
         with self.lock:
@@ -606,6 +727,7 @@ class Harness:
             pod.ip = ip
             pod.t_ack = time.monotonic()
             pod.state = "live"
+            self.acked.append(pod)
             others = [p.cid for p in self.pods.values()
                       if p is not pod and p.state == "live" and p.ip == ip]
         if others:
@@ -624,7 +746,10 @@ class Harness:
                                    PING_WAIT_S, self.whereis(ip))
 
     def do_del(self, pod):
+        t0 = time.monotonic()
         outcome, _, dt = self.plugin("DEL", pod)
+        if pod.t_del is None and outcome != "enid-down":
+            pod.t_del = t0      # enid may have freed its address since
         self.res.op("del", outcome, dt, pod.cid, pod.ip)
         if dt > DEL_PLUGIN_MAX_S and outcome != "hung":
             self.res.violation("del-latency", "DEL %s: enid-cni took %.2f s "
@@ -648,10 +773,11 @@ class Harness:
         out = []
         try:
             for e in self.sim.control("GET", "/state")["enis"]:
-                if ip in e["addresses"]:
+                if ip in all_addrs(e):
                     out.append("the cloud has it on %s (%s, %s%s)" % (
                         e["id"], e["status"], "primary" if
-                        e["addresses"][0] == ip else "secondary",
+                        e["addresses"][0] == ip else "secondary" if
+                        ip in e["addresses"] else "prefix " + block_of(ip),
                         ", link ready" if e.get("link_ready") else ""))
             for e in self.show("enis"):
                 for a in e["addresses"]:
@@ -821,6 +947,8 @@ class Harness:
                 self.enid_dels()
             except (OSError, ValueError):
                 pass            # down or restarting: the next look
+        if self.t_prefixes is not None:
+            self.res.prefixes = self.check_prefixes()
         now = time.monotonic()
         old = [p for p in live if p.t_ack and now - p.t_ack > 3 and
                not p.victim]
@@ -849,6 +977,179 @@ class Harness:
             return False
         self.reported.add(key)
         return True
+
+    # ---- prefixes: the sim's log against the pods ----
+
+    def prefix_log(self):
+        """The sim's log of prefixes (GET /prefixes/log), all of it: what
+        came since the last look is added to what was read before."""
+        with self.plog_lock:
+            out = self.sim.control("GET", "/prefixes/log?since=%d" %
+                                   self.plog_seq)
+            if out["events"] and out["events"][0]["seq"] != \
+                    self.plog_seq + 1:
+                self.res.violation("harness-error", "the sim's log of "
+                                   "prefixes lost events %d to %d",
+                                   self.plog_seq + 1,
+                                   out["events"][0]["seq"] - 1)
+            self.plog.extend(out["events"])
+            self.plog_seq = out["last"]
+            return list(self.plog)
+
+    def check_prefixes(self):
+        """prefix-in-use.  The sim logs when each prefix left an ENI, and
+        who asked; the harness knows when each of its pods held an
+        address: from its ADD's answer to its DEL's sending (the first
+        that may have reached enid), and ip_cooldown_s after that.  A
+        prefix enid gave back (unassigned, or deleted with its ENI)
+        within that time had an address assigned, cooling or being
+        released; one given back while an ADD was in flight that then
+        answered with an address of it, the prefix not delegated again
+        between, had the ADD's.  Not judged: an ENI the harness detached,
+        and a pod whose address the harness took (its victims).  Returns
+        what the check saw, for the summary."""
+        events = self.prefix_log()
+        me = self.node["primary_ip"]
+        grace = 2 * self.a.reconcile_interval + 5
+        with self.lock:
+            pods = list(self.acked)
+            sab = list(self.sabotage)
+        by_block = collections.defaultdict(list)
+        for p in pods:
+            by_block[block_of(p.ip)].append(p)
+        assigned = collections.defaultdict(list)
+        seen = {"assigned": 0, "given back": 0, "deleted with its ENI": 0,
+                "given back after a pod": 0, "closest": None,
+                "pods on prefixes": 0, "behind enid's back": 0}
+        for ev in events:
+            if ev["op"] == "assign":
+                assigned[ev["prefix"]].append(ev["mono"])
+                seen["assigned"] += ev["caller"] == me
+        for blk, ps in by_block.items():
+            for p in ps:
+                if any(t < p.t_ack for t in assigned.get(blk, ())):
+                    seen["pods on prefixes"] += 1
+        for ev in events:
+            if ev["op"] == "assign":
+                continue
+            if ev["caller"] != me:
+                seen["behind enid's back"] += 1
+                continue
+            t = ev["mono"]
+            seen["given back" if ev["op"] == "unassign" else
+                 "deleted with its ENI"] += 1
+            if any(eni == ev["eni"] and ts <= t for ts, _, _, eni in sab):
+                continue        # detached behind enid's back
+            after = False
+            for p in by_block.get(ev["prefix"], ()):
+                if any(p.ip in ips and p.t_add - grace <= ts <= t
+                       for ts, _, ips, _ in sab):
+                    continue    # a victim: the harness took its address
+                end = p.t_del + COOLDOWN_S if p.t_del is not None \
+                    else math.inf
+                why = None
+                if p.t_ack <= t < end:
+                    why = "it held %s: acknowledged %.2f s before%s" % (
+                        p.ip, t - p.t_ack, "" if p.t_del is None else
+                        ", its DEL sent %.2f s before (ip_cooldown_s %d)"
+                        % (t - p.t_del, COOLDOWN_S))
+                elif p.t_add <= t < p.t_ack and not any(
+                        t < ta < p.t_ack for ta in assigned[ev["prefix"]]):
+                    why = "its ADD, sent %.2f s before, was answered " \
+                        "%.2f s after with %s" % (t - p.t_add,
+                                                  p.t_ack - t, p.ip)
+                if p.t_ack <= t:
+                    after = True        # a pod had used it: judged
+                if end <= t:
+                    m = t - end
+                    if seen["closest"] is None or m < seen["closest"]:
+                        seen["closest"] = m
+                if why and self.first_time("prefix-in-use", ev["seq"],
+                                           p.cid):
+                    self.res.violation(
+                        "prefix-in-use", "%s: prefix %s %s at %s (sim "
+                        "log #%d) while pod %s used it: %s", ev["eni"],
+                        ev["prefix"], "given back" if ev["op"] ==
+                        "unassign" else "deleted with its ENI",
+                        time.strftime("%H:%M:%S", time.localtime(ev["t"]))
+                        + ".%03d" % (ev["t"] * 1000 % 1000), ev["seq"],
+                        p.cid, why)
+            seen["given back after a pod"] += after
+        return seen
+
+    def pods_in_prefixes(self):
+        """([(pods, prefix)] fewest first, of the node's prefixes that
+        hold live pods; {prefix: [pods]}; every prefix on the node)."""
+        iid = self.node["instance_id"]
+        held = [p for e in self.sim.control("GET", "/state")["enis"]
+                if e.get("instance_id") == iid for p in e.get("prefixes")
+                or ()]
+        with self.lock:
+            live = [p for p in self.pods.values() if p.state == "live"]
+        inside = {b: [p for p in live if block_of(p.ip) == b]
+                  for b in held}
+        used = sorted((len(v), b) for b, v in inside.items() if v)
+        return used, inside, held
+
+    def prefix_probe(self):
+        """prefix-in-use at its bound, on purpose, once the faults have
+        stopped.  The prefix with the fewest pods loses all of them but
+        one, and the other prefixes enough pods (one left in each) that
+        the pool holds a prefix's worth more than it needs: a surplus no
+        wholly free prefix serves, so it freezes that one.  Once that has
+        lasted shrink_delay_s, the last pod goes: the prefix may be given
+        back no sooner than ip_cooldown_s after its DEL.  A broker that
+        counts a cooling address as free gives it back at once; the sim's
+        log says when, and check_prefixes judges it.  What happened, for
+        the summary.  First, pods are added until two prefixes have some
+        (a new pod takes an address of the fullest prefix)."""
+        end = time.monotonic() + 30
+        added = 0
+        while True:
+            used, inside, held = self.pods_in_prefixes()
+            if len(used) >= 2 or time.monotonic() > end or added >= 40:
+                break
+            self.do_add()
+            added += 1
+        if len(used) < 2:
+            return "not possible: %d prefixes on the node, %d with pods" % (
+                len(held), len(used))
+        blk = used[0][1]
+        last = inside[blk][-1]
+        going = inside[blk][:-1]
+        # The need is the pods' addresses and warm_ip_target's 3: at most
+        # this many pods in prefixes leave a prefix's worth over, and one
+        # more (the last pod's address cools in the need).
+        room = 16 * (len(used) - 1) - 4
+        others = sorted((b for _, b in used[1:]), key=lambda b: -len(
+            inside[b]))
+        left = 1 + sum(len(inside[b]) for b in others)
+        for b in others:
+            for p in inside[b][1:]:
+                if left <= room:
+                    break
+                going.append(p)
+                left -= 1
+        for p in going:
+            p.state = "deleting"
+            self.do_del(p)
+        time.sleep(SHRINK_DELAY_S + COOLDOWN_S + 1)
+        last.state = "deleting"
+        self.do_del(last)
+        t = last.t_del
+        end = time.monotonic() + COOLDOWN_S + SHRINK_DELAY_S + 3
+        what = "%s (%d pods added, %d deleted, then its last)" % (
+            blk, added, len(going))
+        while time.monotonic() < end:
+            gone = [e["mono"] for e in self.prefix_log()
+                    if e["prefix"] == blk and e["op"] != "assign" and
+                    e["mono"] > t]
+            if gone:
+                return "%s given back %.2f s after its last pod's DEL " \
+                    "(ip_cooldown_s %d)" % (what, gone[0] - t, COOLDOWN_S)
+            time.sleep(0.2)
+        return "%s not given back within %.0f s of its last pod's DEL" % (
+            what, COOLDOWN_S + SHRINK_DELAY_S + 3)
 
     # ---- faults ----
 
@@ -969,7 +1270,7 @@ class Harness:
     def eni_addrs(self, eni_id):
         for e in self.sim.control("GET", "/state")["enis"]:
             if e["id"] == eni_id:
-                return e["addresses"]
+                return all_addrs(e)
         return []
 
     def f_detach(self):
@@ -980,7 +1281,7 @@ class Harness:
         e = self.rng.choice(enis)
         # Before and after: the pool may grow onto it meanwhile, and the
         # call may take a while under throttling.
-        self.sabotaged(e["addresses"], e["id"])
+        self.sabotaged(all_addrs(e), e["id"])
         try:
             self.ec2().detach_network_interface(
                 AttachmentId=e["attachment"]["id"])
@@ -1001,6 +1302,82 @@ class Harness:
         finally:
             self.sabotaged([ip])
         return "address unassigned behind enid's back"
+
+    # ---- prefix faults (the prefix phase's deck) ----
+
+    def f_fragment(self):
+        """One or both subnets fragmented: single addresses free, no whole
+        /28 (or only the K highest), for 4 to 15 s."""
+        which = self.rng.choice([self.subnets[:1], self.subnets[1:],
+                                 self.subnets])
+        keep = self.rng.choice((0, 0, 1, 2))
+        for s in which:
+            self.sim.control("POST", "/subnets/" + s,
+                             {"fragment": True, "keep_prefixes": keep})
+
+        def whole():
+            for s in which:
+                self.sim.control("POST", "/subnets/" + s,
+                                 {"fragment": False})
+        self.later(self.rng.uniform(4, 15), "subnet whole again", whole)
+        return "subnet fragmented"
+
+    def prefix_rule(self, **rule):
+        rule.update(action=self.rng.choice(PREFIX_ACTIONS),
+                    with_param="Ipv4Prefix")
+        return rule
+
+    def f_prefix_fail(self):
+        rule = self.prefix_rule(
+            probability=round(self.rng.uniform(0.5, 1.0), 2))
+        codes = [("InternalError", 500), ("ServiceUnavailable", 503)]
+        if rule["action"] != "UnassignPrivateIpAddresses":
+            codes.append(("InsufficientCidrBlocks", 400))
+        rule["code"], rule["status"] = self.rng.choice(codes)
+        self.add_rule(rule, self.rng.uniform(2, 8))
+        return "prefix calls failing"
+
+    def f_prefix_throttle(self):
+        rule = self.prefix_rule(code="RequestLimitExceeded", status=503)
+        if self.rng.random() < 0.5:
+            rule["probability"] = round(self.rng.uniform(0.5, 1.0), 2)
+        else:
+            rule["count"] = self.rng.randint(3, 20)
+        self.add_rule(rule, self.rng.uniform(1, 6))
+        return "prefix calls throttled"
+
+    def f_prefix_latency(self):
+        rule = self.prefix_rule(latency_ms=[100, self.rng.randint(800, 4000)])
+        self.add_rule(rule, self.rng.uniform(2, 8))
+        return "prefix calls slow"
+
+    def f_prefix_unknown(self):
+        """A prefix call done, its answer lost: a 5xx after the change, or
+        an answer later than cloudd waits."""
+        if self.rng.random() < 0.5:
+            rule = self.prefix_rule(after=True,
+                                    count=self.rng.randint(1, 2))
+            rule["code"], rule["status"] = self.rng.choice(
+                (("InternalError", 500), ("ServiceUnavailable", 503)))
+        else:
+            rule = self.prefix_rule(after=True, count=1, latency_ms=[
+                CLOUD_TIMEOUT_MS + 500, CLOUD_TIMEOUT_MS + 3000])
+        self.add_rule(rule, self.rng.uniform(6, 15))
+        return "prefix call done, answer lost"
+
+    def f_unassign_prefix(self):
+        enis = [e for e in self.node_enis() if e.get("prefixes")]
+        if not enis:
+            return None
+        e = self.rng.choice(enis)
+        p = self.rng.choice(e["prefixes"])
+        self.sabotaged(hosts(p))
+        try:
+            self.ec2().unassign_private_ip_addresses(
+                NetworkInterfaceId=e["id"], Ipv4Prefixes=[p])
+        finally:
+            self.sabotaged(hosts(p))
+        return "prefix unassigned behind enid's back"
 
     def kill(self, which):
         """kill -9 of which; a kill that cannot be done now is counted with
@@ -1035,6 +1412,9 @@ class Harness:
              ("f_cred_expire", 1), ("f_cred_revoke", 1), ("f_detach", 1),
              ("f_unassign", 2), ("f_kill_enid", 1), ("f_kill_netd", 1),
              ("f_kill_cloudd", 1))
+    PREFIX_CHAOS = (("f_fragment", 2), ("f_prefix_fail", 1),
+                    ("f_prefix_throttle", 1), ("f_prefix_latency", 1),
+                    ("f_prefix_unknown", 2), ("f_unassign_prefix", 1))
     KILLS = {"f_kill_enid": "enid", "f_kill_netd": "enid-netd",
              "f_kill_cloudd": "enid-cloudd", "f_kill_set": "set"}
 
@@ -1049,12 +1429,25 @@ class Harness:
                                                 self.a.kill_max)
         else:
             table, gap = self.CHAOS, (1.0, 4.0)
+        if self.a.prefixes == "on" and self.a.mode == "chaos":
+            table = self.CHAOS + self.PREFIX_CHAOS
         deck = []
+        first = True
         while not self.stop_faults.wait(self.rng.uniform(*gap)):
             self.run_undos()
+            if self.a.mode == "chaos" and self.t_prefixes is not None and \
+                    table is self.CHAOS:
+                # The prefix phase began: its kinds first, one in every
+                # two draws, so that the phase deals each of them.
+                table = self.CHAOS + self.PREFIX_CHAOS
+                deck = self.with_prefix_kinds(deck)
             if not deck:
                 deck = [n for n, w in table for _ in range(w)]
                 self.rng.shuffle(deck)
+                if first and table is self.CHAOS and \
+                        self.a.prefixes == "switch":
+                    deck = self.singles_first(deck)
+                first = False
             name = deck.pop()
             try:
                 what = getattr(self, name)()
@@ -1068,9 +1461,46 @@ class Harness:
                 self.res.event(op="fault", what=what)
                 log("fault: %s", what)
             else:
+                if name not in self.KILLS:      # those say why themselves
+                    self.res.fault_fails[name[2:] + NOT_NOW] += 1
                 deck.insert(self.rng.randint(max(0, len(deck) - 3),
                                              len(deck)), name)
         self.run_undos(force=True)
+
+    # Kinds that need what the single-address phase has: its ENIs (the
+    # prefix phase's prefixes fit on the primary ENI's slots, and a second
+    # ENI comes only now and then).  Dealt in its first draws, they come
+    # back soon until injected; left to the prefix phase they could come
+    # back draw after draw and starve the other kinds.
+    SINGLES_FIRST = ("f_detach",)
+
+    def not_now(self, name):
+        n = self.res.fault_fails[name[2:] + NOT_NOW]
+        return "; drawn %d times with nothing to inject it on" % n if n \
+            else ""
+
+    def singles_first(self, deck):
+        """deck (drawn from its end) with SINGLES_FIRST among its first
+        six draws."""
+        for name in self.SINGLES_FIRST:
+            deck.remove(name)
+            deck.insert(self.rng.randint(max(0, len(deck) - 5), len(deck)),
+                        name)
+        return deck
+
+    def with_prefix_kinds(self, deck):
+        """deck (drawn from its end) with the prefix phase's kinds dealt
+        first, every other draw."""
+        pk = [n for n, w in self.PREFIX_CHAOS for _ in range(w)]
+        self.rng.shuffle(pk)
+        rest = list(reversed(deck))
+        order = []
+        while pk or rest:
+            if pk:
+                order.append(pk.pop())
+            if rest:
+                order.append(rest.pop(0))
+        return list(reversed(order))
 
     def vacuous(self):
         """A run whose checks had (almost) nothing to check passes
@@ -1095,10 +1525,10 @@ class Harness:
                                r.kill_skips.items()
                                if w == self.KILLS.get(name))
                 r.violation("vacuous", "fault %s was never injected "
-                            "(%d attempts failed%s)", name[2:],
+                            "(%d attempts failed%s%s)", name[2:],
                             r.fault_fails[name[2:]], "".join(
                                 "; skipped %d times: %s" % (n, why)
-                                for why, n in skips))
+                                for why, n in skips), self.not_now(name))
         if a.mode == "restart":
             need_kills = max(2, int(a.duration / a.kill_max) - 1)
             if r.injected["f_kill_set"] < need_kills:
@@ -1108,6 +1538,8 @@ class Harness:
         if a.mode == "chaos" and r.reconciles < 2:
             r.violation("vacuous", "%d reconciliations seen in enid's "
                         "logs: victims cannot be judged", r.reconciles)
+        if self.a.prefixes != "off":
+            self.vacuous_prefixes()
         if r.enid_lists < 3:
             r.violation("vacuous", "enid's pod list was checked %d times"
                         % r.enid_lists)
@@ -1120,6 +1552,38 @@ class Harness:
             r.violation("del-latency", "enid-cni's DEL p95 is %.2f s, over "
                         "%.1f s", p95, DEL_PLUGIN_P95_S)
 
+    def vacuous_prefixes(self):
+        """The prefix phase checked too little: it never began, enid never
+        ran with prefix delegation, no pod got an address of a prefix, no
+        kind of its faults was dealt (chaos mode), or (chaos mode, whose
+        wave empties the pool in the phase) enid gave back no prefix once
+        a pod had used it, which leaves prefix-in-use nothing to judge."""
+        r = self.res
+        if self.t_prefixes is None:
+            r.violation("vacuous", "the prefix phase never began")
+            return
+        lives = [p for p in self.svc.logs if "pool: prefix delegation: "
+                 in open(p, errors="replace").read()]
+        if not lives:
+            r.violation("vacuous", "no life of enid logged \"pool: prefix "
+                        "delegation\"")
+        seen = r.prefixes or {}
+        if seen.get("pods on prefixes", 0) < 5:
+            r.violation("vacuous", "%d pods got an address of a prefix "
+                        "(at least 5 wanted)", seen.get("pods on prefixes",
+                                                        0))
+        if self.a.mode != "chaos":
+            return
+        if seen.get("given back after a pod", 0) < 1:
+            r.violation("vacuous", "enid gave back no prefix a pod had "
+                        "used (%d given back): prefix-in-use judged nothing"
+                        % seen.get("given back", 0))
+        for name, _ in self.PREFIX_CHAOS:
+            if r.injected[name] == 0:
+                r.violation("vacuous", "fault %s was never injected (%d "
+                            "attempts failed%s)", name[2:],
+                            r.fault_fails[name[2:]], self.not_now(name))
+
     def calm(self):
         """Every fault off: rules, link delays, subnets, credentials."""
         with self.rules_lock:
@@ -1127,6 +1591,7 @@ class Harness:
             self.rules = []
         self.sim.control("POST", "/links", {"delay_ms": 0})
         for s in self.subnets:
+            self.sim.control("POST", "/subnets/" + s, {"fragment": False})
             self.sim.control("POST", "/subnets/" + s, {"free": 4091})
         self.sim.control("POST", "/credentials", {"expire_s": 900})
 
@@ -1171,7 +1636,8 @@ class Harness:
         diffs = []
         iid = self.node["instance_id"]
         st = self.sim.control("GET", "/state")
-        cloud = {e["id"]: set(e["addresses"][1:]) for e in st["enis"]
+        # A prefix's addresses are the pool's, each of them.
+        cloud = {e["id"]: set(all_addrs(e)[1:]) for e in st["enis"]
                  if e.get("instance_id") == iid}
         leaked = [e["id"] for e in st["enis"] if e["status"] == "available"
                   and e["tags"].get("enid.io/instance-id") == iid]
@@ -1246,12 +1712,23 @@ class Harness:
                 self.res.violation("final-unreachable", "pod %s at %s does "
                                    "not reach the VPC host", p.cid, p.ip)
         self.check_once(sample=0)
+        if self.t_prefixes is not None and self.a.mode == "chaos":
+            self.res.probe = self.prefix_probe()
+            log("prefix probe: %s", self.res.probe)
         # And every pod leaves: the pool and the checkpoint end empty.
+        with self.lock:
+            live = [p for p in self.pods.values() if p.state == "live"]
         for p in live:
             p.state = "deleting"
             self.do_del(p)
         self.finish_dels(time.monotonic() + 30)
         self.enid_dels()
+        if self.t_prefixes is not None:
+            # Every pod gone, the pool shrinks: the prefixes they used are
+            # given back now, some within the last DELs' cooldown or just
+            # after it; judged too.
+            self.settle(time.monotonic() + 30, quiet=SHRINK_DELAY_S + 2)
+            self.res.prefixes = self.check_prefixes()
         if self.show("pods") or \
                 ckptstate.read(self.workdir / "state")["pods"]:
             self.res.violation("final-mismatch", "pods left after every "
@@ -1280,11 +1757,16 @@ class Harness:
             threads = [threading.Thread(target=self.churn),
                        threading.Thread(target=self.checker),
                        threading.Thread(target=self.injector)]
+            if self.a.prefixes == "switch":
+                threads.append(threading.Thread(
+                    target=self.guard, args=(self.prefix_switch, None)))
             for t in threads:
                 t.start()
             stop.wait(self.a.duration)
             self.stop_faults.set()
             threads[2].join()
+            for t in threads[3:]:
+                t.join()
             self.stop_churn.set()
             threads[0].join()
             threads[1].join()
@@ -1349,8 +1831,9 @@ def report_text(h):
     out = []
     w = out.append
     w("")
-    w("enid chaos soak: mode %s, %d s, seed %s, %.1f ops/s, %d in parallel"
-      % (h.a.mode, h.a.duration, h.a.seed, h.a.rate, h.a.parallel))
+    w("enid chaos soak: mode %s, %d s, seed %s, %.1f ops/s, %d in parallel,"
+      " prefixes %s" % (h.a.mode, h.a.duration, h.a.seed, h.a.rate,
+                        h.a.parallel, h.a.prefixes))
     w("")
     w("%-10s %-24s %8s" % ("operation", "outcome", "count"))
     for (op, oc), n in sorted(r.ops.items()):
@@ -1368,6 +1851,20 @@ def report_text(h):
           "enid", sum(n for n, _ in r.del_hist.values()),
           sum(k for _, k in r.del_hist.values()), DEL_BOUND_S,
           r.enid_lists, r.reconciles))
+    if r.prefixes is not None:
+        px = r.prefixes
+        w("%-10s delegation on at %.0f s; %d pods on prefixes; by enid: %d "
+          "assigned, %d given back (%d after a pod used one), %d deleted "
+          "with their ENI; %d taken behind its back" % (
+              "prefixes", max(0, h.t_prefixes - h.t_start),
+              px["pods on prefixes"], px["assigned"], px["given back"],
+              px["given back after a pod"], px["deleted with its ENI"],
+              px["behind enid's back"]))
+        if px["closest"] is not None:
+            w("%-10s closest give-back after a pod's cooldown ended: "
+              "%.2f s" % ("", px["closest"]))
+        if r.probe is not None:
+            w("%-10s probe: %s" % ("", r.probe))
     w("")
     w("%-44s %8s" % ("fault injected", "count"))
     for k, n in sorted(r.faults.items()):
@@ -1414,6 +1911,8 @@ Harness.report = lambda self: {
         why: n for (w, why), n in self.res.kill_skips.items() if w == name}}
         for f, name in Harness.KILLS.items()},
     "victims": self.res.victims,
+    "prefixes": self.res.prefixes,
+    "prefix_probe": self.res.probe,
     "pings": dict(self.res.pings),
     "converged_s": self.res.converged_s,
     "violations": [{"t": t, "kind": k, "what": m}
@@ -1434,7 +1933,11 @@ def parse_args(argv):
                     help="CNI operations in flight at most")
     ap.add_argument("--max-pods", type=int, default=16,
                     help="the top of the live-pod wave")
-    ap.add_argument("--wave-s", type=float, default=60,
+    # A prefix holds 16 addresses: twice that, so that the pool grows to
+    # two or three prefixes and gives one back as the wave falls.
+    ap.add_argument("--prefix-max-pods", type=int, default=32,
+                    help="the top of the wave with prefix delegation on")
+    ap.add_argument("--wave-s", type=float, default=40,
                     help="period of the live-pod wave")
     ap.add_argument("--ip-limit", type=int, default=6)
     ap.add_argument("--eni-limit", type=int, default=4)
@@ -1449,6 +1952,22 @@ def parse_args(argv):
     ap.add_argument("--min-ack-share", type=float, default=0.1,
                     help="acknowledged ADDs wanted, as a share of "
                     "duration x rate (fewer: the run checked too little)")
+    ap.add_argument("--prefixes", choices=("off", "on", "switch"),
+                    default="switch",
+                    help="prefix delegation: never, from the start, or "
+                    "turned on at --prefix-at of the run")
+    ap.add_argument("--prefix-at", type=float, default=1 / 3,
+                    help="switch: when, as a share of --duration")
+    # 0: warm_ip_target's 3 free addresses are the warm target, as in
+    # the single-address phase.  A prefix's worth warm (1) keeps the
+    # pool's 20 single addresses (4 ENIs of 5) needed, so that, turned on
+    # with every slot held, it takes no prefix while --max-pods is 16.
+    ap.add_argument("--warm-prefix-target", type=int, default=0,
+                    help="pool.warm_prefix_target")
+    ap.add_argument("--prefix-backoff", type=int, default=5,
+                    help="pool.prefix_backoff_s")
+    ap.add_argument("--prefix-freeze", type=int, default=10,
+                    help="pool.prefix_freeze_s")
     ap.add_argument("--log-level", default="info")
     ap.add_argument("--builddir", default=os.environ.get("ENID_BUILDDIR") or
                     os.path.join(SRCDIR, "build"))

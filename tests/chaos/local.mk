@@ -2,7 +2,10 @@
 #   make chaos DURATION=600            the long run (CHAOS_MODE=restart for
 #                                      the whole set kill -9'd under load)
 #   make check-chaos                   the short runs run-all --full makes:
-#                                      90 s of chaos, 30 s of restarts
+#                                      90 s of chaos, 30 s of restarts, each
+#                                      turning prefix delegation on at a
+#                                      third (CHAOS_ARGS="--prefixes off":
+#                                      single addresses only)
 # Each prints its summary table and fails on any invariant violation.
 DURATION = 600
 CHAOS_MODE = chaos

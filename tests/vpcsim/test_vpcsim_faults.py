@@ -210,3 +210,92 @@ def test_state_shape(sim, agent):
     assert prim["device_index"] == 0 and prim["status"] == "in-use"
     assert {x["id"] for x in s["subnets"]} == {x["id"] for x in sim.ep["subnets"]}
     assert all(isinstance(x["free"], int) for x in s["subnets"])
+
+
+def test_with_param_fails_only_calls_that_carry_it(sim, agent):
+    """A rule "with_param": the prefix calls of an action, not its calls
+    for single addresses."""
+    subnet = sim.node(0)["subnet_id"]
+    eid = agent.ok("CreateNetworkInterface", SubnetId=subnet)[
+        "NetworkInterface"]["NetworkInterfaceId"]
+    try:
+        st, out = sim.control("POST", "/faults", [
+            {"action": "AssignPrivateIpAddresses", "code": "InternalError",
+             "status": 500, "count": 1, "with_param": "Ipv4Prefix"}])
+        assert st == 200 and out["faults"][0]["with_param"] == "Ipv4Prefix"
+        agent.ok("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                 SecondaryPrivateIpAddressCount=1)
+        e = agent.err("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                      Ipv4PrefixCount=1)
+        assert (e["code"], e["status"]) == ("InternalError", 500)
+        assert sim.state()["faults"] == []
+        assert sim.eni_state(eid)["prefixes"] == []
+        agent.ok("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                 Ipv4PrefixCount=1)
+    finally:
+        agent.ok("DeleteNetworkInterface", NetworkInterfaceId=eid)
+
+
+def test_after_does_the_action_then_fails_its_answer(sim, agent):
+    """A rule "after": the change is made, the answer is an error (the
+    caller cannot know the outcome); a call the action itself refuses
+    keeps its own error and does not use the rule up."""
+    subnet = sim.node(0)["subnet_id"]
+    eid = agent.ok("CreateNetworkInterface", SubnetId=subnet)[
+        "NetworkInterface"]["NetworkInterfaceId"]
+    try:
+        sim.control("POST", "/faults", [
+            {"action": "AssignPrivateIpAddresses", "code": "InternalError",
+             "status": 500, "count": 1, "after": True}])
+        e = agent.err("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                      Ipv4PrefixCount=99)
+        assert e["code"] == "PrivateIpAddressLimitExceeded", e
+        assert len(sim.state()["faults"]) == 1
+        e = agent.err("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                      Ipv4PrefixCount=1)
+        assert (e["code"], e["status"]) == ("InternalError", 500)
+        assert len(sim.eni_state(eid)["prefixes"]) == 1     # done all the same
+        assert sim.state()["faults"] == []
+    finally:
+        agent.ok("DeleteNetworkInterface", NetworkInterfaceId=eid)
+
+
+def test_after_latency_answers_late_what_is_done_already(sim, agent):
+    import threading
+    subnet = sim.node(0)["subnet_id"]
+    eid = agent.ok("CreateNetworkInterface", SubnetId=subnet)[
+        "NetworkInterface"]["NetworkInterfaceId"]
+    try:
+        p = agent.ok("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                     Ipv4PrefixCount=1)["AssignedIpv4Prefixes"][0]["Ipv4Prefix"]
+        sim.control("POST", "/faults", [
+            {"action": "UnassignPrivateIpAddresses", "latency_ms": 1500,
+             "count": 1, "after": True}])
+        done = {}
+
+        def call():
+            done["out"] = agent.call("UnassignPrivateIpAddresses",
+                                     NetworkInterfaceId=eid, Ipv4Prefixes=[p])
+            done["t"] = time.monotonic()
+        t = threading.Thread(target=call)
+        t0 = time.monotonic()
+        t.start()
+        sim.wait_for(lambda: sim.eni_state(eid)["prefixes"] == [], 1.2,
+                     what="the prefix gone before the answer")
+        gone = time.monotonic()
+        t.join(10)
+        assert "result" in done["out"], done
+        assert gone < done["t"] and done["t"] - t0 >= 1.5, (t0, gone, done)
+    finally:
+        agent.ok("DeleteNetworkInterface", NetworkInterfaceId=eid)
+
+
+def test_after_and_with_param_checked(sim):
+    for bad, word in (({"action": "X", "code": "E", "count": 1, "after": 1},
+                       "after"),
+                      ({"action": "IMDS", "code": "500", "count": 1,
+                        "after": True}, "IMDS"),
+                      ({"action": "X", "code": "E", "count": 1,
+                        "with_param": ""}, "with_param")):
+        st, out = sim.control("POST", "/faults", [bad])
+        assert st == 400 and word in out["error"], (bad, out)

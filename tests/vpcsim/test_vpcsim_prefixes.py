@@ -8,6 +8,7 @@ node 1 a Xen type (m4.large)."""
 import ipaddress
 import os
 import subprocess
+import time
 import urllib.parse
 
 import pytest
@@ -673,3 +674,73 @@ def test_shapecheck_finds_what_the_model_lacks(pd, ag, eni_with_prefix):
     found = shapecheck.problems("DescribeInstanceTypes", types.replace(
         "<hypervisor>xen<", "<hypervisor>kvm<"))
     assert any("'kvm' is not one of" in p for p in found), found
+
+
+# ------------------------------------------------------------------ the log
+
+def prefix_log(pd, since=0):
+    st, out = pd.control("GET", "/prefixes/log?since=%d" % since)
+    assert st == 200, out
+    return out
+
+
+def test_prefix_log_records_every_change_of_owner(pd, ag):
+    """GET /prefixes/log: each prefix that joins an ENI (create, assign)
+    or leaves it (unassign, delete), with both clocks and the caller's
+    address; a refused call changes nothing and logs nothing."""
+    subnet = pd.ep["subnets"][0]
+    node = pd.node(0)
+    start = prefix_log(pd)["last"]
+    t0, m0 = time.time(), time.monotonic()
+    e = create(ag, subnet["id"], Ipv4PrefixCount=2)
+    eid = e["NetworkInterfaceId"]
+    made = [p["Ipv4Prefix"] for p in e["Ipv4Prefixes"]]
+    try:
+        more = ag.ok("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                     Ipv4PrefixCount=1)["AssignedIpv4Prefixes"][0]["Ipv4Prefix"]
+        ag.ok("UnassignPrivateIpAddresses", NetworkInterfaceId=eid,
+              Ipv4Prefixes=[made[0]])
+        err = ag.err("UnassignPrivateIpAddresses", NetworkInterfaceId=eid,
+                     Ipv4Prefixes=[made[0]])
+        assert err["code"] == "InvalidParameterValue", err
+    finally:
+        delete(ag, eid)
+    t1, m1 = time.time(), time.monotonic()
+    out = prefix_log(pd, start)
+    got = [(x["op"], x["eni"], x["prefix"]) for x in out["events"]]
+    assert got[:4] == [("assign", eid, made[0]), ("assign", eid, made[1]),
+                       ("assign", eid, more), ("unassign", eid, made[0])], got
+    assert sorted(got[4:]) == sorted([("delete", eid, made[1]),
+                                      ("delete", eid, more)]), got
+    seqs = [x["seq"] for x in out["events"]]
+    assert seqs == list(range(start + 1, start + 7)) and out["last"] == seqs[-1]
+    for x in out["events"]:
+        # Clocks a test can compare with its own: the machine's.
+        assert t0 <= x["t"] <= t1 and m0 <= x["mono"] <= m1, x
+        assert x["caller"] == node["primary_ip"], x
+        assert x["subnet"] == subnet["id"] and x["instance_id"] is None, x
+    # since: only what came after.
+    assert [x["seq"] for x in prefix_log(pd, seqs[3])["events"]] == seqs[4:]
+    assert prefix_log(pd, out["last"])["events"] == []
+    st, err = pd.control("GET", "/prefixes/log?since=x")
+    assert st == 400 and "since" in err["error"], err
+
+
+def test_prefix_log_names_the_instance_of_an_attached_eni(pd, ag):
+    node = pd.node(0)
+    e = create(ag, node["subnet_id"])
+    eid = e["NetworkInterfaceId"]
+    aid = attach(pd, ag, eid, node, 1)
+    try:
+        start = prefix_log(pd)["last"]
+        p = ag.ok("AssignPrivateIpAddresses", NetworkInterfaceId=eid,
+                  Ipv4PrefixCount=1)["AssignedIpv4Prefixes"][0]["Ipv4Prefix"]
+        ag.ok("UnassignPrivateIpAddresses", NetworkInterfaceId=eid,
+              Ipv4Prefixes=[p])
+        ev = prefix_log(pd, start)["events"]
+        assert [(x["op"], x["prefix"], x["instance_id"]) for x in ev] == [
+            ("assign", p, node["instance_id"]),
+            ("unassign", p, node["instance_id"])], ev
+    finally:
+        detach(pd, ag, eid, aid)
+        delete(ag, eid)

@@ -3,6 +3,7 @@ state, fault injection, link delays, subnet capacity, credentials, rates,
 and the world beyond the internet gateway."""
 import json
 import time
+import urllib.parse
 
 from . import httpbase, outside
 
@@ -31,7 +32,7 @@ def parse_fault(r):
     if not isinstance(r, dict):
         raise BadRequest("a fault rule must be an object")
     allowed = {"action", "code", "count", "probability", "latency_ms", "message",
-               "status", "ignore_filter", "with_filter"}
+               "status", "ignore_filter", "with_filter", "with_param", "after"}
     unknown = set(r) - allowed
     if unknown:
         raise BadRequest("unknown key(s) in fault rule: %s" % ", ".join(sorted(unknown)))
@@ -85,6 +86,22 @@ def parse_fault(r):
         if not isinstance(name, str) or not name or len(name) > 128:
             raise BadRequest("with_filter must be a filter name")
         rule["with_filter"] = name
+    if "with_param" in r:
+        # Only calls that carry this parameter (a name's start: the
+        # prefix calls of an action that also takes single addresses).
+        name = r["with_param"]
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise BadRequest("with_param must be a parameter name")
+        rule["with_param"] = name
+    if "after" in r:
+        # The action is done, and then the answer is late or an error:
+        # a call whose outcome the client cannot know.
+        if not isinstance(r["after"], bool):
+            raise BadRequest("after must be true or false")
+        if r["after"] and action == "IMDS":
+            raise BadRequest("an IMDS request has no action to do first")
+        if r["after"]:
+            rule["after"] = True
     return rule
 
 
@@ -158,6 +175,15 @@ class ControlHandler(httpbase.Handler):
             return self._outside()
         if path == "/outside/connect" and m == "POST":
             return self._connect(data)
+        if path == "/prefixes/log" and m == "GET":
+            q = urllib.parse.parse_qs(self.path.partition("?")[2])
+            try:
+                since = int(q.get("since", ["0"])[0])
+            except ValueError:
+                raise BadRequest("since must be a sequence number")
+            with sim.lock:
+                return 200, {"events": sim.prefix_events(since),
+                             "last": sim.prefix_seq}
         if path == "/links" and m == "POST":
             return self._links(sim, data)
         if path.startswith("/subnets/") and m == "POST":

@@ -228,7 +228,20 @@ class Ec2Handler(httpbase.Handler):
                     raise fault
                 if action in ACCEPTS:
                     sim.check_rate(action, params)
-                result = sim.call(action, params)
+                sim.caller = self.client_address[0]
+                try:
+                    result = sim.call(action, params)
+                finally:
+                    sim.caller = None
+                # Done: a rule "after" makes its answer late or an error.
+                latency, fault = sim.fault_for(action, params, after=True)
+            if latency:
+                time.sleep(latency)
+            if fault is not None:
+                with sim.lock:
+                    if fault.code == "RequestLimitExceeded":
+                        sim.count(sim.throttles, action)
+                raise fault
             self._outcome = "%s 200" % action
             self.send(200, success_xml(action, rid, result), "text/xml;charset=UTF-8",
                       [("x-amzn-RequestId", rid)])

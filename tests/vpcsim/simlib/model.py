@@ -8,6 +8,7 @@ list = <item> members, bool = true/false, None = omitted.  Failures raise
 Ec2Error carrying EC2's code, message and HTTP status.
 """
 import base64
+import collections
 import fnmatch
 import heapq
 import ipaddress
@@ -303,6 +304,8 @@ def traits_of(name):
 PREFIX_LEN = 28
 PREFIX_SIZE = 1 << (32 - PREFIX_LEN)
 
+PREFIX_LOG_MAX = 100000
+
 NO_ROOM_FOR_PREFIXES = "There aren't sufficient free Ipv4 addresses or prefixes"
 
 
@@ -585,6 +588,12 @@ class Sim:
         self.calls = {}
         self.errors = {}
         self.throttles = {}
+        # Every change of a prefix's owner, for a test that must judge
+        # when one left an ENI (GET /prefixes/log): a bounded list, its
+        # sequence numbers never reused.
+        self.prefix_log = collections.deque(maxlen=PREFIX_LOG_MAX)
+        self.prefix_seq = 0
+        self.caller = None                # the EC2 request's source address
         self.sched = Scheduler(self.log)
         self.dataplane = None             # set by the owner (Dataplane)
 
@@ -713,10 +722,14 @@ class Sim:
 
     # -------------------------------------------------------------- faults
 
-    def fault_for(self, action, params=None):
+    def fault_for(self, action, params=None, after=False):
         """Return (latency_s, error or None) for this call; consumes counts.
         "*" matches every EC2 action; IMDS requests match only "IMDS".
-        A rule "with_filter" matches only calls that carry that filter."""
+        A rule "with_filter" matches only calls that carry that filter,
+        one "with_param" only calls with a parameter named so (or so
+        followed by "." or more of the name: "Ipv4Prefix" is also
+        Ipv4PrefixCount and Ipv4Prefix.1).  Rules "after" are asked for
+        with after=True, once the action is done, and only those."""
         latency = 0.0
         err = None
         keep = []
@@ -730,8 +743,12 @@ class Sim:
             matches = rule["action"] == action or \
                 (rule["action"] == "*" and action != "IMDS")
             if not matches or "ignore_filter" in rule or \
+                    bool(rule.get("after")) != after or \
                     ("with_filter" in rule and
-                     rule["with_filter"] not in names):
+                     rule["with_filter"] not in names) or \
+                    ("with_param" in rule and not any(
+                        k.startswith(rule["with_param"])
+                        for k in (params or {}))):
                 keep.append(rule)
                 continue
             fired = False
@@ -755,6 +772,22 @@ class Sim:
             keep.append(rule)
         self.faults = keep
         return latency, err
+
+    def log_prefixes(self, op, eni, prefixes):
+        """Prefixes that joined ("assign") or left ("unassign", "delete")
+        eni, with both clocks and the caller's address (lock held)."""
+        now, mono = time.time(), time.monotonic()
+        for p in prefixes:
+            self.prefix_seq += 1
+            self.prefix_log.append({
+                "seq": self.prefix_seq, "t": now, "mono": mono, "op": op,
+                "eni": eni.id, "subnet": eni.subnet.id, "prefix": p,
+                "instance_id": eni.attachment["instance"]
+                if eni.attachment else None,
+                "caller": self.caller})
+
+    def prefix_events(self, since=0):
+        return [dict(e) for e in self.prefix_log if e["seq"] > since]
 
     def filters_for(self, action, params):
         """The request's filters, less those an ignore_filter rule for the
@@ -1141,6 +1174,7 @@ class Sim:
         eni.tags = tags
         eni.client_token = token
         self.enis[eni.id] = eni
+        self.log_prefixes("assign", eni, prefixes)
         snap = self.eni_struct(eni)
         if token:
             self.client_tokens[token] = (fingerprint, eni.id, snap)
@@ -1154,6 +1188,7 @@ class Sim:
         self.dry(dry)
         eni.subnet.release(eni.addresses)
         eni.subnet.release_prefixes(eni.prefixes)
+        self.log_prefixes("delete", eni, eni.prefixes)
         self.macs.discard(eni.mac)
         del self.enis[eni.id]
         self.sync(eni.id)
@@ -1353,6 +1388,7 @@ class Sim:
         self.dry(dry)
         got = eni.subnet.claim_prefixes(named, count)
         eni.prefixes.extend(got)
+        self.log_prefixes("assign", eni, got)
         self.sync(eni.id)
         return {"networkInterfaceId": eni.id,
                 "assignedPrivateIpAddressesSet": [],
@@ -1435,9 +1471,11 @@ class Sim:
                                "Some of the specified prefixes are not assigned "
                                "to interface %s" % eni.id)
             self.dry(dry)
-            for c in set(prefixes):
+            gone = [c for c in eni.prefixes if c in set(prefixes)]
+            for c in gone:
                 eni.prefixes.remove(c)
-            eni.subnet.release_prefixes(set(prefixes))
+            eni.subnet.release_prefixes(gone)
+            self.log_prefixes("unassign", eni, gone)
             self.sync(eni.id)
             return {"return": True}
         if not addrs:
