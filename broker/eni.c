@@ -1756,108 +1756,103 @@ eni_create(struct broker *b, uint32_t subnet_idx, uint32_t count,
 
 /* ---- addresses on a ready ENI ---- */
 
+/*
+ * An assign's outcome for e: st NULL if none came in time, else the
+ * cloud's status and the n blocks it named (list: addresses, or the
+ * prefixes' first addresses).  Shared by single addresses and prefixes.
+ */
 static void
-assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+assign_done(struct broker *b, struct eni *e, const struct msg_cloud_status *st,
+    const uint32_t *list, uint32_t n, bool prefixes)
 {
-	struct eni *e = arg;
-	struct msg_cloud_assigned as;
+	const char *unit = prefixes ? "prefixes" : "addresses";
 	char text[MSG_ERR_LEN + 96];
 	uint32_t asked = e->assigning, taken;
 
-	(void)final;
 	e->assigning = 0;
-	if (m == NULL) {
-		engine_fail_growth(b, "cloud-unreachable", "assigning %u "
-		    "addresses to %s: no answer in time", asked, e->id);
+	e->assigning_prefixes = false;
+	if (st == NULL) {
+		engine_fail_growth(b, "cloud-unreachable", "assigning %u %s to "
+		    "%s: no answer in time", asked, unit, e->id);
 		reconcile_now(b, "an assign's outcome is unknown");
 		return;
 	}
-	memcpy(&as, m->u.bytes, sizeof(as));
-	if (as.st.outcome != CO_OK) {
-		status_text(&as.st, text, sizeof(text));
-		if (as.st.outcome == CO_SUBNET_FULL)
-			subnet_inhibit(b, e->subnet, "out of addresses");
-		engine_fail_growth(b, as.st.outcome == CO_LIMIT_EXCEEDED ?
-		    "ip-limit" : outcome_code(&as.st), "assigning %u addresses "
-		    "to %s: %s", asked, e->id, text);
-		/* The cloud counts more on it than the pool knows of (ones
-		 * it named that were never used, say): learn them now, not
-		 * at the next interval, and growth goes elsewhere. */
-		if (as.st.outcome == CO_LIMIT_EXCEEDED)
-			reconcile_now(b, "the cloud counts more addresses on "
-			    "an ENI than the pool holds");
+	if (prefixes && st->outcome == CO_NO_PREFIX) {
+		/* No aligned /28 free there: not a failure of growth. */
+		status_text(st, text, sizeof(text));
+		subnet_prefix_inhibit(b, e->subnet, text);
 		return;
 	}
-	if (as.naddrs != asked)
-		log_security("%s: asked for %u addresses, the cloud named %u; "
-		    "only checked ones are used", e->id, asked, as.naddrs);
-	taken = eni_take_addrs(e, as.addrs,
-	    as.naddrs < asked ? as.naddrs : asked,
-	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
+	if (st->outcome != CO_OK) {
+		status_text(st, text, sizeof(text));
+		if (st->outcome == CO_SUBNET_FULL)
+			subnet_inhibit(b, e->subnet, "out of addresses");
+		engine_fail_growth(b, st->outcome == CO_LIMIT_EXCEEDED ?
+		    "ip-limit" : outcome_code(st), "assigning %u %s to %s: %s",
+		    asked, unit, e->id, text);
+		/* The cloud counts more on it than the pool knows of (ones
+		 * it named that were never used, say); or prefixes were
+		 * refused after the fact (an answer cloudd could not take),
+		 * and some may be delegated all the same: learn them now,
+		 * not at the next interval, and growth goes elsewhere. */
+		if (st->outcome == CO_LIMIT_EXCEEDED || (prefixes &&
+		    st->outcome != CO_THROTTLED &&
+		    st->outcome != CO_SUBNET_FULL))
+			reconcile_now(b, "the cloud may hold more on an ENI "
+			    "than the pool does");
+		return;
+	}
+	if (n != asked)
+		log_security("%s: asked for %u %s, the cloud named %u; only "
+		    "checked ones are used", e->id, asked, unit, n);
+	if (n > asked)
+		n = asked;
+	if (prefixes)
+		taken = eni_take_prefixes(e, list, n, e->state == ENI_READY ?
+		    ADDR_FREE : ADDR_PENDING, "assigned");
+	else
+		taken = eni_take_addrs(e, list, n, e->state == ENI_READY ?
+		    ADDR_FREE : ADDR_PENDING, "assigned");
 	if (taken == 0 && asked > 0) {
 		/* Asking again at once would get the same: back off, and
 		 * learn from the cloud what it did assign. */
-		engine_fail_growth(b, "no-address", "assigning %u addresses to "
-		    "%s: the cloud named none that can be used", asked, e->id);
-		reconcile_now(b, "an assign named no usable address");
+		engine_fail_growth(b, "no-address", "assigning %u %s to %s: the "
+		    "cloud named none that can be used", asked, unit, e->id);
+		reconcile_now(b, "an assign named nothing usable");
 		return;
 	}
 	growth_succeeded(b);
-	log_info("%s: %u addresses assigned", e->id, taken);
+	log_info("%s: %u %s assigned", e->id, taken, unit);
 	engine_kick(b);
+}
+
+static void
+assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct msg_cloud_assigned as;
+
+	(void)final;
+	if (m == NULL) {
+		assign_done(b, arg, NULL, NULL, 0, false);
+		return;
+	}
+	memcpy(&as, m->u.bytes, sizeof(as));
+	assign_done(b, arg, &as.st, as.addrs, as.naddrs, false);
 }
 
 static void
 prefix_assign_answer(struct broker *b, void *arg, const struct msg *m,
     bool final)
 {
-	struct eni *e = arg;
 	struct msg_cloud_prefixes_assigned as;
-	char text[MSG_ERR_LEN + 96];
-	uint32_t asked = e->assigning, taken;
 
 	(void)final;
-	e->assigning = 0;
-	e->assigning_prefixes = false;
 	if (m == NULL) {
-		engine_fail_growth(b, "cloud-unreachable", "assigning %u "
-		    "prefixes to %s: no answer in time", asked, e->id);
-		reconcile_now(b, "an assign's outcome is unknown");
+		assign_done(b, arg, NULL, NULL, 0, true);
 		return;
 	}
 	memcpy(&as, m->u.bytes, sizeof(as));
-	if (as.st.outcome == CO_NO_PREFIX) {
-		status_text(&as.st, text, sizeof(text));
-		subnet_prefix_inhibit(b, e->subnet, text);
-		return;
-	}
-	if (as.st.outcome != CO_OK) {
-		status_text(&as.st, text, sizeof(text));
-		if (as.st.outcome == CO_SUBNET_FULL)
-			subnet_inhibit(b, e->subnet, "out of addresses");
-		engine_fail_growth(b, as.st.outcome == CO_LIMIT_EXCEEDED ?
-		    "ip-limit" : outcome_code(&as.st), "assigning %u prefixes "
-		    "to %s: %s", asked, e->id, text);
-		/* Refused, or refused after the fact (an answer cloudd
-		 * could not take): some may be delegated all the same. */
-		reconcile_now(b, "an assign of prefixes was refused");
-		return;
-	}
-	if (as.nprefixes != asked)
-		log_security("%s: asked for %u prefixes, the cloud named %u; "
-		    "only checked ones are used", e->id, asked, as.nprefixes);
-	taken = eni_take_prefixes(e, as.prefixes,
-	    as.nprefixes < asked ? as.nprefixes : asked,
-	    e->state == ENI_READY ? ADDR_FREE : ADDR_PENDING, "assigned");
-	if (taken == 0 && asked > 0) {
-		engine_fail_growth(b, "no-address", "assigning %u prefixes to "
-		    "%s: the cloud named none that can be used", asked, e->id);
-		reconcile_now(b, "an assign named no usable prefix");
-		return;
-	}
-	growth_succeeded(b);
-	log_info("%s: %u prefixes assigned", e->id, taken);
-	engine_kick(b);
+	assign_done(b, arg, &as.st, as.prefixes, as.nprefixes, true);
 }
 
 static void
