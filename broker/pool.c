@@ -232,6 +232,17 @@ pick_subnet(const struct pool_params *p, const struct pool_facts *f,
 	return best;
 }
 
+/* e's free addresses that are single ones. */
+static uint32_t
+free_singles(const struct pool_eni_view *e)
+{
+	uint32_t k, in_prefixes = 0;
+
+	for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++)
+		in_prefixes += e->prefix[k].free;
+	return e->free > in_prefixes ? e->free - in_prefixes : 0;
+}
+
 /* remaining less what n blocks of size hold. */
 static uint32_t
 covered(uint32_t remaining, uint32_t n, uint32_t size)
@@ -416,6 +427,42 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		remaining = count >= remaining ? 0 : remaining - count;
 	}
 
+	/*
+	 * Still short, nothing started, and no slot left: with prefix
+	 * delegation on, free single addresses on an ENI whose subnet takes
+	 * prefixes are given back, as many as the prefixes the deficit
+	 * needs, so that prefixes take their slots next (delegation turned
+	 * on where singles hold every slot: nothing else trades them, and
+	 * the pool would stay on singles at the ENI limit).
+	 */
+	if (p->prefixes && remaining > 0 && out->nactions == 0) {
+		int best = -1;
+
+		for (i = 0; i < f->nenis; i++) {
+			const struct pool_eni_view *e = &f->enis[i];
+
+			if (e->state != ENI_READY || !e->usable || e->busy ||
+			    e->keep_until > now || eni_room(e) > 0 ||
+			    free_singles(e) == 0 ||
+			    e->nprefixes + e->prefixes_adding >=
+			    POOL_MAX_PREFIXES ||
+			    !subnet_prefixes(p, f, e->subnet, now) ||
+			    f->subnets[e->subnet].available < POOL_PREFIX_ADDRS ||
+			    eni_holds(e) - 1 + POOL_PREFIX_ADDRS >
+			    POOL_MAX_ENI_ADDRS)
+				continue;	/* no prefix would take the slot */
+			if (best == -1 ||
+			    free_singles(e) > free_singles(&f->enis[best]))
+				best = (int)i;
+		}
+		if (best != -1) {
+			add_action(out, ACT_UNASSIGN, (uint32_t)best, 0,
+			    min_u32(free_singles(&f->enis[best]),
+			    prefixes_for(remaining)));
+			return;
+		}
+	}
+
 	/* Nothing under way and nothing more to start: say why. */
 	if (remaining > 0 && out->nactions == 0 && in_flight == 0) {
 		if (room_in_full_subnet)
@@ -472,16 +519,6 @@ eni_may_shrink(const struct pool_eni_view *e, uint64_t now,
 		return false;
 	}
 	return true;
-}
-
-static uint32_t
-free_singles(const struct pool_eni_view *e)
-{
-	uint32_t k, in_prefixes = 0;
-
-	for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++)
-		in_prefixes += e->prefix[k].free;
-	return e->free > in_prefixes ? e->free - in_prefixes : 0;
 }
 
 /*

@@ -1108,6 +1108,52 @@ test_prefix_freeze_fewest_pods(void **state)
 	assert_int_equal(pl.actions[0].prefix, k);
 }
 
+/*
+ * Prefix delegation turned on where single addresses hold every slot:
+ * still short, the pool gives back free singles (as many as the prefixes
+ * the deficit needs) so that prefixes take their slots next, rather than
+ * stay on singles at the ENI limit.  Not where no prefix would fit.
+ */
+static void
+test_prefix_trade_singles(void **state)
+{
+	struct pool_params p = pparams(3, 0);
+	struct pool_facts f = facts(CAP - 1, 0, 1);
+	struct pool_plan pl;
+	uint32_t b;
+
+	(void)state;
+	p.max_enis = 2;
+	b = add_eni(&f, ENI_READY, CAP - 2, 0, 2);
+	pool_plan(&p, &f, 1000, &pl);
+	/* need 2 x CAP - 3 + 3 = 2 x CAP, have 2 x CAP: no */
+	assert_int_equal(pl.nactions, 0);
+	p.warm_ip_target = 8;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.need > pl.have);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_UNASSIGN, b, 1);	/* the most free */
+	/* given back, the slot takes a prefix */
+	f.enis[b].free = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_blocks(&pl, 0, ACT_ASSIGN, b, 1, true);
+	/* a subnet refusing prefixes, or one without a /28's room: none */
+	f.enis[b].free = 2;
+	f.subnets[0].prefix_inhibited_until = 5000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	f.subnets[0].prefix_inhibited_until = 0;
+	f.subnets[0].available = 15;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	/* prefix delegation off: singles stay */
+	f.subnets[0].available = 4000;
+	p.prefixes = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+}
+
 /* A new pod's address is outside a frozen prefix while another will do. */
 static void
 test_prefix_pick_avoids_frozen(void **state)
@@ -1530,6 +1576,7 @@ struct px_seen {
 	uint32_t	unassigned, frozen, released, single_fragmented;
 	uint32_t	prefixes_again, blocked_waiters, subnet_full, full;
 	uint32_t	in_flight;	/* plans made with calls on their way */
+	uint32_t	traded;		/* free singles given back for prefixes */
 };
 
 struct px_sim {
@@ -2291,6 +2338,14 @@ px_check_again(struct px_sim *m, bool grew, bool waited)
 		}
 		return;
 	}
+	/* still short, at the slot limit: free singles traded for
+	 * prefixes (plan_grow), the only action a shortfall may bring */
+	if (pl.nactions > 0 && pl.need > pl.have) {
+		assert_true(m->p.prefixes);
+		assert_int_equal(pl.nactions, 1);
+		assert_int_equal(pl.actions[0].type, ACT_UNASSIGN);
+		return;
+	}
 	if (grew) {
 		assert_true(m->p.shrink_delay_ms == 0 || pl.nactions == 0);
 		if (eni_mode)
@@ -2357,7 +2412,7 @@ px_step(struct px_sim *m, bool rising)
 	static struct pool_facts f;
 	static struct pool_plan pl;
 	uint32_t ev = (uint32_t)rnd(100), round, before;
-	bool deferred = rnd(4) == 0, grew, waited;
+	bool deferred = rnd(4) == 0, grew, waited, traded;
 
 	/* the cloud answers what was asked, or not yet: the plans see
 	 * ENIs on their way and busy ones */
@@ -2397,6 +2452,13 @@ px_step(struct px_sim *m, bool rising)
 			break;
 		grew = px_growth(&pl);
 		waited = px_in_flight(m);
+		/* free singles given back while short of addresses: a trade,
+		 * their slots for prefixes, which the next plan takes */
+		traded = pl.need > pl.have && pl.actions[0].type == ACT_UNASSIGN;
+		if (traded) {
+			assert_true(m->p.prefixes);
+			m->seen.traded++;
+		}
 		px_start(m, &pl);
 		px_check_model(m);
 		if (deferred)
@@ -2404,7 +2466,7 @@ px_step(struct px_sim *m, bool rising)
 		before = m->seen.refused + m->seen.full;
 		px_finish(m);
 		px_check_model(m);
-		if (m->seen.refused + m->seen.full == before)
+		if (m->seen.refused + m->seen.full == before && !traded)
 			px_check_again(m, grew, waited);
 		px_serve_waiters(m);
 	}
@@ -2458,6 +2520,7 @@ px_run(struct pool_params p, uint32_t capacity, uint32_t pod_cap,
 	seen->blocked_waiters += m.seen.blocked_waiters;
 	seen->subnet_full += m.seen.subnet_full;
 	seen->in_flight += m.seen.in_flight;
+	seen->traded += m.seen.traded;
 }
 
 static void
@@ -2496,11 +2559,13 @@ test_prefix_property(void **state)
 	print_message("prefix growth %u, fallback %u, refused %u, prefixes "
 	    "back %u, unassigns %u, frozen %u, released %u, singles while "
 	    "fragmented %u, prefixes again %u, waiters failed %u (subnets "
-	    "full %u), plans with calls on their way %u\n",
+	    "full %u), plans with calls on their way %u, singles traded for "
+	    "prefixes %u\n",
 	    seen.prefix_growth, seen.fallback, seen.refused,
 	    seen.prefix_back, seen.unassigned, seen.frozen, seen.released,
 	    seen.single_fragmented, seen.prefixes_again,
-	    seen.blocked_waiters, seen.subnet_full, seen.in_flight);
+	    seen.blocked_waiters, seen.subnet_full, seen.in_flight,
+	    seen.traded);
 	/* every path was taken */
 	assert_true(seen.prefix_growth > 0 && seen.fallback > 0 &&
 	    seen.refused > 0 && seen.prefix_back > 0 && seen.unassigned > 0 &&
@@ -2538,6 +2603,7 @@ main(void)
 		cmocka_unit_test(test_prefix_in_use_kept),
 		cmocka_unit_test(test_prefix_freeze),
 		cmocka_unit_test(test_prefix_freeze_fewest_pods),
+		cmocka_unit_test(test_prefix_trade_singles),
 		cmocka_unit_test(test_prefix_pick_avoids_frozen),
 		cmocka_unit_test(test_prefix_mode_off),
 		cmocka_unit_test(test_prefix_no_flapping),
