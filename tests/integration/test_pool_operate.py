@@ -246,8 +246,11 @@ def node_pod_rules(env):
 @pytest.mark.long_wait     # 400 pods: the plain pass only
 def test_reconcile_answers_once_rules_are_restored(make_env):
     import subprocess
+    # Only the run the test asks for: a periodic one between the rules'
+    # deletion and the look at them would restore them first.
     env = make_env(sim_args=("--eni-limit", "10", "--ip-limit", "50"),
-                   pool=pool_conf(warm_ip_target=16, add_timeout_s=60))
+                   pool=pool_conf(warm_ip_target=16, add_timeout_s=60),
+                   reconcile_interval_s=3600)
     env.start()
     add_many(env, "rr%d", 400)
     before = node_pod_rules(env)
