@@ -15,6 +15,7 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "log.h"
 #include "maxima.h"
@@ -27,6 +28,8 @@ enum key_type {
 	K_LEVEL,	/* log level name */
 	K_OBJ,		/* nested table */
 	K_SUBNETS,
+	K_CIDRS,	/* snat.exclude: an array of IPv4 CIDR strings */
+	K_MARK,		/* uint32_t with exactly one bit set */
 };
 
 struct key {
@@ -120,12 +123,20 @@ static const struct key routing_keys[] = {
 	U32("table_base", routing.table_base, 1, 252 - CONF_TABLE_SPAN),
 	U32("rule_priority_to", routing.rule_priority_to, 1, 32765),
 	U32("rule_priority_from", routing.rule_priority_from, 1, 32765),
+	{ "connmark", K_MARK, OFF(routing.connmark), 0, 0, 0, NULL, NULL },
 	END
 };
 
 static const struct key leak_gc_keys[] = {
 	BOOL("enabled", leak_gc.enabled),
 	U32("grace_s", leak_gc.grace_s, 0, 30 * 86400),
+	END
+};
+
+static const struct key snat_keys[] = {
+	BOOL("enabled", snat.enabled),
+	{ "exclude", K_CIDRS, 0, 0, 0, 0, NULL, NULL },
+	BOOL("random_fully", snat.random_fully),
 	END
 };
 
@@ -142,6 +153,7 @@ static const struct key top_keys[] = {
 	OBJ("routing", routing_keys),
 	U32("reconcile_interval_s", reconcile_interval_s, 5, 86400),
 	OBJ("leak_gc", leak_gc_keys),
+	OBJ("snat", snat_keys),
 	STR("metrics_textfile", metrics_textfile),
 	END
 };
@@ -182,6 +194,11 @@ config_defaults(struct enid_config *cfg)
 	cfg->pool.prefix_delegation = false;
 	cfg->pool.warm_prefix_target = 1;
 	cfg->pool.prefix_backoff_s = 120;
+	/* As the others do: pods on a node in a public subnet reach the
+	 * internet; random-fully as aws-vpc-cni's default ("prng"). */
+	cfg->snat.enabled = true;
+	cfg->snat.random_fully = true;
+	cfg->routing.connmark = CONF_CONNMARK_DEFAULT;
 	cfg->pool.prefix_freeze_s = 300;
 	cfg->routing.table_base = 100;
 	cfg->routing.rule_priority_to = 512;
@@ -323,6 +340,109 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 	return 0;
 }
 
+/* One exclusion: a CIDR with its host bits clear that is not 0.0.0.0/0. */
+static int
+parse_cidr_str(struct json_object *v, struct conf_cidr *c, const char *path,
+    struct perr *pe)
+{
+	char buf[CIDR4_STR_LEN + 8];
+
+	if (parse_str(v, buf, sizeof(buf), path, pe) == -1)
+		return -1;
+	if (cidr4_parse(buf, &c->addr, &c->prefix) == -1)
+		return fail(pe, path, "\"%s\" is not an IPv4 CIDR "
+		    "(a.b.c.d/len)", buf);
+	if ((c->addr & ~prefix_mask(c->prefix)) != 0)
+		return fail(pe, path, "\"%s\" has host bits set", buf);
+	if (c->prefix == 0)
+		return fail(pe, path, "\"%s\" covers every address: turn "
+		    "SNAT off (snat.enabled) instead", buf);
+	return 0;
+}
+
+static int
+parse_cidrs(struct json_object *v, struct enid_config *cfg,
+    const char *path, struct perr *pe)
+{
+	size_t i, j, n;
+	char sub[760], a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(pe, path, "expected an array, got %s", type_name(v));
+	n = json_object_array_length(v);
+	if (n > CONF_MAX_SNAT_EXCLUDE)
+		return fail(pe, path, "more than %d CIDRs (ENID_MAX_SNAT_"
+		    "EXCLUDE)", CONF_MAX_SNAT_EXCLUDE);
+	cfg->snat.nexclude = 0;
+	for (i = 0; i < n; i++) {
+		struct conf_cidr *c = &cfg->snat.exclude[i];
+
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		if (parse_cidr_str(json_object_array_get_idx(v, i), c, sub,
+		    pe) == -1)
+			return -1;
+		for (j = 0; j < i; j++) {
+			const struct conf_cidr *o = &cfg->snat.exclude[j];
+			uint8_t p = o->prefix < c->prefix ? o->prefix :
+			    c->prefix;
+
+			if (((o->addr ^ c->addr) & prefix_mask(p)) != 0)
+				continue;
+			cidr4_format(c->addr, c->prefix, a);
+			cidr4_format(o->addr, o->prefix, b);
+			return fail(pe, sub, "\"%s\" overlaps %s[%zu] (%s)", a,
+			    path, j, b);
+		}
+	}
+	cfg->snat.nexclude = (uint32_t)n;
+	return 0;
+}
+
+static int
+parse_mark(struct json_object *v, uint32_t *dst, const char *path,
+    struct perr *pe)
+{
+	int64_t x;
+
+	if (!json_object_is_type(v, json_type_int))
+		return fail(pe, path, "expected an integer, got %s",
+		    type_name(v));
+	errno = 0;
+	x = json_object_get_int64(v);
+	if (errno != 0 || x <= 0 || x > UINT32_MAX ||
+	    (x & (x - 1)) != 0)
+		return fail(pe, path, "%s is not a mark with exactly one bit "
+		    "set (128 is 0x80)", json_object_to_json_string(v));
+	*dst = (uint32_t)x;
+	return 0;
+}
+
+int
+config_check_snat_vpc(const struct enid_config *cfg,
+    const struct conf_cidr *vpc, size_t nvpc, char *err, size_t errlen)
+{
+	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	uint32_t i;
+	size_t j;
+
+	for (i = 0; i < cfg->snat.nexclude && i < CONF_MAX_SNAT_EXCLUDE; i++)
+		for (j = 0; j < nvpc; j++) {
+			const struct conf_cidr *c = &cfg->snat.exclude[i];
+			uint8_t p = vpc[j].prefix < c->prefix ?
+			    vpc[j].prefix : c->prefix;
+
+			if (((vpc[j].addr ^ c->addr) & prefix_mask(p)) != 0)
+				continue;
+			cidr4_format(c->addr, c->prefix, a);
+			cidr4_format(vpc[j].addr, vpc[j].prefix, b);
+			snprintf(err, errlen, "snat.exclude[%u]: \"%s\" "
+			    "overlaps the VPC's CIDR %s (the VPC's own CIDRs "
+			    "are never translated)", i, a, b);
+			return -1;
+		}
+	return 0;
+}
+
 /*
  * json-c keeps its own copy of every string until the tree is freed, and
  * frees it without clearing it.  The copy is plain heap memory that the
@@ -392,6 +512,11 @@ parse_value(struct json_object *v, const struct key *k,
 		return parse_obj(v, k->sub, cfg, path, pe);
 	case K_SUBNETS:
 		return parse_subnets(v, cfg, path, pe);
+	case K_CIDRS:
+		return parse_cidrs(v, cfg, path, pe);
+	case K_MARK:
+		return parse_mark(v, (uint32_t *)(void *)(base + k->off), path,
+		    pe);
 	}
 	return fail(pe, path, "internal: unknown key type");
 }
@@ -618,6 +743,7 @@ obj_to_json(const struct enid_config *cfg, const struct key *tab)
 		case K_STR:
 			v = json_object_new_string(base + k->off);
 			break;
+		case K_MARK:
 		case K_U32:
 			v = json_object_new_int64(
 			    *(const uint32_t *)(const void *)(base + k->off));
@@ -649,6 +775,18 @@ obj_to_json(const struct enid_config *cfg, const struct key *tab)
 				json_object_object_add(a, "security_groups",
 				    sgs);
 				json_object_array_add(v, a);
+			}
+			break;
+		case K_CIDRS:
+			v = json_object_new_array();
+			for (i = 0; i < cfg->snat.nexclude &&
+			    i < CONF_MAX_SNAT_EXCLUDE; i++) {
+				char c[CIDR4_STR_LEN];
+
+				cidr4_format(cfg->snat.exclude[i].addr,
+				    cfg->snat.exclude[i].prefix, c);
+				json_object_array_add(v,
+				    json_object_new_string(c));
 			}
 			break;
 		default:

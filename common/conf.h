@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maxima.h"
+
 #define ENID_CONF_PATH		"/etc/enid/enid.conf"
 #define ENID_RUNTIME_DIR	"/run/enid"
 #define ENID_STATE_DIR		"/var/lib/enid"
@@ -29,6 +31,16 @@ struct conf_rate {
 	uint32_t	capacity;	/* bucket size, calls */
 	uint32_t	refill_per_s;	/* tokens per second */
 };
+
+/* An IPv4 CIDR, host bits clear. */
+struct conf_cidr {
+	uint32_t	addr;		/* network order */
+	uint8_t		prefix;
+};
+
+#define CONF_MAX_SNAT_EXCLUDE	ENID_MAX_SNAT_EXCLUDE
+/* The connection mark's default bit (routing.connmark), as aws-vpc-cni's. */
+#define CONF_CONNMARK_DEFAULT	0x80
 
 struct conf_subnet {
 	char		id[CONF_ID_LEN];
@@ -92,7 +104,20 @@ struct enid_config {
 		uint32_t	table_base;
 		uint32_t	rule_priority_to;
 		uint32_t	rule_priority_from;
+		/* The one bit of the packet and connection marks netd uses:
+		 * a connection that arrived on the primary link keeps its
+		 * replies there ("fwmark M/M lookup main"). */
+		uint32_t	connmark;
 	}		routing;
+
+	/* Pods' traffic beyond the VPC translated to the node's primary
+	 * address on the primary link (netd's nftables table). */
+	struct {
+		bool		enabled;
+		bool		random_fully;
+		uint32_t	nexclude;	/* beyond the VPC's CIDRs */
+		struct conf_cidr exclude[CONF_MAX_SNAT_EXCLUDE];
+	}		snat;
 
 	uint32_t	reconcile_interval_s;
 	struct {
@@ -125,6 +150,14 @@ void	config_wipe_secrets(struct enid_config *cfg);
  * except the secrets, which are never shown.  Parsed back, it gives the
  * same configuration with the secrets empty.
  */
+/*
+ * snat.exclude against the VPC's CIDR blocks (known only from the cloud):
+ * 0, or -1 with err naming the exclusion that overlaps one.
+ */
+int	config_check_snat_vpc(const struct enid_config *cfg,
+	    const struct conf_cidr *vpc, size_t nvpc, char *err,
+	    size_t errlen);
+
 struct json_object;
 struct json_object *config_to_json(const struct enid_config *cfg);
 

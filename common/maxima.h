@@ -27,6 +27,9 @@
  * the runtime deletes them.  An ADD past it is refused; a save past it
  * fails (nothing is ever left out of one).
  */
+/* CIDRs whose traffic SNAT leaves untranslated beyond the VPC's own. */
+#define ENID_MAX_SNAT_EXCLUDE	8
+
 #define ENID_MAX_RECORDED_PODS	4096
 /* Released addresses the checkpoint records as cooling: every secondary
  * address of every ENI, and as many again restored from the last start. */

@@ -883,6 +883,34 @@ check_CLOUD_PREFIXES_ASSIGNED(const void *p)
 }
 
 static const char *
+check_NETD_SNAT(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_DUMP_SNAT(const void *p)
+{
+	return check_none(p);
+}
+
+static const char *
+check_NETD_SNAT_STATE(const void *p)
+{
+	const struct msg_netd_snat_state *m = p;
+	uint32_t i;
+
+	if (!STR_OK(m->primary_link) || !STR_OK(m->message))
+		return "unterminated string in SNAT state";
+	if (m->nuntranslated > MSG_MAX_SNAT_CIDRS)
+		return "too many untranslated CIDRs";
+	for (i = 0; i < m->nuntranslated; i++)
+		if (m->untranslated[i].prefix > 32)
+			return "CIDR prefix over 32";
+	return NULL;
+}
+
+static const char *
 check_CLOUD_DETACH(const void *p)
 {
 	const struct msg_cloud_detach *m = p;

@@ -28,8 +28,9 @@
 
 #include "maxima.h"
 
-#define MSG_PROTO_VERSION	3	/* 2: prefixes (EC2 prefix delegation),
-					 * 3: an instance's vCPUs */
+#define MSG_PROTO_VERSION	4	/* 2: prefixes (EC2 prefix delegation),
+					 * 3: an instance's vCPUs,
+					 * 4: netd's SNAT table */
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -50,6 +51,8 @@
 #define MSG_TAG_VAL_LEN		256
 #define MSG_MAX_TAGS		8
 #define MSG_MAX_CIDRS		8
+/* The destinations SNAT leaves alone: the VPC's CIDRs and snat.exclude. */
+#define MSG_MAX_SNAT_CIDRS	(MSG_MAX_CIDRS + ENID_MAX_SNAT_EXCLUDE)
 #define MSG_MAX_SGS		8
 #define MSG_MAX_SUBNETS		16
 #define MSG_MAX_ENI_ADDRS	ENID_MAX_ENI_ADDRS	/* maxima.h: secondary */
@@ -199,6 +202,38 @@ struct msg_netd_route {		/* a host-route dump entry */
 	uint32_t	addr;		/* network order; the route is a /32 */
 	uint32_t	ifindex;
 	char		dev[MSG_NAME_LEN];	/* "" if the link has no name */
+};
+
+/*
+ * Make netd's nftables table and its connection-mark rule what netd's own
+ * configuration says (snat.*, routing.connmark), translating pods' traffic
+ * beyond the VPC to `to`: the node's primary address as the cloud reports
+ * it, which netd accepts only if it is an address of the node's primary
+ * link as netd itself finds it.  0 when SNAT is off.  Sent after the
+ * policy and again at every reconcile: netd reads its table back each
+ * time and replaces it whole if it differs.
+ */
+struct msg_netd_snat {
+	uint32_t	to;		/* network order; 0: SNAT off */
+};
+
+/* netd's table as it read it back (answer to NETD_DUMP_SNAT). */
+struct msg_netd_snat_state {
+	uint8_t		enabled;	/* snat.enabled in netd's configuration */
+	uint8_t		random_fully;
+	uint8_t		in_place;	/* read back as netd would write it */
+	uint8_t		pad;
+	uint32_t	to;		/* translating to; 0: no SNAT installed */
+	uint32_t	primary_ifindex;	/* 0: not known yet */
+	char		primary_link[MSG_NAME_LEN];
+	uint32_t	connmark;
+	uint32_t	nuntranslated;
+	struct msg_cidr	untranslated[MSG_MAX_SNAT_CIDRS];
+	uint32_t	replaced;	/* times netd wrote its table whole */
+	uint32_t	refused;	/* SNAT requests refused */
+	uint64_t	translated;	/* connections translated (counters) */
+	uint64_t	marked;		/* connections marked on arrival */
+	char		message[MSG_ERR_LEN];	/* the last sync's outcome */
 };
 
 struct msg_netd_dump {		/* request: no fields */
@@ -584,7 +619,12 @@ struct msg_cloud_stats_answer {
 	X(CLOUD_PREFIXES_ASSIGNED, struct msg_cloud_prefixes_assigned, \
 	    DIR_C2B, 0, NO_ANS) \
 	X(CLOUD_UNASSIGN_PREFIXES, struct msg_cloud_prefixes, DIR_B2C, 0, \
-	    ANS(CLOUD_DONE, NONE, NONE, NONE))
+	    ANS(CLOUD_DONE, NONE, NONE, NONE)) \
+	X(NETD_SNAT,		struct msg_netd_snat, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_RESULT, NONE, NONE, NONE)) \
+	X(NETD_DUMP_SNAT,	struct msg_netd_dump, DIR_B2N, MF_POLICY, \
+	    ANS(NETD_SNAT_STATE, NETD_RESULT, NONE, NONE)) \
+	X(NETD_SNAT_STATE,	struct msg_netd_snat_state, DIR_N2B, 0, NO_ANS)
 
 #define MSG_ENUM_ENTRY(name, type, dirs, flags, ans)	MSG_##name,
 enum msg_type {
