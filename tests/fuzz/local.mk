@@ -98,7 +98,7 @@ CLEANFILES += tests/fuzz/fuzz_ctlreq
 
 # The configuration loader, and the configuration as enidctl shows it.
 FUZZ_CONFIG_SRC = $(srcdir)/tests/fuzz/fuzz_config.c \
-	$(srcdir)/common/conf.c $(srcdir)/common/log.c
+	$(srcdir)/common/conf.c $(srcdir)/common/log.c $(srcdir)/common/addr.c
 EXTRA_DIST += tests/fuzz/fuzz_config.c tests/fuzz/config.dict \
 	tests/fuzz/corpus/config
 .PHONY: fuzz-config
