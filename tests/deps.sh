@@ -13,9 +13,11 @@ set -eu
 # without buildah.  python3-pytest-xdist runs the integration tests a few
 # at a time (tests/run-all): most of their time is spent waiting.
 # nftables (nft) is the simulated VPC's internet gateway (tests/vpcsim).
+# libnftnl and libmnl: netd writes its own nftables table over netlink.
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
  libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
+ libnftnl-dev libmnl-dev
  python3 python3-pytest python3-pytest-xdist python3-boto3 python3-jsonschema iproute2 iputils-ping procps curl openssl nftables
  containernetworking-plugins mandoc clang libclang-rt-14-dev git
  systemd strace python3-yaml e2fsprogs python3-kubernetes
