@@ -462,7 +462,8 @@ attr_u32(const struct nlattr *a, uint32_t otherwise)
  * An IPv4 lookup rule at one of the priorities.  Every attribute netd does
  * not set itself marks the rule as having other selectors, also the ones
  * this code was written before: a rule netd cannot fully see is never
- * taken for one of its own.
+ * taken for one of its own.  A fwmark is read as it is (the planner
+ * tells netd's connection-mark rule from everyone else's).
  */
 static int
 rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
@@ -471,7 +472,7 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	struct fib_rule_hdr *frh;
 	struct nlattr *a;
 	struct nd_rule r;
-	bool have_prio = false;
+	bool have_prio = false, have_mark = false, have_mask = false;
 	int rem, rc;
 
 	if (hdr->nlmsg_type != RTM_NEWRULE ||
@@ -513,9 +514,12 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 				r.other_selectors = true;
 			break;
 		case FRA_FWMARK:
+			r.fwmark = attr_u32(a, 0);
+			have_mark = true;
+			break;
 		case FRA_FWMASK:
-			if (attr_u32(a, 1) != 0)
-				r.other_selectors = true;
+			r.fwmask = attr_u32(a, 0);
+			have_mask = true;
 			break;
 		default:
 			r.other_selectors = true;
@@ -524,6 +528,12 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	}
 	if (!have_prio || (r.priority != pr->a && r.priority != pr->b))
 		return 0;
+	/* A mark without a mask is matched whole (the kernel's default);
+	 * "fwmark 0/0" selects nothing. */
+	if (have_mark && !have_mask)
+		r.fwmask = 0xffffffffu;
+	if (r.fwmask == 0)
+		r.fwmark = 0;
 	if (r.src_len > 32 || r.dst_len > 32)
 		r.other_selectors = true;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
@@ -610,6 +620,8 @@ kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 			nh = rtnl_route_nexthop_n(r, 0);
 			nr.ifindex = (uint32_t)rtnl_route_nh_get_ifindex(nh);
 			nr.gateway = addr4(rtnl_route_nh_get_gateway(nh), &glen);
+			nr.onlink = (rtnl_route_nh_get_flags(nh) &
+			    RTNH_F_ONLINK) != 0;
 		} else
 			nr.multipath = rtnl_route_get_nnexthops(r) > 1;
 		cb(&nr, arg);
@@ -725,21 +737,41 @@ route_is_main_default(struct rtnl_route *r)
 	    (d == NULL || nl_addr_get_prefixlen(d) == 0);
 }
 
-static void
+/* The link's entry (a new one if need be), or NULL. */
+static struct netd_node_link *
 node_add_link(struct netd_node *n, uint32_t ifindex)
 {
 	uint32_t i;
 
 	if (ifindex == 0)
-		return;
+		return NULL;
 	for (i = 0; i < n->nlinks; i++)
 		if (n->links[i].ifindex == ifindex)
-			return;
+			return &n->links[i];
 	if (n->nlinks == NETD_MAX_NODE_LINKS) {
 		n->overflow = true;
-		return;
+		return NULL;
 	}
-	n->links[n->nlinks++].ifindex = ifindex;
+	n->links[n->nlinks].ifindex = ifindex;
+	return &n->links[n->nlinks++];
+}
+
+/* The next hop's IPv4 gateway becomes its link's, if the route's metric
+ * is the lowest seen for that link: the one the kernel uses. */
+static void
+node_gateway(struct netd_node_link *l, struct rtnl_route *r,
+    struct rtnl_nexthop *nh, uint32_t *metric)
+{
+	uint32_t gw, prio = rtnl_route_get_priority(r);
+	uint8_t glen;
+
+	if (rtnl_route_get_family(r) != AF_INET ||
+	    (gw = addr4(rtnl_route_nh_get_gateway(nh), &glen)) == 0)
+		return;
+	if (l->gateway != 0 && prio >= *metric)
+		return;
+	l->gateway = gw;
+	*metric = prio;
 }
 
 int
@@ -748,11 +780,15 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 	struct nl_cache *cache;
 	struct nl_object *o;
 	struct rtnl_route *r;
+	struct rtnl_nexthop *nh;
+	struct netd_node_link *nl;
 	struct msg_netd_link l;
+	uint32_t metric[NETD_MAX_NODE_LINKS];
 	uint32_t i, j;
 	int rc, n;
 
 	memset(out, 0, sizeof(*out));
+	memset(metric, 0, sizeof(metric));
 	if ((rc = route_cache(k, AF_UNSPEC, &cache)) < 0)
 		return rc;
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
@@ -760,9 +796,14 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 		if (!route_is_main_default(r))
 			continue;
 		n = rtnl_route_get_nnexthops(r);
-		for (j = 0; j < (uint32_t)n; j++)
-			node_add_link(out, (uint32_t)rtnl_route_nh_get_ifindex(
-			    rtnl_route_nexthop_n(r, (int)j)));
+		for (j = 0; j < (uint32_t)n; j++) {
+			nh = rtnl_route_nexthop_n(r, (int)j);
+			nl = node_add_link(out,
+			    (uint32_t)rtnl_route_nh_get_ifindex(nh));
+			if (nl != NULL)
+				node_gateway(nl, r, nh,
+				    &metric[nl - out->links]);
+		}
 	}
 	nl_cache_free(cache);
 
@@ -988,6 +1029,8 @@ op_route(struct kernel *k, const struct nd_op *op)
 			}
 			rtnl_route_nh_set_gateway(nh, gw);
 		}
+		if (nr->onlink)
+			rtnl_route_nh_set_flags(nh, RTNH_F_ONLINK);
 		rtnl_route_add_nexthop(r, nh);
 	}
 	/*
@@ -1042,6 +1085,11 @@ op_rule(struct kernel *k, const struct nd_op *op)
 			rc = rtnl_rule_set_dst(r, a);
 			nl_addr_put(a);
 		}
+	}
+	/* Given on a delete too, so it takes only the rule with this mark. */
+	if (nr->fwmask != 0) {
+		rtnl_rule_set_mark(r, nr->fwmark);
+		rtnl_rule_set_mask(r, nr->fwmask);
 	}
 	if (rc == 0) {
 		/* EXCL: an identical rule (the tag included) is reported,
@@ -1111,9 +1159,9 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 	case OP_RULE_DEL:
 		cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
 		cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
-		snprintf(buf, len, "%s prio %u from %s to %s table %u",
-		    plan_op_name(op->kind), op->u.rule.priority, a, b,
-		    op->u.rule.table);
+		snprintf(buf, len, "%s prio %u from %s to %s fwmark 0x%x/0x%x "
+		    "table %u", plan_op_name(op->kind), op->u.rule.priority, a,
+		    b, op->u.rule.fwmark, op->u.rule.fwmask, op->u.rule.table);
 		break;
 	}
 }

@@ -100,8 +100,8 @@ int	kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb,
 	    void *arg);
 
 /* The node's own links (every next hop of the main table's default routes,
- * IPv4 and IPv6) with their MACs, and their IPv4 addresses: 0, or a
- * negative errno. */
+ * IPv4 and IPv6) with their MACs and IPv4 default gateways, and their IPv4
+ * addresses: 0, or a negative errno. */
 int	kernel_node_scan(struct kernel *k, struct netd_node *out);
 
 /*

@@ -132,9 +132,11 @@ node_describe(const struct netd_node *n, char *buf, size_t len)
 	}
 	for (i = 0; i < n->nlinks && off < len; i++) {
 		mac_format(n->links[i].mac, mac);
+		ip4_format(n->links[i].gateway, ip);
 		off += (size_t)snprintf(buf + off, len - off, "%s%s %s "
-		    "(ifindex %u)", i ? ", " : "", n->links[i].name[0] ?
-		    n->links[i].name : "?", mac, n->links[i].ifindex);
+		    "(ifindex %u, gateway %s)", i ? ", " : "",
+		    n->links[i].name[0] ? n->links[i].name : "?", mac,
+		    n->links[i].ifindex, n->links[i].gateway ? ip : "none");
 	}
 	for (i = 0; i < n->naddrs && off < len; i++) {
 		ip4_format(n->addrs[i], ip);
@@ -433,7 +435,7 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 {
 	struct snapshot *s = arg;
 
-	if (!plan_rule_owned(r)) {
+	if (!plan_rule_owned(s->policy, r)) {
 		s->foreign++;
 		return;
 	}
@@ -453,7 +455,7 @@ snap_table_rule(const struct nd_rule *r, void *arg)
 	struct snapshot *s = arg;
 
 	if (r->priority != s->policy->prio_from || r->table != s->table ||
-	    !plan_rule_owned(r))
+	    !plan_rule_owned(s->policy, r))
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
@@ -513,6 +515,67 @@ netd_snapshot_failed(struct netd *nd, uint32_t id, const char *what, int rc,
 		netd_result(nd, id, ST_FAILED, -rc, "reading kernel state: %s",
 		    strerror(-rc));
 	}
+}
+
+/* ---- the connection-mark rule ---- */
+
+/* netd's rules with a fwmark at prio_to: its connection-mark rule, now or
+ * under an earlier routing.connmark. */
+static void
+snap_mark_rule(const struct nd_rule *r, void *arg)
+{
+	struct snapshot *s = arg;
+
+	if (r->protocol != NETD_PROTO || r->fwmask == 0)
+		return;
+	if (s->nrules == NETD_MAX_SNAPSHOT)
+		s->overflow = true;
+	else
+		s->rules[s->nrules++] = *r;
+}
+
+/*
+ * Make netd's connection-mark rule ("fwmark M/M lookup main" at prio_to)
+ * present exactly once, replacing one netd wrote with another mark.  Run
+ * when the policy is accepted and at each NETD_SNAT (every reconcile), so
+ * a rule someone removed comes back and a restarted netd adds none twice.
+ * 0 with *changed the kernel objects it changed, or -1 with err set.
+ */
+static int
+netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
+{
+	static struct snapshot snap;
+	static struct nd_plan plan;
+	char what[MSG_ERR_LEN];
+	int rc;
+
+	*changed = 0;
+	memset(&snap, 0, sizeof(snap));
+	snap.policy = &nd->policy;
+	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	    nd->policy.prio_to, snap_mark_rule, &snap)) < 0) {
+		snprintf(err, errlen, "reading the rules at priority %u: %s",
+		    nd->policy.prio_to, strerror(-rc));
+		return -1;
+	}
+	if (snap.overflow || plan_connmark(&nd->policy, snap.rules,
+	    snap.nrules, &plan) == -1) {
+		snprintf(err, errlen, "more than %d rules of netd's with a "
+		    "fwmark at priority %u", NETD_MAX_SNAPSHOT,
+		    nd->policy.prio_to);
+		return -1;
+	}
+	if (plan.nops == 0)
+		return 0;
+	if (kernel_apply(&nd->kernel, &plan, what, sizeof(what)) < 0) {
+		snprintf(err, errlen, "%s", what);
+		return -1;
+	}
+	*changed = (int)plan.nops;
+	log_info("connmark: rule fwmark 0x%x/0x%x lookup main at priority "
+	    "%u made right (%zu changes)", nd->policy.connmark,
+	    nd->policy.connmark, nd->policy.prio_to, plan.nops);
+	return 0;
 }
 
 /* ---- requests ---- */
@@ -674,10 +737,11 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	static struct snapshot snap;
 	static struct nd_plan plan;
 	static struct nd_link_state st;
+	static struct nd_egress eg;
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
-	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], gw[IP4_STR_LEN];
-	char what[128];
+	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[CIDR4_STR_LEN];
+	char gw[IP4_STR_LEN], what[128];
 	const char *why;
 	int rc, found;
 
@@ -693,6 +757,16 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	    policy_check_teardown(&nd->policy, &req);
 	if (why != NULL) {
 		netd_refuse(nd, m, what, why);
+		return;
+	}
+	/* No half table: without a way out for translated traffic the
+	 * setup fails before the kernel is touched. */
+	if (setup && (why = plan_egress(&nd->policy, &nd->cfg, &eg)) != NULL) {
+		mac_format(nd->policy.primary_mac, pmac);
+		log_warnx("%s: %s (primary MAC %s); nothing changed, answering "
+		    "failed", what, why, pmac);
+		netd_result(nd, m->hdr.id, ST_FAILED, ENETUNREACH, "%s "
+		    "(primary MAC %s)", why, pmac);
 		return;
 	}
 
@@ -722,7 +796,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		log_warnx("%s: table %u holds %u routes netd did not install; "
 		    "left alone", what, req.table, snap.foreign);
 	if (setup)
-		rc = plan_eni_setup(&req, link.ifindex, &st, snap.routes,
+		rc = plan_eni_setup(&req, link.ifindex, &eg, &st, snap.routes,
 		    snap.nroutes, &plan);
 	else
 		rc = plan_eni_teardown(&nd->policy, &req,
@@ -801,9 +875,8 @@ snap_route_rule(const struct nd_rule *r, void *arg)
 {
 	struct route_snap *s = arg;
 
-	if (plan_rule_owned(r) && r->priority == s->policy->prio_to &&
-	    r->table == NETD_TABLE_MAIN && r->src_len == 0 &&
-	    r->dst_len == 32 && r->dst == s->addr)
+	if (plan_rule_is_pod_to(s->policy, r) &&
+	    r->table == NETD_TABLE_MAIN && r->dst == s->addr)
 		s->has_rule = true;
 }
 
@@ -910,14 +983,20 @@ dump_link(const struct msg_netd_link *l, void *arg)
 	dc->count++;
 }
 
-/* Only netd's own: a foreign rule at enid's priorities is not the pool's. */
+/*
+ * Only netd's pods' rules: a foreign rule at enid's priorities is not the
+ * pool's, and neither is netd's connection-mark rule, which is no pod's
+ * (the broker would see "from all lookup main" at prio_to: no pod, but
+ * nothing to compare either).
+ */
 static void
 dump_rule(const struct nd_rule *r, void *arg)
 {
 	struct dump_ctx *dc = arg;
 	struct msg_netd_rule mr;
 
-	if (!plan_rule_owned(r))
+	if (!plan_rule_owned(&dc->nd->policy, r) ||
+	    plan_rule_is_connmark(&dc->nd->policy, r))
 		return;
 	memset(&mr, 0, sizeof(mr));
 	mr.priority = r->priority;
@@ -973,9 +1052,11 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 {
 	struct msg_netd_policy req;
 	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], cidrs[256];
+	char err[MSG_ERR_LEN];
 	const char *why;
 	size_t off = 0;
 	uint32_t i;
+	int changed;
 
 	/* Fixed at start: the table lets only one through (MF_ONCE). */
 	memcpy(&req, m->u.bytes, sizeof(req));
@@ -1011,6 +1092,13 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 	    "priorities %u (to) and %u (from), at most %u pods", mac, cidrs,
 	    nd->policy.table_lo, nd->policy.table_hi - 1, nd->policy.prio_to,
 	    nd->policy.prio_from, nd->policy.max_pods);
+	/* The connection-mark rule from the start: NodePort replies of pods
+	 * on secondary ENIs need it whatever SNAT does.  A failure is
+	 * repaired at the next NETD_SNAT; the policy stands. */
+	if (netd_connmark_sync(nd, &changed, err, sizeof(err)) == -1)
+		log_warnx("policy: connection-mark rule: %s; replies to "
+		    "connections that came in on the primary link may leave "
+		    "by an ENI until the next SNAT sync", err);
 	msg_chan_permit(&nd->peer.chan, MSG_PERMIT_POLICY);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "addr.h"
 #include "plan.h"
 
 static const char *const op_names[] = {
@@ -131,17 +132,92 @@ plan_pod_rules(const struct netd_policy *p, uint32_t addr, uint32_t table,
 	return n;
 }
 
-bool
-plan_rule_owned(const struct nd_rule *r)
+/* "fwmark M/M lookup main" at prio_to with nothing else, for mark M. */
+static bool
+rule_is_mark_rule(const struct netd_policy *p, const struct nd_rule *r,
+    uint32_t mark)
 {
-	return r->protocol == NETD_PROTO && !r->other_selectors;
+	return r->protocol == NETD_PROTO && !r->other_selectors &&
+	    r->priority == p->prio_to && r->table == NETD_TABLE_MAIN &&
+	    r->src_len == 0 && r->dst_len == 0 && mark != 0 &&
+	    r->fwmark == mark && r->fwmask == mark;
+}
+
+bool
+plan_rule_is_connmark(const struct netd_policy *p, const struct nd_rule *r)
+{
+	return rule_is_mark_rule(p, r, p->connmark);
+}
+
+bool
+plan_rule_owned(const struct netd_policy *p, const struct nd_rule *r)
+{
+	if (r->protocol != NETD_PROTO || r->other_selectors)
+		return false;
+	if (r->fwmark == 0 && r->fwmask == 0)
+		return true;
+	return plan_rule_is_connmark(p, r);
+}
+
+void
+plan_connmark_rule(const struct netd_policy *p, struct nd_rule *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->priority = p->prio_to;
+	out->table = NETD_TABLE_MAIN;
+	out->fwmark = p->connmark;
+	out->fwmask = p->connmark;
+	out->protocol = NETD_PROTO;
+}
+
+/* One bit set: what routing.connmark may be. */
+static bool
+one_bit(uint32_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+int
+plan_connmark(const struct netd_policy *p, const struct nd_rule *cur,
+    size_t ncur, struct nd_plan *plan)
+{
+	struct nd_rule want;
+	bool kept = false;
+	size_t j;
+
+	memset(plan, 0, sizeof(*plan));
+	plan_connmark_rule(p, &want);
+	for (j = 0; j < ncur; j++)
+		if (plan_rule_equal(&cur[j], &want))
+			kept = true;
+	/* Added before a stale one goes: marked replies always have a rule. */
+	if (!kept && push_rule(plan, OP_RULE_ADD, &want) == -1)
+		return -1;
+	for (j = 0; j < ncur; j++) {
+		/* netd's own rule under another one-bit routing.connmark;
+		 * any other shape with a fwmark is left to its owner. */
+		if (cur[j].fwmark == p->connmark ||
+		    !one_bit(cur[j].fwmark) ||
+		    !rule_is_mark_rule(p, &cur[j], cur[j].fwmark))
+			continue;
+		if (push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* A rule with no fwmark selector: what every pod rule is. */
+static bool
+rule_unmarked(const struct nd_rule *r)
+{
+	return r->fwmark == 0 && r->fwmask == 0;
 }
 
 bool
 plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
     uint32_t addr)
 {
-	if (!plan_rule_owned(r))
+	if (!plan_rule_owned(p, r) || !rule_unmarked(r))
 		return false;
 	if (r->priority == p->prio_to)
 		return r->dst_len == 32 && r->dst == addr && r->src_len == 0;
@@ -153,8 +229,8 @@ plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
 bool
 plan_rule_is_pod_to(const struct netd_policy *p, const struct nd_rule *r)
 {
-	return plan_rule_owned(r) && r->priority == p->prio_to &&
-	    r->dst_len == 32 && r->src_len == 0;
+	return plan_rule_owned(p, r) && rule_unmarked(r) &&
+	    r->priority == p->prio_to && r->dst_len == 32 && r->src_len == 0;
 }
 
 bool
@@ -164,6 +240,7 @@ plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b)
 	    a->src_len == b->src_len && a->dst_len == b->dst_len &&
 	    (a->src_len == 0 || a->src == b->src) &&
 	    (a->dst_len == 0 || a->dst == b->dst) &&
+	    a->fwmark == b->fwmark && a->fwmask == b->fwmask &&
 	    a->protocol == b->protocol &&
 	    a->other_selectors == b->other_selectors;
 }
@@ -176,6 +253,7 @@ plan_route_equal(const struct nd_route *a, const struct nd_route *b)
 	return a->table == b->table && a->dst == b->dst &&
 	    a->dst_len == b->dst_len && a->scope == b->scope &&
 	    !a->multipath && !b->multipath && a->gateway == b->gateway &&
+	    a->onlink == b->onlink &&
 	    a->ifindex == b->ifindex && a->metric == b->metric &&
 	    a->protocol == b->protocol;
 }
@@ -230,55 +308,130 @@ plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	return 0;
 }
 
-/* The two routes of an ENI's table. */
-static void
-eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
-    struct nd_route *gw, struct nd_route *def)
+/* A route of netd's in the ENI's table. */
+static struct nd_route
+eni_route(const struct msg_netd_setup_eni *m, uint32_t dst, uint8_t dst_len,
+    uint8_t scope, uint32_t gateway, uint32_t ifindex)
 {
-	memset(gw, 0, sizeof(*gw));
-	gw->table = m->table;
-	gw->dst = m->gateway;
-	gw->dst_len = 32;
-	gw->scope = PLAN_SCOPE_LINK;
-	gw->protocol = NETD_PROTO;
-	gw->ifindex = ifindex;
+	struct nd_route r;
 
-	memset(def, 0, sizeof(*def));
-	def->table = m->table;
-	def->scope = PLAN_SCOPE_UNIVERSE;
-	def->protocol = NETD_PROTO;
-	def->gateway = m->gateway;
-	def->ifindex = ifindex;
+	memset(&r, 0, sizeof(r));
+	r.table = m->table;
+	r.dst = dst;
+	r.dst_len = dst_len;
+	r.scope = scope;
+	r.protocol = NETD_PROTO;
+	r.gateway = gateway;
+	r.ifindex = ifindex;
+	return r;
+}
+
+#define ENI_MAX_ROUTES	(2 + MSG_MAX_SNAT_CIDRS)
+
+/*
+ * The routes of an ENI's table, in the order they must be added: the
+ * gateway's on-link route first, as every route via the gateway needs it.
+ * Returns how many, or 0 if SNAT is on and eg names no primary link and
+ * gateway to send the rest to.
+ */
+static size_t
+eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
+    const struct nd_egress *eg, struct nd_route out[ENI_MAX_ROUTES])
+{
+	size_t n = 0;
+	uint32_t i;
+
+	out[n++] = eni_route(m, m->gateway, 32, PLAN_SCOPE_LINK, 0, ifindex);
+	if (!eg->snat) {
+		out[n++] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, m->gateway,
+		    ifindex);
+		return n;
+	}
+	if (eg->primary_ifindex == 0 || eg->primary_gw == 0 ||
+	    eg->ncidrs > MSG_MAX_SNAT_CIDRS)
+		return 0;
+	/* Untranslated: the VPC and the exclusions, through the ENI. */
+	for (i = 0; i < eg->ncidrs; i++)
+		out[n++] = eni_route(m, eg->cidrs[i].addr &
+		    prefix_mask(eg->cidrs[i].prefix), eg->cidrs[i].prefix,
+		    PLAN_SCOPE_UNIVERSE, m->gateway, ifindex);
+	/* The rest through the primary link, where it is translated.  The
+	 * gateway is on the primary's subnet, which this table has no route
+	 * for: onlink says it is reachable there all the same. */
+	out[n] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, eg->primary_gw,
+	    eg->primary_ifindex);
+	out[n++].onlink = true;
+	return n;
+}
+
+const char *
+plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
+    struct nd_egress *out)
+{
+	const struct netd_node_link *primary;
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->snat = cfg->snat.enabled;
+	for (i = 0; i < p->ncidrs && out->ncidrs < MSG_MAX_SNAT_CIDRS; i++)
+		out->cidrs[out->ncidrs++] = p->cidrs[i];
+	for (i = 0; i < cfg->snat.nexclude &&
+	    out->ncidrs < MSG_MAX_SNAT_CIDRS; i++) {
+		out->cidrs[out->ncidrs].addr = cfg->snat.exclude[i].addr;
+		out->cidrs[out->ncidrs++].prefix = cfg->snat.exclude[i].prefix;
+	}
+	if ((primary = policy_node_link_by_mac(p, p->primary_mac)) != NULL) {
+		out->primary_ifindex = primary->ifindex;
+		out->primary_gw = primary->gateway;
+	}
+	if (!out->snat)
+		return NULL;
+	if (primary == NULL)
+		return "SNAT is on and the primary link is not known";
+	if (primary->gateway == 0)
+		return "SNAT is on and the primary link has no IPv4 default "
+		    "gateway in the main table to send pods' traffic beyond "
+		    "the VPC to";
+	return NULL;
+}
+
+static bool
+route_wanted(const struct nd_route *r, const struct nd_route *want,
+    size_t nwant)
+{
+	size_t i;
+
+	for (i = 0; i < nwant; i++)
+		if (plan_route_equal(r, &want[i]))
+			return true;
+	return false;
 }
 
 int
 plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
-    const struct nd_link_state *link, const struct nd_route *cur, size_t ncur,
-    struct nd_plan *plan)
+    const struct nd_egress *eg, const struct nd_link_state *link,
+    const struct nd_route *cur, size_t ncur, struct nd_plan *plan)
 {
-	struct nd_route want[2];
-	size_t i, j;
-	bool found;
+	struct nd_route want[ENI_MAX_ROUTES];
+	size_t nwant, i, j;
 
 	memset(plan, 0, sizeof(*plan));
-	eni_routes(m, ifindex, &want[0], &want[1]);
+	if ((nwant = eni_routes(m, ifindex, eg, want)) == 0)
+		return -1;
 
 	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1 ||
 	    push_addr(plan, OP_ADDR_ADD, ifindex, m->addr, m->prefix) == -1)
 		return -1;
-	/* The gateway's on-link route first: the default route needs it. */
-	for (i = 0; i < 2; i++) {
-		found = false;
-		for (j = 0; j < ncur && !found; j++)
-			found = plan_route_equal(&cur[j], &want[i]);
-		if (!found && push_route(plan, OP_ROUTE_ADD, &want[i]) == -1)
+	for (i = 0; i < nwant; i++) {
+		if (!route_wanted(&want[i], cur, ncur) &&
+		    push_route(plan, OP_ROUTE_ADD, &want[i]) == -1)
 			return -1;
 	}
-	/* Then netd's other routes in the table: stale (an old link's). */
+	/* Then netd's other routes in the table: stale (an old link's, or
+	 * the other SNAT setting's). */
 	for (j = 0; j < ncur; j++) {
 		if (!route_is_netds(&cur[j], m->table) ||
-		    plan_route_equal(&cur[j], &want[0]) ||
-		    plan_route_equal(&cur[j], &want[1]))
+		    route_wanted(&cur[j], want, nwant))
 			continue;
 		if (push_route(plan, OP_ROUTE_DEL, &cur[j]) == -1)
 			return -1;
@@ -309,7 +462,8 @@ plan_eni_teardown(const struct netd_policy *p,
 	memset(plan, 0, sizeof(*plan));
 	/* Rules first, so no pod traffic is steered into an emptying table. */
 	for (j = 0; j < nrules; j++) {
-		if (!plan_rule_owned(&rules[j]) ||
+		if (!plan_rule_owned(p, &rules[j]) ||
+		    !rule_unmarked(&rules[j]) ||
 		    rules[j].priority != p->prio_from ||
 		    rules[j].table != m->table)
 			continue;

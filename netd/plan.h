@@ -27,7 +27,8 @@ _Static_assert(PLAN_MAX_OPS <= MSG_MAX_CHANGED,
 #define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
 
-/* An IPv4 policy rule "[from SRC] [to DST] lookup TABLE" at a priority. */
+/* An IPv4 policy rule "[from SRC] [to DST] [fwmark M/MASK] lookup TABLE"
+ * at a priority. */
 struct nd_rule {
 	uint32_t	priority;
 	uint32_t	table;
@@ -35,9 +36,11 @@ struct nd_rule {
 	uint8_t		src_len;	/* 0: from all */
 	uint32_t	dst;
 	uint8_t		dst_len;	/* 0: to all */
+	uint32_t	fwmark;		/* FRA_FWMARK */
+	uint32_t	fwmask;		/* FRA_FWMASK; 0: no fwmark selector */
 	uint8_t		protocol;	/* NETD_PROTO on netd's own */
-	/* Any other selector or flag (iif, oif, fwmark, tos, uid range,
-	 * ports, invert, ...): never one of netd's. */
+	/* Any other selector or flag (iif, oif, tos, uid range, ports,
+	 * invert, ...): never one of netd's. */
 	bool		other_selectors;
 };
 
@@ -49,9 +52,26 @@ struct nd_route {
 	uint8_t		scope;		/* PLAN_SCOPE_* */
 	uint8_t		protocol;	/* NETD_PROTO on netd's own */
 	bool		multipath;	/* more than one next hop */
+	bool		onlink;		/* RTNH_F_ONLINK on its next hop */
 	uint32_t	gateway;	/* 0: none */
 	uint32_t	ifindex;	/* 0: none or any */
 	uint32_t	metric;
+};
+
+/*
+ * Where a secondary ENI's pods send what is not for the ENI's own subnet.
+ * SNAT off: out of the ENI to its gateway, as before.  SNAT on: the
+ * untranslated destinations (the VPC's CIDRs from the policy, then
+ * snat.exclude from netd's own configuration) out of the ENI, everything
+ * else out of the primary link to its default gateway, where netd's
+ * nftables table translates it to the node's primary address.
+ */
+struct nd_egress {
+	bool		snat;
+	uint32_t	primary_ifindex;
+	uint32_t	primary_gw;	/* network order; 0: none known */
+	uint32_t	ncidrs;
+	struct msg_cidr	cidrs[MSG_MAX_SNAT_CIDRS];
 };
 
 struct nd_addr {
@@ -107,8 +127,33 @@ size_t		 plan_changes(const struct nd_plan *plan,
  * Returns how many (1 or 2) were written to out. */
 size_t		 plan_pod_rules(const struct netd_policy *p, uint32_t addr,
 		    uint32_t table, struct nd_rule out[2]);
-/* True if netd added r: its tag and no selector netd never sets. */
-bool		 plan_rule_owned(const struct nd_rule *r);
+/*
+ * True if netd added r: its tag and no selector netd never sets, and a
+ * fwmark only as netd's connection-mark rule has it (exactly
+ * "fwmark M/M lookup main" at prio_to, M the policy's connmark).  Any
+ * other rule with a fwmark is someone else's, tagged or not.
+ */
+bool		 plan_rule_owned(const struct netd_policy *p,
+		    const struct nd_rule *r);
+/*
+ * netd's connection-mark rule: "fwmark M/M lookup main" at prio_to, so
+ * that packets netd's nftables table marks (replies of connections that
+ * came in on the primary link) leave by the main table, before any pod's
+ * "from POD lookup T" at prio_from can send them out of an ENI.
+ */
+void		 plan_connmark_rule(const struct netd_policy *p,
+		    struct nd_rule *out);
+/* True if r is netd's connection-mark rule (plan_connmark_rule's). */
+bool		 plan_rule_is_connmark(const struct netd_policy *p,
+		    const struct nd_rule *r);
+/*
+ * Make netd's connection-mark rule present exactly once: add it if
+ * missing, and remove the ones netd wrote with another one-bit mark (an
+ * earlier routing.connmark).  cur: the rules at prio_to.
+ */
+int		 plan_connmark(const struct netd_policy *p,
+		    const struct nd_rule *cur, size_t ncur,
+		    struct nd_plan *plan);
 /* True if r is one of netd's rules for the pod at addr, whatever table. */
 bool		 plan_rule_is_pods(const struct netd_policy *p,
 		    const struct nd_rule *r, uint32_t addr);
@@ -138,14 +183,28 @@ int		 plan_pod_del(const struct netd_policy *p,
 		    size_t ncur, struct nd_plan *plan);
 
 /*
+ * The egress an ENI setup needs: SNAT as netd's configuration says, the
+ * primary link (the policy's primary MAC among the node's own links) and
+ * its main-table default gateway, the VPC's CIDRs and snat.exclude.
+ * NULL, or (SNAT on only) why no table can be built: no primary gateway.
+ */
+const char	*plan_egress(const struct netd_policy *p,
+		    const struct enid_config *cfg, struct nd_egress *out);
+
+/*
  * Link up with its MTU, the primary address (no prefix route, so main gets
  * no route for the ENI's subnet), netd's routes in table T exactly
- * { gateway/32 dev scope link, default via gateway dev }, and no other
- * netd address on the link.  link: its addresses now (NULL: none known);
- * cur: the routes in table T now.  The main table is never touched.
+ *   SNAT off: { gateway/32 dev ENI scope link, default via gateway dev ENI }
+ *   SNAT on:  { gateway/32 dev ENI scope link,
+ *               each of eg's CIDRs via gateway dev ENI,
+ *               default via primary_gw dev primary onlink }
+ * and no other netd address on the link.  link: its addresses now (NULL:
+ * none known); cur: the routes in table T now.  The main table is never
+ * touched.  -1 also if SNAT is on without a primary link and gateway.
  */
 int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
-		    uint32_t ifindex, const struct nd_link_state *link,
+		    uint32_t ifindex, const struct nd_egress *eg,
+		    const struct nd_link_state *link,
 		    const struct nd_route *cur, size_t ncur,
 		    struct nd_plan *plan);
 /*

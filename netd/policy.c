@@ -31,6 +31,7 @@ policy_init(struct netd_policy *p, const struct enid_config *cfg)
 	p->table_hi = cfg->routing.table_base + CONF_TABLE_SPAN;
 	p->prio_to = cfg->routing.rule_priority_to;
 	p->prio_from = cfg->routing.rule_priority_from;
+	p->connmark = cfg->routing.connmark;
 	p->max_pods = policy_pod_cap(cfg);
 }
 
@@ -48,16 +49,16 @@ mac_equal(const uint8_t a[6], const uint8_t b[6])
 
 /* ---- the node's own links ---- */
 
-static bool
-node_link_known(const struct netd_node *n, const struct netd_node_link *l)
+static struct netd_node_link *
+node_link_known(struct netd_node *n, const struct netd_node_link *l)
 {
 	uint32_t i;
 
 	for (i = 0; i < n->nlinks; i++)
 		if (n->links[i].ifindex == l->ifindex &&
 		    mac_equal(n->links[i].mac, l->mac))
-			return true;
-	return false;
+			return &n->links[i];
+	return NULL;
 }
 
 bool
@@ -72,8 +73,16 @@ policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
 	/* A link whose MAC changed is kept under both: by ifindex and by
 	 * either MAC it stays the node's own. */
 	for (i = 0; i < fresh->nlinks; i++) {
-		if (node_link_known(n, &fresh->links[i]))
+		struct netd_node_link *known;
+
+		if ((known = node_link_known(n, &fresh->links[i])) != NULL) {
+			if (fresh->links[i].gateway != 0 &&
+			    fresh->links[i].gateway != known->gateway) {
+				known->gateway = fresh->links[i].gateway;
+				added = true;
+			}
 			continue;
+		}
 		if (n->nlinks == NETD_MAX_NODE_LINKS) {
 			n->overflow = true;
 			continue;

@@ -75,6 +75,10 @@ struct netd_node_link {
 	uint32_t	ifindex;
 	uint8_t		mac[6];		/* all zero if the link has none */
 	char		name[MSG_NAME_LEN];
+	/* The IPv4 gateway of the main table's default route through it
+	 * (the lowest metric's), network order; 0: none (yet).  Where
+	 * pods' translated traffic leaves (nd_egress). */
+	uint32_t	gateway;
 };
 
 /*
@@ -130,6 +134,7 @@ struct netd_policy {
 	uint32_t	table_hi;
 	uint32_t	prio_to;	/* "to POD lookup main" */
 	uint32_t	prio_from;	/* "from POD lookup T" */
+	uint32_t	connmark;	/* routing.connmark: one bit */
 	uint32_t	max_pods;	/* pods with rules at once */
 
 	bool		vpc_set;	/* NETD_POLICY received */
@@ -153,7 +158,9 @@ uint32_t	 policy_pod_cap(const struct enid_config *cfg);
 
 /*
  * Add what a fresh look at the kernel found to the node's own links and
- * addresses; nothing is ever removed.  Returns true if something was new.
+ * addresses; nothing is ever removed, and a link's gateway is replaced
+ * only by another one (a default route briefly gone keeps the last).
+ * Returns true if something was new, a changed gateway included.
  * Sets node.overflow if it no longer fits (then every request that would
  * change the kernel is refused).
  */

@@ -504,8 +504,8 @@ answer(const struct msg *m)
 
 		memcpy(&r, m->u.bytes, sizeof(r));
 		printf("{\"id\":%u,\"type\":\"RESULT\",\"status\":\"%s\","
-		    "\"error\":%d,\"message\":", m->hdr.id,
-		    msg_status_name(r.status), r.error);
+		    "\"error\":%d,\"changed\":%u,\"message\":", m->hdr.id,
+		    msg_status_name(r.status), r.error, r.changed);
 		json_str(stdout, r.message);
 		printf(",\"latency_ms\":%.3f,\"t_ms\":%.3f}\n", lat, now);
 		break;

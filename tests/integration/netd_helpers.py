@@ -35,6 +35,34 @@ PROTO = 233                     # netd's tag (NETD_PROTO in netd/policy.h)
 CONFIG = {"user": "enid",
           "routing": {"table_base": 100, "rule_priority_to": 512,
                       "rule_priority_from": 1536}}
+# netd's connection-mark rule (routing.connmark's default 0x80), as
+# `ip rule` prints it.
+CONNMARK_RULE = "512:\tfrom all fwmark 0x80/0x80 lookup main proto %d" % PROTO
+
+
+def _ip_key(cidr):
+    a, _, p = cidr.partition("/")
+    return tuple(int(x) for x in a.split(".")), int(p or 32)
+
+
+def eni_table(gw, dev, snat=True, untranslated=(VPC,), primary_gw=GATEWAY,
+              primary="eth0"):
+    """`ip route show table T` of an ENI's table as netd makes it, in the
+    kernel's order (by address, shorter prefix first).  SNAT off: the
+    ENI's gateway and the default through it.  SNAT on (the default
+    configuration): the VPC's CIDRs and snat.exclude via the ENI's
+    gateway, the rest via the primary link's gateway, onlink."""
+    routes = [("%s/32" % gw, "%s dev %s proto %d scope link"
+               % (gw, dev, PROTO))]
+    if not snat:
+        routes.append(("0.0.0.0/0", "default via %s dev %s proto %d"
+                       % (gw, dev, PROTO)))
+    else:
+        routes += [(c, "%s via %s dev %s proto %d" % (c, gw, dev, PROTO))
+                   for c in untranslated]
+        routes.append(("0.0.0.0/0", "default via %s dev %s proto %d onlink"
+                       % (primary_gw, primary, PROTO)))
+    return [line for _, line in sorted(routes, key=lambda r: _ip_key(r[0]))]
 
 
 def run(*argv, check=True, timeout=10):

@@ -16,7 +16,8 @@ reference ptp with enid-ipam as its IPAM plugin, so an address let
 through would be routed by ptp on the node.
 
 The node: eth0 10.0.0.10/20 (default via 10.0.0.1), a secondary ENI set
-up by netd (10.0.16.5/20, table 101, default via 10.0.16.1), a static
+up by netd (10.0.16.5/20, table 101: the VPC via 10.0.16.1, the rest via
+10.0.0.1 dev eth0, as SNAT is on by default), a static
 route via 10.0.0.7, a /32 in table 150, and a pod wired by the plugin
 itself at 10.0.0.50 that no case may disturb.
 

@@ -12,8 +12,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (DRIVE, NETD, PRIMARY_MAC, PROTO, Driver,  # noqa
-                          Netns)
+from netd_helpers import (CONNMARK_RULE, DRIVE, NETD, PRIMARY_MAC,  # noqa
+                          PROTO, Driver, Netns, eni_table)
 
 ENI1 = "02:00:00:00:00:11"
 ENI2 = "02:00:00:00:00:12"
@@ -63,8 +63,11 @@ def rule_lines(ns):
     return [l.strip() for l in ns.ip("rule").splitlines()]
 
 
-DEFAULT_RULES = ["0:\tfrom all lookup local", "32766:\tfrom all lookup main",
-                 "32767:\tfrom all lookup default"]
+KERNEL_RULES = ["0:\tfrom all lookup local", "32766:\tfrom all lookup main",
+                "32767:\tfrom all lookup default"]
+# The kernel's own and netd's connection-mark rule, there from the policy
+# on, first at its priority: what is left when no pod has rules.
+DEFAULT_RULES = KERNEL_RULES[:1] + [CONNMARK_RULE] + KERNEL_RULES[1:]
 
 
 def expected_rules(pods):
@@ -74,7 +77,7 @@ def expected_rules(pods):
           for a, _ in pods]
     frm = ["1536:\tfrom %s lookup %d proto %d" % (a, t, PROTO)
            for a, t in pods if t]
-    return [DEFAULT_RULES[0]] + to + frm + DEFAULT_RULES[1:]
+    return DEFAULT_RULES[:2] + to + frm + DEFAULT_RULES[2:]
 
 
 def test_late_link_found_and_set_up(ns, netd):
@@ -95,9 +98,7 @@ def test_late_link_found_and_set_up(ns, netd):
     assert "by link event" in log
 
     ok(netd.call(SETUP1))
-    assert table_lines(ns, 101) == [
-        "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
-        "10.0.16.1 dev eni1 proto %d scope link" % PROTO]
+    assert table_lines(ns, 101) == eni_table("10.0.16.1", "eni1")
     link = ns.ipj("addr", "show", "dev", "eni1")[0]
     assert link["mtu"] == 9001 and "UP" in link["flags"]
     assert [(a["local"], a["prefixlen"]) for a in link["addr_info"]
@@ -146,9 +147,7 @@ def test_setup_twice_rules_and_routes_exact(ns, netd):
     first = ns.state()
     ok(netd.call(SETUP1))
     assert ns.state() == first
-    assert table_lines(ns, 101) == [
-        "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
-        "10.0.16.1 dev eni1 proto %d scope link" % PROTO]
+    assert table_lines(ns, 101) == eni_table("10.0.16.1", "eni1")
 
     pods = [("10.0.16.9", 101), ("10.0.1.7", 0), ("10.0.16.10", 101)]
     for addr, table in pods:
@@ -183,10 +182,9 @@ def test_setup_twice_rules_and_routes_exact(ns, netd):
     assert ns.state() == after
     assert table_lines(ns, 101) == [] or "does not exist" in " ".join(
         table_lines(ns, 101))
-    assert rule_lines(ns) == [
-        DEFAULT_RULES[0],
+    assert rule_lines(ns) == DEFAULT_RULES[:2] + [
         "512:\tfrom all to 10.0.16.9 lookup main proto %d" % PROTO] + \
-        DEFAULT_RULES[1:]
+        DEFAULT_RULES[2:]
     assert "10.0.16.5" not in ns.ip("addr", "show", "dev", "eni1")
     ok(netd.call("forget mac=%s table=101" % ENI1))
     refused(netd.call(SETUP1))                            # forgotten
@@ -432,26 +430,26 @@ def test_restart_recognises_its_own_state(ns, tmp_path):
                        % ENI1))
         ok(second.call("delpod addr=10.0.16.9 table=101"))
         ok(second.call("delpod addr=10.0.1.7 table=0"))
-        # netd's own are gone, address and link state included...
-        assert "proto %d" % PROTO not in ns.ip("rule")
+        # netd's own are gone, address and link state included, but for
+        # the connection-mark rule, which is no pod's and no ENI's...
+        assert [l for l in rule_lines(ns) if "proto %d" % PROTO in l] == \
+            [CONNMARK_RULE]
         assert "proto %d" % PROTO not in ns.ip("route", "show", "table",
                                                 "all")
         assert "10.0.16.5" not in ns.ip("addr", "show", "dev", "eni1")
         assert "UP" not in ns.ipj("link", "show", "eni1")[0]["flags"]
         # ...and the look-alikes are all still there.
         assert table_lines(ns, 101) == ["10.0.99.0/24 dev eth0 scope link"]
-        assert rule_lines(ns) == [
-            DEFAULT_RULES[0], "512:\tfrom all to 10.0.16.20 lookup main",
+        assert rule_lines(ns) == DEFAULT_RULES[:2] + [
+            "512:\tfrom all to 10.0.16.20 lookup main",
             "1536:\tfrom 10.0.16.20 lookup 101",
-            "1536:\tfrom 10.0.16.9 lookup 101"] + DEFAULT_RULES[1:]
+            "1536:\tfrom 10.0.16.9 lookup 101"] + DEFAULT_RULES[2:]
         assert "10.0.17.5/20" in ns.ip("addr", "show", "dev", "eni2")
         assert table_lines(ns, 102) == [
             "default via 10.0.17.1 dev eni2 onlink"]
         # The first netd's ENI can be taken again from scratch.
         ok(second.call(SETUP1))
-        assert table_lines(ns, 101) == [
-            "default via 10.0.16.1 dev eni1 proto %d" % PROTO,
-            "10.0.16.1 dev eni1 proto %d scope link" % PROTO,
+        assert table_lines(ns, 101) == eni_table("10.0.16.1", "eni1") + [
             "10.0.99.0/24 dev eth0 scope link"]
     finally:
         second.close()

@@ -21,8 +21,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (DRIVE, NETD, PRIMARY_IP, PRIMARY_MAC,  # noqa
-                          PROTO, Driver, Netns)
+from netd_helpers import (CONNMARK_RULE, DRIVE, NETD, PRIMARY_IP,  # noqa
+                          PRIMARY_MAC, PROTO, Driver, Netns)
 
 UPLINK_MAC = "02:00:00:00:00:02"
 UPLINK_IP = "10.0.4.20"
@@ -224,6 +224,13 @@ FOREIGN_RULES = [
     ["prio", "1536", "from", "10.0.16.0/24", "lookup", "101"],
     ["prio", "1536", "from", "10.0.16.9", "to", "10.0.99.0/24", "lookup",
      "101"],
+    # Rules with netd's connection mark that are not netd's rule: another
+    # table, another mask, another priority, even with netd's tag.
+    ["prio", "512", "fwmark", "0x80/0x80", "lookup", "100"],
+    ["prio", "512", "fwmark", "0x80/0xff", "lookup", "main", "proto", "233"],
+    ["prio", "512", "fwmark", "0x80/0x80", "lookup", "100", "proto", "233"],
+    ["prio", "1536", "fwmark", "0x80/0x80", "lookup", "main", "proto",
+     "233"],
 ]
 
 
@@ -249,7 +256,7 @@ def test_pod_rules_next_to_foreign_rules(node, make_netd):
         r = netd.call("addpod addr=10.0.16.9 table=%d" % table)
         assert r["status"] == "ok", r
         mine = [l for l in node.ip("rule").splitlines()
-                if "proto %d" % PROTO in l]
+                if "proto %d" % PROTO in l and "fwmark" not in l]
         assert len(mine) == (2 if table else 1), mine
         r = netd.call("addpod addr=10.0.16.9 table=%d" % table)
         assert r["status"] == "ok", r               # idempotent
@@ -276,5 +283,7 @@ def test_pod_rules_next_to_foreign_rules(node, make_netd):
                      % ENI1)["status"] == "ok"
     rules = node.ip("rule").splitlines()
     assert set(rules) - foreign == {
+        CONNMARK_RULE,
         "512:\tfrom all to 10.0.16.12 lookup main proto %d" % PROTO}, rules
     assert foreign <= set(rules)
+    assert rules.count(CONNMARK_RULE) == 1

@@ -78,6 +78,9 @@ ifaddr(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 	return x;
 }
 
+/* SNAT off: an ENI's table as it always was. */
+static const struct nd_egress no_snat;
+
 static struct msg_netd_setup_eni
 eni(void)
 {
@@ -108,7 +111,7 @@ test_pod_rules(void **state)
 	assert_int_equal(r[0].src_len, 0);
 	assert_int_equal(r[0].protocol, NETD_PROTO);
 	assert_false(r[0].other_selectors);
-	assert_true(plan_rule_owned(&r[0]));
+	assert_true(plan_rule_owned(&p, &r[0]));
 	assert_true(plan_rule_is_pod_to(&p, &r[0]));
 	assert_int_equal(plan_pod_rules(&p, ip("10.0.1.7"), 101, r), 2);
 	assert_int_equal(r[1].protocol, NETD_PROTO);
@@ -239,11 +242,11 @@ test_pod_foreign_rules(void **state)
 	cur[5] = rule(1536, 101, "10.0.16.0", 24, NULL, 0);	/* not a pod's */
 	for (i = 0; i < 6; i++)
 		assert_false(plan_rule_is_pods(&p, &cur[i], m.addr));
-	assert_false(plan_rule_owned(&cur[0]));
-	assert_false(plan_rule_owned(&cur[2]));
+	assert_false(plan_rule_owned(&p, &cur[0]));
+	assert_false(plan_rule_owned(&p, &cur[2]));
 	assert_false(plan_rule_is_pod_to(&p, &cur[0]));
 	assert_false(plan_rule_is_pod_to(&p, &cur[2]));
-	assert_true(plan_rule_owned(&cur[5]));
+	assert_true(plan_rule_owned(&p, &cur[5]));
 
 	assert_int_equal(plan_pod_add(&p, &m, cur, 6, &plan), 0);
 	assert_int_equal(plan.nops, 2);
@@ -267,7 +270,7 @@ test_setup_fresh(void **state)
 	const struct nd_op *o;
 
 	(void)state;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &plan), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &plan), 0);
 	assert_int_equal(plan.nops, 4);
 	o = plan.ops;
 	assert_int_equal(o[0].kind, OP_LINK_UP);
@@ -305,7 +308,7 @@ test_setup_changes(void **state)
 	uint32_t a = ip("10.0.16.5");
 
 	(void)state;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &first), 0);
 	/* fresh: the address and both routes; the link's up is not told */
 	assert_int_equal(plan_changes(&first, NULL), 3);
 	memset(&link, 0, sizeof(link));
@@ -318,14 +321,14 @@ test_setup_changes(void **state)
 	memcpy(link.addrs[0].addr, &a, 4);
 	cur[0] = first.ops[2].u.route;
 	cur[1] = first.ops[3].u.route;
-	assert_int_equal(plan_eni_setup(&s, 7, &link, cur, 2, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
 	assert_int_equal(plan_changes(&again, &link), 0);
 	/* the table flushed: its two routes */
-	assert_int_equal(plan_eni_setup(&s, 7, &link, NULL, 0, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, NULL, 0, &again), 0);
 	assert_int_equal(plan_changes(&again, &link), 2);
 	/* the address gone, or another's (no tag), or another prefix */
 	link.addrs[0].proto = 0;
-	assert_int_equal(plan_eni_setup(&s, 7, &link, cur, 2, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
 	assert_int_equal(plan_changes(&again, &link), 1);
 	link.addrs[0].proto = NETD_PROTO;
 	link.addrs[0].prefix = 24;
@@ -342,11 +345,11 @@ test_setup_again_and_stale(void **state)
 	size_t i;
 
 	(void)state;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &first), 0);
 	cur[0] = first.ops[2].u.route;
 	cur[1] = first.ops[3].u.route;
 	/* Setting up again changes no route. */
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 2, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, 2, &again), 0);
 	assert_int_equal(again.nops, 2);
 	for (i = 0; i < again.nops; i++)
 		assert_int_not_equal(again.ops[i].kind, OP_ROUTE_ADD);
@@ -354,7 +357,7 @@ test_setup_again_and_stale(void **state)
 	/* The same route, someone else's: netd's own goes in beside it, and
 	 * the foreign one stays. */
 	cur[0].protocol = 3;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 2, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, 2, &again), 0);
 	assert_int_equal(again.nops, 3);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
 	assert_int_equal(again.ops[2].u.route.dst_len, 32);
@@ -374,7 +377,7 @@ test_setup_again_and_stale(void **state)
 	cur[3].dst = ip("10.0.48.0");
 	cur[3].protocol = 4;		/* static: someone else's */
 	cur[1].ifindex = 5;		/* default via the old link */
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, cur, 4, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, 4, &again), 0);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
 	assert_int_equal(again.ops[2].u.route.dst_len, 0);
 	assert_int_equal(again.ops[3].kind, OP_ROUTE_DEL);
@@ -395,7 +398,7 @@ test_setup_again_and_stale(void **state)
 	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 24, NETD_PROTO);
 	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.7", 20, 0);
 	link.addrs[link.naddrs++] = ifaddr(8, "10.0.16.8", 20, NETD_PROTO);
-	assert_int_equal(plan_eni_setup(&s, 7, &link, NULL, 0, &again), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, NULL, 0, &again), 0);
 	assert_int_equal(again.nops, 6);
 	assert_int_equal(again.ops[4].kind, OP_ADDR_DEL);
 	assert_int_equal(again.ops[4].u.addr.addr, ip("10.0.16.6"));
@@ -416,7 +419,7 @@ test_teardown(void **state)
 
 	(void)state;
 	make_policy(&p);
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, NULL, 0, &first), 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &first), 0);
 	routes[0] = first.ops[2].u.route;
 	routes[1] = first.ops[3].u.route;
 	routes[2] = first.ops[3].u.route;
@@ -475,14 +478,360 @@ test_overflow(void **state)
 		many[i].dst_len = 32;
 		many[i].protocol = NETD_PROTO;
 	}
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, many, PLAN_MAX_OPS + 1,
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, many, PLAN_MAX_OPS + 1,
 	    &plan), -1);
 	/* Foreign ones are never planned for, however many. */
 	for (i = 0; i < PLAN_MAX_OPS + 1; i++)
 		many[i].protocol = 4;
-	assert_int_equal(plan_eni_setup(&s, 7, NULL, many, PLAN_MAX_OPS + 1,
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, many, PLAN_MAX_OPS + 1,
 	    &plan), 0);
 	assert_int_equal(plan.nops, 4);
+}
+
+/* ---- the connection-mark rule ---- */
+
+static struct nd_rule
+mark_rule(uint32_t prio, uint32_t table, uint32_t mark, uint32_t mask)
+{
+	struct nd_rule r = rule(prio, table, NULL, 0, NULL, 0);
+
+	r.fwmark = mark;
+	r.fwmask = mask;
+	return r;
+}
+
+/* Exactly "fwmark M/M lookup main" at prio_to, tagged, is netd's; every
+ * other rule with a fwmark is someone else's, tagged or not. */
+static void
+test_connmark_rule_owned(void **state)
+{
+	struct netd_policy p;
+	struct nd_rule r, x[9];
+	size_t i;
+
+	(void)state;
+	make_policy(&p);
+	assert_int_equal(p.connmark, 0x80);		/* the default */
+	plan_connmark_rule(&p, &r);
+	assert_int_equal(r.priority, 512);
+	assert_int_equal(r.table, 254);
+	assert_int_equal(r.fwmark, 0x80);
+	assert_int_equal(r.fwmask, 0x80);
+	assert_int_equal(r.src_len, 0);
+	assert_int_equal(r.dst_len, 0);
+	assert_int_equal(r.protocol, NETD_PROTO);
+	assert_false(r.other_selectors);
+	assert_true(plan_rule_owned(&p, &r));
+	assert_true(plan_rule_is_connmark(&p, &r));
+	/* No pod's: not counted, never a pod's rule whatever the address. */
+	assert_false(plan_rule_is_pod_to(&p, &r));
+	assert_false(plan_rule_is_pods(&p, &r, 0));
+	assert_false(plan_rule_is_pods(&p, &r, ip("10.0.16.9")));
+
+	x[0] = mark_rule(512, 254, 0x80, 0xff);		/* another mask */
+	x[1] = mark_rule(512, 254, 0x80, 0xffffffff);	/* "fwmark 0x80" */
+	x[2] = mark_rule(512, 254, 0, 0x80);		/* bit clear */
+	x[3] = mark_rule(512, 100, 0x80, 0x80);		/* another table */
+	x[4] = mark_rule(1536, 254, 0x80, 0x80);	/* another priority */
+	x[5] = mark_rule(512, 254, 0x100, 0x100);	/* another bit */
+	x[6] = mark_rule(512, 254, 0x80, 0x80);
+	x[6].protocol = 0;				/* untagged */
+	x[7] = mark_rule(512, 254, 0x80, 0x80);
+	x[7].dst = ip("10.0.16.9");			/* and a pod's dst */
+	x[7].dst_len = 32;
+	x[8] = mark_rule(512, 254, 0x80, 0x80);
+	x[8].other_selectors = true;			/* an iif, say */
+	for (i = 0; i < 9; i++) {
+		assert_false(plan_rule_owned(&p, &x[i]));
+		assert_false(plan_rule_is_connmark(&p, &x[i]));
+		assert_false(plan_rule_is_pod_to(&p, &x[i]));
+		assert_false(plan_rule_is_pods(&p, &x[i], ip("10.0.16.9")));
+		assert_false(plan_rule_equal(&x[i], &r));
+	}
+}
+
+static void
+test_connmark_plan(void **state)
+{
+	struct netd_policy p;
+	struct nd_plan plan;
+	struct nd_rule cur[8];
+	size_t n = 0;
+
+	(void)state;
+	make_policy(&p);
+	/* Absent: added once. */
+	assert_int_equal(plan_connmark(&p, NULL, 0, &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
+	assert_true(plan_rule_is_connmark(&p, &plan.ops[0].u.rule));
+
+	/* Present, beside pods' rules and everyone else's fwmark rules:
+	 * nothing to do, nothing of theirs touched. */
+	plan_connmark_rule(&p, &cur[n++]);
+	cur[n++] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
+	cur[n++] = mark_rule(512, 100, 0x80, 0x80);
+	cur[n] = mark_rule(512, 254, 0x80, 0x80);
+	cur[n++].protocol = 0;
+	cur[n++] = mark_rule(512, 254, 0x80, 0xff);
+	cur[n++] = mark_rule(512, 254, 0x4000, 0x4000 | 0x80);
+	assert_int_equal(plan_connmark(&p, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 0);
+	/* Only the foreign ones: netd's is added, theirs stay. */
+	assert_int_equal(plan_connmark(&p, cur + 1, n - 1, &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
+
+	/* netd's rule under an earlier routing.connmark: the new one goes in
+	 * first, then the old one goes. */
+	cur[n++] = mark_rule(512, 254, 0x100, 0x100);
+	assert_int_equal(plan_connmark(&p, cur + 1, n - 1, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
+	assert_int_equal(plan.ops[0].u.rule.fwmark, 0x80);
+	assert_int_equal(plan.ops[1].kind, OP_RULE_DEL);
+	assert_int_equal(plan.ops[1].u.rule.fwmark, 0x100);
+	assert_int_equal(plan.ops[1].u.rule.fwmask, 0x100);
+	assert_int_equal(plan.ops[1].u.rule.protocol, NETD_PROTO);
+	assert_int_equal(plan_connmark(&p, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_DEL);
+	/* The setting changed back: 0x100 is netd's now, 0x80 the stale. */
+	p.connmark = 0x100;
+	assert_int_equal(plan_connmark(&p, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_DEL);
+	assert_int_equal(plan.ops[0].u.rule.fwmark, 0x80);
+	assert_int_equal(plan.ops[0].u.rule.protocol, NETD_PROTO);
+}
+
+/* Pods come and go and ENIs are torn down: the rule stays. */
+static void
+test_connmark_survives_pods_and_teardown(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_setup_eni s = eni();
+	struct msg_netd_pod_rule m = { 0, 101 };
+	struct nd_plan plan;
+	struct nd_rule cur[3];
+	size_t i;
+
+	(void)state;
+	make_policy(&p);
+	plan_connmark_rule(&p, &cur[0]);
+	cur[1] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
+	cur[2] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
+	m.addr = ip("10.0.16.9");
+	assert_int_equal(plan_pod_del(&p, &m, cur, 3, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	for (i = 0; i < plan.nops; i++)
+		assert_false(plan_rule_is_connmark(&p, &plan.ops[i].u.rule));
+	/* A delete naming no address, or the rule's "to all": nothing. */
+	m.addr = 0;
+	assert_int_equal(plan_pod_del(&p, &m, cur, 1, &plan), 0);
+	assert_int_equal(plan.nops, 0);
+	m.addr = ip("10.0.16.9");
+	m.table = 0;
+	assert_int_equal(plan_pod_add(&p, &m, cur, 3, &plan), 0);
+	assert_int_equal(plan.nops, 1);			/* the from-rule */
+	assert_int_equal(plan.ops[0].u.rule.priority, 1536);
+	assert_int_equal(plan_eni_teardown(&p, &s, 0, NULL, NULL, 0, cur, 3,
+	    &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].u.rule.src, ip("10.0.16.9"));
+	/* The same rule at prio_from (if a config ever shared it) stays. */
+	p.prio_from = 512;
+	s.table = 254;
+	assert_int_equal(plan_eni_teardown(&p, &s, 0, NULL, NULL, 0, cur, 1,
+	    &plan), 0);
+	assert_int_equal(plan.nops, 0);
+}
+
+/* ---- an ENI's table with SNAT ---- */
+
+static struct nd_egress
+snat_egress(void)
+{
+	struct nd_egress eg;
+
+	memset(&eg, 0, sizeof(eg));
+	eg.snat = true;
+	eg.primary_ifindex = 2;
+	eg.primary_gw = ip("10.0.0.1");
+	eg.cidrs[eg.ncidrs].addr = ip("10.0.0.0");
+	eg.cidrs[eg.ncidrs++].prefix = 16;
+	eg.cidrs[eg.ncidrs].addr = ip("198.18.0.7");	/* host bits */
+	eg.cidrs[eg.ncidrs++].prefix = 24;
+	return eg;
+}
+
+static void
+test_setup_snat(void **state)
+{
+	struct msg_netd_setup_eni s = eni();
+	struct nd_egress eg = snat_egress();
+	struct nd_plan plan, again;
+	struct nd_route cur[8];
+	const struct nd_op *o;
+	size_t i, n;
+
+	(void)state;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, NULL, 0, &plan), 0);
+	assert_int_equal(plan.nops, 6);
+	o = plan.ops;
+	assert_int_equal(o[0].kind, OP_LINK_UP);
+	assert_int_equal(o[1].kind, OP_ADDR_ADD);
+	/* gateway/32 dev ENI scope link first */
+	assert_int_equal(o[2].kind, OP_ROUTE_ADD);
+	assert_int_equal(o[2].u.route.dst, ip("10.0.16.1"));
+	assert_int_equal(o[2].u.route.dst_len, 32);
+	assert_int_equal(o[2].u.route.scope, PLAN_SCOPE_LINK);
+	assert_int_equal(o[2].u.route.ifindex, 7);
+	/* the VPC and the exclusion via the ENI's gateway */
+	assert_int_equal(o[3].u.route.dst, ip("10.0.0.0"));
+	assert_int_equal(o[3].u.route.dst_len, 16);
+	assert_int_equal(o[4].u.route.dst, ip("198.18.0.0"));
+	assert_int_equal(o[4].u.route.dst_len, 24);
+	for (i = 3; i <= 4; i++) {
+		assert_int_equal(o[i].kind, OP_ROUTE_ADD);
+		assert_int_equal(o[i].u.route.table, 101);
+		assert_int_equal(o[i].u.route.gateway, ip("10.0.16.1"));
+		assert_int_equal(o[i].u.route.ifindex, 7);
+		assert_int_equal(o[i].u.route.scope, PLAN_SCOPE_UNIVERSE);
+		assert_int_equal(o[i].u.route.protocol, NETD_PROTO);
+		assert_false(o[i].u.route.onlink);
+	}
+	/* the rest via the primary's gateway, on the primary, onlink */
+	assert_int_equal(o[5].kind, OP_ROUTE_ADD);
+	assert_int_equal(o[5].u.route.table, 101);
+	assert_int_equal(o[5].u.route.dst_len, 0);
+	assert_int_equal(o[5].u.route.gateway, ip("10.0.0.1"));
+	assert_int_equal(o[5].u.route.ifindex, 2);
+	assert_true(o[5].u.route.onlink);
+	assert_int_equal(o[5].u.route.protocol, NETD_PROTO);
+	assert_int_equal(plan_changes(&plan, NULL), 5);
+
+	/* In place: no route to add or remove. */
+	for (n = 0; n < 4; n++)
+		cur[n] = plan.ops[2 + n].u.route;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, cur, n, &again), 0);
+	assert_int_equal(again.nops, 2);
+	/* Read back without the onlink flag it is another route. */
+	cur[3].onlink = false;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, cur, n, &again), 0);
+	assert_int_equal(again.nops, 4);
+	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
+	assert_true(again.ops[2].u.route.onlink);
+	assert_int_equal(again.ops[3].kind, OP_ROUTE_DEL);
+	cur[3].onlink = true;
+
+	/* SNAT turned off: the table as before, the SNAT routes go after
+	 * the ENI's default is in. */
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, n, &again),
+	    0);
+	assert_int_equal(again.nops, 6);
+	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
+	assert_int_equal(again.ops[2].u.route.gateway, ip("10.0.16.1"));
+	assert_int_equal(again.ops[2].u.route.ifindex, 7);
+	assert_int_equal(again.ops[2].u.route.dst_len, 0);
+	for (i = 3; i < 6; i++)
+		assert_int_equal(again.ops[i].kind, OP_ROUTE_DEL);
+	assert_int_equal(again.ops[5].u.route.ifindex, 2);
+
+	/* And on again from the SNAT-off table: its default goes. */
+	cur[1] = again.ops[2].u.route;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, cur, 2, &again), 0);
+	assert_int_equal(again.nops, 6);
+	assert_int_equal(again.ops[4].u.route.ifindex, 2);
+	assert_int_equal(again.ops[5].kind, OP_ROUTE_DEL);
+	assert_int_equal(again.ops[5].u.route.ifindex, 7);
+	assert_int_equal(again.ops[5].u.route.dst_len, 0);
+
+	/* Teardown takes all of netd's routes in the table. */
+	{
+		struct netd_policy p;
+
+		make_policy(&p);
+		assert_int_equal(plan_eni_teardown(&p, &s, 0, NULL, cur, n,
+		    NULL, 0, &again), 0);
+		assert_int_equal(again.nops, n);
+		for (i = 0; i < n; i++)
+			assert_int_equal(again.ops[i].kind, OP_ROUTE_DEL);
+	}
+}
+
+/* SNAT on and no way out known: nothing planned at all. */
+static void
+test_setup_snat_no_gateway(void **state)
+{
+	struct msg_netd_setup_eni s = eni();
+	struct nd_egress eg = snat_egress();
+	struct nd_plan plan;
+
+	(void)state;
+	eg.primary_gw = 0;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, NULL, 0, &plan), -1);
+	assert_int_equal(plan.nops, 0);
+	eg = snat_egress();
+	eg.primary_ifindex = 0;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, NULL, 0, &plan), -1);
+	assert_int_equal(plan.nops, 0);
+	/* SNAT off needs neither. */
+	eg.snat = false;
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, NULL, 0, &plan), 0);
+	assert_int_equal(plan.nops, 4);
+}
+
+static void
+test_egress(void **state)
+{
+	static const uint8_t primary[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	struct enid_config cfg;
+	struct netd_policy p;
+	struct netd_node n;
+	struct msg_netd_policy m;
+	struct nd_egress eg;
+
+	(void)state;
+	config_defaults(&cfg);
+	assert_true(cfg.snat.enabled);
+	cfg.snat.nexclude = 1;
+	cfg.snat.exclude[0].addr = ip("198.18.0.0");
+	cfg.snat.exclude[0].prefix = 24;
+	policy_init(&p, &cfg);
+	memset(&n, 0, sizeof(n));
+	n.nlinks = 1;
+	n.links[0].ifindex = 2;
+	memcpy(n.links[0].mac, primary, 6);
+	assert_true(policy_node_merge(&p, &n));
+	memset(&m, 0, sizeof(m));
+	memcpy(m.primary_mac, primary, 6);
+	m.ncidrs = 2;
+	m.cidrs[0].addr = ip("10.0.0.0");
+	m.cidrs[0].prefix = 16;
+	m.cidrs[1].addr = ip("100.64.0.0");
+	m.cidrs[1].prefix = 16;
+	assert_null(policy_set_vpc(&p, &m));
+
+	/* No gateway on the primary yet: SNAT on cannot build a table. */
+	assert_non_null(plan_egress(&p, &cfg, &eg));
+	cfg.snat.enabled = false;
+	assert_null(plan_egress(&p, &cfg, &eg));
+	assert_false(eg.snat);
+	cfg.snat.enabled = true;
+
+	n.links[0].gateway = ip("10.0.0.1");
+	assert_true(policy_node_merge(&p, &n));
+	assert_null(plan_egress(&p, &cfg, &eg));
+	assert_true(eg.snat);
+	assert_int_equal(eg.primary_ifindex, 2);
+	assert_int_equal(eg.primary_gw, ip("10.0.0.1"));
+	/* The VPC's CIDRs, then the exclusions. */
+	assert_int_equal(eg.ncidrs, 3);
+	assert_int_equal(eg.cidrs[0].addr, ip("10.0.0.0"));
+	assert_int_equal(eg.cidrs[1].addr, ip("100.64.0.0"));
+	assert_int_equal(eg.cidrs[2].addr, ip("198.18.0.0"));
+	assert_int_equal(eg.cidrs[2].prefix, 24);
 }
 
 static void
@@ -522,6 +871,12 @@ main(void)
 		cmocka_unit_test(test_setup_again_and_stale),
 		cmocka_unit_test(test_teardown),
 		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_connmark_rule_owned),
+		cmocka_unit_test(test_connmark_plan),
+		cmocka_unit_test(test_connmark_survives_pods_and_teardown),
+		cmocka_unit_test(test_setup_snat),
+		cmocka_unit_test(test_setup_snat_no_gateway),
+		cmocka_unit_test(test_egress),
 		cmocka_unit_test(test_lookup_schedule),
 	};
 

@@ -496,6 +496,35 @@ test_node_merge(void **state)
 	assert_non_null(policy_check_pod(&p, &r, false));
 }
 
+/* A link's default gateway is the latest one found; a scan that finds
+ * none (the route briefly gone) keeps it. */
+static void
+test_node_gateway(void **state)
+{
+	struct netd_policy p;
+	struct netd_node n;
+
+	(void)state;
+	make_policy(&p);
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway, 0);
+	node_view(&n);
+	n.links[0].gateway = ip("10.0.0.1");
+	assert_true(policy_node_merge(&p, &n));
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ip("10.0.0.1"));
+	assert_int_equal(policy_node_link_by_mac(&p, UPLINK2)->gateway, 0);
+	assert_false(policy_node_merge(&p, &n));	/* nothing new */
+	n.links[0].gateway = 0;
+	assert_false(policy_node_merge(&p, &n));
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ip("10.0.0.1"));
+	n.links[0].gateway = ip("10.0.0.254");
+	assert_true(policy_node_merge(&p, &n));
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ip("10.0.0.254"));
+	assert_int_equal(p.node.nlinks, 2);		/* no new link */
+}
+
 /* Whatever the policy says, the node's own links and addresses. */
 static void
 test_own_links_refused(void **state)
@@ -1214,6 +1243,7 @@ main(void)
 		cmocka_unit_test(test_primary),
 		cmocka_unit_test(test_primary_stays_a_node_link),
 		cmocka_unit_test(test_node_merge),
+		cmocka_unit_test(test_node_gateway),
 		cmocka_unit_test(test_own_links_refused),
 		cmocka_unit_test(test_pod_cap),
 		cmocka_unit_test(test_bare),
