@@ -533,6 +533,11 @@ class Harness:
                      "link_timeout_s": 8},
             "subnets": [{"id": s} for s in self.subnets],
             "leak_gc": {"enabled": True, "grace_s": a.leak_grace},
+            # The VPC host the pods ping lies outside the VPC's CIDR:
+            # excluded from SNAT (on by default), a pod on a secondary
+            # ENI reaches it through its own ENI, so a ping proves that
+            # ENI's path rather than the primary link's.
+            "snat": {"exclude": ["198.18.0.0/24"]},
         }
         if prefixes:
             conf["pool"].update({

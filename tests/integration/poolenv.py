@@ -17,6 +17,9 @@ import podwire
 import simec2
 from conftest import Enid, Sim, built, write_config
 
+# The sim's own services inside the VPC: EC2 and the VPC host.
+VPC_SERVICES = "198.18.0.0/24"
+
 
 class PoolEnv:
     def __init__(self, workdir, enid_user, helper_dir, nodes=1, sim_args=(),
@@ -30,6 +33,15 @@ class PoolEnv:
         self.ns = self.node["netns"]
         cloud = {"ec2_endpoint": "http://198.18.0.1/", "allow_http": True}
         cloud.update(conf.pop("cloud", {}))
+        # SNAT is on by default, and the sim's VPC host (198.18.0.10),
+        # which the tests ping from pods to prove an ENI's path works,
+        # lies outside the VPC's CIDR 10.0.0.0/16: translated, a pod on a
+        # secondary ENI would reach it through the primary link as the
+        # node's address and prove nothing about its own ENI.  Excluded,
+        # it is reached through the pod's ENI with the pod's address.
+        snat = {"exclude": [VPC_SERVICES]}
+        snat.update(conf.pop("snat", {}))
+        conf["snat"] = snat
         conf.setdefault("cluster_name", "it")
         conf.setdefault("reconcile_interval_s", 5)
         self.conf_extra = dict(conf, cloud=cloud)

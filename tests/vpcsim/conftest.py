@@ -203,3 +203,22 @@ def sim():
 @pytest.fixture(scope="session")
 def agent(sim):
     return sim.agent(0)
+
+
+@pytest.fixture
+def secondary(sim, agent):
+    """A secondary address of node 0's primary ENI, assigned by the cloud
+    (so the VPC routes it to the node) and on the node's eth0, which has
+    no public address mapped to it."""
+    node = sim.node(0)
+    r = agent.ok("AssignPrivateIpAddresses", NetworkInterfaceId=node["primary_eni"],
+                 SecondaryPrivateIpAddressCount=1)
+    addr = r["AssignedPrivateIpAddresses"][0]["PrivateIpAddress"]
+    sim.wait_dataplane()
+    sim.nsexec(node["netns"], "ip", "addr", "add", addr + "/32", "dev", "eth0")
+    yield addr
+    sim.nsexec(node["netns"], "ip", "addr", "del", addr + "/32", "dev", "eth0",
+               check=False)
+    agent.ok("UnassignPrivateIpAddresses", NetworkInterfaceId=node["primary_eni"],
+             PrivateIpAddresses=[addr])
+    sim.wait_dataplane()

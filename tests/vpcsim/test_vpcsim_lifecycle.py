@@ -27,7 +27,8 @@ def test_cleanup_after_crash(sim):
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(5)
-    assert {prefix + "-vpc", prefix + "-out", prefix + "-node-0"} <= set(netns_list())
+    assert {prefix + "-vpc", prefix + "-out", prefix + "-peer",
+            prefix + "-node-0"} <= set(netns_list())
     c = subprocess.run([VPCSIM, "--cleanup", "--prefix", prefix], capture_output=True,
                        text=True, timeout=30)
     assert c.returncode == 0, c.stderr

@@ -74,25 +74,6 @@ def packets(counters, addr):
     return counters.get(addr, {}).get("packets", 0)
 
 
-@pytest.fixture
-def secondary(sim, agent):
-    """A secondary address of node 0's primary ENI, assigned by the cloud
-    (so the VPC routes it to the node) and on the node's eth0, which has
-    no public address mapped to it."""
-    node = sim.node(0)
-    r = agent.ok("AssignPrivateIpAddresses", NetworkInterfaceId=node["primary_eni"],
-                 SecondaryPrivateIpAddressCount=1)
-    addr = r["AssignedPrivateIpAddresses"][0]["PrivateIpAddress"]
-    sim.wait_dataplane()
-    sim.nsexec(node["netns"], "ip", "addr", "add", addr + "/32", "dev", "eth0")
-    yield addr
-    sim.nsexec(node["netns"], "ip", "addr", "del", addr + "/32", "dev", "eth0",
-               check=False)
-    agent.ok("UnassignPrivateIpAddresses", NetworkInterfaceId=node["primary_eni"],
-             PrivateIpAddresses=[addr])
-    sim.wait_dataplane()
-
-
 class Listener:
     """A TCP listener inside a node namespace: it answers each connection
     with "PEER_ADDR DATA" (what the client sent, read until it pauses),

@@ -5,7 +5,7 @@ import json
 import time
 import urllib.parse
 
-from . import httpbase, outside
+from . import httpbase, outside, peered
 
 VALID_CODE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._")
 
@@ -224,15 +224,17 @@ class ControlHandler(httpbase.Handler):
                "mappings": [{"node": i, "private": a, "public": b}
                             for i, (a, b) in enumerate(o["nodes"])],
                "seen": o["whoami"].snapshot("outside"),
-               "vpc_host_seen": o["whoami"].snapshot("vpc_host")}
+               "vpc_host_seen": o["whoami"].snapshot("vpc_host"),
+               "peered_seen": o["whoami"].snapshot("peered")}
         out.update(outside.read_counters(o["vpc_ns"]))
         return 200, out
 
     def _connect(self, data):
         """{"node": I, "port": P[, "timeout_ms": T][, "send": TEXT]
-        [, "via": "internet"|"vpc"]}: a TCP client outside the node.
-        Through the internet gateway from the outside host to the node's
-        public address, or from the VPC host to its primary address."""
+        [, "via": "internet"|"vpc"|"peered"]}: a TCP client outside the
+        node.  Through the internet gateway from the outside host to the
+        node's public address, or from the VPC host or the peered host to
+        its primary address."""
         keys = {"node", "port", "timeout_ms", "send", "via"}
         if not isinstance(data, dict):
             raise BadRequest("expected {\"node\": I, \"port\": P}")
@@ -249,14 +251,17 @@ class ControlHandler(httpbase.Handler):
         if send is not None and (not isinstance(send, str) or len(send) > 65536):
             raise BadRequest("send must be a string of at most 65536 characters")
         via = data.get("via", "internet")
-        if via not in ("internet", "vpc"):
-            raise BadRequest("via must be \"internet\" or \"vpc\"")
+        if via not in ("internet", "vpc", "peered"):
+            raise BadRequest("via must be \"internet\", \"vpc\" or \"peered\"")
         private, public = o["nodes"][i]
         if via == "internet":
             r = outside.connect(o["out_ns"], outside.OUTSIDE_HOST, public, port,
                                 timeout / 1000.0, send)
-        else:
+        elif via == "vpc":
             r = outside.connect(o["vpc_ns"], self.server.extra["endpoints"]["vpc_host"],
+                                private, port, timeout / 1000.0, send)
+        else:
+            r = outside.connect(o["peer_ns"], peered.PEERED_HOST,
                                 private, port, timeout / 1000.0, send)
         r["via"] = via
         return 200, r

@@ -11,7 +11,7 @@ import ipaddress
 import threading
 import time
 
-from . import netns, outside
+from . import netns, outside, peered
 
 VPC_LOCAL = ["198.18.0.1/32", "198.18.0.10/32", "169.254.169.254/32"]
 
@@ -22,6 +22,7 @@ class Dataplane:
         self.log = log
         self.vpc_ns = prefix + "-vpc"
         self.out_ns = prefix + "-out"
+        self.peer_ns = prefix + "-peer"
         self.node_prefix = prefix + "-node-"
         self.made_ns = []
         self.links = {}          # eni id -> {vpc_if, node_if, netns, routes:set}
@@ -41,10 +42,11 @@ class Dataplane:
 
     def create_router(self):
         """The router and, behind its internet gateway, the outside
-        host's namespace (simlib/outside.py): four execs in all, since
-        hundreds of tests each start a sim."""
-        ns, out = self.vpc_ns, self.out_ns
-        for n in (ns, out):
+        host's namespace (simlib/outside.py), and behind a peering
+        connection the peered network's (simlib/peered.py): six execs in
+        all, since hundreds of tests each start a sim."""
+        ns, out, peer = self.vpc_ns, self.out_ns, self.peer_ns
+        for n in (ns, out, peer):
             netns.add_netns(n)
             self.made_ns.append(n)
         # Defaults first, so every veth created later inherits them.
@@ -58,8 +60,10 @@ class Dataplane:
                        ["addr add %s dev lo" % a for a in VPC_LOCAL] +
                        ["addr add %s/32 dev lo" % s.gateway
                         for s in self.sim.subnet_list] +
-                       [c.format(out=out) for c in outside.router_cmds()])
+                       [c.format(out=out) for c in outside.router_cmds()] +
+                       [c.format(peer=peer) for c in peered.router_cmds()])
         netns.ip_batch(out, outside.outside_cmds())
+        netns.ip_batch(peer, peered.peer_cmds([self.sim.vpc_cidr]))
         # Forwarding, with no route anywhere but back to the gateway: what
         # the outside host cannot reach gets "network unreachable", as
         # from the internet, rather than silence (a resolver in a node
