@@ -1057,8 +1057,8 @@ snat_refuse(struct netd *nd, const struct msg *m, const char *what,
     const char *why, const char *detail)
 {
 	nd->snat.refused++;
-	snprintf(nd->snat.message, sizeof(nd->snat.message), "refused: %s",
-	    why);
+	snprintf(nd->snat.message, sizeof(nd->snat.message), "refused: %.*s",
+	    (int)sizeof(nd->snat.message) - 10, why);
 	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
 }
 
@@ -1067,8 +1067,8 @@ snat_fail(struct netd *nd, const struct msg *m, const char *what, int rc,
     const char *err)
 {
 	log_warnx("%s: %s; the table stays as it was", what, err);
-	snprintf(nd->snat.message, sizeof(nd->snat.message), "failed: %s",
-	    err);
+	snprintf(nd->snat.message, sizeof(nd->snat.message), "failed: %.*s",
+	    (int)sizeof(nd->snat.message) - 9, err);
 	netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
 }
 
