@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 
 #include "addr.h"
@@ -367,6 +368,30 @@ test_trust(void **state)
 	assert_non_null(strstr(d, "10.0.128.0/17"));
 }
 
+/* The kernel reports a nat expression with an address register with
+ * NF_NAT_RANGE_MAP_IPS added to its flags: still netd's rule. */
+static void
+test_parse_kernel_nat_flags(void **state)
+{
+	struct snat_params p;
+	struct snat_table want;
+	struct snat_expr e[SNAT_MAX_EXPRS];
+	struct snat_rule r;
+	char why[SNAT_WHY_LEN];
+	size_t n;
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+	n = snat_rule_exprs(&want.rules[6], e);
+	assert_int_equal(e[n - 1].kind, SX_NAT);
+	e[n - 1].flags |= NF_NAT_RANGE_MAP_IPS;
+	assert_int_equal(snat_rule_parse(e, n, &r, why, sizeof(why)), 0);
+	assert_true(r.stmts[3].fully_random);
+	e[n - 1].flags |= NF_NAT_RANGE_PROTO_SPECIFIED;
+	assert_int_equal(snat_rule_parse(e, n, &r, why, sizeof(why)), -1);
+}
+
 int
 main(void)
 {
@@ -376,6 +401,7 @@ main(void)
 		cmocka_unit_test(test_roundtrip_equal),
 		cmocka_unit_test(test_parse_nft_short_prefix),
 		cmocka_unit_test(test_parse_refuses),
+		cmocka_unit_test(test_parse_kernel_nat_flags),
 		cmocka_unit_test(test_differences),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_trust),
