@@ -120,13 +120,15 @@ static const struct sb_rule broker_rules[] = {
 };
 
 static const struct sb_rule netd_rules[] = {
-	/* Netlink only, and only rtnetlink.  Both netlink sockets (requests,
-	 * link events) and the socketpair are open before the drop and libnl
-	 * then only sends and receives on them (common list).  A new socket
-	 * may only be another NETLINK_ROUTE one, which gives nothing the open
-	 * ones don't; netfilter, XFRM (IPsec) or generic netlink would reach
-	 * what CAP_NET_ADMIN allows beyond links, addresses, routes and
-	 * rules. */
+	/* Netlink only.  The two rtnetlink sockets (requests, link events),
+	 * the one NETLINK_NETFILTER socket for netd's own table ip enid
+	 * (nft.c) and the socketpair are open before the drop; libnl and
+	 * libmnl then only send and receive on them (common list).  A new
+	 * socket may only be another NETLINK_ROUTE one, which gives nothing
+	 * the open ones don't; a new netfilter, XFRM (IPsec) or generic
+	 * netlink socket would reach what CAP_NET_ADMIN allows beyond
+	 * links, addresses, routes, rules and the one socket netd holds for
+	 * its table. */
 	ALLOW_IF2("socket", ARG_EQ(0, AF_NETLINK), ARG_EQ(2, NETLINK_ROUTE)),
 };
 

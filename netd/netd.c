@@ -18,8 +18,10 @@
  *
  * This file holds the entry point, the broker dispatch, the link lookups
  * (link events plus a backoff re-check, under a deadline, on timers) and
- * the node's own links; the broker's channel is common/peer.c.  Decisions
- * live in policy.c and plan.c; rtnetlink I/O in kernel.c.
+ * the node's own links, and the NETD_SNAT handler; the broker's channel is
+ * common/peer.c.  Decisions live in policy.c, plan.c and snat.c (netd's
+ * nftables table as data); rtnetlink I/O in kernel.c, nf_tables I/O (table
+ * ip enid only) in nft.c.
  */
 #include <errno.h>
 #include <signal.h>
@@ -35,11 +37,13 @@
 #include "log.h"
 #include "loop.h"
 #include "msg.h"
+#include "nft.h"
 #include "peer.h"
 #include "plan.h"
 #include "policy.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "snat.h"
 #include "testhook.h"
 
 #define NETD_MAX_LOOKUPS	64	/* find-link requests waiting at once */
@@ -57,6 +61,15 @@ struct lookup {
 	struct netd		*nd;
 };
 
+/* What netd keeps about its nftables table between requests. */
+struct netd_snat {
+	bool			 synced;	/* a NETD_SNAT was accepted */
+	uint32_t		 to;		/* its target (0: SNAT off) */
+	uint32_t		 replaced;	/* whole writes of the table */
+	uint32_t		 refused;	/* NETD_SNAT requests refused */
+	char			 message[MSG_ERR_LEN];	/* last outcome */
+};
+
 struct netd {
 	struct loop		 loop;
 	struct peer		 peer;		/* the broker */
@@ -64,6 +77,8 @@ struct netd {
 	struct enid_config	 cfg;
 	struct netd_policy	 policy;
 	struct kernel		 kernel;
+	struct nft		 nft;		/* table ip enid */
+	struct netd_snat	 snat;
 	struct kernel_events	 events;
 	bool			 node_stale;	/* re-read the node's links */
 	struct lookup		 lookups[NETD_MAX_LOOKUPS];
@@ -92,6 +107,19 @@ netd_result(struct netd *nd, uint32_t id, enum msg_status st, int error,
 	va_start(ap, fmt);
 	vsnprintf(r.message, sizeof(r.message), fmt, ap);
 	va_end(ap);
+	netd_send(nd, MSG_NETD_RESULT, id, &r, sizeof(r));
+}
+
+/* Success, with how many kernel objects changed. */
+static void
+netd_send_result(struct netd *nd, uint32_t id, uint32_t changed)
+{
+	struct msg_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.status = ST_OK;
+	r.changed = changed;
+	snprintf(r.message, sizeof(r.message), "ok");
 	netd_send(nd, MSG_NETD_RESULT, id, &r, sizeof(r));
 }
 
@@ -1047,6 +1075,229 @@ netd_dump(struct netd *nd, const struct msg *m, enum dump_what what)
 	netd_send(nd, MSG_NETD_END, m->hdr.id, &end, sizeof(end));
 }
 
+/* ---- the nftables table (SNAT and the connection marks) ---- */
+
+struct primary_addrs {
+	uint32_t	ifindex;
+	size_t		n;
+	bool		overflow;
+	uint32_t	addrs[NETD_MAX_LINK_ADDRS];
+};
+
+static void
+primary_addr(const struct nd_ifaddr *a, void *arg)
+{
+	struct primary_addrs *pa = arg;
+
+	if (a->ifindex != pa->ifindex || a->family != NETD_AF_INET)
+		return;
+	if (pa->n == NETD_MAX_LINK_ADDRS)
+		pa->overflow = true;
+	else
+		memcpy(&pa->addrs[pa->n++], a->addr, 4);
+}
+
+/* The primary link as netd found it: the node link with the policy's
+ * primary MAC (checked when the policy came), or NULL. */
+static const struct netd_node_link *
+snat_primary(const struct netd *nd)
+{
+	if (!nd->policy.vpc_set)
+		return NULL;
+	return policy_node_link_by_mac(&nd->policy, nd->policy.primary_mac);
+}
+
+/* The desired table's inputs: netd's own configuration, the policy's VPC
+ * CIDRs, the primary link netd found, and the checked target. */
+static void
+snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
+    struct snat_params *p)
+{
+	uint32_t i;
+
+	memset(p, 0, sizeof(*p));
+	p->enabled = nd->cfg.snat.enabled;
+	p->random_fully = nd->cfg.snat.random_fully;
+	p->to = to;
+	p->primary_ifindex = ifindex;
+	p->connmark = nd->cfg.routing.connmark;
+	p->nvpc = nd->policy.ncidrs;
+	memcpy(p->vpc, nd->policy.cidrs, sizeof(p->vpc));
+	p->nexclude = nd->cfg.snat.nexclude;
+	for (i = 0; i < nd->cfg.snat.nexclude && i < CONF_MAX_SNAT_EXCLUDE;
+	    i++) {
+		p->exclude[i].addr = nd->cfg.snat.exclude[i].addr;
+		p->exclude[i].prefix = nd->cfg.snat.exclude[i].prefix;
+	}
+}
+
+static void
+snat_refuse(struct netd *nd, const struct msg *m, const char *what,
+    const char *why, const char *detail)
+{
+	nd->snat.refused++;
+	snprintf(nd->snat.message, sizeof(nd->snat.message), "refused: %.*s",
+	    (int)sizeof(nd->snat.message) - 10, why);
+	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
+}
+
+static void
+snat_fail(struct netd *nd, const struct msg *m, const char *what, int rc,
+    const char *err)
+{
+	log_warnx("%s: %s; the table stays as it was", what, err);
+	snprintf(nd->snat.message, sizeof(nd->snat.message), "failed: %.*s",
+	    (int)sizeof(nd->snat.message) - 9, err);
+	netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
+}
+
+/*
+ * NETD_SNAT: make table ip enid what netd's configuration and the checked
+ * target say; read it back and write it whole only if it differs.  The
+ * checks run in the design's order (the policy came first: MF_POLICY);
+ * a refusal changes nothing in the kernel.
+ */
+static void
+netd_snat(struct netd *nd, const struct msg *m)
+{
+	static struct snat_table have, want;
+	static struct primary_addrs pa;
+	const struct netd_node_link *pl;
+	struct snat_params params;
+	struct msg_netd_snat req;
+	char to[IP4_STR_LEN], what[64], detail[192], err[MSG_ERR_LEN];
+	char diff[SNAT_WHY_LEN];
+	const char *why;
+	uint32_t changed = 0;
+	int rc, rules = 0;
+
+	memcpy(&req, m->u.bytes, sizeof(req));
+	ip4_format(req.to, to);
+	snprintf(what, sizeof(what), "snat to %s", to);
+	if (!node_current(nd, m->hdr.id, what))
+		return;
+	if ((pl = snat_primary(nd)) == NULL) {
+		snat_refuse(nd, m, what, "the node's primary link is unknown",
+		    NULL);
+		return;
+	}
+	memset(&pa, 0, sizeof(pa));
+	pa.ifindex = pl->ifindex;
+	if ((rc = kernel_each_addr(&nd->kernel, primary_addr, &pa)) < 0) {
+		snat_fail(nd, m, what, rc, "reading the primary link's "
+		    "addresses failed");
+		return;
+	}
+	if ((why = snat_check_request(&nd->cfg, nd->policy.cidrs,
+	    nd->policy.ncidrs, req.to, pa.addrs, pa.n, detail,
+	    sizeof(detail))) != NULL) {
+		if (pa.overflow)
+			snprintf(detail + strlen(detail), sizeof(detail) -
+			    strlen(detail), "; only the first %d addresses of "
+			    "%s were read", NETD_MAX_LINK_ADDRS, pl->name);
+		snat_refuse(nd, m, what, why, detail);
+		return;
+	}
+	snat_params_of(nd, req.to, pl->ifindex, &params);
+	snat_desired(&params, &want);
+	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+		snat_fail(nd, m, what, rc, err);
+		return;
+	}
+	if (!snat_table_equal(&have, &want, diff, sizeof(diff))) {
+		if (have.foreign)
+			log_warnx("%s: table ip %s holds what netd does not "
+			    "write (%s); replacing it whole", what, SNAT_TABLE,
+			    diff);
+		else if (have.present)
+			log_warnx("%s: table ip %s differs (%s); replacing it "
+			    "whole", what, SNAT_TABLE, diff);
+		else
+			log_info("%s: table ip %s absent; writing it", what,
+			    SNAT_TABLE);
+		if ((rc = nft_write(&nd->nft, &want, err, sizeof(err))) < 0) {
+			snat_fail(nd, m, what, rc, err);
+			return;
+		}
+		nd->snat.replaced++;
+		changed = 1;
+		log_info("%s: table ip %s written (%u chains, %u rules)",
+		    what, SNAT_TABLE, want.nchains, want.nrules);
+	}
+	nd->snat.synced = true;
+	nd->snat.to = req.to;
+	/* The connection-mark rule the table's marks are for: repaired
+	 * here too, so each reconcile puts back one that was removed. */
+	if (netd_connmark_sync(nd, &rules, err, sizeof(err)) == -1) {
+		log_warnx("%s: connection-mark rule: %s", what, err);
+		snprintf(nd->snat.message, sizeof(nd->snat.message),
+		    "failed: connection-mark rule: %.*s",
+		    (int)sizeof(nd->snat.message) - 32, err);
+		netd_result(nd, m->hdr.id, ST_FAILED, EIO, "connection-mark "
+		    "rule: %s", err);
+		return;
+	}
+	changed += (uint32_t)rules;
+	snprintf(nd->snat.message, sizeof(nd->snat.message), "%s%s",
+	    changed > (uint32_t)rules ? "table written" : "table in place",
+	    rules > 0 ? ", connection-mark rule put back" : "");
+	netd_send_result(nd, m->hdr.id, changed);
+}
+
+/* NETD_DUMP_SNAT: the table as the kernel holds it now. */
+static void
+netd_dump_snat(struct netd *nd, const struct msg *m)
+{
+	static struct snat_table have, want;
+	static struct msg_netd_snat_state st;
+	const struct netd_node_link *pl = snat_primary(nd);
+	struct snat_params params;
+	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
+	uint32_t i, n = 0;
+	int rc;
+
+	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+		log_warnx("snat state: %s", err);
+		netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	st.enabled = nd->cfg.snat.enabled;
+	st.random_fully = nd->cfg.snat.random_fully;
+	st.connmark = nd->cfg.routing.connmark;
+	if (pl != NULL) {
+		st.primary_ifindex = pl->ifindex;
+		msg_strlcpy(st.primary_link, pl->name, sizeof(st.primary_link));
+	}
+	if (nd->snat.synced && pl != NULL) {
+		snat_params_of(nd, nd->snat.to, pl->ifindex, &params);
+		snat_desired(&params, &want);
+		st.in_place = snat_table_equal(&have, &want, diff,
+		    sizeof(diff));
+	}
+	/* The target as installed: the kernel's, not what was asked. */
+	for (i = 0; i < have.nrules && st.to == 0; i++)
+		if (have.rules[i].nstmts > 0 && have.rules[i].stmts[
+		    have.rules[i].nstmts - 1].kind == SNAT_SNAT_TO)
+			st.to = have.rules[i].stmts[have.rules[i].nstmts -
+			    1].value;
+	for (i = 0; i < nd->policy.ncidrs && n < MSG_MAX_SNAT_CIDRS; i++)
+		st.untranslated[n++] = nd->policy.cidrs[i];
+	for (i = 0; i < nd->cfg.snat.nexclude && n < MSG_MAX_SNAT_CIDRS;
+	    i++, n++) {
+		st.untranslated[n].addr = nd->cfg.snat.exclude[i].addr;
+		st.untranslated[n].prefix = nd->cfg.snat.exclude[i].prefix;
+	}
+	st.nuntranslated = n;
+	st.replaced = nd->snat.replaced;
+	st.refused = nd->snat.refused;
+	st.translated = snat_translated(&have);
+	st.marked = snat_marked(&have);
+	msg_strlcpy(st.message, nd->snat.message[0] ? nd->snat.message :
+	    "no SNAT request yet", sizeof(st.message));
+	netd_send(nd, MSG_NETD_SNAT_STATE, m->hdr.id, &st, sizeof(st));
+}
+
 static void
 netd_set_policy(struct netd *nd, const struct msg *m)
 {
@@ -1152,6 +1403,12 @@ netd_dispatch_broker(struct peer *p, const struct msg *m, void *arg)
 	case MSG_NETD_DUMP_ROUTES:
 		netd_dump(nd, m, DUMP_ROUTES);
 		break;
+	case MSG_NETD_SNAT:
+		netd_snat(nd, m);
+		break;
+	case MSG_NETD_DUMP_SNAT:
+		netd_dump_snat(nd, m);
+		break;
 	default:
 		fatalx("broker: %s not handled by this netd",
 		    msg_type_name(m->hdr.type));
@@ -1216,6 +1473,11 @@ main(int argc, char *argv[])
 	/* Netlink before the drop: no socket is opened after it. */
 	if (kernel_open(&nd.kernel, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	/* And the nftables one for table ip enid: the filter allows no
+	 * NETLINK_NETFILTER socket after the drop. */
+	if (nft_open(&nd.nft, err, sizeof(err)) == -1)
+		fatalx("%s; enid-netd needs nf_tables for its table ip %s, "
+		    "exiting", err, SNAT_TABLE);
 	nd.events.link = netd_link_event;
 	nd.events.node = netd_node_event;
 	nd.events.arg = &nd;

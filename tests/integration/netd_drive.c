@@ -16,6 +16,7 @@
  *	addpod addr=A table=T		delpod addr=A table=T
  *	dumplinks			dumprules
  *	addroute addr=A dev=NAME	dumproutes
+ *	snat to=A			dumpsnat
  *	malformed kind=short|type|dir|check|fds
  *
  * Requests are sent at once without waiting for earlier answers.  Every
@@ -385,6 +386,17 @@ command(char *line)
 		send_or_report(id, cmd[4] == 'l' ? MSG_NETD_DUMP_LINKS :
 		    cmd[5] == 'u' ? MSG_NETD_DUMP_RULES : MSG_NETD_DUMP_ROUTES,
 		    &d, sizeof(d), true);
+	} else if (strcmp(cmd, "snat") == 0) {
+		struct msg_netd_snat sn;
+
+		memset(&sn, 0, sizeof(sn));
+		if (arg_ip(&a, "to", &sn.to, true) == -1)
+			goto bad;
+		send_or_report(id, MSG_NETD_SNAT, &sn, sizeof(sn), false);
+	} else if (strcmp(cmd, "dumpsnat") == 0) {
+		struct msg_netd_dump d = { 0 };
+
+		send_or_report(id, MSG_NETD_DUMP_SNAT, &d, sizeof(d), false);
 	} else if (strcmp(cmd, "loglevel") == 0) {
 		struct msg_loglevel ll = { 0 };
 		uint32_t v;
@@ -427,6 +439,34 @@ append(struct pending *p, const char *s)
 		p->buf[p->len++] = ',';
 	memcpy(p->buf + p->len, s, n + 1);
 	p->len += n;
+}
+
+static void
+snat_state(const struct msg *m, double lat)
+{
+	struct msg_netd_snat_state st;
+	char a[CIDR4_STR_LEN];
+	uint32_t i;
+
+	memcpy(&st, m->u.bytes, sizeof(st));
+	ip4_format(st.to, a);
+	printf("{\"id\":%u,\"type\":\"SNAT_STATE\",\"enabled\":%u,"
+	    "\"random_fully\":%u,\"in_place\":%u,\"to\":\"%s\","
+	    "\"primary_ifindex\":%u,\"primary_link\":", m->hdr.id,
+	    st.enabled, st.random_fully, st.in_place, a, st.primary_ifindex);
+	json_str(stdout, st.primary_link);
+	printf(",\"connmark\":%u,\"untranslated\":[", st.connmark);
+	for (i = 0; i < st.nuntranslated && i < MSG_MAX_SNAT_CIDRS; i++) {
+		cidr4_format(st.untranslated[i].addr,
+		    st.untranslated[i].prefix, a);
+		printf("%s\"%s\"", i ? "," : "", a);
+	}
+	printf("],\"replaced\":%u,\"refused\":%u,\"translated\":%llu,"
+	    "\"marked\":%llu,\"message\":", st.replaced, st.refused,
+	    (unsigned long long)st.translated,
+	    (unsigned long long)st.marked);
+	json_str(stdout, st.message);
+	printf(",\"latency_ms\":%.3f}\n", lat);
 }
 
 static void
@@ -510,6 +550,9 @@ answer(const struct msg *m)
 		printf(",\"latency_ms\":%.3f,\"t_ms\":%.3f}\n", lat, now);
 		break;
 	}
+	case MSG_NETD_SNAT_STATE:
+		snat_state(m, lat);
+		break;
 	case MSG_HELLO_ACK: {
 		struct msg_hello_ack h;
 

@@ -1,0 +1,411 @@
+/*
+ * netd's nftables table as data (netd/snat.c): the desired table for SNAT
+ * on and off, the expressions each statement is written as and parsed
+ * back from (nft's own short prefix form too), the comparison naming the
+ * first difference, the counters, and the trust checks of NETD_SNAT.
+ * Pure: no root, no netlink.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include "addr.h"
+#include "conf.h"
+#include "snat.h"
+
+static uint32_t
+ip(const char *s)
+{
+	uint32_t a = 0;
+
+	assert_int_equal(ip4_parse(s, &a), 0);
+	return a;
+}
+
+static struct msg_cidr
+cidr(const char *s)
+{
+	struct msg_cidr c;
+
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(cidr4_parse(s, &c.addr, &c.prefix), 0);
+	return c;
+}
+
+/* A node: primary link 2, VPC 10.0.0.0/16 and 10.1.0.0/20, one exclusion. */
+static void
+params(struct snat_params *p, bool on)
+{
+	memset(p, 0, sizeof(*p));
+	p->enabled = on;
+	p->random_fully = true;
+	p->to = on ? ip("10.0.0.5") : 0;
+	p->primary_ifindex = 2;
+	p->connmark = 0x80;
+	p->nvpc = 2;
+	p->vpc[0] = cidr("10.0.0.0/16");
+	p->vpc[1] = cidr("10.1.0.0/20");
+	p->nexclude = 1;
+	p->exclude[0] = cidr("192.168.0.0/16");
+}
+
+/* Every rule through its expressions and back: what was written reads
+ * back as the same table. */
+static void
+roundtrip(const struct snat_table *want, struct snat_table *have)
+{
+	struct snat_expr e[SNAT_MAX_EXPRS];
+	char why[SNAT_WHY_LEN];
+	uint32_t i;
+	size_t n;
+
+	*have = *want;
+	for (i = 0; i < want->nrules; i++) {
+		n = snat_rule_exprs(&want->rules[i], e);
+		assert_true(n > 0 && n <= SNAT_MAX_EXPRS);
+		assert_int_equal(snat_rule_parse(e, n, &have->rules[i], why,
+		    sizeof(why)), 0);
+		have->rules[i].chain = want->rules[i].chain;
+	}
+}
+
+static void
+rule_text(const struct snat_table *t, uint32_t i, char *buf, size_t len)
+{
+	snat_rule_format(t, &t->rules[i], buf, len);
+}
+
+static void
+test_desired_on(void **state)
+{
+	struct snat_params p;
+	struct snat_table t;
+	char buf[256];
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &t);
+	assert_int_equal(t.nchains, 3);
+	assert_string_equal(t.chains[0].name, "mark-in");
+	assert_int_equal(t.chains[0].prio, -150);
+	assert_string_equal(t.chains[1].name, "mark-out");
+	assert_int_equal(t.chains[1].prio, -90);
+	assert_string_equal(t.chains[2].name, "snat-out");
+	assert_true(t.chains[2].nat);
+	assert_int_equal(t.chains[2].hook, SNAT_HOOK_POSTROUTING);
+	assert_int_equal(t.chains[2].prio, 100);
+	/* 2 mark rules, saddr return, 2 VPC + 1 exclusion returns, 2 snat */
+	assert_int_equal(t.nrules, 8);
+	rule_text(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "mark-in: iif 2 ct state new fib daddr type "
+	    "local ct mark set ct mark | 0x80 counter");
+	rule_text(&t, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "mark-out: iif != 2 ct direction reply ct "
+	    "mark & 0x80 == 0x80 meta mark set meta mark | 0x80 counter");
+	rule_text(&t, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "snat-out: ip saddr 10.0.0.5/32 return");
+	rule_text(&t, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "snat-out: ip daddr 10.0.0.0/16 return");
+	rule_text(&t, 5, buf, sizeof(buf));
+	assert_string_equal(buf, "snat-out: ip daddr 192.168.0.0/16 return");
+	rule_text(&t, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "snat-out: oif 2 ip saddr 10.1.0.0/20 "
+	    "counter snat to 10.0.0.5 fully-random");
+}
+
+static void
+test_desired_off(void **state)
+{
+	struct snat_params p;
+	struct snat_table t;
+
+	(void)state;
+	params(&p, false);
+	snat_desired(&p, &t);
+	assert_int_equal(t.nchains, 2);
+	assert_int_equal(t.nrules, 2);
+	assert_int_equal(snat_chain_find(&t, "snat-out"), -1);
+}
+
+static void
+test_roundtrip_equal(void **state)
+{
+	struct snat_params p;
+	struct snat_table want, have;
+	char why[SNAT_WHY_LEN];
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+	roundtrip(&want, &have);
+	assert_true(snat_table_equal(&have, &want, why, sizeof(why)));
+	p.random_fully = false;
+	snat_desired(&p, &want);
+	roundtrip(&want, &have);
+	assert_true(snat_table_equal(&have, &want, why, sizeof(why)));
+	params(&p, false);
+	snat_desired(&p, &want);
+	roundtrip(&want, &have);
+	assert_true(snat_table_equal(&have, &want, why, sizeof(why)));
+}
+
+/* The expressions nft itself writes for "ip saddr 10.0.0.0/16": a
+ * two-byte load, no mask. */
+static void
+test_parse_nft_short_prefix(void **state)
+{
+	struct snat_expr e[3];
+	struct snat_rule r;
+	char why[SNAT_WHY_LEN];
+	uint32_t ten = ip("10.0.0.0");
+
+	(void)state;
+	memset(e, 0, sizeof(e));
+	e[0].kind = SX_PAYLOAD;
+	e[0].key = NFT_PAYLOAD_NETWORK_HEADER;
+	e[0].offset = 12;
+	e[0].len = 2;
+	e[0].dreg = NFT_REG_1;
+	e[1].kind = SX_CMP;
+	e[1].key = NFT_CMP_EQ;
+	e[1].len = 2;
+	e[1].sreg = NFT_REG_1;
+	memcpy(e[1].data, &ten, 2);
+	e[2].kind = SX_IMM_VERDICT;
+	e[2].dreg = NFT_REG_VERDICT;
+	e[2].verdict = NFT_RETURN;
+	assert_int_equal(snat_rule_parse(e, 3, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.nstmts, 2);
+	assert_int_equal(r.stmts[0].kind, SNAT_SADDR);
+	assert_int_equal(r.stmts[0].value, ten);
+	assert_int_equal(r.stmts[0].prefix, 16);
+	assert_int_equal(r.stmts[1].kind, SNAT_RETURN);
+	/* a value outside the mask is nothing netd writes */
+	e[1].data[1] = 1;
+	e[1].len = 2;
+	e[0].len = 1;
+	assert_int_equal(snat_rule_parse(e, 3, &r, why, sizeof(why)), -1);
+}
+
+/* Spoil one expression field at a time: each makes the rule foreign. */
+static void
+test_parse_refuses(void **state)
+{
+	struct snat_params p;
+	struct snat_table want;
+	struct snat_expr e[SNAT_MAX_EXPRS], bad[SNAT_MAX_EXPRS];
+	struct snat_rule r;
+	char why[SNAT_WHY_LEN];
+	uint32_t i;
+	size_t n, k;
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+	for (i = 0; i < want.nrules; i++) {
+		n = snat_rule_exprs(&want.rules[i], e);
+		for (k = 0; k < n; k++) {
+			if (e[k].kind == SX_COUNTER)
+				continue;	/* nothing to spoil */
+			memcpy(bad, e, sizeof(e));
+			bad[k].sreg = bad[k].dreg = 7;
+			bad[k].key ^= 0x40;
+			bad[k].verdict = NF_ACCEPT;
+			bad[k].flags ^= 0x4;
+			bad[k].family ^= 0x8;
+			assert_int_equal(snat_rule_parse(bad, n, &r, why,
+			    sizeof(why)), -1);
+			assert_non_null(strstr(why, "does not write"));
+		}
+		/* a statement cut short (its last expression gone) */
+		if (e[n - 1].kind == SX_NAT || e[n - 1].kind == SX_CT_SET)
+			assert_int_equal(snat_rule_parse(e, n - 1, &r, why,
+			    sizeof(why)), -1);
+	}
+	memset(bad, 0, sizeof(bad));
+	assert_int_equal(snat_rule_parse(bad, SNAT_MAX_EXPRS + 1, &r, why,
+	    sizeof(why)), -1);
+}
+
+static void
+test_differences(void **state)
+{
+	struct snat_params p;
+	struct snat_table want, have;
+	char why[SNAT_WHY_LEN];
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+
+	memset(&have, 0, sizeof(have));
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_string_equal(why, "table ip enid absent");
+
+	roundtrip(&want, &have);
+	have.foreign = true;
+	snprintf(have.what, sizeof(have.what), "a set named x");
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_string_equal(why, "a set named x");
+
+	roundtrip(&want, &have);
+	have.chains[1].prio = -150;	/* the #3563 trap: before DNAT */
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_non_null(strstr(why, "chain mark-out"));
+	assert_non_null(strstr(why, "priority -150"));
+
+	roundtrip(&want, &have);
+	have.rules[7].stmts[3].value = ip("10.0.0.6");
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_non_null(strstr(why, "snat to 10.0.0.6"));
+
+	roundtrip(&want, &have);
+	have.rules[6].stmts[3].fully_random = false;
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+
+	roundtrip(&want, &have);
+	have.nrules--;			/* the last snat rule gone */
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_non_null(strstr(why, "rule 6 missing"));
+
+	/* SNAT turned off: the table with snat-out has a chain too many */
+	roundtrip(&want, &have);
+	params(&p, false);
+	snat_desired(&p, &want);
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_string_equal(why, "chain snat-out is not netd's");
+
+	/* and the other way: missing */
+	params(&p, true);
+	snat_desired(&p, &want);
+	have.nchains = 2;
+	have.nrules = 2;
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_string_equal(why, "chain snat-out missing");
+
+	/* an extra rule in a chain */
+	roundtrip(&want, &have);
+	have.rules[have.nrules] = have.rules[1];
+	have.nrules++;
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_non_null(strstr(why, "extra rule 2"));
+}
+
+static void
+test_counters(void **state)
+{
+	struct snat_params p;
+	struct snat_table want, have;
+	char why[SNAT_WHY_LEN];
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+	roundtrip(&want, &have);
+	have.rules[0].stmts[4].packets = 3;		/* mark-in */
+	have.rules[1].stmts[4].packets = 100;		/* mark-out */
+	have.rules[6].stmts[2].packets = 5;
+	have.rules[7].stmts[2].packets = 7;
+	assert_true(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_int_equal(snat_translated(&have), 12);
+	assert_int_equal(snat_marked(&have), 3);
+	params(&p, false);
+	snat_desired(&p, &want);
+	assert_int_equal(snat_translated(&want), 0);
+}
+
+static void
+test_trust(void **state)
+{
+	struct enid_config cfg;
+	struct msg_cidr vpc[1] = { cidr("10.0.0.0/16") };
+	uint32_t addrs[2] = { ip("10.0.0.5"), ip("203.0.113.9") };
+	char d[160];
+
+	(void)state;
+	config_defaults(&cfg);
+	assert_true(cfg.snat.enabled);
+	assert_null(snat_check_request(&cfg, vpc, 1, ip("10.0.0.5"), addrs, 2,
+	    d, sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, 0, addrs, 2, d,
+	    sizeof(d)));
+	/* an address the primary link does not hold, inside the VPC or not */
+	assert_non_null(strstr(snat_check_request(&cfg, vpc, 1,
+	    ip("10.0.0.6"), addrs, 2, d, sizeof(d)), "primary link"));
+	assert_string_equal(d, "to 10.0.0.6");
+	assert_non_null(snat_check_request(&cfg, vpc, 1, ip("8.8.8.8"), addrs,
+	    2, d, sizeof(d)));
+	/* never loopback, multicast or broadcast, even if listed */
+	addrs[1] = ip("127.0.0.1");
+	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
+	    d, sizeof(d)));
+	addrs[1] = ip("224.0.0.1");
+	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
+	    d, sizeof(d)));
+	addrs[1] = ip("255.255.255.255");
+	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
+	    d, sizeof(d)));
+	/* SNAT off: only to = 0 */
+	cfg.snat.enabled = false;
+	assert_null(snat_check_request(&cfg, vpc, 1, 0, addrs, 2, d,
+	    sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, ip("10.0.0.5"),
+	    addrs, 2, d, sizeof(d)));
+	/* exclusions overlapping the VPC */
+	cfg.snat.enabled = true;
+	cfg.snat.nexclude = 1;
+	cfg.snat.exclude[0].addr = ip("10.0.128.0");
+	cfg.snat.exclude[0].prefix = 17;
+	assert_non_null(strstr(snat_check_request(&cfg, vpc, 1,
+	    ip("10.0.0.5"), addrs, 2, d, sizeof(d)), "overlaps"));
+	assert_non_null(strstr(d, "10.0.128.0/17"));
+}
+
+/* The kernel reports a nat expression with an address register with
+ * NF_NAT_RANGE_MAP_IPS added to its flags: still netd's rule. */
+static void
+test_parse_kernel_nat_flags(void **state)
+{
+	struct snat_params p;
+	struct snat_table want;
+	struct snat_expr e[SNAT_MAX_EXPRS];
+	struct snat_rule r;
+	char why[SNAT_WHY_LEN];
+	size_t n;
+
+	(void)state;
+	params(&p, true);
+	snat_desired(&p, &want);
+	n = snat_rule_exprs(&want.rules[6], e);
+	assert_int_equal(e[n - 1].kind, SX_NAT);
+	e[n - 1].flags |= NF_NAT_RANGE_MAP_IPS;
+	assert_int_equal(snat_rule_parse(e, n, &r, why, sizeof(why)), 0);
+	assert_true(r.stmts[3].fully_random);
+	e[n - 1].flags |= NF_NAT_RANGE_PROTO_SPECIFIED;
+	assert_int_equal(snat_rule_parse(e, n, &r, why, sizeof(why)), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_desired_on),
+		cmocka_unit_test(test_desired_off),
+		cmocka_unit_test(test_roundtrip_equal),
+		cmocka_unit_test(test_parse_nft_short_prefix),
+		cmocka_unit_test(test_parse_refuses),
+		cmocka_unit_test(test_parse_kernel_nat_flags),
+		cmocka_unit_test(test_differences),
+		cmocka_unit_test(test_counters),
+		cmocka_unit_test(test_trust),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
