@@ -76,11 +76,17 @@ sync_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 
 	(void)arg;
 	(void)final;
-	ip4_format(s->sent_to, to);
+	if (s->sent_to != 0)
+		ip4_format(s->sent_to, to);
+	else
+		snprintf(to, sizeof(to), "0");
 	if (m == NULL) {
 		sync_record(b, SNAT_NO_ANSWER, "enid-netd did not answer");
-		log_warnx("snat: enid-netd did not answer the sync to %s in "
-		    "%d ms; again at the next reconcile", to, SNAT_SYNC_MS);
+		/* Gone, not slow: the broker is going down and says why. */
+		if (!b->shutting_down)
+			log_warnx("snat: enid-netd did not answer the sync to "
+			    "%s in %d ms; again at the next reconcile", to,
+			    SNAT_SYNC_MS);
 		return;
 	}
 	memcpy(&r, m->u.bytes, sizeof(r));
@@ -90,7 +96,7 @@ sync_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		if (r.changed > 0)
 			log_info("snat: enid-netd made its table right "
 			    "(translating to %s, %u change%s): %s",
-			    s->sent_to ? to : "nothing: SNAT off", r.changed,
+			    s->sent_to ? to : "nothing, SNAT off", r.changed,
 			    r.changed == 1 ? "" : "s", r.message);
 		else
 			log_debug("snat: enid-netd's table is in place: %s",
