@@ -1111,33 +1111,36 @@ print_snat(struct json_object *ans, const char *arg)
 {
 	struct json_object *sn = field(ans, "snat", json_type_object);
 	struct json_object *list, *v, *to;
+	long long n;
 	size_t i;
 
 	(void)arg;
 	to = nullable(sn, "to", json_type_string);
 	if (flag(sn, "enabled"))
-		fprintf(out, "%-12s on: pods' traffic beyond the VPC leaves %s "
-		    "(ifindex %lld) as %s%s\n", "snat",
-		    str(sn, "primary_link")[0] ? str(sn, "primary_link") :
-		    "the primary link", count(sn, "primary_ifindex"),
+		fprintf(out, "%-12s on: to %s via %s (ifindex %lld)%s\n", "snat",
 		    to ? json_object_get_string(to) : "(nothing installed)",
+		    str(sn, "primary_link")[0] ? str(sn, "primary_link") : "?",
+		    count(sn, "primary_ifindex"),
 		    flag(sn, "random_fully") ? ", ports random-fully" : "");
 	else
-		fprintf(out, "%-12s off: the subnets' routing translates (a NAT "
-		    "gateway); NodePort marks only\n", "snat");
-	fprintf(out, "%-12s %s; written whole %lld times; %lld syncs "
+		fprintf(out, "%-12s off (a NAT gateway translates); NodePort "
+		    "reply marks only\n", "snat");
+	n = count(sn, "replaced");
+	fprintf(out, "%-12s %s; written whole %lld time%s; %lld sync%s "
 	    "refused\n", "table", flag(sn, "in_place") ? "in place" :
-	    "NOT IN PLACE", count(sn, "replaced"), count(sn, "refused"));
-	fprintf(out, "%-12s", "untranslated");
+	    "NOT IN PLACE", n, n == 1 ? "" : "s", count(sn, "refused"),
+	    count(sn, "refused") == 1 ? "" : "s");
 	list = field(sn, "untranslated", json_type_array);
 	for (i = 0; i < json_object_array_length(list); i++) {
 		v = json_object_array_get_idx(list, i);
 		if (!json_object_is_type(v, json_type_string))
 			malformed("an untranslated CIDR is not a string");
-		fprintf(out, " %s", json_object_get_string(v));
+		fprintf(out, "%-12s %s\n", i == 0 ? "untranslated" : "",
+		    json_object_get_string(v));
 	}
-	fprintf(out, "%s\n", i == 0 ? " (none)" : "");
-	fprintf(out, "%-12s %lld connections translated\n", "translated",
+	if (i == 0)
+		fprintf(out, "%-12s (none)\n", "untranslated");
+	fprintf(out, "%-12s %lld connections\n", "translated",
 	    count(sn, "translated"));
 	fprintf(out, "%-12s 0x%llx: %lld connections marked on arrival on the "
 	    "primary link\n", "connmark",
@@ -1147,7 +1150,7 @@ print_snat(struct json_object *ans, const char *arg)
 	print_snat_sync(field(ans, "sync", json_type_object));
 	fprintf(out, "\n");
 	if (str(sn, "message")[0] != '\0') {
-		fprintf(out, "%-12s\n", "enid-netd");
+		fprintf(out, "enid-netd:\n");
 		print_wrapped(str(sn, "message"));
 	}
 }
