@@ -306,8 +306,9 @@ dump_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	(void)arg;
 	(void)final;
 	if (m == NULL) {
-		log_warnx("snat: enid-netd did not say what its table holds "
-		    "within %d ms", SNAT_DUMP_MS);
+		if (!b->shutting_down)
+			log_warnx("snat: enid-netd did not say what its table "
+			    "holds within %d ms", SNAT_DUMP_MS);
 		show_answer_all(b, "timeout", "enid-netd did not say what its "
 		    "SNAT table holds in time");
 	} else if (m->hdr.type == MSG_NETD_SNAT_STATE) {
