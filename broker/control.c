@@ -555,6 +555,11 @@ op_show(struct broker *b, struct jref *r, struct json_object *req)
 		}
 		json_object_object_add(o, "limits", limits_json(b, &lim));
 		break;
+	case CTL_SHOW_SNAT:
+		/* Answered once netd has read its table back (snat.c). */
+		json_object_put(o);
+		snat_show(b, r);
+		return;
 	default:
 		json_object_put(o);
 		jref_bad(r, "internal: show %u", (unsigned)cr.what);
@@ -658,6 +663,7 @@ op_status(struct broker *b, struct jref *r, struct json_object *req)
 	json_object_object_add(o, "instance", instance_json(b));
 	json_object_object_add(o, "pool", pool_json(b));
 	json_object_object_add(o, "cloud", cloud_json(b));
+	json_object_object_add(o, "snat", snat_status_json(b));
 	jref_reply(r, o);
 }
 

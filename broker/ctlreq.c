@@ -30,6 +30,7 @@ static const char *const show_names[CTL_SHOW_COUNT] = {
 	[CTL_SHOW_SUBNETS] = "subnets",
 	[CTL_SHOW_CONFIG] = "config",
 	[CTL_SHOW_LIMITS] = "limits",
+	[CTL_SHOW_SNAT] = "snat",
 };
 
 const char *
@@ -107,7 +108,7 @@ ctl_request_parse(struct json_object *o, struct ctl_request *r, char *err,
 				break;
 		if (i == CTL_SHOW_COUNT) {
 			snprintf(err, errlen, "unknown \"what\" \"%s\" (pool, "
-			    "enis, pods, subnets, config, limits)",
+			    "enis, pods, subnets, config, limits, snat)",
 			    log_tame(s, sh, sizeof(sh)));
 			return -1;
 		}

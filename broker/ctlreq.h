@@ -7,7 +7,7 @@
  * in it is refused with a message naming the field.
  *
  *   status, reconcile, metrics   nothing
- *   show       what: pool, enis, pods, subnets, config or limits
+ *   show       what: pool, enis, pods, subnets, config, limits or snat
  *   drain      eni: the ENI's id
  *   log-level  level: error, warning (warn), info or debug
  */
@@ -33,6 +33,7 @@ enum ctl_show {
 	CTL_SHOW_SUBNETS,
 	CTL_SHOW_CONFIG,
 	CTL_SHOW_LIMITS,
+	CTL_SHOW_SNAT,
 	CTL_SHOW_COUNT
 };
 

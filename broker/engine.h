@@ -356,6 +356,9 @@ struct engine {
 	struct loop_timer	 subnets_timer;
 	struct jref		 recon_waiters[8];
 	uint32_t		 nrecon_waiters;
+	/* Told as each run starts, by a handler that registered it (the
+	 * SNAT sync, snat.c): the engine calls no handler by name. */
+	void			(*on_reconcile)(struct broker *b);
 	struct engine_stats	 stats;
 };
 

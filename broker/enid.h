@@ -160,6 +160,7 @@ struct metrics {
 	struct msg_cloud_stats_answer cloud;	/* as cloudd last sent it */
 	bool			 cloud_known;
 	struct breq		 stats_req;
+	bool			 gathering;	/* a rendering waits */
 	struct jref		 waiting[CTL_MAX_CLIENTS];
 	uint32_t		 nwaiting;
 	/* metrics_textfile: its directory, opened before the drop */
@@ -192,6 +193,33 @@ struct pool_limits {
 	uint32_t		 prefix_capacity;
 	uint32_t		 kubelet_max_pods;
 	char			 kubelet_why[MSG_ID_LEN + 64];
+};
+
+/* ---- snat.c: netd's SNAT table, the broker's side ---- */
+
+/* How a NETD_SNAT sync ended. */
+enum snat_result {
+	SNAT_OK = 0,
+	SNAT_REFUSED,		/* netd's checks said no */
+	SNAT_FAILED,		/* the kernel, or nothing to send */
+	SNAT_NO_ANSWER,		/* the broker's deadline passed */
+	SNAT_RESULT_COUNT
+};
+
+struct snat {
+	struct breq		 sync_req;
+	uint32_t		 sent_to;	/* the last sync's, network order */
+	uint64_t		 syncs[SNAT_RESULT_COUNT];
+	enum snat_result	 last_result;
+	uint64_t		 last_sync_ms;	/* 0: none yet */
+	char			 last_message[MSG_ERR_LEN];
+	/* netd's table as the last NETD_DUMP_SNAT found it */
+	struct breq		 dump_req;
+	struct msg_netd_snat_state state;
+	bool			 state_known;
+	uint64_t		 state_at_ms;
+	struct jref		 waiting[CTL_MAX_CLIENTS];	/* show snat */
+	uint32_t		 nwaiting;
 };
 
 struct broker {
@@ -227,6 +255,7 @@ struct broker {
 
 	bool			 static_keys;	/* configured, then wiped */
 	struct metrics		 metrics;
+	struct snat		 snat;
 };
 
 /* server.c.  Open as root (before the drop): 0660 root:group, or 0600
@@ -275,6 +304,8 @@ void	metrics_cni_answer(struct broker *b, const struct jref *r,
 	    const char *code);
 /* A find-link request ended: m its answer, NULL if none came. */
 void	metrics_link_wait(struct broker *b, const struct msg *m, uint64_t us);
+/* netd's SNAT state is in (or did not come): who waits for it is served. */
+void	metrics_snat_refreshed(struct broker *b);
 
 /* req.c: requests to the children, each with a deadline.  r must be idle
  * (not active); it stays the caller's and must outlive the request, or be
@@ -290,6 +321,22 @@ void	broker_fail_requests(struct broker *b, struct child *c);
 /* Send without expecting an answer (LOG_LEVEL). */
 void	broker_notify(struct broker *b, struct child *c, enum msg_type type,
 	    const void *payload, size_t len);
+
+/* snat.c.  Once netd took its policy: false if snat.exclude overlaps
+ * the VPC (the broker is then shutting down, exit 1); else the first sync
+ * is sent, and one at every reconcile run. */
+bool	snat_start(struct broker *b);
+/* Have netd make its table right now (nothing while one is on its way). */
+void	snat_sync(struct broker *b, const char *why);
+/* Ask netd what its table holds: false if it cannot be asked now;
+ * metrics_snat_refreshed is told when the answer is in. */
+bool	snat_refresh(struct broker *b);
+bool	snat_refreshing(const struct broker *b);
+/* enidctl show snat: r is answered once netd has said. */
+void	snat_show(struct broker *b, struct jref *r);
+struct json_object *snat_state_json(const struct msg_netd_snat_state *st);
+struct json_object *snat_status_json(const struct broker *b);
+const char *snat_result_name(enum snat_result r);
 
 /* instance.c */
 void	instance_start(struct broker *b);

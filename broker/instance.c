@@ -85,6 +85,10 @@ policy_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	b->netd_policy_set = true;
 	log_info("enid-netd: policy set");
+	/* The VPC's CIDRs are known only now: an exclusion overlapping
+	 * one is a configuration error, and the pool does not start. */
+	if (!snat_start(b))
+		return;
 	engine_start(b);
 }
 

@@ -11,6 +11,11 @@
  * the node exporter's textfile collector: a temporary file in that
  * directory, renamed over the real one, through a descriptor for the
  * directory opened before the privilege drop.  enid opens no TCP port.
+ *
+ * Each rendering waits, as for cloudd's counters, for enid-netd's word
+ * on its SNAT table (NETD_DUMP_SNAT, read from the kernel each time), so
+ * the SNAT metrics are those of the scrape; if netd does not answer in
+ * time, the last ones it gave are shown.
  */
 #include <sys/stat.h>
 
@@ -550,6 +555,53 @@ render_engine(struct broker *b, struct mtext *t)
 	    "Checkpoint writes that failed", saves.failures);
 }
 
+/*
+ * SNAT and NodePort replies (snat.c): the switch from the configuration,
+ * the rest from netd's last reading of its table (read on this scrape,
+ * unless netd did not answer: then the one before; 0 before any).  The
+ * connection counts are the nftables rules' counters: a nat chain sees
+ * a connection's first packet only, so packets are connections.
+ */
+static void
+render_snat(struct broker *b, struct mtext *t)
+{
+	const struct snat *s = &b->snat;
+	const struct msg_netd_snat_state *st = &s->state;
+	bool known = s->state_known;
+	struct label l;
+	int i;
+
+	mt_single(t, "enid_snat_enabled", "gauge", "1 if snat.enabled: pods' "
+	    "traffic beyond the VPC leaves the primary link translated to "
+	    "the node's primary address", b->cfg.snat.enabled);
+	mt_single(t, "enid_snat_in_place", "gauge", "1 if enid-netd read its "
+	    "nftables table back as its configuration wants it (SNAT, or "
+	    "only the NodePort marks with SNAT off); 0 if not, or not known "
+	    "yet", known && st->in_place);
+	mt_single(t, "enid_snat_translated_connections_total", "counter",
+	    "Connections of pods translated to the node's primary address "
+	    "(the snat rules' counters)", known ? st->translated : 0);
+	mt_single(t, "enid_connmark_marked_connections_total", "counter",
+	    "Connections that arrived on the primary link for the node "
+	    "(NodePort, host network) and were marked so that their replies "
+	    "leave by it", known ? st->marked : 0);
+	mt_single(t, "enid_snat_table_replaced_total", "counter", "Times "
+	    "enid-netd wrote its nftables table whole (absent at start, or "
+	    "found to differ)", known ? st->replaced : 0);
+	mt_single(t, "enid_snat_refused_total", "counter", "SNAT syncs "
+	    "enid-netd refused (a target that is not the node's primary "
+	    "address, or SNAT switched against its configuration)",
+	    known ? st->refused : 0);
+	mt_family(t, "enid_snat_syncs_total", "counter", "SNAT syncs the "
+	    "broker asked enid-netd for (after its policy, and at each "
+	    "reconcile run), by result");
+	l.name = "result";
+	for (i = 0; i < SNAT_RESULT_COUNT; i++) {
+		l.value = snat_result_name((enum snat_result)i);
+		mt_u64(t, "enid_snat_syncs_total", &l, 1, s->syncs[i]);
+	}
+}
+
 static void
 render(struct broker *b, struct mtext *t)
 {
@@ -566,6 +618,7 @@ render(struct broker *b, struct mtext *t)
 	render_netd(b, t);
 	render_cloud(b, t);
 	render_engine(b, t);
+	render_snat(b, t);
 }
 
 /* ---- the textfile ---- */
@@ -680,6 +733,18 @@ publish(struct broker *b)
 	free(t.buf);
 }
 
+/* Publish once nothing a rendering waits for is on its way. */
+static void
+publish_when_in(struct broker *b)
+{
+	struct metrics *m = &b->metrics;
+
+	if (!m->gathering || m->stats_req.active || snat_refreshing(b))
+		return;
+	m->gathering = false;
+	publish(b);
+}
+
 static void
 stats_answer(struct broker *b, void *arg, const struct msg *msg, bool final)
 {
@@ -693,25 +758,34 @@ stats_answer(struct broker *b, void *arg, const struct msg *msg, bool final)
 	} else
 		log_debug("metrics: enid-cloudd's counters did not come; "
 		    "the last ones are shown");
-	publish(b);
+	publish_when_in(b);
 }
 
-/* Ask cloudd for its counters; whoever waits is answered with them. */
+/*
+ * Ask cloudd for its counters and netd for its SNAT table, at once;
+ * whoever waits is answered when both are in (or their deadlines passed).
+ */
 static void
 stats_fetch(struct broker *b)
 {
 	struct metrics *m = &b->metrics;
 	struct msg_cloud_stats req;
 
-	if (m->stats_req.active)
-		return;		/* its answer serves everyone */
-	if (!b->cloudd.ready || b->shutting_down) {
-		publish(b);
-		return;
+	m->gathering = true;
+	if (!m->stats_req.active && b->cloudd.ready && !b->shutting_down) {
+		memset(&req, 0, sizeof(req));
+		broker_request(b, &m->stats_req, &b->cloudd, MSG_CLOUD_STATS,
+		    &req, sizeof(req), METRICS_STATS_WAIT_MS, stats_answer,
+		    NULL);
 	}
-	memset(&req, 0, sizeof(req));
-	broker_request(b, &m->stats_req, &b->cloudd, MSG_CLOUD_STATS, &req,
-	    sizeof(req), METRICS_STATS_WAIT_MS, stats_answer, NULL);
+	(void)snat_refresh(b);
+	publish_when_in(b);
+}
+
+void
+metrics_snat_refreshed(struct broker *b)
+{
+	publish_when_in(b);
 }
 
 void

@@ -1902,6 +1902,8 @@ reconcile_now(struct broker *b, const char *why)
 	msg_strlcpy(r->why, why, sizeof(r->why));
 	en->recon = r;
 	log_debug("reconcile: starting (%s)", why);
+	if (en->on_reconcile != NULL)
+		en->on_reconcile(b);
 	if (!r->first)
 		subnets_describe(b);	/* free counts, for subnet choice */
 	r->step = RS_ATTACHED;

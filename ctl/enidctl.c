@@ -49,6 +49,8 @@ usage(void)
 	    "secrets\n"
 	    "  show limits      the instance's limits and the pool's from "
 	    "them\n"
+	    "  show snat        enid-netd's SNAT table: target, exclusions, "
+	    "counters\n"
 	    "  reconcile        reconcile with the cloud now, and wait\n"
 	    "  drain ENI        no new pods on ENI; released once empty\n"
 	    "  log-level LEVEL  error, warning, info or debug\n"
@@ -371,6 +373,19 @@ optional(struct json_object *o, const char *name, enum json_type type)
 	return field(o, name, type);
 }
 
+/* A field that is null when there is nothing to say: NULL then, else
+ * checked as field() checks. */
+static struct json_object *
+nullable(struct json_object *o, const char *name, enum json_type type)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, name, &v) &&
+	    json_object_is_type(v, json_type_null))
+		return NULL;
+	return field(o, name, type);
+}
+
 /* Entry i of an array of objects. */
 static struct json_object *
 entry(struct json_object *arr, size_t i, const char *what)
@@ -678,6 +693,50 @@ print_cloud(struct json_object *ans)
 	}
 }
 
+/* The broker's last SNAT sync: "ok, 3 s ago", or "none yet". */
+static void
+print_snat_sync(struct json_object *sync)
+{
+	struct json_object *counts = field(sync, "counts", json_type_object);
+
+	if (optional(sync, "result", json_type_string) == NULL) {
+		fprintf(out, "none yet");
+		return;
+	}
+	fprintf(out, "%s, %lld s ago (%lld ok, %lld refused, %lld failed, "
+	    "%lld unanswered)", str(sync, "result"), count(sync, "s_ago"),
+	    count(counts, "ok"), count(counts, "refused"),
+	    count(counts, "failed"), count(counts, "no-answer"));
+}
+
+/* status's snat line: on or off, in place, what it translated. */
+static void
+print_status_snat(struct json_object *ans)
+{
+	struct json_object *sn, *in_place, *sync;
+
+	if ((sn = optional(ans, "snat", json_type_object)) == NULL)
+		return;		/* an older enid */
+	sync = field(sn, "sync", json_type_object);
+	in_place = nullable(sn, "in_place", json_type_boolean);
+	fprintf(out, "%-12s %s, ", "snat", flag(sn, "enabled") ? "on" : "off");
+	if (in_place == NULL)
+		fprintf(out, "table not read yet");
+	else
+		fprintf(out, "table %s, %lld translated, %lld marked",
+		    json_object_get_boolean(in_place) ? "in place" :
+		    "NOT IN PLACE", (long long)json_object_get_int64(
+		    nullable(sn, "translated", json_type_int)),
+		    (long long)json_object_get_int64(nullable(sn, "marked",
+		    json_type_int)));
+	fprintf(out, "\n%-12s ", "snat sync");
+	print_snat_sync(sync);
+	fprintf(out, "\n");
+	if (optional(sync, "result", json_type_string) != NULL &&
+	    strcmp(str(sync, "result"), "ok") != 0)
+		print_wrapped(str(sync, "message"));
+}
+
 static void
 print_status(struct json_object *ans, const char *arg)
 {
@@ -693,6 +752,7 @@ print_status(struct json_object *ans, const char *arg)
 	print_pool_counts(field(ans, "pool", json_type_object));
 	print_growth(field(ans, "pool", json_type_object));
 	print_cloud(ans);
+	print_status_snat(ans);
 	table_init(&t, "PROCESS >PID STATE");
 	for (i = 0; i < json_object_array_length(procs); i++) {
 		p = entry(procs, i, "process");
@@ -1045,6 +1105,56 @@ print_limits(struct json_object *ans, const char *arg)
 		    count(l, "warm_eni_target"));
 }
 
+/* enid-netd's SNAT table as it read it back, and the broker's syncs. */
+static void
+print_snat(struct json_object *ans, const char *arg)
+{
+	struct json_object *sn = field(ans, "snat", json_type_object);
+	struct json_object *list, *v, *to;
+	long long n;
+	size_t i;
+
+	(void)arg;
+	to = nullable(sn, "to", json_type_string);
+	if (flag(sn, "enabled"))
+		fprintf(out, "%-12s on: to %s via %s (ifindex %lld)%s\n", "snat",
+		    to ? json_object_get_string(to) : "(nothing installed)",
+		    str(sn, "primary_link")[0] ? str(sn, "primary_link") : "?",
+		    count(sn, "primary_ifindex"),
+		    flag(sn, "random_fully") ? ", ports random-fully" : "");
+	else
+		fprintf(out, "%-12s off (a NAT gateway translates); NodePort "
+		    "reply marks only\n", "snat");
+	n = count(sn, "replaced");
+	fprintf(out, "%-12s %s; written whole %lld time%s; %lld sync%s "
+	    "refused\n", "table", flag(sn, "in_place") ? "in place" :
+	    "NOT IN PLACE", n, n == 1 ? "" : "s", count(sn, "refused"),
+	    count(sn, "refused") == 1 ? "" : "s");
+	list = field(sn, "untranslated", json_type_array);
+	for (i = 0; i < json_object_array_length(list); i++) {
+		v = json_object_array_get_idx(list, i);
+		if (!json_object_is_type(v, json_type_string))
+			malformed("an untranslated CIDR is not a string");
+		fprintf(out, "%-12s %s\n", i == 0 ? "untranslated" : "",
+		    json_object_get_string(v));
+	}
+	if (i == 0)
+		fprintf(out, "%-12s (none)\n", "untranslated");
+	fprintf(out, "%-12s %lld connections\n", "translated",
+	    count(sn, "translated"));
+	fprintf(out, "%-12s 0x%llx: %lld connections marked on arrival on the "
+	    "primary link\n", "connmark",
+	    (unsigned long long)count(sn, "connmark"),
+	    count(sn, "marked"));
+	fprintf(out, "%-12s ", "last sync");
+	print_snat_sync(field(ans, "sync", json_type_object));
+	fprintf(out, "\n");
+	if (str(sn, "message")[0] != '\0') {
+		fprintf(out, "enid-netd:\n");
+		print_wrapped(str(sn, "message"));
+	}
+}
+
 static void
 print_reconcile(struct json_object *ans, const char *arg)
 {
@@ -1117,6 +1227,7 @@ static const struct command commands[] = {
 	{ "show", "subnets", "show", NULL, CTL_TIMEOUT_MS, print_subnets },
 	{ "show", "config", "show", NULL, CTL_TIMEOUT_MS, print_config },
 	{ "show", "limits", "show", NULL, CTL_TIMEOUT_MS, print_limits },
+	{ "show", "snat", "show", NULL, CTL_TIMEOUT_MS, print_snat },
 	{ "reconcile", NULL, "reconcile", NULL, CTL_RECONCILE_TIMEOUT_MS,
 	  print_reconcile },
 	{ "drain", NULL, "drain", "eni", CTL_TIMEOUT_MS, print_drain },

@@ -380,6 +380,19 @@ METRICS = {"text": METRICS_TEXT, "metrics": [
      "help": "Pod attachments holding an address",
      "samples": [{"name": "enid_pods", "labels": {}, "value": 3}]}]}
 
+SNAT_STATE = {"enabled": True, "random_fully": True, "in_place": True,
+              "to": "10.0.0.10", "primary_ifindex": 2,
+              "primary_link": "eth0", "connmark": 128,
+              "untranslated": ["10.0.0.0/16", "192.0.2.0/24"],
+              "replaced": 1, "refused": 0, "translated": 42, "marked": 7,
+              "message": "table enid in place"}
+SNAT_SYNC = {"counts": {"ok": 3, "refused": 1, "failed": 0,
+                        "no-answer": 0},
+             "to": "10.0.0.10", "result": "ok", "message": "in place",
+             "s_ago": 4}
+STATUS_SNAT = {"enabled": True, "sync": SNAT_SYNC, "in_place": True,
+               "translated": 42, "marked": 7, "state_s_ago": 4}
+
 CANNED = [
     (("show", "pool"), {"op": "show", "what": "pool"},
      {"pool": dict(POOL, blocked="subnet-full", last_failure="subnet full",
@@ -487,6 +500,40 @@ CANNED = [
       "                   enid holds 2048 of them",
       "kubelet max pods   250 (m5.metal has 30 vCPUs or more)",
       "max pods           735 (pool.max_pods not set)"]),
+    (("show", "snat"), {"op": "show", "what": "snat"},
+     {"snat": SNAT_STATE, "sync": SNAT_SYNC},
+     ["snat         on: to 10.0.0.10 via eth0 (ifindex 2), ports "
+      "random-fully",
+      "table        in place; written whole 1 time; 0 syncs refused",
+      "untranslated 10.0.0.0/16", "             192.0.2.0/24",
+      "translated   42 connections",
+      "connmark     0x80: 7 connections marked on arrival on the primary "
+      "link",
+      "last sync    ok, 4 s ago (3 ok, 1 refused, 0 failed, 0 unanswered)",
+      "enid-netd:", "    table enid in place"]),
+    (("show", "snat"), {"op": "show", "what": "snat"},
+     {"snat": dict(SNAT_STATE, enabled=False, random_fully=False, to=None,
+                   in_place=False, untranslated=[], replaced=2, refused=1,
+                   translated=0, message=""),
+      "sync": {"counts": {"ok": 0, "refused": 0, "failed": 0,
+                          "no-answer": 0}}},
+     ["snat         off (a NAT gateway translates); NodePort reply marks "
+      "only",
+      "table        NOT IN PLACE; written whole 2 times; 1 sync refused",
+      "untranslated (none)", "last sync    none yet"]),
+    (("status",), {"op": "status"},
+     {k: v for k, v in dict(STATUS, snat=STATUS_SNAT).items() if k != "ok"},
+     ["snat         on, table in place, 42 translated, 7 marked",
+      "snat sync    ok, 4 s ago (3 ok, 1 refused, 0 failed, 0 unanswered)"]),
+    (("status",), {"op": "status"},
+     {k: v for k, v in dict(STATUS, snat=dict(
+         STATUS_SNAT, in_place=None, translated=None, marked=None,
+         sync=dict(SNAT_SYNC, result="refused",
+                   message="10.0.0.99 is not an address of eth0"))).items()
+      if k != "ok"},
+     ["snat         on, table not read yet",
+      "snat sync    refused, 4 s ago (3 ok, 1 refused, 0 failed, 0 "
+      "unanswered)", "    10.0.0.99 is not an address of eth0"]),
     (("reconcile",), {"op": "reconcile"}, {"drifts_fixed": 1},
      ["reconciled: 1 drift fixed"]),
     (("drain", "eni-0fedcba9876543210"),
@@ -547,6 +594,15 @@ EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
     (("show", "pool"), {"pool": dict(POOL, phase=EVIL, blocked=EVIL,
                                      last_failure=EVIL,
                                      last_failure_code=EVIL)}),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, primary_link=EVIL,
+                                     to=EVIL, message=EVIL,
+                                     untranslated=[EVIL]),
+                        "sync": SNAT_SYNC}),
+    (("show", "snat"), {"snat": SNAT_STATE, "sync": dict(SNAT_SYNC,
+                                                         result=EVIL)}),
+    (("status",), {k: v for k, v in dict(STATUS, snat=dict(
+        STATUS_SNAT, sync=dict(SNAT_SYNC, result=EVIL,
+                               message=EVIL))).items() if k != "ok"}),
     (("drain", "eni-1"), {"eni": EVIL, "state": EVIL}),
 ])
 def test_table_strings_escaped(daemon, args, answer):
@@ -590,6 +646,27 @@ def test_table_strings_escaped(daemon, args, answer):
      '"prefix_inhibited_s" is negative'),
     (("show", "config"), {"config": {}, "config_path": "/x"},
      '"static_credentials" missing or not a boolean'),
+    (("show", "snat"), {"snat": SNAT_STATE}, '"sync" missing'),
+    (("show", "snat"), {"snat": {k: v for k, v in SNAT_STATE.items()
+                                 if k != "in_place"}, "sync": SNAT_SYNC},
+     '"in_place" missing or not a boolean'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, to=5), "sync": SNAT_SYNC},
+     '"to" missing or not a string'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, translated=-1),
+                        "sync": SNAT_SYNC}, '"translated" is negative'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, untranslated=[16]),
+                        "sync": SNAT_SYNC},
+     "an untranslated CIDR is not a string"),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, connmark="0x80"),
+                        "sync": SNAT_SYNC}, '"connmark" missing or not a int'),
+    (("show", "snat"), {"snat": SNAT_STATE, "sync": dict(
+        SNAT_SYNC, counts={"ok": 1, "refused": 0, "failed": 0})},
+     '"no-answer" missing'),
+    (("status",), {k: v for k, v in dict(STATUS, snat=dict(
+        STATUS_SNAT, in_place="yes")).items() if k != "ok"},
+     '"in_place" missing or not a boolean'),
+    (("status",), {k: v for k, v in dict(STATUS, snat=dict(
+        STATUS_SNAT, sync={})).items() if k != "ok"}, '"counts" missing'),
     (("reconcile",), {"drifts_fixed": "1"},
      '"drifts_fixed" missing or not a int'),
     (("metrics",), {"text": "enid_pods 1\n"}, '"metrics" missing'),
@@ -674,8 +751,8 @@ def column_starts(header):
 def test_live_every_command_both_formats(live):
     cmds = [("status",), ("show", "pool"), ("show", "enis"),
             ("show", "pods"), ("show", "subnets"), ("show", "config"),
-            ("show", "limits"), ("reconcile",), ("log-level", "debug"),
-            ("metrics",)]
+            ("show", "limits"), ("show", "snat"), ("reconcile",),
+            ("log-level", "debug"), ("metrics",)]
     for args in cmds:
         t = ctl(live, *args)
         j = ctl(live, "-j", *args)
@@ -693,6 +770,8 @@ def test_live_every_command_both_formats(live):
         what = args[-1]
         if args == ("status",):
             assert text.startswith("enid %s, up " % ans["version"])
+            assert re.search(r"^snat +on, table (in place|not read yet)",
+                             text, re.M), text
             for p in ans["processes"]:
                 assert re.search(r"^%s +%d ready$" % (p["name"], p["pid"]),
                                  text, re.M), text
@@ -732,6 +811,15 @@ def test_live_every_command_both_formats(live):
             assert re.search(r"^pool\.add_timeout_s +10$", text, re.M)
             assert re.search(r"^cloud\.ec2_endpoint +http://198\.18\.0\.1/$",
                              text, re.M)
+        elif what == "snat":
+            sn = ans["snat"]
+            assert sn["enabled"] is True and sn["in_place"] is True, sn
+            assert sn["to"] == live.node["primary_ip"], sn
+            assert ("snat         on: to %s via %s (ifindex %d), ports "
+                    "random-fully" % (sn["to"], sn["primary_link"],
+                                      sn["primary_ifindex"])
+                    ) in text.splitlines(), text
+            assert "table        in place; " in text
         elif what == "limits":
             lim = ans["limits"]
             assert (lim["max_enis"], lim["pod_ips_per_eni"],
@@ -746,6 +834,55 @@ def test_live_every_command_both_formats(live):
             assert text.startswith("# HELP enid_")
             assert "\nenid_pods 3\n" in text
             assert any(f["name"] == "enid_pods" for f in ans["metrics"])
+
+
+def test_live_snat(live):
+    """show snat is netd's table as it reads it back (every field of
+    NETD_SNAT_STATE, CIDRs as strings), status says the same in a line,
+    show config has the snat keys, and each reconcile is one more sync.
+    Needs enid-netd's NETD_SNAT and NETD_DUMP_SNAT (branch nft)."""
+    ans = json.loads(ctl(live, "-j", "show", "snat").stdout)
+    sn = ans["snat"]
+    assert set(sn) == {"enabled", "random_fully", "in_place", "to",
+                       "primary_ifindex", "primary_link", "connmark",
+                       "untranslated", "replaced", "refused", "translated",
+                       "marked", "message"}, sn
+    assert (sn["enabled"], sn["random_fully"], sn["in_place"]) == \
+        (True, True, True), sn
+    assert sn["to"] == live.node["primary_ip"]
+    assert sn["primary_ifindex"] > 0 and sn["primary_link"], sn
+    assert sn["connmark"] == 0x80
+    conf = json.loads(ctl(live, "-j", "show", "config").stdout)["config"]
+    # The VPC's CIDRs first, then snat.exclude, as strings.
+    vpc = json.loads(ctl(live, "-j", "status").stdout)["instance"][
+        "vpc_cidrs"]
+    assert sn["untranslated"] == vpc + conf["snat"]["exclude"], sn
+    assert sn["replaced"] >= 1 and sn["refused"] == 0, sn
+    assert conf["snat"]["enabled"] is True
+    assert conf["snat"]["random_fully"] is True
+    assert conf["routing"]["connmark"] == 128
+    text = ctl(live, "show", "config").stdout.decode()
+    assert re.search(r"^snat\.enabled +true$", text, re.M), text
+    assert re.search(r"^snat\.random_fully +true$", text, re.M), text
+    assert re.search(r"^routing\.connmark +128$", text, re.M), text
+
+    st = json.loads(ctl(live, "-j", "status").stdout)["snat"]
+    ok = st["sync"]["counts"]["ok"]
+    assert ok >= 1 and st["sync"]["result"] == "ok", st
+    assert st["sync"]["to"] == live.node["primary_ip"], st
+    assert live.reconcile()["ok"]
+
+    def synced_again():
+        s = json.loads(ctl(live, "-j", "status").stdout)["snat"]
+        return s["sync"]["counts"]["ok"] >= ok + 1 and s
+    st = live.wait(synced_again, 15, "a sync at the reconcile", step=0.2)
+    assert st["in_place"] is True, st
+    assert st["sync"]["counts"]["refused"] == 0, st
+    text = ctl(live, "status").stdout.decode()
+    assert re.search(r"^snat +on, table in place, \d+ translated, \d+ "
+                     r"marked$", text, re.M), text
+    assert re.search(r"^snat sync +ok, \d+ s ago \(\d+ ok, 0 refused, ",
+                     text, re.M), text
 
 
 def test_live_reconcile_waits_for_the_run(live):

@@ -413,3 +413,34 @@ def test_commit_subjects_keep_the_habit():
                           subject):
             bad.append(f"{sha}: no \"area: \" first: {subject}")
     assert not bad, "commit subjects off the habit:\n" + "\n".join(bad)
+
+
+def test_snat_exclusion_overlapping_the_vpc_exits_1(workdir, enid_user,
+                                                     helper_dir,
+                                                     monkeypatch):
+    """snat.exclude can be checked against the VPC's CIDRs only once the
+    cloud has named them: an exclusion inside the sim's VPC (10.0.0.0/16)
+    is then a configuration error, exit 1 with the value and the block
+    named, before any SNAT sync and before the pool starts.  enid -n,
+    which asks no cloud, passes the same file."""
+    from poolenv import PoolEnv
+    # In a sanitizer build the leak check at exit needs calls the filter
+    # refuses (SIGSYS): this test is about the status, not leaks.
+    monkeypatch.setenv("ASAN_OPTIONS", "detect_leaks=0")
+    env = PoolEnv(workdir, enid_user, helper_dir,
+                  prefix="ef%d" % (os.getpid() % 100000),
+                  snat={"exclude": ["192.0.2.0/24", "10.0.128.0/17"]})
+    try:
+        r = subprocess.run([built("broker/enid"), "-n", "-f", str(env.conf)],
+                           capture_output=True, text=True, timeout=10)
+        assert r.returncode == 0, r.stderr
+        e = env.start(wait=False)
+        assert e.proc.wait(timeout=60) == 1, e.text()
+        log = e.text()
+        assert 'configuration: snat.exclude[1]: "10.0.128.0/17" overlaps ' \
+            "the VPC's CIDR 10.0.0.0/16" in log, log
+        assert "enid-netd: policy set" in log, log
+        assert "snat: sync" not in log and "pool: running" not in log, log
+        assert "exiting with status 1" in log, log
+    finally:
+        env.stop()

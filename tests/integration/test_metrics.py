@@ -711,3 +711,110 @@ def test_textfile_unwritable_is_logged_not_fatal(make_env, workdir):
     assert os.listdir(prom) == []
     metrics(env)                    # still served on ctl.sock
     assert env.enid.proc.poll() is None
+
+
+# ---- SNAT and NodePort replies (issue 22; needs enid-netd's table) ----
+
+SNAT_FAMILIES = ("enid_snat_enabled", "enid_snat_in_place",
+                 "enid_snat_translated_connections_total",
+                 "enid_connmark_marked_connections_total",
+                 "enid_snat_table_replaced_total", "enid_snat_refused_total",
+                 "enid_snat_syncs_total")
+
+
+def snat_show(env):
+    """enidctl -j show snat: netd's table as it read it back."""
+    r = subprocess.run([built("ctl/enidctl"), "-j", "-s", str(env.ctl_sock),
+                        "show", "snat"], capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_snat_metrics_after_a_known_sequence(make_env):
+    """SNAT on: the table is written once at start and synced at each
+    reconcile without being written again; a pod's ping beyond the VPC is
+    one translated connection, a connection from the outside to the node's
+    public address one marked on arrival; every value agrees with show
+    snat, which reads the same counters."""
+    env = make_env(pool={"add_timeout_s": 15, "ip_cooldown_s": 0},
+                   reconcile_interval_s=3600)
+    env.start()
+
+    def synced():
+        f = metrics(env)
+        return sample(f, "enid_snat_syncs_total", result="ok") >= 1 and \
+            sample(f, "enid_snat_in_place") == 1 and f
+    fams = env.wait(synced, 20, "the first SNAT sync", step=0.3)
+    for name in SNAT_FAMILIES:
+        assert name in fams, name
+    assert fams["enid_snat_enabled"]["type"] == "gauge"
+    assert fams["enid_snat_in_place"]["type"] == "gauge"
+    assert sample(fams, "enid_snat_enabled") == 1
+    # An absent table written at start is one whole write; nothing refused.
+    assert sample(fams, "enid_snat_table_replaced_total") == 1
+    assert sample(fams, "enid_snat_refused_total") == 0
+    for res in ("refused", "failed", "no-answer"):
+        assert sample(fams, "enid_snat_syncs_total", result=res) == 0, res
+    snat = snat_show(env)["snat"]
+    assert snat["to"] == env.node["primary_ip"]
+    assert snat["in_place"] is True and snat["enabled"] is True
+
+    # A pod on the primary ENI pings the outside host: translated.
+    out = env.ep["outside"]["host"]
+    translated = sample(fams, "enid_snat_translated_connections_total")
+    a, _ = env.add("snat-metrics-0")
+    assert a["ok"], a
+    pod = env.wire("snat-metrics-0", a["ip"])
+    assert pod.ping(out, wait=3), "a pod did not reach %s through SNAT" % out
+    fams = env.wait(lambda: (lambda f: sample(
+        f, "enid_snat_translated_connections_total") >= translated + 1 and
+        f)(metrics(env)), 10, "the ping counted as translated", step=0.3)
+
+    # From the outside, to the node's public address (translated by the
+    # gateway to the primary one): marked as it arrives, whether or not
+    # anything listens.
+    marked = sample(fams, "enid_connmark_marked_connections_total")
+    env.sim.control("POST", "/outside/connect",
+                    {"node": 0, "port": 7, "timeout_ms": 1000})
+    fams = env.wait(lambda: (lambda f: sample(
+        f, "enid_connmark_marked_connections_total") >= marked + 1 and
+        f)(metrics(env)), 10, "the arrival counted as marked", step=0.3)
+
+    # A reconcile syncs again; the table was right, so it is not written.
+    ok = sample(fams, "enid_snat_syncs_total", result="ok")
+    env.reconcile()
+    fams = env.wait(lambda: (lambda f: sample(
+        f, "enid_snat_syncs_total", result="ok") >= ok + 1 and f)(
+        metrics(env)), 10, "a sync at the reconcile", step=0.3)
+    assert sample(fams, "enid_snat_table_replaced_total") == 1
+    assert sample(fams, "enid_snat_in_place") == 1
+    # The metrics and show snat read the same counters (each asks netd,
+    # so nothing may have moved between: no traffic is made now).
+    snat = snat_show(env)["snat"]
+    fams = metrics(env)
+    assert snat["translated"] == sample(
+        fams, "enid_snat_translated_connections_total")
+    assert snat["marked"] == sample(
+        fams, "enid_connmark_marked_connections_total")
+    assert snat["replaced"] == sample(fams, "enid_snat_table_replaced_total")
+    assert snat["refused"] == sample(fams, "enid_snat_refused_total") == 0
+    check_dashboard(fams)
+
+
+def test_snat_off_metrics(make_env):
+    """SNAT off: enabled 0, the table (the NodePort marks only) still in
+    place, the syncs (to 0) accepted, and nothing translated."""
+    env = make_env(snat={"enabled": False}, reconcile_interval_s=3600)
+    env.start()
+
+    def synced():
+        f = metrics(env)
+        return sample(f, "enid_snat_syncs_total", result="ok") >= 1 and \
+            sample(f, "enid_snat_in_place") == 1 and f
+    fams = env.wait(synced, 20, "the first SNAT sync", step=0.3)
+    assert sample(fams, "enid_snat_enabled") == 0
+    assert sample(fams, "enid_snat_translated_connections_total") == 0
+    assert sample(fams, "enid_snat_refused_total") == 0
+    snat = snat_show(env)
+    assert snat["snat"]["enabled"] is False and snat["snat"]["to"] is None
+    assert snat["sync"]["result"] == "ok" and snat["sync"]["to"] is None

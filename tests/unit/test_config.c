@@ -2,6 +2,8 @@
  * Configuration errors: each bad input is refused with a message naming
  * the key and the reason; good input lands in the struct.
  */
+#include <arpa/inet.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "maxima.h"
 #include "log.h"
@@ -153,6 +156,73 @@ static const struct bad bad_cases[] = {
 	  "those)" },
 	{ "{\"metrics_textfile\": 5}",
 	  "metrics_textfile: expected a string, got int" },
+	/* snat.* and routing.connmark (issue 22): each names the value */
+	{ "{\"snat\": {\"enabled\": \"no\"}}",
+	  "snat.enabled: expected true or false, got string" },
+	{ "{\"snat\": {\"random_fully\": 1}}",
+	  "snat.random_fully: expected true or false, got int" },
+	{ "{\"snat\": {\"exclude\": [], \"on\": true}}",
+	  "snat.on: unknown key" },
+	{ "{\"snat\": {\"exclude\": \"10.1.0.0/16\"}}",
+	  "snat.exclude: expected an array, got string" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/16\", 5]}}",
+	  "snat.exclude[1]: expected a string, got int" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0\"]}}",
+	  "snat.exclude[0]: \"10.1.0.0\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/33\"]}}",
+	  "snat.exclude[0]: \"10.1.0.0/33\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0/16\"]}}",
+	  "snat.exclude[0]: \"10.1.0/16\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/016\"]}}",
+	  "snat.exclude[0]: \"10.1.0.0/016\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"fd00::/8\"]}}",
+	  "snat.exclude[0]: \"fd00::/8\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"\"]}}",
+	  "snat.exclude[0]: \"\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	{ "{\"snat\": {\"exclude\": [\"192.168.1.1/24\"]}}",
+	  "snat.exclude[0]: \"192.168.1.1/24\" has host bits set" },
+	{ "{\"snat\": {\"exclude\": [\"172.16.0.0/16\", \"10.1.2.3/32\", "
+	  "\"10.1.2.128/24\"]}}",
+	  "snat.exclude[2]: \"10.1.2.128/24\" has host bits set" },
+	{ "{\"snat\": {\"exclude\": [\"0.0.0.0/0\"]}}",
+	  "snat.exclude[0]: \"0.0.0.0/0\" covers every address: turn SNAT "
+	  "off (snat.enabled) instead" },
+	{ "{\"snat\": {\"exclude\": [\"1.0.0.0/0\"]}}",
+	  "snat.exclude[0]: \"1.0.0.0/0\" has host bits set" },
+	/* mutual overlap, either way round, and a repeat */
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/16\", \"10.1.2.0/24\"]}}",
+	  "snat.exclude[1]: \"10.1.2.0/24\" overlaps snat.exclude[0] "
+	  "(10.1.0.0/16)" },
+	{ "{\"snat\": {\"exclude\": [\"172.16.0.0/12\", \"10.1.2.0/24\", "
+	  "\"10.0.0.0/8\"]}}",
+	  "snat.exclude[2]: \"10.0.0.0/8\" overlaps snat.exclude[1] "
+	  "(10.1.2.0/24)" },
+	{ "{\"snat\": {\"exclude\": [\"203.0.113.7/32\", \"203.0.113.7/32\"]}}",
+	  "snat.exclude[1]: \"203.0.113.7/32\" overlaps snat.exclude[0] "
+	  "(203.0.113.7/32)" },
+	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/16\", \"10.2.0.0/16\", "
+	  "\"10.3.0.0/16\", \"10.4.0.0/16\", \"10.5.0.0/16\", \"10.6.0.0/16\", "
+	  "\"10.7.0.0/16\", \"10.8.0.0/16\", \"10.9.0.0/16\"]}}",
+	  "snat.exclude: more than 8 CIDRs (ENID_MAX_SNAT_EXCLUDE)" },
+	{ "{\"routing\": {\"connmark\": 0}}",
+	  "routing.connmark: 0 is not a mark with exactly one bit set (128 is "
+	  "0x80)" },
+	{ "{\"routing\": {\"connmark\": 3}}",
+	  "routing.connmark: 3 is not a mark with exactly one bit set (128 is "
+	  "0x80)" },
+	{ "{\"routing\": {\"connmark\": 49152}}",
+	  "routing.connmark: 49152 is not a mark with exactly one bit set (128 "
+	  "is 0x80)" },
+	{ "{\"routing\": {\"connmark\": -128}}",
+	  "routing.connmark: -128 is not a mark with exactly one bit set (128 "
+	  "is 0x80)" },
+	{ "{\"routing\": {\"connmark\": 4294967296}}",
+	  "routing.connmark: 4294967296 is not a mark with exactly one bit set "
+	  "(128 is 0x80)" },
+	{ "{\"routing\": {\"connmark\": \"0x80\"}}",
+	  "routing.connmark: expected an integer, got string" },
+	{ "{\"routing\": {\"connmark\": 128.0}}",
+	  "routing.connmark: expected an integer, got double" },
 };
 
 static void
@@ -207,6 +277,148 @@ test_defaults(void **state)
 	    cfg.routing.rule_priority_from);
 	assert_int_equal(cfg.log_level, LOG_LVL_INFO);
 	assert_true(cfg.leak_gc.enabled);
+	/* SNAT on, random-fully, no exclusions, aws-vpc-cni's mark bit */
+	assert_true(cfg.snat.enabled);
+	assert_true(cfg.snat.random_fully);
+	assert_int_equal(cfg.snat.nexclude, 0);
+	assert_int_equal(cfg.routing.connmark, 0x80);
+	assert_int_equal(CONF_CONNMARK_DEFAULT, 0x80);
+	/* an empty "snat" object is the defaults too */
+	assert_null(parse_err("{\"snat\": {}, \"routing\": {}}"));
+	assert_true(cfg.snat.enabled);
+	assert_true(cfg.snat.random_fully);
+	assert_int_equal(cfg.routing.connmark, 0x80);
+}
+
+/* snat.exclude as it lands in the struct: network order, prefix, order
+ * kept; and routing.connmark at each end of its range. */
+static void
+test_snat_good(void **state)
+{
+	char text[1024];
+	int i, k;
+
+	(void)state;
+	assert_null(parse_err("{\"snat\": {\"enabled\": false, "
+	    "\"random_fully\": false, \"exclude\": [\"192.168.0.0/16\", "
+	    "\"172.16.0.0/12\", \"203.0.113.7/32\", \"100.64.0.0/10\"]}}"));
+	assert_false(cfg.snat.enabled);
+	assert_false(cfg.snat.random_fully);
+	assert_int_equal(cfg.snat.nexclude, 4);
+	assert_int_equal(cfg.snat.exclude[0].addr, htonl(0xc0a80000));
+	assert_int_equal(cfg.snat.exclude[0].prefix, 16);
+	assert_int_equal(cfg.snat.exclude[1].addr, htonl(0xac100000));
+	assert_int_equal(cfg.snat.exclude[1].prefix, 12);
+	assert_int_equal(cfg.snat.exclude[2].addr, htonl(0xcb007107));
+	assert_int_equal(cfg.snat.exclude[2].prefix, 32);
+	assert_int_equal(cfg.snat.exclude[3].addr, htonl(0x64400000));
+	assert_int_equal(cfg.snat.exclude[3].prefix, 10);
+	/* neighbours that touch do not overlap */
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.1.0.0/24\", "
+	    "\"10.1.1.0/24\", \"10.1.2.0/23\", \"128.0.0.0/1\"]}}"));
+	assert_int_equal(cfg.snat.nexclude, 4);
+	assert_int_equal(cfg.snat.exclude[3].prefix, 1);
+	/* exactly the cap */
+	i = snprintf(text, sizeof(text), "{\"snat\": {\"exclude\": [");
+	for (k = 0; k < CONF_MAX_SNAT_EXCLUDE; k++)
+		i += snprintf(text + i, sizeof(text) - (size_t)i,
+		    "%s\"10.%d.0.0/16\"", k ? ", " : "", k + 1);
+	snprintf(text + i, sizeof(text) - (size_t)i, "]}}");
+	assert_null(parse_err(text));
+	assert_int_equal(cfg.snat.nexclude, CONF_MAX_SNAT_EXCLUDE);
+	assert_int_equal(cfg.snat.exclude[7].addr, htonl(0x0a080000));
+	/* an empty list: none */
+	assert_null(parse_err("{\"snat\": {\"exclude\": []}}"));
+	assert_int_equal(cfg.snat.nexclude, 0);
+	/* every single bit is a mark; the lowest and the highest */
+	assert_null(parse_err("{\"routing\": {\"connmark\": 1}}"));
+	assert_int_equal(cfg.routing.connmark, 1);
+	assert_null(parse_err("{\"routing\": {\"connmark\": 2147483648}}"));
+	assert_int_equal(cfg.routing.connmark, 0x80000000u);
+	assert_null(parse_err("{\"routing\": {\"connmark\": 256}}"));
+	assert_int_equal(cfg.routing.connmark, 0x100);
+}
+
+static struct conf_cidr
+cidr(const char *text)
+{
+	struct conf_cidr c;
+
+	if (cidr4_parse(text, &c.addr, &c.prefix) == -1)
+		fail_msg("test: %s", text);
+	return c;
+}
+
+/*
+ * snat.exclude against the VPC's CIDR blocks, which only the cloud names:
+ * inside one, around one, equal, in the second block; apart and touching
+ * are fine.  The message names the exclusion, its index and the block.
+ */
+static void
+test_snat_vpc_overlap(void **state)
+{
+	struct conf_cidr vpc[3];
+	char err[256];
+
+	(void)state;
+	vpc[0] = cidr("10.0.0.0/16");
+	vpc[1] = cidr("100.64.0.0/16");
+	vpc[2] = cidr("10.2.0.0/24");
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"172.16.0.0/12\", "
+	    "\"10.0.5.0/24\"]}}"));
+	err[0] = '\0';
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 1, err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "snat.exclude[1]: \"10.0.5.0/24\" overlaps "
+	    "the VPC's CIDR 10.0.0.0/16 (the VPC's own CIDRs are never "
+	    "translated)");
+	/* one around a block */
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.0.0.0/8\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 3, err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "snat.exclude[0]: \"10.0.0.0/8\" overlaps "
+	    "the VPC's CIDR 10.0.0.0/16 (the VPC's own CIDRs are never "
+	    "translated)");
+	/* equal to the second block */
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"192.168.0.0/16\", "
+	    "\"100.64.0.0/16\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 3, err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "snat.exclude[1]: \"100.64.0.0/16\" overlaps "
+	    "the VPC's CIDR 100.64.0.0/16 (the VPC's own CIDRs are never "
+	    "translated)");
+	/* a single address of the third */
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.2.0.77/32\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 3, err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "snat.exclude[0]: \"10.2.0.77/32\" overlaps "
+	    "the VPC's CIDR 10.2.0.0/24 (the VPC's own CIDRs are never "
+	    "translated)");
+	/* ...which the first two blocks alone do not hold */
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 2, err, sizeof(err)),
+	    0);
+	/* apart, and touching on either side */
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.1.0.0/16\", "
+	    "\"9.255.255.255/32\", \"100.65.0.0/16\", \"10.2.1.0/24\", "
+	    "\"192.0.2.0/24\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 3, err, sizeof(err)),
+	    0);
+	/* no exclusions, or no blocks: nothing to overlap */
+	assert_null(parse_err("{}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 3, err, sizeof(err)),
+	    0);
+	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.0.0.0/8\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 0, err, sizeof(err)),
+	    0);
+	/* with SNAT off the exclusions are still checked: they are still
+	 * configuration, and netd refuses them the same way */
+	assert_null(parse_err("{\"snat\": {\"enabled\": false, \"exclude\": "
+	    "[\"10.0.0.0/24\"]}}"));
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 1, err, sizeof(err)),
+	    -1);
+	/* a message cut to the buffer, still terminated */
+	assert_int_equal(config_check_snat_vpc(&cfg, vpc, 1, err, 16), -1);
+	assert_string_equal(err, "snat.exclude[0]");
 }
 
 static void
@@ -773,6 +985,9 @@ test_config_to_json_round_trip(void **state)
 	    " \"subnets\": [{\"id\": \"subnet-a\", \"security_groups\": "
 	    "[\"sg-1\", \"sg-2\"]}, {\"id\": \"subnet-b\"}],\n"
 	    " \"leak_gc\": {\"enabled\": false},\n"
+	    " \"routing\": {\"connmark\": 256},\n"
+	    " \"snat\": {\"enabled\": false, \"random_fully\": false,\n"
+	    "   \"exclude\": [\"192.168.0.0/16\", \"203.0.113.7/32\"]},\n"
 	    " \"metrics_textfile\": \"/m/enid.prom\"}\n";
 	struct json_object *o, *cloud;
 	const char *out;
@@ -794,6 +1009,11 @@ test_config_to_json_round_trip(void **state)
 	assert_non_null(strstr(out, "\"log_level\": \"warning\""));
 	assert_non_null(strstr(out,
 	    "\"metrics_textfile\": \"\\/m\\/enid.prom\""));
+	/* snat.* as the file says them: CIDRs as strings, the mark a number */
+	assert_non_null(strstr(out, "\"snat\": { \"enabled\": false, "
+	    "\"exclude\": [ \"192.168.0.0\\/16\", \"203.0.113.7\\/32\" ], "
+	    "\"random_fully\": false }"));
+	assert_non_null(strstr(out, "\"connmark\": 256"));
 	assert_int_equal(config_parse(out, strlen(out), &cfg, err,
 	    sizeof(err)), 0);
 	assert_memory_equal(&cfg, &first, sizeof(cfg));
@@ -807,6 +1027,8 @@ main(void)
 		cmocka_unit_test(test_bad_configs_name_key_and_reason),
 		cmocka_unit_test(test_too_long_string),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_snat_good),
+		cmocka_unit_test(test_snat_vpc_overlap),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_load_file_errors),
 		cmocka_unit_test(test_u32_bounds),

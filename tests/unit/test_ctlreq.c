@@ -60,6 +60,10 @@ test_each_op(void **state)
 	    0);
 	assert_int_equal(r.op, CTL_OP_SHOW);
 	assert_int_equal(r.what, CTL_SHOW_LIMITS);
+	assert_int_equal(PARSE("{\"op\":\"show\",\"what\":\"snat\"}", &r), 0);
+	assert_int_equal(r.what, CTL_SHOW_SNAT);
+	assert_int_equal(PARSE("{\"op\":\"show\",\"what\":\"SNAT\"}", &r),
+	    -1);
 	assert_int_equal(PARSE("{\"op\":\"log-level\",\"level\":\"warn\"}",
 	    &r), 0);
 	assert_int_equal(r.op, CTL_OP_LOG_LEVEL);
@@ -127,7 +131,7 @@ test_refusals(void **state)
 		  "\"what\" must be a string" },
 		{ "{\"op\":\"show\",\"what\":\"all\"}",
 		  "unknown \"what\" \"all\" (pool, enis, pods, subnets, "
-		  "config, limits)" },
+		  "config, limits, snat)" },
 		{ "{\"op\":\"drain\"}", "\"eni\" must be a string" },
 		{ "{\"op\":\"drain\",\"eni\":[\"eni-1\"]}",
 		  "\"eni\" must be a string" },
@@ -182,7 +186,7 @@ test_quoted_values_are_tame(void **state)
 	assert_int_equal(PARSE("{\"op\":\"show\",\"what\":\"x\\nenid: error: "
 	    "forged\"}", &r), -1);
 	assert_string_equal(err, "unknown \"what\" \"x?enid: error: forged\" "
-	    "(pool, enis, pods, subnets, config, limits)");
+	    "(pool, enis, pods, subnets, config, limits, snat)");
 	/* at most 32 bytes of it */
 	assert_int_equal(PARSE("{\"op\":\"log-level\",\"level\":\"\\u001b[31m"
 	    "0123456789012345678901234567890123456789\"}", &r), -1);
