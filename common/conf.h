@@ -145,12 +145,6 @@ int	config_load(const char *path, struct enid_config *cfg, char *err,
 void	config_wipe_secrets(struct enid_config *cfg);
 
 /*
- * The configuration in effect as a JSON object in the file's own shape
- * (enidctl show config): every key with its value, defaults included,
- * except the secrets, which are never shown.  Parsed back, it gives the
- * same configuration with the secrets empty.
- */
-/*
  * snat.exclude against the VPC's CIDR blocks (known only from the cloud):
  * 0, or -1 with err naming the exclusion that overlaps one.
  */
@@ -158,6 +152,12 @@ int	config_check_snat_vpc(const struct enid_config *cfg,
 	    const struct conf_cidr *vpc, size_t nvpc, char *err,
 	    size_t errlen);
 
+/*
+ * The configuration in effect as a JSON object in the file's own shape
+ * (enidctl show config): every key with its value, defaults included,
+ * except the secrets, which are never shown.  Parsed back, it gives the
+ * same configuration with the secrets empty.
+ */
 struct json_object;
 struct json_object *config_to_json(const struct enid_config *cfg);
 
