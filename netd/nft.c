@@ -174,6 +174,10 @@ nft_open(struct nft *n, char *err, size_t errlen)
 	}
 	rc = nft_request(n, h, "nftables: reading table ip " SNAT_TABLE,
 	    table_probe_cb, NULL, why, sizeof(why));
+	if (rc == -EPERM || rc == -EACCES) {
+		snprintf(err, errlen, "%s; enid-netd lacks CAP_NET_ADMIN", why);
+		goto fail;
+	}
 	if (rc < 0 && rc != -ENOENT) {
 		snprintf(err, errlen, "%s; nf_tables is unavailable%s", why,
 		    rc == -EOPNOTSUPP || rc == -EPROTONOSUPPORT ?

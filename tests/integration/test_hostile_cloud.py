@@ -111,8 +111,12 @@ def node_link(env):
     keep = {k: link.get(k) for k in ("ifindex", "mtu", "operstate",
                                      "address", "flags", "master")}
     keep["addr"] = ip_text(env, "-4", "addr", "show", "dev", "eth0")
-    keep["routes"] = ip_text(env, "-4", "route", "show", "table", "all",
-                             "dev", "eth0")
+    # Less the default route through it that netd puts in each ENI's
+    # table with SNAT on (tagged 233, onlink): set up ENIs are expected.
+    keep["routes"] = "".join(
+        l for l in ip_text(env, "-4", "route", "show", "table", "all",
+                           "dev", "eth0").splitlines(keepends=True)
+        if not re.match(r"default via \S+ table \d+ proto 233 onlink", l))
     keep["rules"] = set(ip_text(env, "-4", "rule").splitlines())
     return keep
 
