@@ -456,7 +456,22 @@ struct snapshot {
 	bool			 overflow;
 	struct nd_rule		 rules[NETD_MAX_SNAPSHOT];
 	struct nd_route		 routes[NETD_MAX_SNAPSHOT];
+	/* Someone else's rules with netd's tag: a delete of netd's, which
+	 * the kernel matches on what it names only, could take one. */
+	size_t			 ntagged;
+	struct nd_rule		 tagged[NETD_MAX_SNAPSHOT];
 };
+
+static void
+snap_tagged(struct snapshot *s, const struct nd_rule *r)
+{
+	if (r->protocol != NETD_PROTO)
+		return;
+	if (s->ntagged == NETD_MAX_SNAPSHOT)
+		s->overflow = true;
+	else
+		s->tagged[s->ntagged++] = *r;
+}
 
 static void
 snap_pod_rule(const struct nd_rule *r, void *arg)
@@ -465,6 +480,7 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 
 	if (!plan_rule_owned(s->policy, r)) {
 		s->foreign++;
+		snap_tagged(s, r);
 		return;
 	}
 	if (plan_rule_is_pod_to(s->policy, r))
@@ -482,9 +498,12 @@ snap_table_rule(const struct nd_rule *r, void *arg)
 {
 	struct snapshot *s = arg;
 
-	if (r->priority != s->policy->prio_from || r->table != s->table ||
-	    !plan_rule_owned(s->policy, r))
+	if (r->priority != s->policy->prio_from || r->table != s->table)
 		return;
+	if (!plan_rule_owned(s->policy, r)) {
+		snap_tagged(s, r);
+		return;
+	}
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
 	else
@@ -545,6 +564,32 @@ netd_snapshot_failed(struct netd *nd, uint32_t id, const char *what, int rc,
 	}
 }
 
+/*
+ * Whether one of plan's rule deletes could take a rule of someone else's
+ * that carries netd's tag (the kernel matches a delete on the attributes
+ * it names only, so "to POD" also takes "to POD fwmark X"); if so the
+ * request fails and nothing changes.
+ */
+static bool
+netd_rule_del_unsafe(struct netd *nd, uint32_t id, const char *what,
+    const struct nd_plan *plan, const struct snapshot *snap)
+{
+	const struct nd_op *op;
+	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+
+	if ((op = plan_rule_del_unsafe(plan, snap->tagged,
+	    snap->ntagged)) == NULL)
+		return false;
+	cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
+	cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
+	log_warnx("%s: deleting rule %u from %s to %s table %u could take a "
+	    "rule with netd's tag and another selector instead; nothing "
+	    "changed", what, op->u.rule.priority, a, b, op->u.rule.table);
+	netd_result(nd, id, ST_FAILED, EEXIST, "a rule with netd's tag and "
+	    "another selector is in the way of deleting netd's own");
+	return true;
+}
+
 /* ---- the connection-mark rule ---- */
 
 /* netd's rules with a fwmark at prio_to: its connection-mark rule, now or
@@ -556,6 +601,9 @@ snap_mark_rule(const struct nd_rule *r, void *arg)
 
 	if (r->protocol != NETD_PROTO || r->fwmask == 0)
 		return;
+	if (!plan_rule_owned(s->policy, r) &&
+	    !plan_rule_is_connmark_shape(s->policy, r))
+		snap_tagged(s, r);
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
 	else
@@ -595,6 +643,12 @@ netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
 	}
 	if (plan.nops == 0)
 		return 0;
+	if (plan_rule_del_unsafe(&plan, snap.tagged, snap.ntagged) != NULL) {
+		snprintf(err, errlen, "a rule with netd's tag and another "
+		    "selector at priority %u could go in place of netd's "
+		    "stale one; nothing changed", nd->policy.prio_to);
+		return -1;
+	}
 	if (kernel_apply(&nd->kernel, &plan, what, sizeof(what)) < 0) {
 		snprintf(err, errlen, "%s", what);
 		return -1;
@@ -834,6 +888,8 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
 		return;
 	}
+	if (netd_rule_del_unsafe(nd, m->hdr.id, what, &plan, &snap))
+		return;
 	netd_apply(nd, m->hdr.id, &plan, plan_changes(&plan, found ? &st : NULL),
 	    what);
 }
@@ -884,6 +940,8 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_snapshot_failed(nd, m->hdr.id, what, 0, true);
 		return;
 	}
+	if (netd_rule_del_unsafe(nd, m->hdr.id, what, &plan, &snap))
+		return;
 	netd_apply(nd, m->hdr.id, &plan, plan.nops, what);
 }
 

@@ -244,6 +244,27 @@ table_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+/*
+ * Whether a chain or rule message is of table ip enid, read from its own
+ * attributes (NFTA_CHAIN_TABLE and NFTA_RULE_TABLE are both 1): for one
+ * libnftnl cannot parse, as a newer kernel's expression or attribute.
+ */
+static bool
+msg_of_enid(const struct nlmsghdr *h)
+{
+	const struct nfgenmsg *g = mnl_nlmsg_get_payload(h);
+	const struct nlattr *a;
+
+	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*g)) ||
+	    g->nfgen_family != NFT_FAMILY)
+		return false;
+	mnl_attr_for_each(a, h, sizeof(*g))
+		if (mnl_attr_get_type(a) == NFTA_CHAIN_TABLE)
+			return mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0 &&
+			    strcmp(mnl_attr_get_str(a), SNAT_TABLE) == 0;
+	return false;
+}
+
 static int
 chain_cb(const struct nlmsghdr *h, void *arg)
 {
@@ -259,8 +280,14 @@ chain_cb(const struct nlmsghdr *h, void *arg)
 	if (nftnl_chain_nlmsg_parse(h, ch) < 0 ||
 	    !nftnl_chain_is_set(ch, NFTNL_CHAIN_TABLE) ||
 	    !nftnl_chain_is_set(ch, NFTNL_CHAIN_NAME)) {
+		/* Another table's chain is none of netd's business; one of
+		 * enid's that libnftnl cannot read is foreign. */
 		nftnl_chain_free(ch);
-		return -EBADMSG;
+		if (msg_of_enid(h)) {
+			rc->nchains_seen++;
+			foreign(rc->t, "a chain libnftnl cannot read");
+		}
+		return 0;
 	}
 	/* The kernel dumps every table's chains: only enid's are read. */
 	if (strcmp(nftnl_chain_get_str(ch, NFTNL_CHAIN_TABLE), SNAT_TABLE) ||
@@ -440,8 +467,16 @@ rule_cb(const struct nlmsghdr *h, void *arg)
 	if (nftnl_rule_nlmsg_parse(h, r) < 0 ||
 	    !nftnl_rule_is_set(r, NFTNL_RULE_TABLE) ||
 	    !nftnl_rule_is_set(r, NFTNL_RULE_CHAIN)) {
+		/* An expression this libnftnl does not know (the kernel's
+		 * may be newer): foreign, so the table is replaced rather
+		 * than every read failing. */
 		nftnl_rule_free(r);
-		return -EBADMSG;
+		if (!msg_of_enid(h))
+			return -EBADMSG;
+		rc->nrules_seen++;
+		foreign(t, "a rule libnftnl cannot read (an expression newer "
+		    "than it?)");
+		return 0;
 	}
 	if (strcmp(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), SNAT_TABLE) != 0 ||
 	    nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY) != NFT_FAMILY)

@@ -159,6 +159,34 @@ plan_rule_owned(const struct netd_policy *p, const struct nd_rule *r)
 	return plan_rule_is_connmark(p, r);
 }
 
+bool
+plan_rule_del_takes(const struct nd_rule *d, const struct nd_rule *r)
+{
+	return r->priority == d->priority && r->table == d->table &&
+	    r->protocol == d->protocol &&
+	    (d->src_len == 0 || (r->src_len == d->src_len &&
+	    r->src == d->src)) &&
+	    (d->dst_len == 0 || (r->dst_len == d->dst_len &&
+	    r->dst == d->dst)) &&
+	    (d->fwmask == 0 || (r->fwmark == d->fwmark &&
+	    r->fwmask == d->fwmask));
+}
+
+const struct nd_op *
+plan_rule_del_unsafe(const struct nd_plan *plan, const struct nd_rule *others,
+    size_t nothers)
+{
+	size_t i, j;
+
+	for (i = 0; i < plan->nops; i++)
+		for (j = 0; plan->ops[i].kind == OP_RULE_DEL && j < nothers;
+		    j++)
+			if (plan_rule_del_takes(&plan->ops[i].u.rule,
+			    &others[j]))
+				return &plan->ops[i];
+	return NULL;
+}
+
 void
 plan_connmark_rule(const struct netd_policy *p, struct nd_rule *out)
 {
@@ -175,6 +203,13 @@ static bool
 one_bit(uint32_t v)
 {
 	return v != 0 && (v & (v - 1)) == 0;
+}
+
+bool
+plan_rule_is_connmark_shape(const struct netd_policy *p,
+    const struct nd_rule *r)
+{
+	return one_bit(r->fwmark) && rule_is_mark_rule(p, r, r->fwmark);
 }
 
 int

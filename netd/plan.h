@@ -143,6 +143,21 @@ bool		 plan_rule_owned(const struct netd_policy *p,
  */
 void		 plan_connmark_rule(const struct netd_policy *p,
 		    struct nd_rule *out);
+/*
+ * Whether the kernel's delete of d would take r: a rule delete names d's
+ * priority, table, tag, addresses and fwmark (those d has), and any other
+ * selector of r, a fwmark d lacks included, matches it.
+ */
+bool		 plan_rule_del_takes(const struct nd_rule *d,
+		    const struct nd_rule *r);
+/* The first of plan's rule deletes that could take one of the rules
+ * others (someone else's) instead, or NULL. */
+const struct nd_op *plan_rule_del_unsafe(const struct nd_plan *plan,
+		    const struct nd_rule *others, size_t nothers);
+/* True if r is netd's connection-mark rule under any one-bit mark (the
+ * current one, or an earlier routing.connmark's). */
+bool		 plan_rule_is_connmark_shape(const struct netd_policy *p,
+		    const struct nd_rule *r);
 /* True if r is netd's connection-mark rule (plan_connmark_rule's). */
 bool		 plan_rule_is_connmark(const struct netd_policy *p,
 		    const struct nd_rule *r);

@@ -269,3 +269,27 @@ def test_connmark_setting_changed(ns, drivers):
     drivers().start()
     assert marked_rules(ns) == [CONNMARK_RULE]
     assert "512:\tfrom all fwmark 0x100/0x100 lookup main" in rule_lines(ns)
+
+
+def test_tagged_rule_with_fwmark_survives_pod_delete(ns, drivers):
+    """A rule carrying netd's tag but a fwmark netd never sets on a pod's
+    rule is someone else's (the design's "In the kernel"): a pod delete,
+    whose kernel match takes any fwmark, must not take it in place of
+    netd's own."""
+    d = drivers().start()
+    ns.ip("rule", "add", "to", PRIMARY_POD, "fwmark", "0x4/0x4", "lookup",
+          "main", "pref", "512", "proto", str(PROTO))
+    foreign = [l for l in rule_lines(ns) if "fwmark 0x4/0x4" in l]
+    assert len(foreign) == 1
+    ok(d.call("addpod addr=%s table=0" % PRIMARY_POD))
+    r = d.call("delpod addr=%s table=0" % PRIMARY_POD)
+    assert [l for l in rule_lines(ns) if "fwmark 0x4/0x4" in l] == foreign, r
+    # refused as a failure, nothing changed: netd's rule is still there
+    assert r["status"] == "failed" and "in the way" in r["message"], r
+    assert "512:\tfrom all to %s lookup main proto %d" % (PRIMARY_POD, PROTO) \
+        in rule_lines(ns)
+    # once it is gone, the delete goes through
+    ns.ip("rule", "del", "to", PRIMARY_POD, "fwmark", "0x4/0x4", "lookup",
+          "main", "pref", "512", "proto", str(PROTO))
+    ok(d.call("delpod addr=%s table=0" % PRIMARY_POD))
+    assert not [l for l in rule_lines(ns) if PRIMARY_POD in l]

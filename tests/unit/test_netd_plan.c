@@ -550,6 +550,51 @@ test_connmark_rule_owned(void **state)
 	}
 }
 
+/* The kernel matches a rule delete on what it names only: netd's "to POD"
+ * also takes a tagged "to POD fwmark X", and a plan that could is caught. */
+static void
+test_rule_del_takes(void **state)
+{
+	struct netd_policy p;
+	struct nd_plan plan;
+	struct nd_rule pod, other[3], stale;
+	struct msg_netd_pod_rule m;
+
+	(void)state;
+	make_policy(&p);
+	pod = rule(512, 254, NULL, 0, "10.0.16.9", 32);
+	other[0] = pod;
+	other[0].fwmark = other[0].fwmask = 0x4;
+	other[1] = pod;
+	other[1].other_selectors = true;	/* iif, say */
+	other[2] = pod;
+	other[2].protocol = 0;			/* untagged: never taken */
+	assert_true(plan_rule_del_takes(&pod, &pod));
+	assert_true(plan_rule_del_takes(&pod, &other[0]));
+	assert_true(plan_rule_del_takes(&pod, &other[1]));
+	assert_false(plan_rule_del_takes(&pod, &other[2]));
+	/* A delete naming a fwmark takes only that fwmark's. */
+	assert_false(plan_rule_del_takes(&other[0], &pod));
+
+	memset(&m, 0, sizeof(m));
+	m.addr = pod.dst;
+	assert_int_equal(plan_pod_del(&p, &m, &pod, 1, &plan), 0);
+	assert_int_equal(plan.nops, 1);
+	assert_non_null(plan_rule_del_unsafe(&plan, other, 2));
+	assert_null(plan_rule_del_unsafe(&plan, other + 2, 1));
+
+	/* A stale connection-mark rule's delete and a tagged rule for the
+	 * same mark with a source. */
+	stale = mark_rule(512, 254, 0x100, 0x100);
+	other[0] = stale;
+	other[0].src_len = 16;
+	assert_false(plan_rule_is_connmark_shape(&p, &other[0]));
+	assert_true(plan_rule_is_connmark_shape(&p, &stale));
+	assert_int_equal(plan_connmark(&p, &stale, 1, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	assert_non_null(plan_rule_del_unsafe(&plan, other, 1));
+}
+
 static void
 test_connmark_plan(void **state)
 {
@@ -873,6 +918,7 @@ main(void)
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_connmark_rule_owned),
 		cmocka_unit_test(test_connmark_plan),
+		cmocka_unit_test(test_rule_del_takes),
 		cmocka_unit_test(test_connmark_survives_pods_and_teardown),
 		cmocka_unit_test(test_setup_snat),
 		cmocka_unit_test(test_setup_snat_no_gateway),
