@@ -23,6 +23,7 @@ EXTRA_DIST += tests/integration/test_netd.py \
 	tests/integration/test_netd_hostile.py \
 	tests/integration/test_netd_routes.py \
 	tests/integration/test_netd_snat.py \
+	tests/integration/test_netd_egress.py tests/integration/nft_raw.py \
 	tests/integration/netd_helpers.py tests/bench/bench_netd_rules
 
 if HAVE_CMOCKA

@@ -9,7 +9,7 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_flood.py \
 	tests/integration/test_pool_hostile.py tests/integration/mitm_helper.py \
 	tests/integration/test_contrib.py tests/integration/test_unprivileged.py \
-	tests/integration/test_cni_e2e.py \
+	tests/integration/test_cni_e2e.py tests/integration/test_snat.py \
 	tests/integration/test_hostile_cloud.py tests/integration/hostile_ec2.py \
 	tests/integration/test_chaos_regressions.py \
 	tests/integration/simec2.py tests/integration/netd_helpers.py \
