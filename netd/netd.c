@@ -1333,8 +1333,10 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		st.in_place = snat_table_equal(&have, &want, diff,
 		    sizeof(diff));
 	}
-	/* The target as installed: the kernel's, not what was asked. */
-	for (i = 0; i < have.nrules && st.to == 0; i++)
+	/* The target as installed: the kernel's, not what was asked.  Of a
+	 * table holding what netd does not write, nothing is reported: it
+	 * was read only up to the first such thing, and is not netd's. */
+	for (i = 0; !have.foreign && i < have.nrules && st.to == 0; i++)
 		if (have.rules[i].nstmts > 0 && have.rules[i].stmts[
 		    have.rules[i].nstmts - 1].kind == SNAT_SNAT_TO)
 			st.to = have.rules[i].stmts[have.rules[i].nstmts -
@@ -1349,10 +1351,17 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	st.nuntranslated = n;
 	st.replaced = nd->snat.replaced;
 	st.refused = nd->snat.refused;
-	st.translated = snat_translated(&have);
-	st.marked = snat_marked(&have);
-	msg_strlcpy(st.message, nd->snat.message[0] ? nd->snat.message :
-	    "no SNAT request yet", sizeof(st.message));
+	if (have.foreign)
+		snprintf(st.message, sizeof(st.message), "table ip %s holds "
+		    "what netd does not write (%.*s); the next sync replaces "
+		    "it", SNAT_TABLE, (int)sizeof(st.message) - 80, have.what);
+	else {
+		st.translated = snat_translated(&have);
+		st.marked = snat_marked(&have);
+		msg_strlcpy(st.message, nd->snat.message[0] ?
+		    nd->snat.message : "no SNAT request yet",
+		    sizeof(st.message));
+	}
 	netd_send(nd, MSG_NETD_SNAT_STATE, m->hdr.id, &st, sizeof(st));
 }
 

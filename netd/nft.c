@@ -50,22 +50,83 @@ errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 typedef int	(*nft_msg_cb)(const struct nlmsghdr *, void *);
 
+/* A message not for the request at hand: the end of a dump left unread
+ * (n->dumping) is noted as it goes by. */
+static void
+skipped(struct nft *n, const struct nlmsghdr *h)
+{
+	if (n->dumping && h->nlmsg_seq == n->dump_seq &&
+	    (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR))
+		n->dumping = false;
+}
+
+/* An answer to an earlier request: true, and skipped. */
+static bool
+stale(struct nft *n, const struct nlmsghdr *h, uint32_t seq)
+{
+	if (h->nlmsg_seq == seq && (h->nlmsg_pid == 0 ||
+	    h->nlmsg_pid == n->portid))
+		return false;
+	skipped(n, h);
+	return true;
+}
+
+/*
+ * Read to the end of a dump a callback stopped reading (the kernel allows
+ * one dump at a time per socket): 0, or -EBUSY once the bounds are spent.
+ * A dump of a table netd has since replaced ends at once; one of a huge
+ * table it could not replace may take several calls.
+ */
+static int
+nft_drain(struct nft *n, char *err, size_t errlen)
+{
+	uint64_t start = now_ms();
+	unsigned int recvs;
+	ssize_t got;
+	int len;
+
+	for (recvs = 0; n->dumping && recvs < NFT_MAX_RECVS &&
+	    now_ms() - start <= NFT_DEADLINE_MS; recvs++) {
+		const struct nlmsghdr *h;
+
+		if ((got = mnl_socket_recvfrom(n->nl, n->buf,
+		    sizeof(n->buf))) < 0)
+			return errf(err, errlen, -errno, "nftables: reading "
+			    "the rest of an earlier dump: %s",
+			    strerror(errno));
+		len = (int)got;
+		for (h = (const struct nlmsghdr *)n->buf;
+		    n->dumping && mnl_nlmsg_ok(h, len);
+		    h = mnl_nlmsg_next(h, &len))
+			skipped(n, h);
+	}
+	if (n->dumping)
+		return errf(err, errlen, -EBUSY, "nftables: an earlier dump "
+		    "of ip " SNAT_TABLE " still not ended after %u datagrams "
+		    "or %d ms (a huge table?)", recvs, NFT_DEADLINE_MS);
+	return 0;
+}
+
 /*
  * Send one request (seq n->seq) and read its answers up to the ack, the
  * end of the dump, or an error: 0, or a negative errno (the kernel's own
- * for NLMSG_ERROR).  cb sees every other message; it returns 0 or a
- * negative errno.
+ * for NLMSG_ERROR).  cb sees every other message; it returns 0, a
+ * negative errno, or 1 for "enough": the rest of the dump is left unread
+ * (n->dumping) and read past before the next request.
  */
 static int
 nft_request(struct nft *n, struct nlmsghdr *req, const char *what,
     nft_msg_cb cb, void *arg, char *err, size_t errlen)
 {
-	uint64_t start = now_ms();
+	uint64_t start;
 	uint32_t seq = req->nlmsg_seq;
 	unsigned int recvs;
 	ssize_t got;
 	int len, rc;
 
+	if ((rc = nft_drain(n, err, errlen)) < 0)
+		return rc;
+	start = now_ms();
 	if (mnl_socket_sendto(n->nl, req, req->nlmsg_len) < 0)
 		return errf(err, errlen, -errno, "%s: sending: %s", what,
 		    strerror(errno));
@@ -81,9 +142,8 @@ nft_request(struct nft *n, struct nlmsghdr *req, const char *what,
 		len = (int)got;
 		for (h = (const struct nlmsghdr *)n->buf; mnl_nlmsg_ok(h, len);
 		    h = mnl_nlmsg_next(h, &len)) {
-			if (h->nlmsg_seq != seq || (h->nlmsg_pid != 0 &&
-			    h->nlmsg_pid != n->portid))
-				continue;	/* a stale answer */
+			if (stale(n, h, seq))
+				continue;
 			if (h->nlmsg_type == NLMSG_DONE)
 				return 0;
 			if (h->nlmsg_type == NLMSG_ERROR) {
@@ -105,6 +165,11 @@ nft_request(struct nft *n, struct nlmsghdr *req, const char *what,
 				return errf(err, errlen, rc, "%s: an answer "
 				    "netd cannot read (%s)", what,
 				    strerror(-rc));
+			if (rc > 0) {
+				n->dumping = true;
+				n->dump_seq = seq;
+				return 0;
+			}
 		}
 	}
 	return errf(err, errlen, -ETIMEDOUT, "%s: no end of the answer after "
@@ -275,6 +340,8 @@ chain_cb(const struct nlmsghdr *h, void *arg)
 
 	if (!msg_is(h, NFT_MSG_NEWCHAIN))
 		return -EBADMSG;
+	if (rc->t->foreign)
+		return 1;		/* to be replaced: read no more */
 	if ((ch = nftnl_chain_alloc()) == NULL)
 		return -ENOMEM;
 	if (nftnl_chain_nlmsg_parse(h, ch) < 0 ||
@@ -462,6 +529,8 @@ rule_cb(const struct nlmsghdr *h, void *arg)
 
 	if (!msg_is(h, NFT_MSG_NEWRULE))
 		return -EBADMSG;
+	if (t->foreign)
+		return 1;		/* to be replaced: read no more */
 	if ((r = nftnl_rule_alloc()) == NULL)
 		return -ENOMEM;
 	if (nftnl_rule_nlmsg_parse(h, r) < 0 ||
@@ -546,17 +615,17 @@ nft_read(struct nft *n, struct snat_table *out, char *err, size_t errlen)
 	    err, errlen);
 	if (rc == -ENOENT)
 		return 0;		/* absent */
-	if (rc < 0)
+	if (rc < 0 || out->foreign)
 		return rc;
 	if ((h = dump_req(n, req, NFT_MSG_GETCHAIN)) == NULL)
 		return errf(err, errlen, -ENOMEM, "nftables: out of memory");
 	if ((rc = nft_request(n, h, "GETCHAIN dump", chain_cb, &ctx, err,
-	    errlen)) < 0)
+	    errlen)) < 0 || out->foreign)
 		return rc;
 	if ((h = dump_req(n, req, NFT_MSG_GETRULE)) == NULL)
 		return errf(err, errlen, -ENOMEM, "nftables: out of memory");
 	if ((rc = nft_request(n, h, "GETRULE dump of ip " SNAT_TABLE, rule_cb,
-	    &ctx, err, errlen)) < 0)
+	    &ctx, err, errlen)) < 0 || out->foreign)
 		return rc;
 	/* The table counts its chains, sets, maps, stateful objects and
 	 * flowtables: anything beyond its chains is not netd's. */
@@ -735,59 +804,62 @@ batch_rule(struct mnl_nlmsg_batch *b, const struct snat_table *t,
 
 /*
  * The batch's answers: an ack for each of its nmsgs messages (seq first
- * .. first + nmsgs - 1), or errors.  The kernel answers a batch while it
- * is sent, so once an error is in, what else is queued is read without
- * waiting.  0, or the first error (err names its message).
+ * .. first + nmsgs - 1), or errors; the begin (first - 1) and end (first
+ * + nmsgs) messages are answered only if refused, and a refused begin
+ * ends the batch unread.  The kernel answers a batch while it is sent,
+ * so once an error is in, what else is queued is read without waiting.
+ * 0, or the first error (err names its message).
  */
 static int
 batch_answers(struct nft *n, const struct snat_table *t, uint32_t first,
     uint32_t nmsgs, char *err, size_t errlen)
 {
+	struct snat_batch b = { first, nmsgs, n->portid, 0, 0, 0 };
 	uint64_t start = now_ms();
-	uint32_t acks = 0, i, recvs;
-	int first_err = 0;
+	uint32_t recvs, i;
 	char what[SNAT_WHY_LEN];
 	ssize_t got;
 	int len;
 
-	for (recvs = 0; acks < nmsgs && recvs < NFT_MAX_RECVS &&
+	for (recvs = 0; b.acks < nmsgs && recvs < NFT_MAX_RECVS &&
 	    now_ms() - start <= NFT_DEADLINE_MS; recvs++) {
 		const struct nlmsghdr *h;
 
 		got = recv(mnl_socket_get_fd(n->nl), n->buf, sizeof(n->buf),
-		    first_err ? MSG_DONTWAIT : 0);
-		if (got < 0 && first_err)
+		    b.error ? MSG_DONTWAIT : 0);
+		if (got < 0 && b.error)
 			break;
 		if (got < 0)
 			return errf(err, errlen, -errno, "nftables batch: "
-			    "%u of %u messages acknowledged, then: %s", acks,
+			    "%u of %u messages acknowledged, then: %s", b.acks,
 			    nmsgs, strerror(errno));
 		len = (int)got;
 		for (h = (const struct nlmsghdr *)n->buf; mnl_nlmsg_ok(h, len);
-		    h = mnl_nlmsg_next(h, &len)) {
-			const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-
-			if (h->nlmsg_type != NLMSG_ERROR ||
-			    h->nlmsg_seq - first >= nmsgs)
-				continue;
-			if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+		    h = mnl_nlmsg_next(h, &len))
+			switch (snat_batch_answer(&b, h, (size_t)len)) {
+			case -1:
 				return errf(err, errlen, -EBADMSG, "nftables "
 				    "batch: a truncated acknowledgement");
-			acks++;
-			if (e->error == 0 || first_err != 0)
-				continue;
-			first_err = e->error < 0 ? e->error : -EPROTO;
-			i = h->nlmsg_seq - first;
-			batch_what(t, i, what, sizeof(what));
-			snprintf(err, errlen, "nftables batch: %s: %s; nothing "
-			    "changed", what, strerror(-first_err));
-		}
+			case 0:
+				skipped(n, h);
+				break;
+			}
 	}
-	if (first_err != 0)
-		return first_err;
-	if (acks < nmsgs)
+	if (b.error != 0) {
+		i = b.error_seq - first;
+		if (b.error_seq == first - 1)
+			snprintf(what, sizeof(what), "the batch's begin "
+			    "message");
+		else if (i == nmsgs)
+			snprintf(what, sizeof(what), "the batch's end message");
+		else
+			batch_what(t, i, what, sizeof(what));
+		return errf(err, errlen, b.error, "nftables batch: %s: %s; "
+		    "nothing changed", what, strerror(-b.error));
+	}
+	if (b.acks < nmsgs)
 		return errf(err, errlen, -ETIMEDOUT, "nftables batch: %u of %u "
-		    "messages acknowledged", acks, nmsgs);
+		    "messages acknowledged", b.acks, nmsgs);
 	return 0;
 }
 

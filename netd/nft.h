@@ -9,6 +9,7 @@
 #ifndef ENID_NETD_NFT_H
 #define ENID_NETD_NFT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,8 @@ struct nft {
 	struct mnl_socket	*nl;
 	uint32_t		 portid;
 	uint32_t		 seq;
+	bool			 dumping;	/* a dump left unread: */
+	uint32_t		 dump_seq;	/* its sequence number */
 	/* A batch is built in the first half; libmnl wants room for the
 	 * message that overflows the limit.  Answers are read here too. */
 	char			 buf[2 * NFT_BATCH_LIMIT];
@@ -34,8 +37,9 @@ struct nft {
 int	nft_open(struct nft *n, char *err, size_t errlen);
 
 /* Read table "ip enid" (absent: out->present false; anything netd does
- * not write: out->foreign with out->what naming it).  0, or a negative
- * errno. */
+ * not write: out->foreign with out->what naming it, and nothing more is
+ * read, so a huge foreign table costs no more than a small one).  0, or
+ * a negative errno. */
 int	nft_read(struct nft *n, struct snat_table *out, char *err,
 	    size_t errlen);
 

@@ -3,6 +3,7 @@
  * is written as expressions and read back, how a read-back table compares
  * with the desired one, and the trust checks of NETD_SNAT.  See snat.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netlink.h>
 
 #include "addr.h"
 #include "snat.h"
@@ -783,4 +785,31 @@ snat_check_request(const struct enid_config *cfg, const struct msg_cidr *vpc,
 	if (config_check_snat_vpc(cfg, cc, i, detail, detaillen) == -1)
 		return "netd's snat.exclude overlaps the VPC's CIDRs";
 	return NULL;
+}
+
+/* ---- the answers to a batch ---- */
+
+int
+snat_batch_answer(struct snat_batch *b, const void *msg, size_t len)
+{
+	const struct nlmsghdr *h = msg;
+	const struct nlmsgerr *e;
+	uint32_t i;
+
+	if (len < sizeof(*h) || h->nlmsg_len > len ||
+	    h->nlmsg_type != NLMSG_ERROR ||
+	    h->nlmsg_seq - (b->first - 1) > b->nmsgs + 1 ||
+	    (h->nlmsg_pid != 0 && h->nlmsg_pid != b->portid))
+		return 0;
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+		return -1;
+	e = NLMSG_DATA(h);
+	i = h->nlmsg_seq - b->first;	/* begin: UINT32_MAX, end: nmsgs */
+	if (i < b->nmsgs)
+		b->acks++;
+	if (e->error != 0 && b->error == 0) {
+		b->error = e->error < 0 ? e->error : -EPROTO;
+		b->error_seq = h->nlmsg_seq;
+	}
+	return 1;
 }

@@ -177,6 +177,25 @@ int	snat_rule_parse(const struct snat_expr *e, size_t n,
  * addresses as netd read them), the exclusions against the VPC.  NULL, or
  * why it is refused (detail names the value).
  */
+/*
+ * The answers to one batch written: begin (seq first - 1), nmsgs messages
+ * each asking for an ack (first .. first + nmsgs - 1), end (first +
+ * nmsgs).  The kernel answers begin and end only to refuse them.
+ */
+struct snat_batch {
+	uint32_t	first;
+	uint32_t	nmsgs;
+	uint32_t	portid;		/* ours; 0 in an answer is the kernel's */
+	uint32_t	acks;		/* of the nmsgs, answered */
+	int		error;		/* the first refusal: negative errno */
+	uint32_t	error_seq;	/* the refused message */
+};
+
+/* One netlink message of the answers: 1 if it answers the batch (b
+ * updated), 0 if not (another request's), -1 if it is an error message
+ * too short to hold one. */
+int	snat_batch_answer(struct snat_batch *b, const void *msg, size_t len);
+
 const char *snat_check_request(const struct enid_config *cfg,
 	    const struct msg_cidr *vpc, uint32_t nvpc, uint32_t to,
 	    const uint32_t *addrs, size_t naddrs, char *detail,

@@ -58,12 +58,12 @@ def make_netd(ns, tmp_path):
         d.close()
 
 
-def nft(ns, *args, check=True, stdin=None):
+def nft(ns, *args, check=True, stdin=None, timeout=10):
     argv = ["ip", "netns", "exec", ns.name, "nft"] + list(args)
     if stdin is None:
-        return run(*argv, check=check).stdout
+        return run(*argv, check=check, timeout=timeout).stdout
     import subprocess
-    return subprocess.run(argv, input=stdin, check=check, timeout=10,
+    return subprocess.run(argv, input=stdin, check=check, timeout=timeout,
                           capture_output=True, text=True).stdout
 
 
@@ -224,6 +224,43 @@ table ip enid {
     assert "table ip enid holds what netd does not write" in log
     assert "replacing it whole" in log
     assert state(d)["replaced"] == 1
+
+
+def test_huge_foreign_enid_table_replaced_at_once(ns, make_netd):
+    """Table ip enid with half a million rules (someone with
+    CAP_NET_ADMIN made it): netd reads it only up to its first foreign
+    rule and replaces it in one sync, rather than spending its 5 s bound
+    on a dump the kernel serves in quadratic time and then failing every
+    sync with the dump still busy."""
+    nft(ns, "-f", "-", timeout=120, stdin="table ip enid {\n"
+        " chain mark-in { type filter hook prerouting priority -150;"
+        " policy accept;\n" + " counter\n" * 500000 + " }\n}\n")
+    d = make_netd()
+    r = ok(d.call("snat to=%s" % PRIMARY_IP, timeout=30))
+    assert r["changed"] == 1
+    assert "replacing it whole" in d.logtext()
+    # the rest of the cut-off dump is read past: the next requests work
+    assert ok(d.call("snat to=%s" % PRIMARY_IP))["changed"] == 0
+    s = state(d)
+    assert s["in_place"] == 1 and s["replaced"] == 1, s
+    assert table_json(ns, "ip", "enid") == expected(ns)
+
+
+def test_foreign_table_reports_nothing_of_its_own(ns, make_netd):
+    """SNAT state of a table holding what netd does not write names that
+    and reports no target or counters from it: they are not netd's."""
+    d = make_netd()
+    ok(d.call("snat to=%s" % PRIMARY_IP))
+    nft(ns, "add", "set", "ip", "enid", "s", "{", "type", "ipv4_addr", ";",
+        "}")
+    s = state(d)
+    assert s["in_place"] == 0 and s["to"] == "0.0.0.0", s
+    assert s["translated"] == 0 and s["marked"] == 0, s
+    assert "holds what netd does not write" in s["message"], s
+    assert "the next sync replaces it" in s["message"], s
+    assert ok(d.call("snat to=%s" % PRIMARY_IP))["changed"] == 1
+    s = state(d)
+    assert s["in_place"] == 1 and s["to"] == PRIMARY_IP, s
 
 
 @pytest.mark.parametrize("foreign", [

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <linux/netlink.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
@@ -392,6 +394,122 @@ test_parse_kernel_nat_flags(void **state)
 	assert_int_equal(snat_rule_parse(e, n, &r, why, sizeof(why)), -1);
 }
 
+/* ---- the answers to a batch ---- */
+
+/* An NLMSG_ERROR answering seq from pid: error 0 is an ack. */
+static size_t
+answer(void *buf, uint32_t seq, uint32_t pid, int error)
+{
+	struct nlmsghdr *h = buf;
+	struct nlmsgerr *e;
+
+	memset(buf, 0, NLMSG_SPACE(sizeof(*e)));
+	h->nlmsg_len = NLMSG_LENGTH(sizeof(*e));
+	h->nlmsg_type = NLMSG_ERROR;
+	h->nlmsg_seq = seq;
+	h->nlmsg_pid = pid;
+	e = NLMSG_DATA(h);
+	e->error = error;
+	e->msg.nlmsg_seq = seq;
+	return h->nlmsg_len;
+}
+
+static void
+test_batch_all_acked(void **state)
+{
+	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
+	char buf[128];
+	uint32_t seq;
+
+	(void)state;
+	for (seq = 100; seq < 105; seq++)
+		assert_int_equal(snat_batch_answer(&b, buf,
+		    answer(buf, seq, 42, 0)), 1);
+	assert_int_equal(b.acks, 5);
+	assert_int_equal(b.error, 0);
+}
+
+static void
+test_batch_refused_begin_named(void **state)
+{
+	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
+	char buf[128];
+
+	(void)state;
+	/* the kernel refuses the begin message (no CAP_NET_ADMIN, no such
+	 * subsystem) and reads nothing after it */
+	assert_int_equal(snat_batch_answer(&b, buf,
+	    answer(buf, 99, 0, -EPERM)), 1);
+	assert_int_equal(b.error, -EPERM);
+	assert_int_equal(b.error_seq, 99);
+	assert_int_equal(b.acks, 0);
+}
+
+static void
+test_batch_first_refusal_kept(void **state)
+{
+	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
+	char buf[128];
+
+	(void)state;
+	snat_batch_answer(&b, buf, answer(buf, 100, 42, 0));
+	snat_batch_answer(&b, buf, answer(buf, 102, 42, -EINVAL));
+	snat_batch_answer(&b, buf, answer(buf, 103, 42, -ENOENT));
+	snat_batch_answer(&b, buf, answer(buf, 105, 42, -EBUSY));	/* end */
+	assert_int_equal(b.error, -EINVAL);
+	assert_int_equal(b.error_seq, 102);
+	assert_int_equal(b.acks, 3);
+	/* a positive error is not one the kernel sends: still a refusal */
+	b.error = 0;
+	snat_batch_answer(&b, buf, answer(buf, 104, 42, 7));
+	assert_int_equal(b.error, -EPROTO);
+	/* the end message refused alone: named as the end */
+	memset(&b, 0, sizeof(b));
+	b.first = 100;
+	b.nmsgs = 5;
+	snat_batch_answer(&b, buf, answer(buf, 105, 0, -EBUSY));
+	assert_int_equal(b.error_seq, 105);
+	assert_int_equal(b.acks, 0);
+}
+
+static void
+test_batch_others_ignored(void **state)
+{
+	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
+	struct nlmsghdr *h;
+	char buf[128];
+	size_t len;
+
+	(void)state;
+	/* before begin, after end, another socket's, not an error */
+	assert_int_equal(snat_batch_answer(&b, buf,
+	    answer(buf, 98, 42, -EPERM)), 0);
+	assert_int_equal(snat_batch_answer(&b, buf,
+	    answer(buf, 106, 42, -EPERM)), 0);
+	assert_int_equal(snat_batch_answer(&b, buf,
+	    answer(buf, 101, 43, -EPERM)), 0);
+	len = answer(buf, 101, 42, -EPERM);
+	h = (struct nlmsghdr *)buf;
+	h->nlmsg_type = NLMSG_DONE;
+	assert_int_equal(snat_batch_answer(&b, buf, len), 0);
+	/* a sequence number wrapped around zero: begin at UINT32_MAX */
+	b.first = 0;
+	assert_int_equal(snat_batch_answer(&b, buf,
+	    answer(buf, UINT32_MAX, 42, -EPERM)), 1);
+	assert_int_equal(b.error_seq, UINT32_MAX);
+	b.error = 0;
+	b.first = 100;
+	assert_int_equal(b.acks, 0);
+	/* shorter than its header says, or than an error message */
+	len = answer(buf, 101, 42, 0);
+	assert_int_equal(snat_batch_answer(&b, buf, len - 1), 0);
+	h->nlmsg_len = NLMSG_LENGTH(sizeof(int));
+	assert_int_equal(snat_batch_answer(&b, buf, len), -1);
+	assert_int_equal(snat_batch_answer(&b, buf, 4), 0);
+	assert_int_equal(b.acks, 0);
+	assert_int_equal(b.error, 0);
+}
+
 int
 main(void)
 {
@@ -405,6 +523,10 @@ main(void)
 		cmocka_unit_test(test_differences),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_trust),
+		cmocka_unit_test(test_batch_all_acked),
+		cmocka_unit_test(test_batch_refused_begin_named),
+		cmocka_unit_test(test_batch_first_refusal_kept),
+		cmocka_unit_test(test_batch_others_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
