@@ -166,8 +166,12 @@ nft_request(struct nft *n, struct nlmsghdr *req, const char *what,
 				    "netd cannot read (%s)", what,
 				    strerror(-rc));
 			if (rc > 0) {
+				/* The dump's end may be in this datagram. */
 				n->dumping = true;
 				n->dump_seq = seq;
+				while ((h = mnl_nlmsg_next(h, &len)),
+				    n->dumping && mnl_nlmsg_ok(h, len))
+					skipped(n, h);
 				return 0;
 			}
 		}

@@ -246,6 +246,20 @@ def test_huge_foreign_enid_table_replaced_at_once(ns, make_netd):
     assert table_json(ns, "ip", "enid") == expected(ns)
 
 
+def test_foreign_chains_cut_short_then_next_request_prompt(ns, make_netd):
+    """Chains past the first foreign one are not read; the rest of that
+    dump is read past before the next request without waiting on it."""
+    nft_load(ns, "table ip enid {" + "".join(
+        " chain x%d { counter; };" % i for i in range(4)) + " }")
+    d = make_netd()
+    assert ok(d.call("snat to=%s" % PRIMARY_IP))["changed"] == 1
+    t0 = time.monotonic()
+    assert ok(d.call("snat to=%s" % PRIMARY_IP))["changed"] == 0
+    s = state(d)
+    assert time.monotonic() - t0 < 1.5, "a drain waited on a dump's end"
+    assert s["in_place"] == 1, s
+
+
 def test_foreign_table_reports_nothing_of_its_own(ns, make_netd):
     """SNAT state of a table holding what netd does not write names that
     and reports no target or counters from it: they are not netd's."""
