@@ -22,7 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netd_helpers import (CONNMARK_RULE, DRIVE, NETD, PRIMARY_IP,  # noqa
-                          PRIMARY_MAC, PROTO, Driver, Netns)
+                          PRIMARY_MAC, PROTO, Driver, Netns, run)
 
 UPLINK_MAC = "02:00:00:00:00:02"
 UPLINK_IP = "10.0.4.20"
@@ -287,3 +287,32 @@ def test_pod_rules_next_to_foreign_rules(node, make_netd):
         "512:\tfrom all to 10.0.16.12 lookup main proto %d" % PROTO}, rules
     assert foreign <= set(rules)
     assert rules.count(CONNMARK_RULE) == 1
+
+
+def nft_ruleset(node):
+    return run("ip", "netns", "exec", node.name, "nft", "list",
+               "ruleset").stdout
+
+
+def test_snat_to_anything_but_the_primary_address(node, make_netd):
+    """NETD_SNAT names the address to translate pods to; a compromised
+    broker names another: the second uplink's (it carries the default
+    route too), a storage NIC's, lo's, an ENI's own, a pod's, one only
+    the broker says is the node's.  Each is refused as a security event
+    and counted; the table, the rules and the routes stay as they were."""
+    netd = make_netd().start()
+    assert netd.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    assert netd.call(SETUP1)["status"] == "ok"
+    assert netd.call("addpod addr=10.0.16.9 table=101")["status"] == "ok"
+    assert netd.call("snat to=%s" % PRIMARY_IP)["status"] == "ok"
+    before = node.text_state()
+    ruleset = nft_ruleset(node)
+    hostile = (UPLINK_IP, STOR_IP, LO_IP, "10.0.16.5", "10.0.16.9",
+               "10.0.0.11", "0.0.0.0")
+    for i, to in enumerate(hostile, 1):
+        expect_refused(netd, "snat to=%s" % to, "NETD_SNAT", to)
+        s = netd.call("dumpsnat")
+        assert s["refused"] == i and s["to"] == PRIMARY_IP, (to, s)
+        assert s["in_place"] == 1, (to, s)
+    assert node.text_state() == before
+    assert nft_ruleset(node) == ruleset
