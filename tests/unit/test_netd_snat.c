@@ -414,17 +414,24 @@ answer(void *buf, uint32_t seq, uint32_t pid, int error)
 	return h->nlmsg_len;
 }
 
+/* Feed b one answer to seq. */
+static int
+feed(struct snat_batch *b, uint32_t seq, uint32_t pid, int error)
+{
+	char buf[128];
+
+	return snat_batch_answer(b, buf, answer(buf, seq, pid, error));
+}
+
 static void
 test_batch_all_acked(void **state)
 {
 	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
-	char buf[128];
 	uint32_t seq;
 
 	(void)state;
 	for (seq = 100; seq < 105; seq++)
-		assert_int_equal(snat_batch_answer(&b, buf,
-		    answer(buf, seq, 42, 0)), 1);
+		assert_int_equal(feed(&b, seq, 42, 0), 1);
 	assert_int_equal(b.acks, 5);
 	assert_int_equal(b.error, 0);
 }
@@ -433,13 +440,11 @@ static void
 test_batch_refused_begin_named(void **state)
 {
 	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
-	char buf[128];
 
 	(void)state;
 	/* the kernel refuses the begin message (no CAP_NET_ADMIN, no such
 	 * subsystem) and reads nothing after it */
-	assert_int_equal(snat_batch_answer(&b, buf,
-	    answer(buf, 99, 0, -EPERM)), 1);
+	assert_int_equal(feed(&b, 99, 0, -EPERM), 1);
 	assert_int_equal(b.error, -EPERM);
 	assert_int_equal(b.error_seq, 99);
 	assert_int_equal(b.acks, 0);
@@ -449,25 +454,24 @@ static void
 test_batch_first_refusal_kept(void **state)
 {
 	struct snat_batch b = { 100, 5, 42, 0, 0, 0 };
-	char buf[128];
 
 	(void)state;
-	snat_batch_answer(&b, buf, answer(buf, 100, 42, 0));
-	snat_batch_answer(&b, buf, answer(buf, 102, 42, -EINVAL));
-	snat_batch_answer(&b, buf, answer(buf, 103, 42, -ENOENT));
-	snat_batch_answer(&b, buf, answer(buf, 105, 42, -EBUSY));	/* end */
+	feed(&b, 100, 42, 0);
+	feed(&b, 102, 42, -EINVAL);
+	feed(&b, 103, 42, -ENOENT);
+	feed(&b, 105, 42, -EBUSY);	/* end */
 	assert_int_equal(b.error, -EINVAL);
 	assert_int_equal(b.error_seq, 102);
 	assert_int_equal(b.acks, 3);
 	/* a positive error is not one the kernel sends: still a refusal */
 	b.error = 0;
-	snat_batch_answer(&b, buf, answer(buf, 104, 42, 7));
+	feed(&b, 104, 42, 7);
 	assert_int_equal(b.error, -EPROTO);
 	/* the end message refused alone: named as the end */
 	memset(&b, 0, sizeof(b));
 	b.first = 100;
 	b.nmsgs = 5;
-	snat_batch_answer(&b, buf, answer(buf, 105, 0, -EBUSY));
+	feed(&b, 105, 0, -EBUSY);
 	assert_int_equal(b.error_seq, 105);
 	assert_int_equal(b.acks, 0);
 }
@@ -482,20 +486,16 @@ test_batch_others_ignored(void **state)
 
 	(void)state;
 	/* before begin, after end, another socket's, not an error */
-	assert_int_equal(snat_batch_answer(&b, buf,
-	    answer(buf, 98, 42, -EPERM)), 0);
-	assert_int_equal(snat_batch_answer(&b, buf,
-	    answer(buf, 106, 42, -EPERM)), 0);
-	assert_int_equal(snat_batch_answer(&b, buf,
-	    answer(buf, 101, 43, -EPERM)), 0);
+	assert_int_equal(feed(&b, 98, 42, -EPERM), 0);
+	assert_int_equal(feed(&b, 106, 42, -EPERM), 0);
+	assert_int_equal(feed(&b, 101, 43, -EPERM), 0);
 	len = answer(buf, 101, 42, -EPERM);
 	h = (struct nlmsghdr *)buf;
 	h->nlmsg_type = NLMSG_DONE;
 	assert_int_equal(snat_batch_answer(&b, buf, len), 0);
 	/* a sequence number wrapped around zero: begin at UINT32_MAX */
 	b.first = 0;
-	assert_int_equal(snat_batch_answer(&b, buf,
-	    answer(buf, UINT32_MAX, 42, -EPERM)), 1);
+	assert_int_equal(feed(&b, UINT32_MAX, 42, -EPERM), 1);
 	assert_int_equal(b.error_seq, UINT32_MAX);
 	b.error = 0;
 	b.first = 100;
