@@ -483,6 +483,10 @@ void	pod_lost(struct pod *p, const char *why);
 bool	pod_rules_restore(struct pod *p);
 struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 	    const struct pod *except);
+/* A pod that keeps ip from ENI e though no ENI holds it (lost, or
+ * restored on another ENI and not bound yet), or NULL; and why. */
+struct pod *pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e);
+const char *pod_keeping_why(const struct pod *p);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);

@@ -493,11 +493,11 @@ eni_take_addr(struct eni *e, uint32_t addr, uint32_t block,
 		    eni_name(e), what, ip);
 		return false;
 	}
-	if ((lp = pod_with_ip(e->b, addr, true, NULL)) != NULL) {
+	if ((lp = pod_keeping_ip(e->b, addr, e)) != NULL) {
 		log_warnx("%s: %s: %s is still the address of pod %s/%s, "
-		    "whose address was taken back; not used until it is "
-		    "deleted", eni_name(e), what, ip, lp->container_id,
-		    lp->ifname);
+		    "%s (%s); not used until it is deleted", eni_name(e), what,
+		    ip, lp->container_id, lp->ifname, pod_keeping_why(lp),
+		    lp->eni_id);
 		return false;
 	}
 	if (!eni_addr_acceptable(e->b, e, addr, why, sizeof(why))) {
@@ -572,7 +572,7 @@ eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st)
 		/* Quietly: what the checks refuse was logged when the
 		 * prefix came, and they refuse it still. */
 		if (eni_addr_index(e, ip) >= 0 ||
-		    pod_with_ip(e->b, ip, true, NULL) != NULL ||
+		    pod_keeping_ip(e->b, ip, e) != NULL ||
 		    !eni_addr_acceptable(e->b, e, ip, why, sizeof(why)))
 			continue;
 		if (eni_take_addr(e, ip, base, st, "reconcile")) {

@@ -333,11 +333,11 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
-		if ((lp = pod_with_ip(b, ce->addrs[i], true, NULL)) != NULL) {
+		if ((lp = pod_keeping_ip(b, ce->addrs[i], e)) != NULL) {
 			log_warnx("reconcile: %s: %s is still the address of "
-			    "pod %s/%s, whose address was taken back; not used "
-			    "until it is deleted", e->id, ip, lp->container_id,
-			    lp->ifname);
+			    "pod %s/%s, %s (%s); not used until it is deleted",
+			    e->id, ip, lp->container_id, lp->ifname,
+			    pod_keeping_why(lp), lp->eni_id);
 			continue;
 		}
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
