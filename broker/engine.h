@@ -165,6 +165,11 @@ struct eni {
 	uint64_t		 keep_until;	/* ms: give back none before */
 	uint64_t		 addrs_seen;	/* ms: the last run that judged
 						 * its addresses asked then */
+	/* An assign's answer was not all taken (a block refused, named
+	 * again, not the number asked for): the cloud may hold more on it
+	 * than the pool does.  No address change on it until a
+	 * reconciliation that started since has judged its addresses. */
+	bool			 recheck;
 	uint32_t		 remove_tries;
 	uint32_t		 poll_ms;	/* removal's and creation's
 						 * backoff */
