@@ -165,6 +165,11 @@ struct eni {
 	uint64_t		 keep_until;	/* ms: give back none before */
 	uint64_t		 addrs_seen;	/* ms: the last run that judged
 						 * its addresses asked then */
+	/* An assign's answer was not all taken (a block refused, named
+	 * again, not the number asked for): the cloud may hold more on it
+	 * than the pool does.  No address change on it until a
+	 * reconciliation that started since has judged its addresses. */
+	bool			 recheck;
 	uint32_t		 remove_tries;
 	uint32_t		 poll_ms;	/* removal's and creation's
 						 * backoff */
@@ -483,6 +488,10 @@ void	pod_lost(struct pod *p, const char *why);
 bool	pod_rules_restore(struct pod *p);
 struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
 	    const struct pod *except);
+/* A pod that keeps ip from ENI e though no ENI holds it (lost, or
+ * restored on another ENI and not bound yet), or NULL; and why. */
+struct pod *pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e);
+const char *pod_keeping_why(const struct pod *p);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
 void	pod_rules_ensure(struct pod *p);

@@ -484,20 +484,26 @@ eni_take_addr(struct eni *e, uint32_t addr, uint32_t block,
 	char why[128], ip[IP4_STR_LEN];
 	const struct pod *lp;
 
-	if (eni_addr_index(e, addr) >= 0)
-		return false;
 	ip4_format(addr, ip);
+	if (eni_addr_index(e, addr) >= 0) {
+		/* A single one named again by an assign's answer (a
+		 * prefix's addresses are new with it: prefix_acceptable). */
+		if (block == 0)
+			log_security("%s: %s: the cloud named %s, which it holds "
+			    "already; not a new one", eni_name(e), what, ip);
+		return false;
+	}
 	if (block == 0 && eni_prefix_index(e, prefix_base(addr)) >= 0) {
 		log_security("%s: %s: the cloud named %s, inside a prefix of "
 		    "the ENI's own; never used as a single address",
 		    eni_name(e), what, ip);
 		return false;
 	}
-	if ((lp = pod_with_ip(e->b, addr, true, NULL)) != NULL) {
+	if ((lp = pod_keeping_ip(e->b, addr, e)) != NULL) {
 		log_warnx("%s: %s: %s is still the address of pod %s/%s, "
-		    "whose address was taken back; not used until it is "
-		    "deleted", eni_name(e), what, ip, lp->container_id,
-		    lp->ifname);
+		    "%s (%s); not used until it is deleted", eni_name(e), what,
+		    ip, lp->container_id, lp->ifname, pod_keeping_why(lp),
+		    lp->eni_id);
 		return false;
 	}
 	if (!eni_addr_acceptable(e->b, e, addr, why, sizeof(why))) {
@@ -533,9 +539,15 @@ eni_take_prefixes(struct eni *e, const uint32_t *prefixes, uint32_t n,
 	uint32_t i, j, taken = 0, h;
 
 	for (i = 0; i < n; i++) {
-		if (eni_prefix_index(e, prefixes[i]) >= 0)
-			continue;
 		ip4_format(prefixes[i], ip);
+		if (eni_prefix_index(e, prefixes[i]) >= 0) {
+			/* Only an assign's answer can: reconciliation takes
+			 * only what the ENI lacks, a new ENI has none. */
+			log_security("%s: %s: the cloud named prefix %s/%d, "
+			    "which it holds already; not a new one",
+			    eni_name(e), what, ip, MSG_PREFIX_LEN);
+			continue;
+		}
 		if (!prefix_acceptable(b, e, prefixes[i], why, sizeof(why))) {
 			log_security("%s: %s: the cloud named prefix %s/%d, %s; "
 			    "never used", eni_name(e), what, ip, MSG_PREFIX_LEN,
@@ -572,7 +584,7 @@ eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st)
 		/* Quietly: what the checks refuse was logged when the
 		 * prefix came, and they refuse it still. */
 		if (eni_addr_index(e, ip) >= 0 ||
-		    pod_with_ip(e->b, ip, true, NULL) != NULL ||
+		    pod_keeping_ip(e->b, ip, e) != NULL ||
 		    !eni_addr_acceptable(e->b, e, ip, why, sizeof(why)))
 			continue;
 		if (eni_take_addr(e, ip, base, st, "reconcile")) {
@@ -1115,6 +1127,7 @@ eni_leave_service(struct eni *e, const char *cause)
 	prefixes_not_removing(e);
 	e->assigning = 0;
 	e->assigning_prefixes = false;
+	e->recheck = false;
 	e->remove_tries = 0;
 	e->poll_ms = 0;
 }
@@ -1768,6 +1781,7 @@ assign_done(struct broker *b, struct eni *e, const struct msg_cloud_status *st,
 	const char *unit = prefixes ? "prefixes" : "addresses";
 	char text[MSG_ERR_LEN + 96];
 	uint32_t asked = e->assigning, taken;
+	bool whole;
 
 	e->assigning = 0;
 	e->assigning_prefixes = false;
@@ -1805,6 +1819,7 @@ assign_done(struct broker *b, struct eni *e, const struct msg_cloud_status *st,
 	if (n != asked)
 		log_security("%s: asked for %u %s, the cloud named %u; only "
 		    "checked ones are used", e->id, asked, unit, n);
+	whole = n == asked;
 	if (n > asked)
 		n = asked;
 	if (prefixes)
@@ -1818,8 +1833,18 @@ assign_done(struct broker *b, struct eni *e, const struct msg_cloud_status *st,
 		 * learn from the cloud what it did assign. */
 		engine_fail_growth(b, "no-address", "assigning %u %s to %s: the "
 		    "cloud named none that can be used", asked, unit, e->id);
+		e->recheck = true;
 		reconcile_now(b, "an assign named nothing usable");
 		return;
+	}
+	/* Some refused, named again, or not the number asked for: what
+	 * the cloud did assign (and counts in the ENI's slots) is learnt
+	 * now, not at the next interval, and nothing else is asked of the
+	 * ENI meanwhile (a reconciliation leaves an ENI with an address
+	 * change in flight alone). */
+	if (taken < n || !whole) {
+		e->recheck = true;
+		reconcile_now(b, "an assign's answer was not all taken");
 	}
 	growth_succeeded(b);
 	log_info("%s: %u %s assigned", e->id, taken, unit);
@@ -2242,7 +2267,8 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		v->state = e->state;
 		v->primary = e->primary;
 		v->usable = subnet_usable(b, e->subnet);
-		v->busy = e->addr_op.active || eni_unassign_waiting(e);
+		v->busy = e->addr_op.active || eni_unassign_waiting(e) ||
+		    e->recheck;
 		v->keep_until = e->keep_until;
 		v->subnet = e->subnet >= 0 ? (uint32_t)e->subnet : 0;
 		v->capacity = en->ips_per_eni > 1 ? en->ips_per_eni - 1 : 0;

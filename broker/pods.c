@@ -184,6 +184,35 @@ pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
 	return NULL;
 }
 
+/*
+ * A pod that keeps ip from e, though no ENI's table holds it: one whose
+ * address the cloud took back (lost: it keeps it configured until the
+ * runtime deletes it), or one restored from the checkpoint on another ENI
+ * and not bound yet (that ENI is still being set up, and binds it by
+ * address then; the cloud may have moved the address while enid was
+ * down).  NULL if none.  (A pod bound to another ENI is in that ENI's
+ * table: eni_addr_acceptable.)
+ */
+struct pod *
+pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e)
+{
+	struct pod *p;
+
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->ip == ip && p->eni == NULL &&
+		    (p->lost || strcmp(p->eni_id, e->id) != 0))
+			return p;
+	return NULL;
+}
+
+/* Why p keeps its address (pod_keeping_ip), for a log line. */
+const char *
+pod_keeping_why(const struct pod *p)
+{
+	return p->lost ? "whose address was taken back" :
+	    "restored on an ENI still being set up";
+}
+
 /* ---- answers ---- */
 
 /*

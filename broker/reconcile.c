@@ -84,6 +84,7 @@ struct recon_known {
 	uint32_t		 addrs[POOL_MAX_ADDRS];
 	uint32_t		 nprefixes;
 	uint32_t		 prefixes[POOL_MAX_PREFIXES];
+	bool			 recheck;	/* asked for before the run */
 };
 
 /* The questions a run asks at its start. */
@@ -217,6 +218,7 @@ recon_remember(struct reconcile_run *r)
 		k->nprefixes = e->nprefixes;
 		for (j = 0; j < e->nprefixes; j++)
 			k->prefixes[j] = e->prefixes[j].base;
+		k->recheck = e->recheck;
 	}
 }
 
@@ -328,16 +330,22 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
 	e->addrs_seen = b->engine.recon_asked;
+	/* Judged by a run asked after the answer that was not all taken
+	 * (recon_prefixes follows, on the same answer). */
+	if (e->recheck && (fresh || k->recheck)) {
+		e->recheck = false;
+		engine_kick(b);
+	}
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
 		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
 		    (k != NULL && known_addr(k, ce->addrs[i])))
 			continue;
 		ip4_format(ce->addrs[i], ip);
-		if ((lp = pod_with_ip(b, ce->addrs[i], true, NULL)) != NULL) {
+		if ((lp = pod_keeping_ip(b, ce->addrs[i], e)) != NULL) {
 			log_warnx("reconcile: %s: %s is still the address of "
-			    "pod %s/%s, whose address was taken back; not used "
-			    "until it is deleted", e->id, ip, lp->container_id,
-			    lp->ifname);
+			    "pod %s/%s, %s (%s); not used until it is deleted",
+			    e->id, ip, lp->container_id, lp->ifname,
+			    pod_keeping_why(lp), lp->eni_id);
 			continue;
 		}
 		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,

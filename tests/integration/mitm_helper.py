@@ -14,8 +14,8 @@ Its directory holds:
   mitm-NAME.log      one JSON line per rule that fired
 
 A rule binds to the next requests that match it ("request": a type name,
-"match": {field: value} on the request's payload, "count": how many
-requests, default 1) and then applies to every answer to each of them:
+"match": {field: value} on the request's payload, a MAC as "aa:bb:..",
+"count": how many requests, default 1) and then applies to every answer to each of them:
   "answer": TYPE        only answers of this type (default: all)
   "set": {FIELD: V}     change fields of the answer (dotted IPv4 strings,
                         "aa:bb:.." MACs, lists of IPv4 for "addrs" and
@@ -134,6 +134,11 @@ class NetdRule(ctypes.Structure):
                 ("dst_len", ctypes.c_uint8), ("pad2", ctypes.c_uint8 * 3)]
 
 
+class NetdFindLink(ctypes.Structure):
+    _fields_ = [("mac", ctypes.c_uint8 * 6), ("pad", ctypes.c_uint8 * 2),
+                ("deadline_ms", ctypes.c_uint32)]
+
+
 class PodRule(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_uint32), ("table", ctypes.c_uint32)]
 
@@ -150,6 +155,7 @@ STRUCTS = {"CLOUD_ENI": CloudEni, "CLOUD_ASSIGNED": CloudAssigned,
            "CLOUD_DESCRIBE_ENIS": DescribeEnis, "NETD_RESULT": NetdResult,
            "NETD_LINK": NetdLink, "NETD_RULE": NetdRule,
            "NETD_ADD_POD": PodRule, "NETD_DEL_POD": PodRule,
+           "NETD_FIND_LINK": NetdFindLink,
            "CLOUD_ASSIGN_IPS": CloudIps, "CLOUD_UNASSIGN_IPS": CloudIps,
            "CLOUD_ASSIGN_PREFIXES": CloudPrefixes,
            "CLOUD_UNASSIGN_PREFIXES": CloudPrefixes,
@@ -196,6 +202,15 @@ def set_fields(obj, changes):
             setattr(obj, k, v.encode())
         else:
             setattr(obj, k, v)
+
+
+def field(obj, k):
+    """A payload's field as a rule's "match" names it: a MAC as
+    "aa:bb:cc:dd:ee:ff"."""
+    v = getattr(obj, k)
+    if k == "mac":
+        return ":".join("%02x" % x for x in v)
+    return v
 
 
 def pick(names, msgs, where):
@@ -284,7 +299,7 @@ class Mitm:
                 if cls is None or len(payload) != ctypes.sizeof(cls):
                     continue
                 o = cls.from_buffer_copy(payload)
-                if any(getattr(o, k) != (ip4(v) if k == "addr" else v)
+                if any(field(o, k) != (ip4(v) if k == "addr" else v)
                        for k, v in match.items()):
                     continue
             r["count"] -= 1

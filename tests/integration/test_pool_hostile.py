@@ -7,6 +7,7 @@ cloud whose answers arrive late) would.  Each test checks that the broker
 logs what it refused, that the pool (enidctl show) and the checkpoint keep
 no address it should not, and that the cloud lost nothing it should keep.
 """
+import ipaddress
 import itertools
 import json
 import os
@@ -18,7 +19,7 @@ import time
 import pytest
 
 import podwire
-from conftest import SRCDIR, built
+from conftest import SRCDIR, built, write_config
 from poolenv import PoolEnv
 
 LIMITS = ("--ip-limit", "4", "--eni-limit", "4")
@@ -819,3 +820,80 @@ def test_rule_dumps_that_lie(make_env):
         assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
     a = env.add_and_ping("g-after")
     assert a["ip"] not in [ip for ip, _ in acked.values()]
+
+
+def test_restored_pods_address_moved_to_another_eni_is_withheld(make_env):
+    """While enid is down, the prefix that holds a pod's address is moved
+    to another ENI of the node (unassigned from one, assigned to the
+    other).  At the restart, the pod is restored on its recorded ENI,
+    whose set-up is slow (netd's link lookup held back), while the other
+    ENI comes up at once with the moved prefix: the pod's address must go
+    to no other pod meanwhile, though the pod is not bound yet.  Once its
+    own ENI is up, the pod is lost (its address is not that ENI's any
+    more); once the runtime deletes it, the address is the other ENI's
+    again."""
+    env = make_env(mitm=("enid-netd",), reconcile_interval_s=3600,
+                   sim_args=("--instance-type", "m5.large", "--eni-limit",
+                             "3", "--ip-limit", "4"),
+                   pool=pool_conf(prefix_delegation=True,
+                                  warm_prefix_target=4))
+    # Pods on the two secondary ENIs only (the other subnet's): the moved
+    # prefix stays in its subnet.
+    env.conf_extra["subnets"] = [{"id": env.ep["subnets"][1]["id"]}]
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    env.wait(lambda: len([e for e in env.show("enis")
+                          if not e["primary"] and e["state"] == "ready"])
+             == 2, 20, "two secondary ENIs")
+    settle(env)
+    a, _ = env.add("m0")
+    assert a["ok"], a
+    x = a["ip"]
+    enis = {e["id"]: e for e in env.show("enis") if not e["primary"]}
+    src = a["eni"]
+    (dst,) = set(enis) - {src}
+    (p,) = {q["cidr"] for q in enis[src]["prefixes"]
+            if in_prefix(x, q["cidr"])}
+    env.kill9()
+
+    ec2 = env.ec2()
+    ec2.unassign_private_ip_addresses(NetworkInterfaceId=src,
+                                      Ipv4Prefixes=[p])
+    # Room on dst for it: one of its own (no pod on any) goes first.
+    ec2.unassign_private_ip_addresses(
+        NetworkInterfaceId=dst,
+        Ipv4Prefixes=[enis[dst]["prefixes"][0]["cidr"]])
+    ec2.assign_private_ip_addresses(NetworkInterfaceId=dst,
+                                    Ipv4Prefixes=[p])
+    env.rules("enid-netd", [
+        {"id": "slow", "request": "NETD_FIND_LINK",
+         "match": {"mac": enis[src]["mac"]}, "delay_ms": 6000}])
+    env.start()
+    env.wait(lambda: env.fired("enid-netd", "slow", "hold"), 10,
+             "the pod's ENI's link lookup held")
+    env.wait(lambda: any(e["id"] == dst and e["state"] == "ready"
+                         for e in env.show("enis")), 5, "the other ENI up")
+    mine = {e["id"]: e for e in env.show("enis")}
+    assert mine[src]["state"] == "configuring", mine[src]
+    pa = pool_addrs(env)
+    assert x not in pa or pa[x][1] != "free", (x, pa.get(x))
+    # A burst of ADDs meanwhile gets every free address there is but x.
+    for i in range(4):
+        b, _ = env.add("n%d" % i)
+        assert b["ok"] and b["ip"] != x, b
+    assert "%s is still the address of pod m0/eth0" % x in env.log()
+    # Its own ENI up: the pod is lost, and x still goes to nobody.
+    env.wait(lambda: next(q for q in env.show("pods")
+                          if q["container_id"] == "m0")["state"] == "lost",
+             15, "m0 lost")
+    pa = pool_addrs(env)
+    assert x not in pa, (x, pa.get(x))
+    ans, _ = env.delete("m0")
+    assert ans == {"ok": True}, ans
+    env.reconcile()
+    pa = pool_addrs(env)
+    assert pa.get(x, (None,))[0] == dst, (x, pa.get(x))
+
+
+def in_prefix(ip, prefix):
+    return ipaddress.ip_address(ip) in ipaddress.ip_network(prefix)

@@ -810,3 +810,35 @@ def test_bad_prefixes_in_the_clouds_answers_are_refused(make_env):
     assert in_any(a["ip"], all_node_prefixes(env)), a
     assert settled(env)
     check_pods(env)
+
+
+def test_assign_answer_that_repeats_a_held_prefix(make_env):
+    """An assign of two prefixes is answered with one the ENI holds
+    already and one more (EC2 delegated two others).  The repeat is
+    named, the pool learns at once what the cloud really delegated (a
+    reconciliation), not an interval later, and pods get addresses the
+    cloud routes."""
+    env = make_env(cls=CloudEnv, pool=pool_conf(warm_prefix_target=3),
+                   reconcile_interval_s=3600)
+    primary = env.node["primary_eni"]
+    ec2 = env.ec2()
+    (held,) = [x["Ipv4Prefix"] for x in ec2.assign_private_ip_addresses(
+        NetworkInterfaceId=primary, Ipv4PrefixCount=1)[
+        "AssignedIpv4Prefixes"]]
+    made_up = "10.0.15.224/28"
+    env.rules({"id": "again", "action": "AssignPrivateIpAddresses",
+               "mode": "assign-prefixes", "replace": [held, made_up],
+               "count": 1})
+    env.start()
+    env.wait(lambda: env.changed("again"), 10, "the answer rewritten")
+    (ch,) = env.changed("again")
+    assert len(ch["was"]) == 2 and held not in ch["was"], ch
+    env.wait(lambda: "the cloud named prefix %s, which it holds already"
+             % held in env.log(), 10, "the repeat named")
+    env.wait(lambda: settled(env), 10, "the pool as the cloud has it")
+    assert made_up not in all_node_prefixes(env)
+    assert made_up not in all_pool_prefixes(env)
+    assert set(ch["was"]) <= all_pool_prefixes(env)
+    for i in range(3):
+        env.add_and_ping("g%d" % i)
+    check_pods(env)
