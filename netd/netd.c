@@ -1302,13 +1302,32 @@ netd_snat(struct netd *nd, const struct msg *m)
 	netd_send_result(nd, m->hdr.id, changed);
 }
 
-/* NETD_DUMP_SNAT: the table as the kernel holds it now. */
+struct connmark_count {
+	const struct netd_policy *policy;
+	uint32_t		 n;
+};
+
+/* Counts netd's connection-mark rule among the rules at prio_to. */
+static void
+count_connmark_rule(const struct nd_rule *r, void *arg)
+{
+	struct connmark_count *c = arg;
+
+	if (plan_rule_is_connmark(c->policy, r))
+		c->n++;
+}
+
+/*
+ * NETD_DUMP_SNAT: the table as the kernel holds it now.  In place means
+ * the connection-mark rule too: the marks route nothing without it.
+ */
 static void
 netd_dump_snat(struct netd *nd, const struct msg *m)
 {
 	static struct snat_table have, want;
 	static struct msg_netd_snat_state st;
 	const struct netd_node_link *pl = snat_primary(nd);
+	struct connmark_count rule = { &nd->policy, 0 };
 	struct snat_params params;
 	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
 	uint32_t i, n = 0;
@@ -1333,6 +1352,16 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		st.in_place = snat_table_equal(&have, &want, diff,
 		    sizeof(diff));
 	}
+	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	    nd->policy.prio_to, count_connmark_rule, &rule)) < 0) {
+		log_warnx("snat state: reading the rules at priority %u: %s",
+		    nd->policy.prio_to, strerror(-rc));
+		netd_result(nd, m->hdr.id, ST_FAILED, -rc, "reading the rules "
+		    "at priority %u: %s", nd->policy.prio_to, strerror(-rc));
+		return;
+	}
+	if (rule.n == 0)
+		st.in_place = 0;
 	/* The target as installed: the kernel's, not what was asked.  Of a
 	 * table holding what netd does not write, nothing is reported: it
 	 * was read only up to the first such thing, and is not netd's. */
@@ -1358,9 +1387,18 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	else {
 		st.translated = snat_translated(&have);
 		st.marked = snat_marked(&have);
-		msg_strlcpy(st.message, nd->snat.message[0] ?
-		    nd->snat.message : "no SNAT request yet",
-		    sizeof(st.message));
+		if (rule.n == 0)
+			snprintf(st.message, sizeof(st.message),
+			    "connection-mark rule fwmark 0x%x/0x%x lookup main "
+			    "at priority %u missing: replies to connections "
+			    "that came in on the primary link may leave by an "
+			    "ENI; the next sync puts it back",
+			    nd->policy.connmark, nd->policy.connmark,
+			    nd->policy.prio_to);
+		else
+			msg_strlcpy(st.message, nd->snat.message[0] ?
+			    nd->snat.message : "no SNAT request yet",
+			    sizeof(st.message));
 	}
 	netd_send(nd, MSG_NETD_SNAT_STATE, m->hdr.id, &st, sizeof(st));
 }

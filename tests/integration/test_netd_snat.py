@@ -357,6 +357,27 @@ def test_kill9_then_new_netd_converges(ns, make_netd):
     assert tables(ns) == [("ip", "enid")]
 
 
+def test_missing_connmark_rule_is_not_in_place(ns, make_netd):
+    """The marks are for netd's rule "fwmark M/M lookup main": without it
+    NodePort replies of pods on secondary ENIs leave by their ENI, so a
+    state that says "in place" must mean the rule is there too, and the
+    message names what is missing until the next sync puts it back."""
+    d = make_netd()
+    ok(d.call("snat to=%s" % PRIMARY_IP))
+    assert state(d)["in_place"] == 1
+    ns.ip("rule", "del", "fwmark", "0x80/0x80", "lookup", "main", "pref",
+          "512")
+    s = state(d)
+    assert s["in_place"] == 0, s
+    assert "connection-mark rule" in s["message"] and \
+        "0x80/0x80" in s["message"], s
+    assert s["to"] == PRIMARY_IP and s["marked"] == 0, s
+    r = ok(d.call("snat to=%s" % PRIMARY_IP))
+    assert r["changed"] == 1, r                 # the rule, not the table
+    s = state(d)
+    assert s["in_place"] == 1 and "put back" in s["message"], s
+
+
 def test_hostile_targets_refused(ns, make_netd):
     ns.ip("link", "add", "other0", "type", "veth", "peer", "name", "other0p")
     ns.ip("addr", "add", "10.0.50.5/32", "dev", "other0")

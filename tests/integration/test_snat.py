@@ -14,6 +14,10 @@ which tells who it saw.
   the VPC whose replies would otherwise take the ENI's route; the pod's
   own connection to a ClusterIP-like address (DNATed to the VPC host)
   is seen with the pod's address and never leaves by the primary link.
+- A client in the peered network connecting to a pod's own address: a
+  pod on a secondary ENI is reached only when the peered CIDR is in
+  snat.exclude (its replies otherwise leave by the primary link); one on
+  the primary ENI either way.
 - Another process's nftables tables are byte-identical through enid's
   start, pod churn, reconcile and stop.
 - kill -9 of netd, then a restart: one "ip enid" table, nothing
@@ -338,6 +342,59 @@ def test_nodeport_replies_leave_by_the_primary_and_clusterip_does_not(make_env):
     assert whoami(ns, vpc_host) == ip
     assert counter(env.ns, "t_svc", "cip_primary") == 0
     nft(env.ns, "delete", "table", "ip", "t_svc")
+
+
+CONNECT = """
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
+    s.settimeout(2)
+    print(s.recv(200).decode().split()[0])
+except (OSError, IndexError) as e:
+    print("error: %s" % e)
+    sys.exit(1)
+"""
+
+
+def connect_from(ns, addr, port):
+    """The peer address a pod's server saw for a connection from namespace
+    ns, or None if none was made."""
+    p = subprocess.run(["ip", "netns", "exec", ns, "/usr/bin/python3", "-c",
+                        CONNECT, addr, str(port)],
+                       capture_output=True, text=True, timeout=15)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def test_peered_client_reaches_secondary_eni_pod_only_when_excluded(make_env):
+    """A client beyond the VPC that reaches pods' own addresses (a peered
+    VPC here; on-premises, or a load balancer keeping the client's
+    address, alike) connects to a pod.  With SNAT on, a pod on a
+    secondary ENI answers by its table's default route, out of the
+    primary link with its own address, and the VPC drops that; a pod on
+    the primary ENI answers by the main table and is reached.  With the
+    client's CIDR in snat.exclude both are: what enid(8) and enid.conf(5)
+    say."""
+    env = make_env()
+    env.start()
+    wait_table(env, snat_on=True)
+    pods = pods_on_both(env)
+    peer_ns = env.ep["peered"]["netns"]
+    peer = env.ep["peered"]["host"]
+
+    def seen():
+        got = {}
+        for kind, (cid, ip) in pods.items():
+            srv = Server(pod_ns(env, cid), POD_PORT, life=20)
+            try:
+                got[kind] = connect_from(peer_ns, ip, POD_PORT)
+            finally:
+                srv.stop()
+        return got
+
+    assert seen() == {"primary": peer, "secondary": None}
+    restart(env, exclude=[VPC_SERVICES, PEERED])
+    wait_table(env, snat_on=True)
+    assert seen() == {"primary": peer, "secondary": peer}
 
 
 # Tables of other programs: iptables-nft's, kube-proxy's (nftables mode),
