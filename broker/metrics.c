@@ -577,7 +577,8 @@ render_snat(struct broker *b, struct mtext *t)
 	mt_single(t, "enid_snat_in_place", "gauge", "1 if enid-netd read its "
 	    "nftables table back as its configuration wants it (SNAT, or "
 	    "only the NodePort marks with SNAT off) and found its "
-	    "connection-mark rule; 0 if not, or not known yet", known && st->in_place);
+	    "connection-mark rule; 0 if not, or not known yet",
+	    known && st->in_place);
 	mt_single(t, "enid_snat_translated_connections_total", "counter",
 	    "Connections of pods translated to the node's primary address "
 	    "(the snat rules' counters)", known ? st->translated : 0);
