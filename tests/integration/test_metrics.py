@@ -730,6 +730,16 @@ def snat_show(env):
     return json.loads(r.stdout)
 
 
+def wait_snat_synced(env):
+    """The metrics once the first SNAT sync succeeded and the table is in
+    place."""
+    def synced():
+        f = metrics(env)
+        return sample(f, "enid_snat_syncs_total", result="ok") >= 1 and \
+            sample(f, "enid_snat_in_place") == 1 and f
+    return env.wait(synced, 20, "the first SNAT sync", step=0.3)
+
+
 def test_snat_metrics_after_a_known_sequence(make_env):
     """SNAT on: the table is written once at start and synced at each
     reconcile without being written again; a pod's ping beyond the VPC is
@@ -739,12 +749,7 @@ def test_snat_metrics_after_a_known_sequence(make_env):
     env = make_env(pool={"add_timeout_s": 15, "ip_cooldown_s": 0},
                    reconcile_interval_s=3600)
     env.start()
-
-    def synced():
-        f = metrics(env)
-        return sample(f, "enid_snat_syncs_total", result="ok") >= 1 and \
-            sample(f, "enid_snat_in_place") == 1 and f
-    fams = env.wait(synced, 20, "the first SNAT sync", step=0.3)
+    fams = wait_snat_synced(env)
     for name in SNAT_FAMILIES:
         assert name in fams, name
     assert fams["enid_snat_enabled"]["type"] == "gauge"
@@ -806,12 +811,7 @@ def test_snat_off_metrics(make_env):
     place, the syncs (to 0) accepted, and nothing translated."""
     env = make_env(snat={"enabled": False}, reconcile_interval_s=3600)
     env.start()
-
-    def synced():
-        f = metrics(env)
-        return sample(f, "enid_snat_syncs_total", result="ok") >= 1 and \
-            sample(f, "enid_snat_in_place") == 1 and f
-    fams = env.wait(synced, 20, "the first SNAT sync", step=0.3)
+    fams = wait_snat_synced(env)
     assert sample(fams, "enid_snat_enabled") == 0
     assert sample(fams, "enid_snat_translated_connections_total") == 0
     assert sample(fams, "enid_snat_refused_total") == 0
