@@ -4,6 +4,7 @@ ENID_BUILDDIR names the build tree (default: the source tree).  Helpers are
 exec'd by absolute path from a directory of links to the built binaries,
 as an installed enid would exec them from its libexec directory.
 """
+import atexit
 import json
 import os
 import pathlib
@@ -87,11 +88,71 @@ def pytest_configure(config):
         "pass")
 
 
+# The unprivileged users the tests start things as (the daemons' user,
+# nobody) must reach what they run: the helpers the broker execs after
+# its drop, the broker a test starts without root, a script a test serves
+# as another user.  A clone under a directory only root may enter (/root,
+# a `mktemp -d`) is out of their reach; then each such file is copied
+# once per test process into a directory of the temporary one that they
+# can read, as an installed enid execs its helpers from libexec.
+# tests/run-all checks first that the temporary directory is in reach.
+_reach = {}
+_stage = {"dir": None, "files": {}}
+
+
+def unprivileged_reaches(path):
+    """True if a user with no groups of its own (nobody: 65534) can read
+    path: asked of the kernel, as that user, once per directory."""
+    key = os.path.dirname(os.path.abspath(path))
+    if key not in _reach:
+        _reach[key] = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             "test", "-r", path], check=False).returncode == 0
+    return _reach[key]
+
+
+def _stage_dir():
+    if _stage["dir"] is None:
+        d = tempfile.mkdtemp(prefix="enid-stage-")
+        os.chmod(d, 0o755)
+        atexit.register(shutil.rmtree, d, True)
+        _stage["dir"] = d
+    return _stage["dir"]
+
+
+def for_unprivileged(path):
+    """path itself if an unprivileged user can read it, else a copy one
+    can (mode kept) in this test process's stage directory."""
+    path = os.path.abspath(path)
+    if unprivileged_reaches(path):
+        return path
+    if path not in _stage["files"]:
+        rel = os.path.relpath(path, "/")
+        dest = os.path.join(_stage_dir(), rel)
+        os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+        for d in _parents(os.path.dirname(dest), _stage_dir()):
+            os.chmod(d, 0o755)
+        shutil.copy2(path, dest)
+        if not unprivileged_reaches(dest):
+            pytest.exit(f"an unprivileged user cannot read {dest}: "
+                        f"make {tempfile.gettempdir()} traversable "
+                        "(chmod o+x) or run with TMPDIR=/tmp", 2)
+        _stage["files"][path] = dest
+    return _stage["files"][path]
+
+
+def _parents(d, top):
+    while d != top and d.startswith(top):
+        yield d
+        d = os.path.dirname(d)
+
+
 def built(rel):
+    """A built program, where an unprivileged user can run it too."""
     path = os.path.join(BUILDDIR, rel)
     if not os.access(path, os.X_OK):
         pytest.fail(f"{path} is not built; run make first")
-    return path
+    return for_unprivileged(path)
 
 
 def libcni_version(conflist, newest):

@@ -39,7 +39,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netd_helpers import (DRIVE, NETD, PRIMARY_IP, Driver,  # noqa: E402
                           Netns, run)
-from conftest import built  # noqa: E402
+from conftest import built, for_unprivileged  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "fake_cnisock.py")
@@ -181,8 +181,8 @@ class FakeSock:
         self.set(raw(answer(GOOD)))
         self.proc = subprocess.Popen(
             ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
-             "--clear-groups", "/usr/bin/python3", FAKE, self.sock,
-             self.script, self.log], stdout=subprocess.PIPE, text=True)
+             "--clear-groups", "/usr/bin/python3", for_unprivileged(FAKE),
+             self.sock, self.script, self.log], stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "ready"
 
     def set(self, script):
