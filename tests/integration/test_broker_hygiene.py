@@ -5,6 +5,7 @@ enid-cloudd uses them).  Each test runs enid in a throwaway namespace."""
 import os
 import re
 import signal
+import struct
 import time
 
 from conftest import write_config
@@ -73,28 +74,51 @@ SECRET = "enid-test-secret-" + "x9Z" * 10
 TOKEN = "enid-test-token-" + "Fq8" * 300
 
 
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def held_runs(pagemap, lo, hi):
+    """[(start, end)]: the runs of pages in lo..hi that hold data (present
+    or swapped, pagemap(5)); a page never touched holds nothing."""
+    runs = []
+    pagemap.seek(lo // PAGE * 8)
+    entries = pagemap.read((hi - lo) // PAGE * 8)
+    for i, (e,) in enumerate(struct.iter_unpack("<Q", entries)):
+        if not e & (3 << 62):
+            continue
+        at = lo + i * PAGE
+        if runs and runs[-1][1] == at:
+            runs[-1] = (runs[-1][0], at + PAGE)
+        else:
+            runs.append((at, at + PAGE))
+    return runs
+
+
 def memory_hits(pid, needles):
     """Which needles occur in pid's writable memory (root reads any).
     Mappings over 1 GiB are a sanitizer's shadow, reserved but holding no
-    data of the program's: skipped.  Read in chunks that overlap by the
-    longest needle, so that none is missed at a boundary."""
+    data of the program's: skipped; so are pages never touched, which
+    reading would only fill with zeros.  Read in chunks that overlap by
+    the longest needle, so that none is missed at a boundary."""
     chunk, overlap = 64 << 20, max(len(n) for n in needles)
     found = set()
     with open(f"/proc/{pid}/maps") as maps, \
-            open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            open(f"/proc/{pid}/mem", "rb", buffering=0) as mem, \
+            open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pagemap:
         for line in maps:
             m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
             lo, hi, perms = int(m[1], 16), int(m[2], 16), m[3]
             if not perms.startswith("rw") or "[vvar]" in line or \
                     hi - lo > 1 << 30:
                 continue
-            for start in range(lo, hi, chunk):
-                try:
-                    mem.seek(start)
-                    data = mem.read(min(chunk + overlap, hi - start))
-                except OSError:
-                    continue
-                found.update(n for n in needles if n.encode() in data)
+            for rlo, rhi in held_runs(pagemap, lo, hi):
+                for start in range(rlo, rhi, chunk):
+                    try:
+                        mem.seek(start)
+                        data = mem.read(min(chunk + overlap, rhi - start))
+                    except OSError:
+                        continue
+                    found.update(n for n in needles if n.encode() in data)
     return found
 
 
