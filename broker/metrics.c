@@ -633,9 +633,9 @@ textfile_failed(struct broker *b, const char *what, int err)
 	if (m->textfile_errno == err)
 		return;		/* said already */
 	m->textfile_errno = err;
-	log_warnx("metrics: %s %s: %s; trying again every %d s", what,
+	log_warnx("metrics: %s %s: %s; trying again every %g s", what,
 	    b->cfg.metrics_textfile, strerror(err),
-	    METRICS_TEXTFILE_INTERVAL_MS / 1000);
+	    METRICS_TEXTFILE_INTERVAL_MS / 1000.0);
 }
 
 /* The new text under a temporary name, then renamed over the old: the

@@ -20,7 +20,7 @@ import time
 import pytest
 
 import podwire
-from conftest import built, write_config
+from conftest import built, scaled, write_config
 from poolenv import PoolEnv
 
 # ---- a strict parser for the Prometheus text format (version 0.0.4) ----
@@ -530,7 +530,7 @@ def test_values_after_a_known_sequence(make_env, workdir, enid_user):
         return list(f) == names and f
     ffams = env.wait(complete, 20, "a complete textfile", step=0.5)
     assert os.listdir(prom) == ["enid.prom"]    # no temporary left
-    # Rewritten every 15 s: a later one counts the DELs since.
+    # Rewritten every 15 s (scaled()): a later one counts the DELs since.
     first = sample(ffams, "enid_cni_request_duration_seconds_count",
                    op="del", code="ok")
     for cid in ("k3", "k4"):
@@ -706,7 +706,7 @@ def test_textfile_unwritable_is_logged_not_fatal(make_env, workdir):
     env.start()
     assert env.enid.wait_log("metrics: creating a temporary file beside "
                              "%s: Permission denied; trying again every "
-                             "15 s" % (prom / "enid.prom"), 10), \
+                             "%g s" % (prom / "enid.prom", scaled(15)), 10), \
         env.enid.text()
     assert os.listdir(prom) == []
     metrics(env)                    # still served on ctl.sock
