@@ -1074,9 +1074,13 @@ print_limits(struct json_object *ans, const char *arg)
 	fprintf(out, "ENIs               %lld (the instance's limit %lld; "
 	    "%s)\n",
 	    count(l, "max_enis"), count(l, "cloud_max_enis"), cfg);
-	fprintf(out, "addresses per ENI  %lld: %lld for pods, one the "
+	/* A type past enid's maxima is used up to them (the broker's
+	 * warning at start says so too). */
+	fprintf(out, "addresses per ENI  %lld: %lld for pods%s, one the "
 	    "ENI's own\n",
-	    count(l, "cloud_ips_per_eni"), count(l, "pod_ips_per_eni"));
+	    count(l, "cloud_ips_per_eni"), count(l, "pod_ips_per_eni"),
+	    count(l, "pod_ips_per_eni") < count(l, "cloud_ips_per_eni") - 1 ?
+	    " (enid's most)" : "");
 	fprintf(out, "ENIs for pods      %lld (the primary %s)\n",
 	    count(l, "pod_enis"), flag(l, "primary_for_pods") ? "included" :
 	    "not: its subnet is not among those configured");

@@ -1107,3 +1107,42 @@ def test_live_prefixes_off_on_bare_metal(pd_env):
     assert (ans["pool"]["prefix_delegation"], ans["pool"]["prefixes"]) == \
         ("off", 0), ans
     assert not [x for x in text.splitlines() if x.startswith("prefixes")]
+
+
+def test_live_type_past_maxima(pd_env):
+    """An instance type of 4 ENIs x 100 addresses, past enid's 64 a
+    ENI: enid starts and uses it up to 64, says so once naming the type,
+    the cloud's figure and the cap, show limits gives the capped figure,
+    and pods get addresses that work."""
+    env = pd_env(("--node-limits", "0:4:100"), prefix_delegation=False)
+    env.start()
+    itype = env.node["instance_type"]
+    assert itype.endswith("-4x100"), env.node
+    log = env.enid.text()
+    warn = [x for x in log.splitlines() if "leaves the rest unused" in x]
+    assert len(warn) == 1, log
+    assert ("instance type %s takes 4 ENIs of 100 addresses; enid uses "
+            "at most 32 ENIs (ENID_MAX_ENIS) of 64 addresses" % itype) \
+        in warn[0], warn
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["instance_type"], lim["cloud_max_enis"], lim["max_enis"],
+            lim["cloud_ips_per_eni"], lim["pod_ips_per_eni"],
+            lim["pod_capacity"]) == (itype, 4, 4, 100, 64, 256), lim
+    for want in ("addresses per ENI  100: 64 for pods (enid's most), one "
+                 "the ENI's own",
+                 "pod addresses      256 (4 ENIs x 64)"):
+        assert want in text.splitlines(), (want, text)
+    for i in range(2):
+        env.add_and_ping("%064x" % (0xcab00 + i))
+    settle(env)
+    # Filled to enid's 64 and no further: the primary ENI (a warm ENI's
+    # worth of free addresses), and a second ENI made with as many.
+    held = sorted(len(e["addresses"]) for e in env.node_enis())
+    assert held == [65, 65], held
+    # A reconcile reads the ENIs back, each with its 65 addresses.
+    r = env.reconcile()
+    assert r.get("error") is None and r.get("errors", 0) == 0, r
+    assert not [x for x in env.enid.text().splitlines()
+                if "unusable answer" in x], env.enid.text()
+    env.add_and_ping("%064x" % 0xcab02)
