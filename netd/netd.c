@@ -1346,12 +1346,21 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		st.primary_ifindex = pl->ifindex;
 		msg_strlcpy(st.primary_link, pl->name, sizeof(st.primary_link));
 	}
-	if (nd->snat.synced && pl != NULL) {
+	/* What differs is said, not only that something does: the
+	 * first difference snat_table_equal finds (the table absent, what
+	 * in it netd does not write, a rule or the target not netd's). */
+	if (!nd->snat.synced)
+		snprintf(diff, sizeof(diff), "no SNAT request yet");
+	else if (pl == NULL)
+		snprintf(diff, sizeof(diff), "the primary link is not known");
+	else {
 		snat_params_of(nd, nd->snat.to, pl->ifindex, &params);
 		snat_desired(&params, &want);
 		st.in_place = snat_table_equal(&have, &want, diff,
 		    sizeof(diff));
 	}
+	if (!st.in_place)
+		msg_strlcpy(st.differs, diff, sizeof(st.differs));
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_to, count_connmark_rule, &rule)) < 0) {
 		log_warnx("snat state: reading the rules at priority %u: %s",
@@ -1360,8 +1369,14 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		    "at priority %u: %s", nd->policy.prio_to, strerror(-rc));
 		return;
 	}
-	if (rule.n == 0)
+	if (rule.n == 0) {
+		snprintf(st.differs + strlen(st.differs), sizeof(st.differs) -
+		    strlen(st.differs), "%sconnection-mark rule fwmark "
+		    "0x%x/0x%x lookup main at priority %u missing",
+		    st.in_place ? "" : "; ", nd->policy.connmark,
+		    nd->policy.connmark, nd->policy.prio_to);
 		st.in_place = 0;
+	}
 	/* The target as installed: the kernel's, not what was asked.  Of a
 	 * table holding what netd does not write, nothing is reported: it
 	 * was read only up to the first such thing, and is not netd's. */
