@@ -515,7 +515,9 @@ snap_route(const struct nd_route *r, void *arg)
 {
 	struct snapshot *s = arg;
 
-	if (r->protocol != NETD_PROTO) {
+	/* netd writes unicast routes only: one of another type is not
+	 * its own, whatever its protocol says. */
+	if (r->protocol != NETD_PROTO || r->type != NETD_ROUTE_UNICAST) {
 		s->foreign++;
 		return;
 	}
@@ -973,7 +975,7 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct nd_host_route *h;
 
 	if (!(r->dst == s->addr && r->dst_len == 32) &&
-	    !(r->dst_len == 32 && r->ifindex == s->ifindex))
+	    !(r->dst_len == 32 && s->ifindex != 0 && r->ifindex == s->ifindex))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
 		s->overflow = true;
@@ -982,6 +984,8 @@ snap_host_route(const struct nd_route *r, void *arg)
 	h = &s->routes[s->nroutes++];
 	h->dst = r->dst;
 	h->dst_len = r->dst_len;
+	h->type = r->type;
+	h->metric = r->metric;
 	h->scope = r->scope;
 	h->multipath = r->multipath;
 	h->gateway = r->gateway;
@@ -1001,7 +1005,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	static struct nd_plan plan;
 	struct msg_netd_pod_route req;
 	struct nd_pod_link link;
-	char addr[IP4_STR_LEN], what[96], detail[64];
+	char addr[IP4_STR_LEN], what[96], detail[96];
 	const char *why;
 	bool present;
 	int rc;
