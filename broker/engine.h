@@ -290,6 +290,8 @@ struct engine {
 	/* prefix delegation configured, and the instance cannot hold
 	 * prefixes: single addresses (said once, at start) */
 	bool			 prefixes_unsupported;
+	/* the instance type's, the primary included, capped at
+	 * ENID_MAX_ENI_ADDRS and one */
 	uint32_t		 ips_per_eni;
 	uint32_t		 cloud_attached;	/* as the cloud counts */
 	struct eni		 enis[POOL_MAX_ENIS];

@@ -2755,7 +2755,8 @@ engine_start(struct broker *b)
 	if (en->phase != PHASE_WAITING)
 		return;
 	pool_params_from(&en->params, &b->cfg, b->instance.max_enis);
-	en->ips_per_eni = b->instance.ips_per_eni;
+	en->ips_per_eni = b->instance.ips_per_eni <= ENID_MAX_ENI_ADDRS + 1 ?
+	    b->instance.ips_per_eni : ENID_MAX_ENI_ADDRS + 1;
 	/* Prefix delegation only where the instance can hold prefixes
 	 * (DescribeInstanceTypes: Nitro, or bare metal); asked for on one
 	 * that cannot, enid says so, once, and uses single addresses. */
@@ -2773,11 +2774,16 @@ engine_start(struct broker *b)
 		log_info("pool: prefix delegation: /%d prefixes of %d "
 		    "addresses, warm_prefix_target %u", MSG_PREFIX_LEN,
 		    POOL_PREFIX_ADDRS, en->params.warm_prefix_target);
+	/* cloudd passes a type past enid's maxima on as the cloud tells
+	 * it (only 0 and absurd figures are refused there); it is used up
+	 * to them: pool_params_from caps the ENIs, and the addresses an
+	 * ENI holds are capped above. */
 	if (b->instance.max_enis > ENID_MAX_ENIS ||
 	    b->instance.ips_per_eni > ENID_MAX_ENI_ADDRS + 1)
-		log_warnx("pool: the instance takes %u ENIs of %u addresses; "
-		    "enid holds at most %u (ENID_MAX_ENIS) of %u and a "
-		    "primary (ENID_MAX_ENI_ADDRS) and uses no more",
+		log_warnx("pool: instance type %s takes %u ENIs of %u "
+		    "addresses; enid uses at most %u ENIs (ENID_MAX_ENIS) of "
+		    "%u addresses and a primary (ENID_MAX_ENI_ADDRS), and "
+		    "leaves the rest unused", b->instance.instance_type,
 		    b->instance.max_enis, b->instance.ips_per_eni,
 		    ENID_MAX_ENIS, ENID_MAX_ENI_ADDRS);
 	for (i = 0; i < b->cfg.nsubnets; i++) {

@@ -183,7 +183,7 @@ struct json_object *
 snat_state_json(const struct msg_netd_snat_state *st)
 {
 	struct json_object *o = json_object_new_object(), *list;
-	char ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN];
+	char ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN], text[MSG_ERR_LEN];
 	uint32_t i;
 
 	json_object_object_add(o, "enabled",
@@ -216,8 +216,14 @@ snat_state_json(const struct msg_netd_snat_state *st)
 	    json_object_new_int64((int64_t)st->translated));
 	json_object_object_add(o, "marked",
 	    json_object_new_int64((int64_t)st->marked));
-	json_object_object_add(o, "message",
-	    json_object_new_string(st->message));
+	/* netd's text: msg.c checked it ends within its array; what is
+	 * not printable ASCII (a chain's name in it is whoever wrote the
+	 * table's) goes out as '?', and json-c escapes the rest. */
+	json_object_object_add(o, "message", json_object_new_string(
+	    log_tame(st->message, text, sizeof(text))));
+	json_object_object_add(o, "differs", st->in_place ? NULL :
+	    json_object_new_string(log_tame(st->differs, text,
+	    sizeof(text))));
 	return o;
 }
 

@@ -20,6 +20,10 @@
 #define EC2_TEXT_MAX		2048		/* one element's text, kept */
 #define EC2_MAX_ITEMS		1000		/* entries in one answer page */
 #define EC2_MAX_INSTANCE_ENIS	64	/* the largest instance types allow 64 */
+/* An ENI's addresses as an answer lists them: its primary, and as many
+ * secondary as enid holds on one (however many more its type takes). */
+#define EC2_MAX_ENI_ADDRS	(MSG_MAX_ENI_ADDRS + 1)
+_Static_assert(EC2_MAX_ENI_ADDRS == 65, "ec2_xml.c's message names 65");
 /* DescribeInstances entries: we ask for one.  An instance struct holds
  * EC2_MAX_INSTANCE_ENIS ENIs (over half a megabyte), so EC2_MAX_ITEMS of
  * them would let a few KB of answer claim half a gigabyte. */
@@ -78,8 +82,8 @@ struct ec2_eni {
 	char		device_index[16];
 	char		dot[8];			/* deleteOnTermination */
 	uint32_t	naddrs;
-	char		addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
-	bool		addr_primary[MSG_MAX_ENI_ADDRS];
+	char		addrs[EC2_MAX_ENI_ADDRS][EC2_IP_LEN];
+	bool		addr_primary[EC2_MAX_ENI_ADDRS];
 	uint32_t	nprefixes;		/* ipv4PrefixSet */
 	char		prefixes[MSG_MAX_ENI_PREFIXES][EC2_CIDR_LEN];
 	uint32_t	ngroups;
@@ -182,6 +186,18 @@ enum cloud_eni_status ec2_eni_status(const char *s);
 const char *ec2_eni_status_name(enum cloud_eni_status st);
 /* Decimal 0..max.  0 or -1. */
 int	ec2_uint(const char *s, uint32_t max, uint32_t *out);
+
+/*
+ * An instance type's ENIs and IPv4 addresses per ENI (its primary
+ * included) as DescribeInstanceTypes tells them: 0, or -1 when either is
+ * not a number from 1 to EC2_TYPE_MAX_ENIS or EC2_TYPE_MAX_ENI_ADDRS.
+ * A type above enid's own maxima (common/maxima.h) is not refused: the
+ * broker uses it up to them and says so once, naming the type.
+ */
+#define EC2_TYPE_MAX_ENIS	1024	/* EC2's most: 64 */
+#define EC2_TYPE_MAX_ENI_ADDRS	1024	/* EC2's most: 50 */
+int	ec2_type_limits(const struct ec2_instance_type *t, uint32_t *max_enis,
+	    uint32_t *ips_per_eni);
 
 /*
  * A prefix as the cloud writes it ("10.0.4.16/28") into its first address

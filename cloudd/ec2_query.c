@@ -147,6 +147,22 @@ ec2_uint(const char *s, uint32_t max, uint32_t *out)
 	return 0;
 }
 
+int
+ec2_type_limits(const struct ec2_instance_type *t, uint32_t *max_enis,
+    uint32_t *ips_per_eni)
+{
+	uint32_t enis, ips;
+
+	if (ec2_uint(t->max_enis, EC2_TYPE_MAX_ENIS, &enis) == -1 ||
+	    enis == 0 ||
+	    ec2_uint(t->ipv4_per_eni, EC2_TYPE_MAX_ENI_ADDRS, &ips) == -1 ||
+	    ips == 0)
+		return -1;
+	*max_enis = enis;
+	*ips_per_eni = ips;
+	return 0;
+}
+
 #define BAD(...)	do { snprintf(err, errlen, __VA_ARGS__); return -1; } \
 			while (0)
 
@@ -422,9 +438,11 @@ ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
 		if (!ec2_id_ok(m->sgs[i], "sg-"))
 			BAD("create-eni: invalid security group \"%.64s\"",
 			    m->sgs[i]);
-	if (m->nsecondary > 49)
-		BAD("create-eni: %u secondary addresses (at most 49)",
-		    m->nsecondary);
+	/* An ENI's secondary addresses: as many as enid holds on one, a
+	 * type's larger figure notwithstanding (engine_start caps it). */
+	if (m->nsecondary > MSG_MAX_ENI_ADDRS)
+		BAD("create-eni: %u secondary addresses (at most %u)",
+		    m->nsecondary, MSG_MAX_ENI_ADDRS);
 	if (m->nprefixes > 49)
 		BAD("create-eni: %u prefixes (at most 49)", m->nprefixes);
 	if (m->nprefixes > 0 && m->nsecondary > 0)
@@ -521,8 +539,10 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
 	if (!assign && m->naddrs == 0)
 		BAD("%s: no address given", what);
-	if (assign && m->naddrs == 0 && (m->count == 0 || m->count > 49))
-		BAD("%s: count %u out of 1-49", what, m->count);
+	if (assign && m->naddrs == 0 &&
+	    (m->count == 0 || m->count > MSG_MAX_ENI_ADDRS))
+		BAD("%s: count %u out of 1-%u", what, m->count,
+		    MSG_MAX_ENI_ADDRS);
 	for (i = 0; i < m->naddrs; i++)
 		if (m->addrs[i] == 0 || m->addrs[i] == 0xffffffffu)
 			BAD("%s: invalid address in the list", what);

@@ -169,8 +169,8 @@ eni_open(struct parser *p, struct ec2_eni *e, const char *rel)
 	if (is(rel, "attachment")) {
 		e->attached = true;
 	} else if (is(rel, "privateIpAddressesSet/item")) {
-		if (e->naddrs == MSG_MAX_ENI_ADDRS)
-			fail(p, "more than 64 addresses at <%.128s>", p->path);
+		if (e->naddrs == EC2_MAX_ENI_ADDRS)
+			fail(p, "more than 65 addresses at <%.128s>", p->path);
 		else
 			e->naddrs++;
 	} else if (is(rel, "ipv4PrefixSet/item")) {

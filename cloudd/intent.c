@@ -289,18 +289,25 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 {
 	struct msg_cloud_instance *m = it->inst;
 	const struct ec2_instance_type *t;
+	char enis[sizeof(t->max_enis)], ips[sizeof(t->ipv4_per_eni)];
 
 	if (a->nitems != 1 || strcmp(a->list.types[0].name,
 	    m->instance_type) != 0)
 		DI_FAIL("DescribeInstanceTypes: no single answer for %s",
 		    m->instance_type);
 	t = &a->list.types[0];
-	if (ec2_uint(t->max_enis, 64, &m->max_enis) == -1 ||
-	    m->max_enis == 0 ||
-	    ec2_uint(t->ipv4_per_eni, 64, &m->ips_per_eni) == -1 ||
-	    m->ips_per_eni == 0)
-		DI_FAIL("DescribeInstanceTypes: invalid limits for %s",
-		    m->instance_type);
+	/* The cloud's figures as they are, however far past enid's
+	 * maxima: the broker caps and warns (eni.c, engine_start). */
+	if (ec2_type_limits(t, &m->max_enis, &m->ips_per_eni) == -1) {
+		memcpy(enis, t->max_enis, sizeof(enis));
+		memcpy(ips, t->ipv4_per_eni, sizeof(ips));
+		ec2_sanitize(enis);
+		ec2_sanitize(ips);
+		DI_FAIL("DescribeInstanceTypes: invalid limits for %s: "
+		    "\"%s\" ENIs of \"%s\" addresses (1 to %u of 1 to %u)",
+		    m->instance_type, enis, ips, EC2_TYPE_MAX_ENIS,
+		    EC2_TYPE_MAX_ENI_ADDRS);
+	}
 	if (strcmp(t->bare_metal, "true") != 0 &&
 	    strcmp(t->bare_metal, "false") != 0 && t->bare_metal[0] != '\0')
 		DI_FAIL("DescribeInstanceTypes: bareMetal of %s is neither "

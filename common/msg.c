@@ -900,8 +900,13 @@ check_NETD_SNAT_STATE(const void *p)
 	const struct msg_netd_snat_state *m = p;
 	uint32_t i;
 
-	if (!STR_OK(m->primary_link) || !STR_OK(m->message))
+	if (!STR_OK(m->primary_link) || !STR_OK(m->message) ||
+	    !STR_OK(m->differs))
 		return "unterminated string in SNAT state";
+	if (m->enabled > 1 || m->random_fully > 1 || m->in_place > 1)
+		return "SNAT state flag not 0 or 1";
+	if (m->in_place && m->differs[0] != '\0')
+		return "SNAT state in place, yet says what differs";
 	if (m->nuntranslated > MSG_MAX_SNAT_CIDRS)
 		return "too many untranslated CIDRs";
 	for (i = 0; i < m->nuntranslated; i++)

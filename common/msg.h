@@ -28,9 +28,10 @@
 
 #include "maxima.h"
 
-#define MSG_PROTO_VERSION	4	/* 2: prefixes (EC2 prefix delegation),
+#define MSG_PROTO_VERSION	5	/* 2: prefixes (EC2 prefix delegation),
 					 * 3: an instance's vCPUs,
-					 * 4: netd's SNAT table */
+					 * 4: netd's SNAT table,
+					 * 5: what differs in it */
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -234,6 +235,10 @@ struct msg_netd_snat_state {
 	uint64_t	translated;	/* connections translated (counters) */
 	uint64_t	marked;		/* connections marked on arrival */
 	char		message[MSG_ERR_LEN];	/* the last sync's outcome */
+	/* Not in place: what differs from what netd writes (the table
+	 * absent, what in it is not netd's, a rule, the target, the
+	 * connection-mark rule missing); "" when in place (msg.c). */
+	char		differs[MSG_ERR_LEN];
 };
 
 struct msg_netd_dump {		/* request: no fields */

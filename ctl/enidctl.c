@@ -1074,9 +1074,13 @@ print_limits(struct json_object *ans, const char *arg)
 	fprintf(out, "ENIs               %lld (the instance's limit %lld; "
 	    "%s)\n",
 	    count(l, "max_enis"), count(l, "cloud_max_enis"), cfg);
-	fprintf(out, "addresses per ENI  %lld: %lld for pods, one the "
+	/* A type past enid's maxima is used up to them (the broker's
+	 * warning at start says so too). */
+	fprintf(out, "addresses per ENI  %lld: %lld for pods%s, one the "
 	    "ENI's own\n",
-	    count(l, "cloud_ips_per_eni"), count(l, "pod_ips_per_eni"));
+	    count(l, "cloud_ips_per_eni"), count(l, "pod_ips_per_eni"),
+	    count(l, "pod_ips_per_eni") < count(l, "cloud_ips_per_eni") - 1 ?
+	    " (enid's most)" : "");
 	fprintf(out, "ENIs for pods      %lld (the primary %s)\n",
 	    count(l, "pod_enis"), flag(l, "primary_for_pods") ? "included" :
 	    "not: its subnet is not among those configured");
@@ -1110,7 +1114,7 @@ static void
 print_snat(struct json_object *ans, const char *arg)
 {
 	struct json_object *sn = field(ans, "snat", json_type_object);
-	struct json_object *list, *v, *to;
+	struct json_object *list, *v, *to, *differs;
 	long long n;
 	size_t i;
 
@@ -1130,6 +1134,15 @@ print_snat(struct json_object *ans, const char *arg)
 	    "refused\n", "table", flag(sn, "in_place") ? "in place" :
 	    "NOT IN PLACE", n, n == 1 ? "" : "s", count(sn, "refused"),
 	    count(sn, "refused") == 1 ? "" : "s");
+	/* Not in place: what differs, as the daemon must say. */
+	differs = nullable(sn, "differs", json_type_string);
+	if (flag(sn, "in_place") != (differs == NULL))
+		malformed("\"differs\" must be given exactly when the table "
+		    "is not in place");
+	if (differs != NULL) {
+		fprintf(out, "differs:\n");
+		print_wrapped(str(sn, "differs"));
+	}
 	list = field(sn, "untranslated", json_type_array);
 	for (i = 0; i < json_object_array_length(list); i++) {
 		v = json_object_array_get_idx(list, i);

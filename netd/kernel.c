@@ -605,11 +605,13 @@ kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 		return rc;
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 		r = (struct rtnl_route *)o;
-		if (rtnl_route_get_table(r) != table ||
-		    rtnl_route_get_type(r) != RTN_UNICAST)
+		/* Every type: a blackhole, unreachable or prohibit route
+		 * is a route too, and the callers must see it. */
+		if (rtnl_route_get_table(r) != table)
 			continue;
 		memset(&nr, 0, sizeof(nr));
 		nr.table = table;
+		nr.type = rtnl_route_get_type(r);
 		nr.dst = addr4(rtnl_route_get_dst(r), &nr.dst_len);
 		nr.scope = rtnl_route_get_scope(r);
 		nr.protocol = rtnl_route_get_protocol(r);

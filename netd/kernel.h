@@ -79,7 +79,8 @@ int	kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg);
  */
 int	kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	    kernel_rule_cb cb, void *arg);
-/* Every IPv4 unicast route in table, netd's or not. */
+/* Every IPv4 route in table, netd's or not, of every type (nd_route's
+ * type: unicast, blackhole, unreachable, prohibit...). */
 int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	    void *arg);
 

@@ -515,7 +515,9 @@ snap_route(const struct nd_route *r, void *arg)
 {
 	struct snapshot *s = arg;
 
-	if (r->protocol != NETD_PROTO) {
+	/* netd writes unicast routes only: one of another type is not
+	 * its own, whatever its protocol says. */
+	if (r->protocol != NETD_PROTO || r->type != NETD_ROUTE_UNICAST) {
 		s->foreign++;
 		return;
 	}
@@ -973,7 +975,7 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct nd_host_route *h;
 
 	if (!(r->dst == s->addr && r->dst_len == 32) &&
-	    !(r->dst_len == 32 && r->ifindex == s->ifindex))
+	    !(r->dst_len == 32 && s->ifindex != 0 && r->ifindex == s->ifindex))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
 		s->overflow = true;
@@ -982,6 +984,8 @@ snap_host_route(const struct nd_route *r, void *arg)
 	h = &s->routes[s->nroutes++];
 	h->dst = r->dst;
 	h->dst_len = r->dst_len;
+	h->type = r->type;
+	h->metric = r->metric;
 	h->scope = r->scope;
 	h->multipath = r->multipath;
 	h->gateway = r->gateway;
@@ -1001,7 +1005,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	static struct nd_plan plan;
 	struct msg_netd_pod_route req;
 	struct nd_pod_link link;
-	char addr[IP4_STR_LEN], what[96], detail[64];
+	char addr[IP4_STR_LEN], what[96], detail[96];
 	const char *why;
 	bool present;
 	int rc;
@@ -1346,12 +1350,21 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		st.primary_ifindex = pl->ifindex;
 		msg_strlcpy(st.primary_link, pl->name, sizeof(st.primary_link));
 	}
-	if (nd->snat.synced && pl != NULL) {
+	/* What differs is said, not only that something does: the
+	 * first difference snat_table_equal finds (the table absent, what
+	 * in it netd does not write, a rule or the target not netd's). */
+	if (!nd->snat.synced)
+		snprintf(diff, sizeof(diff), "no SNAT request yet");
+	else if (pl == NULL)
+		snprintf(diff, sizeof(diff), "the primary link is not known");
+	else {
 		snat_params_of(nd, nd->snat.to, pl->ifindex, &params);
 		snat_desired(&params, &want);
 		st.in_place = snat_table_equal(&have, &want, diff,
 		    sizeof(diff));
 	}
+	if (!st.in_place)
+		msg_strlcpy(st.differs, diff, sizeof(st.differs));
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_to, count_connmark_rule, &rule)) < 0) {
 		log_warnx("snat state: reading the rules at priority %u: %s",
@@ -1360,8 +1373,14 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 		    "at priority %u: %s", nd->policy.prio_to, strerror(-rc));
 		return;
 	}
-	if (rule.n == 0)
+	if (rule.n == 0) {
+		snprintf(st.differs + strlen(st.differs), sizeof(st.differs) -
+		    strlen(st.differs), "%sconnection-mark rule fwmark "
+		    "0x%x/0x%x lookup main at priority %u missing",
+		    st.in_place ? "" : "; ", nd->policy.connmark,
+		    nd->policy.connmark, nd->policy.prio_to);
 		st.in_place = 0;
+	}
 	/* The target as installed: the kernel's, not what was asked.  Of a
 	 * table holding what netd does not write, nothing is reported: it
 	 * was read only up to the first such thing, and is not netd's. */

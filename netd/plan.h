@@ -51,6 +51,7 @@ struct nd_route {
 	uint8_t		dst_len;
 	uint8_t		scope;		/* PLAN_SCOPE_* */
 	uint8_t		protocol;	/* NETD_PROTO on netd's own */
+	uint8_t		type;		/* RTN_*: NETD_ROUTE_UNICAST or not */
 	bool		multipath;	/* more than one next hop */
 	bool		onlink;		/* RTNH_F_ONLINK on its next hop */
 	uint32_t	gateway;	/* 0: none */

@@ -452,6 +452,20 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 const char policy_no_such_device[] = "no such device";
 
+/* A route's type as ip-route(8) names it (RTN_*). */
+static const char *
+route_type_name(uint8_t type)
+{
+	static const char *const names[] = {
+		"unspec", "unicast", "local", "broadcast", "anycast",
+		"multicast", "blackhole", "unreachable", "prohibit", "throw",
+		"nat", "xresolve",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] :
+	    "of an unknown type";
+}
+
 const char *
 policy_check_pod_route(const struct netd_policy *p,
     const struct msg_netd_pod_route *m, bool has_rule,
@@ -491,14 +505,25 @@ policy_check_pod_route(const struct netd_policy *p,
 		const struct nd_host_route *r = &routes[i];
 
 		if (r->dst == m->addr && r->dst_len == 32) {
-			if (!r->multipath && r->gateway == 0 &&
-			    r->ifindex == link->ifindex &&
+			if (r->type == NETD_ROUTE_UNICAST && !r->multipath &&
+			    r->gateway == 0 && r->ifindex == link->ifindex &&
 			    r->scope == NETD_SCOPE_LINK) {
 				*present = true;
 				continue;
 			}
-			snprintf(detail, detaillen, "ifindex %u%s", r->ifindex,
-			    r->gateway != 0 ? ", via a gateway" : "");
+			/* Whatever its kind or metric: a /32 of netd's
+			 * would take its place (a blackhole at metric 50
+			 * loses to one at 0; at the same metric the
+			 * kernel would refuse it). */
+			if (r->type != NETD_ROUTE_UNICAST)
+				snprintf(detail, detaillen, "%s, metric %u",
+				    route_type_name(r->type), r->metric);
+			else
+				snprintf(detail, detaillen, "ifindex %u%s, "
+				    "metric %u", r->ifindex, r->gateway != 0 ?
+				    ", via a gateway" : r->multipath ?
+				    ", multipath" : "", r->metric);
+			*present = false;
 			return "the address is routed already; netd replaces "
 			    "no route";
 		}
@@ -507,6 +532,7 @@ policy_check_pod_route(const struct netd_policy *p,
 		const struct nd_host_route *r = &routes[i];
 
 		if (r->dst_len == 32 && r->dst != m->addr && !r->multipath &&
+		    r->type == NETD_ROUTE_UNICAST &&
 		    r->ifindex == link->ifindex) {
 			ip4_format(r->dst, ip);
 			snprintf(detail, detaillen, "to %s", ip);

@@ -60,6 +60,7 @@ _Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
 #define NETD_RTPROT_KERNEL	2	/* routes the kernel derives itself */
 #define NETD_RTPROT_STATIC	4	/* libnl's default: enid-cni's host routes */
 #define NETD_SCOPE_LINK		253	/* RT_SCOPE_LINK */
+#define NETD_ROUTE_UNICAST	1	/* RTN_UNICAST */
 
 struct netd_eni {
 	uint8_t		mac[6];
@@ -254,12 +255,15 @@ struct nd_pod_link {
 	bool		peer_netns;	/* IFLA_LINK_NETNSID: peer elsewhere */
 };
 
-/* A main-table IPv4 unicast route that concerns the request: to the
- * address, or a /32 through the link. */
+/* A main-table IPv4 route that concerns the request: to the address
+ * (of any type: a blackhole is a route to it too), or a /32 through the
+ * link. */
 struct nd_host_route {
 	uint32_t	dst;		/* network order */
 	uint8_t		dst_len;
+	uint8_t		type;		/* RTN_*; NETD_ROUTE_UNICAST 1 */
 	uint8_t		scope;
+	uint32_t	metric;
 	bool		multipath;
 	uint32_t	gateway;
 	uint32_t	ifindex;
@@ -272,7 +276,8 @@ struct nd_host_route {
  * proof that netd accepted it for a pod, which only CAP_NET_ADMIN can
  * make); DEV exists, is a veth whose peer is in another namespace, and is
  * neither a declared ENI's link nor one of the node's own; no route to
- * the address exists other than exactly this one; and DEV carries no
+ * the address exists other than exactly this one (a blackhole,
+ * unreachable or prohibit route is one, at any metric); and DEV carries no
  * other /32 (one pod per veth).  NULL with *present set when the route is
  * there already, NULL to add it, or why not (detail names the kernel
  * object that made it so).

@@ -466,6 +466,8 @@ snat_state(const struct msg *m, double lat)
 	    (unsigned long long)st.translated,
 	    (unsigned long long)st.marked);
 	json_str(stdout, st.message);
+	printf(",\"differs\":");
+	json_str(stdout, st.differs);
 	printf(",\"latency_ms\":%.3f}\n", lat);
 }
 

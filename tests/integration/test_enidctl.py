@@ -385,7 +385,7 @@ SNAT_STATE = {"enabled": True, "random_fully": True, "in_place": True,
               "primary_link": "eth0", "connmark": 128,
               "untranslated": ["10.0.0.0/16", "192.0.2.0/24"],
               "replaced": 1, "refused": 0, "translated": 42, "marked": 7,
-              "message": "table enid in place"}
+              "message": "table enid in place", "differs": None}
 SNAT_SYNC = {"counts": {"ok": 3, "refused": 1, "failed": 0,
                         "no-answer": 0},
              "to": "10.0.0.10", "result": "ok", "message": "in place",
@@ -514,12 +514,13 @@ CANNED = [
     (("show", "snat"), {"op": "show", "what": "snat"},
      {"snat": dict(SNAT_STATE, enabled=False, random_fully=False, to=None,
                    in_place=False, untranslated=[], replaced=2, refused=1,
-                   translated=0, message=""),
+                   translated=0, message="", differs="table ip enid absent"),
       "sync": {"counts": {"ok": 0, "refused": 0, "failed": 0,
                           "no-answer": 0}}},
      ["snat         off (a NAT gateway translates); NodePort reply marks "
       "only",
       "table        NOT IN PLACE; written whole 2 times; 1 sync refused",
+      "differs:", "    table ip enid absent",
       "untranslated (none)", "last sync    none yet"]),
     (("status",), {"op": "status"},
      {k: v for k, v in dict(STATUS, snat=STATUS_SNAT).items() if k != "ok"},
@@ -598,6 +599,9 @@ EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
                                      to=EVIL, message=EVIL,
                                      untranslated=[EVIL]),
                         "sync": SNAT_SYNC}),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, in_place=False,
+                                     differs=EVIL),
+                        "sync": SNAT_SYNC}),
     (("show", "snat"), {"snat": SNAT_STATE, "sync": dict(SNAT_SYNC,
                                                          result=EVIL)}),
     (("status",), {k: v for k, v in dict(STATUS, snat=dict(
@@ -652,6 +656,15 @@ def test_table_strings_escaped(daemon, args, answer):
      '"in_place" missing or not a boolean'),
     (("show", "snat"), {"snat": dict(SNAT_STATE, to=5), "sync": SNAT_SYNC},
      '"to" missing or not a string'),
+    (("show", "snat"), {"snat": {k: v for k, v in SNAT_STATE.items()
+                                 if k != "differs"}, "sync": SNAT_SYNC},
+     '"differs" missing or not a string'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, differs="chain x"),
+                        "sync": SNAT_SYNC},
+     '"differs" must be given exactly when the table is not in place'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, in_place=False),
+                        "sync": SNAT_SYNC},
+     '"differs" must be given exactly when the table is not in place'),
     (("show", "snat"), {"snat": dict(SNAT_STATE, translated=-1),
                         "sync": SNAT_SYNC}, '"translated" is negative'),
     (("show", "snat"), {"snat": dict(SNAT_STATE, untranslated=[16]),
@@ -846,9 +859,9 @@ def test_live_snat(live):
     assert set(sn) == {"enabled", "random_fully", "in_place", "to",
                        "primary_ifindex", "primary_link", "connmark",
                        "untranslated", "replaced", "refused", "translated",
-                       "marked", "message"}, sn
-    assert (sn["enabled"], sn["random_fully"], sn["in_place"]) == \
-        (True, True, True), sn
+                       "marked", "message", "differs"}, sn
+    assert (sn["enabled"], sn["random_fully"], sn["in_place"],
+            sn["differs"]) == (True, True, True, None), sn
     assert sn["to"] == live.node["primary_ip"]
     assert sn["primary_ifindex"] > 0 and sn["primary_link"], sn
     assert sn["connmark"] == 0x80
@@ -1107,3 +1120,103 @@ def test_live_prefixes_off_on_bare_metal(pd_env):
     assert (ans["pool"]["prefix_delegation"], ans["pool"]["prefixes"]) == \
         ("off", 0), ans
     assert not [x for x in text.splitlines() if x.startswith("prefixes")]
+
+
+def test_live_snat_says_what_differs(pd_env):
+    """show snat of a table not in place says what differs, in text and
+    JSON, each time: the table deleted, a chain of someone else's, the
+    target changed; a reconcile puts it back and the reason goes."""
+    env = pd_env(("--eni-limit", "2", "--ip-limit", "4"),
+                 prefix_delegation=False)
+    env.start()
+    primary = env.node["primary_ip"]
+
+    def nft(*args, stdin=None):
+        return subprocess.run(["ip", "netns", "exec", env.ns, "nft", *args],
+                              input=stdin, capture_output=True, text=True,
+                              check=True, timeout=15).stdout
+
+    def in_place():
+        s = env.show("snat")
+        return s["in_place"] and s["differs"] is None
+
+    def put_back():
+        env.reconcile()
+        env.wait(in_place, 15, "netd's table in place again")
+        text, ans = ctl_both(env, "show", "snat")
+        assert ans["snat"]["differs"] is None, ans
+        assert "differs:" not in text.splitlines(), text
+
+    def differs():
+        text, ans = ctl_both(env, "show", "snat")
+        lines = text.splitlines()
+        assert lines[1].startswith("table        NOT IN PLACE;"), text
+        assert lines[2] == "differs:", text
+        # the reason, wrapped and indented as enid-netd's message is
+        shown = []
+        for x in lines[3:]:
+            if not x.startswith("    "):
+                break
+            shown.append(x.strip())
+        assert " ".join(shown) == ans["snat"]["differs"], (text, ans)
+        assert not ans["snat"]["in_place"], ans
+        return ans["snat"]["differs"]
+
+    env.wait(in_place, 15, "netd's table in place")
+    nft("delete", "table", "ip", "enid")
+    assert differs() == "table ip enid absent"
+    put_back()
+
+    nft("add", "chain", "ip", "enid", "intruder")
+    assert differs() == "chain intruder is a regular chain"
+    put_back()
+
+    other = "10.0.0.250"
+    table = nft("list", "table", "ip", "enid")
+    assert "snat to %s" % primary in table, table
+    nft("delete", "table", "ip", "enid")
+    nft("-f", "-", stdin=table.replace("snat to %s" % primary,
+                                       "snat to %s" % other))
+    why = differs()
+    assert "snat to %s" % other in why and primary in why, why
+    assert env.show("snat")["to"] == other
+    put_back()
+
+
+def test_live_type_past_maxima(pd_env):
+    """An instance type of 4 ENIs x 100 addresses, past enid's 64 a
+    ENI: enid starts and uses it up to 64, says so once naming the type,
+    the cloud's figure and the cap, show limits gives the capped figure,
+    and pods get addresses that work."""
+    env = pd_env(("--node-limits", "0:4:100"), prefix_delegation=False)
+    env.start()
+    itype = env.node["instance_type"]
+    assert itype.endswith("-4x100"), env.node
+    log = env.enid.text()
+    warn = [x for x in log.splitlines() if "leaves the rest unused" in x]
+    assert len(warn) == 1, log
+    assert ("instance type %s takes 4 ENIs of 100 addresses; enid uses "
+            "at most 32 ENIs (ENID_MAX_ENIS) of 64 addresses" % itype) \
+        in warn[0], warn
+    text, ans = ctl_both(env, "show", "limits")
+    lim = ans["limits"]
+    assert (lim["instance_type"], lim["cloud_max_enis"], lim["max_enis"],
+            lim["cloud_ips_per_eni"], lim["pod_ips_per_eni"],
+            lim["pod_capacity"]) == (itype, 4, 4, 100, 64, 256), lim
+    for want in ("addresses per ENI  100: 64 for pods (enid's most), one "
+                 "the ENI's own",
+                 "pod addresses      256 (4 ENIs x 64)"):
+        assert want in text.splitlines(), (want, text)
+    for i in range(2):
+        env.add_and_ping("%064x" % (0xcab00 + i))
+    settle(env)
+    # Filled to enid's 64 and no further: the primary ENI (a warm ENI's
+    # worth of free addresses), and a second ENI made with as many.
+    held = sorted(len(e["addresses"]) for e in env.node_enis())
+    assert held == [65, 65], held
+    # A reconcile reads the ENIs back, each with its 65 addresses.
+    r = env.reconcile()
+    assert r.get("error") is None and r.get("errors", 0) == 0, r
+    assert not [x for x in env.enid.text().splitlines()
+                if "unusable answer" in x], env.enid.text()
+    env.add_and_ping("%064x" % 0xcab02)

@@ -148,3 +148,39 @@ def test_a_device_gone_is_not_found_not_refused(node, netd):
     assert r["status"] == "not-found", r
     assert len(security_lines(netd)) == n
     assert node.text_state() == before
+
+
+METRICS = (50, 1024, 4294967295, 0)   # 50 first: the issue's
+
+
+@pytest.mark.parametrize("kind", ["blackhole", "unreachable", "prohibit"])
+def test_never_shadows_a_route_of_another_kind(node, netd, kind):
+    """A blackhole, unreachable or prohibit route to the address in main,
+    at any metric and not netd's, is a route to it: the request is
+    refused as a security event naming it, and the kernel's routes stay
+    as they were (no /32 of netd's beside it to shadow it)."""
+    for metric in METRICS:
+        node.ip("route", "add", kind, POD_A + "/32", "metric", str(metric))
+        expect_refused(node, netd, "addroute addr=%s dev=%s" % (POD_A,
+                                                                VETH_A),
+                       POD_A, "routed already", "%s, metric %d"
+                       % (kind, metric))
+        assert host_routes(node) == [], host_routes(node)
+        node.ip("route", "del", kind, POD_A + "/32", "metric", str(metric))
+    # With none left, the route is put back.
+    assert netd.call("addroute addr=%s dev=%s" % (POD_A, VETH_A))[
+        "status"] == "ok"
+
+
+def test_never_shadows_a_route_through_another_device(node, netd):
+    """The same for an ordinary route to the address through another
+    device, at any metric."""
+    for metric in METRICS:
+        node.ip("route", "add", POD_A + "/32", "dev", VETH_B, "scope",
+                "link", "metric", str(metric))
+        expect_refused(node, netd, "addroute addr=%s dev=%s" % (POD_A,
+                                                                VETH_A),
+                       POD_A, "routed already", "ifindex", "metric %d"
+                       % metric)
+        node.ip("route", "del", POD_A + "/32", "dev", VETH_B, "metric",
+                str(metric))

@@ -506,3 +506,53 @@ def test_enid_table_libnftnl_cannot_parse_is_replaced(ns, make_netd):
     assert table_json(ns, "ip", "enid") == expected(ns)
     assert "replacing it whole" in d.logtext()
     assert state(d)["in_place"] == 1
+
+
+def test_state_says_what_differs(ns, make_netd):
+    """A table not in place says what differs, not the last sync's "table
+    written": the table deleted, a chain of someone else's, the target
+    changed, the connection-mark rule gone; nothing once a sync puts it
+    right."""
+    d = make_netd()
+    s = state(d)
+    assert s["in_place"] == 0 and s["differs"] == "no SNAT request yet", s
+    ok(d.call("snat to=%s" % PRIMARY_IP))
+    s = state(d)
+    assert s["in_place"] == 1 and s["differs"] == "", s
+
+    nft(ns, "delete", "table", "ip", "enid")
+    s = state(d)
+    assert s["in_place"] == 0, s
+    assert s["differs"] == "table ip enid absent", s
+    assert s["message"] == "table written", s   # the sync's, as it was
+    ok(d.call("snat to=%s" % PRIMARY_IP))
+    assert state(d)["differs"] == ""
+
+    nft(ns, "add", "chain", "ip", "enid", "intruder")
+    s = state(d)
+    assert s["in_place"] == 0, s
+    assert s["differs"] == "chain intruder is a regular chain", s
+    ok(d.call("snat to=%s" % PRIMARY_IP))
+    assert state(d)["differs"] == ""
+
+    # The same table, translating to another address.
+    other = "10.0.0.99"
+    nft(ns, "delete", "table", "ip", "enid")
+    nft_load(ns, expected_text("enid").replace("snat to %s" % PRIMARY_IP,
+                                               "snat to %s" % other))
+    s = state(d)
+    assert s["in_place"] == 0 and s["to"] == other, s
+    assert "snat to %s" % other in s["differs"], s
+    assert "not \"" in s["differs"] and PRIMARY_IP in s["differs"], s
+
+    # Both: the table and the connection-mark rule.
+    ns.ip("rule", "del", "fwmark", "0x80/0x80", "lookup", "main", "pref",
+          "512")
+    s = state(d)
+    assert "snat to %s" % other in s["differs"], s
+    assert s["differs"].endswith("; connection-mark rule fwmark 0x80/0x80 "
+                                 "lookup main at priority 512 missing"), s
+    assert ok(d.call("snat to=%s" % PRIMARY_IP))["changed"] == 2
+    s = state(d)
+    assert s["in_place"] == 1 and s["differs"] == "", s
+    assert s["to"] == PRIMARY_IP, s

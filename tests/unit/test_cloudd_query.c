@@ -425,6 +425,50 @@ test_checks(void **state)
 	    "DescribeInstances");
 }
 
+/* A type's limits: any from 1 to the absurd, enid's maxima no bound
+ * (the broker caps them); 0, junk and the absurd refused. */
+static void
+test_type_limits(void **state)
+{
+	static const struct {
+		const char *enis, *ips;
+		int rc;
+		uint32_t want_enis, want_ips;
+	} t[] = {
+		{ "4", "10", 0, 4, 10 },
+		{ "15", "50", 0, 15, 50 },
+		{ "4", "100", 0, 4, 100 },	/* past ENID_MAX_ENI_ADDRS */
+		{ "4", "65", 0, 4, 65 },	/* 64 and the primary */
+		{ "64", "50", 0, 64, 50 },
+		{ "100", "50", 0, 100, 50 },	/* past ENID_MAX_ENIS */
+		{ "1024", "1024", 0, 1024, 1024 },
+		{ "0", "10", -1, 0, 0 },
+		{ "4", "0", -1, 0, 0 },
+		{ "1025", "10", -1, 0, 0 },
+		{ "4", "1025", -1, 0, 0 },
+		{ "4", "4294967295", -1, 0, 0 },
+		{ "4", "99999999999", -1, 0, 0 },
+		{ "", "10", -1, 0, 0 },
+		{ "4", "-1", -1, 0, 0 },
+		{ "4", "1e3", -1, 0, 0 },
+	};
+	struct ec2_instance_type ty;
+	uint32_t enis, ips;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		memset(&ty, 0, sizeof(ty));
+		snprintf(ty.max_enis, sizeof(ty.max_enis), "%s", t[i].enis);
+		snprintf(ty.ipv4_per_eni, sizeof(ty.ipv4_per_eni), "%s",
+		    t[i].ips);
+		enis = ips = 0;
+		assert_int_equal(ec2_type_limits(&ty, &enis, &ips), t[i].rc);
+		assert_int_equal(enis, t[i].want_enis);
+		assert_int_equal(ips, t[i].want_ips);
+	}
+}
+
 static void
 test_creds(void **state)
 {
@@ -726,14 +770,16 @@ test_request_edges(void **state)
 	m.nsgs = 1;
 	strcpy(m.sgs[0], "sg-1");
 	strcpy(m.client_token, "t");
-	m.nsecondary = 49;
+	/* as many as enid holds on an ENI: past EC2's 49 for a larger
+	 * type (enid.conf(5): used up to enid's limits) */
+	m.nsecondary = MSG_MAX_ENI_ADDRS;
 	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
-	assert_non_null(strstr(f.buf, "&SecondaryPrivateIpAddressCount=49&"));
+	assert_non_null(strstr(f.buf, "&SecondaryPrivateIpAddressCount=64&"));
 	ec2_form_free(&f);
-	m.nsecondary = 50;
+	m.nsecondary = MSG_MAX_ENI_ADDRS + 1;
 	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
-	assert_string_equal(err, "create-eni: 50 secondary addresses (at most "
-	    "49)");
+	assert_string_equal(err, "create-eni: 65 secondary addresses (at most "
+	    "64)");
 	m.nsecondary = 0;
 	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
 	assert_null(strstr(f.buf, "SecondaryPrivateIpAddressCount"));
@@ -781,15 +827,20 @@ test_request_edges(void **state)
 		}
 	}
 
-	/* assign by count: 1..49; addresses: not 0, not the broadcast */
+	/* assign by count: 1..MSG_MAX_ENI_ADDRS; addresses: not 0, not
+	 * the broadcast */
 	memset(&ip, 0, sizeof(ip));
 	strcpy(ip.eni_id, "eni-1");
-	ip.count = 49;
+	ip.count = MSG_MAX_ENI_ADDRS;
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
+	assert_non_null(strstr(f.buf, "&SecondaryPrivateIpAddressCount=64"));
 	ec2_form_free(&f);
-	ip.count = 50;
+	ip.count = 0;
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
-	assert_string_equal(err, "assign-ips: count 50 out of 1-49");
+	assert_string_equal(err, "assign-ips: count 0 out of 1-64");
+	ip.count = MSG_MAX_ENI_ADDRS + 1;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "assign-ips: count 65 out of 1-64");
 	ip.naddrs = 1;
 	ip.addrs[0] = 0;
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
@@ -834,6 +885,7 @@ main(void)
 		cmocka_unit_test(test_check_instances_refused),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_type_limits),
 		cmocka_unit_test(test_creds),
 		cmocka_unit_test(test_imds_answers),
 		cmocka_unit_test(test_form_every_byte),

@@ -542,17 +542,18 @@ test_refused(void **state)
 	assert_non_null(strstr(err, "more than 1000"));
 	assert_null(a.list.any);
 	free(big);
-	/* too many addresses on one ENI */
-	big = malloc(70 * 64 + 512);
+	/* too many addresses on one ENI: more than its primary and
+	 * MSG_MAX_ENI_ADDRS */
+	big = malloc(70 * 66 + 512);
 	strcpy(big, "<DescribeNetworkInterfacesResponse><networkInterfaceSet>"
 	    "<item><privateIpAddressesSet>");
-	for (i = 0; i < 65; i++)
+	for (i = 0; i < 66; i++)
 		strcat(big, "<item><privateIpAddress>10.0.0.1"
 		    "</privateIpAddress></item>");
 	strcat(big, "</privateIpAddressesSet></item></networkInterfaceSet>"
 	    "</DescribeNetworkInterfacesResponse>");
 	assert_int_equal(parse(EC2_DESCRIBE_ENIS, big, &a, err), -1);
-	assert_non_null(strstr(err, "more than 64 addresses"));
+	assert_non_null(strstr(err, "more than 65 addresses"));
 	free(big);
 }
 
@@ -1177,14 +1178,14 @@ static const struct count_cap count_caps[] = {
 	{ EC2_DESCRIBE_INSTANCES, "<reservationSet><item><instancesSet><item>"
 	  "<networkInterfaceSet><item><privateIpAddressesSet>", "<item/>",
 	  "</privateIpAddressesSet></item></networkInterfaceSet></item>"
-	  "</instancesSet></item></reservationSet>", MSG_MAX_ENI_ADDRS,
-	  "more than 64 addresses at <reservationSet/item/instancesSet/item/"
+	  "</instancesSet></item></reservationSet>", EC2_MAX_ENI_ADDRS,
+	  "more than 65 addresses at <reservationSet/item/instancesSet/item/"
 	  "networkInterfaceSet/item/privateIpAddressesSet/item>",
 	  c_inst_eni_addrs },
 	{ EC2_DESCRIBE_ENIS, "<networkInterfaceSet><item>"
 	  "<privateIpAddressesSet>", "<item/>", "</privateIpAddressesSet>"
-	  "</item></networkInterfaceSet>", MSG_MAX_ENI_ADDRS,
-	  "more than 64 addresses at <networkInterfaceSet/item/"
+	  "</item></networkInterfaceSet>", EC2_MAX_ENI_ADDRS,
+	  "more than 65 addresses at <networkInterfaceSet/item/"
 	  "privateIpAddressesSet/item>", c_eni_addrs },
 	{ EC2_DESCRIBE_ENIS, "<networkInterfaceSet><item><groupSet>",
 	  "<item/>", "</groupSet></item></networkInterfaceSet>", MSG_MAX_SGS,
@@ -1192,7 +1193,7 @@ static const struct count_cap count_caps[] = {
 	  "item>", c_eni_groups },
 	{ EC2_CREATE_ENI, "<networkInterface><privateIpAddressesSet>",
 	  "<item/>", "</privateIpAddressesSet></networkInterface>",
-	  MSG_MAX_ENI_ADDRS, "more than 64 addresses at <networkInterface/"
+	  EC2_MAX_ENI_ADDRS, "more than 65 addresses at <networkInterface/"
 	  "privateIpAddressesSet/item>", c_create_addrs },
 	{ EC2_ASSIGN_IPS, "<assignedPrivateIpAddressesSet>", "<item/>",
 	  "</assignedPrivateIpAddressesSet>", MSG_MAX_ENI_ADDRS,

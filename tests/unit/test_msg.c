@@ -444,7 +444,41 @@ static const struct spoil spoils[] = {
 	SPOIL_U32(MSG_CLOUD_PREFIXES_ASSIGNED, C2B,
 	    struct msg_cloud_prefixes_assigned, st.outcome, CO_MAX,
 	    "unknown cloud outcome"),
+	SPOIL_FILL(MSG_NETD_SNAT_STATE, N2B, struct msg_netd_snat_state,
+	    differs, "unterminated string in SNAT state"),
+	SPOIL_FILL(MSG_NETD_SNAT_STATE, N2B, struct msg_netd_snat_state,
+	    message, "unterminated string in SNAT state"),
+	SPOIL_U8(MSG_NETD_SNAT_STATE, N2B, struct msg_netd_snat_state,
+	    in_place, 2, "SNAT state flag not 0 or 1"),
+	SPOIL_U8(MSG_NETD_SNAT_STATE, N2B, struct msg_netd_snat_state,
+	    enabled, 0xff, "SNAT state flag not 0 or 1"),
 };
+
+/* netd's SNAT state: what differs is said only of a table not in
+ * place, and ends within its array. */
+static void
+test_snat_state_differs(void **state)
+{
+	static struct msg_netd_snat_state st;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	msg_strlcpy(st.differs, "table ip enid absent", sizeof(st.differs));
+	assert_null(validate_raw(N2B, MSG_NETD_SNAT_STATE, sizeof(st), &st,
+	    sizeof(st)));
+	st.in_place = 1;
+	assert_string_equal(validate_raw(N2B, MSG_NETD_SNAT_STATE,
+	    sizeof(st), &st, sizeof(st)),
+	    "SNAT state in place, yet says what differs");
+	st.differs[0] = '\0';
+	assert_null(validate_raw(N2B, MSG_NETD_SNAT_STATE, sizeof(st), &st,
+	    sizeof(st)));
+	memset(st.differs, '\x1b', sizeof(st.differs));
+	st.in_place = 0;
+	assert_string_equal(validate_raw(N2B, MSG_NETD_SNAT_STATE,
+	    sizeof(st), &st, sizeof(st)),
+	    "unterminated string in SNAT state");
+}
 
 static void
 test_every_meaning_check(void **state)
@@ -1063,6 +1097,7 @@ main(void)
 		cmocka_unit_test(test_rejects_unterminated_strings),
 		cmocka_unit_test(test_rejects_bad_values),
 		cmocka_unit_test(test_every_meaning_check),
+		cmocka_unit_test(test_snat_state_differs),
 		cmocka_unit_test(test_array_entries_checked_within_count),
 		cmocka_unit_test(test_prefixes_checked),
 		cmocka_unit_test(test_rejects_descriptors),

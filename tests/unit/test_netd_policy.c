@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -1126,6 +1127,7 @@ host_route(const char *dst, uint32_t ifindex, const char *gw)
 	memset(&r, 0, sizeof(r));
 	r.dst = ip(dst);
 	r.dst_len = 32;
+	r.type = NETD_ROUTE_UNICAST;
 	r.scope = gw == NULL ? NETD_SCOPE_LINK : 0;
 	r.gateway = gw == NULL ? 0 : ip(gw);
 	r.ifindex = ifindex;
@@ -1228,6 +1230,68 @@ test_pod_route(void **state)
 	assert_false(present);
 }
 
+/* A route to the address of another kind (blackhole 6, unreachable 7,
+ * prohibit 8, and the rest), at any metric, is a route to it: never
+ * shadowed by a /32 of netd's, also beside the pod's own. */
+static void
+test_pod_route_other_kinds(void **state)
+{
+	static const struct {
+		uint8_t type;
+		const char *name;
+	} kinds[] = {
+		{ 6, "blackhole" }, { 7, "unreachable" }, { 8, "prohibit" },
+		{ 9, "throw" }, { 2, "local" }, { 0, "unspec" },
+		{ 200, "of an unknown type" },
+	};
+	static const uint32_t metrics[] = { 0, 50, 1024, UINT32_MAX };
+	struct netd_policy p;
+	struct msg_netd_pod_route m;
+	struct nd_pod_link l;
+	struct nd_host_route r[2];
+	char detail[96], want[96];
+	bool present;
+	size_t i, j;
+
+	(void)state;
+	make_policy(&p);
+	pod_veth(&l);
+	route_req(&m, "10.0.16.9", "enid1a2b3c4d5e6");
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		for (j = 0; j < sizeof(metrics) / sizeof(metrics[0]); j++) {
+			memset(&r[0], 0, sizeof(r[0]));
+			r[0].dst = ip("10.0.16.9");
+			r[0].dst_len = 32;
+			r[0].type = kinds[i].type;
+			r[0].metric = metrics[j];
+			r[1] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
+			assert_string_equal(policy_check_pod_route(&p, &m,
+			    true, &l, r, 1, &present, detail,
+			    sizeof(detail)), "the address is routed already; "
+			    "netd replaces no route");
+			assert_false(present);
+			snprintf(want, sizeof(want), "%s, metric %u",
+			    kinds[i].name, metrics[j]);
+			assert_string_equal(detail, want);
+			/* the pod's own route there too changes nothing */
+			assert_non_null(policy_check_pod_route(&p, &m, true,
+			    &l, r, 2, &present, detail, sizeof(detail)));
+			assert_false(present);
+			/* nor one of another kind on the veth of another
+			 * address: that is no pod's route (ifindex 0) */
+			r[0].dst = ip("10.0.16.33");
+			assert_null(check_route(&p, &m, true, &l, r, 1,
+			    &present));
+		}
+	}
+	/* A unicast route through another device names its metric. */
+	r[0] = host_route("10.0.16.9", VETH_IFINDEX + 1, NULL);
+	r[0].metric = 50;
+	assert_non_null(policy_check_pod_route(&p, &m, true, &l, r, 1,
+	    &present, detail, sizeof(detail)));
+	assert_string_equal(detail, "ifindex 41, metric 50");
+}
+
 int
 main(void)
 {
@@ -1253,6 +1317,7 @@ main(void)
 		cmocka_unit_test(test_random_bare),
 		cmocka_unit_test(test_random_node_merge),
 		cmocka_unit_test(test_pod_route),
+		cmocka_unit_test(test_pod_route_other_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
