@@ -2707,9 +2707,15 @@ engine_restore(struct broker *b)
 	if (rc == CKPT_NEWER)	/* main() refuses it first: not seen here */
 		fatalx("checkpoint in %s: %s", b->cfg.state_dir, err);
 	if (rc == 1) {
+		/* None at all: a new node, or files moved aside by hand (a
+		 * downgrade's way out).  Pods may be running all the same:
+		 * the kernel's rules say which addresses they hold. */
 		if (note[0] != '\0')
 			log_warnx("checkpoint: %s", note);
-		log_info("checkpoint: none yet; starting with no pods");
+		log_info("checkpoint: none; rebuilding the pods from the "
+		    "kernel's rules (none on a new node)");
+		en->rebuild_from_kernel = true;
+		en->checkpoint_none = true;
 		return;
 	}
 	if (rc == -1) {
@@ -2721,11 +2727,14 @@ engine_restore(struct broker *b)
 	}
 	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {
 		log_warnx("checkpoint: written on %s, this is %s; its %zu pods "
-		    "are not this node's and are ignored",
+		    "are not this node's and are ignored, and the pods are "
+		    "rebuilt from the kernel's rules",
 		    en->restored.instance_id, b->instance.instance_id,
 		    en->restored.npods);
 		checkpoint_free(&en->restored);
 		memset(&en->restored, 0, sizeof(en->restored));
+		en->rebuild_from_kernel = true;
+		en->checkpoint_none = true;
 		return;
 	}
 	for (i = 0; i < en->restored.npods; i++)
