@@ -2421,14 +2421,19 @@ engine_drains(struct broker *b)
  * at once, find the same, and spin.
  */
 /*
- * When the cooling addresses on ready ENIs come free, earliest first (one
- * that waits for a reconciliation's confirmation: a retry's time from
- * now); returns how many.
+ * When the cooling addresses on ready ENIs come free, earliest first (an
+ * unconfirmed one with the reconciliation that confirms it:
+ * pool_cooling_free_at); returns how many.
  */
 static uint32_t
 engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
     uint32_t max)
 {
+	const struct pool_confirm c = {
+		.recon_asked = b->engine.recon_asked,
+		.recon_running = b->engine.recon != NULL,
+		.retry_ms = ENGINE_CONFIRM_RETRY_MS,
+	};
 	uint32_t i, j, k, n = 0;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
@@ -2444,8 +2449,8 @@ engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
 			    a->state != ADDR_UNCONFIRMED) ||
 			    addr_usable(a, now))
 				continue;
-			t = a->cool_until > now ? a->cool_until :
-			    now + ENGINE_CONFIRM_RETRY_MS;
+			t = pool_cooling_free_at(a->state == ADDR_UNCONFIRMED,
+			    a->cool_until, &c, now);
 			for (k = n++; k > 0 && out[k - 1] > t; k--)
 				out[k] = out[k - 1];
 			out[k] = t;

@@ -749,6 +749,25 @@ pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max)
 	return ms < max ? ms : max;
 }
 
+uint64_t
+pool_cooling_free_at(bool unconfirmed, uint64_t cool_until,
+    const struct pool_confirm *c, uint64_t now)
+{
+	uint64_t retry;
+
+	/* Cooling, or unconfirmed with its run asked at cool_until: that
+	 * run's answer follows in a moment. */
+	if (cool_until > now || !unconfirmed)
+		return cool_until > now ? cool_until : now;
+	/* A run asked since is on its way, or none has been asked since
+	 * and one is asked now (engine_cool): it frees with its answer. */
+	if (c->recon_asked < cool_until || c->recon_running)
+		return now;
+	/* The run asked since passed it by: the next, after the retry. */
+	retry = c->recon_asked + c->retry_ms;
+	return retry > now ? retry : now;
+}
+
 int
 pool_pick_eni(const struct pool_facts *f)
 {

@@ -234,6 +234,24 @@ int	pool_pick_eni(const struct pool_facts *f);
  */
 uint64_t	pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max);
 
+/*
+ * When an address that cools comes free, as far as can be told at now
+ * (ms): a cooling one at its cool_until; an unconfirmed one (an unassign
+ * may have taken it) once a reconciliation asked at or after cool_until
+ * has found it on its ENI.  The latest run was asked at recon_asked and
+ * is still on its way if recon_running; retry_ms is how long after a run
+ * that passed the address by (its ENI's addresses were changing) the
+ * next is asked.
+ */
+struct pool_confirm {
+	uint64_t	recon_asked;	/* ms */
+	bool		recon_running;
+	uint64_t	retry_ms;
+};
+
+uint64_t	pool_cooling_free_at(bool unconfirmed, uint64_t cool_until,
+		    const struct pool_confirm *c, uint64_t now);
+
 /* The params from the configuration and the instance's limits. */
 void	pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 	    uint32_t cloud_max_enis);

@@ -460,6 +460,36 @@ test_refused_eni_keeps_its_addresses(void **state)
 }
 
 /*
+ * When a cooling address comes free (issue 34, item 4): an unconfirmed
+ * one whose cooldown is over frees with the reconciliation that confirms
+ * it, a moment away, not a confirm retry away; only one that a finished
+ * run passed by waits for the retry.
+ */
+static void
+test_cooling_free_at(void **state)
+{
+	struct pool_confirm c = { .recon_asked = 1000, .recon_running = false,
+	    .retry_ms = 5000 };
+
+	(void)state;
+	/* Before its end, either kind: at its end. */
+	assert_int_equal(pool_cooling_free_at(false, 9000, &c, 8000), 9000);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 8000), 9000);
+	/* Its end reached, no run asked since: one is asked now. */
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9000), 9000);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9500), 9500);
+	c.recon_running = true;		/* one older, on its way */
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9500), 9500);
+	/* A run asked since, on its way: with its answer. */
+	c.recon_asked = 9010;
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9020), 9020);
+	/* That run over, the address passed by: the retry after it. */
+	c.recon_running = false;
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9100), 14010);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 15000), 15000);
+}
+
+/*
  * When the plan would act on time alone: a surplus's delay, an ENI kept
  * after refusals, growth's backoff, a subnet's inhibit.  A surplus past
  * its delay that nothing can shrink (ENI mode, every ENI holding a pod)
@@ -2593,6 +2623,7 @@ main(void)
 		cmocka_unit_test(test_refused_eni_keeps_its_addresses),
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
 		cmocka_unit_test(test_wake),
+		cmocka_unit_test(test_cooling_free_at),
 		cmocka_unit_test(test_no_overgrowth_while_slow),
 		cmocka_unit_test(test_busy_eni_room_is_coming),
 		cmocka_unit_test(test_prefix_growth),
