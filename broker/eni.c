@@ -2556,8 +2556,30 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			    en->last_failure);
 			break;
 		case BLOCK_MAX_PODS:
-			waiters_fail(b, UINT64_MAX, "max-pods", "max_pods (%u) addresses "
-			    "are held by pods", en->params.max_pods);
+			if (en->params.max_pods != 0 &&
+			    en->params.max_pods < POOL_MAX_HELD)
+				waiters_fail(b, UINT64_MAX, "max-pods",
+				    "max_pods (%u) addresses are held by pods",
+				    en->params.max_pods);
+			else
+				waiters_fail(b, UINT64_MAX, "max-pods",
+				    "%u addresses are held by pods: the most "
+				    "enid holds on a node (ENID_MAX_PODS)",
+				    POOL_MAX_HELD);
+			break;
+		case BLOCK_ENID_LIMIT:
+			/* enid's tables, not the cloud: the instance would
+			 * take more.  What cools may still come in time. */
+			nfrees = engine_cooling_frees(b, now, frees,
+			    POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS);
+			waiters_fail_but_cooling(b, frees, nfrees, "max-pods",
+			    "no free address, and enid holds no more on this "
+			    "node, though the instance would take more: at "
+			    "most %u ENIs (ENID_MAX_ENIS), %u addresses an ENI "
+			    "(ENID_MAX_ENI_PREFIXES of %u) and %u in all "
+			    "(ENID_MAX_PODS)", POOL_MAX_ENIS,
+			    POOL_MAX_ENI_ADDRS, POOL_PREFIX_ADDRS,
+			    POOL_MAX_HELD);
 			break;
 		case BLOCK_ENI_LIMIT:
 			/* What cools may still come in time: those waiters

@@ -151,6 +151,8 @@ struct pool_params {
 	uint32_t	warm_eni_target;
 	uint32_t	max_pods;	/* 0: no cap but capacity */
 	uint32_t	max_enis;	/* the effective limit, primary included */
+	/* max_enis is enid's ENID_MAX_ENIS, the cloud's being more */
+	bool		max_enis_enid;
 	uint32_t	block_size;	/* a single's addresses: 1 */
 	uint64_t	shrink_delay_ms; /* surplus must last this long */
 	/* Prefix delegation: on, and the instance can hold prefixes. */
@@ -191,10 +193,12 @@ struct pool_action {
 /* Why growth can't cover the need: what waiters are told. */
 enum pool_block {
 	BLOCK_NONE = 0,
-	BLOCK_MAX_PODS,		/* max_pods addresses are held */
+	BLOCK_MAX_PODS,		/* max_pods (ENID_MAX_PODS) addresses held */
 	BLOCK_ENI_LIMIT,	/* no room on any ENI, and no ENI slot left */
 	BLOCK_SUBNET_FULL,	/* no configured subnet has addresses */
 	BLOCK_BACKOFF,		/* growth failed lately and is backing off */
+	BLOCK_ENID_LIMIT,	/* enid's own tables (maxima.h) hold no more,
+				 * the cloud's limits being more */
 };
 
 const char	*pool_block_name(enum pool_block b);
