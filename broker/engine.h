@@ -344,8 +344,11 @@ struct engine {
 	/* what the store gave back at start: its cooling addresses, until
 	 * their ENIs are set up (pods_bind_restored) */
 	struct checkpoint	 restored;
-	bool			 rebuild_from_kernel; /* checkpoint was unusable */
-	bool			 checkpoint_lost; /* so: pods were rebuilt */
+	/* No usable checkpoint of this node's: the pods are rebuilt from
+	 * the kernel's rules by the first run (recon_recover_pods). */
+	bool			 rebuild_from_kernel;
+	bool			 checkpoint_lost; /* unusable, moved aside */
+	bool			 checkpoint_none; /* none, or another's */
 	uint32_t		 npods_recovered; /* from the kernel's rules */
 	int64_t			 started_wall;	/* unix s, engine_init */
 

@@ -2421,14 +2421,19 @@ engine_drains(struct broker *b)
  * at once, find the same, and spin.
  */
 /*
- * When the cooling addresses on ready ENIs come free, earliest first (one
- * that waits for a reconciliation's confirmation: a retry's time from
- * now); returns how many.
+ * When the cooling addresses on ready ENIs come free, earliest first (an
+ * unconfirmed one with the reconciliation that confirms it:
+ * pool_cooling_free_at); returns how many.
  */
 static uint32_t
 engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
     uint32_t max)
 {
+	const struct pool_confirm c = {
+		.recon_asked = b->engine.recon_asked,
+		.recon_running = b->engine.recon != NULL,
+		.retry_ms = ENGINE_CONFIRM_RETRY_MS,
+	};
 	uint32_t i, j, k, n = 0;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
@@ -2444,8 +2449,8 @@ engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
 			    a->state != ADDR_UNCONFIRMED) ||
 			    addr_usable(a, now))
 				continue;
-			t = a->cool_until > now ? a->cool_until :
-			    now + ENGINE_CONFIRM_RETRY_MS;
+			t = pool_cooling_free_at(a->state == ADDR_UNCONFIRMED,
+			    a->cool_until, &c, now);
 			for (k = n++; k > 0 && out[k - 1] > t; k--)
 				out[k] = out[k - 1];
 			out[k] = t;
@@ -2551,8 +2556,30 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 			    en->last_failure);
 			break;
 		case BLOCK_MAX_PODS:
-			waiters_fail(b, UINT64_MAX, "max-pods", "max_pods (%u) addresses "
-			    "are held by pods", en->params.max_pods);
+			if (en->params.max_pods != 0 &&
+			    en->params.max_pods < POOL_MAX_HELD)
+				waiters_fail(b, UINT64_MAX, "max-pods",
+				    "max_pods (%u) addresses are held by pods",
+				    en->params.max_pods);
+			else
+				waiters_fail(b, UINT64_MAX, "max-pods",
+				    "%u addresses are held by pods: the most "
+				    "enid holds on a node (ENID_MAX_PODS)",
+				    POOL_MAX_HELD);
+			break;
+		case BLOCK_ENID_LIMIT:
+			/* enid's tables, not the cloud: the instance would
+			 * take more.  What cools may still come in time. */
+			nfrees = engine_cooling_frees(b, now, frees,
+			    POOL_MAX_ENIS * POOL_MAX_ENI_ADDRS);
+			waiters_fail_but_cooling(b, frees, nfrees, "max-pods",
+			    "no free address, and enid holds no more on this "
+			    "node, though the instance would take more: at "
+			    "most %u ENIs (ENID_MAX_ENIS), %u addresses an ENI "
+			    "(ENID_MAX_ENI_PREFIXES of %u) and %u in all "
+			    "(ENID_MAX_PODS)", POOL_MAX_ENIS,
+			    POOL_MAX_ENI_ADDRS, POOL_PREFIX_ADDRS,
+			    POOL_MAX_HELD);
 			break;
 		case BLOCK_ENI_LIMIT:
 			/* What cools may still come in time: those waiters
@@ -2707,9 +2734,15 @@ engine_restore(struct broker *b)
 	if (rc == CKPT_NEWER)	/* main() refuses it first: not seen here */
 		fatalx("checkpoint in %s: %s", b->cfg.state_dir, err);
 	if (rc == 1) {
+		/* None at all: a new node, or files moved aside by hand (a
+		 * downgrade's way out).  Pods may be running all the same:
+		 * the kernel's rules say which addresses they hold. */
 		if (note[0] != '\0')
 			log_warnx("checkpoint: %s", note);
-		log_info("checkpoint: none yet; starting with no pods");
+		log_info("checkpoint: none; rebuilding the pods from the "
+		    "kernel's rules (none on a new node)");
+		en->rebuild_from_kernel = true;
+		en->checkpoint_none = true;
 		return;
 	}
 	if (rc == -1) {
@@ -2721,11 +2754,14 @@ engine_restore(struct broker *b)
 	}
 	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {
 		log_warnx("checkpoint: written on %s, this is %s; its %zu pods "
-		    "are not this node's and are ignored",
+		    "are not this node's and are ignored, and the pods are "
+		    "rebuilt from the kernel's rules",
 		    en->restored.instance_id, b->instance.instance_id,
 		    en->restored.npods);
 		checkpoint_free(&en->restored);
 		memset(&en->restored, 0, sizeof(en->restored));
+		en->rebuild_from_kernel = true;
+		en->checkpoint_none = true;
 		return;
 	}
 	for (i = 0; i < en->restored.npods; i++)

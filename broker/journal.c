@@ -295,9 +295,11 @@ newer_advice(char *err, size_t errlen)
 	size_t n = strlen(err);
 
 	snprintf(err + n, errlen - n, "; nothing was changed.  Run the newer "
-	    "enid that wrote it, or, to give up what it records and rebuild "
-	    "the pods from the cloud and the kernel, move %s and %s out of "
-	    "the state directory by hand", CKPT_FILE, CKPT_JOURNAL_FILE);
+	    "enid that wrote it, or, to give up what it records, move %s and "
+	    "%s out of the state directory by hand: the next start rebuilds "
+	    "the pods from the kernel's rules, and running pods keep their "
+	    "addresses, held as enid-recovered-ADDRESS until a CNI GC "
+	    "releases them", CKPT_FILE, CKPT_JOURNAL_FILE);
 }
 
 int

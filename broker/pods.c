@@ -1087,16 +1087,17 @@ waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 }
 
 /*
- * A new pod over max_pods is refused as such before a warm address is
- * taken: netd would refuse its rules anyway, but as "netd", which names
- * the wrong cause.  Pods being deleted still count: their addresses are
- * not free yet.
+ * A new pod over max_pods, or over the ENID_MAX_PODS enid holds, is
+ * refused as such before a warm address is taken: netd would refuse its
+ * rules anyway, but as "netd", which names the wrong cause.  Pods being
+ * deleted still count: their addresses are not free yet.
  */
 bool
 pods_at_max(const struct broker *b)
 {
 	/* Lost pods count for the checkpoint's cap: it records them. */
 	return b->engine.npods >= CKPT_MAX_PODS ||
+	    b->engine.npods >= POOL_MAX_HELD ||
 	    (b->engine.params.max_pods != 0 &&
 	    b->engine.npods >= b->engine.params.max_pods);
 }
@@ -1108,6 +1109,10 @@ refuse_max_pods(const struct broker *b, struct jref *ref)
 		jref_error(ref, "max-pods", "%u pods are recorded, lost ones "
 		    "included: the most the checkpoint holds "
 		    "(ENID_MAX_RECORDED_PODS)", b->engine.npods);
+	else if (b->engine.params.max_pods == 0 ||
+	    b->engine.params.max_pods > b->engine.npods)
+		jref_error(ref, "max-pods", "%u pods hold addresses: the most "
+		    "enid holds on a node (ENID_MAX_PODS)", b->engine.npods);
 	else
 		jref_error(ref, "max-pods", "max_pods (%u) pods hold "
 		    "addresses", b->engine.params.max_pods);

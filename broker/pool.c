@@ -8,8 +8,9 @@
  * ones (warm_ip_target, or warm_eni_target ENIs' worth; with prefix
  * delegation the larger of warm_ip_target and warm_prefix_target
  * prefixes' worth, warm_eni_target unused), at least
- * minimum_ip_target, never more free than max_pods leaves room for, and
- * always enough for the ADDs waiting.  Growth fills ready ENIs first, the
+ * minimum_ip_target, never more free than max_pods (or, without it, the
+ * ENID_MAX_PODS enid holds) leaves room for, and always enough for the
+ * ADDs waiting.  Growth fills ready ENIs first, the
  * fullest first; then creates ENIs in the configured subnet with the most
  * free addresses, never past the ENI limit as the cloud counts it.
  * Shrinking waits until the surplus has lasted shrink_delay and never takes
@@ -42,6 +43,8 @@ pool_block_name(enum pool_block b)
 		return "subnet-full";
 	case BLOCK_BACKOFF:
 		return "backoff";
+	case BLOCK_ENID_LIMIT:
+		return "max-pods";	/* what waiters are told */
 	}
 	return "?";
 }
@@ -59,8 +62,10 @@ pool_params_from(struct pool_params *p, const struct enid_config *cfg,
 	p->max_enis = cloud_max_enis;
 	if (cfg->pool.max_enis != 0 && cfg->pool.max_enis < p->max_enis)
 		p->max_enis = cfg->pool.max_enis;
-	if (p->max_enis > POOL_MAX_ENIS)
+	if (p->max_enis > POOL_MAX_ENIS) {
 		p->max_enis = POOL_MAX_ENIS;
+		p->max_enis_enid = true;
+	}
 	p->block_size = 1;
 	p->shrink_delay_ms = (uint64_t)cfg->pool.shrink_delay_s * 1000;
 	/* prefixes: the engine sets it once the instance is known to hold
@@ -268,6 +273,7 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 	uint32_t remaining = deficit, slots, order[POOL_MAX_ENIS];
 	uint32_t avail[POOL_MAX_SUBNETS], i, j, n = 0;
 	bool any_subnet = false, room_in_full_subnet = false;
+	bool tables_full = false;
 	bool done[POOL_MAX_ENIS];
 	int s;
 
@@ -291,6 +297,10 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 
 		if (e->state != ENI_READY || !e->usable || eni_room(e) == 0)
 			continue;
+		/* Slots the cloud would fill, but enid's table of the ENI
+		 * holds no more (POOL_MAX_ENI_ADDRS: maxima.h). */
+		if (eni_prefix_room(e) == 0 && eni_single_room(e) == 0)
+			tables_full = true;
 		/* Its subnet ran out lately: no address to be had there. */
 		if (!subnet_open(f, e->subnet, now)) {
 			room_in_full_subnet = true;
@@ -463,12 +473,16 @@ plan_grow(const struct pool_params *p, const struct pool_facts *f,
 		}
 	}
 
-	/* Nothing under way and nothing more to start: say why. */
+	/* Nothing under way and nothing more to start: say why.  At the
+	 * ENI limit, enid's own tables are what bind if the cloud would take
+	 * more ENIs, or more blocks on an ENI. */
 	if (remaining > 0 && out->nactions == 0 && in_flight == 0) {
 		if (room_in_full_subnet)
 			out->blocked = BLOCK_SUBNET_FULL;
 		else if (out->used_slots >= p->max_enis || slots == 0)
-			out->blocked = BLOCK_ENI_LIMIT;
+			out->blocked = tables_full || (p->max_enis_enid &&
+			    out->used_slots >= p->max_enis) ?
+			    BLOCK_ENID_LIMIT : BLOCK_ENI_LIMIT;
 		else if (!any_subnet ||
 		    (pick_subnet(p, f, avail, now, false) == -1 &&
 		    (!p->prefixes || pick_subnet(p, f, avail, now, true) == -1)))
@@ -676,7 +690,9 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 	if (f->attached_enis + starting > out->used_slots)
 		out->used_slots = f->attached_enis + starting;
 
-	cap = p->max_pods ? p->max_pods : UINT32_MAX;
+	/* Pods with an address: max_pods, within what enid holds. */
+	cap = p->max_pods && p->max_pods < POOL_MAX_HELD ? p->max_pods :
+	    POOL_MAX_HELD;
 	warm = eni_mode ? p->warm_eni_target * slots_per_eni : p->warm_ip_target;
 	/* With prefixes, the larger of the two targets: prefixes' worth of
 	 * free addresses, or warm_ip_target of them. */
@@ -697,6 +713,13 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 
 	if (f->waiters > 0 && assigned >= cap) {
 		out->blocked = BLOCK_MAX_PODS;
+		return;
+	}
+	/* All enid holds is held, by pods and cooling addresses, and none
+	 * is on its way: only what cools may serve the waiters. */
+	if (f->waiters > free_ && adding == 0 &&
+	    assigned + cooling >= POOL_MAX_HELD) {
+		out->blocked = BLOCK_ENID_LIMIT;
 		return;
 	}
 	if (out->need > out->have) {
@@ -747,6 +770,25 @@ pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max)
 	while (n-- > 1 && ms < max)
 		ms *= 2;
 	return ms < max ? ms : max;
+}
+
+uint64_t
+pool_cooling_free_at(bool unconfirmed, uint64_t cool_until,
+    const struct pool_confirm *c, uint64_t now)
+{
+	uint64_t retry;
+
+	/* Cooling, or unconfirmed with its run asked at cool_until: that
+	 * run's answer follows in a moment. */
+	if (cool_until > now || !unconfirmed)
+		return cool_until > now ? cool_until : now;
+	/* A run asked since is on its way, or none has been asked since
+	 * and one is asked now (engine_cool): it frees with its answer. */
+	if (c->recon_asked < cool_until || c->recon_running)
+		return now;
+	/* The run asked since passed it by: the next, after the retry. */
+	retry = c->recon_asked + c->retry_ms;
+	return retry > now ? retry : now;
 }
 
 int

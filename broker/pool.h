@@ -151,6 +151,8 @@ struct pool_params {
 	uint32_t	warm_eni_target;
 	uint32_t	max_pods;	/* 0: no cap but capacity */
 	uint32_t	max_enis;	/* the effective limit, primary included */
+	/* max_enis is enid's ENID_MAX_ENIS, the cloud's being more */
+	bool		max_enis_enid;
 	uint32_t	block_size;	/* a single's addresses: 1 */
 	uint64_t	shrink_delay_ms; /* surplus must last this long */
 	/* Prefix delegation: on, and the instance can hold prefixes. */
@@ -191,10 +193,12 @@ struct pool_action {
 /* Why growth can't cover the need: what waiters are told. */
 enum pool_block {
 	BLOCK_NONE = 0,
-	BLOCK_MAX_PODS,		/* max_pods addresses are held */
+	BLOCK_MAX_PODS,		/* max_pods (ENID_MAX_PODS) addresses held */
 	BLOCK_ENI_LIMIT,	/* no room on any ENI, and no ENI slot left */
 	BLOCK_SUBNET_FULL,	/* no configured subnet has addresses */
 	BLOCK_BACKOFF,		/* growth failed lately and is backing off */
+	BLOCK_ENID_LIMIT,	/* enid's own tables (maxima.h) hold no more,
+				 * the cloud's limits being more */
 };
 
 const char	*pool_block_name(enum pool_block b);
@@ -233,6 +237,24 @@ int	pool_pick_eni(const struct pool_facts *f);
  * row (n >= 1): base ms, doubling each time, up to max ms.
  */
 uint64_t	pool_refused_backoff_ms(uint32_t n, uint64_t base, uint64_t max);
+
+/*
+ * When an address that cools comes free, as far as can be told at now
+ * (ms): a cooling one at its cool_until; an unconfirmed one (an unassign
+ * may have taken it) once a reconciliation asked at or after cool_until
+ * has found it on its ENI.  The latest run was asked at recon_asked and
+ * is still on its way if recon_running; retry_ms is how long after a run
+ * that passed the address by (its ENI's addresses were changing) the
+ * next is asked.
+ */
+struct pool_confirm {
+	uint64_t	recon_asked;	/* ms */
+	bool		recon_running;
+	uint64_t	retry_ms;
+};
+
+uint64_t	pool_cooling_free_at(bool unconfirmed, uint64_t cool_until,
+		    const struct pool_confirm *c, uint64_t now);
 
 /* The params from the configuration and the instance's limits. */
 void	pool_params_from(struct pool_params *p, const struct enid_config *cfg,

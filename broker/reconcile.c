@@ -926,8 +926,10 @@ reconcile_restored(struct broker *b)
 }
 
 /*
- * The checkpoint was unusable: a pod's "to" rule in the kernel is the
- * only record left that its address is held.  Such an address, if the
+ * The checkpoint was unusable, or there is none of this node's (a new
+ * node, or one whose files were moved aside by hand after a downgrade):
+ * a pod's "to" rule in the kernel is the only record left that its
+ * address is held.  Such an address, if the
  * cloud still has it on one of the pool's ENIs, is kept as a pod named
  * "enid-recovered-<ip>" so it is never handed out twice and its pod keeps
  * its routing; the runtime's next CNI GC, which never lists that name,
@@ -978,9 +980,9 @@ recon_recover_pods(struct reconcile_run *r)
 		cp.ip = ru->dst;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);
-		log_warnx("reconcile: %s on %s is routed to a pod the lost "
-		    "checkpoint held; kept as %s until a CNI GC gives it back",
-		    ip, e->id, cp.container_id);
+		log_warnx("reconcile: %s on %s is routed to a pod no "
+		    "checkpoint records; kept as %s until a CNI GC gives it "
+		    "back", ip, e->id, cp.container_id);
 		n++;
 	}
 	b->engine.npods_recovered += (uint32_t)n;
@@ -1864,6 +1866,14 @@ recon_finish(struct reconcile_run *r, const char *failure)
 			    "from the kernel's rules as enid-recovered-*, "
 			    "held until a CNI GC releases them",
 			    en->npods_recovered);
+		else if (en->checkpoint_none && en->npods_recovered > 0)
+			log_warnx("pool: running with no checkpoint of this "
+			    "node's: %u pods rebuilt from the kernel's rules "
+			    "as enid-recovered-*, held until a CNI GC releases "
+			    "them", en->npods_recovered);
+		else if (en->checkpoint_none)
+			log_info("pool: running, with no checkpoint and no "
+			    "pod's rules in the kernel: no pods");
 		else
 			log_info("pool: running, %u pods restored from the "
 			    "checkpoint", en->npods);

@@ -231,3 +231,64 @@ def test_damaged_snapshot_moved_aside_and_said(env):
     assert "pool: running without the checkpoint (it was unusable and " \
         "moved aside): 2 pods rebuilt from the kernel's rules" in log, log
     assert "restored from the checkpoint" not in log, log
+
+
+def pod_rules(env, ips):
+    """Each address's lines in the node's rule list."""
+    text = subprocess.run(["ip", "-4", "-n", env.ns, "rule", "show"],
+                          check=True, capture_output=True, text=True).stdout
+    return {ip: sorted(line.split(":", 1)[1].strip()
+                       for line in text.splitlines()
+                       if " %s " % ip in line + " ")
+            for ip in ips}
+
+
+def test_newer_moved_aside_as_told_keeps_running_pods(env):
+    """The refusal's way out, taken as it says (issue 34, item 3): with
+    the newer files moved out of the state directory, the next start
+    has no checkpoint at all, and rebuilds the running pods from the
+    kernel's rules as it does after a lost one: they keep their
+    addresses and their rules, and no new pod is given one of them."""
+    held = with_pods(env, 3)
+    env.enid.stop()
+    rules = pod_rules(env, held.values())
+    assert all(rules.values()), rules
+    path = env.state_dir / ckptstate.SNAPSHOT
+    snap = json.loads(path.read_text())
+    snap["version"] = CKPT_VERSION + 1
+    path.write_text(json.dumps(snap))
+    refused(env, "Run the newer enid",
+            "move checkpoint.json and checkpoint.journal out of",
+            "running pods keep their addresses")
+    aside = env.workdir / "aside"
+    aside.mkdir()
+    for name in (ckptstate.SNAPSHOT, ckptstate.JOURNAL):
+        if (env.state_dir / name).exists():
+            os.rename(env.state_dir / name, aside / name)
+
+    e = env.start()
+    pods = {p["ip"]: p["container_id"] for p in env.show("pods")}
+    assert pods == {ip: "enid-recovered-" + ip for ip in held.values()}, \
+        e.text()
+    log = e.text()
+    assert "belong to no pod" not in log, log
+    assert "pool: running with no checkpoint of this node's: 3 pods " \
+        "rebuilt from the kernel's rules" in log, log
+    # A run more finds nothing to fix: the pods' rules are theirs.
+    assert env.reconcile()["drifts_fixed"] == 0
+    assert pod_rules(env, held.values()) == rules
+    for i in range(4):
+        a, _ = env.add("cv-new%d" % i)
+        assert a["ok"] and a["ip"] not in held.values(), a
+    assert "belong to no pod" not in e.text(), e.text()
+
+
+def test_fresh_node_starts_with_no_pods(env):
+    """No checkpoint and no pod's rules: a clean start, with no pod."""
+    e = env.start()
+    log = e.text()
+    assert "pool: running, with no checkpoint and no pod's rules in the " \
+        "kernel: no pods" in log, log
+    assert "enid-recovered" not in log and "reconcile: done, 0 drifts " \
+        "fixed" in log, log
+    assert env.show("pods") == []

@@ -225,6 +225,47 @@ def test_add_that_cooling_cannot_serve_in_time_says_so(make_env):
     assert m and 15 <= float(m.group(1)) <= 20, a
 
 
+def test_add_waits_for_a_cooling_address_restored_by_a_restart(
+        make_env, monkeypatch):
+    """Issue 34, item 4.  After a restart a released address cools on,
+    unconfirmed (an unassign may have taken it): at its cooldown's end a
+    reconciliation confirms it, a moment later.  An ADD whose deadline
+    falls between the two was refused as eni-limit, the address's
+    estimate then being a confirm retry away (5 s); it must wait and get
+    the address.  The confirm retry as written (time scale 1), so that
+    the ADD's deadline can fall well inside it."""
+    monkeypatch.setenv("ENID_TEST_TIME_SCALE", "1")
+    cooldown, add_timeout = 8, 6
+    env = make_env(("--eni-limit", "2", "--ip-limit", "4"),
+                   pool=pool_conf(ip_cooldown_s=cooldown,
+                                  add_timeout_s=add_timeout,
+                                  warm_ip_target=1))
+    env.start()
+    for i in range(6):
+        a, _ = env.add("r%d" % i)
+        assert a["ok"], a
+    a, _ = env.add("over", timeout=30)
+    assert not a["ok"] and a["code"] == "eni-limit", a
+    a, _ = env.delete("r0")
+    assert a["ok"], a
+    env.enid.stop()
+    cooling = env.checkpoint()["cooling"]
+    assert len(cooling) == 1, cooling
+    # Restored, it cools until `until` and a fraction of a second more
+    # (the restart counts whole seconds of the wall clock).
+    until = cooling[0]["until"]
+    env.start()
+    # The ADD's deadline 2 to 3 s after the cooldown's end: well after
+    # the confirming run, well before a confirm retry.
+    env.wait(lambda: time.time() >= until + 3 - add_timeout, cooldown + 5,
+             "the moment to ADD")
+    t0 = time.monotonic()
+    a, _ = env.add("after", timeout=30)
+    took = time.monotonic() - t0
+    assert a["ok"], (a, took)
+    assert a["ip"] == cooling[0]["ip"], (a, cooling)
+
+
 # ---- item 9: a restart is not drift ----
 
 def drifts_metric(env):

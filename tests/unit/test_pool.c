@@ -460,6 +460,36 @@ test_refused_eni_keeps_its_addresses(void **state)
 }
 
 /*
+ * When a cooling address comes free (issue 34, item 4): an unconfirmed
+ * one whose cooldown is over frees with the reconciliation that confirms
+ * it, a moment away, not a confirm retry away; only one that a finished
+ * run passed by waits for the retry.
+ */
+static void
+test_cooling_free_at(void **state)
+{
+	struct pool_confirm c = { .recon_asked = 1000, .recon_running = false,
+	    .retry_ms = 5000 };
+
+	(void)state;
+	/* Before its end, either kind: at its end. */
+	assert_int_equal(pool_cooling_free_at(false, 9000, &c, 8000), 9000);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 8000), 9000);
+	/* Its end reached, no run asked since: one is asked now. */
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9000), 9000);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9500), 9500);
+	c.recon_running = true;		/* one older, on its way */
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9500), 9500);
+	/* A run asked since, on its way: with its answer. */
+	c.recon_asked = 9010;
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9020), 9020);
+	/* That run over, the address passed by: the retry after it. */
+	c.recon_running = false;
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 9100), 14010);
+	assert_int_equal(pool_cooling_free_at(true, 9000, &c, 15000), 15000);
+}
+
+/*
  * When the plan would act on time alone: a surplus's delay, an ENI kept
  * after refusals, growth's backoff, a subnet's inhibit.  A surplus past
  * its delay that nothing can shrink (ENI mode, every ENI holding a pod)
@@ -755,6 +785,91 @@ test_prefix_growth(void **state)
 	f.waiters = POOL_MAX_HELD + 500;
 	pool_plan(&p, &f, 1000, &pl);
 	assert_int_equal(pl.need, POOL_MAX_HELD);
+}
+
+/*
+ * The node's last pod when enid's own tables (maxima.h) bind, not the
+ * cloud's limits nor max_pods (issue 34, item 6): the next ADD is told
+ * max-pods at once.  Before, with every address enid holds given to
+ * pods, the need was capped there and nothing blocked: the ADD waited
+ * for its timeout, told the pool was growing.
+ */
+static void
+test_enid_caps(void **state)
+{
+	struct pool_params p = pparams(1, 1);
+	struct pool_facts f;
+	struct pool_plan pl;
+	uint32_t i, k;
+
+	(void)state;
+	/* ENID_MAX_PODS pods, on a type that takes more: 32 ENIs of 16
+	 * prefixes each would hold 8192. */
+	p.max_enis = POOL_MAX_ENIS;
+	p.max_enis_enid = true;
+	f = facts(0, 0, 0);
+	f.enis[0].capacity = 49;
+	for (i = 1; i < 8; i++)
+		add_eni(&f, ENI_READY, 0, 0, 0);
+	for (i = 0; i < 8; i++) {
+		f.enis[i].capacity = 49;
+		for (k = 0; k < POOL_MAX_PREFIXES; k++)
+			give_prefix(&f.enis[i], POOL_PREFIX_ADDRS, 0);
+	}
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_MAX_PODS);
+	assert_int_equal(pl.nactions, 0);
+	assert_string_equal(pool_block_name(pl.blocked), "max-pods");
+	/* max_pods 0 or at the same cap: the same. */
+	p.max_pods = POOL_MAX_HELD;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_MAX_PODS);
+	p.max_pods = 0;
+	/* One pod fewer, its address cooling: only cooling can serve. */
+	f.enis[7].assigned--;
+	f.enis[7].cooling++;
+	f.enis[7].prefix[15].assigned--;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENID_LIMIT);
+	assert_int_equal(pl.nactions, 0);
+	assert_string_equal(pool_block_name(pl.blocked), "max-pods");
+	/* ...unless it is free: no waiter is failed. */
+	f.enis[7].cooling--;
+	f.enis[7].free++;
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+
+	/* One ENI (the instance's limit), its table full at 16 prefixes
+	 * while the cloud has 48 slots more: enid's table binds. */
+	p = pparams(1, 1);
+	p.max_enis = 1;
+	f = facts(0, 0, 0);
+	f.enis[0].capacity = 63;
+	for (k = 0; k < POOL_MAX_PREFIXES; k++)
+		give_prefix(&f.enis[0], POOL_PREFIX_ADDRS, 0);
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENID_LIMIT);
+	/* With no slot left in the cloud either, the cloud's limit binds. */
+	f.enis[0].capacity = POOL_MAX_PREFIXES;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+
+	/* Single addresses, every ENI full: at ENID_MAX_ENIS, when the
+	 * cloud takes more, that is enid's limit; at the cloud's, its. */
+	p = params(1, 0, 0, 0);
+	p.max_enis = 2;
+	p.max_enis_enid = true;
+	f = facts(CAP, 0, 0);
+	add_eni(&f, ENI_READY, CAP, 0, 0);
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENID_LIMIT);
+	p.max_enis_enid = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
 }
 
 /*
@@ -1321,7 +1436,8 @@ test_prefix_eni_table(void **state)
 	expect_blocks(&pl, 0, ACT_ASSIGN, 0,
 	    (POOL_MAX_ENI_ADDRS - 13) / POOL_PREFIX_ADDRS, true);
 	expect_blocks(&pl, 1, ACT_CREATE_ENI, 0, 4, true);
-	/* a table full of prefixes, 13 slots left: no single address */
+	/* a table full of prefixes, 13 slots left: no single address, and
+	 * the table, not the cloud, is what binds */
 	f = facts(0, 0, 0);
 	f.enis[0].capacity = 29;
 	for (k = 0; k < POOL_MAX_PREFIXES; k++)
@@ -1330,7 +1446,7 @@ test_prefix_eni_table(void **state)
 	p.max_enis = 1;
 	pool_plan(&p, &f, 1000, &pl);
 	assert_int_equal(pl.nactions, 0);
-	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+	assert_int_equal(pl.blocked, BLOCK_ENID_LIMIT);
 	/* likewise with prefix delegation off */
 	p.prefixes = false;
 	pool_plan(&p, &f, 1000, &pl);
@@ -2593,10 +2709,12 @@ main(void)
 		cmocka_unit_test(test_refused_eni_keeps_its_addresses),
 		cmocka_unit_test(test_no_shrink_while_growing_or_waiting),
 		cmocka_unit_test(test_wake),
+		cmocka_unit_test(test_cooling_free_at),
 		cmocka_unit_test(test_no_overgrowth_while_slow),
 		cmocka_unit_test(test_busy_eni_room_is_coming),
 		cmocka_unit_test(test_prefix_growth),
 		cmocka_unit_test(test_prefix_new_eni),
+		cmocka_unit_test(test_enid_caps),
 		cmocka_unit_test(test_prefix_fallback_order),
 		cmocka_unit_test(test_prefix_mixed_slots),
 		cmocka_unit_test(test_prefix_shrink_order),
