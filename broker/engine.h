@@ -322,6 +322,8 @@ struct engine {
 
 	/* planning */
 	struct loop_defer	 kick;
+	/* the next ENI declare or set-up for netd, one at a time (eni.c) */
+	struct loop_defer	 setup_turn;
 	struct loop_timer	 plan_timer;
 	uint64_t		 surplus_since;
 	bool			 surplus_held;	/* said it can't shrink */
@@ -391,6 +393,9 @@ void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 void	addr_set(struct eni *e, uint32_t idx, enum addr_state st);
 
 void	eni_configure(struct eni *e);		/* netd set-up, then ready */
+/* An ENI's declare or set-up waits for netd, or is with it: pods' rules
+ * that no runtime waits for are held back meanwhile. */
+bool	engine_setup_waiting(struct broker *b);
 void	eni_setup_request(const struct eni *e, const struct subnet *s,
 	    struct msg_netd_setup_eni *req);
 void	eni_remove(struct eni *e, const char *fmt, ...)
@@ -479,6 +484,7 @@ void	waiter_add(struct broker *b, struct jref *ref,
 /* Free w and hand back its request, to be answered after. */
 struct jref waiter_take(struct broker *b, struct waiter *w);
 void	pods_serve_waiters(struct broker *b);
+void	pods_netd_run(struct broker *b);	/* send what waits for netd */
 /* Answer code to the waiting ADDs whose add_timeout ends by before (ms,
  * monotonic; UINT64_MAX: all of them). */
 void	waiters_fail(struct broker *b, uint64_t before, const char *code,

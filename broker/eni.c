@@ -71,6 +71,7 @@ static void	eni_create_send(struct eni *e);
 static void	prefixes_not_removing(struct eni *e);
 static void	engine_plan_cb(struct loop *, struct loop_defer *);
 static void	engine_timer_cb(struct loop *, struct loop_timer *);
+static void	setup_turn(struct broker *);
 
 /* ---- small helpers ---- */
 
@@ -217,6 +218,8 @@ eni_free(struct eni *e)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].pod != NULL)
 			pod_lost(e->addrs[i].pod, "its ENI is gone");
+	if (eni_state_configuring(e->state))
+		setup_turn(b);
 	e->used = false;
 	engine_kick(b);
 }
@@ -335,6 +338,10 @@ eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 		e->state_since = now_ms();
 	if (eni_entry[st] != NULL)
 		eni_entry[st](e, from);
+	/* Its request answered or cancelled, or the set-up a re-check
+	 * waited for over: the next step's turn. */
+	if (eni_state_configuring(from) && from != st)
+		setup_turn(e->b);
 	if (from != ENI_NEW && from != st)
 		engine_kick(e->b);
 }
@@ -1347,13 +1354,149 @@ configure_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	pods_bind_restored(b);
 }
 
-/* Declaring, linking, setting-up: the netd request each waits for. */
+/*
+ * A declare and a set-up go to netd one at a time, of all ENIs (issue 34).
+ * netd answers in order, and each of those steps reads the node's links,
+ * addresses and routes whole: 10 ms and more on a node of 700 pods.  A
+ * restart adopts every attached ENI at once; with all their steps sent
+ * together, the one ENI with a free address was ready only after every
+ * other's declare and link lookup, and an ADD's rules then queued behind
+ * the rest.  So a step waits in its state, no request sent, until the one
+ * in flight is answered, and the next is picked then:
+ *
+ *   - an ENI with an address no restored pod holds (an ADD may wait for
+ *     it) first; one whose every address a restored pod holds, whose
+ *     set-up only re-checks what the kernel has for those pods, only once
+ *     no ENI of the first kind is being set up;
+ *   - of those, one being set up before one being declared;
+ *   - and none while an ADD waits that a ready ENI can serve: its rules
+ *     go first (engine_plan_cb serves it, then turns again).
+ *
+ * A link lookup neither waits nor holds the others back: netd keeps it
+ * aside while the link is awaited, up to link_timeout_s (a re-check waits
+ * that long only behind an ENI with free addresses whose link is late).
+ * While a declare or a set-up waits, pods' rules that no runtime waits
+ * for stay in their queue (engine_setup_waiting, pod_netd_send).  An
+ * ENI's addresses still enter the pool only once its own set-up is
+ * answered.
+ */
+static bool
+setup_step_paced(enum eni_state st)
+{
+	return st == ENI_DECLARING || st == ENI_SETTING_UP;
+}
+
+/* spare[k]: whether engine.enis[k] has an address that no restored pod
+ * waits to bind. */
+static void
+setup_spare(struct broker *b, bool spare[POOL_MAX_ENIS])
+{
+	struct engine *en = &b->engine;
+	uint32_t held[POOL_MAX_ENIS], k;
+	const struct pod *p;
+
+	memset(held, 0, sizeof(held));
+	TAILQ_FOREACH(p, &en->pods, all) {
+		if (!p->restored || p->eni != NULL || p->lost)
+			continue;
+		for (k = 0; k < POOL_MAX_ENIS; k++)
+			if (en->enis[k].used &&
+			    strcmp(en->enis[k].id, p->eni_id) == 0) {
+				held[k]++;
+				break;
+			}
+	}
+	for (k = 0; k < POOL_MAX_ENIS; k++)
+		spare[k] = en->enis[k].naddrs > held[k];
+}
+
+static void	setup_send(struct eni *e);
+
+/* Deferred to the end of the loop's turn, so that every ENI a
+ * reconciliation adopted at once is there to choose from. */
+static void
+setup_turn_cb(struct loop *l, struct loop_defer *d)
+{
+	struct broker *b = d->arg;
+	struct engine *en = &b->engine;
+	bool spare[POOL_MAX_ENIS], spare_coming = false, waiting = false;
+	uint32_t k, rank, best_rank = 0;
+	struct eni *e, *best = NULL;
+
+	(void)l;
+	for (k = 0; k < POOL_MAX_ENIS; k++) {
+		e = &en->enis[k];
+		if (!e->used || !setup_step_paced(e->state))
+			continue;
+		if (e->op.active)
+			return;		/* its answer turns again */
+		waiting = true;
+	}
+	if (!waiting) {
+		pods_netd_run(b);	/* what was held back for set-ups */
+		return;
+	}
+	if (en->phase == PHASE_RUNNING && en->nwaiters > 0 &&
+	    pods_pick_eni(b) != NULL) {
+		engine_kick(b);
+		return;
+	}
+	setup_spare(b, spare);
+	for (k = 0; k < POOL_MAX_ENIS; k++)
+		if (en->enis[k].used && spare[k] &&
+		    eni_state_configuring(en->enis[k].state))
+			spare_coming = true;
+	for (k = 0; k < POOL_MAX_ENIS; k++) {
+		e = &en->enis[k];
+		if (!e->used || !setup_step_paced(e->state) ||
+		    (spare_coming && !spare[k]))
+			continue;
+		rank = e->state == ENI_SETTING_UP ? 1 : 0;
+		if (best == NULL || rank > best_rank) {
+			best = e;
+			best_rank = rank;
+		}
+	}
+	if (best != NULL)
+		setup_send(best);
+}
+
+bool
+engine_setup_waiting(struct broker *b)
+{
+	uint32_t k;
+
+	for (k = 0; k < POOL_MAX_ENIS; k++)
+		if (b->engine.enis[k].used &&
+		    setup_step_paced(b->engine.enis[k].state))
+			return true;
+	return false;
+}
+
+/* Whether a paced step may go now is decided at the end of this turn. */
+static void
+setup_turn(struct broker *b)
+{
+	loop_defer(&b->loop, &b->engine.setup_turn);
+}
+
+/* Declaring, linking, setting-up: the netd request each waits for; a
+ * declare and a set-up in turn (setup_turn_cb). */
 static void
 enter_netd_step(struct eni *e, enum eni_state from)
 {
+	(void)from;
+	if (setup_step_paced(e->state))
+		setup_turn(e->b);
+	else
+		setup_send(e);
+}
+
+static void
+setup_send(struct eni *e)
+{
 	struct broker *b = e->b;
 
-	(void)from;
 	if (e->state == ENI_DECLARING) {
 		struct msg_netd_eni req;
 
@@ -2517,6 +2660,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 		return;
 	next = engine_cool(b, now);
 	pods_serve_waiters(b);
+	setup_turn(b);		/* what waited for those ADDs' rules */
 	engine_drains(b);
 	engine_view(b, &f, map);
 	pool_plan(&en->params, &f, now, &pl);
@@ -2695,6 +2839,7 @@ engine_init(struct broker *b)
 	en->started_wall = (int64_t)time(NULL);
 	b->store = store_new(b, engine_record, eni_unassigns_saved);
 	loop_defer_init(&en->kick, engine_plan_cb, b);
+	loop_defer_init(&en->setup_turn, setup_turn_cb, b);
 	loop_timer_init(&en->plan_timer, engine_timer_cb, b);
 	pods_init(b);
 	reconcile_schedule(b);

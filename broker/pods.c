@@ -504,16 +504,19 @@ engine_record(struct broker *b, struct checkpoint *c)
 static void	pod_netd_answer(struct broker *, void *, const struct msg *,
 		    bool);
 
-static void
-netd_slot_free(struct broker *b)
+/*
+ * Send what waits for a slot.  A queued pod may need no request after all
+ * (pod_netd_send): the slot goes on to the next, or it would be lost for
+ * good.  What a runtime waits for first; the rest while few are in flight
+ * and no ENI's set-up step waits (pod_netd_send).  eni.c calls this too,
+ * once the last set-up step is answered.
+ */
+void
+pods_netd_run(struct broker *b)
 {
 	struct engine *en = &b->engine;
 	struct pod *p;
 
-	en->netd_inflight--;
-	/* A queued pod may need no request after all (pod_netd_send): the
-	 * slot goes on to the next, or it would be lost for good.  What a
-	 * runtime waits for first; the rest while few are in flight. */
 	while (en->netd_inflight < ENGINE_MAX_NETD_INFLIGHT &&
 	    (p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
 		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
@@ -521,12 +524,19 @@ netd_slot_free(struct broker *b)
 		pod_netd_send(p);
 	}
 	while (en->netd_inflight < ENGINE_MAX_NETD_BG &&
-	    TAILQ_EMPTY(&en->netd_queue) &&
+	    TAILQ_EMPTY(&en->netd_queue) && !engine_setup_waiting(b) &&
 	    (p = TAILQ_FIRST(&en->netd_bg_queue)) != NULL) {
 		TAILQ_REMOVE(&en->netd_bg_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
 	}
+}
+
+static void
+netd_slot_free(struct broker *b)
+{
+	b->engine.netd_inflight--;
+	pods_netd_run(b);
 }
 
 /*
@@ -561,7 +571,10 @@ pod_netd_unqueue_bg(struct pod *p, bool send)
  * (what no runtime waits for) goes only while fewer than
  * ENGINE_MAX_NETD_BG are in flight and no ADD or DEL waits: the first
  * ADD after a restart of a full node waits behind a few of them, not
- * hundreds (issue 27).
+ * hundreds (issue 27); and while no ENI's declare or set-up waits
+ * (engine_setup_waiting): after a restart an ADD waits for the set-up of
+ * the ENI with free addresses, which netd would otherwise take only after
+ * the restored pods of the ENIs ready already (issue 34).
  */
 void
 pod_netd_send(struct pod *p)
@@ -576,7 +589,8 @@ pod_netd_send(struct pod *p)
 	bg = p->state == POD_READY && p->add_ref.server == NULL;
 	if (en->netd_inflight >= (bg ? ENGINE_MAX_NETD_BG :
 	    ENGINE_MAX_NETD_INFLIGHT) ||
-	    (bg && !TAILQ_EMPTY(&en->netd_queue))) {
+	    (bg && (!TAILQ_EMPTY(&en->netd_queue) ||
+	    engine_setup_waiting(b)))) {
 		if (!p->netd_waiting) {
 			TAILQ_INSERT_TAIL(bg ? &en->netd_bg_queue :
 			    &en->netd_queue, p, netd_q);

@@ -11,7 +11,8 @@ EXTRA_DIST += tests/bench/bench_broker_run tests/bench/bench_memory \
 	tests/bench/bench_netd_rules tests/bench/bench_warmup \
 	tests/bench/bench_rollout tests/bench/bench_all \
 	tests/bench/bench_profile tests/bench/bench_idle \
-	tests/bench/bench_prefixes tests/bench/bench_snat
+	tests/bench/bench_prefixes tests/bench/bench_snat \
+	tests/bench/bench_restart
 
 # Every benchmark runs, even after one fails, and one table closes the
 # run (tests/bench/bench_all; doc/performance.md).  BENCH_ONLY=warmup,...
@@ -26,7 +27,8 @@ bench: all
 	BENCH_ROLLOUT_ARGS="$(BENCH_ROLLOUT_ARGS)" \
 	BENCH_IDLE_ARGS="$(BENCH_IDLE_ARGS)" \
 	BENCH_PREFIXES_ARGS="$(BENCH_PREFIXES_ARGS)" \
-	BENCH_SNAT_ARGS="$(BENCH_SNAT_ARGS)" BENCH_ONLY="$(BENCH_ONLY)" \
+	BENCH_SNAT_ARGS="$(BENCH_SNAT_ARGS)" \
+	BENCH_RESTART_ARGS="$(BENCH_RESTART_ARGS)" BENCH_ONLY="$(BENCH_ONLY)" \
 	/usr/bin/python3 tests/bench/bench_all
 
 # Where the CPU goes on the broker's ADD path and cloudd's request path

@@ -375,3 +375,93 @@ def test_first_add_after_restarting_a_full_node(make_env):
     # At most the few in flight (16), not the 512 of before.
     assert before <= 48, (before, took)
     assert took < 2.0, took
+
+
+# ---- issue 34 item 5: the first ADD after a restart waits for its own
+# ENI's set-up, not the others' ----
+
+def netd_setup_steps(lines):
+    """[(line index, kind, MAC, table or None)] of enid-netd's ENI set-up
+    steps in a log's lines: declared, link found, set up."""
+    import re
+    pats = (("declare", r"eni ([0-9a-f:]{17}): declared with table (\d+)"),
+            ("link", r"link ([0-9a-f:]{17}): found as"),
+            ("setup", r"eni ([0-9a-f:]{17}) setup table (\d+) .*: done"))
+    out = []
+    for i, line in enumerate(lines):
+        if "enid-netd[" not in line:
+            continue
+        for kind, pat in pats:
+            m = re.search(pat, line)
+            if m:
+                out.append((i, kind, m.group(1),
+                            int(m.group(2)) if m.lastindex > 1 else None))
+                break
+    return out
+
+
+def test_first_add_after_restart_waits_for_its_own_eni_only(make_env):
+    """Seven secondary ENIs, all full but one, kill -9, start again with
+    an ADD already waiting: the ENI with the free address is set up first
+    and the ADD's rules go to netd as soon as it is ready, not behind the
+    other six ENIs' set-up, whose addresses restored pods hold (before,
+    every ENI's steps were sent at once, netd took them in that order, and
+    the free ENI was ready only after the others' declares and lookups)."""
+    import re
+    import socket
+    env = make_env(sim_args=("--eni-limit", "8", "--ip-limit", "4"),
+                   reconcile_interval_s=3600,
+                   pool=pool_conf(warm_ip_target=1, warm_eni_target=0,
+                                  add_timeout_s=20))
+    env.start()
+    # The primary's 3 addresses and 7 ENIs of 3: one left free.
+    add_many(env, "rs%02d", 23)
+    settled(env, 1)
+    held = {p["ip"] for p in env.show("pods")}
+    assert len(secondary_enis(env)) == 7, env.show("enis")
+    env.kill9()
+    e = env.start(wait=False)
+    # Sent as soon as the new broker listens: the ADD waits for an
+    # address while the ENIs are adopted and set up again.
+    end = time.monotonic() + 20
+    while True:
+        try:
+            a, _ = env.add("first", timeout=20)
+            break
+        except (ConnectionRefusedError, FileNotFoundError, socket.timeout):
+            assert time.monotonic() < end, e.text()[-3000:]
+            time.sleep(0.005)
+    assert a["ok"], (a, e.text()[-3000:])
+    assert a["ip"] not in held, (a, held)
+    assert e.wait_log("pod %s add rules" % a["ip"], 5), e.text()[-3000:]
+    lines = e.text().splitlines()
+    rule = next(i for i, x in enumerate(lines) if re.search(
+        r"enid-netd\[\d+\]: pod %s add rules \(table \d+\)"
+        % re.escape(a["ip"]), x))
+    table = int(re.search(r"\(table (\d+)\)", lines[rule]).group(1))
+    running = next(i for i, x in enumerate(lines) if "pool: running" in x)
+    steps = netd_setup_steps(lines)
+    own = {mac for _, _, mac, t in steps if t == table}
+    assert len(own) == 1, (table, steps)
+    declared = next(i for i, kind, mac, _ in steps
+                    if kind == "declare" and mac in own)
+    ready = next(i for i, kind, mac, _ in steps
+                 if kind == "setup" and mac in own)
+    during = [(kind, mac) for i, kind, mac, _ in steps
+              if declared < i < ready and mac not in own]
+    after = [(kind, mac) for i, kind, mac, _ in steps
+             if max(ready, running) < i < rule and mac not in own]
+    # The restored pods' rules, made sure of once no ENI waits for a
+    # set-up step: none in netd ahead of the new ADD's.
+    rechecks = [x for x in lines[declared:rule] if re.search(
+        r"enid-netd\[\d+\]: pod (%s) add rules" % "|".join(
+            re.escape(ip) for ip in held), x)]
+    print("other ENIs' steps during its set-up %r, before its rules %r; "
+          "restored pods' rules before them: %d" % (during, after,
+                                                     len(rechecks)))
+    # Nothing of the others between its declare and its set-up (before:
+    # at least their six link lookups); then at most the one step in
+    # flight when the pool began to run.
+    assert not during, (during, "\n".join(lines[declared:ready + 1]))
+    assert len(after) <= 1, (after, "\n".join(lines[ready:rule + 1]))
+    assert not rechecks, rechecks
