@@ -12,6 +12,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -97,7 +98,7 @@ def pytest_configure(config):
 # can read, as an installed enid execs its helpers from libexec.
 # tests/run-all checks first that the temporary directory is in reach.
 _reach = {}
-_stage = {"dir": None, "files": {}}
+_stage = {"dir": None, "files": {}, "lock": threading.Lock()}
 
 
 def unprivileged_reaches(path):
@@ -126,19 +127,28 @@ def for_unprivileged(path):
     path = os.path.abspath(path)
     if unprivileged_reaches(path):
         return path
-    if path not in _stage["files"]:
-        rel = os.path.relpath(path, "/")
-        dest = os.path.join(_stage_dir(), rel)
-        os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
-        for d in _parents(os.path.dirname(dest), _stage_dir()):
-            os.chmod(d, 0o755)
-        shutil.copy2(path, dest)
-        if not unprivileged_reaches(dest):
-            pytest.exit(f"an unprivileged user cannot read {dest}: "
-                        f"make {tempfile.gettempdir()} traversable "
-                        "(chmod o+x) or run with TMPDIR=/tmp", 2)
-        _stage["files"][path] = dest
+    with _stage["lock"]:
+        if path not in _stage["files"]:
+            _stage["files"][path] = _stage_copy(path)
     return _stage["files"][path]
+
+
+def _stage_copy(path):
+    dest = os.path.join(_stage_dir(), os.path.relpath(path, "/"))
+    os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+    for d in _parents(os.path.dirname(dest), _stage_dir()):
+        os.chmod(d, 0o755)
+    # Written by cp, not by this process: a child another thread forks
+    # meanwhile would inherit a descriptor open for writing on it, and
+    # executing it would fail with ETXTBSY until that child's exec.
+    subprocess.run(["cp", "--preserve=mode", path, dest + ".new"],
+                   check=True)
+    os.rename(dest + ".new", dest)
+    if not unprivileged_reaches(dest):
+        pytest.exit(f"an unprivileged user cannot read {dest}: "
+                    f"make {tempfile.gettempdir()} traversable "
+                    "(chmod o+x) or run with TMPDIR=/tmp", 2)
+    return dest
 
 
 def _parents(d, top):
