@@ -5,6 +5,7 @@ exec'd by absolute path from a directory of links to the built binaries,
 as an installed enid would exec them from its libexec directory.
 """
 import atexit
+import codecs
 import json
 import os
 import pathlib
@@ -252,6 +253,11 @@ class Enid:
         self.logpath = logpath
         self.conf = conf
         self.log = open(logpath, "w")
+        # The log only grows: text() reads what is new since its last
+        # call (tests poll it every 20 ms).
+        self._read = 0
+        self._text = ""
+        self._decode = codecs.getincrementaldecoder("utf-8")("replace")
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, *wrap, built("broker/enid"), "-d",
              "-f", str(conf), "-L", str(helpers)],
@@ -263,8 +269,13 @@ class Enid:
         return self.proc.pid
 
     def text(self):
-        with open(self.logpath) as f:
-            return f.read()
+        with open(self.logpath, "rb") as f:
+            f.seek(self._read)
+            more = f.read()
+        if more:
+            self._read += len(more)
+            self._text += self._decode.decode(more)
+        return self._text
 
     def wait_log(self, needle, timeout=10.0):
         end = time.monotonic() + timeout
