@@ -475,9 +475,11 @@ def test_slow_action_delays_only_itself(sim, drive):
                 for _ in range(10)]
         fast += [drive.send("describe-subnets", deadline_ms=10000)
                  for _ in range(5)]
+        # Held behind a slow call, one would take its 3 s; under load a
+        # free one can still take over a second.
         for i in fast:
             a = drive.wait(i)
-            assert a["outcome"] == "ok" and a["latency_ms"] < 1000, a
+            assert a["outcome"] == "ok" and a["latency_ms"] < 2000, a
         for i in slow:
             a = drive.wait(i)
             assert a["outcome"] == "ok" and a["latency_ms"] >= 2900, a
