@@ -1,9 +1,10 @@
 /*
- * netd's side of rtnetlink, through libnl-route-3: two sockets opened
- * before the privilege drop (one for requests and dumps, one subscribed to
- * link, address and route events), snapshots into plain structs for the
- * policy and the planner, and the application of a plan.  Errors are
- * negative errno values.
+ * netd's side of rtnetlink, through libnl-route-3: three sockets opened
+ * before the privilege drop (one for requests, one strictly checked for
+ * netd's own dumps, which the kernel then filters by link, table or
+ * family, and one subscribed to link, address and route events),
+ * snapshots into plain structs for the policy and the planner, and the
+ * application of a plan.  Errors are negative errno values.
  */
 #ifndef ENID_NETD_KERNEL_H
 #define ENID_NETD_KERNEL_H
@@ -18,9 +19,11 @@
 
 struct nl_sock;
 struct nl_cb;
+struct kernel_link;
 
 struct kernel {
-	struct nl_sock	*req;		/* requests and dumps */
+	struct nl_sock	*req;		/* requests, libnl's caches */
+	struct nl_sock	*dump;		/* netd's own dumps, strictly checked */
 	struct nl_sock	*ev;		/* link, address, route notifications */
 	struct nl_cb	*ev_cb;		/* its callbacks */
 	struct nl_cb	*dump_cb;	/* callbacks of netd's own dumps */
@@ -32,6 +35,10 @@ struct kernel {
 	size_t		 nrules, rules_cap;
 	struct nd_ifaddr *addrs;
 	size_t		 naddrs, addrs_cap;
+	struct kernel_link *links;
+	size_t		 nlinks, links_cap;
+	struct nd_route	*routes;
+	size_t		 nroutes, routes_cap;
 };
 
 typedef void	(*kernel_link_cb)(const struct msg_netd_link *, void *);
@@ -69,9 +76,10 @@ int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
 int	kernel_get_link(struct kernel *k, uint32_t ifindex,
 	    struct msg_netd_link *out);
 
-/* Every address of every family on every link, lo included, with its
- * IFA_PROTO tag: 0, or a negative errno. */
-int	kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg);
+/* Every address of family (0: every family) on link ifindex (0: every
+ * link, lo included), with its IFA_PROTO tag: 0, or a negative errno. */
+int	kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
+	    kernel_addr_cb cb, void *arg);
 
 /*
  * Every IPv4 "lookup" rule at one of the given priorities, netd's or not:

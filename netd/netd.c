@@ -703,7 +703,8 @@ netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
 	char detail[64];
 	int rc;
 
-	if ((rc = kernel_each_addr(&nd->kernel, addr_holder, &hc)) < 0) {
+	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	    addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}
@@ -1245,7 +1246,8 @@ netd_snat(struct netd *nd, const struct msg *m)
 	}
 	memset(&pa, 0, sizeof(pa));
 	pa.ifindex = pl->ifindex;
-	if ((rc = kernel_each_addr(&nd->kernel, primary_addr, &pa)) < 0) {
+	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	    primary_addr, &pa)) < 0) {
 		snat_fail(nd, m, what, rc, "reading the primary link's "
 		    "addresses failed");
 		return;
