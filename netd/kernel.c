@@ -474,9 +474,36 @@ kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg)
 	return 0;
 }
 
+/* The half of a link's state that the other links make: whether it has a
+ * master, is one, and which others carry its MAC.  -ENODEV if it is not
+ * among them. */
+static int
+link_kin(const struct kernel *k, uint32_t ifindex, struct nd_link_state *out)
+{
+	const struct kernel_link *self, *e;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifindex;
+	if ((self = links_by_ifindex(k, ifindex)) == NULL)
+		return -ENODEV;
+	out->enslaved = self->master != 0;
+	for (i = 0; i < k->nlinks; i++) {
+		e = &k->links[i];
+		if (e->l.ifindex == ifindex)
+			continue;
+		if (e->master == ifindex)
+			out->master = true;
+		if (e->has_mac && !mac_is_zero(self->l.mac) &&
+		    memcmp(e->l.mac, self->l.mac, 6) == 0)
+			out->same_mac++;
+	}
+	return 0;
+}
+
 int
 kernel_find_link(struct kernel *k, const uint8_t mac[6],
-    struct msg_netd_link *out)
+    struct msg_netd_link *out, struct nd_link_state *st)
 {
 	const struct kernel_link *e;
 	size_t i;
@@ -492,6 +519,8 @@ kernel_find_link(struct kernel *k, const uint8_t mac[6],
 			*out = e->l;
 		found = 1;
 	}
+	if (found && st != NULL && (rc = link_kin(k, out->ifindex, st)) < 0)
+		return rc;
 	return found;
 }
 
@@ -971,45 +1000,23 @@ link_routes_reset(struct kernel *k, void *arg)
 /*
  * What netd judges a link by, read for that link only: the kernel filters
  * the address dump by ifindex and the route dump by RTA_OIF, every family
- * and table, the routes through the link's next-hop objects included.  The
- * links are all read (no filter finds the other links with its MAC), but
- * without their statistics.
+ * and table, the routes through the link's next-hop objects included.
  */
 int
-kernel_link_state(struct kernel *k, uint32_t ifindex,
-    struct nd_link_state *out)
+kernel_link_contents(struct kernel *k, struct nd_link_state *out)
 {
-	const struct kernel_link *self, *e;
 	struct link_routes lrs = { out, false };
 	struct rtmsg rreq;
 	struct dump_req rq = { RTM_GETROUTE, &rreq, sizeof(rreq), 1,
-	    { { RTA_OIF, ifindex } } };
+	    { { RTA_OIF, out->ifindex } } };
 	size_t i;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	out->ifindex = ifindex;
-	/* The link among all others: its master, its slaves, its MAC. */
-	if ((rc = links_dump(k)) < 0)
-		return rc;
-	if ((self = links_by_ifindex(k, ifindex)) == NULL)
-		return -ENODEV;
-	out->enslaved = self->master != 0;
-	for (i = 0; i < k->nlinks; i++) {
-		e = &k->links[i];
-		if (e->l.ifindex == ifindex)
-			continue;
-		if (e->master == ifindex)
-			out->master = true;
-		if (e->has_mac && !mac_is_zero(self->l.mac) &&
-		    memcmp(e->l.mac, self->l.mac, 6) == 0)
-			out->same_mac++;
-	}
-
-	if ((rc = addr_dump(k, AF_UNSPEC, ifindex)) < 0)
+	out->naddrs = out->nroutes = 0;
+	if ((rc = addr_dump(k, AF_UNSPEC, out->ifindex)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
-		if (k->addrs[i].ifindex != ifindex)
+		if (k->addrs[i].ifindex != out->ifindex)
 			continue;
 		if (out->naddrs == NETD_MAX_LINK_ADDRS)
 			out->overflow = true;
@@ -1025,6 +1032,19 @@ kernel_link_state(struct kernel *k, uint32_t ifindex,
 	if (lrs.overflow)
 		out->overflow = true;
 	return 0;
+}
+
+/* The links are all read (no filter finds the other links with its MAC),
+ * but without their statistics. */
+int
+kernel_link_state(struct kernel *k, uint32_t ifindex,
+    struct nd_link_state *out)
+{
+	int rc;
+
+	if ((rc = links_dump(k)) < 0 || (rc = link_kin(k, ifindex, out)) < 0)
+		return rc;
+	return kernel_link_contents(k, out);
 }
 
 /* ---- the node's own links ---- */

@@ -68,10 +68,12 @@ int	kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	    bool *overrun);
 
 /* Every link, for dumps; the link with this MAC (lowest ifindex if several):
- * 1 found, 0 not, or a negative errno. */
+ * 1 found, 0 not, or a negative errno.  With st, the same read fills the
+ * half of the found link's state that the other links make (its master,
+ * its slaves, others with its MAC); kernel_link_contents() adds the rest. */
 int	kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg);
 int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
-	    struct msg_netd_link *out);
+	    struct msg_netd_link *out, struct nd_link_state *st);
 /* The link with this ifindex: 1 found, 0 not, or a negative errno. */
 int	kernel_get_link(struct kernel *k, uint32_t ifindex,
 	    struct msg_netd_link *out);
@@ -93,10 +95,14 @@ int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	    void *arg);
 
 /* One link's addresses and the routes through it, in every table and
- * family, to judge whether netd may take it over: 0, -ENODEV if it is
- * gone, or another negative errno. */
+ * family, and whether it has a master, is one or shares its MAC, to judge
+ * whether netd may take it over: 0, -ENODEV if it is gone, or another
+ * negative errno.  kernel_link_contents() reads the addresses and routes
+ * alone, for the link st->ifindex whose other half kernel_find_link()
+ * filled. */
 int	kernel_link_state(struct kernel *k, uint32_t ifindex,
 	    struct nd_link_state *out);
+int	kernel_link_contents(struct kernel *k, struct nd_link_state *st);
 
 /* The link a pod's host route names, by name: 0 (out->found says
  * whether there is one), or a negative errno. */
