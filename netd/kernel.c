@@ -70,17 +70,31 @@ nlerr_errno(int nlerr)
 	}
 }
 
+static uint32_t
+attr_u32(const struct nlattr *a, uint32_t otherwise)
+{
+	return nla_len(a) >= (int)sizeof(uint32_t) ?
+	    nla_get_u32((struct nlattr *)a) : otherwise;
+}
+
+/*
+ * The socket's use: requests (libnl's objects and caches), netd's own dumps
+ * (strictly checked, so the kernel filters them by what the request names
+ * and refuses what it cannot filter), or events.
+ */
+enum sock_use { SOCK_REQ, SOCK_DUMP, SOCK_EVENTS };
+
 static struct nl_sock *
-open_sock(bool events, char *err, size_t errlen)
+open_sock(enum sock_use use, char *err, size_t errlen)
 {
 	struct nl_sock *sk;
-	int rc;
+	int rc, one = 1;
 
 	if ((sk = nl_socket_alloc()) == NULL) {
 		snprintf(err, errlen, "netlink: out of memory");
 		return NULL;
 	}
-	if (events) {
+	if (use == SOCK_EVENTS) {
 		/* Notifications carry no sequence numbers of ours. */
 		nl_socket_disable_seq_check(sk);
 		nl_socket_disable_auto_ack(sk);
@@ -94,7 +108,15 @@ open_sock(bool events, char *err, size_t errlen)
 		    nl_geterror(rc));
 		goto fail;
 	}
-	if (events) {
+	/* Set now: the sandbox allows no socket option later.  Linux 4.20
+	 * and later; netd's address tag needs 6.3 anyway. */
+	if (use == SOCK_DUMP && setsockopt(nl_socket_get_fd(sk), SOL_NETLINK,
+	    NETLINK_GET_STRICT_CHK, &one, sizeof(one)) == -1) {
+		snprintf(err, errlen, "netlink: strict checking: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	if (use == SOCK_EVENTS) {
 		/* Links for the lookups; addresses and routes for the node's
 		 * own links, which netd re-reads when they change. */
 		if ((rc = nl_socket_add_memberships(sk, RTNLGRP_LINK,
@@ -116,22 +138,27 @@ int
 kernel_open(struct kernel *k, char *err, size_t errlen)
 {
 	memset(k, 0, sizeof(*k));
-	if ((k->req = open_sock(false, err, errlen)) == NULL)
-		return -1;
-	if ((k->ev = open_sock(true, err, errlen)) == NULL) {
-		nl_socket_free(k->req);
-		k->req = NULL;
-		return -1;
-	}
+	if ((k->req = open_sock(SOCK_REQ, err, errlen)) == NULL)
+		goto fail;
+	if ((k->dump = open_sock(SOCK_DUMP, err, errlen)) == NULL)
+		goto fail;
+	if ((k->ev = open_sock(SOCK_EVENTS, err, errlen)) == NULL)
+		goto fail;
 	k->ev_cb = nl_socket_get_cb(k->ev);
 	if ((k->dump_cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL) {
 		snprintf(err, errlen, "netlink: out of memory");
-		nl_socket_free(k->ev);
-		nl_socket_free(k->req);
-		k->ev = k->req = NULL;
-		return -1;
+		goto fail;
 	}
 	return 0;
+fail:
+	if (k->ev != NULL)
+		nl_socket_free(k->ev);
+	if (k->dump != NULL)
+		nl_socket_free(k->dump);
+	if (k->req != NULL)
+		nl_socket_free(k->req);
+	k->ev = k->dump = k->req = NULL;
+	return -1;
 }
 
 int
@@ -140,7 +167,7 @@ kernel_event_fd(const struct kernel *k)
 	return nl_socket_get_fd(k->ev);
 }
 
-/* ---- links ---- */
+/* ---- events ---- */
 
 static bool
 link_fill(struct rtnl_link *link, struct msg_netd_link *out)
@@ -231,82 +258,27 @@ kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	return 0;
 }
 
-static int
-link_cache(struct kernel *k, struct nl_cache **cache)
-{
-	int rc = 0, i;
-
-	for (i = 0; i < KERNEL_DUMP_TRIES; i++)
-		if ((rc = rtnl_link_alloc_cache(k->req, AF_UNSPEC, cache)) !=
-		    -NLE_DUMP_INTR)
-			break;
-	return rc < 0 ? -nlerr_errno(rc) : 0;
-}
-
-int
-kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg)
-{
-	struct nl_cache *cache;
-	struct nl_object *o;
-	struct msg_netd_link l;
-	int rc;
-
-	if ((rc = link_cache(k, &cache)) < 0)
-		return rc;
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		link_fill((struct rtnl_link *)o, &l);
-		cb(&l, arg);
-	}
-	nl_cache_free(cache);
-	return 0;
-}
-
-int
-kernel_find_link(struct kernel *k, const uint8_t mac[6],
-    struct msg_netd_link *out)
-{
-	struct nl_cache *cache;
-	struct nl_object *o;
-	struct msg_netd_link l;
-	int rc, found = 0;
-
-	if ((rc = link_cache(k, &cache)) < 0)
-		return rc;
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		if (!link_fill((struct rtnl_link *)o, &l) ||
-		    memcmp(l.mac, mac, 6) != 0)
-			continue;
-		if (!found || l.ifindex < out->ifindex)
-			*out = l;
-		found = 1;
-	}
-	nl_cache_free(cache);
-	return found;
-}
-
-int
-kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
-{
-	struct rtnl_link *link = NULL;
-	int rc;
-
-	rc = rtnl_link_get_kernel(k->req, (int)ifindex, NULL, &link);
-	if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND)
-		return 0;
-	if (rc < 0)
-		return -nlerr_errno(rc);
-	link_fill(link, out);
-	rtnl_link_put(link);
-	return 1;
-}
-
 /* ---- netd's own dumps ---- */
+
+/* A dump request: a header, then up to two u32 attributes naming what the
+ * kernel is to dump (a link, a table, the extras to leave out). */
+struct dump_req {
+	int		 type;
+	const void	*hdr;
+	size_t		 hdrlen;
+	size_t		 nattrs;
+	struct {
+		int		type;
+		uint32_t	value;
+	}		 attrs[2];
+};
 
 struct raw_dump {
 	int	(*parse)(struct kernel *, struct nlmsghdr *, void *);
 	struct kernel	*k;
 	void	*arg;
 	int	 err;		/* the first parse error, negative errno */
+	int	 done_err;	/* the kernel's, in NLMSG_DONE */
 };
 
 static int
@@ -321,31 +293,71 @@ raw_valid(struct nl_msg *msg, void *arg)
 }
 
 /*
+ * The end of a dump.  A dump the kernel could not make (a filter naming a
+ * link that is gone, a table that does not exist, a request strict
+ * checking refuses) ends here with the error as its payload, which libnl
+ * does not look at: without this it would read as an empty dump.
+ */
+static int
+raw_finish(struct nl_msg *msg, void *arg)
+{
+	struct raw_dump *d = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	int e;
+
+	if (hdr->nlmsg_len >= NLMSG_LENGTH(sizeof(e))) {
+		memcpy(&e, nlmsg_data(hdr), sizeof(e));
+		if (e < 0)
+			d->done_err = e;
+	}
+	return NL_STOP;
+}
+
+static int
+raw_send(struct kernel *k, const struct dump_req *rq)
+{
+	struct nl_msg *msg;
+	size_t i;
+	int rc;
+
+	if ((msg = nlmsg_alloc_simple(rq->type, NLM_F_DUMP)) == NULL)
+		return -ENOMEM;
+	rc = nlmsg_append(msg, (void *)rq->hdr, rq->hdrlen, NLMSG_ALIGNTO);
+	for (i = 0; rc == 0 && i < rq->nattrs; i++)
+		rc = nla_put_u32(msg, rq->attrs[i].type, rq->attrs[i].value);
+	if (rc == 0)
+		rc = nl_send_auto(k->dump, msg);
+	nlmsg_free(msg);
+	return rc < 0 ? -nlerr_errno(rc) : 0;
+}
+
+/*
  * One dump request and its answer through parse; reset runs before each
  * try, as a dump the kernel reports interrupted (a change meanwhile) is
  * done again whole.
  */
 static int
-raw_dump(struct kernel *k, int type, void *req, size_t reqlen,
+raw_dump(struct kernel *k, const struct dump_req *rq,
     int (*parse)(struct kernel *, struct nlmsghdr *, void *), void *arg,
-    void (*reset)(struct kernel *))
+    void (*reset)(struct kernel *, void *))
 {
-	struct raw_dump d = { parse, k, arg, 0 };
+	struct raw_dump d = { parse, k, arg, 0, 0 };
 	int i, rc = 0;
 
 	for (i = 0; i < KERNEL_DUMP_TRIES; i++) {
-		reset(k);
-		d.err = 0;
-		if ((rc = nl_send_simple(k->req, type, NLM_F_DUMP, req,
-		    reqlen)) < 0)
-			return -nlerr_errno(rc);
+		reset(k, arg);
+		d.err = d.done_err = 0;
+		if ((rc = raw_send(k, rq)) < 0)
+			return rc;
 		nl_cb_set(k->dump_cb, NL_CB_VALID, NL_CB_CUSTOM, raw_valid, &d);
-		rc = nl_recvmsgs(k->req, k->dump_cb);
+		nl_cb_set(k->dump_cb, NL_CB_FINISH, NL_CB_CUSTOM, raw_finish,
+		    &d);
+		rc = nl_recvmsgs(k->dump, k->dump_cb);
 		if (rc == -NLE_DUMP_INTR)
 			continue;
 		if (rc < 0)
 			return -nlerr_errno(rc);
-		return d.err;
+		return d.done_err < 0 ? d.done_err : d.err;
 	}
 	return -EINTR;
 }
@@ -369,9 +381,171 @@ grow(void **arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+/* ---- links ---- */
+
+/*
+ * A link as netd's link dump keeps it.  The dump is netd's own rather than
+ * libnl's cache: on a node of hundreds of pod veths, libnl's parse of every
+ * link whole, and the statistics the kernel gathers for each unless asked
+ * not to, were most of what a lookup cost.
+ */
+struct kernel_link {
+	struct msg_netd_link	l;
+	uint32_t		master;		/* IFLA_MASTER, or 0 */
+	bool			has_mac;	/* a 6-byte IFLA_ADDRESS */
+};
+
 static void
-addrs_reset(struct kernel *k)
+links_reset(struct kernel *k, void *arg)
 {
+	(void)arg;
+	k->nlinks = 0;
+}
+
+static int
+link_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct ifinfomsg *ifi;
+	struct nlattr *tb[IFLA_MAX + 1];
+	struct kernel_link *e;
+	int rc;
+
+	(void)arg;
+	if (hdr->nlmsg_type != RTM_NEWLINK ||
+	    !nlmsg_valid_hdr(hdr, sizeof(*ifi)))
+		return 0;
+	ifi = nlmsg_data(hdr);
+	if (nlmsg_parse(hdr, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0)
+		return -EIO;
+	if ((rc = grow((void **)&k->links, &k->links_cap, k->nlinks,
+	    sizeof(*k->links))) < 0)
+		return rc;
+	e = &k->links[k->nlinks++];
+	memset(e, 0, sizeof(*e));
+	e->l.ifindex = (uint32_t)ifi->ifi_index;
+	e->l.up = (ifi->ifi_flags & IFF_UP) ? 1 : 0;
+	if (tb[IFLA_MTU] != NULL)
+		e->l.mtu = attr_u32(tb[IFLA_MTU], 0);
+	if (tb[IFLA_IFNAME] != NULL)
+		nla_strlcpy(e->l.name, tb[IFLA_IFNAME], sizeof(e->l.name));
+	if (tb[IFLA_MASTER] != NULL)
+		e->master = attr_u32(tb[IFLA_MASTER], 0);
+	if (tb[IFLA_ADDRESS] != NULL && nla_len(tb[IFLA_ADDRESS]) == 6) {
+		memcpy(e->l.mac, nla_data(tb[IFLA_ADDRESS]), 6);
+		e->has_mac = true;
+	}
+	return 0;
+}
+
+/* Every link into k->links; the kernel leaves out the statistics. */
+static int
+links_dump(struct kernel *k)
+{
+	struct ifinfomsg req;
+	struct dump_req rq = { RTM_GETLINK, &req, sizeof(req), 1,
+	    { { IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS } } };
+
+	memset(&req, 0, sizeof(req));
+	req.ifi_family = AF_UNSPEC;
+	return raw_dump(k, &rq, link_parse, NULL, links_reset);
+}
+
+static const struct kernel_link *
+links_by_ifindex(const struct kernel *k, uint32_t ifindex)
+{
+	size_t i;
+
+	for (i = 0; i < k->nlinks; i++)
+		if (k->links[i].l.ifindex == ifindex)
+			return &k->links[i];
+	return NULL;
+}
+
+int
+kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = links_dump(k)) < 0)
+		return rc;
+	for (i = 0; i < k->nlinks; i++)
+		cb(&k->links[i].l, arg);
+	return 0;
+}
+
+/* The half of a link's state that the other links make: whether it has a
+ * master, is one, and which others carry its MAC.  -ENODEV if it is not
+ * among them. */
+static int
+link_kin(const struct kernel *k, uint32_t ifindex, struct nd_link_state *out)
+{
+	const struct kernel_link *self, *e;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifindex;
+	if ((self = links_by_ifindex(k, ifindex)) == NULL)
+		return -ENODEV;
+	out->enslaved = self->master != 0;
+	for (i = 0; i < k->nlinks; i++) {
+		e = &k->links[i];
+		if (e->l.ifindex == ifindex)
+			continue;
+		if (e->master == ifindex)
+			out->master = true;
+		if (e->has_mac && !mac_is_zero(self->l.mac) &&
+		    memcmp(e->l.mac, self->l.mac, 6) == 0)
+			out->same_mac++;
+	}
+	return 0;
+}
+
+int
+kernel_find_link(struct kernel *k, const uint8_t mac[6],
+    struct msg_netd_link *out, struct nd_link_state *st)
+{
+	const struct kernel_link *e;
+	size_t i;
+	int rc, found = 0;
+
+	if ((rc = links_dump(k)) < 0)
+		return rc;
+	for (i = 0; i < k->nlinks; i++) {
+		e = &k->links[i];
+		if (!e->has_mac || memcmp(e->l.mac, mac, 6) != 0)
+			continue;
+		if (!found || e->l.ifindex < out->ifindex)
+			*out = e->l;
+		found = 1;
+	}
+	if (found && st != NULL && (rc = link_kin(k, out->ifindex, st)) < 0)
+		return rc;
+	return found;
+}
+
+int
+kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
+{
+	struct rtnl_link *link = NULL;
+	int rc;
+
+	rc = rtnl_link_get_kernel(k->req, (int)ifindex, NULL, &link);
+	if (rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND)
+		return 0;
+	if (rc < 0)
+		return -nlerr_errno(rc);
+	link_fill(link, out);
+	rtnl_link_put(link);
+	return 1;
+}
+
+/* ---- addresses ---- */
+
+static void
+addrs_reset(struct kernel *k, void *arg)
+{
+	(void)arg;
 	k->naddrs = 0;
 }
 
@@ -417,46 +591,51 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	return 0;
 }
 
+/*
+ * The addresses of family (0: all) on link ifindex (0: all) into k->addrs.
+ * The kernel filters by both; the parse keeps every address it is given,
+ * and the callers still look at each one's link and family.
+ */
 static int
-addr_dump(struct kernel *k)
+addr_dump(struct kernel *k, uint8_t family, uint32_t ifindex)
 {
 	struct ifaddrmsg req;
+	struct dump_req rq = { RTM_GETADDR, &req, sizeof(req), 0, { { 0, 0 } } };
 
 	memset(&req, 0, sizeof(req));
-	req.ifa_family = AF_UNSPEC;
-	return raw_dump(k, RTM_GETADDR, &req, sizeof(req), addr_parse, NULL,
-	    addrs_reset);
+	req.ifa_family = family;
+	req.ifa_index = ifindex;
+	return raw_dump(k, &rq, addr_parse, NULL, addrs_reset);
 }
 
 int
-kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg)
+kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
+    kernel_addr_cb cb, void *arg)
 {
 	size_t i;
 	int rc;
 
-	if ((rc = addr_dump(k)) < 0)
+	if ((rc = addr_dump(k, family, ifindex)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++)
-		cb(&k->addrs[i], arg);
+		if ((family == 0 || k->addrs[i].family == family) &&
+		    (ifindex == 0 || k->addrs[i].ifindex == ifindex))
+			cb(&k->addrs[i], arg);
 	return 0;
 }
 
+/* ---- rules ---- */
+
 static void
-rules_reset(struct kernel *k)
+rules_reset(struct kernel *k, void *arg)
 {
+	(void)arg;
 	k->nrules = 0;
 }
 
 struct rule_prios {
 	uint32_t	a, b;
 };
-
-static uint32_t
-attr_u32(const struct nlattr *a, uint32_t otherwise)
-{
-	return nla_len(a) >= (int)sizeof(uint32_t) ?
-	    nla_get_u32((struct nlattr *)a) : otherwise;
-}
 
 /*
  * An IPv4 lookup rule at one of the priorities.  Every attribute netd does
@@ -548,14 +727,14 @@ kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
     kernel_rule_cb cb, void *arg)
 {
 	struct fib_rule_hdr req;
+	struct dump_req rq = { RTM_GETRULE, &req, sizeof(req), 0, { { 0, 0 } } };
 	struct rule_prios pr = { prio_a, prio_b };
 	size_t i;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
 	req.family = AF_INET;
-	if ((rc = raw_dump(k, RTM_GETRULE, &req, sizeof(req), rule_parse, &pr,
-	    rules_reset)) < 0)
+	if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
 		return rc;
 	for (i = 0; i < k->nrules; i++)
 		cb(&k->rules[i], arg);
@@ -590,116 +769,254 @@ route_cache(struct kernel *k, int family, struct nl_cache **cache)
 	return rc < 0 ? -nlerr_errno(rc) : 0;
 }
 
+/* A route message, parsed: its header, its table, its attributes. */
+struct route_msg {
+	struct rtmsg	*rtm;
+	uint32_t	 table;
+	struct nlattr	*tb[RTA_MAX + 1];
+};
+
+/* 1 a route, 0 something else, -EIO a route that does not parse. */
+static int
+route_msg_parse(struct nlmsghdr *hdr, struct route_msg *rm)
+{
+	if (hdr->nlmsg_type != RTM_NEWROUTE ||
+	    !nlmsg_valid_hdr(hdr, sizeof(*rm->rtm)))
+		return 0;
+	rm->rtm = nlmsg_data(hdr);
+	if (nlmsg_parse(hdr, sizeof(*rm->rtm), rm->tb, RTA_MAX, NULL) < 0)
+		return -EIO;
+	rm->table = route_msg_table(hdr);
+	return 1;
+}
+
+/* Each next hop of RTA_MULTIPATH in turn (*nh NULL to start); false at
+ * the end. */
+static bool
+route_next_hop(const struct nlattr *mp, struct rtnexthop **nh, int *rem)
+{
+	if (*nh == NULL) {
+		*nh = nla_data(mp);
+		*rem = nla_len(mp);
+	} else {
+		*rem -= RTNH_ALIGN((*nh)->rtnh_len);
+		*nh = RTNH_NEXT(*nh);
+	}
+	return *rem >= (int)sizeof(**nh) &&
+	    (*nh)->rtnh_len >= sizeof(**nh) && (*nh)->rtnh_len <= *rem;
+}
+
+/* The IPv4 gateway among a next hop's attributes, or 0. */
+static uint32_t
+next_hop_gateway(struct rtnexthop *nh)
+{
+	struct nlattr *tb[RTA_MAX + 1];
+	uint32_t gw = 0;
+
+	if (nla_parse(tb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh),
+	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0 &&
+	    tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
+		memcpy(&gw, nla_data(tb[RTA_GATEWAY]), 4);
+	return gw;
+}
+
+/*
+ * An IPv4 route of the table into the kept array.  Read as libnl read it
+ * before: one next hop, from RTA_MULTIPATH or from the route's own
+ * attributes (the flags then in the header), gives its link, gateway and
+ * onlink; several make it multipath; none leaves them unset.
+ */
+static int
+table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	const uint32_t *table = arg;
+	struct route_msg rm;
+	struct nd_route *nr;
+	struct rtnexthop *nh = NULL;
+	struct nlattr **tb = rm.tb;
+	int rc, rem, n = 0;
+
+	if ((rc = route_msg_parse(hdr, &rm)) <= 0)
+		return rc;
+	if (rm.rtm->rtm_family != AF_INET || rm.table != *table)
+		return 0;
+	if ((rc = grow((void **)&k->routes, &k->routes_cap, k->nroutes,
+	    sizeof(*k->routes))) < 0)
+		return rc;
+	nr = &k->routes[k->nroutes++];
+	memset(nr, 0, sizeof(*nr));
+	nr->table = rm.table;
+	nr->type = rm.rtm->rtm_type;
+	nr->dst_len = rm.rtm->rtm_dst_len;
+	if (tb[RTA_DST] != NULL && nla_len(tb[RTA_DST]) == 4)
+		memcpy(&nr->dst, nla_data(tb[RTA_DST]), 4);
+	nr->scope = rm.rtm->rtm_scope;
+	nr->protocol = rm.rtm->rtm_protocol;
+	if (tb[RTA_PRIORITY] != NULL)
+		nr->metric = attr_u32(tb[RTA_PRIORITY], 0);
+	if (tb[RTA_MULTIPATH] != NULL) {
+		while (route_next_hop(tb[RTA_MULTIPATH], &nh, &rem)) {
+			if (n++ > 0)
+				continue;
+			nr->ifindex = (uint32_t)nh->rtnh_ifindex;
+			nr->gateway = next_hop_gateway(nh);
+			nr->onlink = (nh->rtnh_flags & RTNH_F_ONLINK) != 0;
+		}
+		if (n > 1) {
+			nr->ifindex = nr->gateway = 0;
+			nr->onlink = false;
+			nr->multipath = true;
+		}
+	} else if (tb[RTA_OIF] != NULL || tb[RTA_GATEWAY] != NULL ||
+	    tb[RTA_FLOW] != NULL || tb[RTA_NEWDST] != NULL ||
+	    tb[RTA_VIA] != NULL || tb[RTA_ENCAP] != NULL) {
+		if (tb[RTA_OIF] != NULL)
+			nr->ifindex = attr_u32(tb[RTA_OIF], 0);
+		if (tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
+			memcpy(&nr->gateway, nla_data(tb[RTA_GATEWAY]), 4);
+		nr->onlink = (rm.rtm->rtm_flags & RTNH_F_ONLINK) != 0;
+	}
+	return 0;
+}
+
+static void
+routes_reset(struct kernel *k, void *arg)
+{
+	(void)arg;
+	k->nroutes = 0;
+}
+
+/* The IPv4 routes of one table into k->routes.  Only the table's are
+ * read: the kernel filters by RTA_TABLE (a table that does not exist yet
+ * is ENOENT, and empty). */
+static int
+table_routes_dump(struct kernel *k, uint32_t table)
+{
+	struct rtmsg req;
+	struct dump_req rq = { RTM_GETROUTE, &req, sizeof(req), 1,
+	    { { RTA_TABLE, table } } };
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.rtm_family = AF_INET;
+	rc = raw_dump(k, &rq, table_route_parse, &table, routes_reset);
+	if (rc == -ENOENT) {
+		k->nroutes = 0;
+		return 0;
+	}
+	return rc;
+}
+
 int
 kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
     void *arg)
 {
-	struct nl_cache *cache;
-	struct nl_object *o;
-	struct rtnl_route *r;
-	struct rtnl_nexthop *nh;
-	struct nd_route nr;
-	int rc;
-
-	if ((rc = route_cache(k, AF_INET, &cache)) < 0)
-		return rc;
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		r = (struct rtnl_route *)o;
-		/* Every type: a blackhole, unreachable or prohibit route
-		 * is a route too, and the callers must see it. */
-		if (rtnl_route_get_table(r) != table)
-			continue;
-		memset(&nr, 0, sizeof(nr));
-		nr.table = table;
-		nr.type = rtnl_route_get_type(r);
-		nr.dst = addr4(rtnl_route_get_dst(r), &nr.dst_len);
-		nr.scope = rtnl_route_get_scope(r);
-		nr.protocol = rtnl_route_get_protocol(r);
-		nr.metric = rtnl_route_get_priority(r);
-		if (rtnl_route_get_nnexthops(r) == 1) {
-			uint8_t glen;
-
-			nh = rtnl_route_nexthop_n(r, 0);
-			nr.ifindex = (uint32_t)rtnl_route_nh_get_ifindex(nh);
-			nr.gateway = addr4(rtnl_route_nh_get_gateway(nh), &glen);
-			nr.onlink = (rtnl_route_nh_get_flags(nh) &
-			    RTNH_F_ONLINK) != 0;
-		} else
-			nr.multipath = rtnl_route_get_nnexthops(r) > 1;
-		cb(&nr, arg);
-	}
-	nl_cache_free(cache);
-	return 0;
-}
-
-static bool
-route_via(struct rtnl_route *r, uint32_t ifindex)
-{
-	int i, n = rtnl_route_get_nnexthops(r);
-
-	for (i = 0; i < n; i++)
-		if ((uint32_t)rtnl_route_nh_get_ifindex(
-		    rtnl_route_nexthop_n(r, i)) == ifindex)
-			return true;
-	return false;
-}
-
-static void
-route_dst(struct rtnl_route *r, struct nd_link_route *out)
-{
-	struct nl_addr *d = rtnl_route_get_dst(r);
-	unsigned int len;
-
-	if (d == NULL)
-		return;
-	out->dst_len = (uint8_t)nl_addr_get_prefixlen(d);
-	len = nl_addr_get_len(d);
-	memcpy(out->dst, nl_addr_get_binary_addr(d),
-	    len < sizeof(out->dst) ? len : sizeof(out->dst));
-}
-
-int
-kernel_link_state(struct kernel *k, uint32_t ifindex,
-    struct nd_link_state *out)
-{
-	struct rtnl_link *link;
-	struct nl_cache *cache;
-	struct nl_object *o;
-	struct rtnl_route *r;
-	struct nd_link_route *lr;
-	struct msg_netd_link self, l;
 	size_t i;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	out->ifindex = ifindex;
-	/* The link among all others: its master, its slaves, its MAC. */
-	if ((rc = link_cache(k, &cache)) < 0)
+	if ((rc = table_routes_dump(k, table)) < 0)
 		return rc;
-	if ((link = rtnl_link_get(cache, (int)ifindex)) == NULL) {
-		nl_cache_free(cache);
-		return -ENODEV;
-	}
-	(void)link_fill(link, &self);
-	out->enslaved = rtnl_link_get_master(link) != 0;
-	rtnl_link_put(link);
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		struct rtnl_link *other = (struct rtnl_link *)o;
+	/* Every type: a blackhole, unreachable or prohibit route is a
+	 * route too, and the callers must see it. */
+	for (i = 0; i < k->nroutes; i++)
+		cb(&k->routes[i], arg);
+	return 0;
+}
 
-		if ((uint32_t)rtnl_link_get_ifindex(other) == ifindex)
-			continue;
-		if ((uint32_t)rtnl_link_get_master(other) == ifindex)
-			out->master = true;
-		if (link_fill(other, &l) && !mac_is_zero(self.mac) &&
-		    memcmp(l.mac, self.mac, 6) == 0)
-			out->same_mac++;
-	}
-	nl_cache_free(cache);
+/*
+ * Whether a route the kernel gave for a link goes through it: a next hop
+ * names it, or none names a link at all (a next-hop object the kernel
+ * matched).  A route with next hops on other links only is not the link's.
+ */
+static bool
+route_via(const struct route_msg *rm, uint32_t ifindex)
+{
+	struct rtnexthop *nh = NULL;
+	bool named = false;
+	int rem;
 
-	if ((rc = addr_dump(k)) < 0)
+	if (rm->tb[RTA_OIF] != NULL) {
+		if (attr_u32(rm->tb[RTA_OIF], 0) == ifindex)
+			return true;
+		named = true;
+	}
+	if (rm->tb[RTA_MULTIPATH] != NULL)
+		while (route_next_hop(rm->tb[RTA_MULTIPATH], &nh, &rem)) {
+			if ((uint32_t)nh->rtnh_ifindex == ifindex)
+				return true;
+			named = true;
+		}
+	return !named;
+}
+
+/* The routes of a link's state, and whether more came than fit. */
+struct link_routes {
+	struct nd_link_state	*out;
+	bool			 overflow;
+};
+
+static int
+link_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct link_routes *lrs = arg;
+	struct nd_link_state *out = lrs->out;
+	struct nd_link_route *lr;
+	struct route_msg rm;
+	int rc, len;
+
+	(void)k;
+	if ((rc = route_msg_parse(hdr, &rm)) <= 0)
+		return rc;
+	if (!route_via(&rm, out->ifindex))
+		return 0;
+	if (out->nroutes == NETD_MAX_LINK_ROUTES) {
+		lrs->overflow = true;
+		return 0;
+	}
+	lr = &out->routes[out->nroutes++];
+	memset(lr, 0, sizeof(*lr));
+	lr->table = rm.table;
+	lr->family = rm.rtm->rtm_family;
+	lr->protocol = rm.rtm->rtm_protocol;
+	lr->dst_len = rm.rtm->rtm_dst_len;
+	if (rm.tb[RTA_DST] != NULL) {
+		len = nla_len(rm.tb[RTA_DST]);
+		memcpy(lr->dst, nla_data(rm.tb[RTA_DST]),
+		    len < (int)sizeof(lr->dst) ? (size_t)len : sizeof(lr->dst));
+	}
+	return 0;
+}
+
+static void
+link_routes_reset(struct kernel *k, void *arg)
+{
+	struct link_routes *lrs = arg;
+
+	(void)k;
+	lrs->out->nroutes = 0;
+	lrs->overflow = false;
+}
+
+/*
+ * What netd judges a link by, read for that link only: the kernel filters
+ * the address dump by ifindex and the route dump by RTA_OIF, every family
+ * and table, the routes through the link's next-hop objects included.
+ */
+int
+kernel_link_contents(struct kernel *k, struct nd_link_state *out)
+{
+	struct link_routes lrs = { out, false };
+	struct rtmsg rreq;
+	struct dump_req rq = { RTM_GETROUTE, &rreq, sizeof(rreq), 1,
+	    { { RTA_OIF, out->ifindex } } };
+	size_t i;
+	int rc;
+
+	out->naddrs = out->nroutes = 0;
+	if ((rc = addr_dump(k, AF_UNSPEC, out->ifindex)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
-		if (k->addrs[i].ifindex != ifindex)
+		if (k->addrs[i].ifindex != out->ifindex)
 			continue;
 		if (out->naddrs == NETD_MAX_LINK_ADDRS)
 			out->overflow = true;
@@ -707,24 +1024,27 @@ kernel_link_state(struct kernel *k, uint32_t ifindex,
 			out->addrs[out->naddrs++] = k->addrs[i];
 	}
 
-	if ((rc = route_cache(k, AF_UNSPEC, &cache)) < 0)
+	memset(&rreq, 0, sizeof(rreq));
+	rreq.rtm_family = AF_UNSPEC;
+	if ((rc = raw_dump(k, &rq, link_route_parse, &lrs,
+	    link_routes_reset)) < 0)
 		return rc;
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		r = (struct rtnl_route *)o;
-		if (!route_via(r, ifindex))
-			continue;
-		if (out->nroutes == NETD_MAX_LINK_ROUTES) {
-			out->overflow = true;
-			continue;
-		}
-		lr = &out->routes[out->nroutes++];
-		lr->table = rtnl_route_get_table(r);
-		lr->family = (uint8_t)rtnl_route_get_family(r);
-		lr->protocol = rtnl_route_get_protocol(r);
-		route_dst(r, lr);
-	}
-	nl_cache_free(cache);
+	if (lrs.overflow)
+		out->overflow = true;
 	return 0;
+}
+
+/* The links are all read (no filter finds the other links with its MAC),
+ * but without their statistics. */
+int
+kernel_link_state(struct kernel *k, uint32_t ifindex,
+    struct nd_link_state *out)
+{
+	int rc;
+
+	if ((rc = links_dump(k)) < 0 || (rc = link_kin(k, ifindex, out)) < 0)
+		return rc;
+	return kernel_link_contents(k, out);
 }
 
 /* ---- the node's own links ---- */
@@ -819,7 +1139,7 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 		}
 	}
 
-	if ((rc = addr_dump(k)) < 0)
+	if ((rc = addr_dump(k, AF_INET, 0)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
 		if (k->addrs[i].family != AF_INET)
@@ -869,44 +1189,29 @@ kernel_pod_link(struct kernel *k, const char *name, struct nd_pod_link *out)
 int
 kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 {
-	struct nl_cache *routes = NULL, *links = NULL;
-	struct nl_object *o;
-	struct rtnl_route *r;
-	struct rtnl_nexthop *nh;
-	struct rtnl_link *l;
+	const struct kernel_link *l;
+	const struct nd_route *nr;
 	struct msg_netd_route mr;
-	uint8_t len, glen;
+	size_t i;
 	int rc;
 
-	if ((rc = link_cache(k, &links)) < 0)
+	if ((rc = links_dump(k)) < 0 ||
+	    (rc = table_routes_dump(k, RT_TABLE_MAIN)) < 0)
 		return rc;
-	if ((rc = route_cache(k, AF_INET, &routes)) < 0) {
-		nl_cache_free(links);
-		return rc;
-	}
-	for (o = nl_cache_get_first(routes); o; o = nl_cache_get_next(o)) {
-		r = (struct rtnl_route *)o;
-		if (rtnl_route_get_table(r) != RT_TABLE_MAIN ||
-		    rtnl_route_get_type(r) != RTN_UNICAST ||
-		    rtnl_route_get_scope(r) != RT_SCOPE_LINK ||
-		    rtnl_route_get_nnexthops(r) != 1)
+	for (i = 0; i < k->nroutes; i++) {
+		nr = &k->routes[i];
+		/* One next hop, a link and no gateway. */
+		if (nr->type != RTN_UNICAST || nr->scope != RT_SCOPE_LINK ||
+		    nr->multipath || nr->ifindex == 0 || nr->dst_len != 32 ||
+		    nr->gateway != 0)
 			continue;
 		memset(&mr, 0, sizeof(mr));
-		mr.addr = addr4(rtnl_route_get_dst(r), &len);
-		nh = rtnl_route_nexthop_n(r, 0);
-		if (len != 32 || addr4(rtnl_route_nh_get_gateway(nh), &glen) != 0)
-			continue;
-		mr.ifindex = (uint32_t)rtnl_route_nh_get_ifindex(nh);
-		if ((l = rtnl_link_get(links, (int)mr.ifindex)) != NULL) {
-			const char *name = rtnl_link_get_name(l);
-
-			msg_strlcpy(mr.dev, name ? name : "", sizeof(mr.dev));
-			rtnl_link_put(l);
-		}
+		mr.addr = nr->dst;
+		mr.ifindex = nr->ifindex;
+		if ((l = links_by_ifindex(k, mr.ifindex)) != NULL)
+			memcpy(mr.dev, l->l.name, sizeof(mr.dev));
 		cb(&mr, arg);
 	}
-	nl_cache_free(routes);
-	nl_cache_free(links);
 	return 0;
 }
 

@@ -1,9 +1,10 @@
 /*
- * netd's side of rtnetlink, through libnl-route-3: two sockets opened
- * before the privilege drop (one for requests and dumps, one subscribed to
- * link, address and route events), snapshots into plain structs for the
- * policy and the planner, and the application of a plan.  Errors are
- * negative errno values.
+ * netd's side of rtnetlink, through libnl-route-3: three sockets opened
+ * before the privilege drop (one for requests, one strictly checked for
+ * netd's own dumps, which the kernel then filters by link, table or
+ * family, and one subscribed to link, address and route events),
+ * snapshots into plain structs for the policy and the planner, and the
+ * application of a plan.  Errors are negative errno values.
  */
 #ifndef ENID_NETD_KERNEL_H
 #define ENID_NETD_KERNEL_H
@@ -18,9 +19,11 @@
 
 struct nl_sock;
 struct nl_cb;
+struct kernel_link;
 
 struct kernel {
-	struct nl_sock	*req;		/* requests and dumps */
+	struct nl_sock	*req;		/* requests, libnl's caches */
+	struct nl_sock	*dump;		/* netd's own dumps, strictly checked */
 	struct nl_sock	*ev;		/* link, address, route notifications */
 	struct nl_cb	*ev_cb;		/* its callbacks */
 	struct nl_cb	*dump_cb;	/* callbacks of netd's own dumps */
@@ -32,6 +35,10 @@ struct kernel {
 	size_t		 nrules, rules_cap;
 	struct nd_ifaddr *addrs;
 	size_t		 naddrs, addrs_cap;
+	struct kernel_link *links;
+	size_t		 nlinks, links_cap;
+	struct nd_route	*routes;
+	size_t		 nroutes, routes_cap;
 };
 
 typedef void	(*kernel_link_cb)(const struct msg_netd_link *, void *);
@@ -61,17 +68,20 @@ int	kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	    bool *overrun);
 
 /* Every link, for dumps; the link with this MAC (lowest ifindex if several):
- * 1 found, 0 not, or a negative errno. */
+ * 1 found, 0 not, or a negative errno.  With st, the same read fills the
+ * half of the found link's state that the other links make (its master,
+ * its slaves, others with its MAC); kernel_link_contents() adds the rest. */
 int	kernel_each_link(struct kernel *k, kernel_link_cb cb, void *arg);
 int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
-	    struct msg_netd_link *out);
+	    struct msg_netd_link *out, struct nd_link_state *st);
 /* The link with this ifindex: 1 found, 0 not, or a negative errno. */
 int	kernel_get_link(struct kernel *k, uint32_t ifindex,
 	    struct msg_netd_link *out);
 
-/* Every address of every family on every link, lo included, with its
- * IFA_PROTO tag: 0, or a negative errno. */
-int	kernel_each_addr(struct kernel *k, kernel_addr_cb cb, void *arg);
+/* Every address of family (0: every family) on link ifindex (0: every
+ * link, lo included), with its IFA_PROTO tag: 0, or a negative errno. */
+int	kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
+	    kernel_addr_cb cb, void *arg);
 
 /*
  * Every IPv4 "lookup" rule at one of the given priorities, netd's or not:
@@ -85,10 +95,14 @@ int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,
 	    void *arg);
 
 /* One link's addresses and the routes through it, in every table and
- * family, to judge whether netd may take it over: 0, -ENODEV if it is
- * gone, or another negative errno. */
+ * family, and whether it has a master, is one or shares its MAC, to judge
+ * whether netd may take it over: 0, -ENODEV if it is gone, or another
+ * negative errno.  kernel_link_contents() reads the addresses and routes
+ * alone, for the link st->ifindex whose other half kernel_find_link()
+ * filled. */
 int	kernel_link_state(struct kernel *k, uint32_t ifindex,
 	    struct nd_link_state *out);
+int	kernel_link_contents(struct kernel *k, struct nd_link_state *st);
 
 /* The link a pod's host route names, by name: 0 (out->found says
  * whether there is one), or a negative errno. */

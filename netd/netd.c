@@ -231,11 +231,13 @@ node_current(struct netd *nd, uint32_t id, const char *what)
 /*
  * Whether netd may use the link the kernel has for a declared MAC: not one
  * of the node's own, and bare (nothing on it but netd's).  NULL, or why
- * not with detail filled; *rc < 0 if reading its state failed.
+ * not with detail filled; *rc < 0 if reading its state failed.  With kin,
+ * the lookup that found the link filled st's half that the other links
+ * make, and only the link's own addresses and routes are read.
  */
 static const char *
 link_usable(struct netd *nd, const struct msg_netd_link *l,
-    struct nd_link_state *st, char *detail, size_t dlen, int *rc)
+    struct nd_link_state *st, bool kin, char *detail, size_t dlen, int *rc)
 {
 	const char *why;
 
@@ -247,7 +249,11 @@ link_usable(struct netd *nd, const struct msg_netd_link *l,
 		    l->ifindex);
 		return why;
 	}
-	if ((*rc = kernel_link_state(&nd->kernel, l->ifindex, st)) < 0)
+	if (kin)
+		*rc = kernel_link_contents(&nd->kernel, st);
+	else
+		*rc = kernel_link_state(&nd->kernel, l->ifindex, st);
+	if (*rc < 0)
 		return NULL;
 	return policy_check_bare(st, detail, dlen);
 }
@@ -264,12 +270,15 @@ lookup_done(struct netd *nd, struct lookup *lk)
 }
 
 /* The link turned up; false if it went away again before it could be
- * checked (then the lookup goes on). */
+ * checked (then the lookup goes on).  kin: the lookup's read filled half
+ * of its state (link_usable()); NULL to read it whole. */
 static bool
 lookup_found(struct netd *nd, struct lookup *lk,
-    const struct msg_netd_link *l, const char *how)
+    const struct msg_netd_link *l, struct nd_link_state *kin,
+    const char *how)
 {
-	static struct nd_link_state st;
+	static struct nd_link_state whole;
+	struct nd_link_state *st = kin != NULL ? kin : &whole;
 	char mac[MAC_STR_LEN], detail[160];
 	const char *why;
 	int rc;
@@ -282,7 +291,8 @@ lookup_found(struct netd *nd, struct lookup *lk,
 	/* Found late: the checks a declare makes of a present link. */
 	if (nd->node_stale)
 		(void)node_read(nd);
-	why = link_usable(nd, l, &st, detail, sizeof(detail), &rc);
+	why = link_usable(nd, l, st, kin != NULL, detail, sizeof(detail),
+	    &rc);
 	if (rc == -ENODEV) {
 		/* Gone again at once: the next check or event decides. */
 		log_info("link %s: %s went away while being checked", mac,
@@ -309,6 +319,7 @@ lookup_found(struct netd *nd, struct lookup *lk,
 static void
 lookup_check(struct netd *nd, struct lookup *lk)
 {
+	static struct nd_link_state kin;
 	struct msg_netd_link l;
 	char mac[MAC_STR_LEN];
 	uint64_t now = now_ms(), next;
@@ -316,8 +327,8 @@ lookup_check(struct netd *nd, struct lookup *lk)
 
 	lk->attempt++;
 	mac_format(lk->mac, mac);
-	rc = kernel_find_link(&nd->kernel, lk->mac, &l);
-	if (rc == 1 && lookup_found(nd, lk, &l, "by lookup"))
+	rc = kernel_find_link(&nd->kernel, lk->mac, &l, &kin);
+	if (rc == 1 && lookup_found(nd, lk, &l, &kin, "by lookup"))
 		return;
 	if (rc < 0)
 		log_warnx("link %s: lookup failed: %s; will retry", mac,
@@ -393,7 +404,7 @@ netd_link_event(const struct msg_netd_link *l, void *arg)
 	for (i = 0; i < NETD_MAX_LOOKUPS; i++)
 		if (nd->lookups[i].in_use &&
 		    memcmp(nd->lookups[i].mac, l->mac, 6) == 0)
-			(void)lookup_found(nd, &nd->lookups[i], l,
+			(void)lookup_found(nd, &nd->lookups[i], l, NULL,
 			    "by link event");
 }
 
@@ -427,8 +438,8 @@ netd_read_events(struct netd *nd)
 	for (i = 0; i < NETD_MAX_LOOKUPS; i++)
 		if (nd->lookups[i].in_use &&
 		    kernel_find_link(&nd->kernel, nd->lookups[i].mac,
-		    &link) == 1)
-			(void)lookup_found(nd, &nd->lookups[i], &link,
+		    &link, NULL) == 1)
+			(void)lookup_found(nd, &nd->lookups[i], &link, NULL,
 			    "after lost events");
 }
 
@@ -703,7 +714,8 @@ netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
 	char detail[64];
 	int rc;
 
-	if ((rc = kernel_each_addr(&nd->kernel, addr_holder, &hc)) < 0) {
+	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	    addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}
@@ -732,13 +744,13 @@ netd_eni_link(struct netd *nd, const struct msg *m, const char *what,
 	const char *why;
 	int rc;
 
-	if ((rc = kernel_find_link(&nd->kernel, mac, link)) < 0) {
+	if ((rc = kernel_find_link(&nd->kernel, mac, link, st)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return -1;
 	}
 	if (rc == 0)
 		return 0;
-	why = link_usable(nd, link, st, detail, sizeof(detail), &rc);
+	why = link_usable(nd, link, st, true, detail, sizeof(detail), &rc);
 	if (rc == -ENODEV)
 		return 0;		/* gone since the lookup */
 	if (rc < 0) {
@@ -1245,7 +1257,8 @@ netd_snat(struct netd *nd, const struct msg *m)
 	}
 	memset(&pa, 0, sizeof(pa));
 	pa.ifindex = pl->ifindex;
-	if ((rc = kernel_each_addr(&nd->kernel, primary_addr, &pa)) < 0) {
+	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	    primary_addr, &pa)) < 0) {
 		snat_fail(nd, m, what, rc, "reading the primary link's "
 		    "addresses failed");
 		return;

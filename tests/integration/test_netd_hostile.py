@@ -34,6 +34,7 @@ MV_MAC = "02:00:00:00:00:66"       # a link with a macvlan sharing its MAC
 ENI1 = "02:00:00:00:00:11"
 LATE_MAC = "02:00:00:00:00:55"     # a link configured by someone, later
 FAKE_MAC = "02:de:ad:be:ef:01"
+ENI3 = "02:00:00:00:00:77"         # bare, given others' routes in turn
 SETUP1 = ("setup mac=%s table=101 addr=10.0.16.5/20 gw=10.0.16.1 mtu=9001"
           % ENI1)
 
@@ -208,6 +209,67 @@ def test_configured_links_and_lo(node, make_netd):
     expect_refused(netd, "teardown mac=%s table=104 addr=10.0.64.9/24"
                    % LATE_MAC, LATE_MAC, "did not install")
     assert node.text_state() == before
+
+
+# What someone else put on a bare link, each as netd's reads of that link
+# alone (the kernel filters its address dump by the link and its route
+# dump by the link as a next hop) must still find it: a route in another
+# table, in IPv6, as one next hop of a multipath route, through a next-hop
+# object, and an IPv6 address that is not link-local.
+ON_ENI3 = [
+    (["route", "add", "10.0.99.0/24", "dev", "eni3", "table", "200"],
+     "route 10.0.99.0/24 table 200"),
+    (["-6", "route", "add", "2001:db8:7::/64", "dev", "eni3", "table",
+      "300"], "route 2001:db8:7::/64 table 300"),
+    (["route", "add", "10.0.98.0/24", "table", "201", "nexthop", "via",
+      "10.0.0.1", "dev", "eth0", "nexthop", "dev", "eni3"],
+     "route 10.0.98.0/24 table 201"),
+    (["route", "add", "10.0.97.0/24", "nhid", "77", "table", "202"],
+     "route 10.0.97.0/24 table 202"),
+    (["-6", "addr", "add", "2001:db8:9::5/64", "dev", "eni3",
+      "nodad"], "address 2001:db8:9::5/64"),
+]
+
+
+def test_what_a_link_carries_is_read_from_that_link(node, make_netd):
+    """netd reads a link's addresses and routes for that link alone; what
+    someone else put on it is found all the same, in any table or family,
+    while the node's other links carrying their own (eth0, eth1, stor0)
+    do not make it look taken.  Each refusal leaves the kernel as it was;
+    without them the link is taken."""
+    node.add_eni("eni3", ENI3)
+    node.ip("link", "set", "eni3", "up")
+    node.ip("nexthop", "add", "id", "77", "dev", "eni3")
+    netd = make_netd().start()
+    for cmd, needle in ON_ENI3:
+        node.ip(*cmd)
+        before = node.text_state()
+        expect_refused(netd, "declare mac=%s table=103" % ENI3, ENI3,
+                       "did not install", needle)
+        assert node.text_state() == before
+        node.ip(*[("del" if w == "add" else w) for w in cmd])
+    node.ip("nexthop", "del", "id", "77")
+    assert netd.call("declare mac=%s table=103" % ENI3)["status"] == "ok"
+    assert netd.call("setup mac=%s table=103 addr=10.0.16.7/20 "
+                     "gw=10.0.16.1 mtu=9001" % ENI3)["status"] == "ok"
+
+
+def test_foreign_routes_in_the_enis_table_are_seen(node, make_netd):
+    """Routes netd did not install in the ENI's own table, through another
+    link and of another type: the table's read (the kernel filters it by
+    table) counts them, and set-up and teardown leave them."""
+    node.ip("route", "add", "10.0.95.0/24", "dev", "eth0", "table", "101")
+    node.ip("route", "add", "blackhole", "10.0.96.0/24", "table", "101")
+    netd = make_netd().start()
+    assert netd.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    assert netd.call(SETUP1)["status"] == "ok"
+    assert netd.call("teardown mac=%s table=101 addr=10.0.16.5/20"
+                     % ENI1)["status"] == "ok"
+    assert "table 101 holds 2 routes netd did not install" in \
+        netd.logtext()
+    left = node.ip("route", "show", "table", "101")
+    assert "10.0.95.0/24 dev eth0" in left and \
+        "blackhole 10.0.96.0/24" in left, left
 
 
 FOREIGN_RULES = [
