@@ -853,24 +853,30 @@ def test_pod_past_enids_own_cap_is_refused_at_once(make_env):
     slots: EC2 would delegate 63 prefixes, enid's table of an ENI holds
     16 (ENID_MAX_ENI_PREFIXES), so 256 pods; the planner's other enid
     cap, ENID_MAX_PODS, is the same rule (tests/unit/test_pool.c)."""
-    from concurrent.futures import ThreadPoolExecutor
     env = make_env(("--eni-limit", "1", "--ip-limit", "64"),
                    pool=pool_conf(warm_prefix_target=1, add_timeout_s=20))
     env.start()
-    n = 16 * 16
+    fill_then_one_over(env, 16 * 16, "cap", "ENID_MAX_ENI_PREFIXES", 60)
+
+
+def fill_then_one_over(env, n, name, cap, timeout):
+    """n pods, enid's most (show limits says so), then one more: refused
+    at once as max-pods, naming the cap that binds."""
+    from concurrent.futures import ThreadPoolExecutor
     assert env.show("limits")["max_pods"] == n
     t0 = time.monotonic()
     with ThreadPoolExecutor(16) as ex:
-        answers = list(ex.map(lambda i: env.add("cap%d" % i,
-                                                timeout=60)[0], range(n)))
+        answers = list(ex.map(lambda i: env.add("%s%d" % (name, i),
+                                                timeout=timeout)[0],
+                              range(n)))
     bad = [a for a in answers if not a["ok"]]
     assert not bad, bad[:3]
     took_all = time.monotonic() - t0
     t0 = time.monotonic()
-    a, _ = env.add("cap-over", timeout=60)
+    a, _ = env.add(name + "-over", timeout=60)
     took = time.monotonic() - t0
     assert not a["ok"] and a["code"] == "max-pods", (a, took)
-    assert "ENID_MAX_ENI_PREFIXES" in a["error"], a
+    assert cap in a["error"], a
     assert took < 5, (took, a)
     print("%d pods in %.1f s; the next refused in %.3f s"
           % (n, took_all, took))
@@ -882,24 +888,7 @@ def test_pod_past_enid_max_pods_is_refused_at_once(make_env):
     prefixes would take 3840 pods as enid's tables of an ENI count them,
     but enid holds 2048 (ENID_MAX_PODS); the next, with max_pods unset,
     waited its add_timeout and was told the pool was growing."""
-    from concurrent.futures import ThreadPoolExecutor
     env = make_env(("--node-type", "0:m5.metal"),
                    pool=pool_conf(warm_prefix_target=4, add_timeout_s=20))
     env.start()
-    n = 2048
-    assert env.show("limits")["max_pods"] == n
-    t0 = time.monotonic()
-    with ThreadPoolExecutor(16) as ex:
-        answers = list(ex.map(lambda i: env.add("mp%d" % i,
-                                                timeout=90)[0], range(n)))
-    bad = [a for a in answers if not a["ok"]]
-    assert not bad, bad[:3]
-    took_all = time.monotonic() - t0
-    t0 = time.monotonic()
-    a, _ = env.add("mp-over", timeout=60)
-    took = time.monotonic() - t0
-    assert not a["ok"] and a["code"] == "max-pods", (a, took)
-    assert "ENID_MAX_PODS" in a["error"], a
-    assert took < 5, (took, a)
-    print("%d pods in %.1f s; the next refused in %.3f s"
-          % (n, took_all, took))
+    fill_then_one_over(env, 2048, "mp", "ENID_MAX_PODS", 90)
