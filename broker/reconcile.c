@@ -966,6 +966,14 @@ recon_recover_pods(struct reconcile_run *r)
 				e = c;
 		}
 		ip4_format(ru->dst, ip);
+		if (e == NULL && r->deferred) {
+			/* Maybe on an ENI of a subnet not described yet:
+			 * the run that adopts it judges the address. */
+			log_info("reconcile: the kernel routes %s to a pod, and "
+			    "no ENI of the pool has it yet; judged once the "
+			    "subnets of attached ENIs are described", ip);
+			continue;
+		}
 		if (e == NULL) {
 			log_warnx("reconcile: the kernel routes %s to a pod, but "
 			    "no ENI of the pool has it; its rules go", ip);
@@ -1000,6 +1008,13 @@ recon_rules(struct reconcile_run *r)
 
 	if (b->engine.rebuild_from_kernel) {
 		recon_recover_pods(r);
+		/* An attached ENI waits for its subnet's describe (the
+		 * first run again, then): the rules of addresses it may
+		 * hold are no pod's only once it is adopted.  Removed now,
+		 * the running pods would lose their routing, and their
+		 * addresses would look free. */
+		if (r->deferred)
+			return;
 		b->engine.rebuild_from_kernel = false;
 	}
 	/* Rules of no pod go (a few per run). */

@@ -757,6 +757,36 @@ def test_restart_with_an_unconfigured_subnet_while_its_describe_is_slow(
     restored_pods_kept(env, e, acked)
 
 
+def test_no_checkpoint_and_an_unconfigured_subnet_keeps_its_pods(make_env):
+    """As above, with the checkpoint moved aside as well (the way out of
+    a downgrade): the pods are rebuilt from the kernel's rules.  The
+    first run meets their ENI only once its subnet is described, a run
+    later; until then a pod's rule is not one "of no pod", and the
+    rebuild waits for that run: the pods keep their addresses and rules,
+    and no new pod is given one of them."""
+    import ckptstate
+    env, acked = pods_on_an_unconfigured_subnet(make_env, "k")
+    env.enid.stop()
+    for name in (ckptstate.SNAPSHOT, ckptstate.JOURNAL):
+        if (env.state_dir / name).exists():
+            os.unlink(env.state_dir / name)
+    e = restart(env)            # no "subnets": the primary's only
+    assert e.wait_log("pool: running", 30), e.text()
+    log = e.text()
+    assert "waiting for the subnets of attached ENIs" in log, log[-3000:]
+    ips = sorted(ip for ip, _ in acked.values())
+    env.wait(lambda: sorted(p["ip"] for p in env.show("pods")) == ips, 15,
+             "the pods rebuilt from the kernel's rules")
+    log = e.text()
+    assert "belong to no pod" not in log, log[-3000:]
+    assert "its rules go" not in log, log[-3000:]
+    for cid in acked:
+        assert env.pods[cid].ping(env.ep["vpc_host"], wait=2), cid
+    for i in range(3):
+        a, _ = env.add("after%d" % i)
+        assert a["ok"] and a["ip"] not in ips, a
+
+
 # ---- no leaks ----
 
 def test_create_of_unknown_outcome_leaks_no_eni(make_env):
