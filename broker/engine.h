@@ -45,7 +45,7 @@
 /* Of those, the ones no runtime waits for (a restored pod's rules made
  * sure of, a reconcile's repair): few at once, so that an ADD or a DEL
  * never queues in netd behind hundreds of them. */
-#define ENGINE_MAX_NETD_BG	16
+#define ENGINE_MAX_NETD_BG	4
 /*
  * The long waits after an unassign.  testhook_ms() leaves each as written
  * in a release build; only a sanitizer build run by the integration tests

@@ -2863,8 +2863,8 @@ subnet_add(struct broker *b, const char *id, bool configured)
 }
 
 /* Pods restored from the checkpoint (the snapshot and its journal), if
- * it is this instance's. */
-static void
+ * it is this instance's: true then. */
+static bool
 engine_restore(struct broker *b)
 {
 	struct engine *en = &b->engine;
@@ -2888,14 +2888,14 @@ engine_restore(struct broker *b)
 		    "kernel's rules (none on a new node)");
 		en->rebuild_from_kernel = true;
 		en->checkpoint_none = true;
-		return;
+		return false;
 	}
 	if (rc == -1) {
 		log_errorx("checkpoint: %s; rebuilding the pods from the cloud "
 		    "and the kernel", err);
 		en->rebuild_from_kernel = true;
 		en->checkpoint_lost = true;
-		return;
+		return false;
 	}
 	if (strcmp(en->restored.instance_id, b->instance.instance_id) != 0) {
 		log_warnx("checkpoint: written on %s, this is %s; its %zu pods "
@@ -2907,7 +2907,7 @@ engine_restore(struct broker *b)
 		memset(&en->restored, 0, sizeof(en->restored));
 		en->rebuild_from_kernel = true;
 		en->checkpoint_none = true;
-		return;
+		return false;
 	}
 	for (i = 0; i < en->restored.npods; i++)
 		pod_restore(b, &en->restored.pods[i]);
@@ -2920,6 +2920,7 @@ engine_restore(struct broker *b)
 	en->restored.pods = NULL;
 	en->restored.npods = 0;
 	(void)checkpoint_own(&en->restored);
+	return true;
 }
 
 /*
@@ -2932,6 +2933,7 @@ engine_start(struct broker *b)
 	struct engine *en = &b->engine;
 	struct subnet *s;
 	uint32_t i;
+	bool restored;
 
 	if (en->phase != PHASE_WAITING)
 		return;
@@ -2986,11 +2988,23 @@ engine_start(struct broker *b)
 	    en->params.max_enis, en->ips_per_eni,
 	    en->params.warm_ip_target, en->params.minimum_ip_target,
 	    en->params.warm_eni_target, en->params.max_pods);
-	engine_restore(b);
+	restored = engine_restore(b);
 	en->phase = PHASE_STARTING;
 	subnets_describe(b);
 	/* Asked together: start-up takes one describe round trip, not
 	 * two (the run's answers wait for the subnets; reconcile.c). */
 	en->started_recon = true;
 	reconcile_now(b, "start");
+	/*
+	 * The first save after a start writes the whole checkpoint (a new
+	 * generation, the journal begun again): done now, while the cloud
+	 * and netd answer the start's questions, it is not done on the way
+	 * of the first ADD (issue 34: the first ADD after a restart of a
+	 * 700-pod node waited for it).  What it writes is what was just
+	 * read back, this instance's own; never an empty or rebuilt pool,
+	 * which a crash before the rebuild is done would leave as the
+	 * truth.
+	 */
+	if (restored)
+		store_mark(b->store);
 }

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/fib_rules.h>
@@ -185,6 +186,13 @@ link_fill(struct rtnl_link *link, struct msg_netd_link *out)
 	return a != NULL && nl_addr_get_len(a) == 6;
 }
 
+/* What event_valid() is handed: the kernel's state to mark, the events'
+ * receivers to tell. */
+struct event_ctx {
+	struct kernel			*k;
+	const struct kernel_events	*ev;
+};
+
 static void
 event_obj(struct nl_object *obj, void *arg)
 {
@@ -211,12 +219,17 @@ route_msg_table(struct nlmsghdr *hdr)
 static int
 event_valid(struct nl_msg *msg, void *arg)
 {
-	const struct kernel_events *ev = arg;
+	struct event_ctx *ctx = arg;
+	const struct kernel_events *ev = ctx->ev;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 
 	switch (hdr->nlmsg_type) {
 	case RTM_NEWLINK:
-		(void)nl_msg_parse(msg, event_obj, arg);
+		ctx->k->links_current = false;
+		(void)nl_msg_parse(msg, event_obj, (void *)ev);
+		break;
+	case RTM_DELLINK:
+		ctx->k->links_current = false;
 		break;
 	case RTM_NEWADDR:
 	case RTM_DELADDR:
@@ -239,17 +252,18 @@ int
 kernel_read_events(struct kernel *k, const struct kernel_events *ev,
     bool *overrun)
 {
+	struct event_ctx ctx = { k, ev };
 	int i, rc;
 
 	*overrun = false;
-	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid,
-	    (void *)ev);
+	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid, &ctx);
 	for (i = 0; i < KERNEL_EVENT_BUDGET; i++) {
 		rc = nl_recvmsgs_report(k->ev, k->ev_cb);
 		if (rc == 0 || rc == -NLE_AGAIN)
 			return 0;
 		if (rc == -NLE_NOMEM) {		/* ENOBUFS: events lost */
 			*overrun = true;
+			k->links_current = false;
 			continue;
 		}
 		if (rc < 0)
@@ -437,17 +451,45 @@ link_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	return 0;
 }
 
-/* Every link into k->links; the kernel leaves out the statistics. */
+/*
+ * Whether the event socket holds a notification (or a lost-events error)
+ * not read yet.  The kernel queues a link's notification before the call
+ * that changed the link returns, so with nothing unread and no link event
+ * read since the last whole dump, that dump is still the kernel's links.
+ */
+static bool
+events_unread(struct kernel *k)
+{
+	char c;
+
+	return recvfrom(nl_socket_get_fd(k->ev), &c, 1,
+	    MSG_PEEK | MSG_DONTWAIT, NULL, NULL) != -1 ||
+	    (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*
+ * Every link into k->links; the kernel leaves out the statistics.  A node
+ * with hundreds of pods has hundreds of veths, and each ENI set up again
+ * after a restart looks its link up three times (declare, lookup,
+ * set-up): the last whole dump is used again while it is current (see
+ * links_current), and read again as soon as anything may have changed.
+ */
 static int
 links_dump(struct kernel *k)
 {
 	struct ifinfomsg req;
 	struct dump_req rq = { RTM_GETLINK, &req, sizeof(req), 1,
 	    { { IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS } } };
+	int rc;
 
+	if (k->links_current && !events_unread(k))
+		return 0;
+	k->links_current = false;
 	memset(&req, 0, sizeof(req));
 	req.ifi_family = AF_UNSPEC;
-	return raw_dump(k, &rq, link_parse, NULL, links_reset);
+	if ((rc = raw_dump(k, &rq, link_parse, NULL, links_reset)) == 0)
+		k->links_current = true;
+	return rc;
 }
 
 static const struct kernel_link *

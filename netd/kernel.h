@@ -37,6 +37,10 @@ struct kernel {
 	size_t		 naddrs, addrs_cap;
 	struct kernel_link *links;
 	size_t		 nlinks, links_cap;
+	/* links is the kernel's: filled by a whole dump, and no link event
+	 * (or a lost one) read since.  Used again only while the event
+	 * socket holds nothing unread (links_dump()). */
+	bool		 links_current;
 	struct nd_route	*routes;
 	size_t		 nroutes, routes_cap;
 };

@@ -211,6 +211,42 @@ def test_configured_links_and_lo(node, make_netd):
     assert node.text_state() == before
 
 
+def test_links_changed_between_requests_are_seen(node, make_netd):
+    """netd reads the node's links once and uses that read again while
+    no link event has come since (a restart sets up many ENIs, each
+    looked up three times, on a node of hundreds of veths).  Every change
+    someone makes between two requests must still be seen by the next:
+    a link's MAC changed, a macvlan with its MAC added and deleted, the
+    link enslaved to a bridge and freed again."""
+    netd = make_netd().start()
+    assert netd.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    before = node.text_state()
+
+    node.ip("link", "set", "eni1", "address", "02:00:00:00:00:99")
+    r = netd.call(SETUP1)
+    assert r["status"] == "not-found", r
+    assert netd.call("find mac=%s deadline=100" % ENI1)["status"] == \
+        "not-found"
+    node.ip("link", "set", "eni1", "address", ENI1)
+
+    node.ip("link", "add", "link", "eni1", "name", "mv1", "address",
+            ENI1, "type", "macvlan")
+    before = node.text_state()
+    expect_refused(netd, SETUP1, ENI1, "same MAC")
+    assert node.text_state() == before
+    node.ip("link", "del", "mv1")
+
+    node.ip("link", "set", "eni1", "master", "br0")
+    before = node.text_state()
+    expect_refused(netd, SETUP1, ENI1, "bond, bridge or VRF")
+    assert node.text_state() == before
+    node.ip("link", "set", "eni1", "nomaster")
+
+    # Each change undone, the link is netd's again.
+    assert netd.call(SETUP1)["status"] == "ok"
+    assert "table 101" in node.text_state()["route"]
+
+
 # What someone else put on a bare link, each as netd's reads of that link
 # alone (the kernel filters its address dump by the link and its route
 # dump by the link as a next hop) must still find it: a route in another
