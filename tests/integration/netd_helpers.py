@@ -12,6 +12,8 @@ import subprocess
 import threading
 import time
 
+import podwire
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 # ENID_BUILDDIR, else build/ or build-san/ (where tests/run-all builds),
@@ -118,19 +120,18 @@ class Netns:
         self.ip("link", "set", name + "p", "up")
 
     def state(self):
-        """What a refused request must not change."""
-        return {"rules": self.ipj("rule"),
-                "routes": self.ipj("route", "show", "table", "all"),
-                "addrs": self.ipj("addr"),
+        """What a refused request must not change (one exec)."""
+        st = podwire.kernel_state(self.name)
+        return {"rules": st["rule"], "routes": st["route"],
+                "addrs": st["addr"],
                 "links": [(l["ifname"], l.get("address"), l.get("mtu"),
-                           l.get("flags")) for l in self.ipj("link")]}
+                           l.get("flags")) for l in st["link"]]}
 
-    def text_state(self):
-        """The same as ip(8) prints it, for the hostile-broker tests:
-        `ip link`, `ip addr`, `ip rule`, `ip route show table all`."""
-        return {"link": self.ip("link"), "addr": self.ip("addr"),
-                "rule": self.ip("rule"),
-                "route": self.ip("route", "show", "table", "all")}
+    def kernel_state(self):
+        """Everything, for the hostile-broker tests: each field ip(8)
+        prints of `ip link`, `ip addr`, `ip rule`, `ip route show table
+        all` (podwire.kernel_state)."""
+        return podwire.kernel_state(self.name)
 
 
 class Driver:

@@ -43,6 +43,54 @@ def run(*argv, check=True):
     return subprocess.run(argv, check=check, capture_output=True, text=True)
 
 
+# ---- iproute2, one exec for many commands ----
+#
+# Each `ip` exec costs a few milliseconds of CPU, and the tests make
+# thousands; `ip -batch -` runs many commands for about the price of one.
+
+def ip_batch(ns, cmds, opts=(), check=True):
+    """Run cmds (each a sequence of arguments, none with white space) in
+    namespace ns with one `ip [opts] -n ns -batch -`; it stops at the
+    first command that fails."""
+    lines = []
+    for cmd in cmds:
+        assert cmd and not any(not a or any(c.isspace() or c in "\"'#"
+                                            for c in a) for a in cmd), cmd
+        lines.append(" ".join(cmd) + "\n")
+    return subprocess.run(["ip", *opts, "-n", ns, "-batch", "-"],
+                          input="".join(lines), check=check,
+                          capture_output=True, text=True)
+
+
+def ip_dumps(ns, *cmds, family=None):
+    """The JSON of several dumps (`ip -j [-4] -n ns CMD`), in one exec.
+    In JSON mode each command of a batch prints exactly one document on
+    one line, an empty dump `[]` (iproute2 6.1), so the output splits by
+    lines.  An iproute2 that printed nothing for an empty dump would
+    leave fewer lines than commands, and which one was empty unknown:
+    then each command runs on its own.  Dump addresses before links:
+    after a link dump, a batch's address dumps carry each link's
+    "linkmode" too (ip's state left over), unlike `ip -j addr`'s."""
+    opts = ["-j"] + (["-%d" % family] if family else [])
+    docs = ip_batch(ns, cmds, opts).stdout.splitlines()
+    if len(docs) != len(cmds):
+        docs = [run("ip", *opts, "-n", ns, *cmd).stdout.strip()
+                for cmd in cmds]
+    return [json.loads(d) if d.strip() else [] for d in docs]
+
+
+def kernel_state(ns, family=None):
+    """What before/after comparisons compare, in one exec: every link
+    (`ip link`), address (`ip addr`), route in every table (`ip route
+    show table all`) and rule (`ip rule`), as ip -j prints them (each
+    field ip(8) prints as text).  family=4: IPv4 addresses and routes
+    only (links are the same either way; `ip rule` is IPv4's anyway)."""
+    addr, link, route, rule = ip_dumps(
+        ns, ("addr",), ("link",), ("route", "show", "table", "all"),
+        ("rule",), family=family)
+    return {"link": link, "addr": addr, "route": route, "rule": rule}
+
+
 class Pod:
     """A pod namespace wired into a node namespace with its address."""
     n = 0
