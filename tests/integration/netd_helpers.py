@@ -86,15 +86,16 @@ class Netns:
         try:
             # No duplicate address detection: an IPv6 link-local address
             # is never "tentative" for a moment, so snapshots compare.
-            for key in ("all", "default"):
-                self.sysctl("net.ipv6.conf.%s.accept_dad" % key, "0")
-            self.ip("link", "set", "lo", "up")
-            self.ip("link", "add", "eth0", "address", PRIMARY_MAC, "type",
-                    "veth", "peer", "name", "eth0p")
-            self.ip("link", "set", "eth0p", "up")
-            self.ip("link", "set", "eth0", "up")
-            self.ip("addr", "add", PRIMARY_IP + "/20", "dev", "eth0")
-            self.ip("route", "add", "default", "via", GATEWAY, "dev", "eth0")
+            podwire.sysctl(self.name, ("net.ipv6.conf.all.accept_dad", "0"),
+                           ("net.ipv6.conf.default.accept_dad", "0"))
+            podwire.ip_batch(self.name, (
+                ("link", "set", "lo", "up"),
+                ("link", "add", "eth0", "address", PRIMARY_MAC, "type",
+                 "veth", "peer", "name", "eth0p"),
+                ("link", "set", "eth0p", "up"),
+                ("link", "set", "eth0", "up"),
+                ("addr", "add", PRIMARY_IP + "/20", "dev", "eth0"),
+                ("route", "add", "default", "via", GATEWAY, "dev", "eth0")))
         except Exception:
             self.__exit__(None, None, None)
             raise
@@ -107,17 +108,17 @@ class Netns:
         return run("ip", "-n", self.name, *args, check=check).stdout
 
     def sysctl(self, key, value):
-        run("ip", "netns", "exec", self.name, "sysctl", "-qw",
-            "%s=%s" % (key, value))
+        podwire.sysctl(self.name, (key, value))
 
     def ipj(self, *args):
         out = self.ip("-j", *args).strip()
         return json.loads(out) if out else []
 
     def add_eni(self, name, mac):
-        self.ip("link", "add", name, "address", mac, "type", "veth",
-                "peer", "name", name + "p")
-        self.ip("link", "set", name + "p", "up")
+        podwire.ip_batch(self.name, (
+            ("link", "add", name, "address", mac, "type", "veth", "peer",
+             "name", name + "p"),
+            ("link", "set", name + "p", "up")))
 
     def state(self):
         """What a refused request must not change (one exec)."""

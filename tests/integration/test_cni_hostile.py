@@ -221,9 +221,8 @@ class Node:
         run("ip", "netns", "add", name)
         # No duplicate address detection: an IPv6 link-local address is
         # never "tentative" for a moment, so snapshots compare.
-        for key in ("all", "default"):
-            run("ip", "netns", "exec", name, "sysctl", "-qw",
-                "net.ipv6.conf.%s.accept_dad=0" % key)
+        podwire.sysctl(name, ("net.ipv6.conf.all.accept_dad", "0"),
+                       ("net.ipv6.conf.default.accept_dad", "0"))
         run("ip", "-n", name, "link", "set", "lo", "up")
         return name
 
