@@ -12,6 +12,8 @@ import subprocess
 import threading
 import time
 
+import podwire
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 # ENID_BUILDDIR, else build/ or build-san/ (where tests/run-all builds),
@@ -84,15 +86,16 @@ class Netns:
         try:
             # No duplicate address detection: an IPv6 link-local address
             # is never "tentative" for a moment, so snapshots compare.
-            for key in ("all", "default"):
-                self.sysctl("net.ipv6.conf.%s.accept_dad" % key, "0")
-            self.ip("link", "set", "lo", "up")
-            self.ip("link", "add", "eth0", "address", PRIMARY_MAC, "type",
-                    "veth", "peer", "name", "eth0p")
-            self.ip("link", "set", "eth0p", "up")
-            self.ip("link", "set", "eth0", "up")
-            self.ip("addr", "add", PRIMARY_IP + "/20", "dev", "eth0")
-            self.ip("route", "add", "default", "via", GATEWAY, "dev", "eth0")
+            podwire.sysctl(self.name, ("net.ipv6.conf.all.accept_dad", "0"),
+                           ("net.ipv6.conf.default.accept_dad", "0"))
+            podwire.ip_batch(self.name, (
+                ("link", "set", "lo", "up"),
+                ("link", "add", "eth0", "address", PRIMARY_MAC, "type",
+                 "veth", "peer", "name", "eth0p"),
+                ("link", "set", "eth0p", "up"),
+                ("link", "set", "eth0", "up"),
+                ("addr", "add", PRIMARY_IP + "/20", "dev", "eth0"),
+                ("route", "add", "default", "via", GATEWAY, "dev", "eth0")))
         except Exception:
             self.__exit__(None, None, None)
             raise
@@ -105,32 +108,31 @@ class Netns:
         return run("ip", "-n", self.name, *args, check=check).stdout
 
     def sysctl(self, key, value):
-        run("ip", "netns", "exec", self.name, "sysctl", "-qw",
-            "%s=%s" % (key, value))
+        podwire.sysctl(self.name, (key, value))
 
     def ipj(self, *args):
         out = self.ip("-j", *args).strip()
         return json.loads(out) if out else []
 
     def add_eni(self, name, mac):
-        self.ip("link", "add", name, "address", mac, "type", "veth",
-                "peer", "name", name + "p")
-        self.ip("link", "set", name + "p", "up")
+        podwire.ip_batch(self.name, (
+            ("link", "add", name, "address", mac, "type", "veth", "peer",
+             "name", name + "p"),
+            ("link", "set", name + "p", "up")))
 
     def state(self):
-        """What a refused request must not change."""
-        return {"rules": self.ipj("rule"),
-                "routes": self.ipj("route", "show", "table", "all"),
-                "addrs": self.ipj("addr"),
+        """What a refused request must not change (one exec)."""
+        st = podwire.kernel_state(self.name)
+        return {"rules": st["rule"], "routes": st["route"],
+                "addrs": st["addr"],
                 "links": [(l["ifname"], l.get("address"), l.get("mtu"),
-                           l.get("flags")) for l in self.ipj("link")]}
+                           l.get("flags")) for l in st["link"]]}
 
-    def text_state(self):
-        """The same as ip(8) prints it, for the hostile-broker tests:
-        `ip link`, `ip addr`, `ip rule`, `ip route show table all`."""
-        return {"link": self.ip("link"), "addr": self.ip("addr"),
-                "rule": self.ip("rule"),
-                "route": self.ip("route", "show", "table", "all")}
+    def kernel_state(self):
+        """Everything, for the hostile-broker tests: each field ip(8)
+        prints of `ip link`, `ip addr`, `ip rule`, `ip route show table
+        all` (podwire.kernel_state)."""
+        return podwire.kernel_state(self.name)
 
 
 class Driver:

@@ -14,6 +14,7 @@ import zlib
 import pytest
 
 import ckptstate
+import podwire
 from poolenv import PoolEnv
 
 CKPT_VERSION = 3        # broker/checkpoint.h
@@ -44,17 +45,15 @@ def with_pods(env, n):
 
 def node_view(env):
     """What enid could change on the node and in the cloud."""
-    def ip(*args):
-        # IPv4: the kernel's own IPv6 link-local routes come and go.
-        return subprocess.run(["ip", "-4", "-n", env.ns, *args], check=True,
-                              capture_output=True, text=True).stdout
+    # IPv4: the kernel's own IPv6 link-local routes come and go.
+    rules, routes, addrs, links, neigh = podwire.ip_dumps(
+        env.ns, ("rule", "show"), ("route", "show", "table", "all"),
+        ("addr", "show"), ("link", "show"),
+        ("neigh", "show", "nud", "permanent"), family=4)
     st = env.state()
     return {
-        "rules": ip("rule", "show"),
-        "routes": ip("route", "show", "table", "all"),
-        "links": ip("-o", "link", "show"),
-        "addrs": ip("-o", "addr", "show"),
-        "neigh": ip("neigh", "show", "nud", "permanent"),
+        "rules": rules, "routes": routes, "links": links, "addrs": addrs,
+        "neigh": neigh,
         "calls": st["calls"],
         "enis": sorted((e["id"], e["status"], tuple(e["addresses"]))
                        for e in env.node_enis(st)),

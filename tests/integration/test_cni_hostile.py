@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netd_helpers import (DRIVE, NETD, PRIMARY_IP, Driver,  # noqa: E402
                           Netns, run)
 from conftest import built, for_unprivileged  # noqa: E402
+import podwire  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "fake_cnisock.py")
@@ -220,20 +221,23 @@ class Node:
         run("ip", "netns", "add", name)
         # No duplicate address detection: an IPv6 link-local address is
         # never "tentative" for a moment, so snapshots compare.
-        for key in ("all", "default"):
-            run("ip", "netns", "exec", name, "sysctl", "-qw",
-                "net.ipv6.conf.%s.accept_dad=0" % key)
+        podwire.sysctl(name, ("net.ipv6.conf.all.accept_dad", "0"),
+                       ("net.ipv6.conf.default.accept_dad", "0"))
         run("ip", "-n", name, "link", "set", "lo", "up")
         return name
 
     def state(self):
-        return self.ns.text_state()
+        return self.ns.kernel_state()
 
 
 def pod_state(pod):
-    return {k: run("ip", "-n", pod, *a).stdout for k, a in (
-        ("link", ("link",)), ("addr", ("addr",)),
-        ("route", ("route", "show", "table", "all")))}
+    return podwire.kernel_state(pod)
+
+
+def addr_items(state):
+    """Each address of a kernel_state(), with its link's name, as text."""
+    return {json.dumps([l["ifname"], a], sort_keys=True)
+            for l in state["addr"] for a in l.get("addr_info", ())}
 
 
 def conf_for(role, sock, **extra):
@@ -376,9 +380,8 @@ def test_plausible_answer_works(node, fake, pod_a, role, ip, extra):
     if role == "ipam":
         # ptp's gateway is the node's own address, not the answer's.
         assert out["ips"][0]["gateway"] == PRIMARY_IP, out
-    added = set(node.state()["addr"].splitlines()) - \
-        set(before["addr"].splitlines())
-    assert not any("169.254.169.254" in l for l in added), added
+    added = addr_items(node.state()) - addr_items(before)
+    assert not any("169.254.169.254" in a for a in added), added
     rc, out, err = plugin(node, role, "DEL", fake.sock, cid, pod)
     assert rc == 0, (out, err)
     assert node.state()["route"] == before["route"]

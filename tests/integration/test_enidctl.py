@@ -95,16 +95,42 @@ def daemon():
         os.rmdir(d)
 
 
-# enidctl has no sandbox: in a sanitizer build LeakSanitizer checks every
-# run of it, the error exits included (the suite turns it off for the
-# daemons, whose filters refuse what it needs).
-CTL_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+# enidctl has no sandbox: in a sanitizer build LeakSanitizer can check
+# it (the suite turns it off for the daemons, whose filters refuse what it
+# needs).  Its exit-time scan costs three times the run itself, so it
+# checks the runs that cover each way enidctl allocates and frees
+# (leaks=True), not every run:
+#   test_command_both_formats   every command, as text (its printer, its
+#                               table, the memory stream) and as JSON
+#   test_daemon_error_exits_1   the daemon's error, escaped and released
+#   test_strict_answer          each malformed-answer exit, once per kind
+#                               (after the answer and its JSON exist)
+#   test_command_answers_checked  each printer's malformed-answer exit,
+#                               the first case of each command
+#   test_unterminated_answer    read_answer's exit, its buffer allocated
+#   test_not_running_is_one_line_naming_the_socket  the exits before an
+#                               answer, the request built
+#   test_error_strings_escaped, test_status_strings_escaped: escaping, the
+#                               first hostile string (strings replaced)
+# Usage errors exit before enidctl allocates anything.  A leak makes
+# LeakSanitizer's exit status (23), which each of those tests refuses.
+CTL_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+LEAK_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
 
 
-def enidctl(daemon, answer, *args):
+def firsts(cases, key):
+    """The first of cases for each key(case): the ones leak-checked."""
+    seen = {}
+    for c in cases:
+        seen.setdefault(key(c), c)
+    return list(seen.values())
+
+
+def enidctl(daemon, answer, *args, leaks=False):
     daemon.serve_once(answer)
     r = subprocess.run([built("ctl/enidctl"), "-s", daemon.path, *args],
-                       capture_output=True, timeout=15, env=CTL_ENV)
+                       capture_output=True, timeout=15,
+                       env=LEAK_ENV if leaks else CTL_ENV)
     daemon.thread.join(10)
     return r
 
@@ -131,7 +157,7 @@ def test_good_answer(daemon):
     assert "enid-cloudd" in out and "starting" in out
 
 
-@pytest.mark.parametrize("answer, why", [
+STRICT = [
     (line(STATUS) + b"garbage", "data after the answer line"),
     (line(STATUS) + b"\n", "data after the answer line"),
     (line(STATUS) + line(STATUS), "data after the answer line"),
@@ -146,10 +172,15 @@ def test_good_answer(daemon):
     (b"\n", "not JSON"),
     (line({"ok": "yes"}), '"ok" missing or not a boolean'),
     (line({"ok": False, "code": "x"}), '"error" missing or not a string'),
-])
+]
+STRICT_LEAKS = firsts(STRICT, lambda c: c[1])
+
+
+@pytest.mark.parametrize("answer, why", STRICT)
 def test_strict_answer(daemon, answer, why):
     for args in (("status",), ("-j", "status")):
-        r = enidctl(daemon, answer, *args)
+        r = enidctl(daemon, answer, *args,
+                    leaks=(answer, why) in STRICT_LEAKS)
         assert r.returncode == 1, (answer, args, r.stdout)
         assert r.stdout == b"", (answer, args, r.stdout)
         assert f"malformed answer: {why}".encode() in r.stderr, \
@@ -158,7 +189,7 @@ def test_strict_answer(daemon, answer, why):
 
 def test_unterminated_answer(daemon):
     daemon.linger = False           # close right after the bytes
-    r = enidctl(daemon, line(STATUS)[:-1], "status")
+    r = enidctl(daemon, line(STATUS)[:-1], "status", leaks=True)
     assert r.returncode == 1
     assert r.stdout == b""
     assert b"connection closed before a complete answer" in r.stderr, \
@@ -179,7 +210,8 @@ HOSTILE = [
 @pytest.mark.parametrize("evil, shown", HOSTILE)
 def test_error_strings_escaped(daemon, evil, shown):
     r = enidctl(daemon, line({"ok": False, "code": "c-" + evil,
-                              "error": "e-" + evil}), "status")
+                              "error": "e-" + evil}), "status",
+                leaks=evil == HOSTILE[0][0])
     assert r.returncode == 1
     assert_no_raw_controls(r.stderr)
     assert r.stderr.decode() == f"enidctl: c-{shown}: e-{shown}\n"
@@ -191,7 +223,7 @@ def test_status_strings_escaped(daemon, evil, shown):
     ans["version"] = evil
     ans["processes"][1]["name"] = evil
     ans["instance"] = {"state": "failed", "error": evil}
-    r = enidctl(daemon, line(ans), "status")
+    r = enidctl(daemon, line(ans), "status", leaks=evil == HOSTILE[0][0])
     assert r.returncode == 0, r.stderr
     assert_no_raw_controls(r.stdout)
     out = r.stdout.decode()
@@ -250,10 +282,10 @@ def test_json_output_escaped(daemon, raw, value):
 
 # ---- usage errors: exit 2, and the daemon is never asked ----
 
-def run_ctl(path, *args, timeout=30, prefix=()):
+def run_ctl(path, *args, timeout=30, prefix=(), leaks=False):
     return subprocess.run([*prefix, built("ctl/enidctl"), "-s", str(path),
                            *args], capture_output=True, timeout=timeout,
-                          env=CTL_ENV)
+                          env=LEAK_ENV if leaks else CTL_ENV)
 
 
 USAGE = [
@@ -283,7 +315,7 @@ def test_not_running_is_one_line_naming_the_socket():
     try:
         path = os.path.join(d, "ctl.sock")
         for args in (("status",), ("-j", "metrics"), ("show", "enis")):
-            r = run_ctl(path, *args)
+            r = run_ctl(path, *args, leaks=True)
             assert r.returncode == 1, r
             assert r.stdout == b""
             lines = r.stderr.decode().splitlines()
@@ -294,7 +326,7 @@ def test_not_running_is_one_line_naming_the_socket():
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.bind(path)
         s.close()
-        r = run_ctl(path, "status")
+        r = run_ctl(path, "status", leaks=True)
         lines = r.stderr.decode().splitlines()
         assert r.returncode == 1 and r.stdout == b""
         assert len(lines) == 1 and path in lines[0] and \
@@ -308,7 +340,7 @@ def test_daemon_error_exits_1(daemon):
            "error": "no ENI \"eni-0feedface\" in the pool"}
     for args in (("drain", "eni-0feedface"),
                  ("-j", "drain", "eni-0feedface")):
-        r = enidctl(daemon, line(err), *args)
+        r = enidctl(daemon, line(err), *args, leaks=True)
         assert r.returncode == 1
         assert r.stdout == b""
         assert r.stderr == b'enidctl: unknown-eni: no ENI "eni-0feedface" ' \
@@ -552,7 +584,7 @@ CANNED = [
                          ids=[" ".join(c[0]) for c in CANNED])
 def test_command_both_formats(daemon, args, sent, answer, shown):
     ans = {"ok": True, **answer}
-    r = enidctl(daemon, line(ans), *args)
+    r = enidctl(daemon, line(ans), *args, leaks=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr == b""
     assert json.loads(daemon.requests[-1]) == sent
@@ -562,7 +594,7 @@ def test_command_both_formats(daemon, args, sent, answer, shown):
     for want in shown:
         assert want in out.splitlines(), (want, out)
     assert all(len(x) <= 80 for x in out.splitlines()), out
-    r = enidctl(daemon, line(ans), "-j", *args)
+    r = enidctl(daemon, line(ans), "-j", *args, leaks=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == ans
 
@@ -616,7 +648,7 @@ def test_table_strings_escaped(daemon, args, answer):
     assert EVIL_SHOWN[:10] in r.stdout.decode()
 
 
-@pytest.mark.parametrize("args, answer, why", [
+CHECKED = [
     (("show", "enis"), {"enis": [{k: v for k, v in ENI_A.items()
                                   if k != "state"}]},
      '"state" missing or not a string'),
@@ -687,9 +719,14 @@ def test_table_strings_escaped(daemon, args, answer):
      "control character or invalid UTF-8 in the metrics text"),
     (("metrics",), {"text": "enid_pods 1", "metrics": []},
      "the metrics text does not end with a newline"),
-])
+]
+CHECKED_LEAKS = firsts(CHECKED, lambda c: c[0])
+
+
+@pytest.mark.parametrize("args, answer, why", CHECKED)
 def test_command_answers_checked(daemon, args, answer, why):
-    r = enidctl(daemon, line({"ok": True, **answer}), *args)
+    r = enidctl(daemon, line({"ok": True, **answer}), *args,
+                leaks=(args, answer, why) in CHECKED_LEAKS)
     assert r.returncode == 1, r.stdout
     assert r.stdout == b""
     assert f"malformed answer: {why}".encode() in r.stderr, r.stderr

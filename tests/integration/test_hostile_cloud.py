@@ -99,35 +99,41 @@ def make_env(workdir, enid_user, helper_dir):
 
 # ---- what must hold whatever the cloud says ----
 
-def ip_text(env, *args):
-    return podwire.run("ip", "-n", env.ns, *args).stdout
+def eni_default(route):
+    """netd's default route through the node's link in a set up ENI's
+    table, with SNAT on (tagged 233, onlink), and nothing more."""
+    return (route.get("dst") == "default" and "gateway" in route and
+            route.get("table", "").isdigit() and
+            route.get("protocol") == "233" and
+            route.get("flags") == ["onlink"] and
+            set(route) == {"dst", "gateway", "table", "protocol", "flags"})
 
 
 def node_link(env):
     """The node's own link as ip(8) prints it: the link itself, its IPv4
     addresses, every IPv4 route through it in every table, and
     the rules (a hostile answer may add pods' rules, never take one)."""
-    link = json.loads(ip_text(env, "-j", "link", "show", "dev", "eth0"))[0]
+    addr, link, routes, rules = podwire.ip_dumps(
+        env.ns, ("addr", "show", "dev", "eth0"),
+        ("link", "show", "dev", "eth0"),
+        ("route", "show", "table", "all", "dev", "eth0"), ("rule",),
+        family=4)
+    link = link[0]
     keep = {k: link.get(k) for k in ("ifindex", "mtu", "operstate",
                                      "address", "flags", "master")}
-    keep["addr"] = ip_text(env, "-4", "addr", "show", "dev", "eth0")
+    keep["addr"] = addr
     # Less the default route through it that netd puts in each ENI's
-    # table with SNAT on (tagged 233, onlink): set up ENIs are expected.
-    keep["routes"] = "".join(
-        l for l in ip_text(env, "-4", "route", "show", "table", "all",
-                           "dev", "eth0").splitlines(keepends=True)
-        if not re.match(r"default via \S+ table \d+ proto 233 onlink", l))
-    keep["rules"] = set(ip_text(env, "-4", "rule").splitlines())
+    # table with SNAT on: set up ENIs are expected.
+    keep["routes"] = [r for r in routes if not eni_default(r)]
+    keep["rules"] = {json.dumps(r, sort_keys=True) for r in rules}
     return keep
 
 
-def text_state(env):
+def kernel_state(env):
     """The whole node as test_netd_hostile.py compares it: `ip link`,
     `ip addr`, `ip rule`, `ip route show table all` (IPv4: enid has no
     IPv6, and a new link's IPv6 addresses settle on their own time)."""
-    return {"link": ip_text(env, "link"), "addr": ip_text(env, "-4", "addr"),
-            "rule": ip_text(env, "rule"),
-            "route": ip_text(env, "-4", "route", "show", "table", "all")}
+    return podwire.kernel_state(env.ns, family=4)
 
 
 class Watch:
@@ -142,7 +148,7 @@ class Watch:
         self.pids = (env.enid.pid, env.enid.children())
         assert set(self.pids[1]) == {"enid-netd", "enid-cloudd"}, self.pids
         self.link = link or node_link(env)
-        self.whole = text_state(env) if whole else None
+        self.whole = kernel_state(env) if whole else None
         self.mark = 0 if link else len(env.log())
 
     def new_log(self):
@@ -179,7 +185,7 @@ class Watch:
             {k: v for k, v in self.link.items() if k != "rules"}
         if unchanged:
             assert self.whole is not None
-            assert text_state(env) == self.whole
+            assert kernel_state(env) == self.whole
         bad = set(bad_addrs)
         assert not bad & set(got), (bad & set(got))
         rules = "\n".join(now["rules"])

@@ -112,7 +112,7 @@ def expect_refused(netd, line, *needles):
 def test_policy_with_another_primary_mac_is_fatal(node, make_netd, mac):
     """The primary MAC comes from the cloud through cloudd and the broker;
     netd holds it against the links it finds the default route on."""
-    before = node.text_state()
+    before = node.kernel_state()
     netd = make_netd()
     assert netd.call("hello")["type"] == "HELLO_ACK"
     netd.send("policy mac=%s cidr=10.0.0.0/16" % mac)
@@ -122,7 +122,7 @@ def test_policy_with_another_primary_mac_is_fatal(node, make_netd, mac):
     assert any(mac in l and "eth0 %s" % PRIMARY_MAC in l and
                "eth1 %s" % UPLINK_MAC in l and PRIMARY_IP in l
                for l in lines), netd.logtext()
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
 
 def test_policy_with_either_uplink_is_accepted(node, make_netd):
@@ -135,7 +135,7 @@ def test_policy_with_either_uplink_is_accepted(node, make_netd):
 def test_node_own_links_and_addresses(node, make_netd):
     netd = make_netd().start()
     netd.call("declare mac=%s table=101" % ENI1)
-    before = node.text_state()
+    before = node.kernel_state()
     for line, needle in [
             ("declare mac=%s table=102" % PRIMARY_MAC, PRIMARY_MAC),
             ("declare mac=%s table=102" % UPLINK_MAC, UPLINK_MAC),
@@ -162,14 +162,14 @@ def test_node_own_links_and_addresses(node, make_netd):
             ("addpod addr=%s table=0" % UPLINK_IP, UPLINK_IP),
             ("delpod addr=%s table=101" % UPLINK_IP, UPLINK_IP)]:
         expect_refused(netd, line, needle)
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
 
 def test_configured_links_and_lo(node, make_netd):
     """A link someone else configured is not an ENI's to take, whether it
     is there at declare time or turns up configured later."""
     netd = make_netd().start()
-    before = node.text_state()
+    before = node.kernel_state()
     expect_refused(netd, "declare mac=%s table=102" % STOR_MAC, STOR_MAC,
                    "did not install", STOR_IP)
     # The bridge took its port's MAC: either is refused.
@@ -190,7 +190,7 @@ def test_configured_links_and_lo(node, make_netd):
                        "gw=%s mtu=9001" % (ENI1, addr, gw), addr,
                        "configured on a link")
         expect_refused(netd, "addpod addr=%s table=101" % addr, addr)
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
     # Declared while absent (a late link), then someone configures it:
     # found or set up, it is refused.
@@ -200,7 +200,7 @@ def test_configured_links_and_lo(node, make_netd):
             "peer", "name", "late0p")
     node.ip("addr", "add", "10.0.64.9/24", "dev", "late0")
     node.ip("link", "set", "late0", "up")
-    before = node.text_state()
+    before = node.kernel_state()
     expect_refused(netd, "find mac=%s deadline=500" % LATE_MAC, LATE_MAC,
                    "did not install", "10.0.64.9")
     expect_refused(netd, "setup mac=%s table=104 addr=10.0.64.10/24 "
@@ -208,7 +208,7 @@ def test_configured_links_and_lo(node, make_netd):
                    "did not install")
     expect_refused(netd, "teardown mac=%s table=104 addr=10.0.64.9/24"
                    % LATE_MAC, LATE_MAC, "did not install")
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
 
 def test_links_changed_between_requests_are_seen(node, make_netd):
@@ -279,10 +279,10 @@ def test_what_a_link_carries_is_read_from_that_link(node, make_netd):
     netd = make_netd().start()
     for cmd, needle in ON_ENI3:
         node.ip(*cmd)
-        before = node.text_state()
+        before = node.kernel_state()
         expect_refused(netd, "declare mac=%s table=103" % ENI3, ENI3,
                        "did not install", needle)
-        assert node.text_state() == before
+        assert node.kernel_state() == before
         node.ip(*[("del" if w == "add" else w) for w in cmd])
     node.ip("nexthop", "del", "id", "77")
     assert netd.call("declare mac=%s table=103" % ENI3)["status"] == "ok"
@@ -346,7 +346,7 @@ def test_pod_rules_next_to_foreign_rules(node, make_netd):
                                   "rule_priority_from": 1536}}).start()
     assert netd.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
     assert netd.call(SETUP1)["status"] == "ok"
-    before = node.text_state()
+    before = node.kernel_state()
     dump = netd.call("dumprules")
     assert dump["type"] == "END" and dump["count"] == 0, dump
 
@@ -361,19 +361,19 @@ def test_pod_rules_next_to_foreign_rules(node, make_netd):
         assert netd.call("dumprules")["count"] == len(mine)
         r = netd.call("delpod addr=10.0.16.9 table=%d" % table)
         assert r["status"] == "ok", r
-        assert node.text_state() == before
+        assert node.kernel_state() == before
 
     # Foreign rules don't count toward the cap of two pods.
     for a in ("10.0.16.9", "10.0.16.10"):
         assert netd.call("addpod addr=%s table=101" % a)["status"] == "ok"
-    full = node.text_state()
+    full = node.kernel_state()
     expect_refused(netd, "addpod addr=10.0.16.11 table=0", "10.0.16.11",
                    "pod limit")
-    assert node.text_state() == full
+    assert node.kernel_state() == full
     assert netd.call("addpod addr=10.0.16.9 table=0")["status"] == "ok"
     for a in ("10.0.16.9", "10.0.16.10"):
         assert netd.call("delpod addr=%s table=0" % a)["status"] == "ok"
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
     # Teardown takes netd's from-rules to table 101, and only those.
     assert netd.call("addpod addr=10.0.16.12 table=101")["status"] == "ok"
@@ -403,7 +403,7 @@ def test_snat_to_anything_but_the_primary_address(node, make_netd):
     assert netd.call(SETUP1)["status"] == "ok"
     assert netd.call("addpod addr=10.0.16.9 table=101")["status"] == "ok"
     assert netd.call("snat to=%s" % PRIMARY_IP)["status"] == "ok"
-    before = node.text_state()
+    before = node.kernel_state()
     ruleset = nft_ruleset(node)
     hostile = (UPLINK_IP, STOR_IP, LO_IP, "10.0.16.5", "10.0.16.9",
                "10.0.0.11", "0.0.0.0")
@@ -412,5 +412,5 @@ def test_snat_to_anything_but_the_primary_address(node, make_netd):
         s = netd.call("dumpsnat")
         assert s["refused"] == i and s["to"] == PRIMARY_IP, (to, s)
         assert s["in_place"] == 1, (to, s)
-    assert node.text_state() == before
+    assert node.kernel_state() == before
     assert nft_ruleset(node) == ruleset

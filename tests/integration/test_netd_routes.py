@@ -71,13 +71,13 @@ def security_lines(netd):
 
 
 def expect_refused(node, netd, line, *needles):
-    before_state = node.text_state()
+    before_state = node.kernel_state()
     before = len(security_lines(netd))
     r = netd.call(line)
     assert r.get("type") == "RESULT" and r["status"] == "refused", (line, r)
     new = security_lines(netd)[before:]
     assert any(all(n in l for n in needles) for l in new), (line, new)
-    assert node.text_state() == before_state, line
+    assert node.kernel_state() == before_state, line
 
 
 def host_routes(node):
@@ -97,10 +97,10 @@ def test_restores_a_pods_route_as_the_plugin_makes_it(node, netd):
     routes = host_routes(node)
     assert "%s dev %s proto static scope link" % (POD_A, VETH_A) in routes, \
         routes
-    before = node.text_state()
+    before = node.kernel_state()
     assert netd.call("addroute addr=%s dev=%s" % (POD_A, VETH_A))[
         "status"] == "ok"
-    assert node.text_state() == before
+    assert node.kernel_state() == before
     dump = netd.call("dumproutes")
     assert dump["type"] == "END", dump
     got = {(e["addr"], e["dev"]) for e in dump["entries"]}
@@ -142,12 +142,12 @@ def test_one_pod_per_veth(node, netd):
 
 def test_a_device_gone_is_not_found_not_refused(node, netd):
     """A pod's veth gone (its DEL under way) is no security event."""
-    before = node.text_state()
+    before = node.kernel_state()
     n = len(security_lines(netd))
     r = netd.call("addroute addr=%s dev=enidnosuchlink" % POD_A)
     assert r["status"] == "not-found", r
     assert len(security_lines(netd)) == n
-    assert node.text_state() == before
+    assert node.kernel_state() == before
 
 
 METRICS = (50, 1024, 4294967295, 0)   # 50 first: the issue's

@@ -323,12 +323,9 @@ def test_unassign_of_unknown_outcome_hands_nothing_out(make_env):
 
 def node_net(env):
     """The node's routing state, as netd keeps it."""
-    out = []
-    for argv in (("ip", "-n", env.ns, "-4", "rule"),
-                 ("ip", "-n", env.ns, "-4", "route", "show", "table", "all"),
-                 ("ip", "-n", env.ns, "-4", "-o", "addr")):
-        out.append(podwire.run(*argv).stdout)
-    return out
+    return podwire.ip_dumps(env.ns, ("rule",),
+                            ("route", "show", "table", "all"), ("addr",),
+                            family=4)
 
 
 def settle(env, quiet=1.5, timeout=20):
