@@ -275,6 +275,23 @@ ip_addr_to_in(const struct ip_addr *a, uint32_t *in)
 	return 0;
 }
 
+uint32_t
+ip_addr_in4(const struct ip_addr *a)
+{
+	uint32_t in;
+
+	return ip_addr_to_in(a, &in) == 0 ? in : 0;
+}
+
+void
+ip_addrs_in4(const struct ip_addr *a, size_t n, uint32_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = ip_addr_in4(&a[i]);
+}
+
 int
 ip_addr_from_bytes(struct ip_addr *a, int family, const void *bytes,
     size_t len)

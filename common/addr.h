@@ -87,6 +87,12 @@ bool		 ip_addr_eq(const struct ip_addr *a, const struct ip_addr *b);
  */
 struct ip_addr	 ip_addr_from_in(uint32_t in);
 int		 ip_addr_to_in(const struct ip_addr *a, uint32_t *in);
+/* a's IPv4 address, or 0 (0.0.0.0) if a is not IPv4: for a holder of 32
+ * bits that takes 0.0.0.0 for none, or refuses it. */
+uint32_t	 ip_addr_in4(const struct ip_addr *a);
+/* The same for n of them, into out[n]. */
+void		 ip_addrs_in4(const struct ip_addr *a, size_t n,
+		    uint32_t *out);
 /* From the kernel's or a socket's bytes (4 or 16 of them by family):
  * 0, or -1 for another family, a length that does not match it or an
  * IPv4-mapped IPv6 address. */

@@ -1206,7 +1206,7 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 		    nr->gateway != 0)
 			continue;
 		memset(&mr, 0, sizeof(mr));
-		mr.addr = nr->dst;
+		mr.addr = ip_addr_from_in(nr->dst);
 		mr.ifindex = nr->ifindex;
 		if ((l = links_by_ifindex(k, mr.ifindex)) != NULL)
 			memcpy(mr.dev, l->l.name, sizeof(mr.dev));

@@ -836,15 +836,15 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	static struct nd_egress eg;
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
-	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[CIDR4_STR_LEN];
-	char gw[IP4_STR_LEN], what[128];
+	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
+	char gw[IP_ADDR_STR_LEN], what[160];
 	const char *why;
 	int rc, found;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
-	cidr4_format(req.addr, req.prefix, cidr);
-	ip4_format(req.gateway, gw);
+	ip_prefix_format(&req.addr, cidr);
+	ip_addr_format(&req.gateway, gw);
 	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s mtu %u",
 	    mac, setup ? "setup" : "teardown", req.table, cidr, gw, req.mtu);
 	if (!node_current(nd, m->hdr.id, what))
@@ -874,7 +874,8 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, req.addr, link.ifindex))
+	if (setup && !netd_addr_free(nd, m, what, ip_addr_in4(&req.addr.addr),
+	    link.ifindex))
 		return;
 
 	memset(&snap, 0, sizeof(snap));
@@ -914,12 +915,12 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	static struct snapshot snap;
 	static struct nd_plan plan;
 	struct msg_netd_pod_rule req;
-	char addr[IP4_STR_LEN], what[96];
+	char addr[IP_ADDR_STR_LEN], what[96];
 	const char *why;
 	int rc;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.addr, addr);
+	ip_addr_format(&req.addr, addr);
 	snprintf(what, sizeof(what), "pod %s %s rules (table %u)", addr,
 	    adding ? "add" : "del", req.table);
 	if (!node_current(nd, m->hdr.id, what))
@@ -928,11 +929,11 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_refuse(nd, m, what, why);
 		return;
 	}
-	if (!netd_addr_free(nd, m, what, req.addr, 0))
+	if (!netd_addr_free(nd, m, what, ip_addr_in4(&req.addr), 0))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
-	snap.pod = req.addr;
+	snap.pod = ip_addr_in4(&req.addr);
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
@@ -1017,19 +1018,19 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	static struct nd_plan plan;
 	struct msg_netd_pod_route req;
 	struct nd_pod_link link;
-	char addr[IP4_STR_LEN], what[96], detail[96];
+	char addr[IP_ADDR_STR_LEN], what[96], detail[96];
 	const char *why;
 	bool present;
 	int rc;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.addr, addr);
+	ip_addr_format(&req.addr, addr);
 	snprintf(what, sizeof(what), "pod %s host route dev %s", addr, req.dev);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	memset(&link, 0, sizeof(link));
-	snap.addr = req.addr;
+	snap.addr = ip_addr_in4(&req.addr);
 	snap.policy = &nd->policy;
 	if (veth_name_ok(req.dev) &&
 	    (rc = kernel_pod_link(&nd->kernel, req.dev, &link)) < 0) {
@@ -1058,7 +1059,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	}
 	/* The address may be configured on a link (the checks above look
 	 * at routes and rules only). */
-	if (!netd_addr_free(nd, m, what, req.addr, 0))
+	if (!netd_addr_free(nd, m, what, ip_addr_in4(&req.addr), 0))
 		return;
 	if (present) {
 		log_debug("%s: there already", what);
@@ -1103,10 +1104,10 @@ dump_rule(const struct nd_rule *r, void *arg)
 	memset(&mr, 0, sizeof(mr));
 	mr.priority = r->priority;
 	mr.table = r->table;
-	mr.src = r->src;
-	mr.src_len = r->src_len;
-	mr.dst = r->dst;
-	mr.dst_len = r->dst_len;
+	mr.src.addr = ip_addr_from_in(r->src);
+	mr.src.len = r->src_len;
+	mr.dst.addr = ip_addr_from_in(r->dst);
+	mr.dst.len = r->dst_len;
 	netd_send(dc->nd, MSG_NETD_RULE, dc->id, &mr, sizeof(mr));
 	dc->count++;
 }
@@ -1187,8 +1188,6 @@ static void
 snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
     struct snat_params *p)
 {
-	uint32_t i;
-
 	memset(p, 0, sizeof(*p));
 	p->enabled = nd->cfg.snat.enabled;
 	p->random_fully = nd->cfg.snat.random_fully;
@@ -1198,11 +1197,7 @@ snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
 	p->nvpc = nd->policy.ncidrs;
 	memcpy(p->vpc, nd->policy.cidrs, sizeof(p->vpc));
 	p->nexclude = nd->cfg.snat.nexclude;
-	for (i = 0; i < nd->cfg.snat.nexclude && i < CONF_MAX_SNAT_EXCLUDE;
-	    i++) {
-		p->exclude[i].addr = nd->cfg.snat.exclude[i].addr;
-		p->exclude[i].prefix = nd->cfg.snat.exclude[i].prefix;
-	}
+	memcpy(p->exclude, nd->cfg.snat.exclude, sizeof(p->exclude));
 }
 
 static void
@@ -1239,14 +1234,14 @@ netd_snat(struct netd *nd, const struct msg *m)
 	const struct netd_node_link *pl;
 	struct snat_params params;
 	struct msg_netd_snat req;
-	char to[IP4_STR_LEN], what[64], detail[192], err[MSG_ERR_LEN];
+	char to[IP_ADDR_STR_LEN], what[64], detail[192], err[MSG_ERR_LEN];
 	char diff[SNAT_WHY_LEN];
 	const char *why;
 	uint32_t changed = 0;
 	int rc, rules = 0;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.to, to);
+	ip_addr_format(&req.to, to);
 	snprintf(what, sizeof(what), "snat to %s", to);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
@@ -1264,7 +1259,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		return;
 	}
 	if ((why = snat_check_request(&nd->cfg, nd->policy.cidrs,
-	    nd->policy.ncidrs, req.to, pa.addrs, pa.n, detail,
+	    nd->policy.ncidrs, &req.to, pa.addrs, pa.n, detail,
 	    sizeof(detail))) != NULL) {
 		if (pa.overflow)
 			snprintf(detail + strlen(detail), sizeof(detail) -
@@ -1273,7 +1268,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		snat_refuse(nd, m, what, why, detail);
 		return;
 	}
-	snat_params_of(nd, req.to, pl->ifindex, &params);
+	snat_params_of(nd, ip_addr_in4(&req.to), pl->ifindex, &params);
 	snat_desired(&params, &want);
 	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
 		snat_fail(nd, m, what, rc, err);
@@ -1300,7 +1295,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		    what, SNAT_TABLE, want.nchains, want.nrules);
 	}
 	nd->snat.synced = true;
-	nd->snat.to = req.to;
+	nd->snat.to = ip_addr_in4(&req.to);
 	/* The connection-mark rule the table's marks are for: repaired
 	 * here too, so each reconcile puts back one that was removed. */
 	if (netd_connmark_sync(nd, &rules, err, sizeof(err)) == -1) {
@@ -1347,7 +1342,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	struct connmark_count rule = { &nd->policy, 0 };
 	struct snat_params params;
 	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
-	uint32_t i, n = 0;
+	uint32_t i, n = 0, to = 0;
 	int rc;
 
 	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
@@ -1397,18 +1392,17 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	/* The target as installed: the kernel's, not what was asked.  Of a
 	 * table holding what netd does not write, nothing is reported: it
 	 * was read only up to the first such thing, and is not netd's. */
-	for (i = 0; !have.foreign && i < have.nrules && st.to == 0; i++)
+	for (i = 0; !have.foreign && i < have.nrules && to == 0; i++)
 		if (have.rules[i].nstmts > 0 && have.rules[i].stmts[
 		    have.rules[i].nstmts - 1].kind == SNAT_SNAT_TO)
-			st.to = have.rules[i].stmts[have.rules[i].nstmts -
+			to = have.rules[i].stmts[have.rules[i].nstmts -
 			    1].value;
+	st.to = ip_addr_from_in(to);
 	for (i = 0; i < nd->policy.ncidrs && n < MSG_MAX_SNAT_CIDRS; i++)
 		st.untranslated[n++] = nd->policy.cidrs[i];
 	for (i = 0; i < nd->cfg.snat.nexclude && n < MSG_MAX_SNAT_CIDRS;
-	    i++, n++) {
-		st.untranslated[n].addr = nd->cfg.snat.exclude[i].addr;
-		st.untranslated[n].prefix = nd->cfg.snat.exclude[i].prefix;
-	}
+	    i++, n++)
+		st.untranslated[n] = nd->cfg.snat.exclude[i];
 	st.nuntranslated = n;
 	st.replaced = nd->snat.replaced;
 	st.refused = nd->snat.refused;
@@ -1439,7 +1433,7 @@ static void
 netd_set_policy(struct netd *nd, const struct msg *m)
 {
 	struct msg_netd_policy req;
-	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], cidrs[256];
+	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN], cidrs[256];
 	char err[MSG_ERR_LEN];
 	const char *why;
 	size_t off = 0;
@@ -1470,8 +1464,7 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 		fatalx("broker: unusable NETD_POLICY (%s); exiting", why);
 	cidrs[0] = '\0';
 	for (i = 0; i < nd->policy.ncidrs && off < sizeof(cidrs); i++) {
-		cidr4_format(nd->policy.cidrs[i].addr,
-		    nd->policy.cidrs[i].prefix, cidr);
+		ip_prefix_format(&nd->policy.cidrs[i], cidr);
 		off += (size_t)snprintf(cidrs + off, sizeof(cidrs) - off, "%s%s",
 		    i ? "," : "", cidr);
 	}

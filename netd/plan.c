@@ -308,7 +308,7 @@ plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	bool found;
 
 	memset(plan, 0, sizeof(*plan));
-	nwant = plan_pod_rules(p, m->addr, m->table, want);
+	nwant = plan_pod_rules(p, ip_addr_in4(&m->addr), m->table, want);
 	/* Add first, so the pod is never without its rules. */
 	for (i = 0; i < nwant; i++) {
 		found = false;
@@ -318,7 +318,7 @@ plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 			return -1;
 	}
 	for (j = 0; j < ncur; j++) {
-		if (!plan_rule_is_pods(p, &cur[j], m->addr))
+		if (!plan_rule_is_pods(p, &cur[j], ip_addr_in4(&m->addr)))
 			continue;
 		found = false;
 		for (i = 0; i < nwant && !found; i++)
@@ -337,7 +337,7 @@ plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	memset(plan, 0, sizeof(*plan));
 	for (j = 0; j < ncur; j++)
-		if (plan_rule_is_pods(p, &cur[j], m->addr) &&
+		if (plan_rule_is_pods(p, &cur[j], ip_addr_in4(&m->addr)) &&
 		    push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
 			return -1;
 	return 0;
@@ -373,12 +373,12 @@ static size_t
 eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
     const struct nd_egress *eg, struct nd_route out[ENI_MAX_ROUTES])
 {
+	uint32_t i, gw = ip_addr_in4(&m->gateway);
 	size_t n = 0;
-	uint32_t i;
 
-	out[n++] = eni_route(m, m->gateway, 32, PLAN_SCOPE_LINK, 0, ifindex);
+	out[n++] = eni_route(m, gw, 32, PLAN_SCOPE_LINK, 0, ifindex);
 	if (!eg->snat) {
-		out[n++] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, m->gateway,
+		out[n++] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, gw,
 		    ifindex);
 		return n;
 	}
@@ -386,10 +386,12 @@ eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 	    eg->ncidrs > MSG_MAX_SNAT_CIDRS)
 		return 0;
 	/* Untranslated: the VPC and the exclusions, through the ENI. */
-	for (i = 0; i < eg->ncidrs; i++)
-		out[n++] = eni_route(m, eg->cidrs[i].addr &
-		    prefix_mask(eg->cidrs[i].prefix), eg->cidrs[i].prefix,
-		    PLAN_SCOPE_UNIVERSE, m->gateway, ifindex);
+	for (i = 0; i < eg->ncidrs; i++) {
+		struct ip_prefix net = ip_prefix_network(&eg->cidrs[i]);
+
+		out[n++] = eni_route(m, ip_addr_in4(&net.addr), net.len,
+		    PLAN_SCOPE_UNIVERSE, gw, ifindex);
+	}
 	/* The rest through the primary link, where it is translated.  The
 	 * gateway is on the primary's subnet, which this table has no route
 	 * for: onlink says it is reachable there all the same. */
@@ -412,8 +414,7 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 		out->cidrs[out->ncidrs++] = p->cidrs[i];
 	for (i = 0; i < cfg->snat.nexclude &&
 	    out->ncidrs < MSG_MAX_SNAT_CIDRS; i++) {
-		out->cidrs[out->ncidrs].addr = cfg->snat.exclude[i].addr;
-		out->cidrs[out->ncidrs++].prefix = cfg->snat.exclude[i].prefix;
+		out->cidrs[out->ncidrs++] = cfg->snat.exclude[i];
 	}
 	if ((primary = policy_node_link_by_mac(p, p->primary_mac)) != NULL) {
 		out->primary_ifindex = primary->ifindex;
@@ -455,7 +456,8 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		return -1;
 
 	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1 ||
-	    push_addr(plan, OP_ADDR_ADD, ifindex, m->addr, m->prefix) == -1)
+	    push_addr(plan, OP_ADDR_ADD, ifindex, ip_addr_in4(&m->addr.addr),
+	    m->addr.len) == -1)
 		return -1;
 	for (i = 0; i < nwant; i++) {
 		if (!route_wanted(&want[i], cur, ncur) &&
@@ -476,7 +478,8 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		const struct nd_ifaddr *a = &link->addrs[i];
 
 		if (!addr_is_netds(a, ifindex) ||
-		    (ifaddr4(a) == m->addr && a->prefix == m->prefix))
+		    (ifaddr4(a) == ip_addr_in4(&m->addr.addr) &&
+		    a->prefix == m->addr.len))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex, ifaddr4(a),
 		    a->prefix) == -1)
@@ -557,7 +560,7 @@ plan_pod_route(const struct msg_netd_pod_route *m, uint32_t ifindex,
 	plan->nops = 0;
 	op = plan_push(plan, OP_HOST_ROUTE_ADD);
 	op->u.route.table = NETD_TABLE_MAIN;
-	op->u.route.dst = m->addr;
+	op->u.route.dst = ip_addr_in4(&m->addr);
 	op->u.route.dst_len = 32;
 	op->u.route.scope = PLAN_SCOPE_LINK;
 	op->u.route.protocol = NETD_RTPROT_STATIC;

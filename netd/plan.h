@@ -72,7 +72,7 @@ struct nd_egress {
 	uint32_t	primary_ifindex;
 	uint32_t	primary_gw;	/* network order; 0: none known */
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_SNAT_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_SNAT_CIDRS];
 };
 
 struct nd_addr {

@@ -155,14 +155,13 @@ policy_check_primary(const struct netd_policy *p, const uint8_t mac[6])
 	return NULL;
 }
 
-/* Ranges no VPC can use: 0/8, 127/8, 169.254/16, 224/4 and 240/4. */
+/* Ranges no VPC can use: this network, loopback, link-local, multicast
+ * and reserved (for IPv4: 0/8, 127/8, 169.254/16, 224/4 and 240/4). */
 static bool
-special_range(uint32_t addr)
+special_range(const struct ip_addr *a)
 {
-	uint32_t h = ntohl(addr);
-
-	return (h >> 24) == 0 || (h >> 24) == 127 || (h >> 16) == 0xa9fe ||
-	    (h >> 28) >= 0xe;
+	return ip_addr_is_reserved(a) || ip_addr_is_loopback(a) ||
+	    ip_addr_is_link_local(a) || ip_addr_is_multicast(a);
 }
 
 const char *
@@ -183,12 +182,15 @@ policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 	if (m->ncidrs == 0 || m->ncidrs > MSG_MAX_CIDRS)
 		return "no VPC CIDR, or too many";
 	for (i = 0; i < m->ncidrs; i++) {
-		if (m->cidrs[i].prefix < NETD_MIN_VPC_PREFIX ||
-		    m->cidrs[i].prefix > NETD_MAX_VPC_PREFIX)
+		if (m->cidrs[i].addr.family != AF_INET ||
+		    !ip_prefix_valid(&m->cidrs[i]))
+			return "VPC CIDR is not an IPv4 network";
+		if (m->cidrs[i].len < NETD_MIN_VPC_PREFIX ||
+		    m->cidrs[i].len > NETD_MAX_VPC_PREFIX)
 			return "VPC CIDR prefix out of range (/16 to /28)";
-		if ((m->cidrs[i].addr & ~prefix_mask(m->cidrs[i].prefix)) != 0)
+		if (!ip_prefix_is_network(&m->cidrs[i]))
 			return "VPC CIDR has host bits set";
-		if (special_range(m->cidrs[i].addr))
+		if (special_range(&m->cidrs[i].addr))
 			return "VPC CIDR in a reserved range (this network, "
 			    "loopback, link-local, multicast or reserved)";
 	}
@@ -211,12 +213,13 @@ policy_table_allowed(const struct netd_policy *p, uint32_t table)
 bool
 policy_in_vpc(const struct netd_policy *p, uint32_t addr)
 {
+	struct ip_addr a = ip_addr_from_in(addr);
 	uint32_t i;
 
 	if (addr == 0)
 		return false;
 	for (i = 0; i < p->ncidrs; i++)
-		if (cidr4_contains(p->cidrs[i].addr, p->cidrs[i].prefix, addr))
+		if (ip_prefix_contains(&p->cidrs[i], &a))
 			return true;
 	return false;
 }
@@ -225,11 +228,12 @@ policy_in_vpc(const struct netd_policy *p, uint32_t addr)
 static bool
 subnet_in_vpc(const struct netd_policy *p, uint32_t addr, uint8_t prefix)
 {
+	struct ip_addr a = ip_addr_from_in(addr);
 	uint32_t i;
 
 	for (i = 0; i < p->ncidrs; i++)
-		if (prefix >= p->cidrs[i].prefix &&
-		    cidr4_contains(p->cidrs[i].addr, p->cidrs[i].prefix, addr))
+		if (prefix >= p->cidrs[i].len &&
+		    ip_prefix_contains(&p->cidrs[i], &a))
 			return true;
 	return false;
 }
@@ -384,11 +388,12 @@ check_eni_common(const struct netd_policy *p,
 		return "MAC not declared as an ENI";
 	if (e->table != m->table)
 		return "table differs from the one declared for this MAC";
-	if (m->prefix > 32)
+	if (m->addr.len > 32)
 		return "address prefix over 32";
-	if (!policy_in_vpc(p, m->addr) || !subnet_in_vpc(p, m->addr, m->prefix))
+	if (!policy_in_vpc(p, ip_addr_in4(&m->addr.addr)) ||
+	    !subnet_in_vpc(p, ip_addr_in4(&m->addr.addr), m->addr.len))
 		return "ENI address or its subnet outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, ip_addr_in4(&m->addr.addr)))
 		return "address is one of the node's own (on a default-route "
 		    "link)";
 	return NULL;
@@ -402,12 +407,11 @@ policy_check_setup(const struct netd_policy *p,
 
 	if ((why = check_eni_common(p, m)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, m->gateway))
+	if (!policy_in_vpc(p, ip_addr_in4(&m->gateway)))
 		return "gateway outside the VPC CIDRs";
-	if (!cidr4_contains(m->addr & prefix_mask(m->prefix), m->prefix,
-	    m->gateway))
+	if (!ip_prefix_contains(&m->addr, &m->gateway))
 		return "gateway outside the ENI's subnet";
-	if (m->gateway == m->addr)
+	if (ip_addr_eq(&m->gateway, &m->addr.addr))
 		return "gateway is the ENI's own address";
 	if (m->mtu < NETD_MTU_MIN || m->mtu > NETD_MTU_MAX)
 		return "MTU out of range";
@@ -431,9 +435,9 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	if ((why = check_ready(p)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, m->addr))
+	if (!policy_in_vpc(p, ip_addr_in4(&m->addr)))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, ip_addr_in4(&m->addr)))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (m->table == NETD_TABLE_UNSPEC)
@@ -473,6 +477,7 @@ policy_check_pod_route(const struct netd_policy *p,
     size_t nroutes, bool *present, char *detail, size_t detaillen)
 {
 	char ip[IP4_STR_LEN];
+	uint32_t addr = ip_addr_in4(&m->addr);
 	const char *why;
 	size_t i;
 
@@ -482,9 +487,9 @@ policy_check_pod_route(const struct netd_policy *p,
 		return why;
 	if (!veth_name_ok(m->dev))
 		return "device name is not a pod veth's (1 to 15 of a-z 0-9)";
-	if (!policy_in_vpc(p, m->addr))
+	if (!policy_in_vpc(p, addr))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (!has_rule)
@@ -504,7 +509,7 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst == m->addr && r->dst_len == 32) {
+		if (r->dst == addr && r->dst_len == 32) {
 			if (r->type == NETD_ROUTE_UNICAST && !r->multipath &&
 			    r->gateway == 0 && r->ifindex == link->ifindex &&
 			    r->scope == NETD_SCOPE_LINK) {
@@ -531,7 +536,7 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst_len == 32 && r->dst != m->addr && !r->multipath &&
+		if (r->dst_len == 32 && r->dst != addr && !r->multipath &&
 		    r->type == NETD_ROUTE_UNICAST &&
 		    r->ifindex == link->ifindex) {
 			ip4_format(r->dst, ip);

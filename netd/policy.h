@@ -141,7 +141,7 @@ struct netd_policy {
 	bool		vpc_set;	/* NETD_POLICY received */
 	uint8_t		primary_mac[6];
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];	/* IPv4 networks */
 
 	uint32_t	nenis;
 	struct netd_eni	enis[NETD_MAX_ENIS];

@@ -359,8 +359,8 @@ address_text(const char *line)
 static void
 fuzz_cidrs(const char *body, size_t len)
 {
-	struct msg_cidr cidrs[MSG_MAX_CIDRS];
-	char *lines, *w, text[CIDR4_STR_LEN], line[64];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];
+	char *lines, *w, text[IP_PREFIX_STR_LEN], line[64];
 	size_t i, j, start;
 	uint32_t n, k;
 
@@ -401,8 +401,9 @@ fuzz_cidrs(const char *body, size_t len)
 	*w = '\0';
 	w = lines;
 	for (k = 0; k < n; k++) {
-		CHECK(cidrs[k].prefix <= 32);
-		cidr4_format(cidrs[k].addr, cidrs[k].prefix, text);
+		CHECK(ip_prefix_valid(&cidrs[k]) &&
+		    cidrs[k].addr.family == AF_INET);
+		ip_prefix_format(&cidrs[k], text);
 		CHECK(strncmp(w, text, strlen(text)) == 0);
 		w += strlen(text);
 		CHECK(*w++ == '\n');

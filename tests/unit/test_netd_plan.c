@@ -25,6 +25,16 @@ ip(const char *s)
 	return a;
 }
 
+/* The same, as a message carries it. */
+static struct ip_addr
+ipa(const char *s)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a, NULL), 0);
+	return a;
+}
+
 static void
 make_policy(struct netd_policy *p)
 {
@@ -88,9 +98,9 @@ eni(void)
 
 	memset(&s, 0, sizeof(s));
 	s.table = 101;
-	s.addr = ip("10.0.16.5");
-	s.prefix = 20;
-	s.gateway = ip("10.0.16.1");
+	s.addr.addr = ipa("10.0.16.5");
+	s.addr.len = 20;
+	s.gateway = ipa("10.0.16.1");
 	s.mtu = 9001;
 	return s;
 }
@@ -128,11 +138,11 @@ test_pod_add_fresh(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_add(&p, &m, NULL, 0, &plan), 0);
 	assert_int_equal(plan.nops, 2);
 	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
@@ -147,12 +157,12 @@ test_pod_add_idempotent(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_rule cur[4];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[1] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
 	/* Other pods' rules and foreign priorities are left alone. */
@@ -167,12 +177,12 @@ test_pod_add_moves_table(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 102 };
+	struct msg_netd_pod_rule m = { .table = 102 };
 	struct nd_rule cur[2];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[1] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
 	assert_int_equal(plan_pod_add(&p, &m, cur, 2, &plan), 0);
@@ -196,12 +206,12 @@ test_pod_del(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 0 };
+	struct msg_netd_pod_rule m = { .table = 0 };
 	struct nd_rule cur[4];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_del(&p, &m, NULL, 0, &plan), 0);
 	assert_int_equal(plan.nops, 0);			/* nothing: done */
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
@@ -227,13 +237,13 @@ test_pod_foreign_rules(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_rule cur[6];
 	size_t i;
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), false);
 	cur[1] = foreign(rule(1536, 101, "10.0.16.9", 32, NULL, 0), false);
 	cur[2] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), true);
@@ -241,7 +251,8 @@ test_pod_foreign_rules(void **state)
 	cur[4] = foreign(rule(1536, 101, "10.0.16.0", 24, NULL, 0), false);
 	cur[5] = rule(1536, 101, "10.0.16.0", 24, NULL, 0);	/* not a pod's */
 	for (i = 0; i < 6; i++)
-		assert_false(plan_rule_is_pods(&p, &cur[i], m.addr));
+		assert_false(plan_rule_is_pods(&p, &cur[i],
+		    ip_addr_in4(&m.addr)));
 	assert_false(plan_rule_owned(&p, &cur[0]));
 	assert_false(plan_rule_owned(&p, &cur[2]));
 	assert_false(plan_rule_is_pod_to(&p, &cur[0]));
@@ -577,7 +588,7 @@ test_rule_del_takes(void **state)
 	assert_false(plan_rule_del_takes(&other[0], &pod));
 
 	memset(&m, 0, sizeof(m));
-	m.addr = pod.dst;
+	m.addr = ip_addr_from_in(pod.dst);
 	assert_int_equal(plan_pod_del(&p, &m, &pod, 1, &plan), 0);
 	assert_int_equal(plan.nops, 1);
 	assert_non_null(plan_rule_del_unsafe(&plan, other, 2));
@@ -656,7 +667,7 @@ test_connmark_survives_pods_and_teardown(void **state)
 {
 	struct netd_policy p;
 	struct msg_netd_setup_eni s = eni();
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_plan plan;
 	struct nd_rule cur[3];
 	size_t i;
@@ -666,16 +677,16 @@ test_connmark_survives_pods_and_teardown(void **state)
 	plan_connmark_rule(&p, &cur[0]);
 	cur[1] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[2] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_del(&p, &m, cur, 3, &plan), 0);
 	assert_int_equal(plan.nops, 2);
 	for (i = 0; i < plan.nops; i++)
 		assert_false(plan_rule_is_connmark(&p, &plan.ops[i].u.rule));
 	/* A delete naming no address, or the rule's "to all": nothing. */
-	m.addr = 0;
+	m.addr = ipa("0.0.0.0");
 	assert_int_equal(plan_pod_del(&p, &m, cur, 1, &plan), 0);
 	assert_int_equal(plan.nops, 0);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	m.table = 0;
 	assert_int_equal(plan_pod_add(&p, &m, cur, 3, &plan), 0);
 	assert_int_equal(plan.nops, 1);			/* the from-rule */
@@ -703,10 +714,10 @@ snat_egress(void)
 	eg.snat = true;
 	eg.primary_ifindex = 2;
 	eg.primary_gw = ip("10.0.0.1");
-	eg.cidrs[eg.ncidrs].addr = ip("10.0.0.0");
-	eg.cidrs[eg.ncidrs++].prefix = 16;
-	eg.cidrs[eg.ncidrs].addr = ip("198.18.0.7");	/* host bits */
-	eg.cidrs[eg.ncidrs++].prefix = 24;
+	eg.cidrs[eg.ncidrs].addr = ipa("10.0.0.0");
+	eg.cidrs[eg.ncidrs++].len = 16;
+	eg.cidrs[eg.ncidrs].addr = ipa("198.18.0.7");	/* host bits */
+	eg.cidrs[eg.ncidrs++].len = 24;
 	return eg;
 }
 
@@ -841,8 +852,8 @@ test_egress(void **state)
 	config_defaults(&cfg);
 	assert_true(cfg.snat.enabled);
 	cfg.snat.nexclude = 1;
-	cfg.snat.exclude[0].addr = ip("198.18.0.0");
-	cfg.snat.exclude[0].prefix = 24;
+	cfg.snat.exclude[0].addr = ipa("198.18.0.0");
+	cfg.snat.exclude[0].len = 24;
 	policy_init(&p, &cfg);
 	memset(&n, 0, sizeof(n));
 	n.nlinks = 1;
@@ -852,10 +863,10 @@ test_egress(void **state)
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, primary, 6);
 	m.ncidrs = 2;
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 16;
-	m.cidrs[1].addr = ip("100.64.0.0");
-	m.cidrs[1].prefix = 16;
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 16;
+	m.cidrs[1].addr = ipa("100.64.0.0");
+	m.cidrs[1].len = 16;
 	assert_null(policy_set_vpc(&p, &m));
 
 	/* No gateway on the primary yet: SNAT on cannot build a table. */
@@ -873,10 +884,10 @@ test_egress(void **state)
 	assert_int_equal(eg.primary_gw, ip("10.0.0.1"));
 	/* The VPC's CIDRs, then the exclusions. */
 	assert_int_equal(eg.ncidrs, 3);
-	assert_int_equal(eg.cidrs[0].addr, ip("10.0.0.0"));
-	assert_int_equal(eg.cidrs[1].addr, ip("100.64.0.0"));
-	assert_int_equal(eg.cidrs[2].addr, ip("198.18.0.0"));
-	assert_int_equal(eg.cidrs[2].prefix, 24);
+	assert_int_equal(ip_addr_in4(&eg.cidrs[0].addr), ip("10.0.0.0"));
+	assert_int_equal(ip_addr_in4(&eg.cidrs[1].addr), ip("100.64.0.0"));
+	assert_int_equal(ip_addr_in4(&eg.cidrs[2].addr), ip("198.18.0.0"));
+	assert_int_equal(eg.cidrs[2].len, 24);
 }
 
 static void
