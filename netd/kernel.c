@@ -70,6 +70,24 @@ nlerr_errno(int nlerr)
 	}
 }
 
+/*
+ * The kernel's family and bytes as a prefix: canonical when they make one
+ * (ip_addr_from_bytes()), else kept as the kernel gave them, for a log to
+ * show (an IPv4-mapped IPv6 address is no struct ip_addr of its own).
+ */
+static void
+kernel_prefix(struct ip_prefix *p, uint8_t family, const void *bytes,
+    size_t len, uint8_t plen)
+{
+	memset(p, 0, sizeof(*p));
+	if (ip_addr_from_bytes(&p->addr, family, bytes, len) == -1) {
+		p->addr.family = family;
+		memcpy(p->addr.bytes, bytes, len < sizeof(p->addr.bytes) ?
+		    len : sizeof(p->addr.bytes));
+	}
+	p->len = plen;
+}
+
 static uint32_t
 attr_u32(const struct nlattr *a, uint32_t otherwise)
 {
@@ -583,9 +601,8 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	e = &k->addrs[k->naddrs++];
 	memset(e, 0, sizeof(*e));
 	e->ifindex = ifa->ifa_index;
-	e->family = ifa->ifa_family;
-	e->prefix = ifa->ifa_prefixlen;
-	memcpy(e->addr, nla_data(a), alen);
+	kernel_prefix(&e->addr, ifa->ifa_family, nla_data(a), alen,
+	    ifa->ifa_prefixlen);
 	if (tb[IFA_PROTO] != NULL && nla_len(tb[IFA_PROTO]) >= 1)
 		e->proto = nla_get_u8(tb[IFA_PROTO]);
 	return 0;
@@ -618,7 +635,7 @@ kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
 	if ((rc = addr_dump(k, family, ifindex)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++)
-		if ((family == 0 || k->addrs[i].family == family) &&
+		if ((family == 0 || k->addrs[i].addr.addr.family == family) &&
 		    (ifindex == 0 || k->addrs[i].ifindex == ifindex))
 			cb(&k->addrs[i], arg);
 	return 0;
@@ -976,13 +993,14 @@ link_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	lr = &out->routes[out->nroutes++];
 	memset(lr, 0, sizeof(*lr));
 	lr->table = rm.table;
-	lr->family = rm.rtm->rtm_family;
 	lr->protocol = rm.rtm->rtm_protocol;
-	lr->dst_len = rm.rtm->rtm_dst_len;
-	if (rm.tb[RTA_DST] != NULL) {
-		len = nla_len(rm.tb[RTA_DST]);
-		memcpy(lr->dst, nla_data(rm.tb[RTA_DST]),
-		    len < (int)sizeof(lr->dst) ? (size_t)len : sizeof(lr->dst));
+	if (rm.tb[RTA_DST] != NULL && (len = nla_len(rm.tb[RTA_DST])) > 0)
+		kernel_prefix(&lr->dst, rm.rtm->rtm_family,
+		    nla_data(rm.tb[RTA_DST]), (size_t)len,
+		    rm.rtm->rtm_dst_len);
+	else {
+		lr->dst.addr.family = rm.rtm->rtm_family;
+		lr->dst.len = rm.rtm->rtm_dst_len;
 	}
 	return 0;
 }
@@ -1090,9 +1108,9 @@ node_gateway(struct netd_node_link *l, struct rtnl_route *r,
 	if (rtnl_route_get_family(r) != AF_INET ||
 	    (gw = addr4(rtnl_route_nh_get_gateway(nh), &glen)) == 0)
 		return;
-	if (l->gateway != 0 && prio >= *metric)
+	if (l->gateway.family != 0 && prio >= *metric)
 		return;
-	l->gateway = gw;
+	l->gateway = ip_addr_from_in(gw);
 	*metric = prio;
 }
 
@@ -1142,7 +1160,7 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 	if ((rc = addr_dump(k, AF_INET, 0)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
-		if (k->addrs[i].family != AF_INET)
+		if (k->addrs[i].addr.addr.family != AF_INET)
 			continue;
 		for (j = 0; j < out->nlinks; j++)
 			if (out->links[j].ifindex == k->addrs[i].ifindex)
@@ -1153,7 +1171,7 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 			out->overflow = true;
 			continue;
 		}
-		memcpy(&out->addrs[out->naddrs++], k->addrs[i].addr, 4);
+		out->addrs[out->naddrs++] = k->addrs[i].addr.addr;
 	}
 	return 0;
 }

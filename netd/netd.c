@@ -149,7 +149,7 @@ netd_refuse(struct netd *nd, const struct msg *m, const char *object,
 static void
 node_describe(const struct netd_node *n, char *buf, size_t len)
 {
-	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
+	char mac[MAC_STR_LEN], ip[IP_ADDR_STR_LEN];
 	size_t off = 0;
 	uint32_t i;
 
@@ -160,14 +160,15 @@ node_describe(const struct netd_node *n, char *buf, size_t len)
 	}
 	for (i = 0; i < n->nlinks && off < len; i++) {
 		mac_format(n->links[i].mac, mac);
-		ip4_format(n->links[i].gateway, ip);
+		ip_addr_format(&n->links[i].gateway, ip);
 		off += (size_t)snprintf(buf + off, len - off, "%s%s %s "
 		    "(ifindex %u, gateway %s)", i ? ", " : "",
 		    n->links[i].name[0] ? n->links[i].name : "?", mac,
-		    n->links[i].ifindex, n->links[i].gateway ? ip : "none");
+		    n->links[i].ifindex, n->links[i].gateway.family ? ip :
+		    "none");
 	}
 	for (i = 0; i < n->naddrs && off < len; i++) {
-		ip4_format(n->addrs[i], ip);
+		ip_addr_format(&n->addrs[i], ip);
 		off += (size_t)snprintf(buf + off, len - off, "%s%s",
 		    i ? " " : "; addresses ", ip);
 	}
@@ -676,7 +677,7 @@ netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
 /* ---- requests ---- */
 
 struct holder_ctx {
-	uint32_t		 addr;		/* the request's address */
+	const struct ip_addr	*addr;		/* the request's */
 	uint32_t		 own_ifindex;	/* the ENI's link, or 0 */
 	uint32_t		 holder;	/* a link holding it, or 0 */
 	const char		*why;
@@ -686,12 +687,8 @@ static void
 addr_holder(const struct nd_ifaddr *a, void *arg)
 {
 	struct holder_ctx *hc = arg;
-	uint32_t v;
 
-	if (hc->why != NULL || a->family != NETD_AF_INET)
-		return;
-	memcpy(&v, a->addr, 4);
-	if (v != hc->addr)
+	if (hc->why != NULL || !ip_addr_eq(&a->addr.addr, hc->addr))
 		return;
 	if ((hc->why = policy_check_addr_holder(a->ifindex,
 	    hc->own_ifindex)) != NULL)
@@ -707,14 +704,14 @@ addr_holder(const struct nd_ifaddr *a, void *arg)
  */
 static bool
 netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
-    uint32_t addr, uint32_t own_ifindex)
+    const struct ip_addr *addr, uint32_t own_ifindex)
 {
 	struct holder_ctx hc = { addr, own_ifindex, 0, NULL };
 	struct msg_netd_link l;
 	char detail[64];
 	int rc;
 
-	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	if ((rc = kernel_each_addr(&nd->kernel, addr->family, 0,
 	    addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
@@ -874,7 +871,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, ip_addr_in4(&req.addr.addr),
+	if (setup && !netd_addr_free(nd, m, what, &req.addr.addr,
 	    link.ifindex))
 		return;
 
@@ -929,7 +926,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_refuse(nd, m, what, why);
 		return;
 	}
-	if (!netd_addr_free(nd, m, what, ip_addr_in4(&req.addr), 0))
+	if (!netd_addr_free(nd, m, what, &req.addr, 0))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
@@ -995,13 +992,15 @@ snap_host_route(const struct nd_route *r, void *arg)
 		return;
 	}
 	h = &s->routes[s->nroutes++];
-	h->dst = r->dst;
-	h->dst_len = r->dst_len;
+	memset(h, 0, sizeof(*h));
+	h->dst.addr = ip_addr_from_in(r->dst);
+	h->dst.len = r->dst_len;
 	h->type = r->type;
 	h->metric = r->metric;
 	h->scope = r->scope;
 	h->multipath = r->multipath;
-	h->gateway = r->gateway;
+	if (r->gateway != 0)
+		h->gateway = ip_addr_from_in(r->gateway);
 	h->ifindex = r->ifindex;
 }
 
@@ -1059,7 +1058,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	}
 	/* The address may be configured on a link (the checks above look
 	 * at routes and rules only). */
-	if (!netd_addr_free(nd, m, what, ip_addr_in4(&req.addr), 0))
+	if (!netd_addr_free(nd, m, what, &req.addr, 0))
 		return;
 	if (present) {
 		log_debug("%s: there already", what);
@@ -1164,12 +1163,12 @@ primary_addr(const struct nd_ifaddr *a, void *arg)
 {
 	struct primary_addrs *pa = arg;
 
-	if (a->ifindex != pa->ifindex || a->family != NETD_AF_INET)
+	if (a->ifindex != pa->ifindex || a->addr.addr.family != AF_INET)
 		return;
 	if (pa->n == NETD_MAX_LINK_ADDRS)
 		pa->overflow = true;
 	else
-		memcpy(&pa->addrs[pa->n++], a->addr, 4);
+		pa->addrs[pa->n++] = ip_addr_in4(&a->addr.addr);
 }
 
 /* The primary link as netd found it: the node link with the policy's

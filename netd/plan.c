@@ -82,17 +82,15 @@ push_addr(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
 static bool
 addr_is_netds(const struct nd_ifaddr *a, uint32_t ifindex)
 {
-	return a->ifindex == ifindex && a->family == NETD_AF_INET &&
-	    a->proto == NETD_PROTO && a->prefix <= 32;
+	return a->ifindex == ifindex && a->addr.addr.family == AF_INET &&
+	    a->proto == NETD_PROTO && a->addr.len <= 32;
 }
 
+/* Its address as the plan's operations still hold it. */
 static uint32_t
 ifaddr4(const struct nd_ifaddr *a)
 {
-	uint32_t v;
-
-	memcpy(&v, a->addr, 4);
-	return v;
+	return ip_addr_in4(&a->addr.addr);
 }
 
 static int
@@ -418,13 +416,13 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 	}
 	if ((primary = policy_node_link_by_mac(p, p->primary_mac)) != NULL) {
 		out->primary_ifindex = primary->ifindex;
-		out->primary_gw = primary->gateway;
+		out->primary_gw = ip_addr_in4(&primary->gateway);
 	}
 	if (!out->snat)
 		return NULL;
 	if (primary == NULL)
 		return "SNAT is on and the primary link is not known";
-	if (primary->gateway == 0)
+	if (primary->gateway.family == 0)
 		return "SNAT is on and the primary link has no IPv4 default "
 		    "gateway in the main table to send pods' traffic beyond "
 		    "the VPC to";
@@ -478,11 +476,10 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		const struct nd_ifaddr *a = &link->addrs[i];
 
 		if (!addr_is_netds(a, ifindex) ||
-		    (ifaddr4(a) == ip_addr_in4(&m->addr.addr) &&
-		    a->prefix == m->addr.len))
+		    ip_prefix_eq(&a->addr, &m->addr))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex, ifaddr4(a),
-		    a->prefix) == -1)
+		    a->addr.len) == -1)
 			return -1;
 	}
 	return 0;
@@ -520,7 +517,7 @@ plan_eni_teardown(const struct netd_policy *p,
 		if (!addr_is_netds(&link->addrs[j], ifindex))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex,
-		    ifaddr4(&link->addrs[j]), link->addrs[j].prefix) == -1)
+		    ifaddr4(&link->addrs[j]), link->addrs[j].addr.len) == -1)
 			return -1;
 	}
 	return push_link(plan, OP_LINK_DOWN, ifindex, 0);
@@ -582,7 +579,7 @@ plan_changes(const struct nd_plan *plan, const struct nd_link_state *link)
 		    j < link->naddrs; j++)
 			if (addr_is_netds(&link->addrs[j], op->u.addr.ifindex) &&
 			    ifaddr4(&link->addrs[j]) == op->u.addr.addr &&
-			    link->addrs[j].prefix == op->u.addr.prefix)
+			    link->addrs[j].addr.len == op->u.addr.prefix)
 				there = true;
 		if (!there)
 			n++;

@@ -76,8 +76,9 @@ policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
 		struct netd_node_link *known;
 
 		if ((known = node_link_known(n, &fresh->links[i])) != NULL) {
-			if (fresh->links[i].gateway != 0 &&
-			    fresh->links[i].gateway != known->gateway) {
+			if (fresh->links[i].gateway.family != 0 &&
+			    !ip_addr_eq(&fresh->links[i].gateway,
+			    &known->gateway)) {
 				known->gateway = fresh->links[i].gateway;
 				added = true;
 			}
@@ -92,7 +93,7 @@ policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
 	}
 	for (i = 0; i < fresh->naddrs; i++) {
 		for (j = 0; j < n->naddrs; j++)
-			if (n->addrs[j] == fresh->addrs[i])
+			if (ip_addr_eq(&n->addrs[j], &fresh->addrs[i]))
 				break;
 		if (j < n->naddrs)
 			continue;
@@ -131,12 +132,12 @@ policy_node_link_by_ifindex(const struct netd_policy *p, uint32_t ifindex)
 }
 
 bool
-policy_node_has_addr(const struct netd_policy *p, uint32_t addr)
+policy_node_has_addr(const struct netd_policy *p, const struct ip_addr *addr)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->node.naddrs; i++)
-		if (p->node.addrs[i] == addr)
+		if (ip_addr_eq(&p->node.addrs[i], addr))
 			return true;
 	return false;
 }
@@ -211,29 +212,27 @@ policy_table_allowed(const struct netd_policy *p, uint32_t table)
 }
 
 bool
-policy_in_vpc(const struct netd_policy *p, uint32_t addr)
+policy_in_vpc(const struct netd_policy *p, const struct ip_addr *addr)
 {
-	struct ip_addr a = ip_addr_from_in(addr);
 	uint32_t i;
 
-	if (addr == 0)
+	if (ip_addr_is_unspecified(addr))
 		return false;
 	for (i = 0; i < p->ncidrs; i++)
-		if (ip_prefix_contains(&p->cidrs[i], &a))
+		if (ip_prefix_contains(&p->cidrs[i], addr))
 			return true;
 	return false;
 }
 
-/* addr/prefix lies wholly inside one VPC block. */
+/* The subnet lies wholly inside one VPC block. */
 static bool
-subnet_in_vpc(const struct netd_policy *p, uint32_t addr, uint8_t prefix)
+subnet_in_vpc(const struct netd_policy *p, const struct ip_prefix *subnet)
 {
-	struct ip_addr a = ip_addr_from_in(addr);
 	uint32_t i;
 
 	for (i = 0; i < p->ncidrs; i++)
-		if (prefix >= p->cidrs[i].len &&
-		    ip_prefix_contains(&p->cidrs[i], &a))
+		if (subnet->len >= p->cidrs[i].len &&
+		    ip_prefix_contains(&p->cidrs[i], &subnet->addr))
 			return true;
 	return false;
 }
@@ -390,10 +389,9 @@ check_eni_common(const struct netd_policy *p,
 		return "table differs from the one declared for this MAC";
 	if (m->addr.len > 32)
 		return "address prefix over 32";
-	if (!policy_in_vpc(p, ip_addr_in4(&m->addr.addr)) ||
-	    !subnet_in_vpc(p, ip_addr_in4(&m->addr.addr), m->addr.len))
+	if (!policy_in_vpc(p, &m->addr.addr) || !subnet_in_vpc(p, &m->addr))
 		return "ENI address or its subnet outside the VPC CIDRs";
-	if (policy_node_has_addr(p, ip_addr_in4(&m->addr.addr)))
+	if (policy_node_has_addr(p, &m->addr.addr))
 		return "address is one of the node's own (on a default-route "
 		    "link)";
 	return NULL;
@@ -407,7 +405,7 @@ policy_check_setup(const struct netd_policy *p,
 
 	if ((why = check_eni_common(p, m)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, ip_addr_in4(&m->gateway)))
+	if (!policy_in_vpc(p, &m->gateway))
 		return "gateway outside the VPC CIDRs";
 	if (!ip_prefix_contains(&m->addr, &m->gateway))
 		return "gateway outside the ENI's subnet";
@@ -435,9 +433,9 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	if ((why = check_ready(p)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, ip_addr_in4(&m->addr)))
+	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, ip_addr_in4(&m->addr)))
+	if (policy_node_has_addr(p, &m->addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (m->table == NETD_TABLE_UNSPEC)
@@ -476,8 +474,7 @@ policy_check_pod_route(const struct netd_policy *p,
     const struct nd_pod_link *link, const struct nd_host_route *routes,
     size_t nroutes, bool *present, char *detail, size_t detaillen)
 {
-	char ip[IP4_STR_LEN];
-	uint32_t addr = ip_addr_in4(&m->addr);
+	char ip[IP_PREFIX_STR_LEN];
 	const char *why;
 	size_t i;
 
@@ -487,9 +484,9 @@ policy_check_pod_route(const struct netd_policy *p,
 		return why;
 	if (!veth_name_ok(m->dev))
 		return "device name is not a pod veth's (1 to 15 of a-z 0-9)";
-	if (!policy_in_vpc(p, addr))
+	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, addr))
+	if (policy_node_has_addr(p, &m->addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (!has_rule)
@@ -509,9 +506,10 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst == addr && r->dst_len == 32) {
+		if (ip_addr_eq(&r->dst.addr, &m->addr) && r->dst.len == 32) {
 			if (r->type == NETD_ROUTE_UNICAST && !r->multipath &&
-			    r->gateway == 0 && r->ifindex == link->ifindex &&
+			    r->gateway.family == 0 &&
+			    r->ifindex == link->ifindex &&
 			    r->scope == NETD_SCOPE_LINK) {
 				*present = true;
 				continue;
@@ -525,7 +523,7 @@ policy_check_pod_route(const struct netd_policy *p,
 				    route_type_name(r->type), r->metric);
 			else
 				snprintf(detail, detaillen, "ifindex %u%s, "
-				    "metric %u", r->ifindex, r->gateway != 0 ?
+				    "metric %u", r->ifindex, r->gateway.family ?
 				    ", via a gateway" : r->multipath ?
 				    ", multipath" : "", r->metric);
 			*present = false;
@@ -536,10 +534,10 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst_len == 32 && r->dst != addr && !r->multipath &&
-		    r->type == NETD_ROUTE_UNICAST &&
+		if (r->dst.len == 32 && !ip_addr_eq(&r->dst.addr, &m->addr) &&
+		    !r->multipath && r->type == NETD_ROUTE_UNICAST &&
 		    r->ifindex == link->ifindex) {
-			ip4_format(r->dst, ip);
+			ip_addr_format(&r->dst.addr, ip);
 			snprintf(detail, detaillen, "to %s", ip);
 			*present = false;
 			return "the device carries another pod's host route";
@@ -580,22 +578,16 @@ policy_check_addr_holder(uint32_t holder_ifindex, uint32_t own_ifindex)
 	return "address is configured on a link of the node";
 }
 
-static bool
-v6_link_local(const uint8_t a[16])
-{
-	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
-}
-
+/* As the kernel listed it: inet_ntop(3) also writes what is no
+ * canonical struct ip_addr (an IPv4-mapped address). */
 static void
-format_addr(uint8_t family, const uint8_t *a, uint8_t len, char *buf,
-    size_t buflen)
+format_addr(const struct ip_prefix *p, char *buf, size_t buflen)
 {
 	char s[INET6_ADDRSTRLEN];
 
-	if (inet_ntop(family == NETD_AF_INET ? AF_INET : AF_INET6, a, s,
-	    sizeof(s)) == NULL)
+	if (inet_ntop(p->addr.family, p->addr.bytes, s, sizeof(s)) == NULL)
 		snprintf(s, sizeof(s), "?");
-	snprintf(buf, buflen, "%s/%u", s, len);
+	snprintf(buf, buflen, "%s/%u", s, p->len);
 }
 
 const char *
@@ -624,15 +616,17 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		    "judges";
 	for (i = 0; i < s->naddrs; i++) {
 		a = &s->addrs[i];
-		if (a->family == NETD_AF_INET && a->proto == NETD_PROTO)
+		if (a->addr.addr.family == AF_INET && a->proto == NETD_PROTO)
 			continue;
-		if (a->family == NETD_AF_INET6 && v6_link_local(a->addr))
+		if (a->addr.addr.family == AF_INET6 &&
+		    ip_addr_is_link_local(&a->addr.addr))
 			continue;
-		if (a->family != NETD_AF_INET && a->family != NETD_AF_INET6)
-			snprintf(what, sizeof(what), "family %u", a->family);
+		if (a->addr.addr.family != AF_INET &&
+		    a->addr.addr.family != AF_INET6)
+			snprintf(what, sizeof(what), "family %u",
+			    a->addr.addr.family);
 		else
-			format_addr(a->family, a->addr, a->prefix, what,
-			    sizeof(what));
+			format_addr(&a->addr, what, sizeof(what));
 		snprintf(detail, detaillen, "address %s proto %u", what,
 		    a->proto);
 		return "link carries an address netd did not install";
@@ -642,11 +636,12 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		if (r->protocol == NETD_PROTO ||
 		    r->protocol == NETD_RTPROT_KERNEL)
 			continue;
-		if (r->family != NETD_AF_INET && r->family != NETD_AF_INET6)
-			snprintf(what, sizeof(what), "family %u", r->family);
+		if (r->dst.addr.family != AF_INET &&
+		    r->dst.addr.family != AF_INET6)
+			snprintf(what, sizeof(what), "family %u",
+			    r->dst.addr.family);
 		else
-			format_addr(r->family, r->dst, r->dst_len, what,
-			    sizeof(what));
+			format_addr(&r->dst, what, sizeof(what));
 		snprintf(detail, detaillen, "route %s table %u proto %u", what,
 		    r->table, r->protocol);
 		return "link carries a route netd did not install";

@@ -77,14 +77,12 @@ static struct nd_ifaddr
 ifaddr(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 {
 	struct nd_ifaddr x;
-	uint32_t v = ip(a);
 
 	memset(&x, 0, sizeof(x));
 	x.ifindex = ifindex;
-	x.family = NETD_AF_INET;
-	x.prefix = prefix;
+	x.addr.addr = ipa(a);
+	x.addr.len = prefix;
 	x.proto = proto;
-	memcpy(x.addr, &v, 4);
 	return x;
 }
 
@@ -326,10 +324,9 @@ test_setup_changes(void **state)
 	link.ifindex = 7;
 	link.naddrs = 1;
 	link.addrs[0].ifindex = 7;
-	link.addrs[0].family = NETD_AF_INET;
-	link.addrs[0].prefix = 20;
+	link.addrs[0].addr.addr = ip_addr_from_in(a);
+	link.addrs[0].addr.len = 20;
 	link.addrs[0].proto = NETD_PROTO;
-	memcpy(link.addrs[0].addr, &a, 4);
 	cur[0] = first.ops[2].u.route;
 	cur[1] = first.ops[3].u.route;
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
@@ -342,7 +339,7 @@ test_setup_changes(void **state)
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
 	assert_int_equal(plan_changes(&again, &link), 1);
 	link.addrs[0].proto = NETD_PROTO;
-	link.addrs[0].prefix = 24;
+	link.addrs[0].addr.len = 24;
 	assert_int_equal(plan_changes(&again, &link), 1);
 }
 
@@ -876,7 +873,7 @@ test_egress(void **state)
 	assert_false(eg.snat);
 	cfg.snat.enabled = true;
 
-	n.links[0].gateway = ip("10.0.0.1");
+	n.links[0].gateway = ipa("10.0.0.1");
 	assert_true(policy_node_merge(&p, &n));
 	assert_null(plan_egress(&p, &cfg, &eg));
 	assert_true(eg.snat);

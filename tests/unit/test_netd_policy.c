@@ -47,6 +47,19 @@ ipa(const char *s)
 	return a;
 }
 
+/* And by pointer, for a call: one of a few that take turns. */
+static const struct ip_addr *
+ipp(const char *s)
+{
+	static struct ip_addr a[4];
+	static unsigned int next;
+
+	a[next % 4] = ipa(s);
+	return &a[next++ % 4];
+}
+
+static const struct ip_addr NO_ADDR;		/* never set: none */
+
 /* What netd would find on a node whose default route is multipath over
  * eth0 (PRIMARY) and eth1 (UPLINK2). */
 static void
@@ -61,8 +74,8 @@ node_view(struct netd_node *n)
 	memcpy(n->links[1].mac, UPLINK2, 6);
 	memcpy(n->links[1].name, "eth1", 5);
 	n->naddrs = 2;
-	n->addrs[0] = ip(PRIMARY_IP);
-	n->addrs[1] = ip(UPLINK2_IP);
+	n->addrs[0] = ipa(PRIMARY_IP);
+	n->addrs[1] = ipa(UPLINK2_IP);
 }
 
 /* tables 100-163, priorities 512/1536, VPC 10.0.0.0/16 + 100.64.0.0/16 */
@@ -498,7 +511,7 @@ test_node_merge(void **state)
 	n.links[0] = p.node.links[1];
 	assert_false(policy_node_merge(&p, &n));
 	assert_non_null(policy_node_link_by_mac(&p, PRIMARY));
-	assert_true(policy_node_has_addr(&p, ip(PRIMARY_IP)));
+	assert_true(policy_node_has_addr(&p, ipp(PRIMARY_IP)));
 	/* eth0's MAC changed: both MACs are the node's. */
 	n.links[0] = p.node.links[0];
 	n.links[0].mac[5] = 0x99;
@@ -508,7 +521,7 @@ test_node_merge(void **state)
 
 	memset(&n, 0, sizeof(n));
 	for (i = 0; i < NETD_MAX_NODE_ADDRS; i++)
-		n.addrs[n.naddrs++] = htonl(0x0a000100u + i);
+		n.addrs[n.naddrs++] = ip_addr_from_in(htonl(0x0a000100u + i));
 	assert_true(policy_node_merge(&p, &n));
 	assert_true(p.node.overflow);
 	assert_int_equal(p.node.naddrs, NETD_MAX_NODE_ADDRS);
@@ -527,22 +540,24 @@ test_node_gateway(void **state)
 
 	(void)state;
 	make_policy(&p);
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway, 0);
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway.family,
+	    0);
 	node_view(&n);
-	n.links[0].gateway = ip("10.0.0.1");
+	n.links[0].gateway = ipa("10.0.0.1");
 	assert_true(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.1"));
-	assert_int_equal(policy_node_link_by_mac(&p, UPLINK2)->gateway, 0);
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.1")));
+	assert_int_equal(policy_node_link_by_mac(&p, UPLINK2)->gateway.family,
+	    0);
 	assert_false(policy_node_merge(&p, &n));	/* nothing new */
-	n.links[0].gateway = 0;
+	n.links[0].gateway = NO_ADDR;
 	assert_false(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.1"));
-	n.links[0].gateway = ip("10.0.0.254");
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.1")));
+	n.links[0].gateway = ipa("10.0.0.254");
 	assert_true(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.254"));
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.254")));
 	assert_int_equal(p.node.nlinks, 2);		/* no new link */
 }
 
@@ -642,14 +657,12 @@ static struct nd_ifaddr
 ifaddr4(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 {
 	struct nd_ifaddr x;
-	uint32_t v = ip(a);
 
 	memset(&x, 0, sizeof(x));
 	x.ifindex = ifindex;
-	x.family = NETD_AF_INET;
-	x.prefix = prefix;
+	x.addr.addr = ipa(a);
+	x.addr.len = prefix;
 	x.proto = proto;
-	memcpy(x.addr, &v, 4);
 	return x;
 }
 
@@ -666,23 +679,23 @@ test_bare(void **state)
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
 	/* The kernel's own: the IPv6 link-local address, routes from it. */
 	st.addrs[0].ifindex = 7;
-	st.addrs[0].family = NETD_AF_INET6;
-	st.addrs[0].prefix = 64;
-	st.addrs[0].addr[0] = 0xfe;
-	st.addrs[0].addr[1] = 0x80;
+	st.addrs[0].addr.addr.family = NETD_AF_INET6;
+	st.addrs[0].addr.len = 64;
+	st.addrs[0].addr.addr.bytes[0] = 0xfe;
+	st.addrs[0].addr.addr.bytes[1] = 0x80;
 	st.naddrs = 1;
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET6;
+	r->dst.addr.family = NETD_AF_INET6;
 	r->table = 254;
 	r->protocol = NETD_RTPROT_KERNEL;
-	r->dst[0] = 0xfe;
-	r->dst[1] = 0x80;
-	r->dst_len = 64;
+	r->dst.addr.bytes[0] = 0xfe;
+	r->dst.addr.bytes[1] = 0x80;
+	r->dst.len = 64;
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
 	/* What netd set up before (a restart): tagged. */
 	st.addrs[st.naddrs++] = ifaddr4(7, "10.0.16.5", 20, NETD_PROTO);
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET;
+	r->dst.addr.family = NETD_AF_INET;
 	r->table = 101;
 	r->protocol = NETD_PROTO;
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
@@ -693,15 +706,15 @@ test_bare(void **state)
 	assert_non_null(strstr(detail, "192.168.5.5/24"));
 	st.naddrs--;
 	st.addrs[st.naddrs] = st.addrs[0];
-	st.addrs[st.naddrs].addr[0] = 0x20;	/* 2000::/3, global */
-	st.addrs[st.naddrs].addr[1] = 0;
+	st.addrs[st.naddrs].addr.addr.bytes[0] = 0x20;	/* 2000::/3 */
+	st.addrs[st.naddrs].addr.addr.bytes[1] = 0;
 	st.addrs[st.naddrs++].proto = 2;	/* IFA_PROTO_KERNEL_RA */
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
 	assert_non_null(strstr(detail, "2000::"));
 	st.naddrs--;
 	/* Someone else's route: boot, static, dhcp, ra. */
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET;
+	r->dst.addr.family = NETD_AF_INET;
 	r->table = 254;
 	r->protocol = 3;
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
@@ -1034,18 +1047,21 @@ test_random_bare(void **state)
 		st.naddrs = rnd_below(5);
 		for (j = 0; j < st.naddrs; j++) {
 			struct nd_ifaddr *a = &st.addrs[j];
+			uint8_t *b = a->addr.addr.bytes;
 
 			a->ifindex = 7;
-			a->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			a->addr.addr.family = rnd_below(2) ? NETD_AF_INET :
+			    NETD_AF_INET6;
 			a->proto = rnd_below(3) ? NETD_PROTO :
 			    (uint8_t)rnd_below(4);
-			a->addr[0] = rnd_below(2) ? 0xfe : (uint8_t)rnd();
-			a->addr[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
-			a->prefix = a->family == NETD_AF_INET ? 24 : 64;
-			if (!((a->family == NETD_AF_INET &&
+			b[0] = rnd_below(2) ? 0xfe : (uint8_t)rnd();
+			b[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
+			a->addr.len = a->addr.addr.family == NETD_AF_INET ?
+			    24 : 64;
+			if (!((a->addr.addr.family == NETD_AF_INET &&
 			    a->proto == NETD_PROTO) ||
-			    (a->family == NETD_AF_INET6 && a->addr[0] == 0xfe &&
-			    (a->addr[1] & 0xc0) == 0x80)))
+			    (a->addr.addr.family == NETD_AF_INET6 &&
+			    b[0] == 0xfe && (b[1] & 0xc0) == 0x80)))
 				want = false;
 		}
 		st.nroutes = rnd_below(6);
@@ -1054,7 +1070,8 @@ test_random_bare(void **state)
 			static const uint8_t protos[] = { 0, 2, 2, 3, 4, 9, 16,
 			    NETD_PROTO, NETD_PROTO, NETD_PROTO };
 
-			r->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			r->dst.addr.family = rnd_below(2) ? NETD_AF_INET :
+			    NETD_AF_INET6;
 			r->table = rnd_below(2) ? 254 : 100 + rnd_below(64);
 			r->protocol = protos[rnd_below(sizeof(protos))];
 			if (r->protocol != 2 && r->protocol != NETD_PROTO)
@@ -1151,11 +1168,12 @@ host_route(const char *dst, uint32_t ifindex, const char *gw)
 	struct nd_host_route r;
 
 	memset(&r, 0, sizeof(r));
-	r.dst = ip(dst);
-	r.dst_len = 32;
+	r.dst.addr = ipa(dst);
+	r.dst.len = 32;
 	r.type = NETD_ROUTE_UNICAST;
 	r.scope = gw == NULL ? NETD_SCOPE_LINK : 0;
-	r.gateway = gw == NULL ? 0 : ip(gw);
+	if (gw != NULL)
+		r.gateway = ipa(gw);
 	r.ifindex = ifindex;
 	return r;
 }
@@ -1194,7 +1212,7 @@ test_pod_route(void **state)
 	/* Routes elsewhere that are not /32s through the veth don't count. */
 	r[1] = host_route("10.0.16.10", VETH_IFINDEX + 1, NULL);
 	r[2] = host_route("10.0.17.0", VETH_IFINDEX, NULL);
-	r[2].dst_len = 24;
+	r[2].dst.len = 24;
 	assert_null(check_route(&p, &m, true, &l, r + 1, 2, &present));
 	assert_false(present);
 
@@ -1286,8 +1304,8 @@ test_pod_route_other_kinds(void **state)
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		for (j = 0; j < sizeof(metrics) / sizeof(metrics[0]); j++) {
 			memset(&r[0], 0, sizeof(r[0]));
-			r[0].dst = ip("10.0.16.9");
-			r[0].dst_len = 32;
+			r[0].dst.addr = ipa("10.0.16.9");
+			r[0].dst.len = 32;
 			r[0].type = kinds[i].type;
 			r[0].metric = metrics[j];
 			r[1] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
@@ -1305,7 +1323,7 @@ test_pod_route_other_kinds(void **state)
 			assert_false(present);
 			/* nor one of another kind on the veth of another
 			 * address: that is no pod's route (ifindex 0) */
-			r[0].dst = ip("10.0.16.33");
+			r[0].dst.addr = ipa("10.0.16.33");
 			assert_null(check_route(&p, &m, true, &l, r, 1,
 			    &present));
 		}
