@@ -679,8 +679,9 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		return 0;
 	memset(&r, 0, sizeof(r));
 	r.table = frh->table;
-	r.src_len = frh->src_len;
-	r.dst_len = frh->dst_len;
+	r.src.addr = r.dst.addr = ip_addr_from_in(0);
+	r.src.len = frh->src_len;
+	r.dst.len = frh->dst_len;
 	r.other_selectors = frh->tos != 0 || frh->flags != 0;
 	nla_for_each_attr(a, nlmsg_attrdata(hdr, sizeof(*frh)),
 	    nlmsg_attrlen(hdr, sizeof(*frh)), rem) {
@@ -694,11 +695,11 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			break;
 		case FRA_SRC:
 			if (nla_len(a) >= 4)
-				memcpy(&r.src, nla_data(a), 4);
+				memcpy(r.src.addr.bytes, nla_data(a), 4);
 			break;
 		case FRA_DST:
 			if (nla_len(a) >= 4)
-				memcpy(&r.dst, nla_data(a), 4);
+				memcpy(r.dst.addr.bytes, nla_data(a), 4);
 			break;
 		case FRA_PROTOCOL:
 			if (nla_len(a) >= 1)
@@ -730,7 +731,7 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		r.fwmask = 0xffffffffu;
 	if (r.fwmask == 0)
 		r.fwmark = 0;
-	if (r.src_len > 32 || r.dst_len > 32)
+	if (r.src.len > 32 || r.dst.len > 32)
 		r.other_selectors = true;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
 	    sizeof(*k->rules))) < 0)
@@ -760,18 +761,19 @@ kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 
 /* ---- routes ---- */
 
-static uint32_t
-addr4(struct nl_addr *a, uint8_t *len)
+/* libnl's address as a struct ip_addr: 0, or -1 if it is none, of
+ * another family than IPv4's (netd reads IPv4 routes only) or 0.0.0.0. */
+static int
+nl_ip4(struct nl_addr *a, struct ip_addr *out)
 {
-	uint32_t v = 0;
-
-	*len = 0;
-	if (a == NULL || nl_addr_get_family(a) != AF_INET)
-		return 0;
-	*len = (uint8_t)nl_addr_get_prefixlen(a);
-	if (nl_addr_get_len(a) == 4)
-		memcpy(&v, nl_addr_get_binary_addr(a), 4);
-	return v;
+	memset(out, 0, sizeof(*out));
+	if (a == NULL || nl_addr_get_family(a) != AF_INET ||
+	    ip_addr_from_bytes(out, AF_INET, nl_addr_get_binary_addr(a),
+	    nl_addr_get_len(a)) == -1 || ip_addr_is_unspecified(out)) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -823,18 +825,26 @@ route_next_hop(const struct nlattr *mp, struct rtnexthop **nh, int *rem)
 	    (*nh)->rtnh_len >= sizeof(**nh) && (*nh)->rtnh_len <= *rem;
 }
 
-/* The IPv4 gateway among a next hop's attributes, or 0. */
-static uint32_t
-next_hop_gateway(struct rtnexthop *nh)
+/* An IPv4 gateway attribute into *gw; none leaves it unset (family 0). */
+static void
+gateway4(const struct nlattr *a, struct ip_addr *gw)
+{
+	memset(gw, 0, sizeof(*gw));
+	if (a != NULL && nla_len(a) == 4)
+		*gw = ip_addr_from_in(nla_get_u32((struct nlattr *)a));
+}
+
+/* The IPv4 gateway among a next hop's attributes, if any. */
+static void
+next_hop_gateway(struct rtnexthop *nh, struct ip_addr *gw)
 {
 	struct nlattr *tb[RTA_MAX + 1];
-	uint32_t gw = 0;
 
 	if (nla_parse(tb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh),
-	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0 &&
-	    tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
-		memcpy(&gw, nla_data(tb[RTA_GATEWAY]), 4);
-	return gw;
+	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0)
+		gateway4(tb[RTA_GATEWAY], gw);
+	else
+		memset(gw, 0, sizeof(*gw));
 }
 
 /*
@@ -864,9 +874,10 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	memset(nr, 0, sizeof(*nr));
 	nr->table = rm.table;
 	nr->type = rm.rtm->rtm_type;
-	nr->dst_len = rm.rtm->rtm_dst_len;
+	nr->dst.addr = ip_addr_from_in(0);
+	nr->dst.len = rm.rtm->rtm_dst_len;
 	if (tb[RTA_DST] != NULL && nla_len(tb[RTA_DST]) == 4)
-		memcpy(&nr->dst, nla_data(tb[RTA_DST]), 4);
+		memcpy(nr->dst.addr.bytes, nla_data(tb[RTA_DST]), 4);
 	nr->scope = rm.rtm->rtm_scope;
 	nr->protocol = rm.rtm->rtm_protocol;
 	if (tb[RTA_PRIORITY] != NULL)
@@ -876,11 +887,12 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			if (n++ > 0)
 				continue;
 			nr->ifindex = (uint32_t)nh->rtnh_ifindex;
-			nr->gateway = next_hop_gateway(nh);
+			next_hop_gateway(nh, &nr->gateway);
 			nr->onlink = (nh->rtnh_flags & RTNH_F_ONLINK) != 0;
 		}
 		if (n > 1) {
-			nr->ifindex = nr->gateway = 0;
+			nr->ifindex = 0;
+			memset(&nr->gateway, 0, sizeof(nr->gateway));
 			nr->onlink = false;
 			nr->multipath = true;
 		}
@@ -889,8 +901,7 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	    tb[RTA_VIA] != NULL || tb[RTA_ENCAP] != NULL) {
 		if (tb[RTA_OIF] != NULL)
 			nr->ifindex = attr_u32(tb[RTA_OIF], 0);
-		if (tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
-			memcpy(&nr->gateway, nla_data(tb[RTA_GATEWAY]), 4);
+		gateway4(tb[RTA_GATEWAY], &nr->gateway);
 		nr->onlink = (rm.rtm->rtm_flags & RTNH_F_ONLINK) != 0;
 	}
 	return 0;
@@ -1102,15 +1113,15 @@ static void
 node_gateway(struct netd_node_link *l, struct rtnl_route *r,
     struct rtnl_nexthop *nh, uint32_t *metric)
 {
-	uint32_t gw, prio = rtnl_route_get_priority(r);
-	uint8_t glen;
+	uint32_t prio = rtnl_route_get_priority(r);
+	struct ip_addr gw;
 
 	if (rtnl_route_get_family(r) != AF_INET ||
-	    (gw = addr4(rtnl_route_nh_get_gateway(nh), &glen)) == 0)
+	    nl_ip4(rtnl_route_nh_get_gateway(nh), &gw) == -1)
 		return;
 	if (l->gateway.family != 0 && prio >= *metric)
 		return;
-	l->gateway = ip_addr_from_in(gw);
+	l->gateway = gw;
 	*metric = prio;
 }
 
@@ -1220,11 +1231,11 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 		nr = &k->routes[i];
 		/* One next hop, a link and no gateway. */
 		if (nr->type != RTN_UNICAST || nr->scope != RT_SCOPE_LINK ||
-		    nr->multipath || nr->ifindex == 0 || nr->dst_len != 32 ||
-		    nr->gateway != 0)
+		    nr->multipath || nr->ifindex == 0 || nr->dst.len != 32 ||
+		    nr->gateway.family != 0)
 			continue;
 		memset(&mr, 0, sizeof(mr));
-		mr.addr = ip_addr_from_in(nr->dst);
+		mr.addr = nr->dst.addr;
 		mr.ifindex = nr->ifindex;
 		if ((l = links_by_ifindex(k, mr.ifindex)) != NULL)
 			memcpy(mr.dev, l->l.name, sizeof(mr.dev));
@@ -1235,10 +1246,13 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 
 /* ---- applying a plan ---- */
 
+/* libnl's address for a prefix of either family (an address: its
+ * family's whole length). */
 static struct nl_addr *
-build_addr4(uint32_t addr, uint8_t len)
+build_addr(const struct ip_addr *addr, uint8_t len)
 {
-	struct nl_addr *a = nl_addr_build(AF_INET, &addr, 4);
+	struct nl_addr *a = nl_addr_build(addr->family, addr->bytes,
+	    ip_family_bits(addr->family) / 8);
 
 	if (a != NULL)
 		nl_addr_set_prefixlen(a, len);
@@ -1296,14 +1310,15 @@ op_addr(struct kernel *k, const struct nd_op *op)
 
 	if ((a = rtnl_addr_alloc()) == NULL)
 		return -NLE_NOMEM;
-	if ((local = build_addr4(op->u.addr.addr, op->u.addr.prefix)) == NULL) {
+	if ((local = build_addr(&op->u.addr.addr.addr,
+	    op->u.addr.addr.len)) == NULL) {
 		rtnl_addr_put(a);
 		return -NLE_NOMEM;
 	}
 	rtnl_addr_set_ifindex(a, (int)op->u.addr.ifindex);
-	rtnl_addr_set_family(a, AF_INET);
+	rtnl_addr_set_family(a, op->u.addr.addr.addr.family);
 	if ((rc = rtnl_addr_set_local(a, local)) == 0) {
-		rtnl_addr_set_prefixlen(a, op->u.addr.prefix);
+		rtnl_addr_set_prefixlen(a, op->u.addr.addr.len);
 		if (op->kind == OP_ADDR_ADD) {
 			/* No connected route in main: the ENI's subnet is
 			 * reached through its own table only. */
@@ -1328,9 +1343,9 @@ op_route(struct kernel *k, const struct nd_op *op)
 
 	if ((r = rtnl_route_alloc()) == NULL)
 		return -NLE_NOMEM;
-	if ((dst = build_addr4(nr->dst, nr->dst_len)) == NULL)
+	if ((dst = build_addr(&nr->dst.addr, nr->dst.len)) == NULL)
 		goto out;
-	rtnl_route_set_family(r, AF_INET);
+	rtnl_route_set_family(r, nr->dst.addr.family);
 	rtnl_route_set_table(r, nr->table);
 	rtnl_route_set_type(r, RTN_UNICAST);
 	rtnl_route_set_scope(r, nr->scope);
@@ -1339,15 +1354,16 @@ op_route(struct kernel *k, const struct nd_op *op)
 		rtnl_route_set_priority(r, nr->metric);
 	if ((rc = rtnl_route_set_dst(r, dst)) < 0)
 		goto out;
-	if (!nr->multipath && (nr->ifindex != 0 || nr->gateway != 0)) {
+	if (!nr->multipath && (nr->ifindex != 0 || nr->gateway.family != 0)) {
 		if ((nh = rtnl_route_nh_alloc()) == NULL) {
 			rc = -NLE_NOMEM;
 			goto out;
 		}
 		if (nr->ifindex != 0)
 			rtnl_route_nh_set_ifindex(nh, (int)nr->ifindex);
-		if (nr->gateway != 0) {
-			if ((gw = build_addr4(nr->gateway, 32)) == NULL) {
+		if (nr->gateway.family != 0) {
+			if ((gw = build_addr(&nr->gateway, (uint8_t)
+			    ip_family_bits(nr->gateway.family))) == NULL) {
 				rtnl_route_nh_free(nh);
 				rc = -NLE_NOMEM;
 				goto out;
@@ -1387,7 +1403,7 @@ op_rule(struct kernel *k, const struct nd_op *op)
 
 	if ((r = rtnl_rule_alloc()) == NULL)
 		return -NLE_NOMEM;
-	rtnl_rule_set_family(r, AF_INET);
+	rtnl_rule_set_family(r, AF_INET);	/* netd's rules are IPv4 */
 	rtnl_rule_set_prio(r, nr->priority);
 	rtnl_rule_set_table(r, nr->table);
 	rtnl_rule_set_action(r, FR_ACT_TO_TBL);
@@ -1395,16 +1411,16 @@ op_rule(struct kernel *k, const struct nd_op *op)
 	 * nothing else: an unset iif, oif or fwmark matches any.  The tag
 	 * is what keeps a delete off rules that are not netd's. */
 	rtnl_rule_set_protocol(r, nr->protocol);
-	if (nr->src_len != 0) {
-		if ((a = build_addr4(nr->src, nr->src_len)) == NULL)
+	if (nr->src.len != 0) {
+		if ((a = build_addr(&nr->src.addr, nr->src.len)) == NULL)
 			rc = -NLE_NOMEM;
 		else {
 			rc = rtnl_rule_set_src(r, a);
 			nl_addr_put(a);
 		}
 	}
-	if (rc == 0 && nr->dst_len != 0) {
-		if ((a = build_addr4(nr->dst, nr->dst_len)) == NULL)
+	if (rc == 0 && nr->dst.len != 0) {
+		if ((a = build_addr(&nr->dst.addr, nr->dst.len)) == NULL)
 			rc = -NLE_NOMEM;
 		else {
 			rc = rtnl_rule_set_dst(r, a);
@@ -1457,7 +1473,7 @@ op_done(enum nd_op_kind kind, int rc)
 static void
 op_describe(const struct nd_op *op, char *buf, size_t len)
 {
-	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN], g[IP4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN], g[IP_ADDR_STR_LEN];
 
 	switch (op->kind) {
 	case OP_LINK_UP:
@@ -1467,23 +1483,26 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 		break;
 	case OP_ADDR_ADD:
 	case OP_ADDR_DEL:
-		cidr4_format(op->u.addr.addr, op->u.addr.prefix, a);
+		ip_prefix_format(&op->u.addr.addr, a);
 		snprintf(buf, len, "%s %s ifindex %u", plan_op_name(op->kind),
 		    a, op->u.addr.ifindex);
 		break;
 	case OP_ROUTE_ADD:
 	case OP_ROUTE_DEL:
 	case OP_HOST_ROUTE_ADD:
-		cidr4_format(op->u.route.dst, op->u.route.dst_len, a);
-		ip4_format(op->u.route.gateway, g);
+		ip_prefix_format(&op->u.route.dst, a);
+		if (op->u.route.gateway.family != 0)
+			ip_addr_format(&op->u.route.gateway, g);
+		else
+			snprintf(g, sizeof(g), "none");
 		snprintf(buf, len, "%s %s via %s ifindex %u table %u",
 		    plan_op_name(op->kind), a, g, op->u.route.ifindex,
 		    op->u.route.table);
 		break;
 	case OP_RULE_ADD:
 	case OP_RULE_DEL:
-		cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
-		cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
+		ip_prefix_format(&op->u.rule.src, a);
+		ip_prefix_format(&op->u.rule.dst, b);
 		snprintf(buf, len, "%s prio %u from %s to %s fwmark 0x%x/0x%x "
 		    "table %u", plan_op_name(op->kind), op->u.rule.priority, a,
 		    b, op->u.rule.fwmark, op->u.rule.fwmask, op->u.rule.table);

@@ -460,7 +460,7 @@ netd_event_cb(struct loop *l, struct loop_io *io, uint32_t events)
 
 struct snapshot {
 	const struct netd_policy *policy;
-	uint32_t		 pod;		/* rules: only this pod's */
+	struct ip_addr		 pod;		/* rules: one pod's */
 	uint32_t		 table;		/* rules: only this table's */
 	uint32_t		 npods;		/* pods with netd's rules */
 	uint32_t		 foreign;	/* not netd's: left alone */
@@ -497,7 +497,7 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 	}
 	if (plan_rule_is_pod_to(s->policy, r))
 		s->npods++;
-	if (!plan_rule_is_pods(s->policy, r, s->pod))
+	if (!plan_rule_is_pods(s->policy, r, &s->pod))
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
@@ -589,13 +589,13 @@ netd_rule_del_unsafe(struct netd *nd, uint32_t id, const char *what,
     const struct nd_plan *plan, const struct snapshot *snap)
 {
 	const struct nd_op *op;
-	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN];
 
 	if ((op = plan_rule_del_unsafe(plan, snap->tagged,
 	    snap->ntagged)) == NULL)
 		return false;
-	cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
-	cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
+	ip_prefix_format(&op->u.rule.src, a);
+	ip_prefix_format(&op->u.rule.dst, b);
 	log_warnx("%s: deleting rule %u from %s to %s table %u could take a "
 	    "rule with netd's tag and another selector instead; nothing "
 	    "changed", what, op->u.rule.priority, a, b, op->u.rule.table);
@@ -930,7 +930,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
-	snap.pod = ip_addr_in4(&req.addr);
+	snap.pod = req.addr;
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
@@ -959,7 +959,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 
 /* What the kernel holds that a host-route request depends on. */
 struct route_snap {
-	uint32_t		 addr;
+	struct ip_addr		 addr;
 	uint32_t		 ifindex;	/* the request's device */
 	const struct netd_policy *policy;
 	bool			 has_rule;
@@ -974,7 +974,7 @@ snap_route_rule(const struct nd_rule *r, void *arg)
 	struct route_snap *s = arg;
 
 	if (plan_rule_is_pod_to(s->policy, r) &&
-	    r->table == NETD_TABLE_MAIN && r->dst == s->addr)
+	    r->table == NETD_TABLE_MAIN && ip_addr_eq(&r->dst.addr, &s->addr))
 		s->has_rule = true;
 }
 
@@ -984,8 +984,8 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct route_snap *s = arg;
 	struct nd_host_route *h;
 
-	if (!(r->dst == s->addr && r->dst_len == 32) &&
-	    !(r->dst_len == 32 && s->ifindex != 0 && r->ifindex == s->ifindex))
+	if (r->dst.len != 32 || (!ip_addr_eq(&r->dst.addr, &s->addr) &&
+	    !(s->ifindex != 0 && r->ifindex == s->ifindex)))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
 		s->overflow = true;
@@ -993,14 +993,12 @@ snap_host_route(const struct nd_route *r, void *arg)
 	}
 	h = &s->routes[s->nroutes++];
 	memset(h, 0, sizeof(*h));
-	h->dst.addr = ip_addr_from_in(r->dst);
-	h->dst.len = r->dst_len;
+	h->dst = r->dst;
 	h->type = r->type;
 	h->metric = r->metric;
 	h->scope = r->scope;
 	h->multipath = r->multipath;
-	if (r->gateway != 0)
-		h->gateway = ip_addr_from_in(r->gateway);
+	h->gateway = r->gateway;
 	h->ifindex = r->ifindex;
 }
 
@@ -1029,7 +1027,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 		return;
 	memset(&snap, 0, sizeof(snap));
 	memset(&link, 0, sizeof(link));
-	snap.addr = ip_addr_in4(&req.addr);
+	snap.addr = req.addr;
 	snap.policy = &nd->policy;
 	if (veth_name_ok(req.dev) &&
 	    (rc = kernel_pod_link(&nd->kernel, req.dev, &link)) < 0) {
@@ -1103,10 +1101,8 @@ dump_rule(const struct nd_rule *r, void *arg)
 	memset(&mr, 0, sizeof(mr));
 	mr.priority = r->priority;
 	mr.table = r->table;
-	mr.src.addr = ip_addr_from_in(r->src);
-	mr.src.len = r->src_len;
-	mr.dst.addr = ip_addr_from_in(r->dst);
-	mr.dst.len = r->dst_len;
+	mr.src = r->src;
+	mr.dst = r->dst;
 	netd_send(dc->nd, MSG_NETD_RULE, dc->id, &mr, sizeof(mr));
 	dc->count++;
 }
