@@ -483,17 +483,15 @@ refuse(const char *host, int code, const char *fmt, ...)
  * already routes ip through own.
  */
 static bool
-vet(uint32_t ip, int own, const char *host)
+vet(const struct ip_addr *ip, int own, const char *host)
 {
-	char ips[IP4_STR_LEN], err[512];
-	struct ip_addr addr;
+	char ips[IP_ADDR_STR_LEN], err[512];
 	const char *why;
 	bool have_own;
 	int code;
 
-	ip4_format(ip, ips);
-	addr = ip_addr_from_in(ip);
-	if ((why = cni_addr_special(&addr)) != NULL)
+	ip_addr_format(ip, ips);
+	if ((why = cni_addr_special(ip)) != NULL)
 		refuse(host, CNI_ERR_ADDR_NEVER, "ADD: enid's answer: \"ip\" "
 		    "%s is %s; never a pod's address", ips, why);
 	if (wire_vet(&cni.w, ip, own, &have_own, &code, err,
@@ -615,7 +613,7 @@ cmd_add_main(void)
 	 * gateway and the MTU are the plugin's own.  A refusal takes the
 	 * pair this ADD made, and leaves a repeated ADD's as it was.
 	 */
-	have_own = vet(ip, h.ifindex, created ? host : NULL);
+	have_own = vet(&cni.ans.ip, h.ifindex, created ? host : NULL);
 	if ((rc = wire_configure(&cni.w, &h, &p, ip, have_own, err,
 	    sizeof(err))) == 1)
 		refuse(created ? host : NULL, CNI_ERR_ADDR_ROUTED, "ADD: %s",
@@ -691,7 +689,7 @@ cmd_add_ipam(void)
 	if (!cni.ans.ok)
 		fail_answer(&cni.ans, "ADD");
 	ip = ip_addr_in4(&cni.ans.ip);
-	(void)vet(ip, 0, NULL);
+	(void)vet(&cni.ans.ip, 0, NULL);
 	if (wire_source_toward(ip, &src, err, sizeof(err)) == -1) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
