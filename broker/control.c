@@ -40,7 +40,7 @@ instance_json(const struct broker *b)
 	const struct msg_cloud_instance *in = &b->instance;
 	struct json_object *o = json_object_new_object();
 	struct json_object *cidrs;
-	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN];
+	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
 	uint32_t i;
 
 	json_object_object_add(o, "state",
@@ -62,7 +62,7 @@ instance_json(const struct broker *b)
 	json_object_object_add(o, "subnet", json_object_new_string(in->subnet_id));
 	cidrs = json_object_new_array();
 	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++) {
-		cidr4_format(in->cidrs[i].addr, in->cidrs[i].prefix, cidr);
+		ip_prefix_format(&in->cidrs[i], cidr);
 		json_object_array_add(cidrs, json_object_new_string(cidr));
 	}
 	json_object_object_add(o, "vpc_cidrs", cidrs);

@@ -233,9 +233,9 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 	memset(req, 0, sizeof(*req));
 	memcpy(req->mac, e->mac, 6);
 	req->table = e->table;
-	req->addr = e->primary_ip;
-	req->prefix = s != NULL ? s->prefix : 32;
-	req->gateway = s != NULL ? s->gateway : 0;
+	req->addr.addr = ip_addr_from_in(e->primary_ip);
+	req->addr.len = s != NULL ? s->prefix : 32;
+	req->gateway = ip_addr_from_in(s != NULL ? s->gateway : 0);
 	req->mtu = e->link_mtu;
 }
 
@@ -377,14 +377,18 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 		snprintf(why, whylen, "a reserved address of subnet %s", s->id);
 		return false;
 	}
-	if (ip == e->primary_ip || ip == in->primary_ip) {
+	if (ip == e->primary_ip || ip == ip_addr_in4(&in->primary_ip)) {
 		snprintf(why, whylen, "the primary address of %s",
-		    ip == in->primary_ip ? "the node" : "the ENI");
+		    ip == ip_addr_in4(&in->primary_ip) ? "the node" :
+		    "the ENI");
 		return false;
 	}
-	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++)
-		if (cidr4_contains(in->cidrs[i].addr, in->cidrs[i].prefix, ip))
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++) {
+		struct ip_addr a = ip_addr_from_in(ip);
+
+		if (ip_prefix_contains(&in->cidrs[i], &a))
 			in_vpc = true;
+	}
 	if (!in_vpc) {
 		snprintf(why, whylen, "outside the VPC");
 		return false;
@@ -455,7 +459,8 @@ prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
 			    "subnet %s", s->id);
 			return false;
 		}
-		if (ip == e->primary_ip || ip == b->instance.primary_ip) {
+		if (ip == e->primary_ip ||
+		    ip == ip_addr_in4(&b->instance.primary_ip)) {
 			snprintf(why, whylen, "over the primary address of "
 			    "%s", ip == e->primary_ip ? "the ENI" : "the node");
 			return false;
@@ -1729,6 +1734,7 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct eni *e = arg;
 	struct msg_cloud_eni ce;
 	const struct subnet *s;
+	uint32_t list[MSG_MAX_ENI_ADDRS];
 	char text[MSG_ERR_LEN + 96], why[128];
 	const char *bad;
 
@@ -1789,24 +1795,26 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	msg_strlcpy(e->id, ce.eni_id, sizeof(e->id));
 	memcpy(e->mac, ce.mac, 6);
-	e->primary_ip = ce.primary_ip;
+	e->primary_ip = ip_addr_in4(&ce.primary_ip);
 	e->ours = true;
 	s = &b->engine.subnets[e->subnet];
-	if (!eni_addr_acceptable(b, e, ce.primary_ip, why, sizeof(why)) &&
+	if (!eni_addr_acceptable(b, e, e->primary_ip, why, sizeof(why)) &&
 	    strstr(why, "primary address of the ENI") == NULL) {
 		log_security("%s: its primary address is %s", e->id, why);
 		eni_quarantine(e, "its primary address is %s", why);
 		return;
 	}
 	(void)s;
-	eni_take_addrs(e, ce.addrs, ce.naddrs, ADDR_PENDING, "created");
+	ip_addrs_in4(ce.addrs, ce.naddrs, list);
+	eni_take_addrs(e, list, ce.naddrs, ADDR_PENDING, "created");
 	if (e->assigning_prefixes) {
 		if (ce.nprefixes < e->assigning)
 			log_warnx("%s: created with %u of the %u prefixes asked "
 			    "for", e->id, ce.nprefixes, e->assigning);
 		/* One refused, or left out by cloudd: what the cloud holds
 		 * is learnt now, not at the next interval. */
-		if (eni_take_prefixes(e, ce.prefixes, ce.nprefixes,
+		ip_addrs_in4(ce.prefixes, ce.nprefixes, list);
+		if (eni_take_prefixes(e, list, ce.nprefixes,
 		    ADDR_PENDING, "created") < ce.nprefixes ||
 		    ce.nbad_prefixes > 0)
 			reconcile_now(b, "a created ENI's prefixes were not "
@@ -1998,6 +2006,7 @@ static void
 assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
 	struct msg_cloud_assigned as;
+	uint32_t list[MSG_MAX_ENI_ADDRS];
 
 	(void)final;
 	if (m == NULL) {
@@ -2005,7 +2014,8 @@ assign_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		return;
 	}
 	memcpy(&as, m->u.bytes, sizeof(as));
-	assign_done(b, arg, &as.st, as.addrs, as.naddrs, false);
+	ip_addrs_in4(as.addrs, as.naddrs, list);
+	assign_done(b, arg, &as.st, list, as.naddrs, false);
 }
 
 static void
@@ -2013,6 +2023,7 @@ prefix_assign_answer(struct broker *b, void *arg, const struct msg *m,
     bool final)
 {
 	struct msg_cloud_prefixes_assigned as;
+	uint32_t list[MSG_MAX_ENI_PREFIXES];
 
 	(void)final;
 	if (m == NULL) {
@@ -2020,7 +2031,8 @@ prefix_assign_answer(struct broker *b, void *arg, const struct msg *m,
 		return;
 	}
 	memcpy(&as, m->u.bytes, sizeof(as));
-	assign_done(b, arg, &as.st, as.prefixes, as.nprefixes, true);
+	ip_addrs_in4(as.prefixes, as.nprefixes, list);
+	assign_done(b, arg, &as.st, list, as.nprefixes, true);
 }
 
 static void
@@ -2244,7 +2256,7 @@ eni_unassign_send(struct eni *e)
 		for (i = 0; i < e->nprefixes; i++)
 			if (e->prefixes[i].removing)
 				preq.prefixes[preq.nprefixes++] =
-				    e->prefixes[i].base;
+				    ip_addr_from_in(e->prefixes[i].base);
 		log_info("%s: giving back %u surplus prefixes", e->id,
 		    preq.nprefixes);
 		broker_request(b, &e->addr_op, &b->cloudd,
@@ -2257,7 +2269,8 @@ eni_unassign_send(struct eni *e)
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
 	for (i = 0; i < e->naddrs && req.naddrs < MSG_MAX_ENI_ADDRS; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
-			req.addrs[req.naddrs++] = e->addrs[i].ip;
+			req.addrs[req.naddrs++] =
+			    ip_addr_from_in(e->addrs[i].ip);
 	if (req.naddrs == 0)
 		return;
 	log_info("%s: giving back %u surplus addresses", e->id, req.naddrs);

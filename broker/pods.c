@@ -291,7 +291,7 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 	struct text t = { buf, size, 0 };
 	const struct subnet *s = p->eni && p->eni->subnet >= 0 ?
 	    &b->engine.subnets[p->eni->subnet] : NULL;
-	char ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN], mac[MAC_STR_LEN];
+	char ip[IP4_STR_LEN], cidr[IP_PREFIX_STR_LEN], mac[MAC_STR_LEN];
 	uint32_t i;
 
 	ip4_format(p->ip, ip);
@@ -311,8 +311,7 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 	}
 	text_add(&t, ",\"vpc_cidrs\":[");
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++) {
-		cidr4_format(b->instance.cidrs[i].addr,
-		    b->instance.cidrs[i].prefix, cidr);
+		ip_prefix_format(&b->instance.cidrs[i], cidr);
 		text_add(&t, "%s\"%s\"", i > 0 ? "," : "", cidr);
 	}
 	text_add(&t, "]}");
@@ -618,7 +617,7 @@ pod_netd_send(struct pod *p)
 	}
 	en->netd_inflight++;
 	memset(&req, 0, sizeof(req));
-	req.addr = p->ip;
+	req.addr = ip_addr_from_in(p->ip);
 	req.table = p->eni != NULL ? p->eni->table : 0;
 	broker_request(b, &p->req, &b->netd, p->state == POD_DELETING ?
 	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),

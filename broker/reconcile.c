@@ -324,11 +324,13 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
 	const struct pod *lp;
 	char ip[IP4_STR_LEN], why[128];
-	uint32_t i, j;
+	uint32_t addrs[MSG_MAX_ENI_ADDRS], i, j;
 
 	/* Not while an address change of its own is on its way. */
 	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
+	ip_addrs_in4(ce->addrs, ce->naddrs < MSG_MAX_ENI_ADDRS ? ce->naddrs :
+	    MSG_MAX_ENI_ADDRS, addrs);
 	e->addrs_seen = b->engine.recon_asked;
 	/* Judged by a run asked after the answer that was not all taken
 	 * (recon_prefixes follows, on the same answer). */
@@ -337,18 +339,18 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		engine_kick(b);
 	}
 	for (i = 0; i < ce->naddrs && i < MSG_MAX_ENI_ADDRS; i++) {
-		if (eni_addr_index(e, ce->addrs[i]) >= 0 ||
-		    (k != NULL && known_addr(k, ce->addrs[i])))
+		if (eni_addr_index(e, addrs[i]) >= 0 ||
+		    (k != NULL && known_addr(k, addrs[i])))
 			continue;
-		ip4_format(ce->addrs[i], ip);
-		if ((lp = pod_keeping_ip(b, ce->addrs[i], e)) != NULL) {
+		ip4_format(addrs[i], ip);
+		if ((lp = pod_keeping_ip(b, addrs[i], e)) != NULL) {
 			log_warnx("reconcile: %s: %s is still the address of "
 			    "pod %s/%s, %s (%s); not used until it is deleted",
 			    e->id, ip, lp->container_id, lp->ifname,
 			    pod_keeping_why(lp), lp->eni_id);
 			continue;
 		}
-		if (!eni_addr_acceptable(b, e, ce->addrs[i], why,
+		if (!eni_addr_acceptable(b, e, addrs[i], why,
 		    sizeof(why))) {
 			log_security("reconcile: %s carries %s, %s; never used",
 			    e->id, ip, why);
@@ -357,7 +359,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		if (e->naddrs == POOL_MAX_ENI_ADDRS)
 			break;
 		memset(&e->addrs[e->naddrs], 0, sizeof(e->addrs[0]));
-		e->addrs[e->naddrs].ip = ce->addrs[i];
+		e->addrs[e->naddrs].ip = addrs[i];
 		e->addrs[e->naddrs].state = e->state == ENI_READY ||
 		    eni_state_draining(e->state) ? ADDR_FREE : ADDR_PENDING;
 		e->addrs[e->naddrs].pod = NULL;
@@ -378,7 +380,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		if (e->addrs[i].block != 0)
 			continue;	/* a prefix's: recon_prefixes */
 		for (j = 0; j < ce->naddrs && j < MSG_MAX_ENI_ADDRS; j++)
-			if (ce->addrs[j] == e->addrs[i].ip)
+			if (addrs[j] == e->addrs[i].ip)
 				present = true;
 		if (present && e->addrs[i].state == ADDR_UNCONFIRMED &&
 		    e->addrs[i].cool_until <= b->engine.recon_asked) {
@@ -413,24 +415,26 @@ recon_prefixes(struct reconcile_run *r, struct eni *e,
 	struct broker *b = r->b;
 	const struct recon_known *k = fresh ? NULL : recon_known(r, e->id);
 	char ip[IP4_STR_LEN];
+	uint32_t prefixes[MSG_MAX_ENI_PREFIXES];
 	uint32_t i, j, n = ce->nprefixes < MSG_MAX_ENI_PREFIXES ?
 	    ce->nprefixes : MSG_MAX_ENI_PREFIXES;
 
 	if (eni_addrs_changing(e) || (!fresh && k == NULL))
 		return;
+	ip_addrs_in4(ce->prefixes, n, prefixes);
 	if (ce->nbad_prefixes > 0)
 		log_security("reconcile: %s carries %u prefixes that are not "
 		    "aligned /%d ones; never used", e->id, ce->nbad_prefixes,
 		    MSG_PREFIX_LEN);
 	for (i = 0; i < n; i++) {
-		if (eni_prefix_index(e, ce->prefixes[i]) >= 0 ||
-		    (k != NULL && known_prefix(k, ce->prefixes[i])))
+		if (eni_prefix_index(e, prefixes[i]) >= 0 ||
+		    (k != NULL && known_prefix(k, prefixes[i])))
 			continue;
-		if (eni_take_prefixes(e, &ce->prefixes[i], 1,
+		if (eni_take_prefixes(e, &prefixes[i], 1,
 		    e->state == ENI_READY || eni_state_draining(e->state) ?
 		    ADDR_FREE : ADDR_PENDING, "reconcile") == 0)
 			continue;
-		ip4_format(ce->prefixes[i], ip);
+		ip4_format(prefixes[i], ip);
 		if (r->first || r->rebuilding) {
 			r->rebuilt_addrs += POOL_PREFIX_ADDRS;
 			log_debug("reconcile: %s: prefix %s/%d, as the cloud "
@@ -445,7 +449,7 @@ recon_prefixes(struct reconcile_run *r, struct eni *e,
 		bool present = false;
 
 		for (j = 0; j < n; j++)
-			if (ce->prefixes[j] == base)
+			if (prefixes[j] == base)
 				present = true;
 		if (present) {
 			for (j = 0; j < e->naddrs; j++)
@@ -502,7 +506,7 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		e->primary = true;
 		e->device_index = 0;
 		e->table = 0;
-		e->primary_ip = ce->primary_ip;
+		e->primary_ip = ip_addr_in4(&ce->primary_ip);
 		s = subnet_by_id(b, ce->subnet_id);
 		e->subnet = s ? (int)(s - b->engine.subnets) : -1;
 		eni_set_state(e, ENI_READY, "the primary ENI");
@@ -551,8 +555,9 @@ adopt_check(struct reconcile_run *r, const struct msg_cloud_eni *ce,
 	memset(&probe, 0, sizeof(probe));
 	probe.subnet = (int)(s - b->engine.subnets);
 	msg_strlcpy(probe.subnet_id, s->id, sizeof(probe.subnet_id));
-	if (!eni_addr_acceptable(b, &probe, ce->primary_ip, bad, sizeof(bad))) {
-		ip4_format(ce->primary_ip, ip);
+	if (!eni_addr_acceptable(b, &probe, ip_addr_in4(&ce->primary_ip), bad,
+	    sizeof(bad))) {
+		ip4_format(ip_addr_in4(&ce->primary_ip), ip);
 		snprintf(why, whylen, "its own address %s: %s", ip, bad);
 		return why;
 	}
@@ -653,7 +658,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	msg_strlcpy(e->attachment_id, ce->attachment_id,
 	    sizeof(e->attachment_id));
 	e->device_index = ce->device_index;
-	e->primary_ip = ce->primary_ip;
+	e->primary_ip = ip_addr_in4(&ce->primary_ip);
 	e->ours = true;
 	e->dot_pending = !ce->delete_on_termination;
 	eni_set_state(e, ENI_ATTACHING, "attached and tagged for this node");
@@ -945,27 +950,28 @@ recon_recover_pods(struct reconcile_run *r)
 
 	for (i = 0; i < r->nrules; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
+		uint32_t dst = ip_addr_in4(&ru->dst.addr);
 		struct ckpt_pod cp;
 		char ip[IP4_STR_LEN], cid[CKPT_CID_LEN];
 		const struct eni *e = NULL;
 
 		if (ru->priority != cfg->routing.rule_priority_to ||
-		    ru->dst_len != 32 || pod_by_ip(b, ru->dst) != NULL)
+		    ru->dst.len != 32 || pod_by_ip(b, dst) != NULL)
 			continue;
 		for (k = 0; k < POOL_MAX_ENIS && e == NULL; k++) {
 			const struct eni *c = &b->engine.enis[k];
 			int idx;
 
-			if (c->used && c->primary_ip != ru->dst &&
+			if (c->used && c->primary_ip != dst &&
 			    (eni_state_arriving(c->state) ||
 			    c->state == ENI_READY ||
 			    eni_state_draining(c->state)) &&
-			    (idx = eni_addr_index(c, ru->dst)) >= 0 &&
+			    (idx = eni_addr_index(c, dst)) >= 0 &&
 			    (c->addrs[idx].state == ADDR_FREE ||
 			    c->addrs[idx].state == ADDR_PENDING))
 				e = c;
 		}
-		ip4_format(ru->dst, ip);
+		ip4_format(dst, ip);
 		if (e == NULL && r->deferred) {
 			/* Maybe on an ENI of a subnet not described yet:
 			 * the run that adopts it judges the address. */
@@ -985,7 +991,7 @@ recon_recover_pods(struct reconcile_run *r)
 		cp.ifname = "eth0";
 		cp.k8s_namespace = cp.k8s_name = cp.k8s_uid = "";
 		cp.eni_id = e->id;
-		cp.ip = ru->dst;
+		cp.ip = dst;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);
 		log_warnx("reconcile: %s on %s is routed to a pod no "
@@ -1024,11 +1030,11 @@ recon_rules(struct reconcile_run *r)
 		bool dup = false;
 
 		if (ru->priority == cfg->routing.rule_priority_to &&
-		    ru->dst_len == 32)
-			ip = ru->dst;
+		    ru->dst.len == 32)
+			ip = ip_addr_in4(&ru->dst.addr);
 		else if (ru->priority == cfg->routing.rule_priority_from &&
-		    ru->src_len == 32)
-			ip = ru->src;
+		    ru->src.len == 32)
+			ip = ip_addr_in4(&ru->src.addr);
 		else
 			continue;
 		p = pod_by_ip(b, ip);
@@ -1050,7 +1056,7 @@ recon_rules(struct reconcile_run *r)
 		ip4_format(r->fix_ips[i], ip);
 		drift(r, "rules for %s belong to no pod; removing them", ip);
 		memset(&req, 0, sizeof(req));
-		req.addr = r->fix_ips[i];
+		req.addr = ip_addr_from_in(r->fix_ips[i]);
 		r->fixes_out++;
 		broker_request(b, &r->fixes[i], &b->netd, MSG_NETD_DEL_POD, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, fix_answer, r);
@@ -1066,11 +1072,12 @@ recon_rules(struct reconcile_run *r)
 			const struct msg_netd_rule *ru = &r->rules[i];
 
 			if (ru->priority == cfg->routing.rule_priority_to &&
-			    ru->dst == p->ip && ru->dst_len == 32)
+			    ip_addr_in4(&ru->dst.addr) == p->ip &&
+			    ru->dst.len == 32)
 				to = true;
 			if (ru->priority == cfg->routing.rule_priority_from &&
-			    ru->src == p->ip && ru->src_len == 32 &&
-			    ru->table == p->eni->table)
+			    ip_addr_in4(&ru->src.addr) == p->ip &&
+			    ru->src.len == 32 && ru->table == p->eni->table)
 				from = true;
 		}
 		if (!to || (p->eni->table != 0 && !from)) {
@@ -1090,10 +1097,8 @@ recon_rules(struct reconcile_run *r)
 static int
 route_cmp(const void *a, const void *b)
 {
-	uint32_t x = ntohl(((const struct msg_netd_route *)a)->addr);
-	uint32_t y = ntohl(((const struct msg_netd_route *)b)->addr);
-
-	return x < y ? -1 : x > y;
+	return ip_addr_cmp(&((const struct msg_netd_route *)a)->addr,
+	    &((const struct msg_netd_route *)b)->addr);
 }
 
 static int
@@ -1192,7 +1197,7 @@ recon_routes(struct reconcile_run *r)
 			continue;
 		ip4_format(p->ip, ip);
 		memset(&key, 0, sizeof(key));
-		key.addr = p->ip;
+		key.addr = ip_addr_from_in(p->ip);
 		found = qr->n > 0 ? bsearch(&key, routes, qr->n,
 		    sizeof(*routes), route_cmp) : NULL;
 		if (found != NULL) {
@@ -1200,12 +1205,15 @@ recon_routes(struct reconcile_run *r)
 			 * pod's veth will do. */
 			const struct msg_netd_route *q = found;
 
-			while (q > routes && (q - 1)->addr == p->ip)
+			while (q > routes && ip_addr_eq(&(q - 1)->addr,
+			    &key.addr))
 				q--;
-			for (; q < routes + qr->n && q->addr == p->ip; q++)
+			for (; q < routes + qr->n && ip_addr_eq(&q->addr,
+			    &key.addr); q++)
 				if (strcmp(q->dev, p->host_veth) == 0)
 					break;
-			if (q < routes + qr->n && q->addr == p->ip)
+			if (q < routes + qr->n && ip_addr_eq(&q->addr,
+			    &key.addr))
 				continue;
 			log_warnx("reconcile: pod %s/%s at %s is routed through "
 			    "%s, not its host veth %s; left as it is (netd "
@@ -1226,7 +1234,7 @@ recon_routes(struct reconcile_run *r)
 		drift(r, "pod %s/%s at %s is missing its host route (dev %s); "
 		    "restoring it", p->container_id, p->ifname, ip,
 		    p->host_veth);
-		r->route_fixes[r->nroute_fixes].addr = p->ip;
+		r->route_fixes[r->nroute_fixes].addr = key.addr;
 		msg_strlcpy(r->route_fixes[r->nroute_fixes].dev, p->host_veth,
 		    sizeof(r->route_fixes[0].dev));
 		r->nroute_fixes++;
@@ -1952,7 +1960,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct msg_cloud_subnet cs;
 	struct msg_cloud_done done;
 	struct subnet *s;
-	char cidr[CIDR4_STR_LEN];
+	char cidr[IP_PREFIX_STR_LEN];
 	uint32_t i;
 	bool in_vpc = false;
 
@@ -2000,25 +2008,24 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		return;
 	}
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++)
-		if (cidr4_contains(b->instance.cidrs[i].addr,
-		    b->instance.cidrs[i].prefix, cs.cidr.addr) &&
-		    cs.cidr.prefix >= b->instance.cidrs[i].prefix)
+		if (ip_prefix_contains(&b->instance.cidrs[i], &cs.cidr.addr) &&
+		    cs.cidr.len >= b->instance.cidrs[i].len)
 			in_vpc = true;
-	cidr4_format(cs.cidr.addr, cs.cidr.prefix, cidr);
-	if (!in_vpc || cs.cidr.prefix < 16 || cs.cidr.prefix > 28) {
+	ip_prefix_format(&cs.cidr, cidr);
+	if (!in_vpc || cs.cidr.len < 16 || cs.cidr.len > 28) {
 		log_security("subnets: %s is described as %s, not a subnet of "
 		    "the VPC; not used", cs.subnet_id, cidr);
 		return;
 	}
 	/* Host bits set: the reserved addresses (the router's among them)
 	 * would be counted from the wrong place, and let through. */
-	if ((cs.cidr.addr & ~prefix_mask(cs.cidr.prefix)) != 0) {
+	if (!ip_prefix_is_network(&cs.cidr)) {
 		log_security("subnets: %s is described as %s, which has host "
 		    "bits set; not used", cs.subnet_id, cidr);
 		return;
 	}
-	if (s->known && (s->cidr != cs.cidr.addr || s->prefix !=
-	    cs.cidr.prefix)) {
+	if (s->known && (s->cidr != ip_addr_in4(&cs.cidr.addr) ||
+	    s->prefix != cs.cidr.len)) {
 		log_security("subnets: %s changed its CIDR; the first one "
 		    "stands", s->id);
 		return;
@@ -2031,9 +2038,9 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		s->inhibited_until = 0;
 	}
 	s->known = true;
-	s->cidr = cs.cidr.addr;
-	s->prefix = cs.cidr.prefix;
-	s->gateway = htonl(ntohl(cs.cidr.addr) + 1);
+	s->cidr = ip_addr_in4(&cs.cidr.addr);
+	s->prefix = cs.cidr.len;
+	s->gateway = htonl(ntohl(s->cidr) + 1);
 	msg_strlcpy(s->az, cs.az, sizeof(s->az));
 	s->available = cs.available;
 }

@@ -46,7 +46,7 @@ snat_result_name(enum snat_result r)
 static uint32_t
 snat_target(const struct broker *b)
 {
-	return b->cfg.snat.enabled ? b->instance.primary_ip : 0;
+	return b->cfg.snat.enabled ? ip_addr_in4(&b->instance.primary_ip) : 0;
 }
 
 static void
@@ -133,15 +133,15 @@ snat_sync(struct broker *b, const char *why)
 	if (s->sync_req.active)
 		return;
 	memset(&req, 0, sizeof(req));
-	req.to = snat_target(b);
-	if (b->cfg.snat.enabled && req.to == 0) {
+	req.to = ip_addr_from_in(snat_target(b));
+	if (b->cfg.snat.enabled && ip_addr_is_unspecified(&req.to)) {
 		sync_record(b, SNAT_FAILED, "the cloud named no primary "
 		    "address for the node");
 		log_warnx("snat: the cloud named no primary address for "
 		    "instance %s; SNAT is not synced", b->instance.instance_id);
 		return;
 	}
-	s->sent_to = req.to;
+	s->sent_to = ip_addr_in4(&req.to);
 	log_debug("snat: sync (%s)", why);
 	broker_request(b, &s->sync_req, &b->netd, MSG_NETD_SNAT, &req,
 	    sizeof(req), SNAT_SYNC_MS, sync_answer, NULL);
@@ -157,17 +157,14 @@ snat_on_reconcile(struct broker *b)
 bool
 snat_start(struct broker *b)
 {
-	struct conf_cidr vpc[MSG_MAX_CIDRS];
+	uint32_t n = b->instance.ncidrs < MSG_MAX_CIDRS ?
+	    b->instance.ncidrs : MSG_MAX_CIDRS;
 	char err[256];
-	uint32_t i, n = 0;
 
-	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++) {
-		vpc[n].addr = b->instance.cidrs[i].addr;
-		vpc[n++].prefix = b->instance.cidrs[i].prefix;
-	}
 	/* netd refuses every sync for this too; say it once, as the
 	 * configuration error it is, rather than at every reconcile. */
-	if (config_check_snat_vpc(&b->cfg, vpc, n, err, sizeof(err)) == -1) {
+	if (config_check_snat_vpc(&b->cfg, b->instance.cidrs, n, err,
+	    sizeof(err)) == -1) {
 		log_errorx("configuration: %s", err);
 		broker_shutdown(b, 1, "snat.exclude does not fit the VPC");
 		return false;
@@ -183,7 +180,7 @@ struct json_object *
 snat_state_json(const struct msg_netd_snat_state *st)
 {
 	struct json_object *o = json_object_new_object(), *list;
-	char ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN], text[MSG_ERR_LEN];
+	char ip[IP_ADDR_STR_LEN], cidr[IP_PREFIX_STR_LEN], text[MSG_ERR_LEN];
 	uint32_t i;
 
 	json_object_object_add(o, "enabled",
@@ -192,9 +189,9 @@ snat_state_json(const struct msg_netd_snat_state *st)
 	    json_object_new_boolean(st->random_fully));
 	json_object_object_add(o, "in_place",
 	    json_object_new_boolean(st->in_place));
-	ip4_format(st->to, ip);
-	json_object_object_add(o, "to", st->to == 0 ? NULL :
-	    json_object_new_string(ip));
+	ip_addr_format(&st->to, ip);
+	json_object_object_add(o, "to", ip_addr_is_unspecified(&st->to) ?
+	    NULL : json_object_new_string(ip));
 	json_object_object_add(o, "primary_ifindex",
 	    json_object_new_int64(st->primary_ifindex));
 	json_object_object_add(o, "primary_link",
@@ -203,8 +200,7 @@ snat_state_json(const struct msg_netd_snat_state *st)
 	    json_object_new_int64(st->connmark));
 	list = json_object_new_array();
 	for (i = 0; i < st->nuntranslated && i < MSG_MAX_SNAT_CIDRS; i++) {
-		cidr4_format(st->untranslated[i].addr,
-		    st->untranslated[i].prefix, cidr);
+		ip_prefix_format(&st->untranslated[i], cidr);
 		json_object_array_add(list, json_object_new_string(cidr));
 	}
 	json_object_object_add(o, "untranslated", list);

@@ -207,7 +207,7 @@ imds_text(const char *body, size_t len, char *out, size_t size)
 
 int
 imds_cidr_lines(const char *body, size_t len,
-    struct msg_cidr cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs)
+    struct ip_prefix cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs)
 {
 	char line[64];
 	size_t i = 0, j;
@@ -215,7 +215,7 @@ imds_cidr_lines(const char *body, size_t len,
 	*ncidrs = 0;
 	while (i < len) {
 		for (j = 0; i < len && body[i] != '\n'; i++) {
-			/* a NUL would end the line for cidr4_parse() and
+			/* a NUL would end the line for ip_prefix_parse() and
 			 * hide what follows it */
 			if (j + 1 >= sizeof(line) || body[i] == '\0')
 				goto bad;
@@ -229,8 +229,9 @@ imds_cidr_lines(const char *body, size_t len,
 			continue;
 		if (*ncidrs == MSG_MAX_CIDRS)
 			goto bad;
-		if (cidr4_parse(line, &cidrs[*ncidrs].addr,
-		    &cidrs[*ncidrs].prefix) == -1)
+		/* vpc-ipv4-cidr-blocks: IPv4 only */
+		if (ip_prefix_parse(line, &cidrs[*ncidrs], NULL) == -1 ||
+		    cidrs[*ncidrs].addr.family != AF_INET)
 			goto bad;
 		(*ncidrs)++;
 	}

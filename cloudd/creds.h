@@ -48,9 +48,9 @@ int	imds_region(const char *body, size_t len, char *out, size_t size);
 /* A one-line answer (instance-id, mac, vpc-id) into a fixed string: the
  * trailing line break dropped, no control characters.  0, or -1. */
 int	imds_text(const char *body, size_t len, char *out, size_t size);
-/* vpc-ipv4-cidr-blocks: one CIDR a line, 1 to MSG_MAX_CIDRS of them
+/* vpc-ipv4-cidr-blocks: one IPv4 CIDR a line, 1 to MSG_MAX_CIDRS of them
  * (blank lines and CRs ignored).  0, or -1 with *ncidrs 0. */
 int	imds_cidr_lines(const char *body, size_t len,
-	    struct msg_cidr cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs);
+	    struct ip_prefix cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs);
 
 #endif /* ENID_CREDS_H */

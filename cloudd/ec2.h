@@ -200,11 +200,16 @@ int	ec2_type_limits(const struct ec2_instance_type *t, uint32_t *max_enis,
 	    uint32_t *ips_per_eni);
 
 /*
- * A prefix as the cloud writes it ("10.0.4.16/28") into its first address
- * (network order): 0, or -1 when it does not parse, is not a
- * /MSG_PREFIX_LEN or is not aligned to one.
+ * A prefix as the cloud writes it ("10.0.4.16/28") into its first
+ * address: 0, or -1 when it does not parse, is not IPv4, is not a
+ * /MSG_PREFIX_LEN or is not aligned to one.  ec2_prefix_ok() is the same
+ * check of a first address.
  */
-int	ec2_prefix_parse(const char *s, uint32_t *out);
+int	ec2_prefix_parse(const char *s, struct ip_addr *out);
+bool	ec2_prefix_ok(const struct ip_addr *first);
+/* An IPv4 address the cloud names (privateIpAddress and the like): 0,
+ * or -1 (*out all zero) when it is not one in its canonical text. */
+int	ec2_ip4_parse(const char *s, struct ip_addr *out);
 
 /*
  * Convert a parsed ENI into its message form, checking every field.

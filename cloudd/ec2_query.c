@@ -167,33 +167,64 @@ ec2_type_limits(const struct ec2_instance_type *t, uint32_t *max_enis,
 			while (0)
 
 int
-ec2_prefix_parse(const char *s, uint32_t *out)
+ec2_ip4_parse(const char *s, struct ip_addr *out)
 {
-	uint32_t a;
-	uint8_t len;
-
-	if (cidr4_parse(s, &a, &len) == -1 || len != MSG_PREFIX_LEN ||
-	    (a & ~prefix_mask(len)) != 0 || a == 0)
+	if (ip_addr_parse(s, out, NULL) == -1 || out->family != AF_INET) {
+		memset(out, 0, sizeof(*out));
 		return -1;
-	*out = a;
+	}
 	return 0;
 }
 
-/* May prefix p (aligned, network order) join m's: named once, and
+/* A delegated prefix: the first address of an aligned /MSG_PREFIX_LEN. */
+static struct ip_prefix
+delegated(const struct ip_addr *first)
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr = *first;
+	p.len = MSG_PREFIX_LEN;
+	return p;
+}
+
+bool
+ec2_prefix_ok(const struct ip_addr *first)
+{
+	struct ip_prefix p = delegated(first);
+
+	return first->family == AF_INET && ip_prefix_valid(&p) &&
+	    ip_prefix_is_network(&p) && !ip_addr_is_unspecified(first);
+}
+
+int
+ec2_prefix_parse(const char *s, struct ip_addr *out)
+{
+	struct ip_prefix p;
+
+	if (ip_prefix_parse(s, &p, NULL) == -1 || p.len != MSG_PREFIX_LEN ||
+	    !ec2_prefix_ok(&p.addr))
+		return -1;
+	*out = p.addr;
+	return 0;
+}
+
+/* May prefix p (its first address, aligned) join m's: named once, and
  * holding no address of the ENI's own?  The broker takes a message that
  * breaks either for a broken helper's, and stops. */
 static bool
-eni_prefix_fits(const struct msg_cloud_eni *m, uint32_t p)
+eni_prefix_fits(const struct msg_cloud_eni *m, const struct ip_addr *first)
 {
-	uint32_t mask = prefix_mask(MSG_PREFIX_LEN), i;
+	struct ip_prefix p = delegated(first);
+	uint32_t i;
 
-	if ((m->primary_ip & mask) == p)
+	if (ip_prefix_contains(&p, &m->primary_ip))
 		return false;
 	for (i = 0; i < m->naddrs; i++)
-		if ((m->addrs[i] & mask) == p)
+		if (ip_prefix_contains(&p, &m->addrs[i]))
 			return false;
 	for (i = 0; i < m->nprefixes; i++)
-		if (m->prefixes[i] == p)
+		if (ip_addr_eq(&m->prefixes[i], first))
 			return false;
 	return true;
 }
@@ -213,7 +244,7 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		BAD("%s: invalid subnet id \"%.64s\"", e->id, e->subnet_id);
 	if (mac_parse(e->mac, m->mac) == -1)
 		BAD("%s: invalid MAC address \"%.32s\"", e->id, e->mac);
-	if (ip4_parse(e->private_ip, &m->primary_ip) == -1)
+	if (ec2_ip4_parse(e->private_ip, &m->primary_ip) == -1)
 		BAD("%s: invalid primary address \"%.32s\"", e->id,
 		    e->private_ip);
 	msg_strlcpy(m->eni_id, e->id, sizeof(m->eni_id));
@@ -243,25 +274,25 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		m->delete_on_termination = strcmp(e->dot, "true") == 0;
 	}
 	for (i = 0; i < e->naddrs; i++) {
-		uint32_t a;
+		struct ip_addr a;
 
-		if (ip4_parse(e->addrs[i], &a) == -1)
+		if (ec2_ip4_parse(e->addrs[i], &a) == -1)
 			BAD("%s: invalid address \"%.32s\"", e->id, e->addrs[i]);
-		if (e->addr_primary[i] || a == m->primary_ip)
+		if (e->addr_primary[i] || ip_addr_eq(&a, &m->primary_ip))
 			continue;
 		if (m->naddrs == MSG_MAX_ENI_ADDRS)
 			BAD("%s: too many addresses", e->id);
 		m->addrs[m->naddrs++] = a;
 	}
 	for (i = 0; i < e->nprefixes; i++) {
-		uint32_t a;
+		struct ip_addr a;
 
 		if (m->naddrs + m->nprefixes + m->nbad_prefixes ==
 		    MSG_MAX_ENI_ADDRS)
 			BAD("%s: more addresses and prefixes than an ENI holds",
 			    e->id);
 		if (ec2_prefix_parse(e->prefixes[i], &a) == -1 ||
-		    !eni_prefix_fits(m, a)) {
+		    !eni_prefix_fits(m, &a)) {
 			/* The cloud's to answer for; the ENI's other
 			 * prefixes and addresses are still good. */
 			if (m->nbad_prefixes++ == 0 && bad != NULL)
@@ -532,7 +563,7 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
     char *err, size_t errlen)
 {
 	const char *what = assign ? "assign-ips" : "unassign-ips";
-	char ip[IP4_STR_LEN], num[16];
+	char ip[IP_ADDR_STR_LEN], num[16];
 	uint32_t i;
 
 	if (!ec2_id_ok(m->eni_id, "eni-"))
@@ -543,9 +574,13 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 	    (m->count == 0 || m->count > MSG_MAX_ENI_ADDRS))
 		BAD("%s: count %u out of 1-%u", what, m->count,
 		    MSG_MAX_ENI_ADDRS);
-	for (i = 0; i < m->naddrs; i++)
-		if (m->addrs[i] == 0 || m->addrs[i] == 0xffffffffu)
+	for (i = 0; i < m->naddrs; i++) {
+		uint32_t in;
+
+		if (ip_addr_to_in(&m->addrs[i], &in) == -1 || in == 0 ||
+		    in == 0xffffffffu)
 			BAD("%s: invalid address in the list", what);
+	}
 	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
 	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
 	if (m->naddrs == 0) {
@@ -553,7 +588,7 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 		ec2_form_add(f, "SecondaryPrivateIpAddressCount", num);
 	}
 	for (i = 0; i < m->naddrs; i++) {
-		ip4_format(m->addrs[i], ip);
+		ip_addr_format(&m->addrs[i], ip);
 		ec2_form_addf(f, ip, "PrivateIpAddress.%u", i + 1);
 	}
 	return form_done(f, err, errlen);
@@ -564,7 +599,7 @@ ec2_req_prefixes(struct ec2_form *f, bool assign,
     const struct msg_cloud_prefixes *m, char *err, size_t errlen)
 {
 	const char *what = assign ? "assign-prefixes" : "unassign-prefixes";
-	char cidr[CIDR4_STR_LEN], num[16];
+	char cidr[IP_PREFIX_STR_LEN], num[16];
 	uint32_t i, j;
 
 	if (!ec2_id_ok(m->eni_id, "eni-"))
@@ -576,12 +611,11 @@ ec2_req_prefixes(struct ec2_form *f, bool assign,
 	if (m->nprefixes > 49)
 		BAD("%s: %u prefixes (at most 49)", what, m->nprefixes);
 	for (i = 0; i < m->nprefixes; i++) {
-		if (m->prefixes[i] == 0 ||
-		    (m->prefixes[i] & ~prefix_mask(MSG_PREFIX_LEN)) != 0)
+		if (!ec2_prefix_ok(&m->prefixes[i]))
 			BAD("%s: a prefix in the list is not an aligned /%d",
 			    what, MSG_PREFIX_LEN);
 		for (j = 0; j < i; j++)
-			if (m->prefixes[j] == m->prefixes[i])
+			if (ip_addr_eq(&m->prefixes[j], &m->prefixes[i]))
 				BAD("%s: a prefix is listed twice", what);
 	}
 	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
@@ -592,7 +626,9 @@ ec2_req_prefixes(struct ec2_form *f, bool assign,
 		ec2_form_add(f, "Ipv4PrefixCount", num);
 	}
 	for (i = 0; i < m->nprefixes; i++) {
-		cidr4_format(m->prefixes[i], MSG_PREFIX_LEN, cidr);
+		struct ip_prefix p = delegated(&m->prefixes[i]);
+
+		ip_prefix_format(&p, cidr);
 		ec2_form_addf(f, cidr, "Ipv4Prefix.%u", i + 1);
 	}
 	return form_done(f, err, errlen);

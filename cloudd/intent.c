@@ -65,8 +65,11 @@ intent_reply(struct intent *it, const struct msg_cloud_status *st)
 	case MSG_CLOUD_DESCRIBE_INSTANCE: {
 		struct msg_cloud_instance *m = it->inst;
 
-		if (st->outcome != CO_OK)
+		if (st->outcome != CO_OK) {
 			memset(m, 0, sizeof(*m));
+			/* none: a zeroed address has no family */
+			m->primary_ip = ip_addr_from_in(0);
+		}
 		m->st = *st;
 		cloudd_send(cd, MSG_CLOUD_INSTANCE, it->id, m, sizeof(*m));
 		break;
@@ -77,6 +80,7 @@ intent_reply(struct intent *it, const struct msg_cloud_status *st)
 		memset(&m, 0, sizeof(m));
 		m.st = *st;
 		m.device_index = -1;
+		m.primary_ip = ip_addr_from_in(0);	/* none */
 		cloudd_send(cd, MSG_CLOUD_ENI, it->id, &m, sizeof(m));
 		break;
 	}
@@ -259,7 +263,7 @@ di_described(struct intent *it, const struct ec2_answer *a,
 		DI_FAIL("DescribeInstances: %s has no interface at device "
 		    "index 0", m->instance_id);
 	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1 ||
-	    ip4_parse(p->private_ip, &m->primary_ip) == -1)
+	    ec2_ip4_parse(p->private_ip, &m->primary_ip) == -1)
 		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
 		    "or address");
 	if (memcmp(mac, it->mac, 6) != 0)
@@ -414,7 +418,8 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 		memset(&m, 0, sizeof(m));
 		if (!ec2_id_ok(s->id, "subnet-") ||
 		    !ec2_name_ok(s->az, sizeof(m.az)) ||
-		    cidr4_parse(s->cidr, &m.cidr.addr, &m.cidr.prefix) == -1 ||
+		    ip_prefix_parse(s->cidr, &m.cidr, NULL) == -1 ||
+		    m.cidr.addr.family != AF_INET ||
 		    ec2_uint(s->available, 0xffffffu, &m.available) == -1)
 			THEN(intent_fail(it, CO_FATAL, "DescribeSubnets: "
 			    "entry %u of page %u has an invalid id, zone, "
@@ -577,7 +582,7 @@ as_done(struct intent *it, const struct ec2_answer *a,
 	memset(&m, 0, sizeof(m));
 	m.st = *st;
 	for (i = 0; i < a->naddrs; i++)
-		if (ip4_parse(a->addrs[i], &m.addrs[i]) == -1)
+		if (ec2_ip4_parse(a->addrs[i], &m.addrs[i]) == -1)
 			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"
 			    "Addresses: invalid address \"%.32s\"",
 			    a->addrs[i]));
@@ -622,7 +627,7 @@ ap_done(struct intent *it, const struct ec2_answer *a,
 			    "Addresses: \"%.32s\" is not an aligned /%d",
 			    a->prefixes[i], MSG_PREFIX_LEN));
 		for (j = 0; j < i; j++)
-			if (m.prefixes[j] == m.prefixes[i])
+			if (ip_addr_eq(&m.prefixes[j], &m.prefixes[i]))
 				THEN(intent_fail(it, CO_FATAL, "AssignPrivate"
 				    "IpAddresses: %.32s named twice",
 				    a->prefixes[i]));
@@ -643,7 +648,7 @@ ap_done(struct intent *it, const struct ec2_answer *a,
 		    want));
 	for (i = 0; i < r->nprefixes; i++) {
 		for (j = 0; j < m.nprefixes; j++)
-			if (m.prefixes[j] == r->prefixes[i])
+			if (ip_addr_eq(&m.prefixes[j], &r->prefixes[i]))
 				break;
 		if (j == m.nprefixes)
 			THEN(intent_fail(it, CO_FATAL, "AssignPrivateIp"

@@ -447,13 +447,16 @@ bad:
 	    UINT32_MAX, raw);
 }
 
-/* A string holding an address (cidr: with its prefix, host bits 0). */
+/* A string holding an IPv4 address (ip), or a CIDR block with no host
+ * bits (cidr), in the one text common/addr.c takes for it. */
 static int
-addr_str(struct parser *ps, const char *what, bool cidr, uint32_t *ip,
-    uint8_t *len)
+addr_str(struct parser *ps, const char *what, struct ip_addr *ip,
+    struct ip_prefix *cidr)
 {
-	char s[CIDR4_STR_LEN + 8], raw[200];
+	char s[IP_PREFIX_STR_LEN + 8], raw[200];
 	const char *start;
+	struct ip_prefix p;
+	struct ip_addr a;
 
 	ws(ps);
 	if (!at(ps, '"'))
@@ -461,12 +464,19 @@ addr_str(struct parser *ps, const char *what, bool cidr, uint32_t *ip,
 	start = ps->p;
 	if (string(ps, what, s, sizeof(s)) == -1)
 		return -1;
-	if (cidr ? cidr4_parse(s, ip, len) == 0 &&
-	    (*ip & ~prefix_mask(*len)) == 0 : ip4_parse(s, ip) == 0)
+	if (cidr != NULL ? ip_prefix_parse(s, &p, NULL) == 0 &&
+	    p.addr.family == AF_INET && ip_prefix_is_network(&p) :
+	    ip_addr_parse(s, &a, NULL) == 0 && a.family == AF_INET) {
+		if (cidr != NULL)
+			*cidr = p;
+		else
+			*ip = a;
 		return 0;
+	}
 	shown(start, (size_t)(ps->p - start), raw, sizeof(raw));
-	return refuse(ps, "%s %s is not %s", what, raw, cidr ? "a CIDR "
-	    "block a.b.c.d/n with no host bits" : "an IPv4 address a.b.c.d");
+	return refuse(ps, "%s %s is not %s", what, raw, cidr != NULL ?
+	    "a CIDR block a.b.c.d/n with no host bits" :
+	    "an IPv4 address a.b.c.d");
 }
 
 static int
@@ -484,8 +494,7 @@ cidr_list(struct parser *ps, const char *what, struct cni_answer *a)
 		if (a->ncidrs == CNI_ANS_CIDRS)
 			return refuse(ps, "%s has more than %d entries", what,
 			    CNI_ANS_CIDRS);
-		if (addr_str(ps, what, true, &a->cidrs[a->ncidrs],
-		    &a->cidr_lens[a->ncidrs]) == -1)
+		if (addr_str(ps, what, NULL, &a->cidrs[a->ncidrs]) == -1)
 			return -1;
 		a->ncidrs++;
 		if (at(ps, ',')) {
@@ -518,7 +527,6 @@ value(struct parser *ps, enum field f, struct cni_answer *a)
 {
 	char what[48], s[CNI_ANS_TEXT_LEN];
 	int64_t n;
-	uint8_t len;
 
 	snprintf(what, sizeof(what), "\"%s\"", fields[f].name);
 	ws(ps);
@@ -563,12 +571,12 @@ value(struct parser *ps, enum field f, struct cni_answer *a)
 		}
 		return 0;
 	case A_IP:
-		return addr_str(ps, what, false, &a->ip, &len);
+		return addr_str(ps, what, &a->ip, NULL);
 	case A_SUBNET_GW:
-		return addr_str(ps, what, false, &a->subnet_gateway, &len);
+		return addr_str(ps, what, &a->subnet_gateway, NULL);
 	case A_SUBNET:
 		a->have_subnet = true;
-		return addr_str(ps, what, true, &a->subnet, &a->subnet_len);
+		return addr_str(ps, what, NULL, &a->subnet);
 	case A_VPC_CIDRS:
 		return cidr_list(ps, what, a);
 	case A_PREFIX:
@@ -692,27 +700,27 @@ cni_answer_parse(enum cni_cmd cmd, const char *buf, size_t len,
 }
 
 const char *
-cni_addr_special(uint32_t ip)
+cni_addr_special(const struct ip_addr *ip)
 {
-	uint32_t h = ((uint32_t)((const uint8_t *)&ip)[0] << 24) |
-	    ((uint32_t)((const uint8_t *)&ip)[1] << 16) |
-	    ((uint32_t)((const uint8_t *)&ip)[2] << 8) |
-	    ((const uint8_t *)&ip)[3];
+	struct ip_addr gw;
 
-	if (h == 0xffffffffu)
+	if (ip->family != AF_INET || !ip_addr_valid(ip))
+		return "not an IPv4 address (all enid hands out yet)";
+	if (ip->bytes[0] == 255 && ip->bytes[1] == 255 &&
+	    ip->bytes[2] == 255 && ip->bytes[3] == 255)
 		return "the broadcast address";
-	if ((h >> 24) == 0)
-		return "in 0.0.0.0/8 (this network)";
-	if ((h >> 24) == 127)
+	if (ip_addr_is_reserved(ip))
+		return ip->bytes[0] == 0 ? "in 0.0.0.0/8 (this network)" :
+		    "in 240.0.0.0/4 (reserved)";
+	if (ip_addr_is_loopback(ip))
 		return "in 127.0.0.0/8 (loopback)";
-	if (h == 0xa9fe0101u)
+	if (ip_addr_parse(CNI_GATEWAY, &gw, NULL) == 0 &&
+	    ip_addr_eq(ip, &gw))
 		return "the pods' own link-local gateway " CNI_GATEWAY;
-	if ((h >> 16) == 0xa9fe)
+	if (ip_addr_is_link_local(ip))
 		return "in 169.254.0.0/16 (link-local: the instance "
 		    "metadata service and DNS live there)";
-	if ((h >> 28) == 0xe)
+	if (ip_addr_is_multicast(ip))
 		return "in 224.0.0.0/4 (multicast)";
-	if ((h >> 28) == 0xf)
-		return "in 240.0.0.0/4 (reserved)";
 	return NULL;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "cniconf.h"
 
 #define CNI_ANSWER_MAX		(64 * 1024)	/* the line, newline included */
@@ -27,18 +28,17 @@ struct cni_answer {
 	char		code[CNI_ANS_CODE_LEN];	/* "" when absent */
 	char		error[CNI_ANS_TEXT_LEN];
 
-	/* ADD and CHECK. */
-	uint32_t	ip;			/* network order; 0: absent */
+	/* ADD and CHECK.  Addresses are IPv4 (all the broker hands out
+	 * yet); one never set (family 0) is absent. */
+	struct ip_addr	ip;
 	char		eni[CNI_ANS_ENI_LEN];
 	uint8_t		eni_mac[6];
 	uint32_t	table;
 	bool		have_subnet;
-	uint32_t	subnet;
-	uint8_t		subnet_len;
-	uint32_t	subnet_gateway;		/* 0: absent */
+	struct ip_prefix subnet;		/* a network: no host bits */
+	struct ip_addr	subnet_gateway;
 	size_t		ncidrs;
-	uint32_t	cidrs[CNI_ANS_CIDRS];
-	uint8_t		cidr_lens[CNI_ANS_CIDRS];
+	struct ip_prefix cidrs[CNI_ANS_CIDRS];	/* networks */
 
 	/* STATUS. */
 	bool		available;
@@ -58,10 +58,11 @@ int	cni_answer_parse(enum cni_cmd cmd, const char *buf, size_t len,
 	    struct cni_answer *a, struct cni_error *e);
 
 /*
- * Why ip is never a pod's address, whoever says so: a special range
- * (0/8, 127/8, 169.254/16 with the plugin's own gateway, 224/4, 240/4,
- * the broadcast address).  NULL when it is none of them.
+ * Why ip is never a pod's address, whoever says so: not IPv4 (for now),
+ * or a special range (0/8, 127/8, 169.254/16 with the plugin's own
+ * gateway, 224/4, 240/4, the broadcast address).  NULL when it is none
+ * of them.
  */
-const char *cni_addr_special(uint32_t ip);
+const char *cni_addr_special(const struct ip_addr *ip);
 
 #endif /* ENID_ANSWER_H */

@@ -483,14 +483,14 @@ refuse(const char *host, int code, const char *fmt, ...)
  * already routes ip through own.
  */
 static bool
-vet(uint32_t ip, int own, const char *host)
+vet(const struct ip_addr *ip, int own, const char *host)
 {
-	char ips[IP4_STR_LEN], err[512];
+	char ips[IP_ADDR_STR_LEN], err[512];
 	const char *why;
 	bool have_own;
 	int code;
 
-	ip4_format(ip, ips);
+	ip_addr_format(ip, ips);
 	if ((why = cni_addr_special(ip)) != NULL)
 		refuse(host, CNI_ERR_ADDR_NEVER, "ADD: enid's answer: \"ip\" "
 		    "%s is %s; never a pod's address", ips, why);
@@ -595,7 +595,7 @@ cmd_add_main(void)
 			(void)wire_link_del(&cni.w, host, err, sizeof(err));
 		fail_answer(&cni.ans, "ADD");
 	}
-	ip = cni.ans.ip;
+	ip = ip_addr_in4(&cni.ans.ip);
 	if (veth_failed) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
@@ -613,7 +613,7 @@ cmd_add_main(void)
 	 * gateway and the MTU are the plugin's own.  A refusal takes the
 	 * pair this ADD made, and leaves a repeated ADD's as it was.
 	 */
-	have_own = vet(ip, h.ifindex, created ? host : NULL);
+	have_own = vet(&cni.ans.ip, h.ifindex, created ? host : NULL);
 	if ((rc = wire_configure(&cni.w, &h, &p, ip, have_own, err,
 	    sizeof(err))) == 1)
 		refuse(created ? host : NULL, CNI_ERR_ADDR_ROUTED, "ADD: %s",
@@ -660,6 +660,7 @@ static void
 cmd_add_ipam(void)
 {
 	struct json_object *r;
+	struct ip_addr a;
 	uint32_t ip, src, nets[1 + CNI_ANS_CIDRS];
 	uint8_t lens[1 + CNI_ANS_CIDRS], prefix;
 	size_t n = 0, i;
@@ -687,25 +688,26 @@ cmd_add_ipam(void)
 	}
 	if (!cni.ans.ok)
 		fail_answer(&cni.ans, "ADD");
-	ip = cni.ans.ip;
-	(void)vet(ip, 0, NULL);
+	ip = ip_addr_in4(&cni.ans.ip);
+	(void)vet(&cni.ans.ip, 0, NULL);
 	if (wire_source_toward(ip, &src, err, sizeof(err)) == -1) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
 	}
-	if (cni_addr_special(src) != NULL || src == ip) {
+	a = ip_addr_from_in(src);
+	if (cni_addr_special(&a) != NULL || src == ip) {
 		ip4_format(src, ips);
 		refuse(NULL, CNI_ERR_WIRING, "ADD: the node's source address "
 		    "toward the pod is %s, which no host end may carry", ips);
 	}
-	if (cni.ans.have_subnet && cni.ans.subnet_len >= 8) {
-		nets[n] = cni.ans.subnet;
-		lens[n++] = cni.ans.subnet_len;
+	if (cni.ans.have_subnet && cni.ans.subnet.len >= 8) {
+		nets[n] = ip_addr_in4(&cni.ans.subnet.addr);
+		lens[n++] = cni.ans.subnet.len;
 	}
 	for (i = 0; i < cni.ans.ncidrs; i++)
-		if (cni.ans.cidr_lens[i] >= 8) {
-			nets[n] = cni.ans.cidrs[i];
-			lens[n++] = cni.ans.cidr_lens[i];
+		if (cni.ans.cidrs[i].len >= 8) {
+			nets[n] = ip_addr_in4(&cni.ans.cidrs[i].addr);
+			lens[n++] = cni.ans.cidrs[i].len;
 		}
 	prefix = cni_common_prefix(ip, src, nets, lens, n);
 	r = cni_result_ipam(&cni.c, ip, prefix, src);

@@ -598,8 +598,8 @@ wire_configure(struct wire *w, const struct wire_link *host,
 /* ---- what the node holds for an address (wire_vet) ---- */
 
 struct vet {
-	uint32_t	 ip;
-	char		 ips[IP4_STR_LEN];	/* ip, for the messages */
+	struct ip_addr	 ip;
+	char		 ips[IP_ADDR_STR_LEN];	/* ip, for messages */
 	int		 own;		/* the host end's ifindex, or 0 */
 	bool		 have_own;
 	bool		 proven;
@@ -641,15 +641,42 @@ ifname_of(int ifindex, char *out, size_t size)
 		snprintf(out, size, "ifindex %d", ifindex);
 }
 
-static uint32_t
-v4_of(struct nl_addr *a)
+/* libnl's address is ip: the same family and bytes. */
+static bool
+nl_is(struct nl_addr *a, const struct ip_addr *ip)
 {
-	uint32_t x = 0;
+	struct ip_addr x;
 
-	if (a != NULL && nl_addr_get_family(a) == AF_INET &&
-	    nl_addr_get_len(a) == 4)
-		memcpy(&x, nl_addr_get_binary_addr(a), 4);
-	return x;
+	return a != NULL && ip_addr_from_bytes(&x, nl_addr_get_family(a),
+	    nl_addr_get_binary_addr(a), nl_addr_get_len(a)) == 0 &&
+	    ip_addr_eq(&x, ip);
+}
+
+/*
+ * Which of a subnet's addresses EC2 keeps, ip's offset in it: the
+ * network (0), the router (1), the DNS server (2), the one held back (3)
+ * or the broadcast address (-1); -2 when ip is none of them.  The
+ * subnet's host part is at least 3 bits (a /29 or wider).
+ */
+static int
+reserved_offset(const struct ip_prefix *net, const struct ip_addr *ip)
+{
+	unsigned int bits = ip_family_bits(ip->family), i;
+	bool all_ones = true, low_zero = true;
+
+	for (i = net->len; i < bits; i++) {
+		bool one = (ip->bytes[i / 8] >> (7 - i % 8)) & 1;
+
+		if (!one)
+			all_ones = false;
+		if (one && i < bits - 2)
+			low_zero = false;
+	}
+	if (all_ones)
+		return -1;
+	if (low_zero)
+		return ip->bytes[bits / 8 - 1] & 3;
+	return -2;
 }
 
 /*
@@ -664,13 +691,16 @@ vet_addr(struct nl_object *o, void *arg)
 	struct rtnl_addr *a = (struct rtnl_addr *)o;
 	struct vet *v = arg;
 	struct nl_addr *local = rtnl_addr_get_local(a);
-	char dev[IFNAMSIZ + 16], net[CIDR4_STR_LEN];
-	uint32_t addr = v4_of(local), mask, base, h;
-	int len;
+	char dev[IFNAMSIZ + 16], net[IP_PREFIX_STR_LEN];
+	struct ip_prefix sub;
+	int len, h;
 
-	if (rtnl_addr_get_family(a) != AF_INET || addr == 0)
+	if (local == NULL || rtnl_addr_get_family(a) != AF_INET ||
+	    ip_addr_from_bytes(&sub.addr, AF_INET,
+	    nl_addr_get_binary_addr(local), nl_addr_get_len(local)) == -1 ||
+	    ip_addr_is_unspecified(&sub.addr))
 		return;
-	if (addr == v->ip) {
+	if (ip_addr_eq(&sub.addr, &v->ip)) {
 		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is an address of the "
 		    "node (on %s)", v->ips, dev);
@@ -679,14 +709,14 @@ vet_addr(struct nl_object *o, void *arg)
 	len = (int)nl_addr_get_prefixlen(local);
 	if (len < 1 || len > 29)
 		return;
-	mask = prefix_mask((uint8_t)len);
-	base = addr & mask;
-	if ((v->ip & mask) != base)
+	memset(sub.pad, 0, sizeof(sub.pad));
+	sub.len = (uint8_t)len;
+	sub = ip_prefix_network(&sub);
+	if (!ip_prefix_contains(&sub, &v->ip))
 		return;
-	h = ntohl(v->ip) - ntohl(base);
-	if (h <= 3 || (v->ip | mask) == 0xffffffffu) {
+	if ((h = reserved_offset(&sub, &v->ip)) != -2) {
 		ifname_of(rtnl_addr_get_ifindex(a), dev, sizeof(dev));
-		cidr4_format(base, (uint8_t)len, net);
+		ip_prefix_format(&sub, net);
 		vet_refuse(v, CNI_ERR_ADDR_NEVER, "%s is a reserved address "
 		    "of the node's subnet %s on %s (%s)", v->ips, net, dev,
 		    h == 0 ? "its network address" : h == 1 ? "its router" :
@@ -700,7 +730,7 @@ vet_nexthop(struct rtnl_nexthop *nh, void *arg)
 {
 	struct vet *v = arg;
 
-	if (v4_of(rtnl_route_nh_get_gateway(nh)) == v->ip)
+	if (nl_is(rtnl_route_nh_get_gateway(nh), &v->ip))
 		v->gateway = true;
 }
 
@@ -726,7 +756,7 @@ vet_route(struct nl_object *o, void *arg)
 	v->gateway = false;
 	rtnl_route_foreach_nexthop(r, vet_nexthop, v);
 	if (v->gateway || (dst != NULL && nl_addr_get_prefixlen(dst) == 32 &&
-	    v4_of(dst) == v->ip)) {
+	    nl_is(dst, &v->ip))) {
 		if (nh != NULL)
 			ifname_of(rtnl_route_nh_get_ifindex(nh), dev,
 			    sizeof(dev));
@@ -737,7 +767,7 @@ vet_route(struct nl_object *o, void *arg)
 		return;
 	}
 	if (dst == NULL || nl_addr_get_prefixlen(dst) != 32 ||
-	    v4_of(dst) != v->ip)
+	    !nl_is(dst, &v->ip))
 		return;
 	if (v->own != 0 && table == RT_TABLE_MAIN &&
 	    rtnl_route_get_type(r) == RTN_UNICAST &&
@@ -766,7 +796,8 @@ vet_rule(struct nl_msg *msg, void *arg)
 	struct vet *v = arg;
 	struct fib_rule_hdr *frh;
 	struct nlattr *a;
-	uint32_t table, dst = 0;
+	struct ip_addr dst;
+	uint32_t table;
 	uint8_t proto = 0;
 	bool other = false;
 	int rem;
@@ -779,6 +810,7 @@ vet_rule(struct nl_msg *msg, void *arg)
 	    (frh->flags & FIB_RULE_INVERT))
 		return NL_OK;
 	table = frh->table;
+	memset(&dst, 0, sizeof(dst));
 	nla_for_each_attr(a, nlmsg_attrdata(h, sizeof(*frh)),
 	    nlmsg_attrlen(h, sizeof(*frh)), rem) {
 		switch (nla_type(a)) {
@@ -787,8 +819,9 @@ vet_rule(struct nl_msg *msg, void *arg)
 				table = nla_get_u32(a);
 			break;
 		case FRA_DST:
-			if (nla_len(a) >= 4)
-				memcpy(&dst, nla_data(a), 4);
+			if (nla_len(a) == 4)
+				(void)ip_addr_from_bytes(&dst, AF_INET,
+				    nla_data(a), 4);
 			break;
 		case FRA_PROTOCOL:
 			if (nla_len(a) >= 1)
@@ -811,7 +844,7 @@ vet_rule(struct nl_msg *msg, void *arg)
 			break;
 		}
 	}
-	if (table == RT_TABLE_MAIN && dst == v->ip &&
+	if (table == RT_TABLE_MAIN && ip_addr_eq(&dst, &v->ip) &&
 	    proto == ENID_RULE_PROTO && !other)
 		v->proven = true;
 	return NL_OK;
@@ -840,16 +873,16 @@ dump_rules(struct nl_sock *sk, struct vet *v)
 }
 
 int
-wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
-    int *code, char *err, size_t errlen)
+wire_vet(struct wire *w, const struct ip_addr *ip, int own_ifindex,
+    bool *have_own, int *code, char *err, size_t errlen)
 {
 	struct nl_cache *addrs = NULL, *routes = NULL;
 	struct vet v;
 	int rc;
 
 	memset(&v, 0, sizeof(v));
-	v.ip = ip;
-	ip4_format(ip, v.ips);
+	v.ip = *ip;
+	ip_addr_format(ip, v.ips);
 	v.own = own_ifindex;
 	v.err = err;
 	v.errlen = errlen;

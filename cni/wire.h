@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "cniconf.h"
 
 struct nl_sock;
@@ -82,8 +83,8 @@ int	wire_sweep(struct wire *w, const char *prefix,
  * CNI_ERR_WIRING (netlink failed).  *have_own is set when main already
  * routes ip through own_ifindex (a repeated ADD's; 0: there is none).
  */
-int	wire_vet(struct wire *w, uint32_t ip, int own_ifindex, bool *have_own,
-	    int *code, char *err, size_t errlen);
+int	wire_vet(struct wire *w, const struct ip_addr *ip, int own_ifindex,
+	    bool *have_own, int *code, char *err, size_t errlen);
 /* The node's source address toward dst (a route lookup); needs no
  * wire_open. */
 int	wire_source_toward(uint32_t dst, uint32_t *src, char *err,

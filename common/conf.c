@@ -342,19 +342,23 @@ parse_subnets(struct json_object *v, struct enid_config *cfg,
 
 /* One exclusion: a CIDR with its host bits clear that is not 0.0.0.0/0. */
 static int
-parse_cidr_str(struct json_object *v, struct conf_cidr *c, const char *path,
+parse_cidr_str(struct json_object *v, struct ip_prefix *c, const char *path,
     struct perr *pe)
 {
-	char buf[CIDR4_STR_LEN + 8];
+	char buf[IP_PREFIX_STR_LEN + 8];
+	const char *why;
 
 	if (parse_str(v, buf, sizeof(buf), path, pe) == -1)
 		return -1;
-	if (cidr4_parse(buf, &c->addr, &c->prefix) == -1)
+	if (ip_prefix_parse(buf, c, &why) == -1)
 		return fail(pe, path, "\"%s\" is not an IPv4 CIDR "
-		    "(a.b.c.d/len)", buf);
-	if ((c->addr & ~prefix_mask(c->prefix)) != 0)
+		    "(a.b.c.d/len): %s", buf, why);
+	if (c->addr.family != AF_INET)
+		return fail(pe, path, "\"%s\" is an IPv6 CIDR: SNAT is for "
+		    "IPv4 only", buf);
+	if (!ip_prefix_is_network(c))
 		return fail(pe, path, "\"%s\" has host bits set", buf);
-	if (c->prefix == 0)
+	if (c->len == 0)
 		return fail(pe, path, "\"%s\" covers every address: turn "
 		    "SNAT off (snat.enabled) instead", buf);
 	return 0;
@@ -365,7 +369,7 @@ parse_cidrs(struct json_object *v, struct enid_config *cfg,
     const char *path, struct perr *pe)
 {
 	size_t i, j, n;
-	char sub[760], a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	char sub[760], a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN];
 
 	if (!json_object_is_type(v, json_type_array))
 		return fail(pe, path, "expected an array, got %s", type_name(v));
@@ -375,21 +379,19 @@ parse_cidrs(struct json_object *v, struct enid_config *cfg,
 		    "EXCLUDE)", CONF_MAX_SNAT_EXCLUDE);
 	cfg->snat.nexclude = 0;
 	for (i = 0; i < n; i++) {
-		struct conf_cidr *c = &cfg->snat.exclude[i];
+		struct ip_prefix *c = &cfg->snat.exclude[i];
 
 		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 		if (parse_cidr_str(json_object_array_get_idx(v, i), c, sub,
 		    pe) == -1)
 			return -1;
 		for (j = 0; j < i; j++) {
-			const struct conf_cidr *o = &cfg->snat.exclude[j];
-			uint8_t p = o->prefix < c->prefix ? o->prefix :
-			    c->prefix;
+			const struct ip_prefix *o = &cfg->snat.exclude[j];
 
-			if (((o->addr ^ c->addr) & prefix_mask(p)) != 0)
+			if (!ip_prefix_overlaps(o, c))
 				continue;
-			cidr4_format(c->addr, c->prefix, a);
-			cidr4_format(o->addr, o->prefix, b);
+			ip_prefix_format(c, a);
+			ip_prefix_format(o, b);
 			return fail(pe, sub, "\"%s\" overlaps %s[%zu] (%s)", a,
 			    path, j, b);
 		}
@@ -419,22 +421,20 @@ parse_mark(struct json_object *v, uint32_t *dst, const char *path,
 
 int
 config_check_snat_vpc(const struct enid_config *cfg,
-    const struct conf_cidr *vpc, size_t nvpc, char *err, size_t errlen)
+    const struct ip_prefix *vpc, size_t nvpc, char *err, size_t errlen)
 {
-	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN];
 	uint32_t i;
 	size_t j;
 
 	for (i = 0; i < cfg->snat.nexclude && i < CONF_MAX_SNAT_EXCLUDE; i++)
 		for (j = 0; j < nvpc; j++) {
-			const struct conf_cidr *c = &cfg->snat.exclude[i];
-			uint8_t p = vpc[j].prefix < c->prefix ?
-			    vpc[j].prefix : c->prefix;
+			const struct ip_prefix *c = &cfg->snat.exclude[i];
 
-			if (((vpc[j].addr ^ c->addr) & prefix_mask(p)) != 0)
+			if (!ip_prefix_overlaps(&vpc[j], c))
 				continue;
-			cidr4_format(c->addr, c->prefix, a);
-			cidr4_format(vpc[j].addr, vpc[j].prefix, b);
+			ip_prefix_format(c, a);
+			ip_prefix_format(&vpc[j], b);
 			snprintf(err, errlen, "snat.exclude[%u]: \"%s\" "
 			    "overlaps the VPC's CIDR %s (the VPC's own CIDRs "
 			    "are never translated)", i, a, b);
@@ -781,10 +781,9 @@ obj_to_json(const struct enid_config *cfg, const struct key *tab)
 			v = json_object_new_array();
 			for (i = 0; i < cfg->snat.nexclude &&
 			    i < CONF_MAX_SNAT_EXCLUDE; i++) {
-				char c[CIDR4_STR_LEN];
+				char c[IP_PREFIX_STR_LEN];
 
-				cidr4_format(cfg->snat.exclude[i].addr,
-				    cfg->snat.exclude[i].prefix, c);
+				ip_prefix_format(&cfg->snat.exclude[i], c);
 				json_object_array_add(v,
 				    json_object_new_string(c));
 			}

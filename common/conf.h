@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "maxima.h"
 
 #define ENID_CONF_PATH		"/etc/enid/enid.conf"
@@ -30,12 +31,6 @@
 struct conf_rate {
 	uint32_t	capacity;	/* bucket size, calls */
 	uint32_t	refill_per_s;	/* tokens per second */
-};
-
-/* An IPv4 CIDR, host bits clear. */
-struct conf_cidr {
-	uint32_t	addr;		/* network order */
-	uint8_t		prefix;
 };
 
 #define CONF_MAX_SNAT_EXCLUDE	ENID_MAX_SNAT_EXCLUDE
@@ -116,7 +111,8 @@ struct enid_config {
 		bool		enabled;
 		bool		random_fully;
 		uint32_t	nexclude;	/* beyond the VPC's CIDRs */
-		struct conf_cidr exclude[CONF_MAX_SNAT_EXCLUDE];
+		/* IPv4 networks (host bits clear), none 0/0 */
+		struct ip_prefix exclude[CONF_MAX_SNAT_EXCLUDE];
 	}		snat;
 
 	uint32_t	reconcile_interval_s;
@@ -149,7 +145,7 @@ void	config_wipe_secrets(struct enid_config *cfg);
  * 0, or -1 with err naming the exclusion that overlaps one.
  */
 int	config_check_snat_vpc(const struct enid_config *cfg,
-	    const struct conf_cidr *vpc, size_t nvpc, char *err,
+	    const struct ip_prefix *vpc, size_t nvpc, char *err,
 	    size_t errlen);
 
 /*

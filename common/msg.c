@@ -438,16 +438,59 @@ check_none(const void *p)
 	return NULL;
 }
 
+/*
+ * An address or CIDR field: canonical (common/addr.h), and IPv4, the
+ * only family enid takes until issue 35's later steps.  The reasons name
+ * the field, so each field has its own pair (ADDR_WHY, CIDR_WHY).
+ */
+#define ADDR_WHY(field)	((const char *const[2]){ \
+	field " is no valid address (unknown family, or not canonical)", \
+	field " is IPv6, which enid does not take yet" })
+#define CIDR_WHY(field)	((const char *const[2]){ \
+	field " is no valid CIDR (unknown family, not canonical, or a " \
+	    "length past its family's bits)", \
+	field " is IPv6, which enid does not take yet" })
+
 static const char *
-check_cidrs(uint32_t n, const struct msg_cidr *c)
+check_addr(const struct ip_addr *a, const char *const why[2])
 {
+	if (!ip_addr_valid(a))
+		return why[0];
+	return a->family == AF_INET ? NULL : why[1];
+}
+
+static const char *
+check_addrs(uint32_t n, const struct ip_addr *a, const char *const why[2])
+{
+	const char *w;
 	uint32_t i;
 
-	if (n > MSG_MAX_CIDRS)
+	for (i = 0; i < n; i++)
+		if ((w = check_addr(&a[i], why)) != NULL)
+			return w;
+	return NULL;
+}
+
+static const char *
+check_cidr(const struct ip_prefix *p, const char *const why[2])
+{
+	if (!ip_prefix_valid(p))
+		return why[0];
+	return p->addr.family == AF_INET ? NULL : why[1];
+}
+
+static const char *
+check_cidrs(uint32_t n, const struct ip_prefix *c, uint32_t max,
+    const char *const why[2])
+{
+	const char *w;
+	uint32_t i;
+
+	if (n > max)
 		return "too many CIDRs";
 	for (i = 0; i < n; i++)
-		if (c[i].prefix > 32)
-			return "CIDR prefix over 32";
+		if ((w = check_cidr(&c[i], why)) != NULL)
+			return w;
 	return NULL;
 }
 
@@ -462,34 +505,56 @@ check_status(const struct msg_cloud_status *st)
 	return NULL;
 }
 
+/* A delegated prefix given by its first address (MSG_PREFIX_LEN). */
+static struct ip_prefix
+delegated(const struct ip_addr *first)
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr = *first;
+	p.len = MSG_PREFIX_LEN;
+	return p;
+}
+
 /* n prefixes, each the first address of an aligned /MSG_PREFIX_LEN,
  * none twice. */
 static const char *
-check_prefixes(uint32_t n, const uint32_t *prefixes)
+check_prefixes(uint32_t n, const struct ip_addr *prefixes)
 {
-	uint32_t i, j, host = (1u << (32 - MSG_PREFIX_LEN)) - 1;
+	struct ip_prefix p;
+	const char *why;
+	uint32_t i, j;
 
 	if (n > MSG_MAX_ENI_PREFIXES)
 		return "too many prefixes";
+	if ((why = check_addrs(n, prefixes, ADDR_WHY("prefix"))) != NULL)
+		return why;
 	for (i = 0; i < n; i++) {
-		if ((ntohl(prefixes[i]) & host) != 0 || prefixes[i] == 0)
+		p = delegated(&prefixes[i]);
+		if (!ip_prefix_is_network(&p) ||
+		    ip_addr_is_unspecified(&prefixes[i]))
 			return "prefix not aligned";
 		for (j = 0; j < i; j++)
-			if (prefixes[j] == prefixes[i])
+			if (ip_addr_eq(&prefixes[j], &prefixes[i]))
 				return "prefix twice";
 	}
 	return NULL;
 }
 
-/* Does one of n prefixes hold addr (network order)? */
+/* Does one of n prefixes hold addr? */
 static bool
-in_prefixes(uint32_t addr, uint32_t n, const uint32_t *prefixes)
+in_prefixes(const struct ip_addr *addr, uint32_t n,
+    const struct ip_addr *prefixes)
 {
-	uint32_t i, net = htonl(~((1u << (32 - MSG_PREFIX_LEN)) - 1));
+	struct ip_prefix p;
+	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		if ((addr & net) == prefixes[i])
+	for (i = 0; i < n; i++) {
+		p = delegated(&prefixes[i]);
+		if (ip_prefix_contains(&p, addr))
 			return true;
+	}
 	return false;
 }
 
@@ -556,7 +621,8 @@ check_NETD_POLICY(const void *p)
 {
 	const struct msg_netd_policy *m = p;
 
-	return check_cidrs(m->ncidrs, m->cidrs);
+	return check_cidrs(m->ncidrs, m->cidrs, MSG_MAX_CIDRS,
+	    CIDR_WHY("VPC CIDR"));
 }
 
 static const char *
@@ -581,8 +647,11 @@ static const char *
 check_NETD_SETUP_ENI(const void *p)
 {
 	const struct msg_netd_setup_eni *m = p;
+	const char *why;
 
-	return m->prefix > 32 ? "address prefix over 32" : NULL;
+	if ((why = check_cidr(&m->addr, CIDR_WHY("ENI address"))) != NULL)
+		return why;
+	return check_addr(&m->gateway, ADDR_WHY("gateway"));
 }
 
 static const char *
@@ -594,13 +663,15 @@ check_NETD_TEARDOWN_ENI(const void *p)
 static const char *
 check_NETD_ADD_POD(const void *p)
 {
-	return check_none(p);
+	const struct msg_netd_pod_rule *m = p;
+
+	return check_addr(&m->addr, ADDR_WHY("pod address"));
 }
 
 static const char *
 check_NETD_DEL_POD(const void *p)
 {
-	return check_none(p);
+	return check_NETD_ADD_POD(p);
 }
 
 static const char *
@@ -627,9 +698,11 @@ static const char *
 check_NETD_RULE(const void *p)
 {
 	const struct msg_netd_rule *m = p;
+	const char *why;
 
-	return (m->src_len > 32 || m->dst_len > 32) ?
-	    "rule prefix over 32" : NULL;
+	if ((why = check_cidr(&m->src, CIDR_WHY("rule source"))) != NULL)
+		return why;
+	return check_cidr(&m->dst, CIDR_WHY("rule destination"));
 }
 
 static const char *
@@ -637,7 +710,9 @@ check_NETD_ADD_POD_ROUTE(const void *p)
 {
 	const struct msg_netd_pod_route *m = p;
 
-	return STR_OK(m->dev) ? NULL : "unterminated device name";
+	if (!STR_OK(m->dev))
+		return "unterminated device name";
+	return check_addr(&m->addr, ADDR_WHY("pod address"));
 }
 
 static const char *
@@ -651,7 +726,9 @@ check_NETD_ROUTE(const void *p)
 {
 	const struct msg_netd_route *m = p;
 
-	return STR_OK(m->dev) ? NULL : "unterminated device name";
+	if (!STR_OK(m->dev))
+		return "unterminated device name";
+	return check_addr(&m->addr, ADDR_WHY("route destination"));
 }
 
 static const char *
@@ -699,7 +776,11 @@ check_CLOUD_INSTANCE(const void *p)
 	if (m->prefixes_ok != (m->bare_metal ||
 	    strcmp(m->hypervisor, "nitro") == 0))
 		return "prefixes_ok is not what the hypervisor says";
-	if ((why = check_cidrs(m->ncidrs, m->cidrs)) != NULL)
+	if ((why = check_addr(&m->primary_ip,
+	    ADDR_WHY("instance primary address"))) != NULL)
+		return why;
+	if ((why = check_cidrs(m->ncidrs, m->cidrs, MSG_MAX_CIDRS,
+	    CIDR_WHY("VPC CIDR"))) != NULL)
 		return why;
 	return check_sgs(m->nsgs, m->sgs);
 }
@@ -725,7 +806,7 @@ check_CLOUD_SUBNET(const void *p)
 
 	if (!STR_OK(m->subnet_id) || !STR_OK(m->az))
 		return "unterminated string in subnet";
-	return check_cidrs(1, &m->cidr);
+	return check_cidr(&m->cidr, CIDR_WHY("subnet CIDR"));
 }
 
 static const char *
@@ -764,6 +845,11 @@ check_CLOUD_ENI(const void *p)
 		return "unknown eni status";
 	if (m->naddrs > MSG_MAX_ENI_ADDRS)
 		return "too many eni addresses";
+	if ((why = check_addr(&m->primary_ip,
+	    ADDR_WHY("eni primary address"))) != NULL ||
+	    (why = check_addrs(m->naddrs, m->addrs,
+	    ADDR_WHY("eni address"))) != NULL)
+		return why;
 	if ((why = check_prefixes(m->nprefixes, m->prefixes)) != NULL)
 		return why;
 	if (m->nbad_prefixes > MSG_MAX_ENI_PREFIXES)
@@ -772,11 +858,11 @@ check_CLOUD_ENI(const void *p)
 	 * both an address of the ENI's and in one of its prefixes. */
 	if (m->naddrs + m->nprefixes + m->nbad_prefixes > MSG_MAX_ENI_ADDRS)
 		return "more addresses and prefixes than an ENI holds";
-	if (m->primary_ip != 0 &&
-	    in_prefixes(m->primary_ip, m->nprefixes, m->prefixes))
+	if (!ip_addr_is_unspecified(&m->primary_ip) &&
+	    in_prefixes(&m->primary_ip, m->nprefixes, m->prefixes))
 		return "an address of the eni in one of its prefixes";
 	for (i = 0; i < m->naddrs; i++)
-		if (in_prefixes(m->addrs[i], m->nprefixes, m->prefixes))
+		if (in_prefixes(&m->addrs[i], m->nprefixes, m->prefixes))
 			return "an address of the eni in one of its prefixes";
 	return check_tags(m->ntags, m->tags);
 }
@@ -817,7 +903,7 @@ check_ips(const struct msg_cloud_ips *m)
 		return "unterminated eni id";
 	if (m->naddrs > MSG_MAX_ENI_ADDRS || m->count > MSG_MAX_ENI_ADDRS)
 		return "too many addresses";
-	return NULL;
+	return check_addrs(m->naddrs, m->addrs, ADDR_WHY("eni address"));
 }
 
 static const char *
@@ -840,7 +926,10 @@ check_CLOUD_ASSIGNED(const void *p)
 
 	if ((why = check_status(&m->st)) != NULL)
 		return why;
-	return m->naddrs > MSG_MAX_ENI_ADDRS ? "too many addresses" : NULL;
+	if (m->naddrs > MSG_MAX_ENI_ADDRS)
+		return "too many addresses";
+	return check_addrs(m->naddrs, m->addrs,
+	    ADDR_WHY("assigned address"));
 }
 
 static const char *
@@ -885,7 +974,9 @@ check_CLOUD_PREFIXES_ASSIGNED(const void *p)
 static const char *
 check_NETD_SNAT(const void *p)
 {
-	return check_none(p);
+	const struct msg_netd_snat *m = p;
+
+	return check_addr(&m->to, ADDR_WHY("SNAT target"));
 }
 
 static const char *
@@ -898,7 +989,7 @@ static const char *
 check_NETD_SNAT_STATE(const void *p)
 {
 	const struct msg_netd_snat_state *m = p;
-	uint32_t i;
+	const char *why;
 
 	if (!STR_OK(m->primary_link) || !STR_OK(m->message) ||
 	    !STR_OK(m->differs))
@@ -907,12 +998,12 @@ check_NETD_SNAT_STATE(const void *p)
 		return "SNAT state flag not 0 or 1";
 	if (m->in_place && m->differs[0] != '\0')
 		return "SNAT state in place, yet says what differs";
+	if ((why = check_addr(&m->to, ADDR_WHY("SNAT target"))) != NULL)
+		return why;
 	if (m->nuntranslated > MSG_MAX_SNAT_CIDRS)
 		return "too many untranslated CIDRs";
-	for (i = 0; i < m->nuntranslated; i++)
-		if (m->untranslated[i].prefix > 32)
-			return "CIDR prefix over 32";
-	return NULL;
+	return check_cidrs(m->nuntranslated, m->untranslated,
+	    MSG_MAX_SNAT_CIDRS, CIDR_WHY("untranslated CIDR"));
 }
 
 static const char *

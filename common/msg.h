@@ -16,6 +16,12 @@
  * monitor does with MON_ONCE and MON_PERMIT; then the type's checker
  * rejects unterminated strings, counts over their array and unknown enum
  * values.  Between internal peers a rejected message is fatal.
+ *
+ * Every address is a struct ip_addr and every CIDR a struct ip_prefix
+ * (common/addr.h), whatever its family; the checkers refuse one that is
+ * not canonical, and for now one that is IPv6, naming the field: enid
+ * takes IPv4 only until issue 35's later steps.  Where an address may be
+ * absent, absent is IPv4's unspecified address, 0.0.0.0 (a CIDR's: 0/0).
  */
 #ifndef ENID_MSG_H
 #define ENID_MSG_H
@@ -26,12 +32,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "addr.h"
 #include "maxima.h"
 
-#define MSG_PROTO_VERSION	5	/* 2: prefixes (EC2 prefix delegation),
-					 * 3: an instance's vCPUs,
-					 * 4: netd's SNAT table,
-					 * 5: what differs in it */
+/* 2: prefixes (EC2 prefix delegation), 3: an instance's vCPUs, 4: netd's
+ * SNAT table, 5: what differs in it, 6: struct ip_addr for every address */
+#define MSG_PROTO_VERSION	6
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -120,12 +126,6 @@ struct msg_ping {		/* broker -> child: liveness; answered by PONG */
 
 /* ---- netd ---- */
 
-struct msg_cidr {
-	uint32_t	addr;		/* network byte order */
-	uint8_t		prefix;		/* 0..32 */
-	uint8_t		pad[3];
-};
-
 /*
  * The facts netd needs from the cloud to judge requests; sent once, right
  * after the version handshake, and never again (a second one is fatal).
@@ -136,7 +136,7 @@ struct msg_netd_policy {
 	uint8_t		primary_mac[6];
 	uint8_t		pad[2];
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_CIDRS];	/* the VPC's CIDR blocks */
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];	/* the VPC's blocks */
 };
 
 /* Declare (or forget) a MAC as a secondary ENI bound to a table. */
@@ -165,27 +165,22 @@ struct msg_netd_setup_eni {
 	uint8_t		mac[6];
 	uint8_t		pad[2];
 	uint32_t	table;
-	uint32_t	addr;		/* ENI primary address, network order */
-	uint8_t		prefix;
-	uint8_t		pad2[3];
-	uint32_t	gateway;	/* network order */
+	/* The ENI's primary address with its subnet's length. */
+	struct ip_prefix addr;
+	struct ip_addr	gateway;	/* teardown: unused, 0.0.0.0 */
 	uint32_t	mtu;
 };
 
 struct msg_netd_pod_rule {
-	uint32_t	addr;		/* pod address, network order */
+	struct ip_addr	addr;		/* the pod's */
 	uint32_t	table;		/* 0: pod on the primary ENI (no from-rule) */
 };
 
 struct msg_netd_rule {		/* a rule dump entry */
 	uint32_t	priority;
 	uint32_t	table;
-	uint32_t	src;		/* network order, 0 if none */
-	uint8_t		src_len;
-	uint8_t		pad[3];
-	uint32_t	dst;
-	uint8_t		dst_len;
-	uint8_t		pad2[3];
+	struct ip_prefix src;		/* 0.0.0.0/0 if none */
+	struct ip_prefix dst;		/* 0.0.0.0/0 if none */
 };
 
 /*
@@ -195,12 +190,12 @@ struct msg_netd_rule {		/* a rule dump entry */
  * and a dump entry, one per such route in the main table.
  */
 struct msg_netd_pod_route {
-	uint32_t	addr;		/* pod address, network order */
+	struct ip_addr	addr;		/* the pod's */
 	char		dev[MSG_NAME_LEN];	/* the pod's host veth */
 };
 
 struct msg_netd_route {		/* a host-route dump entry */
-	uint32_t	addr;		/* network order; the route is a /32 */
+	struct ip_addr	addr;		/* the route is a /32 */
 	uint32_t	ifindex;
 	char		dev[MSG_NAME_LEN];	/* "" if the link has no name */
 };
@@ -210,12 +205,12 @@ struct msg_netd_route {		/* a host-route dump entry */
  * configuration says (snat.*, routing.connmark), translating pods' traffic
  * beyond the VPC to `to`: the node's primary address as the cloud reports
  * it, which netd accepts only if it is an address of the node's primary
- * link as netd itself finds it.  0 when SNAT is off.  Sent after the
+ * link as netd itself finds it.  0.0.0.0 when SNAT is off.  Sent after the
  * policy and again at every reconcile: netd reads its table back each
  * time and replaces it whole if it differs.
  */
 struct msg_netd_snat {
-	uint32_t	to;		/* network order; 0: SNAT off */
+	struct ip_addr	to;		/* 0.0.0.0: SNAT off */
 };
 
 /* netd's table as it read it back (answer to NETD_DUMP_SNAT). */
@@ -224,12 +219,12 @@ struct msg_netd_snat_state {
 	uint8_t		random_fully;
 	uint8_t		in_place;	/* read back as netd would write it */
 	uint8_t		pad;
-	uint32_t	to;		/* translating to; 0: no SNAT installed */
+	struct ip_addr	to;		/* the target; 0.0.0.0: none */
 	uint32_t	primary_ifindex;	/* 0: not known yet */
 	char		primary_link[MSG_NAME_LEN];
 	uint32_t	connmark;
 	uint32_t	nuntranslated;
-	struct msg_cidr	untranslated[MSG_MAX_SNAT_CIDRS];
+	struct ip_prefix untranslated[MSG_MAX_SNAT_CIDRS];
 	uint32_t	replaced;	/* times netd wrote its table whole */
 	uint32_t	refused;	/* SNAT requests refused */
 	uint64_t	translated;	/* connections translated (counters) */
@@ -313,11 +308,11 @@ struct msg_cloud_instance {
 	char		primary_eni[MSG_ID_LEN];
 	uint8_t		primary_mac[6];
 	uint8_t		pad[2];
-	uint32_t	primary_ip;
+	struct ip_addr	primary_ip;
 	char		subnet_id[MSG_ID_LEN];
 	char		vpc_id[MSG_ID_LEN];
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];
 	uint32_t	nsgs;
 	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	max_enis;
@@ -342,7 +337,7 @@ struct msg_cloud_describe_subnets {
 struct msg_cloud_subnet {	/* a describe-subnets entry */
 	char		subnet_id[MSG_ID_LEN];
 	char		az[MSG_ID_LEN];
-	struct msg_cidr	cidr;
+	struct ip_prefix cidr;
 	uint32_t	available;
 };
 
@@ -382,15 +377,15 @@ struct msg_cloud_eni {
 	uint32_t	status;		/* enum cloud_eni_status */
 	uint32_t	attach_status;	/* enum cloud_eni_status (attaching...) */
 	int32_t		device_index;	/* -1 if not attached */
-	uint32_t	primary_ip;
+	struct ip_addr	primary_ip;	/* 0.0.0.0 if none */
 	uint32_t	naddrs;		/* secondary addresses */
-	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+	struct ip_addr	addrs[MSG_MAX_ENI_ADDRS];
 	/* Delegated prefixes: each the first address of an aligned
-	 * /MSG_PREFIX_LEN, network order.  cloudd passes on only those of
-	 * that length and aligned; nbad_prefixes counts the others, which
-	 * still take slots. */
+	 * /MSG_PREFIX_LEN.  cloudd passes on only those of that length and
+	 * aligned; nbad_prefixes counts the others, which still take
+	 * slots. */
 	uint32_t	nprefixes;
-	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
+	struct ip_addr	prefixes[MSG_MAX_ENI_PREFIXES];
 	uint32_t	nbad_prefixes;
 	uint32_t	ntags;
 	struct msg_tag	tags[MSG_MAX_TAGS];
@@ -420,18 +415,18 @@ struct msg_cloud_ips {		/* assign-ips and unassign-ips */
 	char		eni_id[MSG_ID_LEN];
 	uint32_t	count;		/* assign: how many, when naddrs is 0 */
 	uint32_t	naddrs;
-	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+	struct ip_addr	addrs[MSG_MAX_ENI_ADDRS];
 };
 
 struct msg_cloud_assigned {
 	struct msg_cloud_status st;
 	uint32_t	naddrs;
-	uint32_t	addrs[MSG_MAX_ENI_ADDRS];
+	struct ip_addr	addrs[MSG_MAX_ENI_ADDRS];
 };
 
 /*
  * assign-prefixes and unassign-prefixes: /MSG_PREFIX_LEN prefixes, each
- * given by its first address (network order).  Assign: count of them when
+ * given by its first address.  Assign: count of them when
  * nprefixes is 0, else those.  Unassign: those.  (EC2 takes prefixes and
  * addresses in separate calls.)
  */
@@ -440,13 +435,13 @@ struct msg_cloud_prefixes {
 	char		eni_id[MSG_ID_LEN];
 	uint32_t	count;
 	uint32_t	nprefixes;
-	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
+	struct ip_addr	prefixes[MSG_MAX_ENI_PREFIXES];
 };
 
 struct msg_cloud_prefixes_assigned {
 	struct msg_cloud_status st;
 	uint32_t	nprefixes;
-	uint32_t	prefixes[MSG_MAX_ENI_PREFIXES];
+	struct ip_addr	prefixes[MSG_MAX_ENI_PREFIXES];
 };
 
 struct msg_cloud_detach {

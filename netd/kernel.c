@@ -71,6 +71,24 @@ nlerr_errno(int nlerr)
 	}
 }
 
+/*
+ * The kernel's family and bytes as a prefix: canonical when they make one
+ * (ip_addr_from_bytes()), else kept as the kernel gave them, for a log to
+ * show (an IPv4-mapped IPv6 address is no struct ip_addr of its own).
+ */
+static void
+kernel_prefix(struct ip_prefix *p, uint8_t family, const void *bytes,
+    size_t len, uint8_t plen)
+{
+	memset(p, 0, sizeof(*p));
+	if (ip_addr_from_bytes(&p->addr, family, bytes, len) == -1) {
+		p->addr.family = family;
+		memcpy(p->addr.bytes, bytes, len < sizeof(p->addr.bytes) ?
+		    len : sizeof(p->addr.bytes));
+	}
+	p->len = plen;
+}
+
 static uint32_t
 attr_u32(const struct nlattr *a, uint32_t otherwise)
 {
@@ -625,9 +643,8 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	e = &k->addrs[k->naddrs++];
 	memset(e, 0, sizeof(*e));
 	e->ifindex = ifa->ifa_index;
-	e->family = ifa->ifa_family;
-	e->prefix = ifa->ifa_prefixlen;
-	memcpy(e->addr, nla_data(a), alen);
+	kernel_prefix(&e->addr, ifa->ifa_family, nla_data(a), alen,
+	    ifa->ifa_prefixlen);
 	if (tb[IFA_PROTO] != NULL && nla_len(tb[IFA_PROTO]) >= 1)
 		e->proto = nla_get_u8(tb[IFA_PROTO]);
 	return 0;
@@ -660,7 +677,7 @@ kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
 	if ((rc = addr_dump(k, family, ifindex)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++)
-		if ((family == 0 || k->addrs[i].family == family) &&
+		if ((family == 0 || k->addrs[i].addr.addr.family == family) &&
 		    (ifindex == 0 || k->addrs[i].ifindex == ifindex))
 			cb(&k->addrs[i], arg);
 	return 0;
@@ -704,8 +721,9 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		return 0;
 	memset(&r, 0, sizeof(r));
 	r.table = frh->table;
-	r.src_len = frh->src_len;
-	r.dst_len = frh->dst_len;
+	r.src.addr = r.dst.addr = ip_addr_from_in(0);
+	r.src.len = frh->src_len;
+	r.dst.len = frh->dst_len;
 	r.other_selectors = frh->tos != 0 || frh->flags != 0;
 	nla_for_each_attr(a, nlmsg_attrdata(hdr, sizeof(*frh)),
 	    nlmsg_attrlen(hdr, sizeof(*frh)), rem) {
@@ -719,11 +737,11 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			break;
 		case FRA_SRC:
 			if (nla_len(a) >= 4)
-				memcpy(&r.src, nla_data(a), 4);
+				memcpy(r.src.addr.bytes, nla_data(a), 4);
 			break;
 		case FRA_DST:
 			if (nla_len(a) >= 4)
-				memcpy(&r.dst, nla_data(a), 4);
+				memcpy(r.dst.addr.bytes, nla_data(a), 4);
 			break;
 		case FRA_PROTOCOL:
 			if (nla_len(a) >= 1)
@@ -755,7 +773,7 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		r.fwmask = 0xffffffffu;
 	if (r.fwmask == 0)
 		r.fwmark = 0;
-	if (r.src_len > 32 || r.dst_len > 32)
+	if (r.src.len > 32 || r.dst.len > 32)
 		r.other_selectors = true;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
 	    sizeof(*k->rules))) < 0)
@@ -785,18 +803,19 @@ kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 
 /* ---- routes ---- */
 
-static uint32_t
-addr4(struct nl_addr *a, uint8_t *len)
+/* libnl's address as a struct ip_addr: 0, or -1 if it is none, of
+ * another family than IPv4's (netd reads IPv4 routes only) or 0.0.0.0. */
+static int
+nl_ip4(struct nl_addr *a, struct ip_addr *out)
 {
-	uint32_t v = 0;
-
-	*len = 0;
-	if (a == NULL || nl_addr_get_family(a) != AF_INET)
-		return 0;
-	*len = (uint8_t)nl_addr_get_prefixlen(a);
-	if (nl_addr_get_len(a) == 4)
-		memcpy(&v, nl_addr_get_binary_addr(a), 4);
-	return v;
+	memset(out, 0, sizeof(*out));
+	if (a == NULL || nl_addr_get_family(a) != AF_INET ||
+	    ip_addr_from_bytes(out, AF_INET, nl_addr_get_binary_addr(a),
+	    nl_addr_get_len(a)) == -1 || ip_addr_is_unspecified(out)) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -848,18 +867,26 @@ route_next_hop(const struct nlattr *mp, struct rtnexthop **nh, int *rem)
 	    (*nh)->rtnh_len >= sizeof(**nh) && (*nh)->rtnh_len <= *rem;
 }
 
-/* The IPv4 gateway among a next hop's attributes, or 0. */
-static uint32_t
-next_hop_gateway(struct rtnexthop *nh)
+/* An IPv4 gateway attribute into *gw; none leaves it unset (family 0). */
+static void
+gateway4(const struct nlattr *a, struct ip_addr *gw)
+{
+	memset(gw, 0, sizeof(*gw));
+	if (a != NULL && nla_len(a) == 4)
+		*gw = ip_addr_from_in(nla_get_u32((struct nlattr *)a));
+}
+
+/* The IPv4 gateway among a next hop's attributes, if any. */
+static void
+next_hop_gateway(struct rtnexthop *nh, struct ip_addr *gw)
 {
 	struct nlattr *tb[RTA_MAX + 1];
-	uint32_t gw = 0;
 
 	if (nla_parse(tb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh),
-	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0 &&
-	    tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
-		memcpy(&gw, nla_data(tb[RTA_GATEWAY]), 4);
-	return gw;
+	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0)
+		gateway4(tb[RTA_GATEWAY], gw);
+	else
+		memset(gw, 0, sizeof(*gw));
 }
 
 /*
@@ -889,9 +916,10 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	memset(nr, 0, sizeof(*nr));
 	nr->table = rm.table;
 	nr->type = rm.rtm->rtm_type;
-	nr->dst_len = rm.rtm->rtm_dst_len;
+	nr->dst.addr = ip_addr_from_in(0);
+	nr->dst.len = rm.rtm->rtm_dst_len;
 	if (tb[RTA_DST] != NULL && nla_len(tb[RTA_DST]) == 4)
-		memcpy(&nr->dst, nla_data(tb[RTA_DST]), 4);
+		memcpy(nr->dst.addr.bytes, nla_data(tb[RTA_DST]), 4);
 	nr->scope = rm.rtm->rtm_scope;
 	nr->protocol = rm.rtm->rtm_protocol;
 	if (tb[RTA_PRIORITY] != NULL)
@@ -901,11 +929,12 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			if (n++ > 0)
 				continue;
 			nr->ifindex = (uint32_t)nh->rtnh_ifindex;
-			nr->gateway = next_hop_gateway(nh);
+			next_hop_gateway(nh, &nr->gateway);
 			nr->onlink = (nh->rtnh_flags & RTNH_F_ONLINK) != 0;
 		}
 		if (n > 1) {
-			nr->ifindex = nr->gateway = 0;
+			nr->ifindex = 0;
+			memset(&nr->gateway, 0, sizeof(nr->gateway));
 			nr->onlink = false;
 			nr->multipath = true;
 		}
@@ -914,8 +943,7 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	    tb[RTA_VIA] != NULL || tb[RTA_ENCAP] != NULL) {
 		if (tb[RTA_OIF] != NULL)
 			nr->ifindex = attr_u32(tb[RTA_OIF], 0);
-		if (tb[RTA_GATEWAY] != NULL && nla_len(tb[RTA_GATEWAY]) == 4)
-			memcpy(&nr->gateway, nla_data(tb[RTA_GATEWAY]), 4);
+		gateway4(tb[RTA_GATEWAY], &nr->gateway);
 		nr->onlink = (rm.rtm->rtm_flags & RTNH_F_ONLINK) != 0;
 	}
 	return 0;
@@ -1018,13 +1046,14 @@ link_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	lr = &out->routes[out->nroutes++];
 	memset(lr, 0, sizeof(*lr));
 	lr->table = rm.table;
-	lr->family = rm.rtm->rtm_family;
 	lr->protocol = rm.rtm->rtm_protocol;
-	lr->dst_len = rm.rtm->rtm_dst_len;
-	if (rm.tb[RTA_DST] != NULL) {
-		len = nla_len(rm.tb[RTA_DST]);
-		memcpy(lr->dst, nla_data(rm.tb[RTA_DST]),
-		    len < (int)sizeof(lr->dst) ? (size_t)len : sizeof(lr->dst));
+	if (rm.tb[RTA_DST] != NULL && (len = nla_len(rm.tb[RTA_DST])) > 0)
+		kernel_prefix(&lr->dst, rm.rtm->rtm_family,
+		    nla_data(rm.tb[RTA_DST]), (size_t)len,
+		    rm.rtm->rtm_dst_len);
+	else {
+		lr->dst.addr.family = rm.rtm->rtm_family;
+		lr->dst.len = rm.rtm->rtm_dst_len;
 	}
 	return 0;
 }
@@ -1126,13 +1155,13 @@ static void
 node_gateway(struct netd_node_link *l, struct rtnl_route *r,
     struct rtnl_nexthop *nh, uint32_t *metric)
 {
-	uint32_t gw, prio = rtnl_route_get_priority(r);
-	uint8_t glen;
+	uint32_t prio = rtnl_route_get_priority(r);
+	struct ip_addr gw;
 
 	if (rtnl_route_get_family(r) != AF_INET ||
-	    (gw = addr4(rtnl_route_nh_get_gateway(nh), &glen)) == 0)
+	    nl_ip4(rtnl_route_nh_get_gateway(nh), &gw) == -1)
 		return;
-	if (l->gateway != 0 && prio >= *metric)
+	if (l->gateway.family != 0 && prio >= *metric)
 		return;
 	l->gateway = gw;
 	*metric = prio;
@@ -1184,7 +1213,7 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 	if ((rc = addr_dump(k, AF_INET, 0)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
-		if (k->addrs[i].family != AF_INET)
+		if (k->addrs[i].addr.addr.family != AF_INET)
 			continue;
 		for (j = 0; j < out->nlinks; j++)
 			if (out->links[j].ifindex == k->addrs[i].ifindex)
@@ -1195,7 +1224,7 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 			out->overflow = true;
 			continue;
 		}
-		memcpy(&out->addrs[out->naddrs++], k->addrs[i].addr, 4);
+		out->addrs[out->naddrs++] = k->addrs[i].addr.addr;
 	}
 	return 0;
 }
@@ -1244,11 +1273,11 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 		nr = &k->routes[i];
 		/* One next hop, a link and no gateway. */
 		if (nr->type != RTN_UNICAST || nr->scope != RT_SCOPE_LINK ||
-		    nr->multipath || nr->ifindex == 0 || nr->dst_len != 32 ||
-		    nr->gateway != 0)
+		    nr->multipath || nr->ifindex == 0 || nr->dst.len != 32 ||
+		    nr->gateway.family != 0)
 			continue;
 		memset(&mr, 0, sizeof(mr));
-		mr.addr = nr->dst;
+		mr.addr = nr->dst.addr;
 		mr.ifindex = nr->ifindex;
 		if ((l = links_by_ifindex(k, mr.ifindex)) != NULL)
 			memcpy(mr.dev, l->l.name, sizeof(mr.dev));
@@ -1259,10 +1288,13 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 
 /* ---- applying a plan ---- */
 
+/* libnl's address for a prefix of either family (an address: its
+ * family's whole length). */
 static struct nl_addr *
-build_addr4(uint32_t addr, uint8_t len)
+build_addr(const struct ip_addr *addr, uint8_t len)
 {
-	struct nl_addr *a = nl_addr_build(AF_INET, &addr, 4);
+	struct nl_addr *a = nl_addr_build(addr->family, addr->bytes,
+	    ip_family_bits(addr->family) / 8);
 
 	if (a != NULL)
 		nl_addr_set_prefixlen(a, len);
@@ -1320,14 +1352,15 @@ op_addr(struct kernel *k, const struct nd_op *op)
 
 	if ((a = rtnl_addr_alloc()) == NULL)
 		return -NLE_NOMEM;
-	if ((local = build_addr4(op->u.addr.addr, op->u.addr.prefix)) == NULL) {
+	if ((local = build_addr(&op->u.addr.addr.addr,
+	    op->u.addr.addr.len)) == NULL) {
 		rtnl_addr_put(a);
 		return -NLE_NOMEM;
 	}
 	rtnl_addr_set_ifindex(a, (int)op->u.addr.ifindex);
-	rtnl_addr_set_family(a, AF_INET);
+	rtnl_addr_set_family(a, op->u.addr.addr.addr.family);
 	if ((rc = rtnl_addr_set_local(a, local)) == 0) {
-		rtnl_addr_set_prefixlen(a, op->u.addr.prefix);
+		rtnl_addr_set_prefixlen(a, op->u.addr.addr.len);
 		if (op->kind == OP_ADDR_ADD) {
 			/* No connected route in main: the ENI's subnet is
 			 * reached through its own table only. */
@@ -1352,9 +1385,9 @@ op_route(struct kernel *k, const struct nd_op *op)
 
 	if ((r = rtnl_route_alloc()) == NULL)
 		return -NLE_NOMEM;
-	if ((dst = build_addr4(nr->dst, nr->dst_len)) == NULL)
+	if ((dst = build_addr(&nr->dst.addr, nr->dst.len)) == NULL)
 		goto out;
-	rtnl_route_set_family(r, AF_INET);
+	rtnl_route_set_family(r, nr->dst.addr.family);
 	rtnl_route_set_table(r, nr->table);
 	rtnl_route_set_type(r, RTN_UNICAST);
 	rtnl_route_set_scope(r, nr->scope);
@@ -1363,15 +1396,16 @@ op_route(struct kernel *k, const struct nd_op *op)
 		rtnl_route_set_priority(r, nr->metric);
 	if ((rc = rtnl_route_set_dst(r, dst)) < 0)
 		goto out;
-	if (!nr->multipath && (nr->ifindex != 0 || nr->gateway != 0)) {
+	if (!nr->multipath && (nr->ifindex != 0 || nr->gateway.family != 0)) {
 		if ((nh = rtnl_route_nh_alloc()) == NULL) {
 			rc = -NLE_NOMEM;
 			goto out;
 		}
 		if (nr->ifindex != 0)
 			rtnl_route_nh_set_ifindex(nh, (int)nr->ifindex);
-		if (nr->gateway != 0) {
-			if ((gw = build_addr4(nr->gateway, 32)) == NULL) {
+		if (nr->gateway.family != 0) {
+			if ((gw = build_addr(&nr->gateway, (uint8_t)
+			    ip_family_bits(nr->gateway.family))) == NULL) {
 				rtnl_route_nh_free(nh);
 				rc = -NLE_NOMEM;
 				goto out;
@@ -1411,7 +1445,7 @@ op_rule(struct kernel *k, const struct nd_op *op)
 
 	if ((r = rtnl_rule_alloc()) == NULL)
 		return -NLE_NOMEM;
-	rtnl_rule_set_family(r, AF_INET);
+	rtnl_rule_set_family(r, AF_INET);	/* netd's rules are IPv4 */
 	rtnl_rule_set_prio(r, nr->priority);
 	rtnl_rule_set_table(r, nr->table);
 	rtnl_rule_set_action(r, FR_ACT_TO_TBL);
@@ -1419,16 +1453,16 @@ op_rule(struct kernel *k, const struct nd_op *op)
 	 * nothing else: an unset iif, oif or fwmark matches any.  The tag
 	 * is what keeps a delete off rules that are not netd's. */
 	rtnl_rule_set_protocol(r, nr->protocol);
-	if (nr->src_len != 0) {
-		if ((a = build_addr4(nr->src, nr->src_len)) == NULL)
+	if (nr->src.len != 0) {
+		if ((a = build_addr(&nr->src.addr, nr->src.len)) == NULL)
 			rc = -NLE_NOMEM;
 		else {
 			rc = rtnl_rule_set_src(r, a);
 			nl_addr_put(a);
 		}
 	}
-	if (rc == 0 && nr->dst_len != 0) {
-		if ((a = build_addr4(nr->dst, nr->dst_len)) == NULL)
+	if (rc == 0 && nr->dst.len != 0) {
+		if ((a = build_addr(&nr->dst.addr, nr->dst.len)) == NULL)
 			rc = -NLE_NOMEM;
 		else {
 			rc = rtnl_rule_set_dst(r, a);
@@ -1481,7 +1515,7 @@ op_done(enum nd_op_kind kind, int rc)
 static void
 op_describe(const struct nd_op *op, char *buf, size_t len)
 {
-	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN], g[IP4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN], g[IP_ADDR_STR_LEN];
 
 	switch (op->kind) {
 	case OP_LINK_UP:
@@ -1491,23 +1525,26 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 		break;
 	case OP_ADDR_ADD:
 	case OP_ADDR_DEL:
-		cidr4_format(op->u.addr.addr, op->u.addr.prefix, a);
+		ip_prefix_format(&op->u.addr.addr, a);
 		snprintf(buf, len, "%s %s ifindex %u", plan_op_name(op->kind),
 		    a, op->u.addr.ifindex);
 		break;
 	case OP_ROUTE_ADD:
 	case OP_ROUTE_DEL:
 	case OP_HOST_ROUTE_ADD:
-		cidr4_format(op->u.route.dst, op->u.route.dst_len, a);
-		ip4_format(op->u.route.gateway, g);
+		ip_prefix_format(&op->u.route.dst, a);
+		if (op->u.route.gateway.family != 0)
+			ip_addr_format(&op->u.route.gateway, g);
+		else
+			snprintf(g, sizeof(g), "none");
 		snprintf(buf, len, "%s %s via %s ifindex %u table %u",
 		    plan_op_name(op->kind), a, g, op->u.route.ifindex,
 		    op->u.route.table);
 		break;
 	case OP_RULE_ADD:
 	case OP_RULE_DEL:
-		cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
-		cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
+		ip_prefix_format(&op->u.rule.src, a);
+		ip_prefix_format(&op->u.rule.dst, b);
 		snprintf(buf, len, "%s prio %u from %s to %s fwmark 0x%x/0x%x "
 		    "table %u", plan_op_name(op->kind), op->u.rule.priority, a,
 		    b, op->u.rule.fwmark, op->u.rule.fwmask, op->u.rule.table);

@@ -149,7 +149,7 @@ netd_refuse(struct netd *nd, const struct msg *m, const char *object,
 static void
 node_describe(const struct netd_node *n, char *buf, size_t len)
 {
-	char mac[MAC_STR_LEN], ip[IP4_STR_LEN];
+	char mac[MAC_STR_LEN], ip[IP_ADDR_STR_LEN];
 	size_t off = 0;
 	uint32_t i;
 
@@ -160,14 +160,15 @@ node_describe(const struct netd_node *n, char *buf, size_t len)
 	}
 	for (i = 0; i < n->nlinks && off < len; i++) {
 		mac_format(n->links[i].mac, mac);
-		ip4_format(n->links[i].gateway, ip);
+		ip_addr_format(&n->links[i].gateway, ip);
 		off += (size_t)snprintf(buf + off, len - off, "%s%s %s "
 		    "(ifindex %u, gateway %s)", i ? ", " : "",
 		    n->links[i].name[0] ? n->links[i].name : "?", mac,
-		    n->links[i].ifindex, n->links[i].gateway ? ip : "none");
+		    n->links[i].ifindex, n->links[i].gateway.family ? ip :
+		    "none");
 	}
 	for (i = 0; i < n->naddrs && off < len; i++) {
-		ip4_format(n->addrs[i], ip);
+		ip_addr_format(&n->addrs[i], ip);
 		off += (size_t)snprintf(buf + off, len - off, "%s%s",
 		    i ? " " : "; addresses ", ip);
 	}
@@ -459,7 +460,7 @@ netd_event_cb(struct loop *l, struct loop_io *io, uint32_t events)
 
 struct snapshot {
 	const struct netd_policy *policy;
-	uint32_t		 pod;		/* rules: only this pod's */
+	struct ip_addr		 pod;		/* rules: one pod's */
 	uint32_t		 table;		/* rules: only this table's */
 	uint32_t		 npods;		/* pods with netd's rules */
 	uint32_t		 foreign;	/* not netd's: left alone */
@@ -496,7 +497,7 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 	}
 	if (plan_rule_is_pod_to(s->policy, r))
 		s->npods++;
-	if (!plan_rule_is_pods(s->policy, r, s->pod))
+	if (!plan_rule_is_pods(s->policy, r, &s->pod))
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
@@ -588,13 +589,13 @@ netd_rule_del_unsafe(struct netd *nd, uint32_t id, const char *what,
     const struct nd_plan *plan, const struct snapshot *snap)
 {
 	const struct nd_op *op;
-	char a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN], b[IP_PREFIX_STR_LEN];
 
 	if ((op = plan_rule_del_unsafe(plan, snap->tagged,
 	    snap->ntagged)) == NULL)
 		return false;
-	cidr4_format(op->u.rule.src, op->u.rule.src_len, a);
-	cidr4_format(op->u.rule.dst, op->u.rule.dst_len, b);
+	ip_prefix_format(&op->u.rule.src, a);
+	ip_prefix_format(&op->u.rule.dst, b);
 	log_warnx("%s: deleting rule %u from %s to %s table %u could take a "
 	    "rule with netd's tag and another selector instead; nothing "
 	    "changed", what, op->u.rule.priority, a, b, op->u.rule.table);
@@ -676,7 +677,7 @@ netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
 /* ---- requests ---- */
 
 struct holder_ctx {
-	uint32_t		 addr;		/* the request's address */
+	const struct ip_addr	*addr;		/* the request's */
 	uint32_t		 own_ifindex;	/* the ENI's link, or 0 */
 	uint32_t		 holder;	/* a link holding it, or 0 */
 	const char		*why;
@@ -686,12 +687,8 @@ static void
 addr_holder(const struct nd_ifaddr *a, void *arg)
 {
 	struct holder_ctx *hc = arg;
-	uint32_t v;
 
-	if (hc->why != NULL || a->family != NETD_AF_INET)
-		return;
-	memcpy(&v, a->addr, 4);
-	if (v != hc->addr)
+	if (hc->why != NULL || !ip_addr_eq(&a->addr.addr, hc->addr))
 		return;
 	if ((hc->why = policy_check_addr_holder(a->ifindex,
 	    hc->own_ifindex)) != NULL)
@@ -707,14 +704,14 @@ addr_holder(const struct nd_ifaddr *a, void *arg)
  */
 static bool
 netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
-    uint32_t addr, uint32_t own_ifindex)
+    const struct ip_addr *addr, uint32_t own_ifindex)
 {
 	struct holder_ctx hc = { addr, own_ifindex, 0, NULL };
 	struct msg_netd_link l;
 	char detail[64];
 	int rc;
 
-	if ((rc = kernel_each_addr(&nd->kernel, NETD_AF_INET, 0,
+	if ((rc = kernel_each_addr(&nd->kernel, addr->family, 0,
 	    addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
@@ -836,15 +833,15 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	static struct nd_egress eg;
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
-	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[CIDR4_STR_LEN];
-	char gw[IP4_STR_LEN], what[128];
+	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
+	char gw[IP_ADDR_STR_LEN], what[160];
 	const char *why;
 	int rc, found;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
-	cidr4_format(req.addr, req.prefix, cidr);
-	ip4_format(req.gateway, gw);
+	ip_prefix_format(&req.addr, cidr);
+	ip_addr_format(&req.gateway, gw);
 	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s mtu %u",
 	    mac, setup ? "setup" : "teardown", req.table, cidr, gw, req.mtu);
 	if (!node_current(nd, m->hdr.id, what))
@@ -874,7 +871,8 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, req.addr, link.ifindex))
+	if (setup && !netd_addr_free(nd, m, what, &req.addr.addr,
+	    link.ifindex))
 		return;
 
 	memset(&snap, 0, sizeof(snap));
@@ -914,12 +912,12 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	static struct snapshot snap;
 	static struct nd_plan plan;
 	struct msg_netd_pod_rule req;
-	char addr[IP4_STR_LEN], what[96];
+	char addr[IP_ADDR_STR_LEN], what[96];
 	const char *why;
 	int rc;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.addr, addr);
+	ip_addr_format(&req.addr, addr);
 	snprintf(what, sizeof(what), "pod %s %s rules (table %u)", addr,
 	    adding ? "add" : "del", req.table);
 	if (!node_current(nd, m->hdr.id, what))
@@ -928,7 +926,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 		netd_refuse(nd, m, what, why);
 		return;
 	}
-	if (!netd_addr_free(nd, m, what, req.addr, 0))
+	if (!netd_addr_free(nd, m, what, &req.addr, 0))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
@@ -961,7 +959,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 
 /* What the kernel holds that a host-route request depends on. */
 struct route_snap {
-	uint32_t		 addr;
+	struct ip_addr		 addr;
 	uint32_t		 ifindex;	/* the request's device */
 	const struct netd_policy *policy;
 	bool			 has_rule;
@@ -976,7 +974,7 @@ snap_route_rule(const struct nd_rule *r, void *arg)
 	struct route_snap *s = arg;
 
 	if (plan_rule_is_pod_to(s->policy, r) &&
-	    r->table == NETD_TABLE_MAIN && r->dst == s->addr)
+	    r->table == NETD_TABLE_MAIN && ip_addr_eq(&r->dst.addr, &s->addr))
 		s->has_rule = true;
 }
 
@@ -986,16 +984,16 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct route_snap *s = arg;
 	struct nd_host_route *h;
 
-	if (!(r->dst == s->addr && r->dst_len == 32) &&
-	    !(r->dst_len == 32 && s->ifindex != 0 && r->ifindex == s->ifindex))
+	if (r->dst.len != 32 || (!ip_addr_eq(&r->dst.addr, &s->addr) &&
+	    !(s->ifindex != 0 && r->ifindex == s->ifindex)))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
 		s->overflow = true;
 		return;
 	}
 	h = &s->routes[s->nroutes++];
+	memset(h, 0, sizeof(*h));
 	h->dst = r->dst;
-	h->dst_len = r->dst_len;
 	h->type = r->type;
 	h->metric = r->metric;
 	h->scope = r->scope;
@@ -1017,13 +1015,13 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	static struct nd_plan plan;
 	struct msg_netd_pod_route req;
 	struct nd_pod_link link;
-	char addr[IP4_STR_LEN], what[96], detail[96];
+	char addr[IP_ADDR_STR_LEN], what[96], detail[96];
 	const char *why;
 	bool present;
 	int rc;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.addr, addr);
+	ip_addr_format(&req.addr, addr);
 	snprintf(what, sizeof(what), "pod %s host route dev %s", addr, req.dev);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
@@ -1058,7 +1056,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 	}
 	/* The address may be configured on a link (the checks above look
 	 * at routes and rules only). */
-	if (!netd_addr_free(nd, m, what, req.addr, 0))
+	if (!netd_addr_free(nd, m, what, &req.addr, 0))
 		return;
 	if (present) {
 		log_debug("%s: there already", what);
@@ -1104,9 +1102,7 @@ dump_rule(const struct nd_rule *r, void *arg)
 	mr.priority = r->priority;
 	mr.table = r->table;
 	mr.src = r->src;
-	mr.src_len = r->src_len;
 	mr.dst = r->dst;
-	mr.dst_len = r->dst_len;
 	netd_send(dc->nd, MSG_NETD_RULE, dc->id, &mr, sizeof(mr));
 	dc->count++;
 }
@@ -1163,12 +1159,12 @@ primary_addr(const struct nd_ifaddr *a, void *arg)
 {
 	struct primary_addrs *pa = arg;
 
-	if (a->ifindex != pa->ifindex || a->family != NETD_AF_INET)
+	if (a->ifindex != pa->ifindex || a->addr.addr.family != AF_INET)
 		return;
 	if (pa->n == NETD_MAX_LINK_ADDRS)
 		pa->overflow = true;
 	else
-		memcpy(&pa->addrs[pa->n++], a->addr, 4);
+		pa->addrs[pa->n++] = ip_addr_in4(&a->addr.addr);
 }
 
 /* The primary link as netd found it: the node link with the policy's
@@ -1187,8 +1183,6 @@ static void
 snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
     struct snat_params *p)
 {
-	uint32_t i;
-
 	memset(p, 0, sizeof(*p));
 	p->enabled = nd->cfg.snat.enabled;
 	p->random_fully = nd->cfg.snat.random_fully;
@@ -1198,11 +1192,7 @@ snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
 	p->nvpc = nd->policy.ncidrs;
 	memcpy(p->vpc, nd->policy.cidrs, sizeof(p->vpc));
 	p->nexclude = nd->cfg.snat.nexclude;
-	for (i = 0; i < nd->cfg.snat.nexclude && i < CONF_MAX_SNAT_EXCLUDE;
-	    i++) {
-		p->exclude[i].addr = nd->cfg.snat.exclude[i].addr;
-		p->exclude[i].prefix = nd->cfg.snat.exclude[i].prefix;
-	}
+	memcpy(p->exclude, nd->cfg.snat.exclude, sizeof(p->exclude));
 }
 
 static void
@@ -1239,14 +1229,14 @@ netd_snat(struct netd *nd, const struct msg *m)
 	const struct netd_node_link *pl;
 	struct snat_params params;
 	struct msg_netd_snat req;
-	char to[IP4_STR_LEN], what[64], detail[192], err[MSG_ERR_LEN];
+	char to[IP_ADDR_STR_LEN], what[64], detail[192], err[MSG_ERR_LEN];
 	char diff[SNAT_WHY_LEN];
 	const char *why;
 	uint32_t changed = 0;
 	int rc, rules = 0;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
-	ip4_format(req.to, to);
+	ip_addr_format(&req.to, to);
 	snprintf(what, sizeof(what), "snat to %s", to);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
@@ -1264,7 +1254,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		return;
 	}
 	if ((why = snat_check_request(&nd->cfg, nd->policy.cidrs,
-	    nd->policy.ncidrs, req.to, pa.addrs, pa.n, detail,
+	    nd->policy.ncidrs, &req.to, pa.addrs, pa.n, detail,
 	    sizeof(detail))) != NULL) {
 		if (pa.overflow)
 			snprintf(detail + strlen(detail), sizeof(detail) -
@@ -1273,7 +1263,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		snat_refuse(nd, m, what, why, detail);
 		return;
 	}
-	snat_params_of(nd, req.to, pl->ifindex, &params);
+	snat_params_of(nd, ip_addr_in4(&req.to), pl->ifindex, &params);
 	snat_desired(&params, &want);
 	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
 		snat_fail(nd, m, what, rc, err);
@@ -1300,7 +1290,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		    what, SNAT_TABLE, want.nchains, want.nrules);
 	}
 	nd->snat.synced = true;
-	nd->snat.to = req.to;
+	nd->snat.to = ip_addr_in4(&req.to);
 	/* The connection-mark rule the table's marks are for: repaired
 	 * here too, so each reconcile puts back one that was removed. */
 	if (netd_connmark_sync(nd, &rules, err, sizeof(err)) == -1) {
@@ -1347,7 +1337,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	struct connmark_count rule = { &nd->policy, 0 };
 	struct snat_params params;
 	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
-	uint32_t i, n = 0;
+	uint32_t i, n = 0, to = 0;
 	int rc;
 
 	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
@@ -1397,18 +1387,17 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	/* The target as installed: the kernel's, not what was asked.  Of a
 	 * table holding what netd does not write, nothing is reported: it
 	 * was read only up to the first such thing, and is not netd's. */
-	for (i = 0; !have.foreign && i < have.nrules && st.to == 0; i++)
+	for (i = 0; !have.foreign && i < have.nrules && to == 0; i++)
 		if (have.rules[i].nstmts > 0 && have.rules[i].stmts[
 		    have.rules[i].nstmts - 1].kind == SNAT_SNAT_TO)
-			st.to = have.rules[i].stmts[have.rules[i].nstmts -
+			to = have.rules[i].stmts[have.rules[i].nstmts -
 			    1].value;
+	st.to = ip_addr_from_in(to);
 	for (i = 0; i < nd->policy.ncidrs && n < MSG_MAX_SNAT_CIDRS; i++)
 		st.untranslated[n++] = nd->policy.cidrs[i];
 	for (i = 0; i < nd->cfg.snat.nexclude && n < MSG_MAX_SNAT_CIDRS;
-	    i++, n++) {
-		st.untranslated[n].addr = nd->cfg.snat.exclude[i].addr;
-		st.untranslated[n].prefix = nd->cfg.snat.exclude[i].prefix;
-	}
+	    i++, n++)
+		st.untranslated[n] = nd->cfg.snat.exclude[i];
 	st.nuntranslated = n;
 	st.replaced = nd->snat.replaced;
 	st.refused = nd->snat.refused;
@@ -1439,7 +1428,7 @@ static void
 netd_set_policy(struct netd *nd, const struct msg *m)
 {
 	struct msg_netd_policy req;
-	char mac[MAC_STR_LEN], cidr[CIDR4_STR_LEN], cidrs[256];
+	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN], cidrs[256];
 	char err[MSG_ERR_LEN];
 	const char *why;
 	size_t off = 0;
@@ -1470,8 +1459,7 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 		fatalx("broker: unusable NETD_POLICY (%s); exiting", why);
 	cidrs[0] = '\0';
 	for (i = 0; i < nd->policy.ncidrs && off < sizeof(cidrs); i++) {
-		cidr4_format(nd->policy.cidrs[i].addr,
-		    nd->policy.cidrs[i].prefix, cidr);
+		ip_prefix_format(&nd->policy.cidrs[i], cidr);
 		off += (size_t)snprintf(cidrs + off, sizeof(cidrs) - off, "%s%s",
 		    i ? "," : "", cidr);
 	}

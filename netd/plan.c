@@ -65,35 +65,57 @@ push_route(struct nd_plan *plan, enum nd_op_kind kind,
 
 static int
 push_addr(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
-    uint32_t addr, uint8_t prefix)
+    const struct ip_prefix *addr)
 {
 	struct nd_op *op;
 
 	if ((op = plan_push(plan, kind)) == NULL)
 		return -1;
 	op->u.addr.ifindex = ifindex;
-	op->u.addr.addr = addr;
-	op->u.addr.prefix = prefix;
+	op->u.addr.addr = *addr;
 	op->u.addr.proto = NETD_PROTO;
 	return 0;
+}
+
+/* From or to all, as a rule or a default route holds it. */
+static struct ip_prefix
+any4(void)
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr = ip_addr_from_in(0);
+	return p;
+}
+
+/* addr/32 (or /128). */
+static struct ip_prefix
+host(const struct ip_addr *addr)
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr = *addr;
+	p.len = (uint8_t)ip_family_bits(addr->family);
+	return p;
+}
+
+/* The same selector: both all, or the same address and length. */
+static bool
+same_sel(const struct ip_prefix *a, const struct ip_prefix *b)
+{
+	return a->len == b->len && (a->len == 0 ||
+	    ip_addr_eq(&a->addr, &b->addr));
 }
 
 /* An IPv4 address netd put on the link: its tag, on this link. */
 static bool
 addr_is_netds(const struct nd_ifaddr *a, uint32_t ifindex)
 {
-	return a->ifindex == ifindex && a->family == NETD_AF_INET &&
-	    a->proto == NETD_PROTO && a->prefix <= 32;
+	return a->ifindex == ifindex && a->addr.addr.family == AF_INET &&
+	    a->proto == NETD_PROTO && a->addr.len <= 32;
 }
 
-static uint32_t
-ifaddr4(const struct nd_ifaddr *a)
-{
-	uint32_t v;
-
-	memcpy(&v, a->addr, 4);
-	return v;
-}
 
 static int
 push_link(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
@@ -109,23 +131,23 @@ push_link(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
 }
 
 size_t
-plan_pod_rules(const struct netd_policy *p, uint32_t addr, uint32_t table,
-    struct nd_rule out[2])
+plan_pod_rules(const struct netd_policy *p, const struct ip_addr *addr,
+    uint32_t table, struct nd_rule out[2])
 {
 	size_t n = 0;
 
 	memset(out, 0, 2 * sizeof(out[0]));
 	out[n].priority = p->prio_to;
 	out[n].table = NETD_TABLE_MAIN;
-	out[n].dst = addr;
-	out[n].dst_len = 32;
+	out[n].src = any4();
+	out[n].dst = host(addr);
 	out[n].protocol = NETD_PROTO;
 	n++;
 	if (table != NETD_TABLE_UNSPEC) {
 		out[n].priority = p->prio_from;
 		out[n].table = table;
-		out[n].src = addr;
-		out[n].src_len = 32;
+		out[n].src = host(addr);
+		out[n].dst = any4();
 		out[n].protocol = NETD_PROTO;
 		n++;
 	}
@@ -139,7 +161,7 @@ rule_is_mark_rule(const struct netd_policy *p, const struct nd_rule *r,
 {
 	return r->protocol == NETD_PROTO && !r->other_selectors &&
 	    r->priority == p->prio_to && r->table == NETD_TABLE_MAIN &&
-	    r->src_len == 0 && r->dst_len == 0 && mark != 0 &&
+	    r->src.len == 0 && r->dst.len == 0 && mark != 0 &&
 	    r->fwmark == mark && r->fwmask == mark;
 }
 
@@ -164,10 +186,8 @@ plan_rule_del_takes(const struct nd_rule *d, const struct nd_rule *r)
 {
 	return r->priority == d->priority && r->table == d->table &&
 	    r->protocol == d->protocol &&
-	    (d->src_len == 0 || (r->src_len == d->src_len &&
-	    r->src == d->src)) &&
-	    (d->dst_len == 0 || (r->dst_len == d->dst_len &&
-	    r->dst == d->dst)) &&
+	    (d->src.len == 0 || same_sel(&r->src, &d->src)) &&
+	    (d->dst.len == 0 || same_sel(&r->dst, &d->dst)) &&
 	    (d->fwmask == 0 || (r->fwmark == d->fwmark &&
 	    r->fwmask == d->fwmask));
 }
@@ -193,6 +213,7 @@ plan_connmark_rule(const struct netd_policy *p, struct nd_rule *out)
 	memset(out, 0, sizeof(*out));
 	out->priority = p->prio_to;
 	out->table = NETD_TABLE_MAIN;
+	out->src = out->dst = any4();
 	out->fwmark = p->connmark;
 	out->fwmask = p->connmark;
 	out->protocol = NETD_PROTO;
@@ -250,14 +271,16 @@ rule_unmarked(const struct nd_rule *r)
 
 bool
 plan_rule_is_pods(const struct netd_policy *p, const struct nd_rule *r,
-    uint32_t addr)
+    const struct ip_addr *addr)
 {
-	if (!plan_rule_owned(p, r) || !rule_unmarked(r))
+	struct ip_prefix h = host(addr);
+
+	if (!plan_rule_owned(p, r) || !rule_unmarked(r) || h.len == 0)
 		return false;
 	if (r->priority == p->prio_to)
-		return r->dst_len == 32 && r->dst == addr && r->src_len == 0;
+		return same_sel(&r->dst, &h) && r->src.len == 0;
 	if (r->priority == p->prio_from)
-		return r->src_len == 32 && r->src == addr && r->dst_len == 0;
+		return same_sel(&r->src, &h) && r->dst.len == 0;
 	return false;
 }
 
@@ -265,16 +288,14 @@ bool
 plan_rule_is_pod_to(const struct netd_policy *p, const struct nd_rule *r)
 {
 	return plan_rule_owned(p, r) && rule_unmarked(r) &&
-	    r->priority == p->prio_to && r->dst_len == 32 && r->src_len == 0;
+	    r->priority == p->prio_to && r->dst.len == 32 && r->src.len == 0;
 }
 
 bool
 plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b)
 {
 	return a->priority == b->priority && a->table == b->table &&
-	    a->src_len == b->src_len && a->dst_len == b->dst_len &&
-	    (a->src_len == 0 || a->src == b->src) &&
-	    (a->dst_len == 0 || a->dst == b->dst) &&
+	    same_sel(&a->src, &b->src) && same_sel(&a->dst, &b->dst) &&
 	    a->fwmark == b->fwmark && a->fwmask == b->fwmask &&
 	    a->protocol == b->protocol &&
 	    a->other_selectors == b->other_selectors;
@@ -285,9 +306,10 @@ plan_rule_equal(const struct nd_rule *a, const struct nd_rule *b)
 bool
 plan_route_equal(const struct nd_route *a, const struct nd_route *b)
 {
-	return a->table == b->table && a->dst == b->dst &&
-	    a->dst_len == b->dst_len && a->scope == b->scope &&
-	    !a->multipath && !b->multipath && a->gateway == b->gateway &&
+	return a->table == b->table && ip_prefix_eq(&a->dst, &b->dst) &&
+	    a->scope == b->scope &&
+	    !a->multipath && !b->multipath &&
+	    ip_addr_eq(&a->gateway, &b->gateway) &&
 	    a->onlink == b->onlink &&
 	    a->ifindex == b->ifindex && a->metric == b->metric &&
 	    a->protocol == b->protocol;
@@ -308,7 +330,7 @@ plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	bool found;
 
 	memset(plan, 0, sizeof(*plan));
-	nwant = plan_pod_rules(p, m->addr, m->table, want);
+	nwant = plan_pod_rules(p, &m->addr, m->table, want);
 	/* Add first, so the pod is never without its rules. */
 	for (i = 0; i < nwant; i++) {
 		found = false;
@@ -318,7 +340,7 @@ plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 			return -1;
 	}
 	for (j = 0; j < ncur; j++) {
-		if (!plan_rule_is_pods(p, &cur[j], m->addr))
+		if (!plan_rule_is_pods(p, &cur[j], &m->addr))
 			continue;
 		found = false;
 		for (i = 0; i < nwant && !found; i++)
@@ -337,7 +359,7 @@ plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	memset(plan, 0, sizeof(*plan));
 	for (j = 0; j < ncur; j++)
-		if (plan_rule_is_pods(p, &cur[j], m->addr) &&
+		if (plan_rule_is_pods(p, &cur[j], &m->addr) &&
 		    push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
 			return -1;
 	return 0;
@@ -345,18 +367,18 @@ plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 /* A route of netd's in the ENI's table. */
 static struct nd_route
-eni_route(const struct msg_netd_setup_eni *m, uint32_t dst, uint8_t dst_len,
-    uint8_t scope, uint32_t gateway, uint32_t ifindex)
+eni_route(const struct msg_netd_setup_eni *m, const struct ip_prefix *dst,
+    uint8_t scope, const struct ip_addr *gateway, uint32_t ifindex)
 {
 	struct nd_route r;
 
 	memset(&r, 0, sizeof(r));
 	r.table = m->table;
-	r.dst = dst;
-	r.dst_len = dst_len;
+	r.dst = *dst;
 	r.scope = scope;
 	r.protocol = NETD_PROTO;
-	r.gateway = gateway;
+	if (gateway != NULL)
+		r.gateway = *gateway;
 	r.ifindex = ifindex;
 	return r;
 }
@@ -373,27 +395,31 @@ static size_t
 eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
     const struct nd_egress *eg, struct nd_route out[ENI_MAX_ROUTES])
 {
+	struct ip_prefix gw = host(&m->gateway), all = any4();
 	size_t n = 0;
 	uint32_t i;
 
-	out[n++] = eni_route(m, m->gateway, 32, PLAN_SCOPE_LINK, 0, ifindex);
+	out[n++] = eni_route(m, &gw, PLAN_SCOPE_LINK, NULL, ifindex);
 	if (!eg->snat) {
-		out[n++] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, m->gateway,
+		out[n++] = eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &m->gateway,
 		    ifindex);
 		return n;
 	}
-	if (eg->primary_ifindex == 0 || eg->primary_gw == 0 ||
+	if (eg->primary_ifindex == 0 || eg->primary_gw.family == 0 ||
+	    ip_addr_is_unspecified(&eg->primary_gw) ||
 	    eg->ncidrs > MSG_MAX_SNAT_CIDRS)
 		return 0;
 	/* Untranslated: the VPC and the exclusions, through the ENI. */
-	for (i = 0; i < eg->ncidrs; i++)
-		out[n++] = eni_route(m, eg->cidrs[i].addr &
-		    prefix_mask(eg->cidrs[i].prefix), eg->cidrs[i].prefix,
-		    PLAN_SCOPE_UNIVERSE, m->gateway, ifindex);
+	for (i = 0; i < eg->ncidrs; i++) {
+		struct ip_prefix net = ip_prefix_network(&eg->cidrs[i]);
+
+		out[n++] = eni_route(m, &net, PLAN_SCOPE_UNIVERSE, &m->gateway,
+		    ifindex);
+	}
 	/* The rest through the primary link, where it is translated.  The
 	 * gateway is on the primary's subnet, which this table has no route
 	 * for: onlink says it is reachable there all the same. */
-	out[n] = eni_route(m, 0, 0, PLAN_SCOPE_UNIVERSE, eg->primary_gw,
+	out[n] = eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &eg->primary_gw,
 	    eg->primary_ifindex);
 	out[n++].onlink = true;
 	return n;
@@ -412,8 +438,7 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 		out->cidrs[out->ncidrs++] = p->cidrs[i];
 	for (i = 0; i < cfg->snat.nexclude &&
 	    out->ncidrs < MSG_MAX_SNAT_CIDRS; i++) {
-		out->cidrs[out->ncidrs].addr = cfg->snat.exclude[i].addr;
-		out->cidrs[out->ncidrs++].prefix = cfg->snat.exclude[i].prefix;
+		out->cidrs[out->ncidrs++] = cfg->snat.exclude[i];
 	}
 	if ((primary = policy_node_link_by_mac(p, p->primary_mac)) != NULL) {
 		out->primary_ifindex = primary->ifindex;
@@ -423,7 +448,7 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 		return NULL;
 	if (primary == NULL)
 		return "SNAT is on and the primary link is not known";
-	if (primary->gateway == 0)
+	if (primary->gateway.family == 0)
 		return "SNAT is on and the primary link has no IPv4 default "
 		    "gateway in the main table to send pods' traffic beyond "
 		    "the VPC to";
@@ -455,7 +480,7 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		return -1;
 
 	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1 ||
-	    push_addr(plan, OP_ADDR_ADD, ifindex, m->addr, m->prefix) == -1)
+	    push_addr(plan, OP_ADDR_ADD, ifindex, &m->addr) == -1)
 		return -1;
 	for (i = 0; i < nwant; i++) {
 		if (!route_wanted(&want[i], cur, ncur) &&
@@ -476,10 +501,9 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		const struct nd_ifaddr *a = &link->addrs[i];
 
 		if (!addr_is_netds(a, ifindex) ||
-		    (ifaddr4(a) == m->addr && a->prefix == m->prefix))
+		    ip_prefix_eq(&a->addr, &m->addr))
 			continue;
-		if (push_addr(plan, OP_ADDR_DEL, ifindex, ifaddr4(a),
-		    a->prefix) == -1)
+		if (push_addr(plan, OP_ADDR_DEL, ifindex, &a->addr) == -1)
 			return -1;
 	}
 	return 0;
@@ -517,7 +541,7 @@ plan_eni_teardown(const struct netd_policy *p,
 		if (!addr_is_netds(&link->addrs[j], ifindex))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex,
-		    ifaddr4(&link->addrs[j]), link->addrs[j].prefix) == -1)
+		    &link->addrs[j].addr) == -1)
 			return -1;
 	}
 	return push_link(plan, OP_LINK_DOWN, ifindex, 0);
@@ -557,8 +581,7 @@ plan_pod_route(const struct msg_netd_pod_route *m, uint32_t ifindex,
 	plan->nops = 0;
 	op = plan_push(plan, OP_HOST_ROUTE_ADD);
 	op->u.route.table = NETD_TABLE_MAIN;
-	op->u.route.dst = m->addr;
-	op->u.route.dst_len = 32;
+	op->u.route.dst = host(&m->addr);
 	op->u.route.scope = PLAN_SCOPE_LINK;
 	op->u.route.protocol = NETD_RTPROT_STATIC;
 	op->u.route.ifindex = ifindex;
@@ -578,8 +601,8 @@ plan_changes(const struct nd_plan *plan, const struct nd_link_state *link)
 		for (j = 0; op->kind == OP_ADDR_ADD && link != NULL &&
 		    j < link->naddrs; j++)
 			if (addr_is_netds(&link->addrs[j], op->u.addr.ifindex) &&
-			    ifaddr4(&link->addrs[j]) == op->u.addr.addr &&
-			    link->addrs[j].prefix == op->u.addr.prefix)
+			    ip_prefix_eq(&link->addrs[j].addr,
+			    &op->u.addr.addr))
 				there = true;
 		if (!there)
 			n++;

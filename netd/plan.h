@@ -28,14 +28,13 @@ _Static_assert(PLAN_MAX_OPS <= MSG_MAX_CHANGED,
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
 
 /* An IPv4 policy rule "[from SRC] [to DST] [fwmark M/MASK] lookup TABLE"
- * at a priority. */
+ * at a priority.  From or to all: 0.0.0.0/0 (a length 0, whatever the
+ * address). */
 struct nd_rule {
 	uint32_t	priority;
 	uint32_t	table;
-	uint32_t	src;		/* network order */
-	uint8_t		src_len;	/* 0: from all */
-	uint32_t	dst;
-	uint8_t		dst_len;	/* 0: to all */
+	struct ip_prefix src;
+	struct ip_prefix dst;
 	uint32_t	fwmark;		/* FRA_FWMARK */
 	uint32_t	fwmask;		/* FRA_FWMASK; 0: no fwmark selector */
 	uint8_t		protocol;	/* NETD_PROTO on netd's own */
@@ -47,14 +46,13 @@ struct nd_rule {
 /* An IPv4 unicast route with at most one next hop. */
 struct nd_route {
 	uint32_t	table;
-	uint32_t	dst;		/* network order */
-	uint8_t		dst_len;
+	struct ip_prefix dst;		/* the default route: 0.0.0.0/0 */
 	uint8_t		scope;		/* PLAN_SCOPE_* */
 	uint8_t		protocol;	/* NETD_PROTO on netd's own */
 	uint8_t		type;		/* RTN_*: NETD_ROUTE_UNICAST or not */
 	bool		multipath;	/* more than one next hop */
 	bool		onlink;		/* RTNH_F_ONLINK on its next hop */
-	uint32_t	gateway;	/* 0: none */
+	struct ip_addr	gateway;	/* never set (family 0): none */
 	uint32_t	ifindex;	/* 0: none or any */
 	uint32_t	metric;
 };
@@ -70,15 +68,14 @@ struct nd_route {
 struct nd_egress {
 	bool		snat;
 	uint32_t	primary_ifindex;
-	uint32_t	primary_gw;	/* network order; 0: none known */
+	struct ip_addr	primary_gw;	/* family 0: none known */
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_SNAT_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_SNAT_CIDRS];
 };
 
 struct nd_addr {
 	uint32_t	ifindex;
-	uint32_t	addr;		/* network order */
-	uint8_t		prefix;
+	struct ip_prefix addr;		/* with its subnet's length */
 	uint8_t		proto;		/* IFA_PROTO: NETD_PROTO when added */
 };
 
@@ -126,8 +123,9 @@ size_t		 plan_changes(const struct nd_plan *plan,
 
 /* The rules enid installs for a pod: "to" always, "from" when table != 0.
  * Returns how many (1 or 2) were written to out. */
-size_t		 plan_pod_rules(const struct netd_policy *p, uint32_t addr,
-		    uint32_t table, struct nd_rule out[2]);
+size_t		 plan_pod_rules(const struct netd_policy *p,
+		    const struct ip_addr *addr, uint32_t table,
+		    struct nd_rule out[2]);
 /*
  * True if netd added r: its tag and no selector netd never sets, and a
  * fwmark only as netd's connection-mark rule has it (exactly
@@ -172,7 +170,7 @@ int		 plan_connmark(const struct netd_policy *p,
 		    struct nd_plan *plan);
 /* True if r is one of netd's rules for the pod at addr, whatever table. */
 bool		 plan_rule_is_pods(const struct netd_policy *p,
-		    const struct nd_rule *r, uint32_t addr);
+		    const struct nd_rule *r, const struct ip_addr *addr);
 /* True if r is netd's "to POD" rule of some pod: one per pod, so counting
  * these counts pods. */
 bool		 plan_rule_is_pod_to(const struct netd_policy *p,

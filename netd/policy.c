@@ -76,8 +76,9 @@ policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
 		struct netd_node_link *known;
 
 		if ((known = node_link_known(n, &fresh->links[i])) != NULL) {
-			if (fresh->links[i].gateway != 0 &&
-			    fresh->links[i].gateway != known->gateway) {
+			if (fresh->links[i].gateway.family != 0 &&
+			    !ip_addr_eq(&fresh->links[i].gateway,
+			    &known->gateway)) {
 				known->gateway = fresh->links[i].gateway;
 				added = true;
 			}
@@ -92,7 +93,7 @@ policy_node_merge(struct netd_policy *p, const struct netd_node *fresh)
 	}
 	for (i = 0; i < fresh->naddrs; i++) {
 		for (j = 0; j < n->naddrs; j++)
-			if (n->addrs[j] == fresh->addrs[i])
+			if (ip_addr_eq(&n->addrs[j], &fresh->addrs[i]))
 				break;
 		if (j < n->naddrs)
 			continue;
@@ -131,12 +132,12 @@ policy_node_link_by_ifindex(const struct netd_policy *p, uint32_t ifindex)
 }
 
 bool
-policy_node_has_addr(const struct netd_policy *p, uint32_t addr)
+policy_node_has_addr(const struct netd_policy *p, const struct ip_addr *addr)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->node.naddrs; i++)
-		if (p->node.addrs[i] == addr)
+		if (ip_addr_eq(&p->node.addrs[i], addr))
 			return true;
 	return false;
 }
@@ -155,14 +156,13 @@ policy_check_primary(const struct netd_policy *p, const uint8_t mac[6])
 	return NULL;
 }
 
-/* Ranges no VPC can use: 0/8, 127/8, 169.254/16, 224/4 and 240/4. */
+/* Ranges no VPC can use: this network, loopback, link-local, multicast
+ * and reserved (for IPv4: 0/8, 127/8, 169.254/16, 224/4 and 240/4). */
 static bool
-special_range(uint32_t addr)
+special_range(const struct ip_addr *a)
 {
-	uint32_t h = ntohl(addr);
-
-	return (h >> 24) == 0 || (h >> 24) == 127 || (h >> 16) == 0xa9fe ||
-	    (h >> 28) >= 0xe;
+	return ip_addr_is_reserved(a) || ip_addr_is_loopback(a) ||
+	    ip_addr_is_link_local(a) || ip_addr_is_multicast(a);
 }
 
 const char *
@@ -183,12 +183,15 @@ policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 	if (m->ncidrs == 0 || m->ncidrs > MSG_MAX_CIDRS)
 		return "no VPC CIDR, or too many";
 	for (i = 0; i < m->ncidrs; i++) {
-		if (m->cidrs[i].prefix < NETD_MIN_VPC_PREFIX ||
-		    m->cidrs[i].prefix > NETD_MAX_VPC_PREFIX)
+		if (m->cidrs[i].addr.family != AF_INET ||
+		    !ip_prefix_valid(&m->cidrs[i]))
+			return "VPC CIDR is not an IPv4 network";
+		if (m->cidrs[i].len < NETD_MIN_VPC_PREFIX ||
+		    m->cidrs[i].len > NETD_MAX_VPC_PREFIX)
 			return "VPC CIDR prefix out of range (/16 to /28)";
-		if ((m->cidrs[i].addr & ~prefix_mask(m->cidrs[i].prefix)) != 0)
+		if (!ip_prefix_is_network(&m->cidrs[i]))
 			return "VPC CIDR has host bits set";
-		if (special_range(m->cidrs[i].addr))
+		if (special_range(&m->cidrs[i].addr))
 			return "VPC CIDR in a reserved range (this network, "
 			    "loopback, link-local, multicast or reserved)";
 	}
@@ -209,27 +212,27 @@ policy_table_allowed(const struct netd_policy *p, uint32_t table)
 }
 
 bool
-policy_in_vpc(const struct netd_policy *p, uint32_t addr)
+policy_in_vpc(const struct netd_policy *p, const struct ip_addr *addr)
 {
 	uint32_t i;
 
-	if (addr == 0)
+	if (ip_addr_is_unspecified(addr))
 		return false;
 	for (i = 0; i < p->ncidrs; i++)
-		if (cidr4_contains(p->cidrs[i].addr, p->cidrs[i].prefix, addr))
+		if (ip_prefix_contains(&p->cidrs[i], addr))
 			return true;
 	return false;
 }
 
-/* addr/prefix lies wholly inside one VPC block. */
+/* The subnet lies wholly inside one VPC block. */
 static bool
-subnet_in_vpc(const struct netd_policy *p, uint32_t addr, uint8_t prefix)
+subnet_in_vpc(const struct netd_policy *p, const struct ip_prefix *subnet)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->ncidrs; i++)
-		if (prefix >= p->cidrs[i].prefix &&
-		    cidr4_contains(p->cidrs[i].addr, p->cidrs[i].prefix, addr))
+		if (subnet->len >= p->cidrs[i].len &&
+		    ip_prefix_contains(&p->cidrs[i], &subnet->addr))
 			return true;
 	return false;
 }
@@ -384,11 +387,11 @@ check_eni_common(const struct netd_policy *p,
 		return "MAC not declared as an ENI";
 	if (e->table != m->table)
 		return "table differs from the one declared for this MAC";
-	if (m->prefix > 32)
+	if (m->addr.len > 32)
 		return "address prefix over 32";
-	if (!policy_in_vpc(p, m->addr) || !subnet_in_vpc(p, m->addr, m->prefix))
+	if (!policy_in_vpc(p, &m->addr.addr) || !subnet_in_vpc(p, &m->addr))
 		return "ENI address or its subnet outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, &m->addr.addr))
 		return "address is one of the node's own (on a default-route "
 		    "link)";
 	return NULL;
@@ -402,12 +405,11 @@ policy_check_setup(const struct netd_policy *p,
 
 	if ((why = check_eni_common(p, m)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, m->gateway))
+	if (!policy_in_vpc(p, &m->gateway))
 		return "gateway outside the VPC CIDRs";
-	if (!cidr4_contains(m->addr & prefix_mask(m->prefix), m->prefix,
-	    m->gateway))
+	if (!ip_prefix_contains(&m->addr, &m->gateway))
 		return "gateway outside the ENI's subnet";
-	if (m->gateway == m->addr)
+	if (ip_addr_eq(&m->gateway, &m->addr.addr))
 		return "gateway is the ENI's own address";
 	if (m->mtu < NETD_MTU_MIN || m->mtu > NETD_MTU_MAX)
 		return "MTU out of range";
@@ -431,9 +433,9 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	if ((why = check_ready(p)) != NULL)
 		return why;
-	if (!policy_in_vpc(p, m->addr))
+	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, &m->addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (m->table == NETD_TABLE_UNSPEC)
@@ -472,7 +474,7 @@ policy_check_pod_route(const struct netd_policy *p,
     const struct nd_pod_link *link, const struct nd_host_route *routes,
     size_t nroutes, bool *present, char *detail, size_t detaillen)
 {
-	char ip[IP4_STR_LEN];
+	char ip[IP_PREFIX_STR_LEN];
 	const char *why;
 	size_t i;
 
@@ -482,9 +484,9 @@ policy_check_pod_route(const struct netd_policy *p,
 		return why;
 	if (!veth_name_ok(m->dev))
 		return "device name is not a pod veth's (1 to 15 of a-z 0-9)";
-	if (!policy_in_vpc(p, m->addr))
+	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
-	if (policy_node_has_addr(p, m->addr))
+	if (policy_node_has_addr(p, &m->addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (!has_rule)
@@ -504,9 +506,10 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst == m->addr && r->dst_len == 32) {
+		if (ip_addr_eq(&r->dst.addr, &m->addr) && r->dst.len == 32) {
 			if (r->type == NETD_ROUTE_UNICAST && !r->multipath &&
-			    r->gateway == 0 && r->ifindex == link->ifindex &&
+			    r->gateway.family == 0 &&
+			    r->ifindex == link->ifindex &&
 			    r->scope == NETD_SCOPE_LINK) {
 				*present = true;
 				continue;
@@ -520,7 +523,7 @@ policy_check_pod_route(const struct netd_policy *p,
 				    route_type_name(r->type), r->metric);
 			else
 				snprintf(detail, detaillen, "ifindex %u%s, "
-				    "metric %u", r->ifindex, r->gateway != 0 ?
+				    "metric %u", r->ifindex, r->gateway.family ?
 				    ", via a gateway" : r->multipath ?
 				    ", multipath" : "", r->metric);
 			*present = false;
@@ -531,10 +534,10 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst_len == 32 && r->dst != m->addr && !r->multipath &&
-		    r->type == NETD_ROUTE_UNICAST &&
+		if (r->dst.len == 32 && !ip_addr_eq(&r->dst.addr, &m->addr) &&
+		    !r->multipath && r->type == NETD_ROUTE_UNICAST &&
 		    r->ifindex == link->ifindex) {
-			ip4_format(r->dst, ip);
+			ip_addr_format(&r->dst.addr, ip);
 			snprintf(detail, detaillen, "to %s", ip);
 			*present = false;
 			return "the device carries another pod's host route";
@@ -575,22 +578,16 @@ policy_check_addr_holder(uint32_t holder_ifindex, uint32_t own_ifindex)
 	return "address is configured on a link of the node";
 }
 
-static bool
-v6_link_local(const uint8_t a[16])
-{
-	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
-}
-
+/* As the kernel listed it: inet_ntop(3) also writes what is no
+ * canonical struct ip_addr (an IPv4-mapped address). */
 static void
-format_addr(uint8_t family, const uint8_t *a, uint8_t len, char *buf,
-    size_t buflen)
+format_addr(const struct ip_prefix *p, char *buf, size_t buflen)
 {
 	char s[INET6_ADDRSTRLEN];
 
-	if (inet_ntop(family == NETD_AF_INET ? AF_INET : AF_INET6, a, s,
-	    sizeof(s)) == NULL)
+	if (inet_ntop(p->addr.family, p->addr.bytes, s, sizeof(s)) == NULL)
 		snprintf(s, sizeof(s), "?");
-	snprintf(buf, buflen, "%s/%u", s, len);
+	snprintf(buf, buflen, "%s/%u", s, p->len);
 }
 
 const char *
@@ -619,15 +616,17 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		    "judges";
 	for (i = 0; i < s->naddrs; i++) {
 		a = &s->addrs[i];
-		if (a->family == NETD_AF_INET && a->proto == NETD_PROTO)
+		if (a->addr.addr.family == AF_INET && a->proto == NETD_PROTO)
 			continue;
-		if (a->family == NETD_AF_INET6 && v6_link_local(a->addr))
+		if (a->addr.addr.family == AF_INET6 &&
+		    ip_addr_is_link_local(&a->addr.addr))
 			continue;
-		if (a->family != NETD_AF_INET && a->family != NETD_AF_INET6)
-			snprintf(what, sizeof(what), "family %u", a->family);
+		if (a->addr.addr.family != AF_INET &&
+		    a->addr.addr.family != AF_INET6)
+			snprintf(what, sizeof(what), "family %u",
+			    a->addr.addr.family);
 		else
-			format_addr(a->family, a->addr, a->prefix, what,
-			    sizeof(what));
+			format_addr(&a->addr, what, sizeof(what));
 		snprintf(detail, detaillen, "address %s proto %u", what,
 		    a->proto);
 		return "link carries an address netd did not install";
@@ -637,11 +636,12 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		if (r->protocol == NETD_PROTO ||
 		    r->protocol == NETD_RTPROT_KERNEL)
 			continue;
-		if (r->family != NETD_AF_INET && r->family != NETD_AF_INET6)
-			snprintf(what, sizeof(what), "family %u", r->family);
+		if (r->dst.addr.family != AF_INET &&
+		    r->dst.addr.family != AF_INET6)
+			snprintf(what, sizeof(what), "family %u",
+			    r->dst.addr.family);
 		else
-			format_addr(r->family, r->dst, r->dst_len, what,
-			    sizeof(what));
+			format_addr(&r->dst, what, sizeof(what));
 		snprintf(detail, detaillen, "route %s table %u proto %u", what,
 		    r->table, r->protocol);
 		return "link carries a route netd did not install";

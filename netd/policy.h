@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "conf.h"
 #include "maxima.h"
 #include "msg.h"
@@ -77,9 +78,9 @@ struct netd_node_link {
 	uint8_t		mac[6];		/* all zero if the link has none */
 	char		name[MSG_NAME_LEN];
 	/* The IPv4 gateway of the main table's default route through it
-	 * (the lowest metric's), network order; 0: none (yet).  Where
+	 * (the lowest metric's); never set (family 0): none (yet).  Where
 	 * pods' translated traffic leaves (nd_egress). */
-	uint32_t	gateway;
+	struct ip_addr	gateway;
 };
 
 /*
@@ -91,7 +92,7 @@ struct netd_node {
 	uint32_t		nlinks;
 	struct netd_node_link	links[NETD_MAX_NODE_LINKS];
 	uint32_t		naddrs;
-	uint32_t		addrs[NETD_MAX_NODE_ADDRS];	/* network order */
+	struct ip_addr		addrs[NETD_MAX_NODE_ADDRS];
 	bool			overflow;	/* more than fit */
 };
 
@@ -100,22 +101,21 @@ struct netd_node {
 #define NETD_MAX_LINK_ADDRS	32
 #define NETD_MAX_LINK_ROUTES	64
 
-/* An address as the kernel lists it. */
+/* An address as the kernel lists it, of either family; one of another
+ * family, or an IPv4-mapped IPv6 one, keeps the kernel's family with its
+ * bytes (addr.addr.family, not valid as a struct ip_addr). */
 struct nd_ifaddr {
 	uint32_t	ifindex;
-	uint8_t		family;		/* NETD_AF_INET or NETD_AF_INET6 */
-	uint8_t		prefix;
+	struct ip_prefix addr;		/* the address and its length */
 	uint8_t		proto;		/* IFA_PROTO; 0 if none */
-	uint8_t		addr[16];	/* IPv4: the first 4, network order */
 };
 
-/* A route through a link, in any table and family. */
+/* A route through a link, in any table and family (its destination as
+ * nd_ifaddr's address). */
 struct nd_link_route {
 	uint32_t	table;
-	uint8_t		family;
 	uint8_t		protocol;
-	uint8_t		dst_len;
-	uint8_t		dst[16];
+	struct ip_prefix dst;
 };
 
 struct nd_link_state {
@@ -141,7 +141,7 @@ struct netd_policy {
 	bool		vpc_set;	/* NETD_POLICY received */
 	uint8_t		primary_mac[6];
 	uint32_t	ncidrs;
-	struct msg_cidr	cidrs[MSG_MAX_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];	/* IPv4 networks */
 
 	uint32_t	nenis;
 	struct netd_eni	enis[NETD_MAX_ENIS];
@@ -172,7 +172,7 @@ const struct netd_node_link *policy_node_link_by_mac(
 const struct netd_node_link *policy_node_link_by_ifindex(
 		    const struct netd_policy *p, uint32_t ifindex);
 bool		 policy_node_has_addr(const struct netd_policy *p,
-		    uint32_t addr);
+		    const struct ip_addr *addr);
 
 /*
  * The primary MAC a NETD_POLICY names must be one of the node's own links
@@ -189,7 +189,9 @@ const char	*policy_set_vpc(struct netd_policy *p,
 
 bool		 policy_table_allowed(const struct netd_policy *p,
 		    uint32_t table);
-bool		 policy_in_vpc(const struct netd_policy *p, uint32_t addr);
+/* addr lies in one of the VPC's blocks, and is not 0.0.0.0. */
+bool		 policy_in_vpc(const struct netd_policy *p,
+		    const struct ip_addr *addr);
 /* The declared ENI with this MAC, or NULL. */
 const struct netd_eni *policy_eni_by_mac(const struct netd_policy *p,
 		    const uint8_t mac[6]);
@@ -259,13 +261,12 @@ struct nd_pod_link {
  * (of any type: a blackhole is a route to it too), or a /32 through the
  * link. */
 struct nd_host_route {
-	uint32_t	dst;		/* network order */
-	uint8_t		dst_len;
+	struct ip_prefix dst;
 	uint8_t		type;		/* RTN_*; NETD_ROUTE_UNICAST 1 */
 	uint8_t		scope;
 	uint32_t	metric;
 	bool		multipath;
-	uint32_t	gateway;
+	struct ip_addr	gateway;	/* never set (family 0): none */
 	uint32_t	ifindex;
 };
 

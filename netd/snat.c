@@ -99,19 +99,21 @@ snat_desired(const struct snat_params *p, struct snat_table *out)
 	add_stmt(r, SNAT_RETURN, 0, 0);
 	for (i = 0; i < p->nvpc && i < MSG_MAX_CIDRS; i++) {
 		r = add_rule(out, 2);
-		add_stmt(r, SNAT_DADDR, p->vpc[i].addr, p->vpc[i].prefix);
+		add_stmt(r, SNAT_DADDR, ip_addr_in4(&p->vpc[i].addr),
+		    p->vpc[i].len);
 		add_stmt(r, SNAT_RETURN, 0, 0);
 	}
 	for (i = 0; i < p->nexclude && i < CONF_MAX_SNAT_EXCLUDE; i++) {
 		r = add_rule(out, 2);
-		add_stmt(r, SNAT_DADDR, p->exclude[i].addr,
-		    p->exclude[i].prefix);
+		add_stmt(r, SNAT_DADDR, ip_addr_in4(&p->exclude[i].addr),
+		    p->exclude[i].len);
 		add_stmt(r, SNAT_RETURN, 0, 0);
 	}
 	for (i = 0; i < p->nvpc && i < MSG_MAX_CIDRS; i++) {
 		r = add_rule(out, 2);
 		add_stmt(r, SNAT_OIF, p->primary_ifindex, 0);
-		add_stmt(r, SNAT_SADDR, p->vpc[i].addr, p->vpc[i].prefix);
+		add_stmt(r, SNAT_SADDR, ip_addr_in4(&p->vpc[i].addr),
+		    p->vpc[i].len);
 		add_stmt(r, SNAT_COUNTER, 0, 0);
 		add_stmt(r, SNAT_SNAT_TO, p->to, 0);
 		r->stmts[r->nstmts - 1].fully_random = p->random_fully;
@@ -747,17 +749,20 @@ snat_rule_parse(const struct snat_expr *e, size_t n, struct snat_rule *out,
 /* ---- trust ---- */
 
 const char *
-snat_check_request(const struct enid_config *cfg, const struct msg_cidr *vpc,
-    uint32_t nvpc, uint32_t to, const uint32_t *addrs, size_t naddrs,
-    char *detail, size_t detaillen)
+snat_check_request(const struct enid_config *cfg, const struct ip_prefix *vpc,
+    uint32_t nvpc, const struct ip_addr *target, const uint32_t *addrs,
+    size_t naddrs, char *detail, size_t detaillen)
 {
-	struct conf_cidr cc[MSG_MAX_CIDRS];
-	uint32_t h = ntohl(to), i;
-	char a[IP4_STR_LEN];
+	char a[IP_ADDR_STR_LEN];
+	uint32_t to;
 	size_t j;
 
 	detail[0] = '\0';
-	ip4_format(to, a);
+	ip_addr_format(target, a);
+	if (ip_addr_to_in(target, &to) == -1) {
+		snprintf(detail, detaillen, "to %s", a);
+		return "the translation target is not an IPv4 address";
+	}
 	if (!cfg->snat.enabled && to != 0) {
 		snprintf(detail, detaillen, "to %s", a);
 		return "SNAT is off in netd's configuration (snat.enabled); "
@@ -768,7 +773,9 @@ snat_check_request(const struct enid_config *cfg, const struct msg_cidr *vpc,
 		    "no translation target was sent";
 	if (to != 0) {
 		snprintf(detail, detaillen, "to %s", a);
-		if ((h >> 24) == 127 || (h >> 28) >= 14 || (h >> 24) == 0)
+		if (ip_addr_is_loopback(target) ||
+		    ip_addr_is_multicast(target) ||
+		    ip_addr_is_reserved(target))
 			return "the translation target is not a unicast "
 			    "address";
 		for (j = 0; j < naddrs; j++)
@@ -778,11 +785,8 @@ snat_check_request(const struct enid_config *cfg, const struct msg_cidr *vpc,
 			return "the translation target is not an address of "
 			    "the node's primary link";
 	}
-	for (i = 0; i < nvpc && i < MSG_MAX_CIDRS; i++) {
-		cc[i].addr = vpc[i].addr;
-		cc[i].prefix = vpc[i].prefix;
-	}
-	if (config_check_snat_vpc(cfg, cc, i, detail, detaillen) == -1)
+	if (config_check_snat_vpc(cfg, vpc, nvpc < MSG_MAX_CIDRS ? nvpc :
+	    MSG_MAX_CIDRS, detail, detaillen) == -1)
 		return "netd's snat.exclude overlaps the VPC's CIDRs";
 	return NULL;
 }

@@ -102,9 +102,9 @@ struct snat_params {
 	uint32_t	primary_ifindex;
 	uint32_t	connmark;	/* one bit */
 	uint32_t	nvpc;
-	struct msg_cidr	vpc[MSG_MAX_CIDRS];
+	struct ip_prefix vpc[MSG_MAX_CIDRS];	/* IPv4 */
 	uint32_t	nexclude;
-	struct msg_cidr	exclude[CONF_MAX_SNAT_EXCLUDE];
+	struct ip_prefix exclude[CONF_MAX_SNAT_EXCLUDE];	/* IPv4 */
 };
 
 void	snat_desired(const struct snat_params *p, struct snat_table *out);
@@ -196,8 +196,14 @@ struct snat_batch {
  * too short to hold one. */
 int	snat_batch_answer(struct snat_batch *b, const void *msg, size_t len);
 
+/*
+ * A sync's target (0.0.0.0: SNAT off) and the VPC's CIDRs against netd's
+ * configuration and the node's primary link's addresses: NULL, or why
+ * not, with detail naming the address or CIDR.
+ */
 const char *snat_check_request(const struct enid_config *cfg,
-	    const struct msg_cidr *vpc, uint32_t nvpc, uint32_t to,
+	    const struct ip_prefix *vpc, uint32_t nvpc,
+	    const struct ip_addr *to,
 	    const uint32_t *addrs, size_t naddrs, char *detail,
 	    size_t detaillen);
 

@@ -39,7 +39,8 @@ check_ok(enum cni_cmd cmd, const struct cni_answer *a)
 	terminated(a->reason, sizeof(a->reason));
 	if (!a->ok) {
 		/* A failure carries its code, and nothing of a success. */
-		if (a->code[0] == '\0' || a->ip != 0 || a->ncidrs != 0)
+		if (a->code[0] == '\0' || a->ip.family != 0 ||
+		    a->ncidrs != 0)
 			__builtin_trap();
 		for (i = 0; a->code[i] != '\0'; i++)
 			if (!((a->code[i] >= 'a' && a->code[i] <= 'z') ||
@@ -50,13 +51,22 @@ check_ok(enum cni_cmd cmd, const struct cni_answer *a)
 	}
 	if (a->ncidrs > CNI_ANS_CIDRS)
 		__builtin_trap();
+	/* Addresses and blocks: canonical IPv4, blocks with no host bits;
+	 * one absent is never set. */
 	for (i = 0; i < a->ncidrs; i++)
-		if (a->cidr_lens[i] > 32)
+		if (!ip_prefix_valid(&a->cidrs[i]) ||
+		    a->cidrs[i].addr.family != AF_INET ||
+		    !ip_prefix_is_network(&a->cidrs[i]))
 			__builtin_trap();
-	if (a->have_subnet && a->subnet_len > 32)
+	if (a->have_subnet && (!ip_prefix_valid(&a->subnet) ||
+	    a->subnet.addr.family != AF_INET ||
+	    !ip_prefix_is_network(&a->subnet)))
+		__builtin_trap();
+	if (a->ip.family != 0 && (a->ip.family != AF_INET ||
+	    !ip_addr_valid(&a->ip)))
 		__builtin_trap();
 	if (cmd != CNI_CMD_ADD && cmd != CNI_CMD_CHECK &&
-	    (a->ip != 0 || a->ncidrs != 0 || a->have_subnet))
+	    (a->ip.family != 0 || a->ncidrs != 0 || a->have_subnet))
 		__builtin_trap();
 	if (cmd != CNI_CMD_STATUS && (a->available || a->reason[0] != '\0'))
 		__builtin_trap();

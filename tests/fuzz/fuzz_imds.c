@@ -14,6 +14,8 @@
  *   back to the body's lines, an Expiration formats and parses back to
  *   the same second;
  * - the credentials put back into a document parse again to the same;
+ * - each line of a CIDR answer, read as an address or a prefix of either
+ *   family (common/addr.h), is accepted only in its one canonical text;
  * - whatever satisfies an answer's rules, stated here apart from the
  *   parser, is accepted, and nothing else is;
  * - a refused document leaves the credentials all zero and says why in a
@@ -22,6 +24,7 @@
  *
  *   make fuzz-imds [FUZZ_SECONDS=N]
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -314,13 +317,63 @@ fuzz_mac(const char *body, size_t len)
 		CHECK(tolower((unsigned char)text[i]) == again[i]);
 }
 
+/*
+ * One line as an address or a prefix of either family (the one type,
+ * common/addr.h), as IMDS's and EC2's answers carry them: what is
+ * accepted is valid and formats back to the very text (one text per
+ * value), is what inet_pton(3) reads it as, and a refusal says why and
+ * leaves nothing that looks set.
+ */
+static void
+address_text(const char *line)
+{
+	char text[IP_PREFIX_STR_LEN];
+	unsigned char raw[16];
+	struct ip_prefix p;
+	struct ip_addr a;
+	const char *why;
+
+	why = NULL;
+	if (ip_addr_parse(line, &a, &why) == 0) {
+		CHECK(ip_addr_valid(&a));
+		ip_addr_format(&a, text);
+		CHECK(strcmp(text, line) == 0);
+		CHECK(inet_pton(a.family, line, raw) == 1);
+		CHECK(memcmp(raw, a.bytes, ip_family_bits(a.family) / 8) == 0);
+		CHECK(ip_prefix_parse(line, &p, NULL) == -1);
+	} else {
+		CHECK(why != NULL && !ip_addr_valid(&a));
+		/* what inet_pton reads as IPv4 is accepted */
+		CHECK(inet_pton(AF_INET, line, raw) != 1);
+	}
+	why = NULL;
+	if (ip_prefix_parse(line, &p, &why) == 0) {
+		CHECK(ip_prefix_valid(&p));
+		ip_prefix_format(&p, text);
+		CHECK(strcmp(text, line) == 0);
+		CHECK(ip_prefix_contains(&p, &p.addr));
+	} else
+		CHECK(why != NULL && !ip_prefix_valid(&p));
+}
+
 static void
 fuzz_cidrs(const char *body, size_t len)
 {
-	struct msg_cidr cidrs[MSG_MAX_CIDRS];
-	char *lines, *w, text[CIDR4_STR_LEN];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];
+	char *lines, *w, text[IP_PREFIX_STR_LEN], line[64];
 	size_t i, j, start;
 	uint32_t n, k;
+
+	for (i = 0; body != NULL && i < len; i = j + 1) {
+		for (j = i; j < len && body[j] != '\n'; j++)
+			;
+		if (j - i < sizeof(line) && memchr(body + i, '\0', j - i) ==
+		    NULL) {
+			memcpy(line, body + i, j - i);
+			line[j - i] = '\0';
+			address_text(line);
+		}
+	}
 
 	if (imds_cidr_lines(body, len, cidrs, &n) == -1) {
 		CHECK(n == 0);
@@ -348,8 +401,9 @@ fuzz_cidrs(const char *body, size_t len)
 	*w = '\0';
 	w = lines;
 	for (k = 0; k < n; k++) {
-		CHECK(cidrs[k].prefix <= 32);
-		cidr4_format(cidrs[k].addr, cidrs[k].prefix, text);
+		CHECK(ip_prefix_valid(&cidrs[k]) &&
+		    cidrs[k].addr.family == AF_INET);
+		ip_prefix_format(&cidrs[k], text);
 		CHECK(strncmp(w, text, strlen(text)) == 0);
 		w += strlen(text);
 		CHECK(*w++ == '\n');

@@ -30,8 +30,9 @@
  * - what every receiver then relies on holds, checked here apart from the
  *   checkers: each string field can be strlen()'d within its own bytes
  *   (ASan sees a missing NUL), counts fit their arrays, enums are known,
- *   prefixes are at most 32 and format and parse back, the stats'
- *   counters are consistent.
+ *   prefixes are at most 32, the stats'
+ *   counters are consistent; every address and CIDR is canonical, IPv4
+ *   for now, and formats and parses back to its very bytes.
  *
  *   make fuzz-msg [FUZZ_SECONDS=N]
  */
@@ -89,17 +90,40 @@ field_len(const char *field, size_t size)
 
 #define FIELD_LEN(f)	field_len((f), sizeof(f))
 
+/* An address every receiver may take: canonical, IPv4 (all enid takes
+ * for now), and the very bytes its text parses back to. */
 static void
-cidr_usable(const struct msg_cidr *c)
+addr_usable(const struct ip_addr *a)
 {
-	char text[CIDR4_STR_LEN];
-	uint32_t addr;
-	uint8_t prefix;
+	char text[IP_ADDR_STR_LEN];
+	struct ip_addr back;
 
-	CHECK(c->prefix <= 32);
-	cidr4_format(c->addr, c->prefix, text);
-	CHECK(cidr4_parse(text, &addr, &prefix) == 0);
-	CHECK(addr == c->addr && prefix == c->prefix);
+	CHECK(ip_addr_valid(a) && a->family == AF_INET);
+	ip_addr_format(a, text);
+	CHECK(ip_addr_parse(text, &back, NULL) == 0);
+	CHECK(memcmp(&back, a, sizeof(back)) == 0);
+}
+
+static void
+addrs_usable(uint32_t n, const struct ip_addr *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		addr_usable(&a[i]);
+}
+
+static void
+cidr_usable(const struct ip_prefix *c)
+{
+	char text[IP_PREFIX_STR_LEN];
+	struct ip_prefix back;
+
+	CHECK(ip_prefix_valid(c) && c->addr.family == AF_INET);
+	CHECK(c->len <= 32);
+	ip_prefix_format(c, text);
+	CHECK(ip_prefix_parse(text, &back, NULL) == 0);
+	CHECK(memcmp(&back, c, sizeof(back)) == 0);
 }
 
 static void
@@ -193,9 +217,31 @@ payload_usable(unsigned int type, const void *p)
 	case MSG_NETD_SETUP_ENI:
 	case MSG_NETD_TEARDOWN_ENI: {
 		const struct msg_netd_setup_eni *m = p;
-		struct msg_cidr c = { m->addr, m->prefix, { 0 } };
 
-		cidr_usable(&c);
+		cidr_usable(&m->addr);
+		addr_usable(&m->gateway);
+		break;
+	}
+	case MSG_NETD_ADD_POD:
+	case MSG_NETD_DEL_POD:
+		addr_usable(&((const struct msg_netd_pod_rule *)p)->addr);
+		break;
+	case MSG_NETD_ADD_POD_ROUTE:
+		addr_usable(&((const struct msg_netd_pod_route *)p)->addr);
+		break;
+	case MSG_NETD_ROUTE:
+		addr_usable(&((const struct msg_netd_route *)p)->addr);
+		break;
+	case MSG_NETD_SNAT:
+		addr_usable(&((const struct msg_netd_snat *)p)->to);
+		break;
+	case MSG_NETD_SNAT_STATE: {
+		const struct msg_netd_snat_state *m = p;
+
+		addr_usable(&m->to);
+		CHECK(m->nuntranslated <= MSG_MAX_SNAT_CIDRS);
+		for (i = 0; i < m->nuntranslated; i++)
+			cidr_usable(&m->untranslated[i]);
 		break;
 	}
 	case MSG_NETD_LINK:
@@ -203,11 +249,9 @@ payload_usable(unsigned int type, const void *p)
 		break;
 	case MSG_NETD_RULE: {
 		const struct msg_netd_rule *m = p;
-		struct msg_cidr src = { m->src, m->src_len, { 0 } };
-		struct msg_cidr dst = { m->dst, m->dst_len, { 0 } };
 
-		cidr_usable(&src);
-		cidr_usable(&dst);
+		cidr_usable(&m->src);
+		cidr_usable(&m->dst);
 		break;
 	}
 	case MSG_NETD_RESULT: {
@@ -228,6 +272,7 @@ payload_usable(unsigned int type, const void *p)
 		FIELD_LEN(m->primary_eni);
 		FIELD_LEN(m->subnet_id);
 		FIELD_LEN(m->vpc_id);
+		addr_usable(&m->primary_ip);
 		CHECK(m->ncidrs <= MSG_MAX_CIDRS);
 		for (i = 0; i < m->ncidrs; i++)
 			cidr_usable(&m->cidrs[i]);
@@ -271,6 +316,10 @@ payload_usable(unsigned int type, const void *p)
 		FIELD_LEN(m->attachment_id);
 		CHECK(m->status < ENI_ST_MAX && m->attach_status < ENI_ST_MAX);
 		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
+		addr_usable(&m->primary_ip);
+		addrs_usable(m->naddrs, m->addrs);
+		CHECK(m->nprefixes <= MSG_MAX_ENI_PREFIXES);
+		addrs_usable(m->nprefixes, m->prefixes);
 		tags_usable(m->ntags, m->tags);
 		break;
 	}
@@ -299,6 +348,7 @@ payload_usable(unsigned int type, const void *p)
 		FIELD_LEN(m->eni_id);
 		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
 		CHECK(m->count <= MSG_MAX_ENI_ADDRS);
+		addrs_usable(m->naddrs, m->addrs);
 		break;
 	}
 	case MSG_CLOUD_ASSIGNED: {
@@ -306,6 +356,7 @@ payload_usable(unsigned int type, const void *p)
 
 		status_usable(&m->st);
 		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
+		addrs_usable(m->naddrs, m->addrs);
 		break;
 	}
 	case MSG_CLOUD_DETACH: {

@@ -116,7 +116,8 @@ jstrs(struct json_object *o, const char *key, char (*out)[MSG_ID_LEN],
 }
 
 static uint32_t
-jaddrs(struct json_object *o, const char *key, uint32_t *out, uint32_t max)
+jaddrs(struct json_object *o, const char *key, struct ip_addr *out,
+    uint32_t max)
 {
 	struct json_object *v;
 	size_t i, n;
@@ -126,9 +127,9 @@ jaddrs(struct json_object *o, const char *key, uint32_t *out, uint32_t max)
 		return 0;
 	n = json_object_array_length(v);
 	for (i = 0; i < n && i < max; i++)
-		if (ip4_parse(json_object_get_string(
-		    json_object_array_get_idx(v, i)), &out[i]) == -1)
-			out[i] = 0;
+		if (ip_addr_parse(json_object_get_string(
+		    json_object_array_get_idx(v, i)), &out[i], NULL) == -1)
+			out[i] = ip_addr_from_in(0);	/* refused */
 	return (uint32_t)i;
 }
 
@@ -333,11 +334,11 @@ add_str(struct json_object *o, const char *k, const char *v)
 }
 
 static void
-add_ip(struct json_object *o, const char *k, uint32_t a)
+add_ip(struct json_object *o, const char *k, const struct ip_addr *a)
 {
-	char buf[IP4_STR_LEN];
+	char buf[IP_ADDR_STR_LEN];
 
-	ip4_format(a, buf);
+	ip_addr_format(a, buf);
 	add_str(o, k, buf);
 }
 
@@ -367,14 +368,18 @@ static const char *const eni_status[] = {
 
 /* ["10.0.4.16/28", ...] */
 static struct json_object *
-prefixes_json(const uint32_t *prefixes, uint32_t n)
+prefixes_json(const struct ip_addr *prefixes, uint32_t n)
 {
 	struct json_object *a = json_object_new_array();
-	char buf[CIDR4_STR_LEN];
+	char buf[IP_PREFIX_STR_LEN];
+	struct ip_prefix p;
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		cidr4_format(prefixes[i], MSG_PREFIX_LEN, buf);
+		memset(&p, 0, sizeof(p));
+		p.addr = prefixes[i];
+		p.len = MSG_PREFIX_LEN;
+		ip_prefix_format(&p, buf);
 		json_object_array_add(a, json_object_new_string(buf));
 	}
 	return a;
@@ -397,12 +402,12 @@ eni_json(const struct msg_cloud_eni *m)
 	    json_object_new_int(m->device_index));
 	json_object_object_add(o, "dot",
 	    json_object_new_boolean(m->delete_on_termination));
-	add_ip(o, "primary_ip", m->primary_ip);
+	add_ip(o, "primary_ip", &m->primary_ip);
 	a = json_object_new_array();
 	for (i = 0; i < m->naddrs; i++) {
-		char buf[IP4_STR_LEN];
+		char buf[IP_ADDR_STR_LEN];
 
-		ip4_format(m->addrs[i], buf);
+		ip_addr_format(&m->addrs[i], buf);
 		json_object_array_add(a, json_object_new_string(buf));
 	}
 	json_object_object_add(o, "addrs", a);
@@ -431,12 +436,12 @@ handle_answer(const struct msg *m)
 	switch (m->hdr.type) {
 	case MSG_CLOUD_SUBNET: {
 		const struct msg_cloud_subnet *s = (const void *)m->u.bytes;
-		char buf[CIDR4_STR_LEN];
+		char buf[IP_PREFIX_STR_LEN];
 
 		e = json_object_new_object();
 		add_str(e, "subnet_id", s->subnet_id);
 		add_str(e, "az", s->az);
-		cidr4_format(s->cidr.addr, s->cidr.prefix, buf);
+		ip_prefix_format(&s->cidr, buf);
 		add_str(e, "cidr", buf);
 		json_object_object_add(e, "available",
 		    json_object_new_int64(s->available));
@@ -475,15 +480,14 @@ handle_answer(const struct msg *m)
 		add_str(o, "region", in->region);
 		add_str(o, "primary_eni", in->primary_eni);
 		add_mac(o, "primary_mac", in->primary_mac);
-		add_ip(o, "primary_ip", in->primary_ip);
+		add_ip(o, "primary_ip", &in->primary_ip);
 		add_str(o, "subnet_id", in->subnet_id);
 		add_str(o, "vpc_id", in->vpc_id);
 		a = json_object_new_array();
 		for (i = 0; i < in->ncidrs; i++) {
-			char buf[CIDR4_STR_LEN];
+			char buf[IP_PREFIX_STR_LEN];
 
-			cidr4_format(in->cidrs[i].addr, in->cidrs[i].prefix,
-			    buf);
+			ip_prefix_format(&in->cidrs[i], buf);
 			json_object_array_add(a, json_object_new_string(buf));
 		}
 		json_object_object_add(o, "cidrs", a);
@@ -523,9 +527,9 @@ handle_answer(const struct msg *m)
 
 		add_status(o, &as->st);
 		for (i = 0; i < as->naddrs; i++) {
-			char buf[IP4_STR_LEN];
+			char buf[IP_ADDR_STR_LEN];
 
-			ip4_format(as->addrs[i], buf);
+			ip_addr_format(&as->addrs[i], buf);
 			json_object_array_add(a, json_object_new_string(buf));
 		}
 		json_object_object_add(o, "addrs", a);

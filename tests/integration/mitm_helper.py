@@ -17,12 +17,14 @@ A rule binds to the next requests that match it ("request": a type name,
 "match": {field: value} on the request's payload, a MAC as "aa:bb:..",
 "count": how many requests, default 1) and then applies to every answer to each of them:
   "answer": TYPE        only answers of this type (default: all)
-  "set": {FIELD: V}     change fields of the answer (dotted IPv4 strings,
-                        "aa:bb:.." MACs, lists of IPv4 for "addrs" and
-                        "prefixes", a prefix by its first address)
+  "set": {FIELD: V}     change fields of the answer (addresses as text of
+                        either family, 0 for 0.0.0.0, "aa:bb:.." MACs,
+                        lists of addresses for "addrs" and "prefixes", a
+                        prefix by its first address; a rule's "src" and
+                        "dst" with "src_len" and "dst_len")
   "drop": true          the answer is not passed on
-  "replace": TYPE       the answer becomes one of TYPE, all zero but for
-                        what "set" says
+  "replace": TYPE       the answer becomes one of TYPE, all zero (every
+                        address 0.0.0.0) but for what "set" says
   "delay_ms": N         the request's answers are held N ms (in order)
   "where": {FIELD: V}   only answers (stream entries) whose fields match
   "extra": [SET, ...]   before a stream's end marker, one more entry per
@@ -53,6 +55,17 @@ ID_LEN, ERR_LEN, CODE_LEN, NAME_LEN = 64, 256, 64, 16
 TAG_KEY, TAG_VAL, MAX_TAGS, MAX_ADDRS = 128, 256, 8, 64
 
 
+class IpAddr(ctypes.Structure):
+    """common/addr.h's struct ip_addr: a family, padding, 16 bytes."""
+    _fields_ = [("family", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 3),
+                ("bytes", ctypes.c_uint8 * 16)]
+
+
+class IpPrefix(ctypes.Structure):
+    _fields_ = [("addr", IpAddr), ("len", ctypes.c_uint8),
+                ("pad", ctypes.c_uint8 * 3)]
+
+
 class Status(ctypes.Structure):
     _fields_ = [("outcome", ctypes.c_uint32), ("http_status", ctypes.c_uint32),
                 ("code", ctypes.c_char * CODE_LEN),
@@ -75,29 +88,29 @@ class CloudEni(ctypes.Structure):
                 ("pad", ctypes.c_uint8), ("status", ctypes.c_uint32),
                 ("attach_status", ctypes.c_uint32),
                 ("device_index", ctypes.c_int32),
-                ("primary_ip", ctypes.c_uint32), ("naddrs", ctypes.c_uint32),
-                ("addrs", ctypes.c_uint32 * MAX_ADDRS),
+                ("primary_ip", IpAddr), ("naddrs", ctypes.c_uint32),
+                ("addrs", IpAddr * MAX_ADDRS),
                 ("nprefixes", ctypes.c_uint32),
-                ("prefixes", ctypes.c_uint32 * MAX_ADDRS),
+                ("prefixes", IpAddr * MAX_ADDRS),
                 ("nbad_prefixes", ctypes.c_uint32),
                 ("ntags", ctypes.c_uint32), ("tags", Tag * MAX_TAGS)]
 
 
 class CloudAssigned(ctypes.Structure):
     _fields_ = [("st", Status), ("naddrs", ctypes.c_uint32),
-                ("addrs", ctypes.c_uint32 * MAX_ADDRS)]
+                ("addrs", IpAddr * MAX_ADDRS)]
 
 
 class CloudPrefixes(ctypes.Structure):
     _fields_ = [("deadline_ms", ctypes.c_uint32),
                 ("eni_id", ctypes.c_char * ID_LEN),
                 ("count", ctypes.c_uint32), ("nprefixes", ctypes.c_uint32),
-                ("prefixes", ctypes.c_uint32 * MAX_ADDRS)]
+                ("prefixes", IpAddr * MAX_ADDRS)]
 
 
 class CloudPrefixesAssigned(ctypes.Structure):
     _fields_ = [("st", Status), ("nprefixes", ctypes.c_uint32),
-                ("prefixes", ctypes.c_uint32 * MAX_ADDRS)]
+                ("prefixes", IpAddr * MAX_ADDRS)]
 
 
 class CloudDone(ctypes.Structure):
@@ -129,9 +142,7 @@ class NetdLink(ctypes.Structure):
 
 class NetdRule(ctypes.Structure):
     _fields_ = [("priority", ctypes.c_uint32), ("table", ctypes.c_uint32),
-                ("src", ctypes.c_uint32), ("src_len", ctypes.c_uint8),
-                ("pad", ctypes.c_uint8 * 3), ("dst", ctypes.c_uint32),
-                ("dst_len", ctypes.c_uint8), ("pad2", ctypes.c_uint8 * 3)]
+                ("src", IpPrefix), ("dst", IpPrefix)]
 
 
 class NetdFindLink(ctypes.Structure):
@@ -140,14 +151,14 @@ class NetdFindLink(ctypes.Structure):
 
 
 class PodRule(ctypes.Structure):
-    _fields_ = [("addr", ctypes.c_uint32), ("table", ctypes.c_uint32)]
+    _fields_ = [("addr", IpAddr), ("table", ctypes.c_uint32)]
 
 
 class CloudIps(ctypes.Structure):
     _fields_ = [("deadline_ms", ctypes.c_uint32),
                 ("eni_id", ctypes.c_char * ID_LEN),
                 ("count", ctypes.c_uint32), ("naddrs", ctypes.c_uint32),
-                ("addrs", ctypes.c_uint32 * MAX_ADDRS)]
+                ("addrs", IpAddr * MAX_ADDRS)]
 
 
 STRUCTS = {"CLOUD_ENI": CloudEni, "CLOUD_ASSIGNED": CloudAssigned,
@@ -166,12 +177,45 @@ ENTRY = {"CLOUD_DESCRIBE_ENIS": "CLOUD_ENI", "CLOUD_DESCRIBE_SUBNETS":
          "NETD_DUMP_LINKS": "NETD_LINK"}
 
 
-def ip4(s):
-    return struct.unpack("=I", socket.inet_aton(s))[0]     # network order
+def ipaddr(v):
+    """An IpAddr from text of either family, or 0 for 0.0.0.0."""
+    a = IpAddr()
+    if v == 0:
+        v = "0.0.0.0"
+    fam = socket.AF_INET6 if ":" in v else socket.AF_INET
+    raw = socket.inet_pton(fam, v)
+    a.family = fam
+    for i, b in enumerate(raw):
+        a.bytes[i] = b
+    return a
 
 
-def ip4_str(v):
-    return socket.inet_ntoa(struct.pack("=I", v))
+def ip_str(a):
+    if a.family == socket.AF_INET:
+        return socket.inet_ntop(socket.AF_INET, bytes(a.bytes[:4]))
+    if a.family == socket.AF_INET6:
+        return socket.inet_ntop(socket.AF_INET6, bytes(a.bytes))
+    return "family %d" % a.family
+
+
+def blank(cls):
+    """A payload of cls that the receiver's checks accept: zeroes, with
+    every address IPv4's 0.0.0.0 (a zeroed one has no family)."""
+    o = cls()
+
+    def fill(x):
+        for name, typ in x._fields_:
+            v = getattr(x, name)
+            if isinstance(v, IpAddr):
+                v.family = socket.AF_INET
+            elif isinstance(v, ctypes.Structure):
+                fill(v)
+            elif isinstance(v, ctypes.Array) and len(v) and \
+                    isinstance(v[0], IpAddr):
+                for e in v:
+                    e.family = socket.AF_INET
+    fill(o)
+    return o
 
 
 def type_names(msg_h):
@@ -190,12 +234,16 @@ def set_fields(obj, changes):
             # addresses, or the first addresses of /28 prefixes
             setattr(obj, "n" + k, len(v))
             for i, a in enumerate(v):
-                getattr(obj, k)[i] = ip4(a)
+                getattr(obj, k)[i] = ipaddr(a)
         elif k == "mac":
             for i, x in enumerate(v.split(":")):
                 obj.mac[i] = int(x, 16)
-        elif k.endswith("ip") or k in ("src", "dst", "addr"):
-            setattr(obj, k, ip4(v) if isinstance(v, str) else v)
+        elif k in ("src", "dst"):              # a rule's, its address
+            getattr(obj, k).addr = ipaddr(v)
+        elif k in ("src_len", "dst_len"):
+            getattr(obj, k[:3]).len = v
+        elif k.endswith("ip") or k == "addr":
+            setattr(obj, k, ipaddr(v))
         elif k == "st.outcome":
             obj.st.outcome = v
         elif isinstance(v, str):
@@ -210,6 +258,8 @@ def field(obj, k):
     v = getattr(obj, k)
     if k == "mac":
         return ":".join("%02x" % x for x in v)
+    if isinstance(v, IpAddr):
+        return ip_str(v)
     return v
 
 
@@ -220,7 +270,8 @@ def pick(names, msgs, where):
         if cls is None or len(m) - HDR.size != ctypes.sizeof(cls):
             continue
         o = cls.from_buffer_copy(m[HDR.size:])
-        if all(getattr(o, k) == (v.encode() if isinstance(v, str) else v)
+        if all(field(o, k) == (v.encode() if isinstance(v, str) and
+                               not isinstance(field(o, k), str) else v)
                for k, v in where.items()):
             return m
     return None
@@ -235,10 +286,10 @@ def describe(tname, payload):
     out = {}
     for f in ("eni_id", "naddrs", "outcome", "status", "filter", "addr"):
         if hasattr(o, f):
-            v = getattr(o, f)
+            v = field(o, f)
             out[f] = v.decode() if isinstance(v, bytes) else v
     if hasattr(o, "addrs") and hasattr(o, "naddrs"):
-        out["addrs"] = [ip4_str(o.addrs[i]) for i in range(min(o.naddrs, 64))]
+        out["addrs"] = [ip_str(o.addrs[i]) for i in range(min(o.naddrs, 64))]
     if hasattr(o, "st"):
         out["outcome"] = o.st.outcome
     return out
@@ -299,8 +350,7 @@ class Mitm:
                 if cls is None or len(payload) != ctypes.sizeof(cls):
                     continue
                 o = cls.from_buffer_copy(payload)
-                if any(field(o, k) != (ip4(v) if k == "addr" else v)
-                       for k, v in match.items()):
+                if any(field(o, k) != v for k, v in match.items()):
                     continue
             r["count"] -= 1
             self.bound[rid] = (tname, r, {"entries": [], "t0":
@@ -346,7 +396,7 @@ class Mitm:
             # Another answer type the request allows, all zero but for
             # what "set" says.
             tname = r["replace"]
-            payload = bytes(ctypes.sizeof(STRUCTS[tname]))
+            payload = bytes(blank(STRUCTS[tname]))
             data = HDR.pack(self.num[tname], 0, len(payload), rid, 0) + \
                 payload
             self.note(event="replace", rule=r.get("id"), answer=tname)

@@ -25,6 +25,7 @@
  * "pid":N} and, when netd goes away, {"event":"exit","status":N,
  * "signal":N}.  End of input closes the channel, which makes netd exit.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -153,14 +154,17 @@ arg_mac(const struct args *a, uint8_t mac[6])
 	return s ? mac_parse(s, mac) : -1;
 }
 
+/* An address of either family (netd is to refuse what it does not
+ * take); absent and not needed: 0.0.0.0. */
 static int
-arg_ip(const struct args *a, const char *key, uint32_t *ip, bool need)
+arg_ip(const struct args *a, const char *key, struct ip_addr *ip, bool need)
 {
 	const char *s = arg(a, key);
 
+	*ip = ip_addr_from_in(0);
 	if (s == NULL)
 		return need ? -1 : 0;
-	return ip4_parse(s, ip);
+	return ip_addr_parse(s, ip, NULL);
 }
 
 static void
@@ -236,7 +240,9 @@ send_malformed(uint32_t id, const char *kind)
 		struct msg_netd_setup_eni s;
 
 		memset(&s, 0, sizeof(s));
-		s.prefix = 40;			/* over 32 */
+		s.addr.addr = ip_addr_from_in(htonl(0x0a000105));
+		s.addr.len = 40;		/* over 32 */
+		s.gateway = ip_addr_from_in(htonl(0x0a000101));
 		raw.hdr.type = MSG_NETD_SETUP_ENI;
 		raw.hdr.len = sizeof(s);
 		memcpy(raw.body, &s, sizeof(s));
@@ -324,8 +330,8 @@ command(char *line)
 			if (strcmp(a.key[i], "cidr") != 0)
 				continue;
 			if (p.ncidrs == MSG_MAX_CIDRS ||
-			    cidr4_parse(a.val[i], &p.cidrs[p.ncidrs].addr,
-			    &p.cidrs[p.ncidrs].prefix) == -1)
+			    ip_prefix_parse(a.val[i], &p.cidrs[p.ncidrs],
+			    NULL) == -1)
 				goto bad;
 			p.ncidrs++;
 		}
@@ -354,7 +360,7 @@ command(char *line)
 		memset(&s, 0, sizeof(s));
 		if (arg_mac(&a, s.mac) == -1 ||
 		    arg_u32(&a, "table", &s.table, true) == -1 ||
-		    c == NULL || cidr4_parse(c, &s.addr, &s.prefix) == -1 ||
+		    c == NULL || ip_prefix_parse(c, &s.addr, NULL) == -1 ||
 		    arg_ip(&a, "gw", &s.gateway, cmd[0] == 's') == -1 ||
 		    arg_u32(&a, "mtu", &s.mtu, cmd[0] == 's') == -1)
 			goto bad;
@@ -445,11 +451,11 @@ static void
 snat_state(const struct msg *m, double lat)
 {
 	struct msg_netd_snat_state st;
-	char a[CIDR4_STR_LEN];
+	char a[IP_PREFIX_STR_LEN];
 	uint32_t i;
 
 	memcpy(&st, m->u.bytes, sizeof(st));
-	ip4_format(st.to, a);
+	ip_addr_format(&st.to, a);
 	printf("{\"id\":%u,\"type\":\"SNAT_STATE\",\"enabled\":%u,"
 	    "\"random_fully\":%u,\"in_place\":%u,\"to\":\"%s\","
 	    "\"primary_ifindex\":%u,\"primary_link\":", m->hdr.id,
@@ -457,8 +463,7 @@ snat_state(const struct msg *m, double lat)
 	json_str(stdout, st.primary_link);
 	printf(",\"connmark\":%u,\"untranslated\":[", st.connmark);
 	for (i = 0; i < st.nuntranslated && i < MSG_MAX_SNAT_CIDRS; i++) {
-		cidr4_format(st.untranslated[i].addr,
-		    st.untranslated[i].prefix, a);
+		ip_prefix_format(&st.untranslated[i], a);
 		printf("%s\"%s\"", i ? "," : "", a);
 	}
 	printf("],\"replaced\":%u,\"refused\":%u,\"translated\":%llu,"
@@ -476,7 +481,8 @@ answer(const struct msg *m)
 {
 	struct pending *p = &pend[m->hdr.id % DRIVE_MAX_IDS];
 	double now = mono_ms(), lat = p->id == m->hdr.id ? now - p->sent_ms : -1;
-	char entry[256], mac[MAC_STR_LEN], a[CIDR4_STR_LEN], b[CIDR4_STR_LEN];
+	char entry[256], mac[MAC_STR_LEN], a[IP_PREFIX_STR_LEN];
+	char b[IP_PREFIX_STR_LEN];
 
 	switch (m->hdr.type) {
 	case MSG_NETD_LINK: {
@@ -500,8 +506,8 @@ answer(const struct msg *m)
 		struct msg_netd_rule r;
 
 		memcpy(&r, m->u.bytes, sizeof(r));
-		cidr4_format(r.src, r.src_len, a);
-		cidr4_format(r.dst, r.dst_len, b);
+		ip_prefix_format(&r.src, a);
+		ip_prefix_format(&r.dst, b);
 		snprintf(entry, sizeof(entry), "{\"priority\":%u,\"table\":%u,"
 		    "\"src\":\"%s\",\"dst\":\"%s\"}", r.priority, r.table, a, b);
 		if (p->id == m->hdr.id && p->dump) {
@@ -516,7 +522,7 @@ answer(const struct msg *m)
 		struct msg_netd_route r;
 
 		memcpy(&r, m->u.bytes, sizeof(r));
-		ip4_format(r.addr, a);
+		ip_addr_format(&r.addr, a);
 		snprintf(entry, sizeof(entry), "{\"addr\":\"%s\",\"ifindex\":%u,"
 		    "\"dev\":\"%s\"}", a, r.ifindex, r.dev);
 		if (p->id == m->hdr.id && p->dump) {

@@ -18,6 +18,9 @@
 #include "creds.h"
 #include "ec2.h"
 
+/* An IPv4 address from its host-order number. */
+#define IN4(h)	ip_addr_from_in(htonl(h))
+
 static void
 test_form_encoding(void **state)
 {
@@ -112,7 +115,7 @@ test_other_bodies(void **state)
 	assert_non_null(strstr(f.buf, "SecondaryPrivateIpAddressCount=2"));
 	ec2_form_free(&f);
 	ip.naddrs = 1;
-	ip.addrs[0] = htonl(0x0a000009);
+	ip.addrs[0] = IN4(0x0a000009);
 	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), 0);
 	assert_non_null(strstr(f.buf, "PrivateIpAddress.1=10.0.0.9"));
 	assert_null(strstr(f.buf, "Count"));
@@ -189,8 +192,8 @@ test_prefix_bodies(void **state)
 
 	px.count = 0;
 	px.nprefixes = 2;
-	px.prefixes[0] = htonl(0x0a000410);	/* 10.0.4.16 */
-	px.prefixes[1] = htonl(0x0a000420);	/* 10.0.4.32 */
+	px.prefixes[0] = IN4(0x0a000410);	/* 10.0.4.16 */
+	px.prefixes[1] = IN4(0x0a000420);	/* 10.0.4.32 */
 	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
 	    0);
 	assert_string_equal(f.buf, "Action=UnassignPrivateIpAddresses&"
@@ -201,18 +204,18 @@ test_prefix_bodies(void **state)
 	assert_null(strstr(f.buf, "Count"));
 	ec2_form_free(&f);
 
-	px.prefixes[1] = htonl(0x0a000418);	/* 10.0.4.24: not aligned */
+	px.prefixes[1] = IN4(0x0a000418);	/* 10.0.4.24: not aligned */
 	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
 	    -1);
 	assert_non_null(strstr(err, "aligned /28"));
-	px.prefixes[1] = 0;
+	px.prefixes[1] = ip_addr_from_in(0);
 	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
 	    -1);
 	px.prefixes[1] = px.prefixes[0];
 	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
 	    -1);
 	assert_non_null(strstr(err, "twice"));
-	px.prefixes[1] = htonl(0x0a000420);
+	px.prefixes[1] = IN4(0x0a000420);
 	strcpy(px.eni_id, "eni-../1");
 	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
 	    -1);
@@ -524,7 +527,7 @@ test_creds(void **state)
 static void
 test_imds_answers(void **state)
 {
-	struct msg_cidr cidrs[MSG_MAX_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_CIDRS];
 	struct cloud_creds c;
 	char out[256], err[256];
 	uint32_t n;
@@ -557,7 +560,7 @@ test_imds_answers(void **state)
 	assert_int_equal(imds_cidr_lines(LIT("10.0.0.0/16\n100.64.0.0/10\r\n"
 	    "\n"), cidrs, &n), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(cidrs[1].prefix, 10);
+	assert_int_equal(cidrs[1].len, 10);
 	assert_int_equal(imds_cidr_lines(LIT("10.0.0.0/16\n100.64.0.0/10\0\0"
 	    "``\n"), cidrs, &n), -1);
 	assert_int_equal(n, 0);
@@ -842,11 +845,11 @@ test_request_edges(void **state)
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
 	assert_string_equal(err, "assign-ips: count 65 out of 1-64");
 	ip.naddrs = 1;
-	ip.addrs[0] = 0;
+	ip.addrs[0] = ip_addr_from_in(0);
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
-	ip.addrs[0] = 0xffffffffu;
+	ip.addrs[0] = ip_addr_from_in(0xffffffffu);
 	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
-	ip.addrs[0] = htonl(0xfffffffe);
+	ip.addrs[0] = IN4(0xfffffffe);
 	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), 0);
 	assert_non_null(strstr(f.buf, "PrivateIpAddress.1=255.255.255.254"));
 	ec2_form_free(&f);

@@ -110,9 +110,9 @@ test_describe_enis(void **state)
 	assert_int_equal(m.attach_status, ENI_ST_IN_USE);
 	assert_int_equal(m.device_index, 2);
 	assert_int_equal(m.delete_on_termination, 1);
-	assert_int_equal(m.primary_ip, htonl(0x0a000005));
+	assert_int_equal(ip_addr_in4(&m.primary_ip), htonl(0x0a000005));
 	assert_int_equal(m.naddrs, 2);		/* the secondaries only */
-	assert_int_equal(m.addrs[1], htonl(0x0a000007));
+	assert_int_equal(ip_addr_in4(&m.addrs[1]), htonl(0x0a000007));
 	assert_int_equal(m.ntags, 2);
 	ec2_answer_free(&a);
 	free(doc);
@@ -134,7 +134,7 @@ test_prefixes(void **state)
 	struct ec2_answer a;
 	struct msg_cloud_eni m;
 	char err[256], bad[EC2_CIDR_LEN], *doc;
-	uint32_t v;
+	struct ip_addr v;
 	size_t n;
 
 	(void)state;
@@ -152,8 +152,8 @@ test_prefixes(void **state)
 	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err, sizeof(err),
 	    bad, sizeof(bad)), 0);
 	assert_int_equal(m.nprefixes, 2);
-	assert_int_equal(m.prefixes[0], htonl(0x0a000410));
-	assert_int_equal(m.prefixes[1], htonl(0x0a000430));
+	assert_int_equal(ip_addr_in4(&m.prefixes[0]), htonl(0x0a000410));
+	assert_int_equal(ip_addr_in4(&m.prefixes[1]), htonl(0x0a000430));
 	assert_int_equal(m.nbad_prefixes, 3);
 	assert_string_equal(bad, "10.0.4.40/28");
 	assert_int_equal(m.naddrs, 2);		/* addresses as before */
@@ -161,7 +161,7 @@ test_prefixes(void **state)
 	free(doc);
 
 	assert_int_equal(ec2_prefix_parse("10.0.4.16/28", &v), 0);
-	assert_int_equal(v, htonl(0x0a000410));
+	assert_int_equal(ip_addr_in4(&v), htonl(0x0a000410));
 	assert_int_equal(ec2_prefix_parse("10.0.4.17/28", &v), -1);
 	assert_int_equal(ec2_prefix_parse("10.0.4.16/32", &v), -1);
 	assert_int_equal(ec2_prefix_parse("0.0.0.0/28", &v), -1);
@@ -249,8 +249,8 @@ test_prefixes_not_the_enis(void **state)
 	    "<item><ipv4Prefix>10.0.4.16/28</ipv4Prefix></item>",
 	    &a, &m, bad), 0);
 	assert_int_equal(m.nprefixes, 2);
-	assert_int_equal(m.prefixes[0], htonl(0x0a000410));
-	assert_int_equal(m.prefixes[1], htonl(0x0a000420));
+	assert_int_equal(ip_addr_in4(&m.prefixes[0]), htonl(0x0a000410));
+	assert_int_equal(ip_addr_in4(&m.prefixes[1]), htonl(0x0a000420));
 	assert_int_equal(m.nbad_prefixes, 2);
 	assert_string_equal(bad, "10.0.0.0/28");
 	assert_int_equal(m.naddrs, 2);

@@ -41,13 +41,16 @@ test_broker_shapes(void **state)
 	assert_int_equal(parse(CNI_CMD_ADD, ADD_OK, &a, &e), 0);
 	assert_true(a.ok);
 	ip4_parse("10.0.0.55", &ip);
-	assert_int_equal(a.ip, ip);
+	assert_int_equal(ip_addr_in4(&a.ip), ip);
+	assert_int_equal(a.ip.family, AF_INET);
 	assert_int_equal(a.table, 101);
 	assert_string_equal(a.eni, "eni-0a97");
 	assert_true(a.have_subnet);
-	assert_int_equal(a.subnet_len, 20);
+	assert_int_equal(a.subnet.len, 20);
+	assert_true(ip_prefix_is_network(&a.subnet));
 	assert_int_equal(a.ncidrs, 2);
-	assert_int_equal(a.cidr_lens[1], 10);
+	assert_int_equal(a.cidrs[1].len, 10);
+	assert_int_equal(a.cidrs[1].addr.family, AF_INET);
 	assert_int_equal(parse(CNI_CMD_CHECK, ADD_OK, &a, &e), 0);
 
 	assert_int_equal(parse(CNI_CMD_DEL, "{\"ok\":true}\n", &a, &e), 0);
@@ -191,14 +194,14 @@ test_special(void **state)
 		{ "240.0.0.1", "reserved" },
 		{ "255.255.255.255", "broadcast" },
 	};
+	struct ip_addr ip;
 	const char *why;
-	uint32_t ip;
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(ip4_parse(cases[i].ip, &ip), 0);
-		why = cni_addr_special(ip);
+		assert_int_equal(ip_addr_parse(cases[i].ip, &ip, NULL), 0);
+		why = cni_addr_special(&ip);
 		assert_non_null(why);
 		if (strstr(why, cases[i].needle) == NULL)
 			fail_msg("%s: \"%s\"", cases[i].ip, why);
@@ -207,9 +210,14 @@ test_special(void **state)
 		static const char *ok[] = { "10.0.0.5", "1.0.0.1",
 		    "223.255.255.254" };
 
-		assert_int_equal(ip4_parse(ok[i], &ip), 0);
-		assert_null(cni_addr_special(ip));
+		assert_int_equal(ip_addr_parse(ok[i], &ip, NULL), 0);
+		assert_null(cni_addr_special(&ip));
 	}
+	/* Not IPv4, or not a valid address at all: never, for now. */
+	assert_int_equal(ip_addr_parse("2600:1f14::5", &ip, NULL), 0);
+	assert_non_null(strstr(cni_addr_special(&ip), "not an IPv4"));
+	memset(&ip, 0, sizeof(ip));
+	assert_non_null(strstr(cni_addr_special(&ip), "not an IPv4"));
 }
 
 int

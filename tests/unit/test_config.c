@@ -168,17 +168,29 @@ static const struct bad bad_cases[] = {
 	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/16\", 5]}}",
 	  "snat.exclude[1]: expected a string, got int" },
 	{ "{\"snat\": {\"exclude\": [\"10.1.0.0\"]}}",
-	  "snat.exclude[0]: \"10.1.0.0\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"10.1.0.0\" is not an IPv4 CIDR (a.b.c.d/len): "
+	  "prefix without a length (ADDR/LEN)" },
 	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/33\"]}}",
-	  "snat.exclude[0]: \"10.1.0.0/33\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"10.1.0.0/33\" is not an IPv4 CIDR (a.b.c.d/len): "
+	  "IPv4 prefix longer than 32" },
 	{ "{\"snat\": {\"exclude\": [\"10.1.0/16\"]}}",
-	  "snat.exclude[0]: \"10.1.0/16\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"10.1.0/16\" is not an IPv4 CIDR (a.b.c.d/len): "
+	  "not an IPv4 address (four decimal octets 0-255 without leading "
+	  "zeros)" },
 	{ "{\"snat\": {\"exclude\": [\"10.1.0.0/016\"]}}",
-	  "snat.exclude[0]: \"10.1.0.0/016\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"10.1.0.0/016\" is not an IPv4 CIDR "
+	  "(a.b.c.d/len): prefix length not a decimal number without "
+	  "leading zeros" },
 	{ "{\"snat\": {\"exclude\": [\"fd00::/8\"]}}",
-	  "snat.exclude[0]: \"fd00::/8\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"fd00::/8\" is an IPv6 CIDR: SNAT is for IPv4 "
+	  "only" },
+	{ "{\"snat\": {\"exclude\": [\"FD00::/8\"]}}",
+	  "snat.exclude[0]: \"FD00::/8\" is not an IPv4 CIDR (a.b.c.d/len): "
+	  "IPv6 address not in RFC 5952 form (lower case, no leading zeros, "
+	  "the longest run of zero groups as ::)" },
 	{ "{\"snat\": {\"exclude\": [\"\"]}}",
-	  "snat.exclude[0]: \"\" is not an IPv4 CIDR (a.b.c.d/len)" },
+	  "snat.exclude[0]: \"\" is not an IPv4 CIDR (a.b.c.d/len): prefix "
+	  "without a length (ADDR/LEN)" },
 	{ "{\"snat\": {\"exclude\": [\"192.168.1.1/24\"]}}",
 	  "snat.exclude[0]: \"192.168.1.1/24\" has host bits set" },
 	{ "{\"snat\": {\"exclude\": [\"172.16.0.0/16\", \"10.1.2.3/32\", "
@@ -305,19 +317,23 @@ test_snat_good(void **state)
 	assert_false(cfg.snat.enabled);
 	assert_false(cfg.snat.random_fully);
 	assert_int_equal(cfg.snat.nexclude, 4);
-	assert_int_equal(cfg.snat.exclude[0].addr, htonl(0xc0a80000));
-	assert_int_equal(cfg.snat.exclude[0].prefix, 16);
-	assert_int_equal(cfg.snat.exclude[1].addr, htonl(0xac100000));
-	assert_int_equal(cfg.snat.exclude[1].prefix, 12);
-	assert_int_equal(cfg.snat.exclude[2].addr, htonl(0xcb007107));
-	assert_int_equal(cfg.snat.exclude[2].prefix, 32);
-	assert_int_equal(cfg.snat.exclude[3].addr, htonl(0x64400000));
-	assert_int_equal(cfg.snat.exclude[3].prefix, 10);
+	assert_int_equal(ip_addr_in4(&cfg.snat.exclude[0].addr),
+	    htonl(0xc0a80000));
+	assert_int_equal(cfg.snat.exclude[0].len, 16);
+	assert_int_equal(ip_addr_in4(&cfg.snat.exclude[1].addr),
+	    htonl(0xac100000));
+	assert_int_equal(cfg.snat.exclude[1].len, 12);
+	assert_int_equal(ip_addr_in4(&cfg.snat.exclude[2].addr),
+	    htonl(0xcb007107));
+	assert_int_equal(cfg.snat.exclude[2].len, 32);
+	assert_int_equal(ip_addr_in4(&cfg.snat.exclude[3].addr),
+	    htonl(0x64400000));
+	assert_int_equal(cfg.snat.exclude[3].len, 10);
 	/* neighbours that touch do not overlap */
 	assert_null(parse_err("{\"snat\": {\"exclude\": [\"10.1.0.0/24\", "
 	    "\"10.1.1.0/24\", \"10.1.2.0/23\", \"128.0.0.0/1\"]}}"));
 	assert_int_equal(cfg.snat.nexclude, 4);
-	assert_int_equal(cfg.snat.exclude[3].prefix, 1);
+	assert_int_equal(cfg.snat.exclude[3].len, 1);
 	/* exactly the cap */
 	i = snprintf(text, sizeof(text), "{\"snat\": {\"exclude\": [");
 	for (k = 0; k < CONF_MAX_SNAT_EXCLUDE; k++)
@@ -326,7 +342,8 @@ test_snat_good(void **state)
 	snprintf(text + i, sizeof(text) - (size_t)i, "]}}");
 	assert_null(parse_err(text));
 	assert_int_equal(cfg.snat.nexclude, CONF_MAX_SNAT_EXCLUDE);
-	assert_int_equal(cfg.snat.exclude[7].addr, htonl(0x0a080000));
+	assert_int_equal(ip_addr_in4(&cfg.snat.exclude[7].addr),
+	    htonl(0x0a080000));
 	/* an empty list: none */
 	assert_null(parse_err("{\"snat\": {\"exclude\": []}}"));
 	assert_int_equal(cfg.snat.nexclude, 0);
@@ -339,12 +356,12 @@ test_snat_good(void **state)
 	assert_int_equal(cfg.routing.connmark, 0x100);
 }
 
-static struct conf_cidr
+static struct ip_prefix
 cidr(const char *text)
 {
-	struct conf_cidr c;
+	struct ip_prefix c;
 
-	if (cidr4_parse(text, &c.addr, &c.prefix) == -1)
+	if (ip_prefix_parse(text, &c, NULL) == -1)
 		fail_msg("test: %s", text);
 	return c;
 }
@@ -357,7 +374,7 @@ cidr(const char *text)
 static void
 test_snat_vpc_overlap(void **state)
 {
-	struct conf_cidr vpc[3];
+	struct ip_prefix vpc[3];
 	char err[256];
 
 	(void)state;

@@ -25,6 +25,41 @@ ip(const char *s)
 	return a;
 }
 
+/* The same, as a message carries it. */
+static struct ip_addr
+ipa(const char *s)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a, NULL), 0);
+	return a;
+}
+
+/* And by pointer, for a call: one of a few that take turns. */
+static const struct ip_addr *
+ipp(const char *s)
+{
+	static struct ip_addr a[4];
+	static unsigned int next;
+
+	a[next % 4] = ipa(s);
+	return &a[next++ % 4];
+}
+
+static const struct ip_addr NO_ADDR;		/* never set: none */
+
+/* A, or from or to all (0.0.0.0/0), with length len. */
+static struct ip_prefix
+pfx(const char *a, uint8_t len)
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr = ipa(a ? a : "0.0.0.0");
+	p.len = len;
+	return p;
+}
+
 static void
 make_policy(struct netd_policy *p)
 {
@@ -43,10 +78,8 @@ rule(uint32_t prio, uint32_t table, const char *src, uint8_t src_len,
 	memset(&r, 0, sizeof(r));
 	r.priority = prio;
 	r.table = table;
-	r.src = src ? ip(src) : 0;
-	r.src_len = src_len;
-	r.dst = dst ? ip(dst) : 0;
-	r.dst_len = dst_len;
+	r.src = pfx(src, src_len);
+	r.dst = pfx(dst, dst_len);
 	r.protocol = NETD_PROTO;
 	return r;
 }
@@ -67,14 +100,12 @@ static struct nd_ifaddr
 ifaddr(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 {
 	struct nd_ifaddr x;
-	uint32_t v = ip(a);
 
 	memset(&x, 0, sizeof(x));
 	x.ifindex = ifindex;
-	x.family = NETD_AF_INET;
-	x.prefix = prefix;
+	x.addr.addr = ipa(a);
+	x.addr.len = prefix;
 	x.proto = proto;
-	memcpy(x.addr, &v, 4);
 	return x;
 }
 
@@ -88,9 +119,9 @@ eni(void)
 
 	memset(&s, 0, sizeof(s));
 	s.table = 101;
-	s.addr = ip("10.0.16.5");
-	s.prefix = 20;
-	s.gateway = ip("10.0.16.1");
+	s.addr.addr = ipa("10.0.16.5");
+	s.addr.len = 20;
+	s.gateway = ipa("10.0.16.1");
 	s.mtu = 9001;
 	return s;
 }
@@ -103,24 +134,24 @@ test_pod_rules(void **state)
 
 	(void)state;
 	make_policy(&p);
-	assert_int_equal(plan_pod_rules(&p, ip("10.0.1.7"), 0, r), 1);
+	assert_int_equal(plan_pod_rules(&p, ipp("10.0.1.7"), 0, r), 1);
 	assert_int_equal(r[0].priority, 512);
 	assert_int_equal(r[0].table, 254);
-	assert_int_equal(r[0].dst, ip("10.0.1.7"));
-	assert_int_equal(r[0].dst_len, 32);
-	assert_int_equal(r[0].src_len, 0);
+	assert_int_equal(ip_addr_in4(&r[0].dst.addr), ip("10.0.1.7"));
+	assert_int_equal(r[0].dst.len, 32);
+	assert_int_equal(r[0].src.len, 0);
 	assert_int_equal(r[0].protocol, NETD_PROTO);
 	assert_false(r[0].other_selectors);
 	assert_true(plan_rule_owned(&p, &r[0]));
 	assert_true(plan_rule_is_pod_to(&p, &r[0]));
-	assert_int_equal(plan_pod_rules(&p, ip("10.0.1.7"), 101, r), 2);
+	assert_int_equal(plan_pod_rules(&p, ipp("10.0.1.7"), 101, r), 2);
 	assert_int_equal(r[1].protocol, NETD_PROTO);
 	assert_false(plan_rule_is_pod_to(&p, &r[1]));
 	assert_int_equal(r[1].priority, 1536);
 	assert_int_equal(r[1].table, 101);
-	assert_int_equal(r[1].src, ip("10.0.1.7"));
-	assert_int_equal(r[1].src_len, 32);
-	assert_int_equal(r[1].dst_len, 0);
+	assert_int_equal(ip_addr_in4(&r[1].src.addr), ip("10.0.1.7"));
+	assert_int_equal(r[1].src.len, 32);
+	assert_int_equal(r[1].dst.len, 0);
 }
 
 static void
@@ -128,11 +159,11 @@ test_pod_add_fresh(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_add(&p, &m, NULL, 0, &plan), 0);
 	assert_int_equal(plan.nops, 2);
 	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
@@ -147,12 +178,12 @@ test_pod_add_idempotent(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_rule cur[4];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[1] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
 	/* Other pods' rules and foreign priorities are left alone. */
@@ -167,12 +198,12 @@ test_pod_add_moves_table(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 102 };
+	struct msg_netd_pod_rule m = { .table = 102 };
 	struct nd_rule cur[2];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[1] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
 	assert_int_equal(plan_pod_add(&p, &m, cur, 2, &plan), 0);
@@ -196,12 +227,12 @@ test_pod_del(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 0 };
+	struct msg_netd_pod_rule m = { .table = 0 };
 	struct nd_rule cur[4];
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_del(&p, &m, NULL, 0, &plan), 0);
 	assert_int_equal(plan.nops, 0);			/* nothing: done */
 	cur[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
@@ -227,13 +258,13 @@ test_pod_foreign_rules(void **state)
 {
 	struct netd_policy p;
 	struct nd_plan plan;
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_rule cur[6];
 	size_t i;
 
 	(void)state;
 	make_policy(&p);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	cur[0] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), false);
 	cur[1] = foreign(rule(1536, 101, "10.0.16.9", 32, NULL, 0), false);
 	cur[2] = foreign(rule(512, 254, NULL, 0, "10.0.16.9", 32), true);
@@ -241,7 +272,7 @@ test_pod_foreign_rules(void **state)
 	cur[4] = foreign(rule(1536, 101, "10.0.16.0", 24, NULL, 0), false);
 	cur[5] = rule(1536, 101, "10.0.16.0", 24, NULL, 0);	/* not a pod's */
 	for (i = 0; i < 6; i++)
-		assert_false(plan_rule_is_pods(&p, &cur[i], m.addr));
+		assert_false(plan_rule_is_pods(&p, &cur[i], &m.addr));
 	assert_false(plan_rule_owned(&p, &cur[0]));
 	assert_false(plan_rule_owned(&p, &cur[2]));
 	assert_false(plan_rule_is_pod_to(&p, &cur[0]));
@@ -277,21 +308,21 @@ test_setup_fresh(void **state)
 	assert_int_equal(o[0].u.link.ifindex, 7);
 	assert_int_equal(o[0].u.link.mtu, 9001);
 	assert_int_equal(o[1].kind, OP_ADDR_ADD);
-	assert_int_equal(o[1].u.addr.addr, ip("10.0.16.5"));
-	assert_int_equal(o[1].u.addr.prefix, 20);
+	assert_int_equal(ip_addr_in4(&o[1].u.addr.addr.addr), ip("10.0.16.5"));
+	assert_int_equal(o[1].u.addr.addr.len, 20);
 	assert_int_equal(o[1].u.addr.proto, NETD_PROTO);
 	/* The gateway's on-link /32, then default via it, in table T. */
 	assert_int_equal(o[2].kind, OP_ROUTE_ADD);
 	assert_int_equal(o[2].u.route.table, 101);
-	assert_int_equal(o[2].u.route.dst, ip("10.0.16.1"));
-	assert_int_equal(o[2].u.route.dst_len, 32);
+	assert_int_equal(ip_addr_in4(&o[2].u.route.dst.addr), ip("10.0.16.1"));
+	assert_int_equal(o[2].u.route.dst.len, 32);
 	assert_int_equal(o[2].u.route.scope, PLAN_SCOPE_LINK);
-	assert_int_equal(o[2].u.route.gateway, 0);
+	assert_int_equal(o[2].u.route.gateway.family, 0);
 	assert_int_equal(o[2].u.route.ifindex, 7);
 	assert_int_equal(o[2].u.route.protocol, NETD_PROTO);
 	assert_int_equal(o[3].kind, OP_ROUTE_ADD);
-	assert_int_equal(o[3].u.route.dst_len, 0);
-	assert_int_equal(o[3].u.route.gateway, ip("10.0.16.1"));
+	assert_int_equal(o[3].u.route.dst.len, 0);
+	assert_int_equal(ip_addr_in4(&o[3].u.route.gateway), ip("10.0.16.1"));
 	assert_int_equal(o[3].u.route.ifindex, 7);
 	assert_int_equal(o[3].u.route.protocol, NETD_PROTO);
 	/* Nothing in main: the address is added without a prefix route. */
@@ -315,10 +346,9 @@ test_setup_changes(void **state)
 	link.ifindex = 7;
 	link.naddrs = 1;
 	link.addrs[0].ifindex = 7;
-	link.addrs[0].family = NETD_AF_INET;
-	link.addrs[0].prefix = 20;
+	link.addrs[0].addr.addr = ip_addr_from_in(a);
+	link.addrs[0].addr.len = 20;
 	link.addrs[0].proto = NETD_PROTO;
-	memcpy(link.addrs[0].addr, &a, 4);
 	cur[0] = first.ops[2].u.route;
 	cur[1] = first.ops[3].u.route;
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
@@ -331,7 +361,7 @@ test_setup_changes(void **state)
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, 2, &again), 0);
 	assert_int_equal(plan_changes(&again, &link), 1);
 	link.addrs[0].proto = NETD_PROTO;
-	link.addrs[0].prefix = 24;
+	link.addrs[0].addr.len = 24;
 	assert_int_equal(plan_changes(&again, &link), 1);
 }
 
@@ -360,7 +390,7 @@ test_setup_again_and_stale(void **state)
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, 2, &again), 0);
 	assert_int_equal(again.nops, 3);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
-	assert_int_equal(again.ops[2].u.route.dst_len, 32);
+	assert_int_equal(again.ops[2].u.route.dst.len, 32);
 	assert_int_equal(again.ops[2].u.route.protocol, NETD_PROTO);
 	cur[0].protocol = NETD_PROTO;
 
@@ -368,23 +398,24 @@ test_setup_again_and_stale(void **state)
 	 * after the new ones are in; a foreign one is not. */
 	memset(&cur[2], 0, sizeof(cur[2]));
 	cur[2].table = 101;
-	cur[2].dst = ip("10.0.32.0");
-	cur[2].dst_len = 20;
+	cur[2].dst.addr = ipa("10.0.32.0");
+	cur[2].dst.len = 20;
 	cur[2].ifindex = 5;
 	cur[2].scope = PLAN_SCOPE_LINK;
 	cur[2].protocol = NETD_PROTO;
 	cur[3] = cur[2];
-	cur[3].dst = ip("10.0.48.0");
+	cur[3].dst.addr = ipa("10.0.48.0");
 	cur[3].protocol = 4;		/* static: someone else's */
 	cur[1].ifindex = 5;		/* default via the old link */
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, cur, 4, &again), 0);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
-	assert_int_equal(again.ops[2].u.route.dst_len, 0);
+	assert_int_equal(again.ops[2].u.route.dst.len, 0);
 	assert_int_equal(again.ops[3].kind, OP_ROUTE_DEL);
 	assert_int_equal(again.ops[3].u.route.ifindex, 5);
-	assert_int_equal(again.ops[3].u.route.dst_len, 0);
+	assert_int_equal(again.ops[3].u.route.dst.len, 0);
 	assert_int_equal(again.ops[4].kind, OP_ROUTE_DEL);
-	assert_int_equal(again.ops[4].u.route.dst, ip("10.0.32.0"));
+	assert_int_equal(ip_addr_in4(&again.ops[4].u.route.dst.addr),
+	    ip("10.0.32.0"));
 	assert_int_equal(again.ops[4].u.route.protocol, NETD_PROTO);
 	assert_int_equal(again.nops, 5);
 
@@ -401,10 +432,12 @@ test_setup_again_and_stale(void **state)
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, NULL, 0, &again), 0);
 	assert_int_equal(again.nops, 6);
 	assert_int_equal(again.ops[4].kind, OP_ADDR_DEL);
-	assert_int_equal(again.ops[4].u.addr.addr, ip("10.0.16.6"));
+	assert_int_equal(ip_addr_in4(&again.ops[4].u.addr.addr.addr),
+	    ip("10.0.16.6"));
 	assert_int_equal(again.ops[5].kind, OP_ADDR_DEL);
-	assert_int_equal(again.ops[5].u.addr.addr, ip("10.0.16.5"));
-	assert_int_equal(again.ops[5].u.addr.prefix, 24);
+	assert_int_equal(ip_addr_in4(&again.ops[5].u.addr.addr.addr),
+	    ip("10.0.16.5"));
+	assert_int_equal(again.ops[5].u.addr.addr.len, 24);
 }
 
 static void
@@ -440,7 +473,8 @@ test_teardown(void **state)
 	assert_int_equal(plan.nops, 5);
 	assert_int_equal(plan.ops[0].kind, OP_RULE_DEL);
 	assert_int_equal(plan.ops[0].u.rule.table, 101);
-	assert_int_equal(plan.ops[0].u.rule.src, ip("10.0.16.9"));
+	assert_int_equal(ip_addr_in4(&plan.ops[0].u.rule.src.addr),
+	    ip("10.0.16.9"));
 	assert_int_equal(plan.ops[0].u.rule.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[1].kind, OP_ROUTE_DEL);
 	assert_int_equal(plan.ops[1].u.route.protocol, NETD_PROTO);
@@ -448,7 +482,8 @@ test_teardown(void **state)
 	assert_int_equal(plan.ops[2].u.route.table, 101);
 	assert_int_equal(plan.ops[2].u.route.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[3].kind, OP_ADDR_DEL);
-	assert_int_equal(plan.ops[3].u.addr.addr, ip("10.0.16.5"));
+	assert_int_equal(ip_addr_in4(&plan.ops[3].u.addr.addr.addr),
+	    ip("10.0.16.5"));
 	assert_int_equal(plan.ops[4].kind, OP_LINK_DOWN);
 
 	/* The link is gone: only the table and its rules. */
@@ -474,8 +509,9 @@ test_overflow(void **state)
 	(void)state;
 	for (i = 0; i < PLAN_MAX_OPS + 1; i++) {
 		many[i].table = 101;
-		many[i].dst = htobe32(0x0a630000u + (uint32_t)i);
-		many[i].dst_len = 32;
+		many[i].dst.addr = ip_addr_from_in(htobe32(0x0a630000u +
+		    (uint32_t)i));
+		many[i].dst.len = 32;
 		many[i].protocol = NETD_PROTO;
 	}
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, many, PLAN_MAX_OPS + 1,
@@ -517,16 +553,16 @@ test_connmark_rule_owned(void **state)
 	assert_int_equal(r.table, 254);
 	assert_int_equal(r.fwmark, 0x80);
 	assert_int_equal(r.fwmask, 0x80);
-	assert_int_equal(r.src_len, 0);
-	assert_int_equal(r.dst_len, 0);
+	assert_int_equal(r.src.len, 0);
+	assert_int_equal(r.dst.len, 0);
 	assert_int_equal(r.protocol, NETD_PROTO);
 	assert_false(r.other_selectors);
 	assert_true(plan_rule_owned(&p, &r));
 	assert_true(plan_rule_is_connmark(&p, &r));
 	/* No pod's: not counted, never a pod's rule whatever the address. */
 	assert_false(plan_rule_is_pod_to(&p, &r));
-	assert_false(plan_rule_is_pods(&p, &r, 0));
-	assert_false(plan_rule_is_pods(&p, &r, ip("10.0.16.9")));
+	assert_false(plan_rule_is_pods(&p, &r, ipp("0.0.0.0")));
+	assert_false(plan_rule_is_pods(&p, &r, ipp("10.0.16.9")));
 
 	x[0] = mark_rule(512, 254, 0x80, 0xff);		/* another mask */
 	x[1] = mark_rule(512, 254, 0x80, 0xffffffff);	/* "fwmark 0x80" */
@@ -537,15 +573,15 @@ test_connmark_rule_owned(void **state)
 	x[6] = mark_rule(512, 254, 0x80, 0x80);
 	x[6].protocol = 0;				/* untagged */
 	x[7] = mark_rule(512, 254, 0x80, 0x80);
-	x[7].dst = ip("10.0.16.9");			/* and a pod's dst */
-	x[7].dst_len = 32;
+	x[7].dst.addr = ipa("10.0.16.9");		/* and a pod's dst */
+	x[7].dst.len = 32;
 	x[8] = mark_rule(512, 254, 0x80, 0x80);
 	x[8].other_selectors = true;			/* an iif, say */
 	for (i = 0; i < 9; i++) {
 		assert_false(plan_rule_owned(&p, &x[i]));
 		assert_false(plan_rule_is_connmark(&p, &x[i]));
 		assert_false(plan_rule_is_pod_to(&p, &x[i]));
-		assert_false(plan_rule_is_pods(&p, &x[i], ip("10.0.16.9")));
+		assert_false(plan_rule_is_pods(&p, &x[i], ipp("10.0.16.9")));
 		assert_false(plan_rule_equal(&x[i], &r));
 	}
 }
@@ -577,7 +613,7 @@ test_rule_del_takes(void **state)
 	assert_false(plan_rule_del_takes(&other[0], &pod));
 
 	memset(&m, 0, sizeof(m));
-	m.addr = pod.dst;
+	m.addr = pod.dst.addr;
 	assert_int_equal(plan_pod_del(&p, &m, &pod, 1, &plan), 0);
 	assert_int_equal(plan.nops, 1);
 	assert_non_null(plan_rule_del_unsafe(&plan, other, 2));
@@ -587,7 +623,7 @@ test_rule_del_takes(void **state)
 	 * same mark with a source. */
 	stale = mark_rule(512, 254, 0x100, 0x100);
 	other[0] = stale;
-	other[0].src_len = 16;
+	other[0].src.len = 16;
 	assert_false(plan_rule_is_connmark_shape(&p, &other[0]));
 	assert_true(plan_rule_is_connmark_shape(&p, &stale));
 	assert_int_equal(plan_connmark(&p, &stale, 1, &plan), 0);
@@ -656,7 +692,7 @@ test_connmark_survives_pods_and_teardown(void **state)
 {
 	struct netd_policy p;
 	struct msg_netd_setup_eni s = eni();
-	struct msg_netd_pod_rule m = { 0, 101 };
+	struct msg_netd_pod_rule m = { .table = 101 };
 	struct nd_plan plan;
 	struct nd_rule cur[3];
 	size_t i;
@@ -666,16 +702,16 @@ test_connmark_survives_pods_and_teardown(void **state)
 	plan_connmark_rule(&p, &cur[0]);
 	cur[1] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
 	cur[2] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	assert_int_equal(plan_pod_del(&p, &m, cur, 3, &plan), 0);
 	assert_int_equal(plan.nops, 2);
 	for (i = 0; i < plan.nops; i++)
 		assert_false(plan_rule_is_connmark(&p, &plan.ops[i].u.rule));
 	/* A delete naming no address, or the rule's "to all": nothing. */
-	m.addr = 0;
+	m.addr = ipa("0.0.0.0");
 	assert_int_equal(plan_pod_del(&p, &m, cur, 1, &plan), 0);
 	assert_int_equal(plan.nops, 0);
-	m.addr = ip("10.0.16.9");
+	m.addr = ipa("10.0.16.9");
 	m.table = 0;
 	assert_int_equal(plan_pod_add(&p, &m, cur, 3, &plan), 0);
 	assert_int_equal(plan.nops, 1);			/* the from-rule */
@@ -683,7 +719,8 @@ test_connmark_survives_pods_and_teardown(void **state)
 	assert_int_equal(plan_eni_teardown(&p, &s, 0, NULL, NULL, 0, cur, 3,
 	    &plan), 0);
 	assert_int_equal(plan.nops, 1);
-	assert_int_equal(plan.ops[0].u.rule.src, ip("10.0.16.9"));
+	assert_int_equal(ip_addr_in4(&plan.ops[0].u.rule.src.addr),
+	    ip("10.0.16.9"));
 	/* The same rule at prio_from (if a config ever shared it) stays. */
 	p.prio_from = 512;
 	s.table = 254;
@@ -702,11 +739,11 @@ snat_egress(void)
 	memset(&eg, 0, sizeof(eg));
 	eg.snat = true;
 	eg.primary_ifindex = 2;
-	eg.primary_gw = ip("10.0.0.1");
-	eg.cidrs[eg.ncidrs].addr = ip("10.0.0.0");
-	eg.cidrs[eg.ncidrs++].prefix = 16;
-	eg.cidrs[eg.ncidrs].addr = ip("198.18.0.7");	/* host bits */
-	eg.cidrs[eg.ncidrs++].prefix = 24;
+	eg.primary_gw = ipa("10.0.0.1");
+	eg.cidrs[eg.ncidrs].addr = ipa("10.0.0.0");
+	eg.cidrs[eg.ncidrs++].len = 16;
+	eg.cidrs[eg.ncidrs].addr = ipa("198.18.0.7");	/* host bits */
+	eg.cidrs[eg.ncidrs++].len = 24;
 	return eg;
 }
 
@@ -728,19 +765,20 @@ test_setup_snat(void **state)
 	assert_int_equal(o[1].kind, OP_ADDR_ADD);
 	/* gateway/32 dev ENI scope link first */
 	assert_int_equal(o[2].kind, OP_ROUTE_ADD);
-	assert_int_equal(o[2].u.route.dst, ip("10.0.16.1"));
-	assert_int_equal(o[2].u.route.dst_len, 32);
+	assert_int_equal(ip_addr_in4(&o[2].u.route.dst.addr), ip("10.0.16.1"));
+	assert_int_equal(o[2].u.route.dst.len, 32);
 	assert_int_equal(o[2].u.route.scope, PLAN_SCOPE_LINK);
 	assert_int_equal(o[2].u.route.ifindex, 7);
 	/* the VPC and the exclusion via the ENI's gateway */
-	assert_int_equal(o[3].u.route.dst, ip("10.0.0.0"));
-	assert_int_equal(o[3].u.route.dst_len, 16);
-	assert_int_equal(o[4].u.route.dst, ip("198.18.0.0"));
-	assert_int_equal(o[4].u.route.dst_len, 24);
+	assert_int_equal(ip_addr_in4(&o[3].u.route.dst.addr), ip("10.0.0.0"));
+	assert_int_equal(o[3].u.route.dst.len, 16);
+	assert_int_equal(ip_addr_in4(&o[4].u.route.dst.addr), ip("198.18.0.0"));
+	assert_int_equal(o[4].u.route.dst.len, 24);
 	for (i = 3; i <= 4; i++) {
 		assert_int_equal(o[i].kind, OP_ROUTE_ADD);
 		assert_int_equal(o[i].u.route.table, 101);
-		assert_int_equal(o[i].u.route.gateway, ip("10.0.16.1"));
+		assert_int_equal(ip_addr_in4(&o[i].u.route.gateway),
+		    ip("10.0.16.1"));
 		assert_int_equal(o[i].u.route.ifindex, 7);
 		assert_int_equal(o[i].u.route.scope, PLAN_SCOPE_UNIVERSE);
 		assert_int_equal(o[i].u.route.protocol, NETD_PROTO);
@@ -749,8 +787,8 @@ test_setup_snat(void **state)
 	/* the rest via the primary's gateway, on the primary, onlink */
 	assert_int_equal(o[5].kind, OP_ROUTE_ADD);
 	assert_int_equal(o[5].u.route.table, 101);
-	assert_int_equal(o[5].u.route.dst_len, 0);
-	assert_int_equal(o[5].u.route.gateway, ip("10.0.0.1"));
+	assert_int_equal(o[5].u.route.dst.len, 0);
+	assert_int_equal(ip_addr_in4(&o[5].u.route.gateway), ip("10.0.0.1"));
 	assert_int_equal(o[5].u.route.ifindex, 2);
 	assert_true(o[5].u.route.onlink);
 	assert_int_equal(o[5].u.route.protocol, NETD_PROTO);
@@ -776,9 +814,10 @@ test_setup_snat(void **state)
 	    0);
 	assert_int_equal(again.nops, 6);
 	assert_int_equal(again.ops[2].kind, OP_ROUTE_ADD);
-	assert_int_equal(again.ops[2].u.route.gateway, ip("10.0.16.1"));
+	assert_int_equal(ip_addr_in4(&again.ops[2].u.route.gateway),
+	    ip("10.0.16.1"));
 	assert_int_equal(again.ops[2].u.route.ifindex, 7);
-	assert_int_equal(again.ops[2].u.route.dst_len, 0);
+	assert_int_equal(again.ops[2].u.route.dst.len, 0);
 	for (i = 3; i < 6; i++)
 		assert_int_equal(again.ops[i].kind, OP_ROUTE_DEL);
 	assert_int_equal(again.ops[5].u.route.ifindex, 2);
@@ -790,7 +829,7 @@ test_setup_snat(void **state)
 	assert_int_equal(again.ops[4].u.route.ifindex, 2);
 	assert_int_equal(again.ops[5].kind, OP_ROUTE_DEL);
 	assert_int_equal(again.ops[5].u.route.ifindex, 7);
-	assert_int_equal(again.ops[5].u.route.dst_len, 0);
+	assert_int_equal(again.ops[5].u.route.dst.len, 0);
 
 	/* Teardown takes all of netd's routes in the table. */
 	{
@@ -814,7 +853,7 @@ test_setup_snat_no_gateway(void **state)
 	struct nd_plan plan;
 
 	(void)state;
-	eg.primary_gw = 0;
+	eg.primary_gw = NO_ADDR;
 	assert_int_equal(plan_eni_setup(&s, 7, &eg, NULL, NULL, 0, &plan), -1);
 	assert_int_equal(plan.nops, 0);
 	eg = snat_egress();
@@ -841,8 +880,8 @@ test_egress(void **state)
 	config_defaults(&cfg);
 	assert_true(cfg.snat.enabled);
 	cfg.snat.nexclude = 1;
-	cfg.snat.exclude[0].addr = ip("198.18.0.0");
-	cfg.snat.exclude[0].prefix = 24;
+	cfg.snat.exclude[0].addr = ipa("198.18.0.0");
+	cfg.snat.exclude[0].len = 24;
 	policy_init(&p, &cfg);
 	memset(&n, 0, sizeof(n));
 	n.nlinks = 1;
@@ -852,10 +891,10 @@ test_egress(void **state)
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, primary, 6);
 	m.ncidrs = 2;
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 16;
-	m.cidrs[1].addr = ip("100.64.0.0");
-	m.cidrs[1].prefix = 16;
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 16;
+	m.cidrs[1].addr = ipa("100.64.0.0");
+	m.cidrs[1].len = 16;
 	assert_null(policy_set_vpc(&p, &m));
 
 	/* No gateway on the primary yet: SNAT on cannot build a table. */
@@ -865,18 +904,18 @@ test_egress(void **state)
 	assert_false(eg.snat);
 	cfg.snat.enabled = true;
 
-	n.links[0].gateway = ip("10.0.0.1");
+	n.links[0].gateway = ipa("10.0.0.1");
 	assert_true(policy_node_merge(&p, &n));
 	assert_null(plan_egress(&p, &cfg, &eg));
 	assert_true(eg.snat);
 	assert_int_equal(eg.primary_ifindex, 2);
-	assert_int_equal(eg.primary_gw, ip("10.0.0.1"));
+	assert_int_equal(ip_addr_in4(&eg.primary_gw), ip("10.0.0.1"));
 	/* The VPC's CIDRs, then the exclusions. */
 	assert_int_equal(eg.ncidrs, 3);
-	assert_int_equal(eg.cidrs[0].addr, ip("10.0.0.0"));
-	assert_int_equal(eg.cidrs[1].addr, ip("100.64.0.0"));
-	assert_int_equal(eg.cidrs[2].addr, ip("198.18.0.0"));
-	assert_int_equal(eg.cidrs[2].prefix, 24);
+	assert_int_equal(ip_addr_in4(&eg.cidrs[0].addr), ip("10.0.0.0"));
+	assert_int_equal(ip_addr_in4(&eg.cidrs[1].addr), ip("100.64.0.0"));
+	assert_int_equal(ip_addr_in4(&eg.cidrs[2].addr), ip("198.18.0.0"));
+	assert_int_equal(eg.cidrs[2].len, 24);
 }
 
 static void

@@ -37,6 +37,29 @@ ip(const char *s)
 	return a;
 }
 
+/* The same, as a message carries it. */
+static struct ip_addr
+ipa(const char *s)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a, NULL), 0);
+	return a;
+}
+
+/* And by pointer, for a call: one of a few that take turns. */
+static const struct ip_addr *
+ipp(const char *s)
+{
+	static struct ip_addr a[4];
+	static unsigned int next;
+
+	a[next % 4] = ipa(s);
+	return &a[next++ % 4];
+}
+
+static const struct ip_addr NO_ADDR;		/* never set: none */
+
 /* What netd would find on a node whose default route is multipath over
  * eth0 (PRIMARY) and eth1 (UPLINK2). */
 static void
@@ -51,8 +74,8 @@ node_view(struct netd_node *n)
 	memcpy(n->links[1].mac, UPLINK2, 6);
 	memcpy(n->links[1].name, "eth1", 5);
 	n->naddrs = 2;
-	n->addrs[0] = ip(PRIMARY_IP);
-	n->addrs[1] = ip(UPLINK2_IP);
+	n->addrs[0] = ipa(PRIMARY_IP);
+	n->addrs[1] = ipa(UPLINK2_IP);
 }
 
 /* tables 100-163, priorities 512/1536, VPC 10.0.0.0/16 + 100.64.0.0/16 */
@@ -71,10 +94,10 @@ make_policy(struct netd_policy *p)
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, PRIMARY, 6);
 	m.ncidrs = 2;
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 16;
-	m.cidrs[1].addr = ip("100.64.0.0");
-	m.cidrs[1].prefix = 16;
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 16;
+	m.cidrs[1].addr = ipa("100.64.0.0");
+	m.cidrs[1].len = 16;
 	assert_null(policy_set_vpc(p, &m));
 }
 
@@ -98,9 +121,9 @@ setup_req(const uint8_t mac[6], uint32_t table)
 	memset(&s, 0, sizeof(s));
 	memcpy(s.mac, mac, 6);
 	s.table = table;
-	s.addr = ip("10.0.16.5");
-	s.prefix = 20;
-	s.gateway = ip("10.0.16.1");
+	s.addr.addr = ipa("10.0.16.5");
+	s.addr.len = 20;
+	s.gateway = ipa("10.0.16.1");
 	s.mtu = 9001;
 	return s;
 }
@@ -124,25 +147,31 @@ test_vpc_policy(void **state)
 	memcpy(m.primary_mac, PRIMARY, 6);
 	assert_non_null(policy_set_vpc(&p, &m));	/* no CIDR */
 	m.ncidrs = 1;
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 4;				/* too wide */
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 4;				/* too wide */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].prefix = 16;
-	m.cidrs[0].addr = ip("10.0.0.1");		/* host bits */
+	m.cidrs[0].len = 16;
+	m.cidrs[0].addr = ipa("10.0.0.1");		/* host bits */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 29;				/* too narrow */
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 29;				/* too narrow */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].prefix = 16;
-	m.cidrs[0].addr = ip("127.0.0.0");		/* loopback */
+	m.cidrs[0].len = 16;
+	m.cidrs[0].addr = ipa("127.0.0.0");		/* loopback */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ip("169.254.0.0");		/* link-local */
+	m.cidrs[0].addr = ipa("169.254.0.0");		/* link-local */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ip("224.0.0.0");		/* multicast */
+	m.cidrs[0].addr = ipa("224.0.0.0");		/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ip("0.0.0.0");		/* this network */
+	m.cidrs[0].addr = ipa("0.0.0.0");		/* this network */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ip("10.0.0.0");
+	m.cidrs[0].addr = ipa("2600:1f14::");		/* IPv6: not yet */
+	assert_string_equal(policy_set_vpc(&p, &m),
+	    "VPC CIDR is not an IPv4 network");
+	m.cidrs[0].addr.family = 0;			/* never set */
+	assert_string_equal(policy_set_vpc(&p, &m),
+	    "VPC CIDR is not an IPv4 network");
+	m.cidrs[0].addr = ipa("10.0.0.0");
 	m.primary_mac[0] = 0x01;			/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
 	memcpy(m.primary_mac, ENI1, 6);			/* not a node link's */
@@ -153,9 +182,9 @@ test_vpc_policy(void **state)
 	assert_null(policy_set_vpc(&p, &m));
 	assert_true(p.vpc_set);
 	/* Fixed: nothing can widen it later. */
-	m.cidrs[0].prefix = 8;
+	m.cidrs[0].len = 8;
 	assert_non_null(policy_set_vpc(&p, &m));
-	assert_int_equal(p.cidrs[0].prefix, 16);
+	assert_int_equal(p.cidrs[0].len, 16);
 }
 
 static void
@@ -245,7 +274,7 @@ test_before_policy(void **state)
 	memcpy(e.mac, ENI1, 6);
 	e.table = 101;
 	assert_non_null(policy_check_declare(&p, &e));
-	r.addr = ip("10.0.1.1");
+	r.addr = ipa("10.0.1.1");
 	assert_non_null(policy_check_pod(&p, &r, true));
 }
 
@@ -295,19 +324,19 @@ test_setup(void **state)
 	assert_non_null(policy_check_teardown(&p, &s));
 
 	s = setup_req(ENI1, 101);
-	s.addr = ip("192.168.1.5");			/* outside the VPC */
-	s.gateway = ip("192.168.1.1");
+	s.addr.addr = ipa("192.168.1.5");		/* outside the VPC */
+	s.gateway = ipa("192.168.1.1");
 	assert_non_null(policy_check_setup(&p, &s));
 	assert_non_null(policy_check_teardown(&p, &s));
 	s = setup_req(ENI1, 101);
-	s.prefix = 8;					/* wider than the VPC */
+	s.addr.len = 8;				/* wider than the VPC */
 	assert_non_null(policy_check_setup(&p, &s));
 	s = setup_req(ENI1, 101);
-	s.gateway = ip("8.8.8.8");
+	s.gateway = ipa("8.8.8.8");
 	assert_non_null(policy_check_setup(&p, &s));
-	s.gateway = ip("10.0.32.1");			/* VPC, other subnet */
+	s.gateway = ipa("10.0.32.1");		/* VPC, other subnet */
 	assert_non_null(policy_check_setup(&p, &s));
-	s.gateway = s.addr;
+	s.gateway = s.addr.addr;
 	assert_non_null(policy_check_setup(&p, &s));
 	s = setup_req(ENI1, 101);
 	s.mtu = 100;
@@ -316,9 +345,9 @@ test_setup(void **state)
 	assert_non_null(policy_check_setup(&p, &s));
 	assert_null(policy_check_teardown(&p, &s));	/* mtu unused */
 	s = setup_req(ENI1, 101);
-	s.addr = ip("100.64.3.10");			/* second VPC block */
-	s.prefix = 24;
-	s.gateway = ip("100.64.3.1");
+	s.addr.addr = ipa("100.64.3.10");		/* second VPC block */
+	s.addr.len = 24;
+	s.gateway = ipa("100.64.3.1");
 	assert_null(policy_check_setup(&p, &s));
 }
 
@@ -332,7 +361,7 @@ test_pod(void **state)
 	make_policy(&p);
 	declare(&p, ENI1, 101);
 	memset(&r, 0, sizeof(r));
-	r.addr = ip("10.0.16.9");
+	r.addr = ipa("10.0.16.9");
 	r.table = 0;
 	assert_null(policy_check_pod(&p, &r, true));
 	r.table = 101;
@@ -348,11 +377,15 @@ test_pod(void **state)
 	r.table = 300;
 	assert_non_null(policy_check_pod(&p, &r, false));
 	r.table = 101;
-	r.addr = ip("172.16.0.1");
+	r.addr = ipa("172.16.0.1");
 	assert_non_null(policy_check_pod(&p, &r, true));
 	assert_non_null(policy_check_pod(&p, &r, false));
-	r.addr = 0;
+	r.addr = ipa("0.0.0.0");
 	assert_non_null(policy_check_pod(&p, &r, true));
+	/* IPv6, even with an IPv4 pod's bytes: in no VPC block yet */
+	r.addr = ipa("a00:1009::");
+	assert_string_equal(policy_check_pod(&p, &r, true),
+	    "pod address outside the VPC CIDRs");
 	assert_true(policy_prio_is_enid(&p, 512));
 	assert_true(policy_prio_is_enid(&p, 1536));
 	assert_false(policy_prio_is_enid(&p, 1024));
@@ -426,8 +459,8 @@ test_primary_stays_a_node_link(void **state)
 	memset(&m, 0, sizeof(m));
 	memcpy(m.primary_mac, PRIMARY, 6);
 	m.ncidrs = 1;
-	m.cidrs[0].addr = ip("10.0.0.0");
-	m.cidrs[0].prefix = 16;
+	m.cidrs[0].addr = ipa("10.0.0.0");
+	m.cidrs[0].len = 16;
 	/* No default route found yet: no primary MAC is taken. */
 	assert_non_null(policy_set_vpc(&p, &m));
 	assert_false(p.vpc_set);
@@ -467,7 +500,7 @@ test_node_merge(void **state)
 {
 	struct netd_policy p;
 	struct netd_node n;
-	struct msg_netd_pod_rule r = { 0, 0 };
+	struct msg_netd_pod_rule r = { .table = 0 };
 	uint32_t i;
 
 	(void)state;
@@ -478,7 +511,7 @@ test_node_merge(void **state)
 	n.links[0] = p.node.links[1];
 	assert_false(policy_node_merge(&p, &n));
 	assert_non_null(policy_node_link_by_mac(&p, PRIMARY));
-	assert_true(policy_node_has_addr(&p, ip(PRIMARY_IP)));
+	assert_true(policy_node_has_addr(&p, ipp(PRIMARY_IP)));
 	/* eth0's MAC changed: both MACs are the node's. */
 	n.links[0] = p.node.links[0];
 	n.links[0].mac[5] = 0x99;
@@ -488,11 +521,11 @@ test_node_merge(void **state)
 
 	memset(&n, 0, sizeof(n));
 	for (i = 0; i < NETD_MAX_NODE_ADDRS; i++)
-		n.addrs[n.naddrs++] = htonl(0x0a000100u + i);
+		n.addrs[n.naddrs++] = ip_addr_from_in(htonl(0x0a000100u + i));
 	assert_true(policy_node_merge(&p, &n));
 	assert_true(p.node.overflow);
 	assert_int_equal(p.node.naddrs, NETD_MAX_NODE_ADDRS);
-	r.addr = ip("10.0.9.9");
+	r.addr = ipa("10.0.9.9");
 	assert_non_null(policy_check_pod(&p, &r, true));
 	assert_non_null(policy_check_pod(&p, &r, false));
 }
@@ -507,22 +540,24 @@ test_node_gateway(void **state)
 
 	(void)state;
 	make_policy(&p);
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway, 0);
+	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway.family,
+	    0);
 	node_view(&n);
-	n.links[0].gateway = ip("10.0.0.1");
+	n.links[0].gateway = ipa("10.0.0.1");
 	assert_true(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.1"));
-	assert_int_equal(policy_node_link_by_mac(&p, UPLINK2)->gateway, 0);
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.1")));
+	assert_int_equal(policy_node_link_by_mac(&p, UPLINK2)->gateway.family,
+	    0);
 	assert_false(policy_node_merge(&p, &n));	/* nothing new */
-	n.links[0].gateway = 0;
+	n.links[0].gateway = NO_ADDR;
 	assert_false(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.1"));
-	n.links[0].gateway = ip("10.0.0.254");
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.1")));
+	n.links[0].gateway = ipa("10.0.0.254");
 	assert_true(policy_node_merge(&p, &n));
-	assert_int_equal(policy_node_link_by_mac(&p, PRIMARY)->gateway,
-	    ip("10.0.0.254"));
+	assert_true(ip_addr_eq(&policy_node_link_by_mac(&p, PRIMARY)->gateway,
+	    ipp("10.0.0.254")));
 	assert_int_equal(p.node.nlinks, 2);		/* no new link */
 }
 
@@ -553,16 +588,16 @@ test_own_links_refused(void **state)
 	/* An ENI's setup or teardown naming a node address. */
 	declare(&p, ENI1, 101);
 	s = setup_req(ENI1, 101);
-	s.addr = ip(UPLINK2_IP);
-	s.gateway = ip("10.0.4.1");
+	s.addr.addr = ipa(UPLINK2_IP);
+	s.gateway = ipa("10.0.4.1");
 	assert_non_null(policy_check_setup(&p, &s));
 	assert_non_null(policy_check_teardown(&p, &s));
-	s.addr = ip("10.0.4.21");
+	s.addr.addr = ipa("10.0.4.21");
 	assert_null(policy_check_setup(&p, &s));
 
 	/* Pod rules for the node's addresses, either way. */
 	memset(&r, 0, sizeof(r));
-	r.addr = ip(PRIMARY_IP);
+	r.addr = ipa(PRIMARY_IP);
 	assert_non_null(policy_check_pod(&p, &r, true));
 	assert_non_null(policy_check_pod(&p, &r, false));
 	r.table = 101;
@@ -582,7 +617,7 @@ test_own_links_refused(void **state)
 	assert_true(policy_node_merge(&p, &n));
 	s = setup_req(ENI1, 101);
 	assert_non_null(policy_check_setup(&p, &s));
-	r.addr = ip("10.0.16.9");
+	r.addr = ipa("10.0.16.9");
 	r.table = 101;
 	assert_non_null(policy_check_pod(&p, &r, true));
 	assert_null(policy_check_pod(&p, &r, false));	/* cleanup allowed */
@@ -622,14 +657,12 @@ static struct nd_ifaddr
 ifaddr4(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 {
 	struct nd_ifaddr x;
-	uint32_t v = ip(a);
 
 	memset(&x, 0, sizeof(x));
 	x.ifindex = ifindex;
-	x.family = NETD_AF_INET;
-	x.prefix = prefix;
+	x.addr.addr = ipa(a);
+	x.addr.len = prefix;
 	x.proto = proto;
-	memcpy(x.addr, &v, 4);
 	return x;
 }
 
@@ -646,23 +679,23 @@ test_bare(void **state)
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
 	/* The kernel's own: the IPv6 link-local address, routes from it. */
 	st.addrs[0].ifindex = 7;
-	st.addrs[0].family = NETD_AF_INET6;
-	st.addrs[0].prefix = 64;
-	st.addrs[0].addr[0] = 0xfe;
-	st.addrs[0].addr[1] = 0x80;
+	st.addrs[0].addr.addr.family = NETD_AF_INET6;
+	st.addrs[0].addr.len = 64;
+	st.addrs[0].addr.addr.bytes[0] = 0xfe;
+	st.addrs[0].addr.addr.bytes[1] = 0x80;
 	st.naddrs = 1;
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET6;
+	r->dst.addr.family = NETD_AF_INET6;
 	r->table = 254;
 	r->protocol = NETD_RTPROT_KERNEL;
-	r->dst[0] = 0xfe;
-	r->dst[1] = 0x80;
-	r->dst_len = 64;
+	r->dst.addr.bytes[0] = 0xfe;
+	r->dst.addr.bytes[1] = 0x80;
+	r->dst.len = 64;
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
 	/* What netd set up before (a restart): tagged. */
 	st.addrs[st.naddrs++] = ifaddr4(7, "10.0.16.5", 20, NETD_PROTO);
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET;
+	r->dst.addr.family = NETD_AF_INET;
 	r->table = 101;
 	r->protocol = NETD_PROTO;
 	assert_null(policy_check_bare(&st, detail, sizeof(detail)));
@@ -673,15 +706,15 @@ test_bare(void **state)
 	assert_non_null(strstr(detail, "192.168.5.5/24"));
 	st.naddrs--;
 	st.addrs[st.naddrs] = st.addrs[0];
-	st.addrs[st.naddrs].addr[0] = 0x20;	/* 2000::/3, global */
-	st.addrs[st.naddrs].addr[1] = 0;
+	st.addrs[st.naddrs].addr.addr.bytes[0] = 0x20;	/* 2000::/3 */
+	st.addrs[st.naddrs].addr.addr.bytes[1] = 0;
 	st.addrs[st.naddrs++].proto = 2;	/* IFA_PROTO_KERNEL_RA */
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
 	assert_non_null(strstr(detail, "2000::"));
 	st.naddrs--;
 	/* Someone else's route: boot, static, dhcp, ra. */
 	r = &st.routes[st.nroutes++];
-	r->family = NETD_AF_INET;
+	r->dst.addr.family = NETD_AF_INET;
 	r->table = 254;
 	r->protocol = 3;
 	assert_non_null(policy_check_bare(&st, detail, sizeof(detail)));
@@ -898,17 +931,18 @@ test_random_setup(void **state)
 	declare(&p, ENI1, 101);
 	declare(&p, ENI2, 102);
 	for (i = 0; i < RAND_CASES; i++) {
-		uint32_t net, h, k;
+		uint32_t net, h, k, addr, gw;
+		uint8_t prefix;
 
 		/* A plausible request, then zero to three fields spoilt. */
 		memset(&s, 0, sizeof(s));
 		memcpy(s.mac, rnd_below(2) ? ENI1 : ENI2, 6);
 		s.table = s.mac[5] == ENI1[5] ? 101 : 102;
-		s.addr = htonl((rnd_below(2) ? 0x0a000000u : 0x64400000u) |
+		addr = htonl((rnd_below(2) ? 0x0a000000u : 0x64400000u) |
 		    rnd_below(0x10000));
-		s.prefix = prefixes[3 + rnd_below(5)];
-		net = ntohl(s.addr) & (0xffffffffu << (32 - s.prefix));
-		s.gateway = htonl(net | 1);
+		prefix = prefixes[3 + rnd_below(5)];
+		net = ntohl(addr) & (0xffffffffu << (32 - prefix));
+		gw = htonl(net | 1);
 		s.mtu = 1500 + rnd_below(7000);
 		for (k = rnd_below(4); k > 0; k--) {
 			switch (rnd_below(6)) {
@@ -919,18 +953,18 @@ test_random_setup(void **state)
 				s.table = rnd_table();
 				break;
 			case 2:
-				s.addr = rnd_addr();
+				addr = rnd_addr();
 				break;
 			case 3:
-				s.prefix = prefixes[rnd_below(sizeof(prefixes))];
+				prefix = prefixes[rnd_below(sizeof(prefixes))];
 				break;
 			case 4:
-				net = s.prefix > 32 ? 0 : ntohl(s.addr) &
-				    (s.prefix ? 0xffffffffu << (32 - s.prefix) :
+				net = prefix > 32 ? 0 : ntohl(addr) &
+				    (prefix ? 0xffffffffu << (32 - prefix) :
 				    0);
-				h = s.prefix >= 32 ? 0 : rnd_below(s.prefix > 24 ?
-				    1u << (32 - s.prefix) : 256);
-				s.gateway = rnd_below(2) ? htonl(net | h) :
+				h = prefix >= 32 ? 0 : rnd_below(prefix > 24 ?
+				    1u << (32 - prefix) : 256);
+				gw = rnd_below(2) ? htonl(net | h) :
 				    rnd_addr();
 				break;
 			default:
@@ -940,21 +974,24 @@ test_random_setup(void **state)
 			}
 		}
 
+		s.addr.addr = ip_addr_from_in(addr);
+		s.addr.len = prefix;
+		s.gateway = ip_addr_from_in(gw);
+
 		common = unicast(s.mac) && !node_mac(s.mac) &&
 		    ((memcmp(s.mac, ENI1, 6) == 0 && s.table == 101) ||
 		    (memcmp(s.mac, ENI2, 6) == 0 && s.table == 102)) &&
-		    s.prefix >= 16 && s.prefix <= 32 && in_vpc(s.addr) &&
-		    !node_addr(s.addr);
+		    prefix >= 16 && prefix <= 32 && in_vpc(addr) &&
+		    !node_addr(addr);
 		assert_int_equal(policy_check_teardown(&p, &s) == NULL, common);
-		want = common && in_vpc(s.gateway) &&
-		    ((ntohl(s.gateway) ^ ntohl(s.addr)) &
-		    (s.prefix ? 0xffffffffu << (32 - s.prefix) : 0)) == 0 &&
-		    s.gateway != s.addr && s.mtu >= 576 && s.mtu <= 9216;
+		want = common && in_vpc(gw) &&
+		    ((ntohl(gw) ^ ntohl(addr)) &
+		    (prefix ? 0xffffffffu << (32 - prefix) : 0)) == 0 &&
+		    gw != addr && s.mtu >= 576 && s.mtu <= 9216;
 		if ((policy_check_setup(&p, &s) == NULL) != want)
 			fail_msg("case %d: setup %02x table %u %08x/%u gw %08x "
 			    "mtu %u: want %d", i, s.mac[5], s.table,
-			    ntohl(s.addr), s.prefix, ntohl(s.gateway), s.mtu,
-			    want);
+			    ntohl(addr), prefix, ntohl(gw), s.mtu, want);
 		accepted += want;
 	}
 	assert_mixed("setup", accepted, RAND_CASES);
@@ -973,15 +1010,17 @@ test_random_pod(void **state)
 	make_policy(&p);
 	declare(&p, ENI1, 101);
 	for (i = 0; i < RAND_CASES; i++) {
-		r.addr = rnd_addr();
+		uint32_t addr = rnd_addr();
+
+		r.addr = ip_addr_from_in(addr);
 		r.table = rnd_below(3) == 0 ? 0 : rnd_table();
 		add = rnd_below(2);
-		want = r.addr != 0 && in_vpc(r.addr) && !node_addr(r.addr) &&
+		want = addr != 0 && in_vpc(addr) && !node_addr(addr) &&
 		    (r.table == 0 || (table_ok(r.table) &&
 		    (!add || r.table == 101)));
 		if ((policy_check_pod(&p, &r, add) == NULL) != want)
 			fail_msg("case %d: pod %s %08x table %u: want %d", i,
-			    add ? "add" : "del", ntohl(r.addr), r.table, want);
+			    add ? "add" : "del", ntohl(addr), r.table, want);
 		accepted += want;
 	}
 	assert_mixed("pod", accepted, RAND_CASES);
@@ -1008,18 +1047,21 @@ test_random_bare(void **state)
 		st.naddrs = rnd_below(5);
 		for (j = 0; j < st.naddrs; j++) {
 			struct nd_ifaddr *a = &st.addrs[j];
+			uint8_t *b = a->addr.addr.bytes;
 
 			a->ifindex = 7;
-			a->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			a->addr.addr.family = rnd_below(2) ? NETD_AF_INET :
+			    NETD_AF_INET6;
 			a->proto = rnd_below(3) ? NETD_PROTO :
 			    (uint8_t)rnd_below(4);
-			a->addr[0] = rnd_below(2) ? 0xfe : (uint8_t)rnd();
-			a->addr[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
-			a->prefix = a->family == NETD_AF_INET ? 24 : 64;
-			if (!((a->family == NETD_AF_INET &&
+			b[0] = rnd_below(2) ? 0xfe : (uint8_t)rnd();
+			b[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
+			a->addr.len = a->addr.addr.family == NETD_AF_INET ?
+			    24 : 64;
+			if (!((a->addr.addr.family == NETD_AF_INET &&
 			    a->proto == NETD_PROTO) ||
-			    (a->family == NETD_AF_INET6 && a->addr[0] == 0xfe &&
-			    (a->addr[1] & 0xc0) == 0x80)))
+			    (a->addr.addr.family == NETD_AF_INET6 &&
+			    b[0] == 0xfe && (b[1] & 0xc0) == 0x80)))
 				want = false;
 		}
 		st.nroutes = rnd_below(6);
@@ -1028,7 +1070,8 @@ test_random_bare(void **state)
 			static const uint8_t protos[] = { 0, 2, 2, 3, 4, 9, 16,
 			    NETD_PROTO, NETD_PROTO, NETD_PROTO };
 
-			r->family = rnd_below(2) ? NETD_AF_INET : NETD_AF_INET6;
+			r->dst.addr.family = rnd_below(2) ? NETD_AF_INET :
+			    NETD_AF_INET6;
 			r->table = rnd_below(2) ? 254 : 100 + rnd_below(64);
 			r->protocol = protos[rnd_below(sizeof(protos))];
 			if (r->protocol != 2 && r->protocol != NETD_PROTO)
@@ -1102,7 +1145,7 @@ static void
 route_req(struct msg_netd_pod_route *m, const char *addr, const char *dev)
 {
 	memset(m, 0, sizeof(*m));
-	m->addr = ip(addr);
+	m->addr = ipa(addr);
 	msg_strlcpy(m->dev, dev, sizeof(m->dev));
 }
 
@@ -1125,11 +1168,12 @@ host_route(const char *dst, uint32_t ifindex, const char *gw)
 	struct nd_host_route r;
 
 	memset(&r, 0, sizeof(r));
-	r.dst = ip(dst);
-	r.dst_len = 32;
+	r.dst.addr = ipa(dst);
+	r.dst.len = 32;
 	r.type = NETD_ROUTE_UNICAST;
 	r.scope = gw == NULL ? NETD_SCOPE_LINK : 0;
-	r.gateway = gw == NULL ? 0 : ip(gw);
+	if (gw != NULL)
+		r.gateway = ipa(gw);
 	r.ifindex = ifindex;
 	return r;
 }
@@ -1168,7 +1212,7 @@ test_pod_route(void **state)
 	/* Routes elsewhere that are not /32s through the veth don't count. */
 	r[1] = host_route("10.0.16.10", VETH_IFINDEX + 1, NULL);
 	r[2] = host_route("10.0.17.0", VETH_IFINDEX, NULL);
-	r[2].dst_len = 24;
+	r[2].dst.len = 24;
 	assert_null(check_route(&p, &m, true, &l, r + 1, 2, &present));
 	assert_false(present);
 
@@ -1260,8 +1304,8 @@ test_pod_route_other_kinds(void **state)
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		for (j = 0; j < sizeof(metrics) / sizeof(metrics[0]); j++) {
 			memset(&r[0], 0, sizeof(r[0]));
-			r[0].dst = ip("10.0.16.9");
-			r[0].dst_len = 32;
+			r[0].dst.addr = ipa("10.0.16.9");
+			r[0].dst.len = 32;
 			r[0].type = kinds[i].type;
 			r[0].metric = metrics[j];
 			r[1] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
@@ -1279,7 +1323,7 @@ test_pod_route_other_kinds(void **state)
 			assert_false(present);
 			/* nor one of another kind on the veth of another
 			 * address: that is no pod's route (ifindex 0) */
-			r[0].dst = ip("10.0.16.33");
+			r[0].dst.addr = ipa("10.0.16.33");
 			assert_null(check_route(&p, &m, true, &l, r, 1,
 			    &present));
 		}

@@ -31,14 +31,23 @@ ip(const char *s)
 	return a;
 }
 
-static struct msg_cidr
+static struct ip_prefix
 cidr(const char *s)
 {
-	struct msg_cidr c;
+	struct ip_prefix c;
 
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(cidr4_parse(s, &c.addr, &c.prefix), 0);
+	assert_int_equal(ip_prefix_parse(s, &c, NULL), 0);
 	return c;
+}
+
+/* A sync's target, as the message carries it. */
+static const struct ip_addr *
+to(const char *s)
+{
+	static struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(s, &a, NULL), 0);
+	return &a;
 }
 
 /* A node: primary link 2, VPC 10.0.0.0/16 and 10.1.0.0/20, one exclusion. */
@@ -327,46 +336,50 @@ static void
 test_trust(void **state)
 {
 	struct enid_config cfg;
-	struct msg_cidr vpc[1] = { cidr("10.0.0.0/16") };
+	struct ip_prefix vpc[1] = { cidr("10.0.0.0/16") };
 	uint32_t addrs[2] = { ip("10.0.0.5"), ip("203.0.113.9") };
 	char d[160];
 
 	(void)state;
 	config_defaults(&cfg);
 	assert_true(cfg.snat.enabled);
-	assert_null(snat_check_request(&cfg, vpc, 1, ip("10.0.0.5"), addrs, 2,
+	assert_null(snat_check_request(&cfg, vpc, 1, to("10.0.0.5"), addrs, 2,
 	    d, sizeof(d)));
-	assert_non_null(snat_check_request(&cfg, vpc, 1, 0, addrs, 2, d,
-	    sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, to("0.0.0.0"), addrs,
+	    2, d, sizeof(d)));
 	/* an address the primary link does not hold, inside the VPC or not */
 	assert_non_null(strstr(snat_check_request(&cfg, vpc, 1,
-	    ip("10.0.0.6"), addrs, 2, d, sizeof(d)), "primary link"));
+	    to("10.0.0.6"), addrs, 2, d, sizeof(d)), "primary link"));
 	assert_string_equal(d, "to 10.0.0.6");
-	assert_non_null(snat_check_request(&cfg, vpc, 1, ip("8.8.8.8"), addrs,
+	assert_non_null(snat_check_request(&cfg, vpc, 1, to("8.8.8.8"), addrs,
 	    2, d, sizeof(d)));
 	/* never loopback, multicast or broadcast, even if listed */
 	addrs[1] = ip("127.0.0.1");
-	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
-	    d, sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, to("127.0.0.1"),
+	    addrs, 2, d, sizeof(d)));
 	addrs[1] = ip("224.0.0.1");
-	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
-	    d, sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, to("224.0.0.1"),
+	    addrs, 2, d, sizeof(d)));
 	addrs[1] = ip("255.255.255.255");
-	assert_non_null(snat_check_request(&cfg, vpc, 1, addrs[1], addrs, 2,
-	    d, sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1,
+	    to("255.255.255.255"), addrs, 2, d, sizeof(d)));
+	/* an IPv6 target, named */
+	assert_string_equal(snat_check_request(&cfg, vpc, 1, to("fd00::5"),
+	    addrs, 2, d, sizeof(d)),
+	    "the translation target is not an IPv4 address");
+	assert_string_equal(d, "to fd00::5");
 	/* SNAT off: only to = 0 */
 	cfg.snat.enabled = false;
-	assert_null(snat_check_request(&cfg, vpc, 1, 0, addrs, 2, d,
-	    sizeof(d)));
-	assert_non_null(snat_check_request(&cfg, vpc, 1, ip("10.0.0.5"),
+	assert_null(snat_check_request(&cfg, vpc, 1, to("0.0.0.0"), addrs, 2,
+	    d, sizeof(d)));
+	assert_non_null(snat_check_request(&cfg, vpc, 1, to("10.0.0.5"),
 	    addrs, 2, d, sizeof(d)));
 	/* exclusions overlapping the VPC */
 	cfg.snat.enabled = true;
 	cfg.snat.nexclude = 1;
-	cfg.snat.exclude[0].addr = ip("10.0.128.0");
-	cfg.snat.exclude[0].prefix = 17;
+	cfg.snat.exclude[0] = cidr("10.0.128.0/17");
 	assert_non_null(strstr(snat_check_request(&cfg, vpc, 1,
-	    ip("10.0.0.5"), addrs, 2, d, sizeof(d)), "overlaps"));
+	    to("10.0.0.5"), addrs, 2, d, sizeof(d)), "overlaps"));
 	assert_non_null(strstr(d, "10.0.128.0/17"));
 }
 
