@@ -176,22 +176,10 @@ ec2_ip4_parse(const char *s, struct ip_addr *out)
 	return 0;
 }
 
-/* A delegated prefix: the first address of an aligned /MSG_PREFIX_LEN. */
-static struct ip_prefix
-delegated(const struct ip_addr *first)
-{
-	struct ip_prefix p;
-
-	memset(&p, 0, sizeof(p));
-	p.addr = *first;
-	p.len = MSG_PREFIX_LEN;
-	return p;
-}
-
 bool
 ec2_prefix_ok(const struct ip_addr *first)
 {
-	struct ip_prefix p = delegated(first);
+	struct ip_prefix p = msg_prefix_of(first);
 
 	return first->family == AF_INET && ip_prefix_valid(&p) &&
 	    ip_prefix_is_network(&p) && !ip_addr_is_unspecified(first);
@@ -215,7 +203,7 @@ ec2_prefix_parse(const char *s, struct ip_addr *out)
 static bool
 eni_prefix_fits(const struct msg_cloud_eni *m, const struct ip_addr *first)
 {
-	struct ip_prefix p = delegated(first);
+	struct ip_prefix p = msg_prefix_of(first);
 	uint32_t i;
 
 	if (ip_prefix_contains(&p, &m->primary_ip))
@@ -626,7 +614,7 @@ ec2_req_prefixes(struct ec2_form *f, bool assign,
 		ec2_form_add(f, "Ipv4PrefixCount", num);
 	}
 	for (i = 0; i < m->nprefixes; i++) {
-		struct ip_prefix p = delegated(&m->prefixes[i]);
+		struct ip_prefix p = msg_prefix_of(&m->prefixes[i]);
 
 		ip_prefix_format(&p, cidr);
 		ec2_form_addf(f, cidr, "Ipv4Prefix.%u", i + 1);

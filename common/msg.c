@@ -505,9 +505,8 @@ check_status(const struct msg_cloud_status *st)
 	return NULL;
 }
 
-/* A delegated prefix given by its first address (MSG_PREFIX_LEN). */
-static struct ip_prefix
-delegated(const struct ip_addr *first)
+struct ip_prefix
+msg_prefix_of(const struct ip_addr *first)
 {
 	struct ip_prefix p;
 
@@ -531,7 +530,7 @@ check_prefixes(uint32_t n, const struct ip_addr *prefixes)
 	if ((why = check_addrs(n, prefixes, ADDR_WHY("prefix"))) != NULL)
 		return why;
 	for (i = 0; i < n; i++) {
-		p = delegated(&prefixes[i]);
+		p = msg_prefix_of(&prefixes[i]);
 		if (!ip_prefix_is_network(&p) ||
 		    ip_addr_is_unspecified(&prefixes[i]))
 			return "prefix not aligned";
@@ -551,7 +550,7 @@ in_prefixes(const struct ip_addr *addr, uint32_t n,
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		p = delegated(&prefixes[i]);
+		p = msg_prefix_of(&prefixes[i]);
 		if (ip_prefix_contains(&p, addr))
 			return true;
 	}

@@ -758,5 +758,7 @@ void		 msg_hist_add(struct msg_hist *to, const struct msg_hist *h);
 
 const char	*cloud_outcome_name(unsigned int outcome);
 const char	*msg_status_name(unsigned int status);
+/* The delegated prefix whose first address is first: /MSG_PREFIX_LEN. */
+struct ip_prefix msg_prefix_of(const struct ip_addr *first);
 
 #endif /* ENID_MSG_H */

@@ -108,7 +108,7 @@ endif
 # test, each of which the tests must catch (tests/unit/mutants.py).
 # About a minute; not part of make check.
 EXTRA_DIST += tests/unit/mutants.py tests/unit/testckpt.h tests/unit/testdir.h \
-	tests/unit/testrng.h
+	tests/unit/testrng.h tests/unit/testaddr.h
 .PHONY: mutants
 mutants: all
 	/usr/bin/python3 $(srcdir)/tests/unit/mutants.py --builddir $(abs_builddir)

@@ -17,6 +17,7 @@
 #include "addr.h"
 #include "conf.h"
 #include "policy.h"
+#include "testaddr.h"
 
 static const uint8_t PRIMARY[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const uint8_t ENI1[6] = { 0x02, 0, 0, 0, 0, 0x11 };
@@ -27,38 +28,6 @@ static const uint8_t UPLINK2[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 #define UPLINK2_IFINDEX		3
 #define PRIMARY_IP		"10.0.0.10"
 #define UPLINK2_IP		"10.0.4.20"
-
-static uint32_t
-ip(const char *s)
-{
-	uint32_t a = 0;
-
-	assert_int_equal(ip4_parse(s, &a), 0);
-	return a;
-}
-
-/* The same, as a message carries it. */
-static struct ip_addr
-ipa(const char *s)
-{
-	struct ip_addr a;
-
-	assert_int_equal(ip_addr_parse(s, &a, NULL), 0);
-	return a;
-}
-
-/* And by pointer, for a call: one of a few that take turns. */
-static const struct ip_addr *
-ipp(const char *s)
-{
-	static struct ip_addr a[4];
-	static unsigned int next;
-
-	a[next % 4] = ipa(s);
-	return &a[next++ % 4];
-}
-
-static const struct ip_addr NO_ADDR;		/* never set: none */
 
 /* What netd would find on a node whose default route is multipath over
  * eth0 (PRIMARY) and eth1 (UPLINK2). */
