@@ -403,7 +403,8 @@ restored_cooling_pending(const struct broker *b, const struct ckpt_cooling *cc,
 		/* Not set up, or set up and not bound yet (the primary's
 		 * addresses are free before pods_bind_restored): a free
 		 * address is never kept as cooling otherwise. */
-		if (e->used && (idx = eni_addr_index(e, cc->ip)) >= 0 &&
+		if (e->used &&
+		    (idx = eni_addr_index(e, ip_addr_in4(&cc->ip))) >= 0 &&
 		    e->addrs[idx].state != ADDR_PENDING &&
 		    e->addrs[idx].state != ADDR_FREE)
 			return false;
@@ -451,7 +452,7 @@ engine_record(struct broker *b, struct checkpoint *c)
 		cp->k8s_name = p->k8s_name;
 		cp->k8s_uid = p->k8s_uid;
 		cp->host_veth = p->host_veth[0] != '\0' ? p->host_veth : NULL;
-		cp->ip = p->ip;
+		cp->ip = ip_addr_from_in(p->ip);
 		cp->eni_id = p->eni ? p->eni->id : p->eni_id;
 		cp->since = p->since;
 	}
@@ -486,7 +487,7 @@ engine_record(struct broker *b, struct checkpoint *c)
 			if (until == 0)
 				continue;
 			cc = &c->cooling[c->ncooling++];
-			cc->ip = e->addrs[j].ip;
+			cc->ip = ip_addr_from_in(e->addrs[j].ip);
 			cc->eni_id = e->id;
 			cc->until = until;
 		}
@@ -1187,7 +1188,7 @@ pod_restore(struct broker *b, const struct ckpt_pod *cp)
 	if (cp->host_veth != NULL)
 		msg_strlcpy(p->host_veth, cp->host_veth,
 		    sizeof(p->host_veth));
-	p->ip = cp->ip;
+	p->ip = ip_addr_in4(&cp->ip);
 	p->since = cp->since;
 	p->state = POD_READY;
 	p->restored = true;
@@ -1251,7 +1252,7 @@ pods_bind_restored(struct broker *b)
 		int idx;
 
 		if (cc->until == 0 || e == NULL ||
-		    (idx = eni_addr_index(e, cc->ip)) < 0 ||
+		    (idx = eni_addr_index(e, ip_addr_in4(&cc->ip))) < 0 ||
 		    e->addrs[idx].state != ADDR_FREE)
 			continue;
 		/* It may be one an unassign was taking when enid stopped:

@@ -991,7 +991,7 @@ recon_recover_pods(struct reconcile_run *r)
 		cp.ifname = "eth0";
 		cp.k8s_namespace = cp.k8s_name = cp.k8s_uid = "";
 		cp.eni_id = e->id;
-		cp.ip = dst;
+		cp.ip = ru->dst.addr;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);
 		log_warnx("reconcile: %s on %s is routed to a pod no "

@@ -57,6 +57,7 @@ static void
 accepted(struct json_object *o, const struct cni_request *r)
 {
 	struct json_object *opv, *arr;
+	struct ip_addr ip = ip_addr_from_in(r->ip);
 	size_t i;
 
 	CHECK(json_object_is_type(o, json_type_object));
@@ -85,7 +86,7 @@ accepted(struct json_object *o, const struct cni_request *r)
 		CHECK(ckpt_container_id_ok(r->container_id));
 		CHECK(ckpt_ifname_ok(r->ifname));
 		CHECK(r->ip == 0 || (r->op == CNI_OP_CHECK &&
-		    ckpt_ip_ok(r->ip)));
+		    ckpt_ip_ok(&ip)));
 		CHECK(r->ip != 0 || !json_object_object_get_ex(o, "ip", NULL));
 		CHECK(r->nvalid == 0 && r->valid == NULL);
 		break;
