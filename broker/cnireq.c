@@ -291,13 +291,11 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 		}
 		case F_IP: {
 			char ip[IP4_STR_LEN + 1];
-			struct ip_addr a;
 
 			if (take_str(v, key, ip, sizeof(ip), err, errlen) == -1)
 				goto fail;
-			if (ip_addr_parse(ip, &a, NULL) == -1 ||
-			    !ckpt_ip_ok(&a) ||
-			    ip_addr_to_in(&a, &r->ip) == -1) {
+			if (ip_addr_parse(ip, &r->ip, NULL) == -1 ||
+			    !ckpt_ip_ok(&r->ip)) {
 				snprintf(err, errlen, "ip: not a unicast IPv4 "
 				    "address");
 				goto fail;

@@ -329,9 +329,9 @@ pod_json(const struct pod *p)
 {
 	struct json_object *o = json_object_new_object();
 	static const char *const pst[] = { "adding", "ready", "deleting" };
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 
-	ip4_format(p->ip, ip);
+	ip_addr_format(&p->ip, ip);
 	json_object_object_add(o, "container_id",
 	    json_object_new_string(p->container_id));
 	json_object_object_add(o, "ifname", json_object_new_string(p->ifname));

@@ -200,7 +200,7 @@ struct pod {
 	const char		*k8s_namespace;	/* "" if unknown */
 	const char		*k8s_name;
 	const char		*k8s_uid;
-	uint32_t		 ip;
+	struct ip_addr		 ip;
 	char			 eni_id[CKPT_ENI_LEN];
 	struct eni		*eni;		/* NULL: its ENI vanished */
 	enum pod_state		 state;
@@ -516,11 +516,12 @@ void	waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 void	pod_lost(struct pod *p, const char *why);
 /* A reconcile's restore of p's rules: false if none could start. */
 bool	pod_rules_restore(struct pod *p);
-struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
-	    const struct pod *except);
+struct pod *pod_with_ip(struct broker *b, const struct ip_addr *ip,
+	    bool lost, const struct pod *except);
 /* A pod that keeps ip from ENI e though no ENI holds it (lost, or
  * restored on another ENI and not bound yet), or NULL; and why. */
-struct pod *pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e);
+struct pod *pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
+	    const struct eni *e);
 const char *pod_keeping_why(const struct pod *p);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);

@@ -264,6 +264,7 @@ eni_take_addr(struct eni *e, uint32_t addr, uint32_t block,
     enum addr_state st, const char *what)
 {
 	char why[128], ip[IP4_STR_LEN];
+	const struct ip_addr a = ip_addr_from_in(addr);
 	const struct pod *lp;
 
 	ip4_format(addr, ip);
@@ -281,7 +282,7 @@ eni_take_addr(struct eni *e, uint32_t addr, uint32_t block,
 		    eni_name(e), what, ip);
 		return false;
 	}
-	if ((lp = pod_keeping_ip(e->b, addr, e)) != NULL) {
+	if ((lp = pod_keeping_ip(e->b, &a, e)) != NULL) {
 		log_warnx("%s: %s: %s is still the address of pod %s/%s, "
 		    "%s (%s); not used until it is deleted", eni_name(e), what,
 		    ip, lp->container_id, lp->ifname, pod_keeping_why(lp),
@@ -360,13 +361,15 @@ eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st)
 {
 	char why[128], s[IP4_STR_LEN];
 	uint32_t h = ntohl(base), j, n = 0, ip;
+	struct ip_addr a;
 
 	for (j = 0; j < POOL_PREFIX_ADDRS; j++) {
 		ip = htonl(h + j);
+		a = ip_addr_from_in(ip);
 		/* Quietly: what the checks refuse was logged when the
 		 * prefix came, and they refuse it still. */
 		if (eni_addr_index(e, ip) >= 0 ||
-		    pod_keeping_ip(e->b, ip, e) != NULL ||
+		    pod_keeping_ip(e->b, &a, e) != NULL ||
 		    !eni_addr_acceptable(e->b, e, ip, why, sizeof(why)))
 			continue;
 		if (eni_take_addr(e, ip, base, st, "reconcile")) {
@@ -429,21 +432,22 @@ eni_drop_addr(struct eni *e, uint32_t idx)
 void
 engine_withhold_addr(struct broker *b, const struct pod *p)
 {
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 	struct eni *e;
 	uint32_t i;
 	int idx;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		e = &b->engine.enis[i];
-		if (!e->used || (idx = eni_addr_index(e, p->ip)) < 0)
+		if (!e->used ||
+		    (idx = eni_addr_index(e, ip_addr_in4(&p->ip))) < 0)
 			continue;
 		if (e->addrs[idx].state != ADDR_FREE &&
 		    e->addrs[idx].state != ADDR_COOLING &&
 		    e->addrs[idx].state != ADDR_UNCONFIRMED &&
 		    e->addrs[idx].state != ADDR_PENDING)
 			continue;
-		ip4_format(p->ip, ip);
+		ip_addr_format(&p->ip, ip);
 		log_warnx("%s: %s is still the address of pod %s/%s, whose "
 		    "address was taken back; out of the pool until it is "
 		    "deleted", eni_name(e), ip, p->container_id, p->ifname);
