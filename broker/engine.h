@@ -250,9 +250,8 @@ struct gc_run {
 struct subnet {
 	char			 id[MSG_ID_LEN];
 	char			 az[MSG_ID_LEN];
-	uint32_t		 cidr;		/* network order */
-	uint8_t			 prefix;
-	uint32_t		 gateway;	/* network order: base + 1 */
+	struct ip_prefix	 cidr;		/* no host bits */
+	struct ip_addr		 gateway;	/* the network's + 1 */
 	bool			 known;		/* described by the cloud */
 	bool			 asking;	/* in the describe in flight */
 	bool			 asked;		/* in one that was answered */

@@ -158,8 +158,9 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 	memcpy(req->mac, e->mac, 6);
 	req->table = e->table;
 	req->addr.addr = ip_addr_from_in(e->primary_ip);
-	req->addr.len = s != NULL ? s->prefix : 32;
-	req->gateway = ip_addr_from_in(s != NULL ? s->gateway : 0);
+	req->addr.len = s != NULL ? s->cidr.len : 32;
+	/* None (0.0.0.0) while s is not described. */
+	req->gateway = s != NULL && s->known ? s->gateway : ip_addr_from_in(0);
 	req->mtu = e->link_mtu;
 }
 

@@ -129,6 +129,7 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	const struct subnet *s = e->subnet >= 0 ?
 	    &b->engine.subnets[e->subnet] : NULL;
 	const struct msg_cloud_instance *in = &b->instance;
+	const struct ip_addr a = ip_addr_from_in(ip);
 	uint32_t h = ntohl(ip), base, last, i;
 	bool in_vpc = false;
 
@@ -136,13 +137,13 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 		snprintf(why, whylen, "subnet %s is not known", e->subnet_id);
 		return false;
 	}
-	if (!cidr4_contains(s->cidr, s->prefix, ip)) {
+	if (!ip_prefix_contains(&s->cidr, &a)) {
 		snprintf(why, whylen, "outside subnet %s", s->id);
 		return false;
 	}
-	base = ntohl(s->cidr);
-	last = s->prefix == 0 ? 0xffffffffu :
-	    base | (0xffffffffu >> s->prefix);
+	base = ntohl(ip_addr_in4(&s->cidr.addr));
+	last = s->cidr.len == 0 ? 0xffffffffu :
+	    base | (0xffffffffu >> s->cidr.len);
 	if (h - base < 4 || h == last) {
 		snprintf(why, whylen, "a reserved address of subnet %s", s->id);
 		return false;
@@ -153,12 +154,9 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 		    "the ENI");
 		return false;
 	}
-	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++) {
-		struct ip_addr a = ip_addr_from_in(ip);
-
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_CIDRS; i++)
 		if (ip_prefix_contains(&in->cidrs[i], &a))
 			in_vpc = true;
-	}
 	if (!in_vpc) {
 		snprintf(why, whylen, "outside the VPC");
 		return false;
@@ -193,6 +191,8 @@ prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
 	const struct subnet *s = e->subnet >= 0 ?
 	    &b->engine.subnets[e->subnet] : NULL;
 	uint32_t last = htonl(ntohl(base) | (POOL_PREFIX_ADDRS - 1)), i;
+	const struct ip_addr first_a = ip_addr_from_in(base);
+	const struct ip_addr last_a = ip_addr_from_in(last);
 
 	if (prefix_base(base) != base) {
 		snprintf(why, whylen, "not aligned to a /%d", MSG_PREFIX_LEN);
@@ -202,9 +202,9 @@ prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
 		snprintf(why, whylen, "subnet %s is not known", e->subnet_id);
 		return false;
 	}
-	if (s->prefix > MSG_PREFIX_LEN ||
-	    !cidr4_contains(s->cidr, s->prefix, base) ||
-	    !cidr4_contains(s->cidr, s->prefix, last)) {
+	if (s->cidr.len > MSG_PREFIX_LEN ||
+	    !ip_prefix_contains(&s->cidr, &first_a) ||
+	    !ip_prefix_contains(&s->cidr, &last_a)) {
 		snprintf(why, whylen, "not inside subnet %s", s->id);
 		return false;
 	}
@@ -220,8 +220,9 @@ prefix_acceptable(struct broker *b, const struct eni *e, uint32_t base,
 	 * that covers one is not what the cloud says it is. */
 	for (i = 0; i < POOL_PREFIX_ADDRS; i++) {
 		uint32_t ip = htonl(ntohl(base) + i);
-		uint32_t h = ntohl(ip), first = ntohl(s->cidr);
-		uint32_t bcast = first | (0xffffffffu >> s->prefix);
+		uint32_t h = ntohl(ip);
+		uint32_t first = ntohl(ip_addr_in4(&s->cidr.addr));
+		uint32_t bcast = first | (0xffffffffu >> s->cidr.len);
 		uint32_t k;
 
 		if (h - first < 4 || h == bcast) {

@@ -306,8 +306,8 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 		    (int32_t)p->eni->table);
 	}
 	if (s != NULL) {
-		cidr4_format(s->cidr, s->prefix, cidr);
-		ip4_format(s->gateway, ip);
+		ip_prefix_format(&s->cidr, cidr);
+		ip_addr_format(&s->gateway, ip);
 		text_add(&t, ",\"subnet\":\"%s\",\"subnet_gateway\":\"%s\"",
 		    cidr, ip);
 	}

@@ -1964,7 +1964,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct msg_cloud_done done;
 	struct subnet *s;
 	char cidr[IP_PREFIX_STR_LEN];
-	uint32_t i;
+	uint32_t i, net;
 	bool in_vpc = false;
 
 	(void)arg;
@@ -2027,8 +2027,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "bits set; not used", cs.subnet_id, cidr);
 		return;
 	}
-	if (s->known && (s->cidr != ip_addr_in4(&cs.cidr.addr) ||
-	    s->prefix != cs.cidr.len)) {
+	if (s->known && !ip_prefix_eq(&s->cidr, &cs.cidr)) {
 		log_security("subnets: %s changed its CIDR; the first one "
 		    "stands", s->id);
 		return;
@@ -2041,9 +2040,10 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		s->inhibited_until = 0;
 	}
 	s->known = true;
-	s->cidr = ip_addr_in4(&cs.cidr.addr);
-	s->prefix = cs.cidr.len;
-	s->gateway = htonl(ntohl(s->cidr) + 1);
+	s->cidr = cs.cidr;
+	/* The VPC router: the address after the network's (IPv4). */
+	net = ntohl(ip_addr_in4(&cs.cidr.addr));
+	s->gateway = ip_addr_from_in(htonl(net + 1));
 	msg_strlcpy(s->az, cs.az, sizeof(s->az));
 	s->available = cs.available;
 }
