@@ -15,7 +15,6 @@
  * strings into one block of exactly their size, so a checkpoint costs one
  * allocation for its strings and they never move.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -334,19 +333,14 @@ ckpt_k8s_ok(const char *s)
 /* ---- the rules (checkpoint_check) ---- */
 
 /* Pods get unicast host addresses: not 0/8, loopback, multicast or
- * class E (which holds the broadcast address). */
-static bool
-ip_usable(uint32_t ip)
-{
-	uint8_t first = (uint8_t)(ntohl(ip) >> 24);
-
-	return first != 0 && first != 127 && first < 224;
-}
-
+ * class E (which holds the broadcast address); IPv4 alone, which is what
+ * the format writes. */
 bool
-ckpt_ip_ok(uint32_t ip)
+ckpt_ip_ok(const struct ip_addr *ip)
 {
-	return ip_usable(ip);
+	return ip->family == AF_INET && ip_addr_valid(ip) &&
+	    !ip_addr_is_reserved(ip) && !ip_addr_is_loopback(ip) &&
+	    !ip_addr_is_multicast(ip);
 }
 
 enum str_rule { R_CID, R_IFNAME, R_K8S, R_ENI, R_INSTANCE };
@@ -401,12 +395,12 @@ check_time(int64_t t, const char *path, struct perr *pe)
 }
 
 static int
-check_ip(uint32_t ip, const char *path, struct perr *pe)
+check_ip(const struct ip_addr *ip, const char *path, struct perr *pe)
 {
-	char text[IP4_STR_LEN];
+	char text[IP_ADDR_STR_LEN];
 
-	if (!ip_usable(ip)) {
-		ip4_format(ip, text);
+	if (!ckpt_ip_ok(ip)) {
+		ip_addr_format(ip, text);
 		return fail(pe, path, "%s is not a unicast host address", text);
 	}
 	return 0;
@@ -439,7 +433,7 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 	    pe) == -1 ||
 	    check_str(p->k8s_uid, CKPT_UID_LEN, R_K8S, AT("uid"),
 	    pe) == -1 ||
-	    check_ip(p->ip, AT("ip"), pe) == -1 ||
+	    check_ip(&p->ip, AT("ip"), pe) == -1 ||
 	    check_str(p->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||
 	    check_time(p->since, AT("since"), pe) == -1)
@@ -467,7 +461,7 @@ check_cooling_fields(const struct ckpt_cooling *k, const char *list,
 {
 	char path[64];
 
-	if (check_ip(k->ip, AT("ip"), pe) == -1 ||
+	if (check_ip(&k->ip, AT("ip"), pe) == -1 ||
 	    check_str(k->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||
 	    check_time(k->until, AT("until"), pe) == -1)
@@ -503,7 +497,7 @@ cmp_pod_key(const void *a, const void *b)
 
 /* An address and who holds it, for finding the same address twice. */
 struct holder {
-	uint32_t	ip;	/* host order */
+	const struct ip_addr *ip;
 	int		cooling;	/* 0: pods[], 1: cooling[] */
 	size_t		idx;
 };
@@ -522,9 +516,9 @@ cmp_holder(const void *a, const void *b)
 {
 	const struct holder *h = a, *k = b;
 
-	if (h->ip != k->ip)
-		return (h->ip > k->ip) - (h->ip < k->ip);
-	return cmp_place(h, k);
+	int d = ip_addr_cmp(h->ip, k->ip);
+
+	return d != 0 ? d : cmp_place(h, k);
 }
 
 /*
@@ -539,7 +533,7 @@ check_unique(const struct checkpoint *c, struct perr *pe)
 	struct holder *byip = NULL, *dup = NULL, *first = NULL;
 	const struct ckpt_pod *dpod = NULL, *dfirst = NULL;
 	size_t i, n = c->npods + c->ncooling;
-	char text[IP4_STR_LEN];
+	char text[IP_ADDR_STR_LEN];
 
 	if (n == 0)
 		return 0;
@@ -570,19 +564,19 @@ check_unique(const struct checkpoint *c, struct perr *pe)
 	}
 
 	for (i = 0; i < c->npods; i++)
-		byip[i] = (struct holder){ ntohl(c->pods[i].ip), 0, i };
+		byip[i] = (struct holder){ &c->pods[i].ip, 0, i };
 	for (i = 0; i < c->ncooling; i++)
 		byip[c->npods + i] =
-		    (struct holder){ ntohl(c->cooling[i].ip), 1, i };
+		    (struct holder){ &c->cooling[i].ip, 1, i };
 	qsort(byip, n, sizeof(*byip), cmp_holder);
 	for (i = 1; i < n; i++)
-		if (byip[i].ip == byip[i - 1].ip &&
+		if (ip_addr_eq(byip[i].ip, byip[i - 1].ip) &&
 		    (dup == NULL || cmp_place(&byip[i], dup) < 0)) {
 			dup = &byip[i];
 			first = &byip[i - 1];
 		}
 	if (dup != NULL) {
-		ip4_format(htonl(dup->ip), text);
+		ip_addr_format(dup->ip, text);
 		if (!dup->cooling)
 			fail(pe, "", "pods[%zu].ip: %s is also held by "
 			    "pods[%zu]", dup->idx, text, first->idx);
@@ -825,7 +819,7 @@ get_field(struct json_object *v, const struct field *f, void *base,
     struct ckpt_arena *a, const char *path, struct perr *pe)
 {
 	char *p = (char *)base + f->off;
-	char text[IP4_STR_LEN];
+	char text[IP_ADDR_STR_LEN];
 
 	switch (f->type) {
 	case F_STR:
@@ -841,7 +835,8 @@ get_field(struct json_object *v, const struct field *f, void *base,
 			return fail(pe, path, "not an IPv4 address");
 		memcpy(text, json_object_get_string(v),
 		    (size_t)json_object_get_string_len(v) + 1);
-		if (ip4_parse(text, (uint32_t *)(void *)p) == -1)
+		if (ip_addr_parse(text, (struct ip_addr *)p, NULL) == -1 ||
+		    ((struct ip_addr *)p)->family != AF_INET)
 			return fail(pe, path, "not an IPv4 address");
 		return 0;
 	case F_TIME:
@@ -1172,7 +1167,8 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 		    strcmp(p->k8s_namespace, q->k8s_namespace) != 0 ||
 		    strcmp(p->k8s_name, q->k8s_name) != 0 ||
 		    strcmp(p->k8s_uid, q->k8s_uid) != 0 ||
-		    p->ip != q->ip || strcmp(p->eni_id, q->eni_id) != 0 ||
+		    !ip_addr_eq(&p->ip, &q->ip) ||
+		    strcmp(p->eni_id, q->eni_id) != 0 ||
 		    p->since != q->since || !veth_same(p, q))
 			return false;
 	}
@@ -1180,7 +1176,8 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 		const struct ckpt_cooling *k = &a->cooling[i];
 		const struct ckpt_cooling *l = &b->cooling[i];
 
-		if (k->ip != l->ip || strcmp(k->eni_id, l->eni_id) != 0 ||
+		if (!ip_addr_eq(&k->ip, &l->ip) ||
+		    strcmp(k->eni_id, l->eni_id) != 0 ||
 		    k->until != l->until)
 			return false;
 	}
@@ -1267,11 +1264,11 @@ put_int(struct out *o, const char *key, int64_t v)
 }
 
 static void
-put_ip(struct out *o, const char *key, uint32_t ip)
+put_ip(struct out *o, const char *key, const struct ip_addr *ip)
 {
-	char text[IP4_STR_LEN];
+	char text[IP_ADDR_STR_LEN];
 
-	ip4_format(ip, text);
+	ip_addr_format(ip, text);
 	put_str(o, key, text);
 }
 
@@ -1290,7 +1287,7 @@ put_pod(struct out *o, const struct ckpt_pod *p)
 	put_s(o, ", ");
 	put_str(o, "uid", p->k8s_uid);
 	put_s(o, ", ");
-	put_ip(o, "ip", p->ip);
+	put_ip(o, "ip", &p->ip);
 	put_s(o, ", ");
 	put_str(o, "eni", p->eni_id);
 	put_s(o, ", ");
@@ -1306,7 +1303,7 @@ static void
 put_cooling(struct out *o, const struct ckpt_cooling *k)
 {
 	put_s(o, "{");
-	put_ip(o, "ip", k->ip);
+	put_ip(o, "ip", &k->ip);
 	put_s(o, ", ");
 	put_str(o, "eni", k->eni_id);
 	put_s(o, ", ");
@@ -1378,10 +1375,8 @@ cmp_pod(const void *a, const void *b)
 static int
 cmp_cooling(const void *a, const void *b)
 {
-	uint32_t x = ntohl(((const struct ckpt_cooling *)a)->ip);
-	uint32_t y = ntohl(((const struct ckpt_cooling *)b)->ip);
-
-	return (x > y) - (x < y);
+	return ip_addr_cmp(&((const struct ckpt_cooling *)a)->ip,
+	    &((const struct ckpt_cooling *)b)->ip);
 }
 
 void
@@ -1399,7 +1394,8 @@ pod_same(const struct ckpt_pod *p, const struct ckpt_pod *q)
 {
 	return strcmp(p->k8s_namespace, q->k8s_namespace) == 0 &&
 	    strcmp(p->k8s_name, q->k8s_name) == 0 &&
-	    strcmp(p->k8s_uid, q->k8s_uid) == 0 && p->ip == q->ip &&
+	    strcmp(p->k8s_uid, q->k8s_uid) == 0 &&
+	    ip_addr_eq(&p->ip, &q->ip) &&
 	    strcmp(p->eni_id, q->eni_id) == 0 && p->since == q->since &&
 	    veth_same(p, q);
 }
@@ -1612,7 +1608,7 @@ check_diff(const struct ckpt_diff *d, struct perr *pe)
 			return -1;
 	for (i = 0; i < d->ncool_del; i++) {
 		snprintf(path, sizeof(path), "cooling_removed[%zu].ip", i);
-		if (check_ip(d->cool_del[i].ip, path, pe) == -1)
+		if (check_ip(&d->cool_del[i].ip, path, pe) == -1)
 			return -1;
 	}
 	for (i = 0; i < d->ncool_add; i++)
@@ -1659,7 +1655,7 @@ ckpt_diff_format(const struct ckpt_diff *d, size_t headroom, size_t *len)
 	put_s(&o, "], \"cooling_removed\": [");
 	for (i = 0; i < d->ncool_del; i++) {
 		put_s(&o, i == 0 ? "{" : ", {");
-		put_ip(&o, "ip", d->cool_del[i].ip);
+		put_ip(&o, "ip", &d->cool_del[i].ip);
 		put_s(&o, "}");
 	}
 	put_s(&o, "], \"cooling_added\": [");
@@ -1801,9 +1797,9 @@ find_pod(const struct checkpoint *c, const char *cid, const char *ifname)
 }
 
 static ssize_t
-find_cooling(const struct checkpoint *c, uint32_t ip)
+find_cooling(const struct checkpoint *c, const struct ip_addr *ip)
 {
-	struct ckpt_cooling key = { .ip = ip };
+	struct ckpt_cooling key = { .ip = *ip };
 	size_t lo = 0, hi = c->ncooling, mid;
 	int d;
 
@@ -1825,7 +1821,7 @@ static int
 apply_marks(const struct checkpoint *c, const struct ckpt_diff *d,
     bool *gone_pod, bool *gone_cool, struct perr *pe)
 {
-	char text[IP4_STR_LEN];
+	char text[IP_ADDR_STR_LEN];
 	ssize_t k;
 	size_t i;
 
@@ -1850,9 +1846,9 @@ apply_marks(const struct checkpoint *c, const struct ckpt_diff *d,
 			    p->container_id, p->ifname);
 	}
 	for (i = 0; i < d->ncool_del; i++) {
-		k = find_cooling(c, d->cool_del[i].ip);
+		k = find_cooling(c, &d->cool_del[i].ip);
 		if (k < 0 || gone_cool[k]) {
-			ip4_format(d->cool_del[i].ip, text);
+			ip_addr_format(&d->cool_del[i].ip, text);
 			return fail(pe, "", "cooling_removed[%zu]: %s is not "
 			    "cooling in the checkpoint%s", i, text,
 			    k < 0 ? "" : " (removed twice)");
@@ -1860,9 +1856,9 @@ apply_marks(const struct checkpoint *c, const struct ckpt_diff *d,
 		gone_cool[k] = true;
 	}
 	for (i = 0; i < d->ncool_add; i++) {
-		k = find_cooling(c, d->cool_add[i].ip);
+		k = find_cooling(c, &d->cool_add[i].ip);
 		if (k >= 0 && !gone_cool[k]) {
-			ip4_format(d->cool_add[i].ip, text);
+			ip_addr_format(&d->cool_add[i].ip, text);
 			return fail(pe, "", "cooling_added[%zu]: %s is already "
 			    "cooling in the checkpoint", i, text);
 		}

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "maxima.h"
 
 #define CKPT_FILE		"checkpoint.json"
@@ -106,14 +107,14 @@ struct ckpt_pod {
 	const char	*k8s_uid;
 	const char	*eni_id;
 	const char	*host_veth;	/* NULL: none (enid-ipam, older) */
-	uint32_t	 ip;		/* network byte order */
+	struct ip_addr	 ip;
 	int64_t		 since;		/* unix seconds: assigned */
 };
 
 /* The ENI id a pointer as well: up to CKPT_MAX_COOLING of these, and
  * one way for every string of a checkpoint to be held. */
 struct ckpt_cooling {
-	uint32_t	 ip;		/* network byte order */
+	struct ip_addr	 ip;
 	const char	*eni_id;
 	int64_t		 until;		/* unix seconds: reusable then */
 };
@@ -183,7 +184,7 @@ struct ckpt_pod_key {
 };
 
 struct ckpt_cooling_key {
-	uint32_t	ip;		/* network byte order */
+	struct ip_addr	ip;
 };
 
 /*
@@ -253,8 +254,9 @@ bool	ckpt_container_id_ok(const char *s);
  * characters and non-ASCII bytes; enid refuses them, as they would reach
  * logs and JSON unescaped.) */
 bool	ckpt_ifname_ok(const char *s);
-/* A pod's address (network order): unicast, not 0/8 or loopback. */
-bool	ckpt_ip_ok(uint32_t ip);
+/* A pod's address: IPv4 (the format's "ip" fields are dotted quads),
+ * not 0/8, loopback, multicast or 240/4. */
+bool	ckpt_ip_ok(const struct ip_addr *ip);
 /* "eni-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */
 bool	ckpt_eni_id_ok(const char *s);
 /* "i-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */

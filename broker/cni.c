@@ -192,7 +192,7 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 {
 	struct cni_request r;
 	struct pod *p;
-	char ip[IP4_STR_LEN], want[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN], want[IP_ADDR_STR_LEN];
 
 	if (!parse_or_bad(ref, req, &r))
 		return;
@@ -208,9 +208,9 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 		jref_error(ref, "address-lost", "%s", p->lost_why);
 	else if (p->state != POD_READY)
 		jref_error(ref, "busy", "this attachment is being changed");
-	else if (r.ip != 0 && r.ip != p->ip) {
-		ip4_format(p->ip, ip);
-		ip4_format(r.ip, want);
+	else if (r.ip.family != AF_UNSPEC && !ip_addr_eq(&r.ip, &p->ip)) {
+		ip_addr_format(&p->ip, ip);
+		ip_addr_format(&r.ip, want);
 		jref_error(ref, "address-mismatch", "enid holds %s for this "
 		    "attachment, not %s", ip, want);
 	} else if (p->eni == NULL || p->eni->state != ENI_READY)

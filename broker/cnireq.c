@@ -294,7 +294,8 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 
 			if (take_str(v, key, ip, sizeof(ip), err, errlen) == -1)
 				goto fail;
-			if (ip4_parse(ip, &r->ip) == -1 || !ckpt_ip_ok(r->ip)) {
+			if (ip_addr_parse(ip, &r->ip, NULL) == -1 ||
+			    !ckpt_ip_ok(&r->ip)) {
 				snprintf(err, errlen, "ip: not a unicast IPv4 "
 				    "address");
 				goto fail;

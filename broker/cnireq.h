@@ -41,7 +41,8 @@ struct cni_request {
 	/* add: enid-cni's host end of the pod's veth pair ("" from
 	 * enid-ipam), whose host route reconciliation restores */
 	char		host_veth[CKPT_IFNAME_LEN];
-	uint32_t	ip;		/* check: the address expected, or 0 */
+	/* check: the address expected; none (AF_UNSPEC, zero) if not given */
+	struct ip_addr	ip;
 	size_t		nvalid;		/* gc: the attachments to keep */
 	struct cni_attachment *valid;	/* malloc'd; cni_request_free */
 };

@@ -329,9 +329,9 @@ pod_json(const struct pod *p)
 {
 	struct json_object *o = json_object_new_object();
 	static const char *const pst[] = { "adding", "ready", "deleting" };
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 
-	ip4_format(p->ip, ip);
+	ip_addr_format(&p->ip, ip);
 	json_object_object_add(o, "container_id",
 	    json_object_new_string(p->container_id));
 	json_object_object_add(o, "ifname", json_object_new_string(p->ifname));
@@ -354,7 +354,7 @@ static struct json_object *
 subnet_json(const struct subnet *s)
 {
 	struct json_object *o = json_object_new_object();
-	char cidr[CIDR4_STR_LEN];
+	char cidr[IP_PREFIX_STR_LEN];
 	uint64_t now = now_ms();
 
 	json_object_object_add(o, "id", json_object_new_string(s->id));
@@ -362,7 +362,7 @@ subnet_json(const struct subnet *s)
 	    json_object_new_boolean(s->configured));
 	json_object_object_add(o, "known", json_object_new_boolean(s->known));
 	if (s->known) {
-		cidr4_format(s->cidr, s->prefix, cidr);
+		ip_prefix_format(&s->cidr, cidr);
 		json_object_object_add(o, "cidr", json_object_new_string(cidr));
 		json_object_object_add(o, "az", json_object_new_string(s->az));
 	}

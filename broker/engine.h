@@ -1,7 +1,7 @@
 /*
- * The broker's pool engine, shared by its files: ENIs and their addresses
- * (eni.c), the pods and the ADDs waiting for an address (pods.c),
- * reconciliation and the leak collector (reconcile.c).  The policy itself
+ * The broker's pool engine, shared by its files: ENIs (eni.c) and their
+ * addresses (eniaddr.c), the pods and the ADDs waiting for an address
+ * (pods.c), reconciliation and the leak collector (reconcile.c).  The policy itself
  * is pool.c, pure; this is the state it is computed from and the
  * machinery that carries its actions out.  The engine sits above the
  * store (store.h), which saves what it builds (engine_record), and below
@@ -200,7 +200,7 @@ struct pod {
 	const char		*k8s_namespace;	/* "" if unknown */
 	const char		*k8s_name;
 	const char		*k8s_uid;
-	uint32_t		 ip;
+	struct ip_addr		 ip;
 	char			 eni_id[CKPT_ENI_LEN];
 	struct eni		*eni;		/* NULL: its ENI vanished */
 	enum pod_state		 state;
@@ -250,9 +250,8 @@ struct gc_run {
 struct subnet {
 	char			 id[MSG_ID_LEN];
 	char			 az[MSG_ID_LEN];
-	uint32_t		 cidr;		/* network order */
-	uint8_t			 prefix;
-	uint32_t		 gateway;	/* network order: base + 1 */
+	struct ip_prefix	 cidr;		/* no host bits */
+	struct ip_addr		 gateway;	/* the network's + 1 */
 	bool			 known;		/* described by the cloud */
 	bool			 asking;	/* in the describe in flight */
 	bool			 asked;		/* in one that was answered */
@@ -389,8 +388,6 @@ struct eni *eni_new(struct broker *b);
  * build. */
 void	eni_set_state(struct eni *e, enum eni_state st, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
-/* The address lifecycle likewise: e's address idx moves to st. */
-void	addr_set(struct eni *e, uint32_t idx, enum addr_state st);
 
 void	eni_configure(struct eni *e);		/* netd set-up, then ready */
 /* An ENI's declare or set-up waits for netd, or is with it: pods' rules
@@ -409,6 +406,17 @@ void	eni_set_dot(struct eni *e);
  * id attached as device dev; id seen available, or gone. */
 void	cloud_view_attached(struct broker *b, const char *id, uint32_t dev);
 void	cloud_view_gone(struct broker *b, const char *id);
+struct subnet *subnet_by_id(struct broker *b, const char *id);
+void	engine_fail_growth(struct broker *b, const char *code,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+uint32_t eni_table(struct broker *b, int device_index);
+/* e's id, or "(new ENI)" while it is being created: for logs. */
+const char *eni_name(const struct eni *e);
+
+/* eniaddr.c: an ENI's addresses and prefixes */
+/* The address lifecycle: e's address idx moves to st, as lifecycle.c's
+ * table allows (any other move is a bug, refused). */
+void	addr_set(struct eni *e, uint32_t idx, enum addr_state st);
 /* The pool's entry for address ip (network order), or NULL. */
 struct eni_addr *engine_addr(struct broker *b, uint32_t ip);
 int	eni_addr_index(const struct eni *e, uint32_t ip);
@@ -419,25 +427,35 @@ int	eni_prefix_index(const struct eni *e, uint32_t base);
  * prefix delegation on), then frozen ones; the one rested longest among
  * equals.  -1 if none is free. */
 int	eni_pick_addr(const struct eni *e, uint64_t now);
-/* Take the prefixes a cloud answer names for e, checked (eni.c): how
- * many were taken. */
+/* Take the single addresses, or the prefixes, a cloud answer names for
+ * e, each checked (a refused one is logged and never used): how many
+ * were taken. */
+uint32_t eni_take_addrs(struct eni *e, const uint32_t *addrs, uint32_t n,
+	    enum addr_state st, const char *what);
 uint32_t eni_take_prefixes(struct eni *e, const uint32_t *prefixes,
 	    uint32_t n, enum addr_state st, const char *what);
 /* Take back, as st, the addresses of e's prefix base that are not in
  * the pool and that a lost pod no longer holds: how many. */
 uint32_t eni_prefix_retake(struct eni *e, uint32_t base, enum addr_state st);
-/* Forget e's prefix k and its addresses (their pods are lost). */
+/* Forget e's address idx, or its prefix k and the prefix's addresses
+ * (their pods are lost). */
+void	eni_drop_addr(struct eni *e, uint32_t idx);
 void	eni_drop_prefix(struct eni *e, uint32_t k, const char *why);
+/* No new pod in e's prefix k for the policy's freeze time from now. */
+void	eni_freeze_prefix(struct eni *e, uint32_t k, uint64_t now);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	    char *why, size_t whylen);
-struct subnet *subnet_by_id(struct broker *b, const char *id);
-void	engine_fail_growth(struct broker *b, const char *code,
-	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
-	    uint32_t *cooling, uint32_t *other);
-uint32_t eni_table(struct broker *b, int device_index);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
 void	engine_release_addr(struct eni *e, int idx, bool cool);
+/* Cooling addresses whose time is up come free, and unconfirmed ones a
+ * reconciliation has seen: when the next one is due (ms, 0: none). */
+uint64_t engine_cool(struct broker *b, uint64_t now);
+/* When the cooling addresses on ready ENIs come free, earliest first,
+ * into out[max]: how many. */
+uint32_t engine_cooling_frees(struct broker *b, uint64_t now, uint64_t *out,
+	    uint32_t max);
+void	engine_counts(struct broker *b, uint32_t *free_, uint32_t *assigned,
+	    uint32_t *cooling, uint32_t *other);
 
 /* pods.c */
 void	pods_init(struct broker *b);
@@ -497,11 +515,12 @@ void	waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 void	pod_lost(struct pod *p, const char *why);
 /* A reconcile's restore of p's rules: false if none could start. */
 bool	pod_rules_restore(struct pod *p);
-struct pod *pod_with_ip(struct broker *b, uint32_t ip, bool lost,
-	    const struct pod *except);
+struct pod *pod_with_ip(struct broker *b, const struct ip_addr *ip,
+	    bool lost, const struct pod *except);
 /* A pod that keeps ip from ENI e though no ENI holds it (lost, or
  * restored on another ENI and not bound yet), or NULL; and why. */
-struct pod *pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e);
+struct pod *pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
+	    const struct eni *e);
 const char *pod_keeping_why(const struct pod *p);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);

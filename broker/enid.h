@@ -249,7 +249,7 @@ struct broker {
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
 
-	/* the pool: eni.c, pods.c, reconcile.c */
+	/* the pool: eni.c, eniaddr.c, pods.c, reconcile.c */
 	struct engine		 engine;
 	/* the pool's durable record (store.h), made by engine_init */
 	struct store		*store;

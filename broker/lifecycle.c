@@ -1,10 +1,11 @@
 /*
  * The lifecycles of the pool's ENIs and of their addresses, as data:
  * where each state may go, which states an ENI may enter the pool in, and
- * the word each ENI state is shown as.  broker/eni.c performs the
- * transitions (eni_set_state, addr_set) and refuses any other; its
- * opening comment draws the machine, and doc/design.md lists it, both
- * checked against this table by tests/unit/test_lifecycle.c.
+ * the word each ENI state is shown as.  broker/eni.c (eni_set_state)
+ * and broker/eniaddr.c (addr_set) perform the transitions and refuse
+ * any other; eni.c's opening comment draws the ENI's machine, and
+ * doc/design.md lists it, both checked against this table by
+ * tests/unit/test_lifecycle.c.
  */
 #include "pool.h"
 

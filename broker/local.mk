@@ -17,8 +17,9 @@ BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 sbin_PROGRAMS += broker/enid
 broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 	broker/req.c broker/instance.c broker/server.c broker/engine.h \
-	broker/eni.c broker/cni.c broker/pods.c broker/reconcile.c \
-	broker/metrics.c broker/snat.c broker/trim.c broker/store.c \
+	broker/eni.c broker/eniaddr.c broker/cni.c broker/pods.c \
+	broker/reconcile.c broker/metrics.c broker/snat.c broker/trim.c \
+	broker/store.c \
 	broker/store.h broker/writer.c broker/writer.h
 broker_enid_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CAP_CFLAGS)
 broker_enid_LDADD = $(BROKER_LIBS)

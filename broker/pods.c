@@ -143,7 +143,7 @@ pod_addr(const struct pod *p)
 
 	if (p->eni == NULL || !p->eni->used)
 		return -1;
-	i = eni_addr_index(p->eni, p->ip);
+	i = eni_addr_index(p->eni, ip_addr_in4(&p->ip));
 	if (i < 0 || p->eni->addrs[i].pod != p)
 		return -1;
 	return i;
@@ -152,9 +152,9 @@ pod_addr(const struct pod *p)
 void
 pod_lost(struct pod *p, const char *why)
 {
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 
-	ip4_format(p->ip, ip);
+	ip_addr_format(&p->ip, ip);
 	log_warnx("pod %s/%s (%s/%s) at %s: %s; it has no working address "
 	    "until it is deleted", p->container_id, p->ifname,
 	    p->k8s_namespace[0] ? p->k8s_namespace : "-",
@@ -174,12 +174,13 @@ pod_lost(struct pod *p, const char *why)
  * runtime deletes them) if lost, else among the others.  NULL if none.
  */
 struct pod *
-pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
+pod_with_ip(struct broker *b, const struct ip_addr *ip, bool lost,
+    const struct pod *except)
 {
 	struct pod *p;
 
 	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (p != except && p->lost == lost && p->ip == ip)
+		if (p != except && p->lost == lost && ip_addr_eq(&p->ip, ip))
 			return p;
 	return NULL;
 }
@@ -194,12 +195,13 @@ pod_with_ip(struct broker *b, uint32_t ip, bool lost, const struct pod *except)
  * table: eni_addr_acceptable.)
  */
 struct pod *
-pod_keeping_ip(struct broker *b, uint32_t ip, const struct eni *e)
+pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
+    const struct eni *e)
 {
 	struct pod *p;
 
 	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (p->ip == ip && p->eni == NULL &&
+		if (ip_addr_eq(&p->ip, ip) && p->eni == NULL &&
 		    (p->lost || strcmp(p->eni_id, e->id) != 0))
 			return p;
 	return NULL;
@@ -291,10 +293,10 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 	struct text t = { buf, size, 0 };
 	const struct subnet *s = p->eni && p->eni->subnet >= 0 ?
 	    &b->engine.subnets[p->eni->subnet] : NULL;
-	char ip[IP4_STR_LEN], cidr[IP_PREFIX_STR_LEN], mac[MAC_STR_LEN];
+	char ip[IP_ADDR_STR_LEN], cidr[IP_PREFIX_STR_LEN], mac[MAC_STR_LEN];
 	uint32_t i;
 
-	ip4_format(p->ip, ip);
+	ip_addr_format(&p->ip, ip);
 	text_add(&t, "{\"ok\":true,\"ip\":\"%s\",\"prefix\":32", ip);
 	if (p->eni != NULL) {
 		mac_format(p->eni->mac, mac);
@@ -304,8 +306,8 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 		    (int32_t)p->eni->table);
 	}
 	if (s != NULL) {
-		cidr4_format(s->cidr, s->prefix, cidr);
-		ip4_format(s->gateway, ip);
+		ip_prefix_format(&s->cidr, cidr);
+		ip_addr_format(&s->gateway, ip);
 		text_add(&t, ",\"subnet\":\"%s\",\"subnet_gateway\":\"%s\"",
 		    cidr, ip);
 	}
@@ -377,7 +379,7 @@ lost_pod_shadowed(struct broker *b, const struct pod *p)
 			before = false;
 			continue;
 		}
-		if (q->ip == p->ip && (!q->lost || before))
+		if (ip_addr_eq(&q->ip, &p->ip) && (!q->lost || before))
 			return true;
 	}
 	return false;
@@ -403,7 +405,8 @@ restored_cooling_pending(const struct broker *b, const struct ckpt_cooling *cc,
 		/* Not set up, or set up and not bound yet (the primary's
 		 * addresses are free before pods_bind_restored): a free
 		 * address is never kept as cooling otherwise. */
-		if (e->used && (idx = eni_addr_index(e, cc->ip)) >= 0 &&
+		if (e->used &&
+		    (idx = eni_addr_index(e, ip_addr_in4(&cc->ip))) >= 0 &&
 		    e->addrs[idx].state != ADDR_PENDING &&
 		    e->addrs[idx].state != ADDR_FREE)
 			return false;
@@ -486,7 +489,7 @@ engine_record(struct broker *b, struct checkpoint *c)
 			if (until == 0)
 				continue;
 			cc = &c->cooling[c->ncooling++];
-			cc->ip = e->addrs[j].ip;
+			cc->ip = ip_addr_from_in(e->addrs[j].ip);
 			cc->eni_id = e->id;
 			cc->until = until;
 		}
@@ -617,7 +620,7 @@ pod_netd_send(struct pod *p)
 	}
 	en->netd_inflight++;
 	memset(&req, 0, sizeof(req));
-	req.addr = ip_addr_from_in(p->ip);
+	req.addr = p->ip;
 	req.table = p->eni != NULL ? p->eni->table : 0;
 	broker_request(b, &p->req, &b->netd, p->state == POD_DELETING ?
 	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
@@ -625,7 +628,7 @@ pod_netd_send(struct pod *p)
 	    pod_netd_answer, p);
 	/* So that a reconcile whose rule dump was asked before this does
 	 * not take the change on its way for drift. */
-	if ((a = engine_addr(b, p->ip)) != NULL)
+	if ((a = engine_addr(b, ip_addr_in4(&p->ip))) != NULL)
 		a->rules_req = p->req.id;
 }
 
@@ -705,11 +708,11 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
 	struct pod *p = arg;
 	struct msg_result r;
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 
 	(void)final;
 	netd_slot_free(b);
-	ip4_format(p->ip, ip);
+	ip_addr_format(&p->ip, ip);
 	if (m != NULL)
 		memcpy(&r, m->u.bytes, sizeof(r));
 	if (p->state == POD_ADDING) {
@@ -773,14 +776,14 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 void
 pod_del_start(struct pod *p)
 {
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 
 	p->state = POD_DELETING;
 	p->del_wanted = false;
 	/* A lost pod's address may be another pod's by now (a checkpoint
 	 * that held it twice): the rules for it are that pod's, and stay. */
-	if (p->lost && pod_with_ip(p->b, p->ip, false, p) != NULL) {
-		ip4_format(p->ip, ip);
+	if (p->lost && pod_with_ip(p->b, &p->ip, false, p) != NULL) {
+		ip_addr_format(&p->ip, ip);
 		log_info("pod %s/%s: released; %s is another pod's now, whose "
 		    "rules stay", p->container_id, p->ifname, ip);
 		pod_gone(p);
@@ -874,7 +877,7 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 		fatalx("pool: %s has no free address after all (bug)", e->id);
 	addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
 	e->addrs[best].pod = p;
-	p->ip = e->addrs[best].ip;
+	p->ip = ip_addr_from_in(e->addrs[best].ip);
 	p->eni = e;
 	msg_strlcpy(p->eni_id, e->id, sizeof(p->eni_id));
 	p->state = POD_ADDING;
@@ -882,9 +885,9 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	p->add_ref = *ref;
 	ref->server = NULL;
 	if (log_get_level() >= LOG_LVL_DEBUG) {
-		char ip[IP4_STR_LEN];
+		char ip[IP_ADDR_STR_LEN];
 
-		ip4_format(p->ip, ip);
+		ip_addr_format(&p->ip, ip);
 		log_debug("pod %s/%s: %s taken on %s; its rules asked for",
 		    p->container_id, p->ifname, ip, e->id);
 	}
@@ -1223,7 +1226,7 @@ pods_bind_restored(struct broker *b)
 				    "down");
 			continue;
 		}
-		idx = eni_addr_index(e, p->ip);
+		idx = eni_addr_index(e, ip_addr_in4(&p->ip));
 		if (idx < 0 || e->addrs[idx].state == ADDR_ASSIGNED) {
 			pod_lost(p, idx < 0 ? "the cloud no longer assigns its "
 			    "address" : "its address is held twice");
@@ -1251,7 +1254,7 @@ pods_bind_restored(struct broker *b)
 		int idx;
 
 		if (cc->until == 0 || e == NULL ||
-		    (idx = eni_addr_index(e, cc->ip)) < 0 ||
+		    (idx = eni_addr_index(e, ip_addr_in4(&cc->ip))) < 0 ||
 		    e->addrs[idx].state != ADDR_FREE)
 			continue;
 		/* It may be one an unassign was taking when enid stopped:

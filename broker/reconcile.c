@@ -343,7 +343,7 @@ recon_addresses(struct reconcile_run *r, struct eni *e,
 		    (k != NULL && known_addr(k, addrs[i])))
 			continue;
 		ip4_format(addrs[i], ip);
-		if ((lp = pod_keeping_ip(b, addrs[i], e)) != NULL) {
+		if ((lp = pod_keeping_ip(b, &ce->addrs[i], e)) != NULL) {
 			log_warnx("reconcile: %s: %s is still the address of "
 			    "pod %s/%s, %s (%s); not used until it is deleted",
 			    e->id, ip, lp->container_id, lp->ifname,
@@ -891,12 +891,12 @@ rules_changing(const struct reconcile_run *r, uint32_t ip)
 }
 
 static struct pod *
-pod_by_ip(struct broker *b, uint32_t ip)
+pod_by_ip(struct broker *b, const struct ip_addr *ip)
 {
 	struct pod *p;
 
 	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (p->ip == ip && !p->lost)
+		if (ip_addr_eq(&p->ip, ip) && !p->lost)
 			return p;
 	return NULL;
 }
@@ -956,7 +956,7 @@ recon_recover_pods(struct reconcile_run *r)
 		const struct eni *e = NULL;
 
 		if (ru->priority != cfg->routing.rule_priority_to ||
-		    ru->dst.len != 32 || pod_by_ip(b, dst) != NULL)
+		    ru->dst.len != 32 || pod_by_ip(b, &ru->dst.addr) != NULL)
 			continue;
 		for (k = 0; k < POOL_MAX_ENIS && e == NULL; k++) {
 			const struct eni *c = &b->engine.enis[k];
@@ -991,7 +991,7 @@ recon_recover_pods(struct reconcile_run *r)
 		cp.ifname = "eth0";
 		cp.k8s_namespace = cp.k8s_name = cp.k8s_uid = "";
 		cp.eni_id = e->id;
-		cp.ip = dst;
+		cp.ip = ru->dst.addr;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);
 		log_warnx("reconcile: %s on %s is routed to a pod no "
@@ -1026,18 +1026,20 @@ recon_rules(struct reconcile_run *r)
 	/* Rules of no pod go (a few per run). */
 	for (i = 0; i < r->nrules && r->nfixes < RECON_MAX_FIXES; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
+		const struct ip_addr *at;
 		uint32_t ip;
 		bool dup = false;
 
 		if (ru->priority == cfg->routing.rule_priority_to &&
 		    ru->dst.len == 32)
-			ip = ip_addr_in4(&ru->dst.addr);
+			at = &ru->dst.addr;
 		else if (ru->priority == cfg->routing.rule_priority_from &&
 		    ru->src.len == 32)
-			ip = ip_addr_in4(&ru->src.addr);
+			at = &ru->src.addr;
 		else
 			continue;
-		p = pod_by_ip(b, ip);
+		ip = ip_addr_in4(at);
+		p = pod_by_ip(b, at);
 		if (p != NULL && (p->state != POD_READY ||
 		    ru->priority == cfg->routing.rule_priority_to ||
 		    (p->eni != NULL && ru->table == p->eni->table)))
@@ -1066,24 +1068,25 @@ recon_rules(struct reconcile_run *r)
 		bool to = false, from = false;
 
 		if (p->state != POD_READY || p->lost || p->eni == NULL ||
-		    p->eni->state != ENI_READY || rules_changing(r, p->ip))
+		    p->eni->state != ENI_READY ||
+		    rules_changing(r, ip_addr_in4(&p->ip)))
 			continue;
 		for (i = 0; i < r->nrules; i++) {
 			const struct msg_netd_rule *ru = &r->rules[i];
 
 			if (ru->priority == cfg->routing.rule_priority_to &&
-			    ip_addr_in4(&ru->dst.addr) == p->ip &&
+			    ip_addr_eq(&ru->dst.addr, &p->ip) &&
 			    ru->dst.len == 32)
 				to = true;
 			if (ru->priority == cfg->routing.rule_priority_from &&
-			    ip_addr_in4(&ru->src.addr) == p->ip &&
+			    ip_addr_eq(&ru->src.addr, &p->ip) &&
 			    ru->src.len == 32 && ru->table == p->eni->table)
 				from = true;
 		}
 		if (!to || (p->eni->table != 0 && !from)) {
-			char ip[IP4_STR_LEN];
+			char ip[IP_ADDR_STR_LEN];
 
-			ip4_format(p->ip, ip);
+			ip_addr_format(&p->ip, ip);
 			drift(r, "pod %s/%s at %s is missing its %s rule; "
 			    "restoring it", p->container_id, p->ifname, ip,
 			    !to ? "to" : "from");
@@ -1173,7 +1176,7 @@ recon_routes(struct reconcile_run *r)
 	struct msg_netd_link *links = ql->entries, lkey;
 	const struct msg_netd_route *found;
 	struct pod *p;
-	char ip[IP4_STR_LEN];
+	char ip[IP_ADDR_STR_LEN];
 	size_t n = 0;
 
 	if (qr->n > 1)
@@ -1195,9 +1198,9 @@ recon_routes(struct reconcile_run *r)
 		    p->answered_ms + RECON_ROUTE_GRACE_MS > r->routes_asked ||
 		    r->nroute_fixes == n)
 			continue;
-		ip4_format(p->ip, ip);
+		ip_addr_format(&p->ip, ip);
 		memset(&key, 0, sizeof(key));
-		key.addr = ip_addr_from_in(p->ip);
+		key.addr = p->ip;
 		found = qr->n > 0 ? bsearch(&key, routes, qr->n,
 		    sizeof(*routes), route_cmp) : NULL;
 		if (found != NULL) {
@@ -1961,7 +1964,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	struct msg_cloud_done done;
 	struct subnet *s;
 	char cidr[IP_PREFIX_STR_LEN];
-	uint32_t i;
+	uint32_t i, net;
 	bool in_vpc = false;
 
 	(void)arg;
@@ -2024,8 +2027,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "bits set; not used", cs.subnet_id, cidr);
 		return;
 	}
-	if (s->known && (s->cidr != ip_addr_in4(&cs.cidr.addr) ||
-	    s->prefix != cs.cidr.len)) {
+	if (s->known && !ip_prefix_eq(&s->cidr, &cs.cidr)) {
 		log_security("subnets: %s changed its CIDR; the first one "
 		    "stands", s->id);
 		return;
@@ -2038,9 +2040,10 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		s->inhibited_until = 0;
 	}
 	s->known = true;
-	s->cidr = ip_addr_in4(&cs.cidr.addr);
-	s->prefix = cs.cidr.len;
-	s->gateway = htonl(ntohl(s->cidr) + 1);
+	s->cidr = cs.cidr;
+	/* The VPC router: the address after the network's (IPv4). */
+	net = ntohl(ip_addr_in4(&cs.cidr.addr));
+	s->gateway = ip_addr_from_in(htonl(net + 1));
 	msg_strlcpy(s->az, cs.az, sizeof(s->az));
 	s->available = cs.available;
 }

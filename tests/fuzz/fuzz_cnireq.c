@@ -57,6 +57,7 @@ static void
 accepted(struct json_object *o, const struct cni_request *r)
 {
 	struct json_object *opv, *arr;
+	bool has_ip = r->ip.family != AF_UNSPEC;
 	size_t i;
 
 	CHECK(json_object_is_type(o, json_type_object));
@@ -84,9 +85,9 @@ accepted(struct json_object *o, const struct cni_request *r)
 	case CNI_OP_CHECK:
 		CHECK(ckpt_container_id_ok(r->container_id));
 		CHECK(ckpt_ifname_ok(r->ifname));
-		CHECK(r->ip == 0 || (r->op == CNI_OP_CHECK &&
-		    ckpt_ip_ok(r->ip)));
-		CHECK(r->ip != 0 || !json_object_object_get_ex(o, "ip", NULL));
+		CHECK(!has_ip || (r->op == CNI_OP_CHECK &&
+		    ckpt_ip_ok(&r->ip)));
+		CHECK(has_ip || !json_object_object_get_ex(o, "ip", NULL));
 		CHECK(r->nvalid == 0 && r->valid == NULL);
 		break;
 	case CNI_OP_GC:
@@ -107,11 +108,11 @@ accepted(struct json_object *o, const struct cni_request *r)
 			same_string(e, "container_id", a->container_id);
 			same_string(e, "ifname", a->ifname);
 		}
-		CHECK(r->container_id[0] == '\0' && r->ip == 0);
+		CHECK(r->container_id[0] == '\0' && !has_ip);
 		break;
 	case CNI_OP_STATUS:
 		CHECK(r->container_id[0] == '\0' && r->ifname[0] == '\0');
-		CHECK(r->nvalid == 0 && r->valid == NULL && r->ip == 0);
+		CHECK(r->nvalid == 0 && r->valid == NULL && !has_ip);
 		break;
 	default:
 		CHECK(0);

@@ -147,16 +147,16 @@ rnd_ip(void)
 }
 
 static bool
-ip_taken(const struct checkpoint *c, uint32_t ip, size_t npods,
+ip_taken(const struct checkpoint *c, const struct ip_addr *ip, size_t npods,
     size_t ncool)
 {
 	size_t i;
 
 	for (i = 0; i < npods; i++)
-		if (c->pods[i].ip == ip)
+		if (ip_addr_eq(&c->pods[i].ip, ip))
 			return true;
 	for (i = 0; i < ncool; i++)
-		if (c->cooling[i].ip == ip)
+		if (ip_addr_eq(&c->cooling[i].ip, ip))
 			return true;
 	return false;
 }
@@ -213,8 +213,8 @@ random_checkpoint(struct checkpoint *c)
 		rnd_text(buf, rnd_len(0, CKPT_UID_LEN - 1), printable);
 		p->k8s_uid = sdup(c, buf);
 		do
-			p->ip = rnd_ip();
-		while (ip_taken(c, p->ip, i, 0));
+			p->ip = ip_addr_from_in(rnd_ip());
+		while (ip_taken(c, &p->ip, i, 0));
 		rnd_hex_id(buf, "eni-");
 		p->eni_id = sdup(c, buf);
 		p->since = rnd_time();
@@ -230,8 +230,8 @@ random_checkpoint(struct checkpoint *c)
 		char buf[CKPT_ENI_LEN];
 
 		do
-			k->ip = rnd_ip();
-		while (ip_taken(c, k->ip, c->npods, i));
+			k->ip = ip_addr_from_in(rnd_ip());
+		while (ip_taken(c, &k->ip, c->npods, i));
 		rnd_hex_id(buf, "eni-");
 		k->eni_id = sdup(c, buf);
 		k->until = rnd_time();
@@ -328,9 +328,9 @@ test_round_trip_empty_and_equal(void **state)
 	d.pods[c.npods - 1].k8s_uid = uid;
 	assert_false(checkpoint_equal(&c, &d));
 	d.pods[c.npods - 1].k8s_uid = was;
-	d.pods[0].ip ^= htonl(1);
+	d.pods[0].ip.bytes[3] ^= 1;
 	assert_false(checkpoint_equal(&c, &d));
-	d.pods[0].ip ^= htonl(1);
+	d.pods[0].ip.bytes[3] ^= 1;
 	assert_true(checkpoint_equal(&c, &d));
 	/* the host end: one with none differs from one with a name */
 	was = d.pods[0].host_veth;
@@ -391,14 +391,15 @@ test_largest_checkpoint(void **state)
 		p->k8s_namespace = sdup(&c, ns);
 		p->k8s_name = sdup(&c, name);
 		p->k8s_uid = sdup(&c, uid);
-		p->ip = htonl(0xdf000000u + (uint32_t)i);	/* 223.x */
+		/* 223.x */
+		p->ip = ip_addr_from_in(htonl(0xdf000000u + (uint32_t)i));
 		p->eni_id = sdup(&c, eni);
 		p->since = CKPT_MAX_TIME;
 	}
 	for (i = 0; i < c.ncooling; i++) {
 		struct ckpt_cooling *k = &c.cooling[i];
 
-		k->ip = htonl(0xdf100000u + (uint32_t)i);
+		k->ip = ip_addr_from_in(htonl(0xdf100000u + (uint32_t)i));
 		k->eni_id = sdup(&c, ceni);
 		k->until = CKPT_MAX_TIME;
 	}
@@ -1098,10 +1099,10 @@ test_check_structs(void **state)
 		pods[i].k8s_namespace = pods[i].k8s_name = "";
 		pods[i].k8s_uid = "";
 		pods[i].eni_id = "eni-1";
-		pods[i].ip = htonl(0x0a000001u + (uint32_t)i);
+		pods[i].ip = ip_addr_from_in(htonl(0x0a000001u + (uint32_t)i));
 	}
 	cool[0].eni_id = "eni-1";
-	cool[0].ip = htonl(0x0a000009u);
+	cool[0].ip = ip_addr_from_in(htonl(0x0a000009u));
 	assert_null(check_err(&c));
 
 	/* one byte past the limit, and at it */
@@ -1140,7 +1141,7 @@ test_check_structs(void **state)
 	cool[0].until = -5;
 	assert_string_equal(check_err(&c), "cooling[0].until: " TIME_RANGE);
 	cool[0].until = 0;
-	pods[0].ip = 0;
+	pods[0].ip = ip_addr_from_in(0);
 	assert_string_equal(check_err(&c),
 	    "pods[0].ip: 0.0.0.0 is not a unicast host address");
 	pods[0].ip = pods[1].ip;
@@ -1150,7 +1151,7 @@ test_check_structs(void **state)
 	/* a short error buffer is still a terminated string */
 	assert_int_equal(checkpoint_check(&c, err, 8), -1);
 	assert_int_equal(strlen(err), 7);
-	pods[0].ip = htonl(0x0a000001u);
+	pods[0].ip = ip_addr_from_in(htonl(0x0a000001u));
 
 	c.generation = -1;
 	assert_string_equal(check_err(&c),

@@ -66,12 +66,13 @@ generation(int64_t g, struct checkpoint *c)
 		p->k8s_namespace = cdup(c, "ns-%zu", i % 7);
 		p->k8s_name = cdup(c, "pod-%lld-%zu", (long long)g, i);
 		p->k8s_uid = cdup(c, "%zu", i);
-		p->ip = htonl(0x0a010000u + (uint32_t)i);
+		p->ip = ip_addr_from_in(htonl(0x0a010000u + (uint32_t)i));
 		p->eni_id = cdup(c, "eni-%zx", i / 29);
 		p->since = g;
 	}
 	for (i = 0; i < c->ncooling; i++) {
-		c->cooling[i].ip = htonl(0x0a020000u + (uint32_t)i);
+		c->cooling[i].ip =
+		    ip_addr_from_in(htonl(0x0a020000u + (uint32_t)i));
 		c->cooling[i].eni_id = cdup(c, "eni-%zx", i);
 		c->cooling[i].until = g + 30;
 	}
@@ -253,7 +254,8 @@ store_state(int64_t s, struct checkpoint *c)
 		p->ifname = "eth0";		/* borrowed: a literal */
 		p->k8s_namespace = p->k8s_uid = "";
 		p->k8s_name = cdup(c, "pod-%lld", (long long)k);
-		p->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
+		p->ip = ip_addr_from_in(htonl(0x0a030000u +
+		    (uint32_t)(k % 60000)));
 		p->eni_id = cdup(c, "eni-%llx", (long long)(k / 10));
 		p->since = k;
 	}
@@ -263,7 +265,8 @@ store_state(int64_t s, struct checkpoint *c)
 		if (k < 0)
 			continue;
 		q = &c->cooling[c->ncooling++];
-		q->ip = htonl(0x0a030000u + (uint32_t)(k % 60000));
+		q->ip = ip_addr_from_in(htonl(0x0a030000u +
+		    (uint32_t)(k % 60000)));
 		q->eni_id = cdup(c, "eni-%llx", (long long)(k / 10));
 		q->until = k + 30;
 	}

@@ -178,7 +178,7 @@ test_each_op_smallest(void **state)
 		} else
 			assert_string_equal(r.container_id, "");
 		assert_string_equal(r.netns, "");
-		assert_int_equal(r.ip, 0);
+		assert_int_equal(r.ip.family, AF_UNSPEC);
 		assert_int_equal(r.nvalid, 0);
 		assert_null(r.valid);
 		cni_request_free(&r);
@@ -209,7 +209,7 @@ test_each_op_every_field(void **state)
 		assert_string_equal(r.k8s_name, "coredns-5d78c9869d-abcde");
 		assert_string_equal(r.k8s_uid,
 		    "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0");
-		assert_int_equal(r.ip, i == CNI_OP_CHECK ?
+		assert_int_equal(ip_addr_in4(&r.ip), i == CNI_OP_CHECK ?
 		    htonl(0x0a000105) : 0);
 		cni_request_free(&r);
 	}
@@ -454,7 +454,7 @@ test_string_lengths(void **state)
 	o = request("check");
 	set_str(o, "ip", "223.255.255.254");
 	accepted(o, &r);
-	assert_int_equal(r.ip, htonl(0xdffffffe));
+	assert_int_equal(ip_addr_in4(&r.ip), htonl(0xdffffffe));
 	o = request("check");
 	set_str(o, "ip", "10.0.0.1         ");
 	snprintf(expect, sizeof(expect), "ip: longer than %d bytes",
@@ -680,7 +680,7 @@ test_ip(void **state)
 		set_str(o, "ip", t[i].s);
 		if (t[i].host != 0) {
 			accepted(o, &r);
-			assert_int_equal(r.ip, htonl(t[i].host));
+			assert_int_equal(ip_addr_in4(&r.ip), htonl(t[i].host));
 		} else
 			refused(o, "ip: not a unicast IPv4 address");
 	}

@@ -99,7 +99,7 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 		p->k8s_namespace = cdup(c, "ns");
 		p->k8s_name = cdup(c, "pod-%zu \"v%d\"", i, w->pod[i]);
 		p->k8s_uid = cdup(c, "u%zu", i);
-		p->ip = htonl(0x0a010000u + (uint32_t)i);
+		p->ip = ip_addr_from_in(htonl(0x0a010000u + (uint32_t)i));
 		p->eni_id = cdup(c, "eni-%zx", i / 10);
 		p->since = 1700000000 + (int64_t)i;
 	}
@@ -110,7 +110,7 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 		if (w->cool[i] == 0)
 			continue;
 		k = &c->cooling[c->ncooling++];
-		k->ip = htonl(0x0a020000u + (uint32_t)i);
+		k->ip = ip_addr_from_in(htonl(0x0a020000u + (uint32_t)i));
 		k->eni_id = cdup(c, "eni-%d", w->cool[i] % 2);
 		k->until = 1700000100 + w->cool[i];
 	}
@@ -230,7 +230,7 @@ test_diff_changed_fields(void **state)
 	assert_int_equal(d.npods_add, 1);
 	assert_string_equal(d.pods_add[0].k8s_name, "pod-5 \"v2\"");
 	assert_int_equal(d.ncool_del, 1);
-	assert_int_equal(d.cool_del[0].ip, htonl(0x0a020003u));
+	assert_int_equal(ip_addr_in4(&d.cool_del[0].ip), htonl(0x0a020003u));
 	assert_int_equal(d.ncool_add, 1);
 	assert_int_equal(d.cool_add[0].until, 1700000103);
 	ckpt_diff_free(&d);
@@ -1152,14 +1152,14 @@ crowd(struct checkpoint *c, size_t n, size_t ncool, int64_t written)
 		p->container_id = cdup(c, "crowd%zu", i);
 		p->ifname = "eth0";
 		p->k8s_namespace = p->k8s_name = p->k8s_uid = "";
-		p->ip = htonl(0x0a400000u + (uint32_t)i);
+		p->ip = ip_addr_from_in(htonl(0x0a400000u + (uint32_t)i));
 		p->eni_id = cdup(c, "eni-%zx", i / 64);
 		p->since = 1700000000;
 	}
 	for (i = 0; i < ncool; i++) {
 		struct ckpt_cooling *k = &c->cooling[c->ncooling++];
 
-		k->ip = htonl(0x0a800000u + (uint32_t)i);
+		k->ip = ip_addr_from_in(htonl(0x0a800000u + (uint32_t)i));
 		k->eni_id = "eni-1";
 		k->until = 1700000100;
 	}

@@ -83,7 +83,7 @@ world_build(struct broker *b, struct checkpoint *c)
 		p->k8s_namespace = cdup(c, "ns");
 		p->k8s_name = cdup(c, "pod-%zu-v%d", i, world.pod[i]);
 		p->k8s_uid = cdup(c, "u%zu", i);
-		p->ip = htonl(0x0a010000u + (uint32_t)i);
+		p->ip = ip_addr_from_in(htonl(0x0a010000u + (uint32_t)i));
 		p->eni_id = cdup(c, "eni-%zx", i / 10);
 		p->since = 1700000000 + (int64_t)i;
 	}
@@ -94,7 +94,7 @@ world_build(struct broker *b, struct checkpoint *c)
 		if (world.cool[i] == 0)
 			continue;
 		k = &c->cooling[c->ncooling++];
-		k->ip = htonl(0x0a020000u + (uint32_t)i);
+		k->ip = ip_addr_from_in(htonl(0x0a020000u + (uint32_t)i));
 		k->eni_id = cdup(c, "eni-%d", world.cool[i] % 2);
 		k->until = 1700000100 + world.cool[i];
 	}
