@@ -417,9 +417,9 @@ eni_drop_addr(struct eni *e, uint32_t idx)
 {
 	if (e->addrs[idx].pod != NULL)
 		pod_lost(e->addrs[idx].pod, "its address was taken back");
+	/* The last slot fills the hole: pods point at their ENI, not at
+	 * a slot, so none needs telling. */
 	e->addrs[idx] = e->addrs[--e->naddrs];
-	if (idx < e->naddrs && e->addrs[idx].pod != NULL)
-		(void)0;	/* pods point at their ENI, not at the slot */
 }
 
 /*
