@@ -346,7 +346,9 @@ struct engine {
 	 * their ENIs are set up (pods_bind_restored) */
 	struct checkpoint	 restored;
 	/* No usable checkpoint of this node's: the pods are rebuilt from
-	 * the kernel's rules by the first run (recon_recover_pods). */
+	 * the kernel's rules by the first run (recon_recover_pods), and by
+	 * each next one while an ENI the start found attaching or
+	 * detaching (start_skipped) is neither adopted nor gone. */
 	bool			 rebuild_from_kernel;
 	bool			 checkpoint_lost; /* unusable, moved aside */
 	bool			 checkpoint_none; /* none, or another's */

@@ -591,6 +591,34 @@ recon_detaching(struct reconcile_run *r, struct eni *e,
 	return true;
 }
 
+/*
+ * ENIs the start found attaching or detaching that are no longer listed as
+ * attached to this instance: nothing of theirs is the pool's to hold.
+ */
+static void
+start_skipped_prune(struct reconcile_run *r)
+{
+	struct engine *en = &r->b->engine;
+	uint32_t k;
+	size_t i;
+
+	for (k = 0; k < en->nstart_skipped;) {
+		for (i = 0; i < r->nenis; i++)
+			if (strcmp(r->enis[i].eni_id, en->start_skipped[k]) ==
+			    0 && strcmp(r->enis[i].instance_id,
+			    r->b->instance.instance_id) == 0)
+				break;
+		if (i < r->nenis) {
+			k++;
+			continue;
+		}
+		log_info("reconcile: %s, attaching or detaching at the start, "
+		    "is attached no more", en->start_skipped[k]);
+		memcpy(en->start_skipped[k],
+		    en->start_skipped[--en->nstart_skipped], MSG_ID_LEN);
+	}
+}
+
 /* Was id found attaching by the start's reconcile?  take: and forget it. */
 static bool
 start_skipped(struct broker *b, const char *id, bool take)
@@ -616,6 +644,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	struct eni *e;
 	const char *bad;
 	char why[160];
+	bool skipped;
 
 	if (ce->attach_status != ENI_ST_IN_USE && ce->status != ENI_ST_IN_USE) {
 		/* Attaching or detaching: next time.  One an earlier life of
@@ -643,6 +672,8 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		subnets_describe(b);
 		return;
 	}
+	/* Judged now, whatever comes of it: the rebuild waits no more. */
+	skipped = start_skipped(b, ce->eni_id, true);
 	if ((bad = adopt_check(r, ce, s, why, sizeof(why))) != NULL) {
 		log_security("reconcile: %s is listed as attached and tagged for "
 		    "this node, with %s; not adopted, and nothing is done "
@@ -662,7 +693,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 	e->ours = true;
 	e->dot_pending = !ce->delete_on_termination;
 	eni_set_state(e, ENI_ATTACHING, "attached and tagged for this node");
-	if (r->first || start_skipped(b, e->id, true)) {
+	if (r->first || skipped) {
 		r->rebuilt_enis++;
 		r->rebuilding = true;	/* its addresses too (recon_addresses) */
 		(r->first ? log_debug : log_info)("reconcile: %s: attached "
@@ -790,6 +821,7 @@ recon_attached(struct reconcile_run *r)
 			eni_set_dot(e);
 		}
 	}
+	start_skipped_prune(r);
 	/* Pool ENIs the cloud no longer shows attached: only those that
 	 * were attached already when it was asked. */
 	for (k = 0; k < POOL_MAX_ENIS; k++) {
@@ -1015,16 +1047,27 @@ recon_rules(struct reconcile_run *r)
 	if (b->engine.rebuild_from_kernel) {
 		recon_recover_pods(r);
 		/* An attached ENI waits for its subnet's describe (the
-		 * first run again, then): the rules of addresses it may
-		 * hold are no pod's only once it is adopted.  Removed now,
-		 * the running pods would lose their routing, and their
-		 * addresses would look free. */
+		 * first run again, then), or the cloud lists it attaching or
+		 * detaching (it may carry pods all the same: enid sets an
+		 * ENI up once its link is there): the rules of addresses it
+		 * may hold are no pod's only once it is adopted or gone.
+		 * Removed now, the running pods would lose their routing,
+		 * and their addresses would look free. */
 		if (r->deferred)
 			return;
-		b->engine.rebuild_from_kernel = false;
+		if (b->engine.nstart_skipped == 0)
+			b->engine.rebuild_from_kernel = false;
+		else
+			log_info("reconcile: the rules of addresses no pod "
+			    "holds are kept while %u ENI%s attaching or "
+			    "detaching at the start %s not adopted or gone",
+			    b->engine.nstart_skipped,
+			    b->engine.nstart_skipped == 1 ? "" : "s",
+			    b->engine.nstart_skipped == 1 ? "is" : "are");
 	}
 	/* Rules of no pod go (a few per run). */
-	for (i = 0; i < r->nrules && r->nfixes < RECON_MAX_FIXES; i++) {
+	for (i = 0; i < r->nrules && r->nfixes < RECON_MAX_FIXES &&
+	    !b->engine.rebuild_from_kernel; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
 		const struct ip_addr *at;
 		uint32_t ip;

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import podwire
 from test_pool import concurrent, pool_conf, pool_matches_cloud
 
 
@@ -347,3 +348,124 @@ def test_restart_while_an_eni_attaches_is_not_drift(make_env):
     assert "adopting it" not in text, text
     assert "which the pool did not have" not in text, text
     assert drifts_metric(env) == 0, text
+
+
+def pod_rule_dump(env, ips):
+    """The node's rules whose "to" or "from" is one of ips, as ip -j has
+    them (sorted)."""
+    ips = set(ips)
+    rules = podwire.ip_dumps(env.ns, ("rule", "show"), family=4)[0]
+    return sorted((r for r in rules
+                   if r.get("dst") in ips or r.get("src") in ips),
+                  key=lambda r: (r["priority"], r.get("dst", ""),
+                                 r.get("src", "")))
+
+
+def test_no_checkpoint_keeps_pods_of_an_eni_still_attaching(make_env):
+    """Pods on an ENI the cloud still lists as attaching (enid sets an ENI
+    up once its link is there), kill -9, and no checkpoint at the next
+    start (moved aside, as after a downgrade): the start cannot adopt the
+    ENI yet, and must not take its pods' rules for no pod's.  Once it is
+    adopted, its pods are rebuilt from their rules and keep them, and no
+    new pod is given one of their addresses (issue 34, item 3)."""
+    env = make_env(("--ip-limit", "4", "--eni-limit", "4"),
+                   pool=pool_conf(warm_ip_target=1))
+    env.start()
+    settled(env, 1)
+    env.sim.control("POST", "/delays", {"attach_ms": 10000})
+    iid = env.node["instance_id"]
+
+    def attaching():
+        return [e["id"] for e in env.state()["enis"]
+                if e.get("instance_id") == iid and
+                e["attachment"]["status"] == "attaching"] or None
+    # The primary's 3 addresses, then two pods on the ENI the warm
+    # address wanted, while the cloud still says it is attaching.
+    held = {}
+    for i in range(5):
+        a, _ = env.add("at%d" % i, timeout=30)
+        assert a["ok"], a
+        held["at%d" % i] = a["ip"]
+    ids = env.wait(attaching, 10, "an ENI attaching in the cloud")
+    on = {p["container_id"]: p["eni"] for p in env.show("pods")}
+    assert on["at3"] == on["at4"] == ids[0], (on, ids)
+    # A "to" rule each, and a "from" rule each of the two not on the
+    # primary ENI.
+    before = pod_rule_dump(env, held.values())
+    assert len(before) == 7, before
+    env.kill9()
+    aside = env.workdir / "aside"
+    aside.mkdir()
+    for name in os.listdir(env.state_dir):
+        os.rename(env.state_dir / name, aside / name)
+
+    e = env.start()
+    assert e.wait_log("reconcile: done", 30), e.text()
+    assert ids[0] in (attaching() or ()), \
+        "the attach was done before the start's run"
+    env.wait(lambda: ids[0] not in (attaching() or ()), 20,
+             "the attach done in the cloud")
+    env.reconcile()
+    text = e.text()
+    assert "%s: attached and tagged for this node; taken into the pool " \
+        "(it was attaching at the start)" % ids[0] in text, text
+    assert "belong to no pod" not in text, text
+    pods = {p["ip"]: p["container_id"] for p in env.show("pods")}
+    assert pods == {ip: "enid-recovered-" + ip for ip in held.values()}, \
+        text
+    assert pod_rule_dump(env, held.values()) == before, text
+    for i in range(4):
+        a, _ = env.add("at-new%d" % i, timeout=30)
+        assert a["ok"] and a["ip"] not in held.values(), a
+    assert "belong to no pod" not in e.text(), e.text()
+
+
+def test_no_checkpoint_rebuild_ends_once_a_detaching_eni_is_gone(make_env):
+    """The other way out of the wait above: an ENI with pods, detached
+    behind enid's back while enid is down and its checkpoint moved aside.
+    While the cloud lists it detaching, the rules of its pods stay; once
+    it is attached no more, the rebuild ends and they go, as rules of
+    addresses no ENI of the pool holds."""
+    env = make_env(("--ip-limit", "4", "--eni-limit", "4"),
+                   pool=pool_conf(warm_ip_target=1))
+    env.start()
+    held = {}
+    for i in range(5):
+        a, _ = env.add("dt%d" % i, timeout=30)
+        assert a["ok"], a
+        held[a["ip"]] = a["eni"]
+    primary = next(e["id"] for e in env.show("enis") if e["primary"])
+    victim = next(e for e in env.node_enis()
+                  if e["id"] not in (primary,) and e["id"] in held.values())
+    gone = [ip for ip, eni in held.items() if eni == victim["id"]]
+    assert gone
+    env.kill9()
+    aside = env.workdir / "aside"
+    aside.mkdir()
+    for name in os.listdir(env.state_dir):
+        os.rename(env.state_dir / name, aside / name)
+    env.sim.control("POST", "/delays", {"detach_ms": 6000})
+    try:
+        env.ec2().detach_network_interface(
+            AttachmentId=victim["attachment"]["id"])
+        e = env.start()
+        assert e.wait_log("reconcile: done", 30), e.text()
+        assert "the rules of addresses no pod holds are kept while 1 ENI " \
+            "attaching or detaching at the start is not adopted or gone" \
+            in e.text(), e.text()
+        assert len(pod_rule_dump(env, gone)) == 2 * len(gone), e.text()
+        assert "belong to no pod" not in e.text(), e.text()
+    finally:
+        env.sim.control("POST", "/delays", {"detach_ms": 500})
+    env.wait(lambda: victim["id"] not in {
+        x["id"] for x in env.node_enis() if x.get("attachment")}, 20,
+        "the detach done in the cloud")
+    env.reconcile()
+    assert e.wait_log("%s, attaching or detaching at the start, is "
+                      "attached no more" % victim["id"], 10), e.text()
+    env.wait(lambda: (env.reconcile() and
+                      pod_rule_dump(env, gone) == []), 20,
+             "the rules of the detached ENI's pods removed")
+    assert "rules for %s belong to no pod" % gone[0] in e.text(), e.text()
+    pods = {p["ip"] for p in env.show("pods")}
+    assert pods == set(held) - set(gone), e.text()
