@@ -25,6 +25,7 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "conf.h"
 
 #define CTL_ANSWER_MAX	(4 * 1024 * 1024)	/* the daemon's own cap */
@@ -341,6 +342,48 @@ static const char *
 str(struct json_object *o, const char *name)
 {
 	return json_object_get_string(field(o, name, json_type_string));
+}
+
+/* An address (either family, as common/addr writes it): refused with the
+ * parser's reason otherwise. */
+static const char *
+addr_str(struct json_object *o, const char *name)
+{
+	const char *s = str(o, name), *why;
+	struct ip_addr a;
+
+	if (ip_addr_parse(s, &a, &why) != 0) {
+		fprintf(stderr, "enidctl: malformed answer: \"%s\" is not an "
+		    "address: %s\n", name, why);
+		exit(1);
+	}
+	return s;
+}
+
+/* A CIDR, its host bits clear. */
+static const char *
+prefix_text(const char *s, const char *name)
+{
+	const char *why;
+	struct ip_prefix p;
+
+	if (ip_prefix_parse(s, &p, &why) != 0) {
+		fprintf(stderr, "enidctl: malformed answer: \"%s\" is not a "
+		    "CIDR: %s\n", name, why);
+		exit(1);
+	}
+	if (!ip_prefix_is_network(&p)) {
+		fprintf(stderr, "enidctl: malformed answer: \"%s\" %s has "
+		    "host bits set\n", name, s);
+		exit(1);
+	}
+	return s;
+}
+
+static const char *
+prefix_str(struct json_object *o, const char *name)
+{
+	return prefix_text(str(o, name), name);
 }
 
 /* A count: an integer, not negative. */
@@ -792,7 +835,7 @@ print_prefixes(struct json_object *enis)
 			p = entry(pfxs, j, "prefix");
 			table_add(&t, "%s", str(e, "id")[0] ? str(e, "id") :
 			    "-");
-			table_add(&t, "%s", str(p, "cidr"));
+			table_add(&t, "%s", prefix_str(p, "cidr"));
 			table_add(&t, "%lld", count(p, "free"));
 			table_add(&t, "%lld", count(p, "assigned"));
 			table_add(&t, "%lld", count(p, "cooling"));
@@ -834,7 +877,7 @@ print_enis(struct json_object *ans, const char *arg)
 		for (j = 0; j < json_object_array_length(addrs); j++) {
 			a = entry(addrs, j, "address");
 			st = str(a, "state");
-			(void)str(a, "ip");
+			(void)addr_str(a, "ip");
 			if (strcmp(st, "free") == 0)
 				nfree++;
 			else if (strcmp(st, "assigned") == 0)
@@ -888,7 +931,7 @@ print_pods(struct json_object *ans, const char *arg)
 		/* The runtime's ids are 64 hex digits; -j shows them whole. */
 		table_add(&t, "%.12s", str(p, "container_id"));
 		table_add(&t, "%s", str(p, "ifname"));
-		table_add(&t, "%s", str(p, "ip"));
+		table_add(&t, "%s", addr_str(p, "ip"));
 		table_add(&t, "%s", str(p, "eni"));
 		table_add(&t, "%s", str(p, "state"));
 		if (ns[0] == '\0' && name[0] == '\0')
@@ -922,7 +965,7 @@ print_subnets(struct json_object *ans, const char *arg)
 		table_add(&t, "%s", str(s, "id"));
 		if (flag(s, "known")) {
 			table_add(&t, "%s", str(s, "az"));
-			table_add(&t, "%s", str(s, "cidr"));
+			table_add(&t, "%s", prefix_str(s, "cidr"));
 		} else {
 			table_add(&t, "?");
 			table_add(&t, "?");
@@ -1120,6 +1163,8 @@ print_snat(struct json_object *ans, const char *arg)
 
 	(void)arg;
 	to = nullable(sn, "to", json_type_string);
+	if (to != NULL)
+		(void)addr_str(sn, "to");
 	if (flag(sn, "enabled"))
 		fprintf(out, "%-12s on: to %s via %s (ifindex %lld)%s\n", "snat",
 		    to ? json_object_get_string(to) : "(nothing installed)",
@@ -1149,7 +1194,7 @@ print_snat(struct json_object *ans, const char *arg)
 		if (!json_object_is_type(v, json_type_string))
 			malformed("an untranslated CIDR is not a string");
 		fprintf(out, "%-12s %s\n", i == 0 ? "untranslated" : "",
-		    json_object_get_string(v));
+		    prefix_text(json_object_get_string(v), "untranslated"));
 	}
 	if (i == 0)
 		fprintf(out, "%-12s (none)\n", "untranslated");

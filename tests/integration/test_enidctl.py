@@ -599,7 +599,8 @@ def test_command_both_formats(daemon, args, sent, answer, shown):
     assert json.loads(r.stdout) == ans
 
 
-# Every printed string of each table, hostile.
+# Every printed string of each table, hostile (addresses and CIDRs are
+# refused outright instead: CHECKED).
 EVIL = "\x1b]0;owned\x07\u009b2J"
 EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
 
@@ -608,18 +609,15 @@ EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
     (("show", "enis"), {"enis": [dict(ENI_B, id=EVIL, state=EVIL,
                                       subnet=EVIL, cause=EVIL)]}),
     (("show", "pods"), {"pods": [dict(POD, container_id=EVIL, ifname=EVIL,
-                                      ip=EVIL, eni=EVIL, state=EVIL,
+                                      eni=EVIL, state=EVIL,
                                       namespace=EVIL, name=EVIL)]}),
-    (("show", "subnets"), {"subnets": [dict(SUBNET, id=EVIL, az=EVIL,
-                                            cidr=EVIL)]}),
+    (("show", "subnets"), {"subnets": [dict(SUBNET, id=EVIL, az=EVIL)]}),
     (("show", "config"), {**CONFIG, "config_path": EVIL,
                           "config": {EVIL: EVIL, "a": {"b": [EVIL]}}}),
     (("show", "limits"), {"limits": dict(LIMITS, instance_type=EVIL)}),
     (("show", "limits"), {"limits": dict(LIMITS_PD, hypervisor=EVIL)}),
     (("show", "limits"), {"limits": dict(LIMITS_PD,
                                          kubelet_max_pods_why=EVIL)}),
-    (("show", "enis"), {"enis": [dict(ENI_PD, prefixes=[
-        dict(PFX, cidr=EVIL)])]}),
     (("show", "pool"), {"pool": dict(POOL_PD, prefix_inhibited=[
         {"subnet": EVIL, "inhibited_s": 3}])}),
     (("show", "subnets"), {"subnets": [dict(SUBNET, id=EVIL,
@@ -628,8 +626,7 @@ EVIL_SHOWN = "\\x1b]0;owned\\x07\\xc2\\x9b2J"
                                      last_failure=EVIL,
                                      last_failure_code=EVIL)}),
     (("show", "snat"), {"snat": dict(SNAT_STATE, primary_link=EVIL,
-                                     to=EVIL, message=EVIL,
-                                     untranslated=[EVIL]),
+                                     message=EVIL),
                         "sync": SNAT_SYNC}),
     (("show", "snat"), {"snat": dict(SNAT_STATE, in_place=False,
                                      differs=EVIL),
@@ -656,6 +653,27 @@ CHECKED = [
     (("show", "enis"), {"enis": [5]}, "ENI entry is not an object"),
     (("show", "pods"), {"pods": [dict(POD, ip=None)]},
      '"ip" missing or not a string'),
+    # Addresses and CIDRs are checked as the daemon checks what it is
+    # sent (common/addr), whichever family.
+    (("show", "pods"), {"pods": [dict(POD, ip="10.0.0.256")]},
+     '"ip" is not an address'),
+    (("show", "pods"), {"pods": [dict(POD, ip="10.0.0.9\x1b[2J")]},
+     '"ip" is not an address'),
+    (("show", "pods"), {"pods": [dict(POD, ip="2001:DB8::1")]},
+     '"ip" is not an address'),
+    (("show", "enis"), {"enis": [dict(ENI_A, addresses=[
+        {"ip": "fe80::1:2:3:4:5:6:7", "state": "free"}])]},
+     '"ip" is not an address'),
+    (("show", "enis"), {"enis": [dict(ENI_A, prefixes=[
+        dict(PFX, cidr="10.0.0.17/28")])]},
+     '"cidr" 10.0.0.17/28 has host bits set'),
+    (("show", "subnets"), {"subnets": [dict(SUBNET, cidr="10.0.0.0")]},
+     '"cidr" is not a CIDR'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, to="eth0"),
+                        "sync": SNAT_SYNC}, '"to" is not an address'),
+    (("show", "snat"), {"snat": dict(SNAT_STATE, untranslated=[
+        "198.18.0.0/33"]), "sync": SNAT_SYNC},
+     '"untranslated" is not a CIDR'),
     (("show", "subnets"), {"subnets": [dict(SUBNET, available=-1)]},
      '"available" is negative'),
     (("show", "limits"), {"limits": {}}, '"instance_type" missing'),
