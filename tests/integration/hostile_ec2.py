@@ -46,7 +46,6 @@ import http.server
 import json
 import os
 import random
-import socket
 import sys
 import threading
 import time

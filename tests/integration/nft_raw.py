@@ -61,7 +61,6 @@ def add_rule(table, chain, exprs):
 def inner_rule():
     """An "inner" expression (kernel 6.2+; unknown to libnftnl < 1.2.5)
     loading the inner meta l4proto, then a counter."""
-    meta = expr("meta", attr(2, be32(16)), attr(1, be32(1)))  # l4proto -> r1
     inner = expr("inner", attr(1, be32(0)), attr(2, be32(1)),
                  attr(3, be32(1 | 8)), attr(4, be32(8)), nest(5,
                  attr(1, s("meta")), nest(2, attr(2, be32(16)),

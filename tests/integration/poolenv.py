@@ -9,13 +9,12 @@ control socket, and its checkpoint.
 """
 import os
 import signal
-import subprocess
 import time
 
 import ckptstate
 import podwire
 import simec2
-from conftest import Enid, Sim, built, write_config
+from conftest import Enid, Sim, write_config
 
 # The sim's own services inside the VPC: EC2 and the VPC host.
 VPC_SERVICES = "198.18.0.0/24"

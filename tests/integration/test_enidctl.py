@@ -794,7 +794,6 @@ def settle(env, timeout=30):
     """Wait until the pool stops changing: every ENI ready and the counts
     the same twice, half a second apart, so that two commands in a row
     see the same pool."""
-    import time
     last = [None]
 
     def still():

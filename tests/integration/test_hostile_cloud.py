@@ -405,7 +405,7 @@ def test_eni_ids_change_between_calls(make_env):
     id, and nothing of the node's own link is touched."""
     env = make_env(pool={"warm_ip_target": 1})
     env.start()
-    held = pods_on(env, 6, "i")
+    pods_on(env, 6, "i")
     settle(env)
     w = Watch(env)
     env.rules({"id": "ids", "action": "DescribeNetworkInterfaces",

@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 
-import pytest
 
 from conftest import BUILDDIR, SRCDIR
 

@@ -14,7 +14,6 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 import time
 
 import pytest

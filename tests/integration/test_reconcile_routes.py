@@ -18,7 +18,7 @@ import time
 import pytest
 
 from poolenv import PoolEnv
-from test_cni_e2e import (Pods, add, conf_for, delete, host_end, ip,  # noqa
+from test_cni_e2e import (Pods, add, delete, host_end, ip,  # noqa
                           mod_dir, path_of, ping, run_plugin, check, _seq)
 
 # enid-cni adds the host route after the ADD's answer: a run does not

@@ -28,7 +28,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
