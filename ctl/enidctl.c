@@ -98,10 +98,16 @@ ctl_connect(const char *path)
 	return fd;
 }
 
-static void __attribute__((noreturn))
-malformed(const char *why)
+static void __attribute__((noreturn, format(printf, 1, 2)))
+malformed(const char *fmt, ...)
 {
-	fprintf(stderr, "enidctl: malformed answer: %s\n", why);
+	va_list ap;
+
+	fprintf(stderr, "enidctl: malformed answer: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 	exit(1);
 }
 
@@ -352,11 +358,8 @@ addr_str(struct json_object *o, const char *name)
 	const char *s = str(o, name), *why;
 	struct ip_addr a;
 
-	if (ip_addr_parse(s, &a, &why) != 0) {
-		fprintf(stderr, "enidctl: malformed answer: \"%s\" is not an "
-		    "address: %s\n", name, why);
-		exit(1);
-	}
+	if (ip_addr_parse(s, &a, &why) != 0)
+		malformed("\"%s\" is not an address: %s", name, why);
 	return s;
 }
 
@@ -367,16 +370,10 @@ prefix_text(const char *s, const char *name)
 	const char *why;
 	struct ip_prefix p;
 
-	if (ip_prefix_parse(s, &p, &why) != 0) {
-		fprintf(stderr, "enidctl: malformed answer: \"%s\" is not a "
-		    "CIDR: %s\n", name, why);
-		exit(1);
-	}
-	if (!ip_prefix_is_network(&p)) {
-		fprintf(stderr, "enidctl: malformed answer: \"%s\" %s has "
-		    "host bits set\n", name, s);
-		exit(1);
-	}
+	if (ip_prefix_parse(s, &p, &why) != 0)
+		malformed("\"%s\" is not a CIDR: %s", name, why);
+	if (!ip_prefix_is_network(&p))
+		malformed("\"%s\" %s has host bits set", name, s);
 	return s;
 }
 
