@@ -106,6 +106,25 @@ instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 	    sizeof(pol), INSTANCE_POLICY_MS, policy_answer, NULL);
 }
 
+/*
+ * The VPC's CIDRs come in both families (IPv4 first); this broker routes,
+ * checks and translates IPv4 only, and every reader of the instance's
+ * CIDRs (netd's policy, SNAT, the pods' answers, the subnets' checks)
+ * takes them as IPv4.  So the IPv6 ones go at the door, until the pool
+ * takes IPv6 (issue 35).
+ */
+static void
+instance_keep_ipv4_cidrs(struct msg_cloud_instance *in)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_VPC_CIDRS; i++)
+		if (in->cidrs[i].addr.family == AF_INET && n < MSG_MAX_CIDRS)
+			in->cidrs[n++] = in->cidrs[i];
+	memset(&in->cidrs[n], 0, sizeof(in->cidrs) - n * sizeof(in->cidrs[0]));
+	in->ncidrs = n;
+}
+
 static void
 instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
@@ -126,6 +145,7 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		instance_retry(b, why);
 		return;
 	}
+	instance_keep_ipv4_cidrs(&in);
 	/* cloudd checked the fields; these are the ones policy rests on. */
 	if (in.instance_id[0] == '\0' || mac_is_zero(in.primary_mac) ||
 	    in.ncidrs == 0 || in.max_enis == 0 || in.ips_per_eni == 0) {

@@ -108,6 +108,7 @@ test_other_bodies(void **state)
 	ec2_form_free(&f);
 
 	memset(&ip, 0, sizeof(ip));
+	ip.family = AF_INET;
 	strcpy(ip.eni_id, "eni-1");
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
 	ip.count = 2;
@@ -176,6 +177,7 @@ test_prefix_bodies(void **state)
 	ec2_form_free(&f);
 
 	memset(&px, 0, sizeof(px));
+	px.family = AF_INET;
 	strcpy(px.eni_id, "eni-1");
 	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
 	    -1);	/* neither a count nor a list */
@@ -833,6 +835,7 @@ test_request_edges(void **state)
 	/* assign by count: 1..MSG_MAX_ENI_ADDRS; addresses: not 0, not
 	 * the broadcast */
 	memset(&ip, 0, sizeof(ip));
+	ip.family = AF_INET;
 	strcpy(ip.eni_id, "eni-1");
 	ip.count = MSG_MAX_ENI_ADDRS;
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
