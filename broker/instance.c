@@ -153,6 +153,14 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "id, primary MAC, VPC CIDRs or limits");
 		return;
 	}
+	/* An IPv6-only primary interface (cloudd says 0.0.0.0): this broker
+	 * can still use IPv4 subnets on other ENIs, but has no address of
+	 * the node's to translate pods' traffic to. */
+	if (ip_addr_is_unspecified(&in.primary_ip))
+		log_warnx("instance %s: its primary interface %s has no IPv4 "
+		    "address (an IPv6-only subnet); pods' traffic leaving the "
+		    "VPC has no node address to be translated to",
+		    in.instance_id, in.primary_eni);
 	b->instance = in;
 	b->instance_state = INSTANCE_KNOWN;
 	b->instance_failures = 0;
