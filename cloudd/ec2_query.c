@@ -228,7 +228,7 @@ ec2_prefix6_holds_service(const struct ip_prefix *p)
 	return false;
 }
 
-/* Why a an IPv6 address is not one a host may hold, or NULL. */
+/* Why a is not an IPv6 address a host may hold, or NULL. */
 static const char *
 ip6_unusable(const struct ip_addr *a)
 {

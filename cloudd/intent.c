@@ -329,11 +329,13 @@ di_described(struct intent *it, const struct ec2_answer *a,
 	if (p == NULL)
 		DI_FAIL("DescribeInstances: %s has no interface at device "
 		    "index 0", m->instance_id);
+	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1)
+		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
+		    "or address");
 	/* An IPv6-only primary interface has no IPv4 address: 0.0.0.0. */
-	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1 ||
-	    (strcmp(p->ipv6_native, "true") == 0 && p->private_ip[0] == '\0' ?
-	    (m->primary_ip = ip_addr_from_in(0), 0) :
-	    ec2_ip4_parse(p->private_ip, &m->primary_ip)) == -1)
+	if (strcmp(p->ipv6_native, "true") == 0 && p->private_ip[0] == '\0')
+		m->primary_ip = ip_addr_from_in(0);
+	else if (ec2_ip4_parse(p->private_ip, &m->primary_ip) == -1)
 		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
 		    "or address");
 	if (memcmp(mac, it->mac, 6) != 0)
@@ -522,11 +524,11 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
-/* Prefixes of an ENI that are not aligned /28s, or not the ENI's to hold
- * (ec2_eni_to_msg): the cloud's error, said; the ENI's other prefixes and
- * addresses go on. */
+/* What ec2_eni_to_msg_noting left out of an ENI: prefixes that are not
+ * aligned /28s or not the ENI's to hold, IPv6 addresses and /80s that are
+ * not usable: the cloud's error, said; the ENI's others go on. */
 static void
-eni_bad_prefixes(const struct msg_cloud_eni *m, struct ec2_left_out *lo)
+eni_left_out(const struct msg_cloud_eni *m, struct ec2_left_out *lo)
 {
 	/* the cloud's text, in a log line */
 	ec2_sanitize(lo->prefix);
@@ -597,7 +599,7 @@ den_page(struct intent *it, const struct ec2_answer *a,
 	for (i = 0; i < a->nitems; i++) {
 		(void)ec2_eni_to_msg_noting(&a->list.enis[i], &m, err,
 		    sizeof(err), &lo);
-		eni_bad_prefixes(&m, &lo);
+		eni_left_out(&m, &lo);
 		m.st = *st;
 		if (a->list.enis[i].tags_dropped > 0)
 			log_debug("%s: %u tags over %d not passed on",
@@ -648,7 +650,7 @@ ce_done(struct intent *it, const struct ec2_answer *a,
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s "
 		    "with %u prefixes, %u asked for", m.eni_id,
 		    m.nprefixes + m.nbad_prefixes, it->req.ce.nprefixes));
-	eni_bad_prefixes(&m, &lo);
+	eni_left_out(&m, &lo);
 	/* Asked with an IPv6 address, it has one (the subnet may add one
 	 * unasked: that is the subnet's setting, and passed on). */
 	if (m.naddrs6 < it->req.ce.nipv6)
