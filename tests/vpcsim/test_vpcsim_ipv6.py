@@ -277,6 +277,9 @@ def test_mixing_refused(s6, ag):
             assert err["code"] == "InvalidParameterCombination", (kw, err)
         assert ag.err("AssignIpv6Addresses", NetworkInterfaceId=eid)["code"] == \
             "MissingParameter"
+        err = ag.err("AssignIpv6Addresses", NetworkInterfaceId=eid,
+                     Ipv6AddressCount=0)
+        assert err["code"] == "InvalidParameterValue", err
         assert v6addrs(describe(ag, eid)) == []
     finally:
         delete(ag, eid)

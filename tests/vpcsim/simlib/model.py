@@ -1486,6 +1486,8 @@ class Sim:
                               indexed(p, "Ipv6Prefix"))
         if req is None:
             need(p, "Ipv6AddressCount")
+            raise Ec2Error("InvalidParameterValue",
+                           "Ipv6AddressCount must be at least 1")
         if req[2] or req[3]:
             if eni.attachment:
                 inst = self.instances[eni.attachment["instance"]]
