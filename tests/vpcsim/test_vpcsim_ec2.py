@@ -386,3 +386,6 @@ def test_ipv6_off_by_default(sim, agent):
     st, out = sim.control("POST", "/subnets/" + node["subnet_id"],
                           {"ipv6_state": "associated"})
     assert st == 400, out
+    st, out = sim.control("POST", "/outside/connect",
+                          {"to": "2001:db8:a0b:1200::4", "port": 7})
+    assert st == 400 and "--ipv6" in out["error"], out

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 
@@ -644,6 +645,29 @@ def whoami6(ns, src, dst, port, kind):
         s.close()
 
 
+def pod_listener(ns, addr):
+    """A TCP listener on addr in ns that answers each connection with the
+    peer's address; returns (socket, thread)."""
+    def make():
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.bind((addr, 8080))
+        s.listen(4)
+        return s
+    sock = netns.socket_in_netns(ns, make)
+
+    def run():
+        while True:
+            try:
+                c, peer = sock.accept()
+            except OSError:
+                return
+            with c:
+                c.sendall(peer[0].encode())
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return sock, t
+
+
 def spoofed(s6):
     out = subprocess.run(["ip", "netns", "exec", s6.ep["vpc_netns"], "nft", "-j",
                           "list", "set", "ip6", "srccheck", "spoofed"],
@@ -712,6 +736,24 @@ def test_pod_in_a_80_reaches_the_vpc_and_the_outside(s6, ag):
         assert whoami6(pod, pods[0], vpc_host, 7, "tcp").split()[0] == pods[0]
         _, o = s6.control("GET", "/outside")
         assert o["seen"]["tcp"].get(pods[1]) and o["vpc_host_seen"]["tcp"].get(pods[0])
+        # And back in: the outside host and the VPC host reach a pod's
+        # address, untranslated (POST /outside/connect with "to").
+        sock, t = pod_listener(pod, pods[1])
+        try:
+            for via, src in (("internet", out_host), ("vpc", vpc_host)):
+                st, r = s6.control("POST", "/outside/connect", {
+                    "to": pods[1], "port": 8080, "via": via})
+                assert st == 200 and r["ok"] and r["peer_reply"] == src, r
+                assert r["to"] == "[%s]:8080" % pods[1], r
+        finally:
+            sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+            t.join(5)
+        for bad in ({"to": "2001:db8:ff::10", "port": 7},
+                    {"to": pods[1], "port": 7, "via": "peered"},
+                    {"to": pods[1], "node": 0, "port": 7}, {"to": pods[1]}):
+            st, r = s6.control("POST", "/outside/connect", bad)
+            assert st == 400, (bad, r)
         # The router resolved the ENI once (its link-local address, a
         # permanent entry), never a pod's address.
         neigh = s6.nsexec(vpc, "ip", "-6", "neigh", "show", "dev", vpc_if).stdout

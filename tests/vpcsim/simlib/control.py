@@ -1,6 +1,7 @@
 """Control API (JSON over HTTP on 127.0.0.1 in the root namespace):
 state, fault injection, link delays, subnet capacity, credentials, rates,
 and the world beyond the internet gateway."""
+import ipaddress
 import json
 import time
 import urllib.parse
@@ -242,12 +243,17 @@ class ControlHandler(httpbase.Handler):
         [, "via": "internet"|"vpc"|"peered"]}: a TCP client outside the
         node.  Through the internet gateway from the outside host to the
         node's public address, or from the VPC host or the peered host to
-        its primary address."""
-        keys = {"node", "port", "timeout_ms", "send", "via"}
+        its primary address.  With --ipv6 dual, {"to": IPV6, ...} instead
+        of "node" connects to any address of the VPC's /56 (a pod's),
+        untranslated, from the outside host's or the VPC host's IPv6
+        address."""
+        keys = {"node", "port", "timeout_ms", "send", "via", "to"}
         if not isinstance(data, dict):
             raise BadRequest("expected {\"node\": I, \"port\": P}")
         if set(data) - keys:
             raise BadRequest("unknown key(s): %s" % ", ".join(sorted(set(data) - keys)))
+        if "to" in data:
+            return self._connect6(data)
         for k in ("node", "port"):
             if k not in data:
                 raise BadRequest("missing \"%s\"" % k)
@@ -273,6 +279,36 @@ class ControlHandler(httpbase.Handler):
         else:
             r = outside.connect(o["peer_ns"], peered.PEERED_HOST,
                                 private, port, timeout / 1000.0, send)
+        r["via"] = via
+        return 200, r
+
+    def _connect6(self, data):
+        sim = self.server.sim
+        if "node" in data:
+            raise BadRequest("give \"node\" or \"to\", not both")
+        if not sim.ipv6:
+            raise BadRequest("\"to\" needs --ipv6 dual")
+        to = v6.canon(data["to"]) if isinstance(data["to"], str) else None
+        if to is None or ipaddress.IPv6Address(to) not in \
+                ipaddress.IPv6Network(sim.vpc_cidr6):
+            raise BadRequest("\"to\" must be an IPv6 address of %s" % sim.vpc_cidr6)
+        if "port" not in data:
+            raise BadRequest("missing \"port\"")
+        port = _int(data["port"], "port", 1, 65535)
+        timeout = _num(data.get("timeout_ms", 3000), "timeout_ms", 1, 60000)
+        send = data.get("send")
+        if send is not None and (not isinstance(send, str) or len(send) > 65536):
+            raise BadRequest("send must be a string of at most 65536 characters")
+        via = data.get("via", "internet")
+        if via not in ("internet", "vpc"):
+            raise BadRequest("with \"to\", via must be \"internet\" or \"vpc\"")
+        o = self.server.extra["outside"]
+        if via == "internet":
+            r = outside.connect(o["out_ns"], v6.OUTSIDE_HOST6, to, port,
+                                timeout / 1000.0, send)
+        else:
+            r = outside.connect(o["vpc_ns"], v6.VPC_HOST6, to, port,
+                                timeout / 1000.0, send)
         r["via"] = via
         return 200, r
 

@@ -334,10 +334,13 @@ def connect(ns, src, dst, port, timeout_s, send=None, limit=65536):
     returns a dict; "ok" says whether the connection was made."""
     t0 = time.monotonic()
     deadline = t0 + timeout_s
-    res = {"ok": False, "from": src, "to": "%s:%d" % (dst, port)}
+    v6 = ":" in dst
+    res = {"ok": False, "from": src,
+           "to": ("[%s]:%d" if v6 else "%s:%d") % (dst, port)}
 
     def make():
-        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        return socket.socket(socket.AF_INET6 if v6 else socket.AF_INET,
+                             socket.SOCK_STREAM)
     s = netns.socket_in_netns(ns, make)
     try:
         s.bind((src, 0))
@@ -348,7 +351,7 @@ def connect(ns, src, dst, port, timeout_s, send=None, limit=65536):
             res["error"] = "connect: %s" % (e.strerror or str(e) or type(e).__name__)
             return res
         res["ok"] = True
-        res["local"] = "%s:%d" % s.getsockname()
+        res["local"] = ("[%s]:%d" if v6 else "%s:%d") % s.getsockname()[:2]
         got = bytearray()
         eof = False
         try:
