@@ -12,7 +12,8 @@ EXTRA_DIST += tests/vpcsim/vpcsim tests/vpcsim/README.md tests/vpcsim/run-tests 
 	tests/vpcsim/test_vpcsim_dataplane.py tests/vpcsim/test_vpcsim_faults.py \
 	tests/vpcsim/test_vpcsim_badinput.py tests/vpcsim/test_vpcsim_lifecycle.py \
 	tests/vpcsim/test_vpcsim_links.py tests/vpcsim/test_vpcsim_prefixes.py \
-	tests/vpcsim/shapecheck.py
+	tests/vpcsim/shapecheck.py tests/vpcsim/simlib/ipv6.py \
+	tests/vpcsim/test_vpcsim_ipv6.py
 
 .PHONY: check-vpcsim
 check-vpcsim:
