@@ -18,11 +18,10 @@ import urllib.request
 
 import pytest
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 from conftest import BUILDDIR as BUILD  # ENID_BUILDDIR, else build/
+from conftest import start_vpcsim
 CLOUDD = os.path.join(BUILD, "cloudd", "enid-cloudd")
 DRIVE = os.path.join(BUILD, "tests", "integration", "cloudd_drive")
-VPCSIM = os.path.join(SRC, "tests", "vpcsim", "vpcsim")
 # Namespaces of our own, so a demo or another run's sim can't collide.
 PREFIX = "enidcd%d" % os.getpid()
 NETNS = PREFIX + "-node-0"
@@ -38,11 +37,9 @@ def run_sim(prefix, *args):
     """A simulated VPC of two nodes in namespaces named for prefix, for the
     block: its endpoints.json, and "dir" its state directory."""
     d = tempfile.mkdtemp(prefix="cloudd-it-")
-    log = open(os.path.join(d, "vpcsim.log"), "w")
-    proc = subprocess.Popen(["/usr/bin/python3", VPCSIM, "--nodes", "2",
-                             "--state", d, "--rate-scale", "10",
-                             "--prefix", prefix, *args],
-                            stdout=log, stderr=log, start_new_session=True)
+    proc = start_vpcsim(["--nodes", "2", "--state", d, "--rate-scale", "10",
+                         "--prefix", prefix, *args],
+                        os.path.join(d, "vpcsim.log"), new_session=True)
     ep = os.path.join(d, "endpoints.json")
     try:
         for _ in range(300):
@@ -62,7 +59,6 @@ def run_sim(prefix, *args):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-        log.close()
 
 
 @pytest.fixture(scope="module")
