@@ -1577,6 +1577,7 @@ eni_assign_prefixes(struct eni *e, uint32_t count)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.family = AF_INET;
 	req.count = count;
 	e->assigning = count;
 	e->assigning_prefixes = true;
@@ -1594,6 +1595,7 @@ eni_assign(struct eni *e, uint32_t count)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = engine_growth_deadline_ms(b);
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.family = AF_INET;
 	req.count = count;
 	e->assigning = count;
 	log_info("%s: assigning %u addresses", e->id, count);
@@ -1786,6 +1788,7 @@ eni_unassign_send(struct eni *e)
 		memset(&preq, 0, sizeof(preq));
 		preq.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 		msg_strlcpy(preq.eni_id, e->id, sizeof(preq.eni_id));
+		preq.family = AF_INET;
 		for (i = 0; i < e->nprefixes; i++)
 			if (e->prefixes[i].removing)
 				preq.prefixes[preq.nprefixes++] =
@@ -1800,6 +1803,7 @@ eni_unassign_send(struct eni *e)
 	memset(&req, 0, sizeof(req));
 	req.deadline_ms = ENGINE_CLOUD_DEADLINE_MS;
 	msg_strlcpy(req.eni_id, e->id, sizeof(req.eni_id));
+	req.family = AF_INET;
 	for (i = 0; i < e->naddrs && req.naddrs < MSG_MAX_ENI_ADDRS; i++)
 		if (e->addrs[i].state == ADDR_REMOVING)
 			req.addrs[req.naddrs++] =

@@ -106,6 +106,25 @@ instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 	    sizeof(pol), INSTANCE_POLICY_MS, policy_answer, NULL);
 }
 
+/*
+ * The VPC's CIDRs come in both families (IPv4 first); this broker routes,
+ * checks and translates IPv4 only, and every reader of the instance's
+ * CIDRs (netd's policy, SNAT, the pods' answers, the subnets' checks)
+ * takes them as IPv4.  So the IPv6 ones go at the door, until the pool
+ * takes IPv6 (issue 35).
+ */
+static void
+instance_keep_ipv4_cidrs(struct msg_cloud_instance *in)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_VPC_CIDRS; i++)
+		if (in->cidrs[i].addr.family == AF_INET && n < MSG_MAX_CIDRS)
+			in->cidrs[n++] = in->cidrs[i];
+	memset(&in->cidrs[n], 0, sizeof(in->cidrs) - n * sizeof(in->cidrs[0]));
+	in->ncidrs = n;
+}
+
 static void
 instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
@@ -126,6 +145,7 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		instance_retry(b, why);
 		return;
 	}
+	instance_keep_ipv4_cidrs(&in);
 	/* cloudd checked the fields; these are the ones policy rests on. */
 	if (in.instance_id[0] == '\0' || mac_is_zero(in.primary_mac) ||
 	    in.ncidrs == 0 || in.max_enis == 0 || in.ips_per_eni == 0) {
@@ -133,6 +153,14 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "id, primary MAC, VPC CIDRs or limits");
 		return;
 	}
+	/* An IPv6-only primary interface (cloudd says 0.0.0.0): this broker
+	 * can still use IPv4 subnets on other ENIs, but has no address of
+	 * the node's to translate pods' traffic to. */
+	if (ip_addr_is_unspecified(&in.primary_ip))
+		log_warnx("instance %s: its primary interface %s has no IPv4 "
+		    "address (an IPv6-only subnet); pods' traffic leaving the "
+		    "VPC has no node address to be translated to",
+		    in.instance_id, in.primary_eni);
 	b->instance = in;
 	b->instance_state = INSTANCE_KNOWN;
 	b->instance_failures = 0;

@@ -2053,6 +2053,13 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "asked for; ignored", cs.subnet_id);
 		return;
 	}
+	/* An IPv6-only subnet has no IPv4 CIDR (family 0): nothing this
+	 * broker, IPv4 only, can take addresses from. */
+	if (cs.cidr.addr.family != AF_INET) {
+		log_errorx("subnet %s: IPv6-only (no IPv4 CIDR), and enid "
+		    "takes IPv4 addresses only; not used", cs.subnet_id);
+		return;
+	}
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++)
 		if (ip_prefix_contains(&b->instance.cidrs[i], &cs.cidr.addr) &&
 		    cs.cidr.len >= b->instance.cidrs[i].len)

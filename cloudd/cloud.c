@@ -395,8 +395,20 @@ judge_ec2(struct cloud_call *c, struct msg_cloud_status *st,
 	if (!ec2_code_ok(a->code))
 		msg_strlcpy(a->code, "Unknown", sizeof(a->code));
 	ec2_sanitize(a->message);
-	st->outcome = ec2_classify(c->action, c->form.prefixes,
-	    (unsigned)r->status, a->code, a->message, &retry);
+	if (c->form.ipv6) {
+		bool known;
+
+		st->outcome = ec2_classify_ipv6(c->action, c->form.prefixes,
+		    (unsigned)r->status, a->code, a->message, &retry, &known);
+		if (!known)
+			log_warnx("%s: IPv6 request refused with a code enid "
+			    "does not know, HTTP %ld %s: %.200s; taken as "
+			    "fatal, not retried", call_name(c), r->status,
+			    a->code, a->message);
+	} else {
+		st->outcome = ec2_classify(c->action, c->form.prefixes,
+		    (unsigned)r->status, a->code, a->message, &retry);
+	}
 	cloud_status(st, st->outcome, a->code, "%s: %s", call_name(c),
 	    a->message);
 	st->http_status = (uint32_t)r->status;

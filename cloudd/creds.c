@@ -241,3 +241,93 @@ bad:
 	*ncidrs = 0;
 	return -1;
 }
+
+/*
+ * The next line of body from *at: into line (size bytes, the CRs at its
+ * end dropped), 1; 0 at the end; -1 for a NUL or a line too long.
+ */
+static int
+next_line(const char *body, size_t len, size_t *at, char *line, size_t size)
+{
+	size_t i = *at, j = 0;
+
+	if (i >= len)
+		return 0;
+	for (; i < len && body[i] != '\n'; i++) {
+		if (j + 1 >= size || body[i] == '\0')
+			return -1;
+		line[j++] = body[i];
+	}
+	*at = i + 1;
+	while (j > 0 && line[j - 1] == '\r')
+		j--;
+	line[j] = '\0';
+	return 1;
+}
+
+int
+imds_cidr6_lines(const char *body, size_t len, unsigned minlen,
+    unsigned maxlen, struct ip_prefix *out, uint32_t max, uint32_t *n,
+    uint32_t *nbad, char *bad, size_t badlen)
+{
+	char line[64];
+	const char *why;
+	struct ip_prefix p;
+	size_t at = 0;
+	int rc;
+
+	*n = *nbad = 0;
+	if (badlen > 0)
+		bad[0] = '\0';
+	while ((rc = next_line(body, len, &at, line, sizeof(line))) == 1) {
+		if (line[0] == '\0')
+			continue;
+		why = "more blocks than enid keeps";
+		if (*n < max && ec2_cidr6_parse(line, minlen, maxlen, &p,
+		    &why) == 0) {
+			out[(*n)++] = p;
+			continue;
+		}
+		if ((*nbad)++ == 0 && badlen > 0) {
+			ec2_sanitize(line);
+			snprintf(bad, badlen, "\"%s\": %s", line,
+			    why != NULL ? why : "not an IPv6 block");
+		}
+	}
+	if (rc == -1) {
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int
+imds_ip6_first(const char *body, size_t len, struct ip_addr *out, char *bad,
+    size_t badlen, const char **why)
+{
+	char line[64];
+	size_t at = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (badlen > 0)
+		bad[0] = '\0';
+	if (why != NULL)
+		*why = NULL;
+	while ((rc = next_line(body, len, &at, line, sizeof(line))) == 1 &&
+	    line[0] == '\0')
+		;
+	if (rc == -1) {
+		if (why != NULL)
+			*why = "not a line of text";
+		return -1;
+	}
+	if (rc == 0)
+		return -1;
+	if (ec2_ip6_parse(line, out, why) == 0)
+		return 0;
+	ec2_sanitize(line);
+	if (badlen > 0)
+		snprintf(bad, badlen, "%s", line);
+	return -1;
+}

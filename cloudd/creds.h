@@ -53,4 +53,26 @@ int	imds_text(const char *body, size_t len, char *out, size_t size);
 int	imds_cidr_lines(const char *body, size_t len,
 	    struct ip_prefix cidrs[MSG_MAX_CIDRS], uint32_t *ncidrs);
 
+/*
+ * IPv6 lines of a MAC's metadata.  A 404 (an interface without IPv6) is
+ * the caller's to take as none; an answer is checked line by line, and a
+ * line that is no usable value is left out, counted and named, never the
+ * answer's failure: IPv6 must not stop an IPv4 node.
+ *   imds_cidr6_lines	vpc-ipv6-cidr-blocks, subnet-ipv6-cidr-blocks:
+ *			blocks of minlen to maxlen bits (ec2_cidr6_parse),
+ *			up to max into out (*n); *nbad counts the others,
+ *			those past max among them, bad names the first.
+ *			0, or -1 for a body that is no lines of text (a
+ *			NUL, a line too long for any value) with *n 0.
+ *   imds_ip6_first	ipv6s: the first line's address (ec2_ip6_parse),
+ *			the interface's primary.  0; or -1 with *out all
+ *			zero and bad naming the line ("" for an empty
+ *			answer), *why (if not NULL) what is wrong.
+ */
+int	imds_cidr6_lines(const char *body, size_t len, unsigned minlen,
+	    unsigned maxlen, struct ip_prefix *out, uint32_t max, uint32_t *n,
+	    uint32_t *nbad, char *bad, size_t badlen);
+int	imds_ip6_first(const char *body, size_t len, struct ip_addr *out,
+	    char *bad, size_t badlen, const char **why);
+
 #endif /* ENID_CREDS_H */

@@ -38,6 +38,13 @@ _Static_assert(EC2_MAX_ENI_ADDRS == 65, "ec2_xml.c's message names 65");
 #define EC2_MAC_LEN		32		/* raw text, checked later */
 #define EC2_IP_LEN		32
 #define EC2_CIDR_LEN		32
+/* IPv6 texts as received: the longest address is 39 characters, a
+ * prefix 43.  A longer one is kept as "?" and left out, not a failed
+ * answer (it is an entry's fault, not the answer's). */
+#define EC2_IP6_LEN		48
+/* A subnet's IPv6 blocks as listed: past associations too (EC2 keeps
+ * one associated at most). */
+#define EC2_MAX_SUBNET_CIDRS6	8
 
 enum ec2_action {
 	EC2_DESCRIBE_INSTANCES = 0,
@@ -55,6 +62,9 @@ enum ec2_action {
 	 * their ids and states only (the leak collector's existence check).
 	 * Last, so the fuzz corpus's first bytes keep their actions. */
 	EC2_CHECK_INSTANCES,
+	/* IPv6 addresses and /80 prefixes of an ENI (issue 35). */
+	EC2_ASSIGN_IPV6,
+	EC2_UNASSIGN_IPV6,
 	EC2_ACTION_COUNT
 };
 
@@ -91,6 +101,16 @@ struct ec2_eni {
 	uint32_t	ntags;
 	struct ec2_tag	tags[MSG_MAX_TAGS];
 	uint32_t	tags_dropped;		/* over MSG_MAX_TAGS */
+	/* IPv6: ipv6AddressesSet, ipv6PrefixSet, ipv6Native.  Entries past
+	 * the arrays are counted (the answer fails past MSG_MAX_LEFT_OUT). */
+	char		ipv6_native[8];
+	uint32_t	naddrs6;
+	char		addrs6[MSG_MAX_ENI_ADDRS6][EC2_IP6_LEN];
+	bool		addr6_primary[MSG_MAX_ENI_ADDRS6];
+	uint32_t	addrs6_dropped;
+	uint32_t	nprefixes6;
+	char		prefixes6[MSG_MAX_ENI_PREFIXES6][EC2_IP6_LEN];
+	uint32_t	prefixes6_dropped;
 };
 
 struct ec2_instance {
@@ -117,6 +137,8 @@ struct ec2_instance_type {
 	char		hypervisor[MSG_HYPERVISOR_LEN];
 	char		bare_metal[8];
 	char		vcpus[16];	/* vCpuInfo/defaultVCpus */
+	char		ipv6_supported[8];	/* networkInfo/ipv6Supported */
+	char		ipv6_per_eni[16];	/* .../ipv6AddressesPerInterface */
 };
 
 struct ec2_subnet {
@@ -125,6 +147,12 @@ struct ec2_subnet {
 	char		vpc_id[MSG_ID_LEN];
 	char		cidr[EC2_CIDR_LEN];
 	char		available[16];
+	char		ipv6_native[8];
+	/* ipv6CidrBlockAssociationSet: each block and its state */
+	uint32_t	ncidrs6;
+	char		cidrs6[EC2_MAX_SUBNET_CIDRS6][EC2_IP6_LEN];
+	char		cidr6_states[EC2_MAX_SUBNET_CIDRS6][EC2_STATUS_LEN];
+	uint32_t	cidrs6_dropped;
 };
 
 /* One parsed answer.  Lists are allocated; ec2_answer_free() releases. */
@@ -143,6 +171,13 @@ struct ec2_answer {
 	char		 addrs[MSG_MAX_ENI_ADDRS][EC2_IP_LEN];
 	uint32_t	 nprefixes;			/* assign prefixes */
 	char		 prefixes[MSG_MAX_ENI_PREFIXES][EC2_CIDR_LEN];
+	/* AssignIpv6Addresses' assignedIpv6Addresses and
+	 * assignedIpv6PrefixSet; UnassignIpv6Addresses' unassigned ones */
+	char		 eni_id[MSG_ID_LEN];		/* networkInterfaceId */
+	uint32_t	 naddrs6;
+	char		 addrs6[MSG_MAX_ENI_ADDRS][EC2_IP6_LEN];
+	uint32_t	 nprefixes6;
+	char		 prefixes6[MSG_MAX_ENI_PREFIXES][EC2_IP6_LEN];
 	bool		 has_eni;			/* create */
 	struct ec2_eni	 eni;
 
@@ -212,6 +247,32 @@ bool	ec2_prefix_ok(const struct ip_addr *first);
 int	ec2_ip4_parse(const char *s, struct ip_addr *out);
 
 /*
+ * IPv6 as the cloud names it, each refused unless a host could hold it:
+ * canonical RFC 5952 text (ip_addr_parse), IPv6, no special address
+ * (ip_addr_is_special) and none of EC2's own services (ec2_ip6_service).
+ * 0, or -1 with *why (if why is not NULL) saying what is wrong and *out
+ * all zero.
+ *   ec2_ip6_parse	an address (ipv6Address, ipv6s)
+ *   ec2_prefix6_parse	a delegated prefix: exactly /MSG_PREFIX6_LEN,
+ *			aligned, into its first address; holding none of
+ *			EC2's service addresses
+ *   ec2_cidr6_parse	a block from minlen to maxlen bits, a network
+ *			(a subnet's /64; a VPC's, /32 to /64)
+ */
+int	ec2_ip6_parse(const char *s, struct ip_addr *out, const char **why);
+int	ec2_prefix6_parse(const char *s, struct ip_addr *out, const char **why);
+int	ec2_cidr6_parse(const char *s, unsigned minlen, unsigned maxlen,
+	    struct ip_prefix *out, const char **why);
+/* EC2's IPv6 services on Nitro (IMDS fd00:ec2::254, DNS fd00:ec2::253,
+ * NTP fd00:ec2::123): never an ENI's or a pod's.  For a prefix: it
+ * holds one of them. */
+bool	ec2_ip6_service(const struct ip_addr *a);
+bool	ec2_prefix6_holds_service(const struct ip_prefix *p);
+/* "associated" -> IPV6_ST_ASSOCIATED, ...; IPV6_ST_MAX for text that
+ * names no state ("" and "none" included). */
+enum cloud_ipv6_state ec2_ipv6_state(const char *s);
+
+/*
  * Convert a parsed ENI into its message form, checking every field.
  * Returns 0, or -1 with err naming the bad field.  A prefix that is not
  * an aligned /MSG_PREFIX_LEN, is named twice or holds an address of the
@@ -220,6 +281,40 @@ int	ec2_ip4_parse(const char *s, struct ip_addr *out);
  */
 int	ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
 	    char *err, size_t errlen, char *bad, size_t badlen);
+
+/*
+ * The same, saying what it left out: the first IPv4 prefix, the first
+ * IPv6 address and the first IPv6 prefix refused, each with why ("" and
+ * NULL when none was).  A refused IPv6 entry never fails the ENI: its
+ * IPv4 side (all the broker uses today) still goes on.
+ */
+struct ec2_left_out {
+	char		 prefix[EC2_CIDR_LEN];
+	char		 addr6[EC2_IP6_LEN];
+	const char	*addr6_why;
+	char		 prefix6[EC2_IP6_LEN];
+	const char	*prefix6_why;
+};
+int	ec2_eni_to_msg_noting(const struct ec2_eni *e, struct msg_cloud_eni *m,
+	    char *err, size_t errlen, struct ec2_left_out *lo);
+
+/*
+ * A subnet's IPv6 side into m (cidr6, ipv6_state, ipv6_native; and cidr
+ * left all zero for an IPv6-only one): 0, or -1 with err when the entry
+ * contradicts itself (ipv6Native that is neither true nor false, an
+ * IPv6-only subnet with an IPv4 block).  A block that is not a usable
+ * /64, a state this code does not know, or a second associated block is
+ * left out and named in note (noteLen bytes; "" if none): the subnet
+ * then has no usable IPv6 block.
+ */
+int	ec2_subnet6_to_msg(const struct ec2_subnet *s, struct msg_cloud_subnet *m,
+	    char *err, size_t errlen, char *note, size_t notelen);
+
+/* The IPv6 side of an instance type: 0, or -1 when ipv6Supported is not
+ * true, false or absent, or the count is not a number up to
+ * EC2_TYPE_MAX_ENI_ADDRS. */
+int	ec2_type_ipv6(const struct ec2_instance_type *t, uint8_t *supported,
+	    uint32_t *per_eni);
 
 /*
  * One page of an existence check's answer (the n entries of list) against
@@ -241,6 +336,7 @@ struct ec2_form {
 	size_t	 len, cap;
 	bool	 failed;	/* out of memory or over the cap */
 	bool	 prefixes;	/* asks for prefixes (ec2_classify) */
+	bool	 ipv6;		/* asks for IPv6 (ec2_classify_ipv6) */
 };
 
 void	ec2_form_init(struct ec2_form *f, enum ec2_action action);
@@ -296,5 +392,18 @@ enum ec2_retry {
 enum cloud_outcome ec2_classify(enum ec2_action action, bool prefixes,
 	    unsigned http_status, const char *code, const char *message,
 	    enum ec2_retry *retry);
+
+/*
+ * The same for a request that asks for IPv6 (AssignIpv6Addresses,
+ * UnassignIpv6Addresses, CreateNetworkInterface with Ipv6AddressCount),
+ * with one rule more: only the code decides, from the lists ec2_classify
+ * knows, and a code not in them is fatal for the request, whatever the
+ * HTTP status or the message says, never transient.  *known says whether
+ * the code was one of them, so that the caller logs the others with code
+ * and message: EC2 documents few IPv6 codes, and a new one is news.
+ */
+enum cloud_outcome ec2_classify_ipv6(enum ec2_action action, bool prefixes,
+	    unsigned http_status, const char *code, const char *message,
+	    enum ec2_retry *retry, bool *known);
 
 #endif /* ENID_EC2_H */

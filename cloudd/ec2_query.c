@@ -197,6 +197,217 @@ ec2_prefix_parse(const char *s, struct ip_addr *out)
 	return 0;
 }
 
+/* ---- IPv6 ---- */
+
+bool
+ec2_ip6_service(const struct ip_addr *a)
+{
+	/* fd00:ec2::254, ::253 and ::123: the last two bytes differ */
+	static const uint8_t base[14] = { 0xfd, 0x00, 0x0e, 0xc2 };
+
+	if (a->family != AF_INET6 || memcmp(a->bytes, base, 14) != 0)
+		return false;
+	return (a->bytes[14] == 0x02 && (a->bytes[15] == 0x54 ||
+	    a->bytes[15] == 0x53)) || (a->bytes[14] == 0x01 &&
+	    a->bytes[15] == 0x23);
+}
+
+bool
+ec2_prefix6_holds_service(const struct ip_prefix *p)
+{
+	static const char *const services[] = {
+		"fd00:ec2::254", "fd00:ec2::253", "fd00:ec2::123",
+	};
+	struct ip_addr a;
+	size_t i;
+
+	for (i = 0; i < sizeof(services) / sizeof(services[0]); i++)
+		if (ip_addr_parse(services[i], &a, NULL) == 0 &&
+		    ip_prefix_contains(p, &a))
+			return true;
+	return false;
+}
+
+/* Why a is not an IPv6 address a host may hold, or NULL. */
+static const char *
+ip6_unusable(const struct ip_addr *a)
+{
+	if (a->family != AF_INET6)
+		return "not IPv6";
+	if (ip_addr_is_unspecified(a))
+		return "unspecified";
+	if (ip_addr_is_loopback(a))
+		return "loopback";
+	if (ip_addr_is_link_local(a))
+		return "link-local";
+	if (ip_addr_is_multicast(a))
+		return "multicast";
+	if (ip_addr_is_ipv4_embedded(a))
+		return "an IPv4-mapped or NAT64 address";
+	if (ip_addr_is_reserved(a))
+		return "reserved (::/8, IPv4-compatible among them)";
+	if (ip_addr_is_special(a))
+		return "special";
+	if (ec2_ip6_service(a))
+		return "one of EC2's service addresses";
+	return NULL;
+}
+
+#define WHY(text)	do { if (why != NULL) *why = (text); goto bad; } while (0)
+
+int
+ec2_ip6_parse(const char *s, struct ip_addr *out, const char **why)
+{
+	const char *w;
+
+	if (ip_addr_parse(s, out, why) == -1)
+		goto bad;
+	if ((w = ip6_unusable(out)) != NULL)
+		WHY(w);
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+ec2_cidr6_parse(const char *s, unsigned minlen, unsigned maxlen,
+    struct ip_prefix *out, const char **why)
+{
+	const char *w;
+
+	if (ip_prefix_parse(s, out, why) == -1)
+		goto bad;
+	if (out->addr.family != AF_INET6)
+		WHY("not IPv6");
+	if (out->len < minlen || out->len > maxlen)
+		WHY("a prefix of another length");
+	if (!ip_prefix_is_network(out))
+		WHY("not aligned (host bits set)");
+	if ((w = ip6_unusable(&out->addr)) != NULL)
+		WHY(w);
+	if (ec2_prefix6_holds_service(out))
+		WHY("holds one of EC2's service addresses");
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+ec2_prefix6_parse(const char *s, struct ip_addr *out, const char **why)
+{
+	struct ip_prefix p;
+
+	if (ec2_cidr6_parse(s, MSG_PREFIX6_LEN, MSG_PREFIX6_LEN, &p,
+	    why) == -1) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	*out = p.addr;
+	return 0;
+}
+
+#undef WHY
+
+enum cloud_ipv6_state
+ec2_ipv6_state(const char *s)
+{
+	unsigned int i;
+
+	for (i = IPV6_ST_ASSOCIATED; i < IPV6_ST_MAX; i++)
+		if (strcmp(s, cloud_ipv6_state_name(i)) == 0)
+			return i;
+	return IPV6_ST_MAX;
+}
+
+/* "true", "false" or absent (""): 1, 0, 0; -1 for anything else. */
+static int
+ec2_bool(const char *s)
+{
+	if (strcmp(s, "true") == 0)
+		return 1;
+	if (s[0] == '\0' || strcmp(s, "false") == 0)
+		return 0;
+	return -1;
+}
+
+int
+ec2_type_ipv6(const struct ec2_instance_type *t, uint8_t *supported,
+    uint32_t *per_eni)
+{
+	int b;
+
+	if ((b = ec2_bool(t->ipv6_supported)) == -1)
+		return -1;
+	*per_eni = 0;
+	if (t->ipv6_per_eni[0] != '\0' && ec2_uint(t->ipv6_per_eni,
+	    EC2_TYPE_MAX_ENI_ADDRS, per_eni) == -1)
+		return -1;
+	*supported = (uint8_t)b;
+	return 0;
+}
+
+int
+ec2_subnet6_to_msg(const struct ec2_subnet *s, struct msg_cloud_subnet *m,
+    char *err, size_t errlen, char *note, size_t notelen)
+{
+	enum cloud_ipv6_state st, last = IPV6_ST_NONE;
+	struct ip_prefix p;
+	const char *why;
+	uint32_t i;
+	int native;
+
+	if (note != NULL && notelen > 0)
+		note[0] = '\0';
+	memset(&m->cidr6, 0, sizeof(m->cidr6));
+	m->ipv6_state = IPV6_ST_NONE;
+	if ((native = ec2_bool(s->ipv6_native)) == -1)
+		BAD("%.64s: ipv6Native is neither true nor false", s->id);
+	m->ipv6_native = (uint8_t)native;
+	if (native && s->cidr[0] != '\0')
+		BAD("%.64s: IPv6-only (ipv6Native), yet with the IPv4 block "
+		    "\"%.32s\"", s->id, s->cidr);
+	if (native)
+		memset(&m->cidr, 0, sizeof(m->cidr));
+	for (i = 0; i < s->ncidrs6; i++) {
+		if ((st = ec2_ipv6_state(s->cidr6_states[i])) == IPV6_ST_MAX) {
+			if (note != NULL && note[0] == '\0')
+				snprintf(note, notelen, "ipv6CidrBlockState "
+				    "\"%.32s\" of %.48s is no state enid knows",
+				    s->cidr6_states[i], s->cidrs6[i]);
+			continue;
+		}
+		if (st != IPV6_ST_ASSOCIATED) {
+			if (m->ipv6_state != IPV6_ST_ASSOCIATED)
+				last = st;
+			continue;
+		}
+		if (m->ipv6_state == IPV6_ST_ASSOCIATED) {
+			if (note != NULL && note[0] == '\0')
+				snprintf(note, notelen, "a second associated "
+				    "ipv6CidrBlock %.48s; the first stands",
+				    s->cidrs6[i]);
+			continue;
+		}
+		if (ec2_cidr6_parse(s->cidrs6[i], 64, 64, &p, &why) == -1) {
+			if (note != NULL && note[0] == '\0')
+				snprintf(note, notelen, "ipv6CidrBlock "
+				    "\"%.48s\" left out: %s", s->cidrs6[i],
+				    why != NULL ? why : "not an IPv6 /64");
+			continue;
+		}
+		m->cidr6 = p;
+		m->ipv6_state = IPV6_ST_ASSOCIATED;
+	}
+	if (m->ipv6_state != IPV6_ST_ASSOCIATED)
+		m->ipv6_state = last;
+	if (s->cidrs6_dropped > 0 && note != NULL && note[0] == '\0')
+		snprintf(note, notelen, "%u IPv6 blocks past the %d read",
+		    s->cidrs6_dropped, EC2_MAX_SUBNET_CIDRS6);
+	return 0;
+}
+
 /* May prefix p (its first address, aligned) join m's: named once, and
  * holding no address of the ENI's own?  The broker takes a message that
  * breaks either for a broken helper's, and stops. */
@@ -217,22 +428,122 @@ eni_prefix_fits(const struct msg_cloud_eni *m, const struct ip_addr *first)
 	return true;
 }
 
+/* Note the first entry left out of a kind. */
+static void
+left_out(char *dst, size_t size, const char **dstwhy, const char *text,
+    const char *why)
+{
+	if (dst[0] != '\0')
+		return;
+	snprintf(dst, size, "%s", text[0] != '\0' ? text : "(empty)");
+	*dstwhy = why != NULL ? why : "not usable";
+}
+
+/* An ENI's IPv6 addresses and /80s into m: the primary one first, none
+ * twice, none in a /80 of the ENI's; what is left out is counted. */
+static void
+eni6_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m,
+    struct ec2_left_out *lo)
+{
+	struct ip_addr a;
+	struct ip_prefix p;
+	const char *why;
+	uint32_t i, j, pass;
+
+	m->nbad_addrs6 = e->addrs6_dropped;
+	/* pass 0: the one marked primary; pass 1: the others, in order */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < e->naddrs6; i++) {
+			if (e->addr6_primary[i] != (pass == 0))
+				continue;
+			if (ec2_ip6_parse(e->addrs6[i], &a, &why) == -1) {
+				m->nbad_addrs6++;
+				left_out(lo->addr6, sizeof(lo->addr6),
+				    &lo->addr6_why, e->addrs6[i], why);
+				continue;
+			}
+			for (j = 0; j < m->naddrs6; j++)
+				if (ip_addr_eq(&m->addrs6[j], &a))
+					break;
+			if (j < m->naddrs6) {
+				m->nbad_addrs6++;
+				left_out(lo->addr6, sizeof(lo->addr6),
+				    &lo->addr6_why, e->addrs6[i],
+				    "named twice");
+				continue;
+			}
+			m->addrs6[m->naddrs6++] = a;
+		}
+	m->nbad_prefixes6 = e->prefixes6_dropped;
+	for (i = 0; i < e->nprefixes6; i++) {
+		if (ec2_prefix6_parse(e->prefixes6[i], &a, &why) == -1) {
+			m->nbad_prefixes6++;
+			left_out(lo->prefix6, sizeof(lo->prefix6),
+			    &lo->prefix6_why, e->prefixes6[i], why);
+			continue;
+		}
+		p = msg_prefix_of(&a);
+		why = NULL;
+		for (j = 0; j < m->nprefixes6 && why == NULL; j++)
+			if (ip_addr_eq(&m->prefixes6[j], &a))
+				why = "named twice";
+		for (j = 0; j < m->naddrs6 && why == NULL; j++)
+			if (ip_prefix_contains(&p, &m->addrs6[j]))
+				why = "holds an IPv6 address of the ENI's";
+		if (why != NULL) {
+			m->nbad_prefixes6++;
+			left_out(lo->prefix6, sizeof(lo->prefix6),
+			    &lo->prefix6_why, e->prefixes6[i], why);
+			continue;
+		}
+		m->prefixes6[m->nprefixes6++] = a;
+	}
+	if (m->nbad_addrs6 > MSG_MAX_LEFT_OUT)
+		m->nbad_addrs6 = MSG_MAX_LEFT_OUT;
+	if (m->nbad_prefixes6 > MSG_MAX_LEFT_OUT)
+		m->nbad_prefixes6 = MSG_MAX_LEFT_OUT;
+}
+
 int
 ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
     size_t errlen, char *bad, size_t badlen)
 {
+	struct ec2_left_out lo;
+	int rc;
+
+	rc = ec2_eni_to_msg_noting(e, m, err, errlen, &lo);
+	if (bad != NULL && badlen > 0)
+		snprintf(bad, badlen, "%s", lo.prefix);
+	return rc;
+}
+
+int
+ec2_eni_to_msg_noting(const struct ec2_eni *e, struct msg_cloud_eni *m,
+    char *err, size_t errlen, struct ec2_left_out *lo)
+{
 	uint32_t i, v;
+	int native;
 
 	memset(m, 0, sizeof(*m));
-	if (bad != NULL && badlen > 0)
-		bad[0] = '\0';
+	memset(lo, 0, sizeof(*lo));
 	if (!ec2_id_ok(e->id, "eni-"))
 		BAD("ENI with an invalid id \"%.64s\"", e->id);
 	if (!ec2_id_ok(e->subnet_id, "subnet-"))
 		BAD("%s: invalid subnet id \"%.64s\"", e->id, e->subnet_id);
 	if (mac_parse(e->mac, m->mac) == -1)
 		BAD("%s: invalid MAC address \"%.32s\"", e->id, e->mac);
-	if (ec2_ip4_parse(e->private_ip, &m->primary_ip) == -1)
+	if ((native = ec2_bool(e->ipv6_native)) == -1)
+		BAD("%s: ipv6Native is neither true nor false", e->id);
+	m->ipv6_native = (uint8_t)native;
+	/* An IPv6-only ENI has no IPv4 address at all: 0.0.0.0 for its
+	 * primary, as for none. */
+	if (native && (e->private_ip[0] != '\0' || e->naddrs > 0 ||
+	    e->nprefixes > 0))
+		BAD("%s: IPv6-only (ipv6Native), yet with IPv4 addresses",
+		    e->id);
+	if (native)
+		m->primary_ip = ip_addr_from_in(0);
+	else if (ec2_ip4_parse(e->private_ip, &m->primary_ip) == -1)
 		BAD("%s: invalid primary address \"%.32s\"", e->id,
 		    e->private_ip);
 	msg_strlcpy(m->eni_id, e->id, sizeof(m->eni_id));
@@ -283,8 +594,9 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		    !eni_prefix_fits(m, &a)) {
 			/* The cloud's to answer for; the ENI's other
 			 * prefixes and addresses are still good. */
-			if (m->nbad_prefixes++ == 0 && bad != NULL)
-				snprintf(bad, badlen, "%.32s", e->prefixes[i]);
+			if (m->nbad_prefixes++ == 0)
+				snprintf(lo->prefix, sizeof(lo->prefix),
+				    "%.31s", e->prefixes[i]);
 			continue;
 		}
 		m->prefixes[m->nprefixes++] = a;
@@ -299,6 +611,7 @@ ec2_eni_to_msg(const struct ec2_eni *e, struct msg_cloud_eni *m, char *err,
 		    sizeof(m->tags[i].value));
 	}
 	m->ntags = e->ntags;
+	eni6_to_msg(e, m, lo);
 	return 0;
 }
 
@@ -467,6 +780,11 @@ ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
 	if (m->nprefixes > 0 && m->nsecondary > 0)
 		BAD("create-eni: both prefixes and secondary addresses (EC2 "
 		    "takes one or the other)");
+	if (m->nipv6 > 1)
+		BAD("create-eni: %u IPv6 addresses (0 or 1)", m->nipv6);
+	if (m->nipv6 > 0 && m->nprefixes > 0)
+		BAD("create-eni: both prefixes and an IPv6 address (EC2 "
+		    "refuses mixing them in a create)");
 	n = strlen(m->client_token);
 	if (n == 0 || !ec2_tag_text_ok(m->client_token, MSG_TOKEN_LEN))
 		BAD("create-eni: client token empty or unprintable");
@@ -491,6 +809,13 @@ ec2_req_create_eni(struct ec2_form *f, const struct msg_cloud_create_eni *m,
 		snprintf(num, sizeof(num), "%u", m->nprefixes);
 		ec2_form_add(f, "Ipv4PrefixCount", num);
 		f->prefixes = true;
+	}
+	/* None asked: no Ipv6AddressCount at all, so that the subnet's
+	 * own auto-assignment stands, as before IPv6. */
+	if (m->nipv6 > 0) {
+		snprintf(num, sizeof(num), "%u", m->nipv6);
+		ec2_form_add(f, "Ipv6AddressCount", num);
+		f->ipv6 = true;
 	}
 	ec2_form_add(f, "ClientToken", m->client_token);
 	if (m->description[0] != '\0')
@@ -546,6 +871,71 @@ ec2_req_set_dot(struct ec2_form *f, const struct msg_cloud_set_dot *m,
 	return form_done(f, err, errlen);
 }
 
+/* The IPv6 addresses of a request the broker sends: usable, none twice. */
+static int
+check_addrs6_req(const char *what, const struct ip_addr *a, uint32_t n,
+    bool prefixes, char *err, size_t errlen)
+{
+	char text[IP_PREFIX_STR_LEN];
+	struct ip_prefix p;
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++) {
+		p = msg_prefix_of(&a[i]);
+		if (a[i].family != AF_INET6 || !ip_addr_valid(&a[i]) ||
+		    ip6_unusable(&a[i]) != NULL ||
+		    (prefixes && (!ip_prefix_is_network(&p) ||
+		    ec2_prefix6_holds_service(&p))))
+			BAD("%s: entry %u is not a usable IPv6 %s", what, i + 1,
+			    prefixes ? "/80" : "address");
+		for (j = 0; j < i; j++)
+			if (ip_addr_eq(&a[j], &a[i])) {
+				ip_addr_format(&a[i], text);
+				BAD("%s: %s is listed twice", what, text);
+			}
+	}
+	return 0;
+}
+
+/* AssignIpv6Addresses / UnassignIpv6Addresses for addresses. */
+static int
+req_ips6(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
+    char *err, size_t errlen)
+{
+	const char *what = assign ? "assign-ipv6" : "unassign-ipv6";
+	char ip[IP_ADDR_STR_LEN], num[16];
+	uint32_t i;
+
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
+	if (m->naddrs > MSG_MAX_ENI_ADDRS)
+		BAD("%s: %u addresses (at most %u)", what, m->naddrs,
+		    MSG_MAX_ENI_ADDRS);
+	if (!assign && m->naddrs == 0)
+		BAD("%s: no address given", what);
+	if (assign && m->naddrs == 0 &&
+	    (m->count == 0 || m->count > MSG_MAX_ENI_ADDRS))
+		BAD("%s: count %u out of 1-%u", what, m->count,
+		    MSG_MAX_ENI_ADDRS);
+	if (m->naddrs > 0 && m->count > 0)
+		BAD("%s: both a count and addresses", what);
+	if (check_addrs6_req(what, m->addrs, m->naddrs, false, err,
+	    errlen) == -1)
+		return -1;
+	ec2_form_init(f, assign ? EC2_ASSIGN_IPV6 : EC2_UNASSIGN_IPV6);
+	f->ipv6 = true;
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	if (m->naddrs == 0) {
+		snprintf(num, sizeof(num), "%u", m->count);
+		ec2_form_add(f, "Ipv6AddressCount", num);
+	}
+	for (i = 0; i < m->naddrs; i++) {
+		ip_addr_format(&m->addrs[i], ip);
+		ec2_form_addf(f, ip, "Ipv6Addresses.%u", i + 1);
+	}
+	return form_done(f, err, errlen);
+}
+
 int
 ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
     char *err, size_t errlen)
@@ -554,6 +944,11 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 	char ip[IP_ADDR_STR_LEN], num[16];
 	uint32_t i;
 
+	if (m->family == AF_INET6)
+		return req_ips6(f, assign, m, err, errlen);
+	if (m->family != AF_INET)
+		BAD("%s: address family %u is neither IPv4 nor IPv6", what,
+		    m->family);
 	if (!ec2_id_ok(m->eni_id, "eni-"))
 		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
 	if (!assign && m->naddrs == 0)
@@ -582,6 +977,46 @@ ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
 	return form_done(f, err, errlen);
 }
 
+/* AssignIpv6Addresses / UnassignIpv6Addresses for /80 prefixes. */
+static int
+req_prefixes6(struct ec2_form *f, bool assign,
+    const struct msg_cloud_prefixes *m, char *err, size_t errlen)
+{
+	const char *what = assign ? "assign-ipv6-prefixes" :
+	    "unassign-ipv6-prefixes";
+	char cidr[IP_PREFIX_STR_LEN], num[16];
+	uint32_t i;
+
+	if (!ec2_id_ok(m->eni_id, "eni-"))
+		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
+	if (!assign && m->nprefixes == 0)
+		BAD("%s: no prefix given", what);
+	if (assign && m->nprefixes == 0 && (m->count == 0 || m->count > 49))
+		BAD("%s: count %u out of 1-49", what, m->count);
+	if (m->nprefixes > 49)
+		BAD("%s: %u prefixes (at most 49)", what, m->nprefixes);
+	if (m->nprefixes > 0 && m->count > 0)
+		BAD("%s: both a count and prefixes", what);
+	if (check_addrs6_req(what, m->prefixes, m->nprefixes, true, err,
+	    errlen) == -1)
+		return -1;
+	ec2_form_init(f, assign ? EC2_ASSIGN_IPV6 : EC2_UNASSIGN_IPV6);
+	f->prefixes = true;
+	f->ipv6 = true;
+	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
+	if (m->nprefixes == 0) {
+		snprintf(num, sizeof(num), "%u", m->count);
+		ec2_form_add(f, "Ipv6PrefixCount", num);
+	}
+	for (i = 0; i < m->nprefixes; i++) {
+		struct ip_prefix p = msg_prefix_of(&m->prefixes[i]);
+
+		ip_prefix_format(&p, cidr);
+		ec2_form_addf(f, cidr, "Ipv6Prefix.%u", i + 1);
+	}
+	return form_done(f, err, errlen);
+}
+
 int
 ec2_req_prefixes(struct ec2_form *f, bool assign,
     const struct msg_cloud_prefixes *m, char *err, size_t errlen)
@@ -590,6 +1025,11 @@ ec2_req_prefixes(struct ec2_form *f, bool assign,
 	char cidr[IP_PREFIX_STR_LEN], num[16];
 	uint32_t i, j;
 
+	if (m->family == AF_INET6)
+		return req_prefixes6(f, assign, m, err, errlen);
+	if (m->family != AF_INET)
+		BAD("%s: address family %u is neither IPv4 nor IPv6", what,
+		    m->family);
 	if (!ec2_id_ok(m->eni_id, "eni-"))
 		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
 	if (!assign && m->nprefixes == 0)
@@ -849,4 +1289,37 @@ ec2_classify(enum ec2_action action, bool prefixes, unsigned http_status,
 		return CO_FATAL;
 	}
 	return CO_FATAL;
+}
+
+enum cloud_outcome
+ec2_classify_ipv6(enum ec2_action action, bool prefixes, unsigned http_status,
+    const char *code, const char *message, enum ec2_retry *retry, bool *known)
+{
+	/* The codes ec2_classify sorts by name.  Its other tests (any 5xx
+	 * transient, "in use" or "sufficient free" in a message) guess
+	 * from what EC2 says of IPv4; for IPv6 they are not trusted. */
+	static const char *const codes[] = {
+		"RequestLimitExceeded", "Throttling", "ThrottlingException",
+		"RequestThrottled", "SlowDown", "TooManyRequestsException",
+		"InternalError", "InternalFailure", "Unavailable",
+		"ServiceUnavailable", "RequestTimeout",
+		"AttachmentLimitExceeded", "PrivateIpAddressLimitExceeded",
+		"NetworkInterfaceLimitExceeded", "InsufficientCidrBlocks",
+		"InsufficientFreeAddressesInSubnet", "IncorrectState",
+		"InvalidNetworkInterface.InUse", "InvalidAttachment.InUse",
+		"RequestExpired", "ExpiredToken", "ExpiredTokenException",
+		"AuthFailure", "UnauthorizedOperation",
+		"InvalidParameterValue", "InvalidParameterCombination",
+		"MissingParameter", NULL,
+	};
+	enum cloud_outcome o;
+
+	*known = in_list(code, codes) || ends_with(code, ".NotFound");
+	if (!*known) {
+		*retry = EC2_RETRY_NO;
+		return CO_FATAL;
+	}
+	o = ec2_classify(action, prefixes, http_status, code, "", retry);
+	(void)message;
+	return o;
 }

@@ -34,6 +34,8 @@ struct parser {
 	/* where a tag goes once the list is full */
 	struct ec2_tag		 spare_tag;
 	struct ec2_tag		*tag;
+	/* the IPv6 entry open now was only counted: its text is not kept */
+	bool			 in_dropped;
 };
 
 static const char *const action_names[EC2_ACTION_COUNT] = {
@@ -49,6 +51,8 @@ static const char *const action_names[EC2_ACTION_COUNT] = {
 	[EC2_DETACH_ENI] = "DetachNetworkInterface",
 	[EC2_DELETE_ENI] = "DeleteNetworkInterface",
 	[EC2_CHECK_INSTANCES] = "DescribeInstances",
+	[EC2_ASSIGN_IPV6] = "AssignIpv6Addresses",
+	[EC2_UNASSIGN_IPV6] = "UnassignIpv6Addresses",
 };
 
 const char *
@@ -109,6 +113,34 @@ set(struct parser *p, char *dst, size_t size)
 	}
 	memcpy(dst, p->text, p->tlen);
 	dst[p->tlen] = '\0';
+}
+
+/* Store an entry's text; too long keeps "?" (which no check takes), so
+ * that the entry is left out, not the answer refused. */
+static void
+set_entry(struct parser *p, char *dst, size_t size)
+{
+	if (p->toverflow || p->tlen >= size) {
+		memcpy(dst, "?", 2);
+		return;
+	}
+	memcpy(dst, p->text, p->tlen);
+	dst[p->tlen] = '\0';
+}
+
+/* One more entry in a list of cap that counts those past it: true if it
+ * has a place (*n grew), false if it was only counted; the answer fails
+ * once MSG_MAX_LEFT_OUT are counted. */
+static bool
+entry_add(struct parser *p, uint32_t *n, uint32_t cap, uint32_t *dropped)
+{
+	if (*n < cap) {
+		(*n)++;
+		return true;
+	}
+	if (++*dropped > MSG_MAX_LEFT_OUT - cap)
+		fail(p, "too many entries at <%.128s>", p->path);
+	return false;
 }
 
 /* Store, cutting what doesn't fit (free text: messages). */
@@ -178,6 +210,13 @@ eni_open(struct parser *p, struct ec2_eni *e, const char *rel)
 			fail(p, "more than 64 prefixes at <%.128s>", p->path);
 		else
 			e->nprefixes++;
+	} else if (is(rel, "ipv6AddressesSet/item")) {
+		/* the slot past the last takes text nobody reads */
+		p->in_dropped = !entry_add(p, &e->naddrs6, MSG_MAX_ENI_ADDRS6,
+		    &e->addrs6_dropped);
+	} else if (is(rel, "ipv6PrefixSet/item")) {
+		p->in_dropped = !entry_add(p, &e->nprefixes6,
+		    MSG_MAX_ENI_PREFIXES6, &e->prefixes6_dropped);
 	} else if (is(rel, "groupSet/item")) {
 		if (e->ngroups == MSG_MAX_SGS)
 			fail(p, "more than 8 security groups at <%.128s>", p->path);
@@ -246,6 +285,19 @@ eni_text(struct parser *p, struct ec2_eni *e, const char *rel)
 		    memcmp(p->text, "true", 4) == 0;
 	else if (is(rel, "ipv4PrefixSet/item/ipv4Prefix") && e->nprefixes > 0)
 		set(p, e->prefixes[e->nprefixes - 1], sizeof(e->prefixes[0]));
+	else if (is(rel, "ipv6Native"))
+		set(p, e->ipv6_native, sizeof(e->ipv6_native));
+	else if (is(rel, "ipv6AddressesSet/item/ipv6Address") &&
+	    e->naddrs6 > 0 && !p->in_dropped)
+		set_entry(p, e->addrs6[e->naddrs6 - 1], sizeof(e->addrs6[0]));
+	else if (is(rel, "ipv6AddressesSet/item/isPrimaryIpv6") &&
+	    e->naddrs6 > 0 && !p->in_dropped)
+		e->addr6_primary[e->naddrs6 - 1] = p->tlen == 4 &&
+		    memcmp(p->text, "true", 4) == 0;
+	else if (is(rel, "ipv6PrefixSet/item/ipv6Prefix") &&
+	    e->nprefixes6 > 0 && !p->in_dropped)
+		set_entry(p, e->prefixes6[e->nprefixes6 - 1],
+		    sizeof(e->prefixes6[0]));
 	else if (is(rel, "groupSet/item/groupId") && e->ngroups > 0)
 		set(p, e->groups[e->ngroups - 1], sizeof(e->groups[0]));
 	else if (is(rel, "tagSet/item/key") && p->tag != NULL)
@@ -319,6 +371,33 @@ on_open(struct parser *p, const char *path)
 		if (is(path, "subnetSet/item"))
 			(void)list_add(p, sizeof(struct ec2_subnet),
 			    EC2_MAX_ITEMS);
+		else if (is(path, "subnetSet/item/ipv6CidrBlockAssociationSet/"
+		    "item") && a->nitems > 0) {
+			struct ec2_subnet *s = &a->list.subnets[a->nitems - 1];
+
+			p->in_dropped = !entry_add(p, &s->ncidrs6,
+			    EC2_MAX_SUBNET_CIDRS6, &s->cidrs6_dropped);
+		}
+		break;
+	case EC2_ASSIGN_IPV6:
+	case EC2_UNASSIGN_IPV6:
+		/* Lists of the new (or removed) ones only: more than a
+		 * request asks for is no answer to it. */
+		if (is(path, "assignedIpv6Addresses/item") ||
+		    is(path, "unassignedIpv6Addresses/item")) {
+			if (a->naddrs6 == MSG_MAX_ENI_ADDRS)
+				fail(p, "more than 64 addresses at <%.128s>",
+				    path);
+			else
+				a->naddrs6++;
+		} else if (is(path, "assignedIpv6PrefixSet/item") ||
+		    is(path, "unassignedIpv6PrefixSet/item")) {
+			if (a->nprefixes6 == MSG_MAX_ENI_PREFIXES)
+				fail(p, "more than 64 prefixes at <%.128s>",
+				    path);
+			else
+				a->nprefixes6++;
+		}
 		break;
 	case EC2_ASSIGN_IPS:
 		if (is(path, "assignedPrivateIpAddressesSet/item")) {
@@ -449,6 +528,10 @@ on_text(struct parser *p, const char *path)
 			set(p, t->bare_metal, sizeof(t->bare_metal));
 		else if (is(rel, "vCpuInfo/defaultVCpus"))
 			set(p, t->vcpus, sizeof(t->vcpus));
+		else if (is(rel, "networkInfo/ipv6Supported"))
+			set(p, t->ipv6_supported, sizeof(t->ipv6_supported));
+		else if (is(rel, "networkInfo/ipv6AddressesPerInterface"))
+			set(p, t->ipv6_per_eni, sizeof(t->ipv6_per_eni));
 		break;
 	case EC2_DESCRIBE_SUBNETS:
 		if ((rel = under(path, "subnetSet/item")) == NULL ||
@@ -465,6 +548,31 @@ on_text(struct parser *p, const char *path)
 			set(p, s->cidr, sizeof(s->cidr));
 		else if (is(rel, "availableIpAddressCount"))
 			set(p, s->available, sizeof(s->available));
+		else if (is(rel, "ipv6Native"))
+			set(p, s->ipv6_native, sizeof(s->ipv6_native));
+		else if (is(rel, "ipv6CidrBlockAssociationSet/item/"
+		    "ipv6CidrBlock") && s->ncidrs6 > 0 && !p->in_dropped)
+			set_entry(p, s->cidrs6[s->ncidrs6 - 1],
+			    sizeof(s->cidrs6[0]));
+		else if (is(rel, "ipv6CidrBlockAssociationSet/item/"
+		    "ipv6CidrBlockState/state") && s->ncidrs6 > 0 &&
+		    !p->in_dropped)
+			set_entry(p, s->cidr6_states[s->ncidrs6 - 1],
+			    sizeof(s->cidr6_states[0]));
+		break;
+	case EC2_ASSIGN_IPV6:
+	case EC2_UNASSIGN_IPV6:
+		if (is(path, "networkInterfaceId"))
+			set(p, a->eni_id, sizeof(a->eni_id));
+		else if ((is(path, "assignedIpv6Addresses/item") ||
+		    is(path, "unassignedIpv6Addresses/item")) &&
+		    a->naddrs6 > 0)
+			set(p, a->addrs6[a->naddrs6 - 1], sizeof(a->addrs6[0]));
+		else if ((is(path, "assignedIpv6PrefixSet/item/ipv6Prefix") ||
+		    is(path, "unassignedIpv6PrefixSet/item/ipv6Prefix")) &&
+		    a->nprefixes6 > 0)
+			set(p, a->prefixes6[a->nprefixes6 - 1],
+			    sizeof(a->prefixes6[0]));
 		break;
 	case EC2_ATTACH_ENI:
 		if (is(path, "attachmentId"))

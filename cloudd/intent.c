@@ -190,13 +190,21 @@ static void	intent_step(struct intent *it,
 		    const struct msg_cloud_status *st,
 		    const struct ec2_answer *a, const char *body, size_t len);
 
+static bool	di_step_optional(const struct intent *it);
+
 static void
 intent_call_cb(struct cloud_call *c, const struct msg_cloud_status *st,
     const struct ec2_answer *a, const char *body, size_t len, void *arg)
 {
 	struct intent *it = arg;
 
-	(void)c;
+	/* A MAC's IPv6 metadata is absent (404) on an interface without
+	 * IPv6: none, and describe-instance goes on. */
+	if (st->outcome == CO_NOT_FOUND && c->kind == CALL_IMDS &&
+	    it->type == MSG_CLOUD_DESCRIBE_INSTANCE && di_step_optional(it)) {
+		intent_step(it, st, NULL, NULL, 0);
+		return;
+	}
 	if (st->outcome != CO_OK && !(a != NULL && a->is_error)) {
 		intent_reply(it, st);
 		return;
@@ -217,9 +225,68 @@ enum {
 	DI_INSTANCE_ID = 0,
 	DI_MAC,
 	DI_CIDRS,
+	DI_CIDRS6,		/* the VPC's IPv6 blocks: 404 is none */
+	DI_IPV6S,		/* the primary ENI's IPv6 addresses: likewise */
+	DI_SUBNET6,		/* its subnet's IPv6 block: likewise */
 	DI_TYPE_NAME,
 	DI_DESCRIBE,
 };
+
+static bool
+di_step_optional(const struct intent *it)
+{
+	return it->step == DI_CIDRS6 || it->step == DI_IPV6S ||
+	    it->step == DI_SUBNET6;
+}
+
+/* The MAC's IPv6 metadata, each step's answer (body NULL: a 404, none).
+ * What is not usable is left out with an error line, never the start's
+ * failure: a node without IPv6 starts as before. */
+static void
+di_ipv6(struct intent *it, const char *body, size_t len)
+{
+	struct msg_cloud_instance *m = it->inst;
+	char bad[160];
+	const char *why;
+	uint32_t n, nbad;
+
+	switch (it->step) {
+	case DI_CIDRS6:
+		if (body == NULL)
+			break;
+		if (imds_cidr6_lines(body, len, 32, 64, &m->cidrs[m->ncidrs],
+		    MSG_MAX_CIDRS6, &n, &nbad, bad, sizeof(bad)) == -1) {
+			log_errorx("IMDS vpc-ipv6-cidr-blocks: not lines of "
+			    "text; the VPC's IPv6 blocks left out");
+			break;
+		}
+		m->ncidrs += n;
+		if (nbad > 0)
+			log_errorx("IMDS vpc-ipv6-cidr-blocks: %u left out, "
+			    "not IPv6 blocks of /32 to /64 a host may use "
+			    "(first %s)", nbad, bad);
+		break;
+	case DI_IPV6S:
+		if (body == NULL)
+			break;
+		if (imds_ip6_first(body, len, &m->primary_ip6, bad,
+		    sizeof(bad), &why) == -1 && why != NULL)
+			log_errorx("IMDS ipv6s: primary IPv6 address \"%s\" "
+			    "left out: %s", bad, why);
+		break;
+	case DI_SUBNET6:
+		if (body == NULL)
+			break;
+		if (imds_cidr6_lines(body, len, 64, 64, &m->subnet_cidr6, 1,
+		    &n, &nbad, bad, sizeof(bad)) == -1)
+			log_errorx("IMDS subnet-ipv6-cidr-blocks: not lines "
+			    "of text; left out");
+		else if (nbad > 0)
+			log_errorx("IMDS subnet-ipv6-cidr-blocks: %u left out "
+			    "(first %s)", nbad, bad);
+		break;
+	}
+}
 
 /* DescribeInstances' answer into it->inst; -1 with st saying why. */
 static int
@@ -262,8 +329,13 @@ di_described(struct intent *it, const struct ec2_answer *a,
 	if (p == NULL)
 		DI_FAIL("DescribeInstances: %s has no interface at device "
 		    "index 0", m->instance_id);
-	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1 ||
-	    ec2_ip4_parse(p->private_ip, &m->primary_ip) == -1)
+	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1)
+		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
+		    "or address");
+	/* An IPv6-only primary interface has no IPv4 address: 0.0.0.0. */
+	if (strcmp(p->ipv6_native, "true") == 0 && p->private_ip[0] == '\0')
+		m->primary_ip = ip_addr_from_in(0);
+	else if (ec2_ip4_parse(p->private_ip, &m->primary_ip) == -1)
 		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
 		    "or address");
 	if (memcmp(mac, it->mac, 6) != 0)
@@ -327,6 +399,9 @@ di_typed(struct intent *it, const struct ec2_answer *a,
 	    m->vcpus == 0))
 		DI_FAIL("DescribeInstanceTypes: invalid vCPU count for %s",
 		    m->instance_type);
+	if (ec2_type_ipv6(t, &m->ipv6_supported, &m->ipv6_per_eni) == -1)
+		DI_FAIL("DescribeInstanceTypes: invalid ipv6Supported or "
+		    "ipv6AddressesPerInterface for %s", m->instance_type);
 	msg_strlcpy(m->hypervisor, t->hypervisor, sizeof(m->hypervisor));
 	m->bare_metal = strcmp(t->bare_metal, "true") == 0;
 	m->prefixes_ok = m->bare_metal || strcmp(t->hypervisor, "nitro") == 0;
@@ -411,19 +486,35 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 {
 	struct msg_cloud_subnet m;
 	const struct ec2_subnet *s;
+	char err[MSG_ERR_LEN], note[160];
 	uint32_t i;
+	bool native;
 
 	for (i = 0; i < a->nitems; i++) {
 		s = &a->list.subnets[i];
 		memset(&m, 0, sizeof(m));
+		/* IPv6-only: no IPv4 block (ec2_subnet6_to_msg checks),
+		 * and maybe no count of free IPv4 addresses */
+		native = strcmp(s->ipv6_native, "true") == 0;
 		if (!ec2_id_ok(s->id, "subnet-") ||
 		    !ec2_name_ok(s->az, sizeof(m.az)) ||
-		    ip_prefix_parse(s->cidr, &m.cidr, NULL) == -1 ||
-		    m.cidr.addr.family != AF_INET ||
-		    ec2_uint(s->available, 0xffffffu, &m.available) == -1)
+		    (!native && (ip_prefix_parse(s->cidr, &m.cidr,
+		    NULL) == -1 || m.cidr.addr.family != AF_INET)) ||
+		    (!(native && s->available[0] == '\0') &&
+		    ec2_uint(s->available, 0xffffffu, &m.available) == -1))
 			THEN(intent_fail(it, CO_FATAL, "DescribeSubnets: "
 			    "entry %u of page %u has an invalid id, zone, "
 			    "CIDR or count", i + 1, it->pages));
+		if (ec2_subnet6_to_msg(s, &m, err, sizeof(err), note,
+		    sizeof(note)) == -1)
+			THEN(intent_fail(it, CO_FATAL, "DescribeSubnets: %s",
+			    err));
+		if (note[0] != '\0') {
+			ec2_sanitize(note);
+			log_errorx("DescribeSubnets: %s: %s; its IPv6 %s", s->id,
+			    note, m.ipv6_state == IPV6_ST_ASSOCIATED ?
+			    "block is the first one" : "is unusable");
+		}
 		msg_strlcpy(m.subnet_id, s->id, sizeof(m.subnet_id));
 		msg_strlcpy(m.az, s->az, sizeof(m.az));
 		cloudd_send(it->cd, MSG_CLOUD_SUBNET, it->id, &m, sizeof(m));
@@ -433,19 +524,35 @@ ds_page(struct intent *it, const struct ec2_answer *a,
 	page_done(it, a, st, it->req.ds.nids > 0);
 }
 
-/* Prefixes of an ENI that are not aligned /28s, or not the ENI's to hold
- * (ec2_eni_to_msg): the cloud's error, said; the ENI's other prefixes and
- * addresses go on. */
+/* What ec2_eni_to_msg_noting left out of an ENI: prefixes that are not
+ * aligned /28s or not the ENI's to hold, IPv6 addresses and /80s that are
+ * not usable: the cloud's error, said; the ENI's others go on. */
 static void
-eni_bad_prefixes(const struct msg_cloud_eni *m, char *bad)
+eni_left_out(const struct msg_cloud_eni *m, struct ec2_left_out *lo)
 {
-	ec2_sanitize(bad);		/* the cloud's text, in a log line */
+	/* the cloud's text, in a log line */
+	ec2_sanitize(lo->prefix);
+	ec2_sanitize(lo->addr6);
+	ec2_sanitize(lo->prefix6);
 	if (m->nbad_prefixes > 0)
 		log_warnx("%s: %u prefix%s left out, not an aligned /%d, "
 		    "named twice or over an address of the ENI's (\"%s\"%s)",
 		    m->eni_id, m->nbad_prefixes,
-		    m->nbad_prefixes == 1 ? "" : "es", MSG_PREFIX_LEN, bad,
-		    m->nbad_prefixes == 1 ? "" : " first");
+		    m->nbad_prefixes == 1 ? "" : "es", MSG_PREFIX_LEN,
+		    lo->prefix, m->nbad_prefixes == 1 ? "" : " first");
+	if (m->nbad_addrs6 > 0)
+		log_errorx("%s: %u ipv6Address%s left out (%s\"%s\": %s)",
+		    m->eni_id, m->nbad_addrs6, m->nbad_addrs6 == 1 ? "" : "es",
+		    m->nbad_addrs6 == 1 ? "" : "first ",
+		    lo->addr6[0] ? lo->addr6 : "past the cap",
+		    lo->addr6_why ? lo->addr6_why : "more than enid keeps");
+	if (m->nbad_prefixes6 > 0)
+		log_errorx("%s: %u ipv6Prefix%s left out (%s\"%s\": %s)",
+		    m->eni_id, m->nbad_prefixes6,
+		    m->nbad_prefixes6 == 1 ? "" : "es",
+		    m->nbad_prefixes6 == 1 ? "" : "first ",
+		    lo->prefix6[0] ? lo->prefix6 : "past the cap",
+		    lo->prefix6_why ? lo->prefix6_why : "more than enid keeps");
 }
 
 static void
@@ -453,7 +560,8 @@ den_page(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
 {
 	struct msg_cloud_eni m;
-	char err[MSG_ERR_LEN], bad[EC2_CIDR_LEN];
+	struct ec2_left_out lo;
+	char err[MSG_ERR_LEN];
 	uint32_t i;
 
 	/* Check the whole page first: a broker that saw half a page could
@@ -489,9 +597,9 @@ den_page(struct intent *it, const struct ec2_answer *a,
 		msg_strlcpy(it->listed[it->nlisted++], id, MSG_ID_LEN);
 	}
 	for (i = 0; i < a->nitems; i++) {
-		(void)ec2_eni_to_msg(&a->list.enis[i], &m, err, sizeof(err),
-		    bad, sizeof(bad));
-		eni_bad_prefixes(&m, bad);
+		(void)ec2_eni_to_msg_noting(&a->list.enis[i], &m, err,
+		    sizeof(err), &lo);
+		eni_left_out(&m, &lo);
 		m.st = *st;
 		if (a->list.enis[i].tags_dropped > 0)
 			log_debug("%s: %u tags over %d not passed on",
@@ -527,13 +635,13 @@ ce_done(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
 {
 	struct msg_cloud_eni m;
-	char err[MSG_ERR_LEN], bad[EC2_CIDR_LEN];
+	struct ec2_left_out lo;
+	char err[MSG_ERR_LEN];
 
 	if (!a->has_eni)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
 		    "answer without a networkInterface"));
-	if (ec2_eni_to_msg(&a->eni, &m, err, sizeof(err), bad,
-	    sizeof(bad)) == -1)
+	if (ec2_eni_to_msg_noting(&a->eni, &m, err, sizeof(err), &lo) == -1)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s",
 		    err));
 	/* A new ENI holds the prefixes asked for, no more, no fewer: the
@@ -542,7 +650,12 @@ ce_done(struct intent *it, const struct ec2_answer *a,
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s "
 		    "with %u prefixes, %u asked for", m.eni_id,
 		    m.nprefixes + m.nbad_prefixes, it->req.ce.nprefixes));
-	eni_bad_prefixes(&m, bad);
+	eni_left_out(&m, &lo);
+	/* Asked with an IPv6 address, it has one (the subnet may add one
+	 * unasked: that is the subnet's setting, and passed on). */
+	if (m.naddrs6 < it->req.ce.nipv6)
+		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: %s "
+		    "without the IPv6 address asked for", m.eni_id));
 	if (strcmp(m.subnet_id, it->req.ce.subnet_id) != 0)
 		THEN(intent_fail(it, CO_FATAL, "CreateNetworkInterface: "
 		    "%s is in %s, not the subnet asked for", m.eni_id,
@@ -572,6 +685,145 @@ at_done(struct intent *it, const struct ec2_answer *a,
 	intent_free(it);
 }
 
+/*
+ * What an IPv6 assign or unassign names: n texts, each an address (or a
+ * /80, prefixes), none twice, and each one asked for when the request
+ * named them (asked, nasked); into out.  0, or -1 with err.
+ */
+static int
+ipv6_named(const char (*texts)[EC2_IP6_LEN], uint32_t n, bool prefixes,
+    const struct ip_addr *asked, uint32_t nasked, struct ip_addr *out,
+    char *err, size_t errlen)
+{
+	char text[EC2_IP6_LEN];
+	const char *why;
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++) {
+		snprintf(text, sizeof(text), "%s", texts[i]);
+		ec2_sanitize(text);
+		if ((prefixes ? ec2_prefix6_parse(texts[i], &out[i], &why) :
+		    ec2_ip6_parse(texts[i], &out[i], &why)) == -1) {
+			snprintf(err, errlen, "%s \"%.48s\" refused: %s",
+			    prefixes ? "ipv6Prefix" : "IPv6 address", text,
+			    why != NULL ? why : "not usable");
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (ip_addr_eq(&out[j], &out[i])) {
+				snprintf(err, errlen, "%.48s named twice", text);
+				return -1;
+			}
+		if (nasked == 0)
+			continue;
+		for (j = 0; j < nasked; j++)
+			if (ip_addr_eq(&asked[j], &out[i]))
+				break;
+		if (j == nasked) {
+			snprintf(err, errlen, "%.48s was not asked for", text);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* AssignIpv6Addresses for addresses: exactly what was asked, the count
+ * or the very addresses, and nothing but usable IPv6 addresses. */
+static void
+as6_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	const struct msg_cloud_ips *r = &it->req.ip;
+	struct msg_cloud_assigned m;
+	char err[MSG_ERR_LEN];
+	uint32_t want = r->naddrs > 0 ? r->naddrs : r->count;
+
+	memset(&m, 0, sizeof(m));
+	m.st = *st;
+	if (a->nprefixes6 > 0 || strcmp(a->eni_id, r->eni_id) != 0)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: the "
+		    "answer is about another ENI or names prefixes"));
+	if (ipv6_named(a->addrs6, a->naddrs6, false, r->addrs, r->naddrs,
+	    m.addrs, err, sizeof(err)) == -1)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: %s",
+		    err));
+	if (a->naddrs6 != want)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: %u "
+		    "addresses in the answer, %u asked for", a->naddrs6,
+		    want));
+	m.naddrs = a->naddrs6;
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_ASSIGNED, it->id, &m, sizeof(m));
+	intent_free(it);
+}
+
+/* The same for /80 prefixes. */
+static void
+ap6_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	const struct msg_cloud_prefixes *r = &it->req.px;
+	struct msg_cloud_prefixes_assigned m;
+	char err[MSG_ERR_LEN];
+	uint32_t want = r->nprefixes > 0 ? r->nprefixes : r->count;
+
+	memset(&m, 0, sizeof(m));
+	m.st = *st;
+	if (a->naddrs6 > 0 || strcmp(a->eni_id, r->eni_id) != 0)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: the "
+		    "answer is about another ENI or names addresses"));
+	if (ipv6_named(a->prefixes6, a->nprefixes6, true, r->prefixes,
+	    r->nprefixes, m.prefixes, err, sizeof(err)) == -1)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: %s",
+		    err));
+	if (a->nprefixes6 != want)
+		THEN(intent_fail(it, CO_FATAL, "AssignIpv6Addresses: %u "
+		    "prefixes in the answer, %u asked for", a->nprefixes6,
+		    want));
+	m.nprefixes = a->nprefixes6;
+	intent_log(it, st);
+	cloudd_send(it->cd, MSG_CLOUD_PREFIXES_ASSIGNED, it->id, &m,
+	    sizeof(m));
+	intent_free(it);
+}
+
+/*
+ * UnassignIpv6Addresses answers with what it removed, not <return>: the
+ * ENI asked about, and nothing but what was asked (less is an address
+ * already gone, which is what was asked for).
+ */
+static void
+un6_done(struct intent *it, const struct ec2_answer *a,
+    const struct msg_cloud_status *st)
+{
+	struct ip_addr seen[MSG_MAX_ENI_ADDRS];
+	char err[MSG_ERR_LEN];
+	const char *eni = it->type == MSG_CLOUD_UNASSIGN_IPS ?
+	    it->req.ip.eni_id : it->req.px.eni_id;
+	int rc;
+
+	if (strcmp(a->eni_id, eni) != 0)
+		THEN(intent_fail(it, CO_FATAL, "UnassignIpv6Addresses: the "
+		    "answer is not about %s", eni));
+	if (it->type == MSG_CLOUD_UNASSIGN_IPS ? a->nprefixes6 > 0 :
+	    a->naddrs6 > 0)
+		THEN(intent_fail(it, CO_FATAL, "UnassignIpv6Addresses: the "
+		    "answer names %s, which were not asked about",
+		    a->naddrs6 > 0 ? "addresses" : "prefixes"));
+	if (it->type == MSG_CLOUD_UNASSIGN_IPS)
+		rc = ipv6_named(a->addrs6, a->naddrs6, false,
+		    it->req.ip.addrs, it->req.ip.naddrs, seen, err,
+		    sizeof(err));
+	else
+		rc = ipv6_named(a->prefixes6, a->nprefixes6, true,
+		    it->req.px.prefixes, it->req.px.nprefixes, seen, err,
+		    sizeof(err));
+	if (rc == -1)
+		THEN(intent_fail(it, CO_FATAL, "UnassignIpv6Addresses: %s",
+		    err));
+	intent_reply(it, st);
+}
+
 static void
 as_done(struct intent *it, const struct ec2_answer *a,
     const struct msg_cloud_status *st)
@@ -579,6 +831,8 @@ as_done(struct intent *it, const struct ec2_answer *a,
 	struct msg_cloud_assigned m;
 	uint32_t i;
 
+	if (it->req.ip.family == AF_INET6)
+		THEN(as6_done(it, a, st));
 	memset(&m, 0, sizeof(m));
 	m.st = *st;
 	for (i = 0; i < a->naddrs; i++)
@@ -619,6 +873,8 @@ ap_done(struct intent *it, const struct ec2_answer *a,
 	struct msg_cloud_prefixes_assigned m;
 	uint32_t i, j, want;
 
+	if (r->family == AF_INET6)
+		THEN(ap6_done(it, a, st));
 	memset(&m, 0, sizeof(m));
 	m.st = *st;
 	for (i = 0; i < a->nprefixes; i++) {
@@ -710,7 +966,13 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 			    &it->inst->ncidrs) == -1)
 				THEN(intent_fail(it, CO_FATAL, "IMDS: "
 				    "invalid or too many VPC CIDR blocks"));
-			it->step = DI_TYPE_NAME;
+			it->step = DI_CIDRS6;
+			break;
+		case DI_CIDRS6:
+		case DI_IPV6S:
+		case DI_SUBNET6:
+			di_ipv6(it, st->outcome == CO_OK ? body : NULL, len);
+			it->step++;
 			break;
 		case DI_TYPE_NAME:
 			if (imds_text(body, len, text, sizeof(text)) == -1 ||
@@ -768,6 +1030,14 @@ intent_step(struct intent *it, const struct msg_cloud_status *st,
 		THEN(ap_done(it, a, st));
 	case MSG_CLOUD_CHECK_INSTANCES:
 		THEN(ci_page(it, a, st));
+	case MSG_CLOUD_UNASSIGN_IPS:
+		if (it->req.ip.family == AF_INET6)
+			THEN(un6_done(it, a, st));
+		THEN(return_done(it, a, st));
+	case MSG_CLOUD_UNASSIGN_PREFIXES:
+		if (it->req.px.family == AF_INET6)
+			THEN(un6_done(it, a, st));
+		THEN(return_done(it, a, st));
 	default:
 		THEN(return_done(it, a, st));
 	}
@@ -794,9 +1064,16 @@ intent_next(struct intent *it)
 			    sizeof(it->inst->instance_id));
 			THEN(intent_imds(it, "meta-data/mac"));
 		case DI_CIDRS:
+		case DI_CIDRS6:
+		case DI_IPV6S:
+		case DI_SUBNET6:
 			mac_format(it->mac, mac);
 			snprintf(path, sizeof(path), "meta-data/network/"
-			    "interfaces/macs/%s/vpc-ipv4-cidr-blocks", mac);
+			    "interfaces/macs/%s/%s", mac,
+			    it->step == DI_CIDRS ? "vpc-ipv4-cidr-blocks" :
+			    it->step == DI_CIDRS6 ? "vpc-ipv6-cidr-blocks" :
+			    it->step == DI_IPV6S ? "ipv6s" :
+			    "subnet-ipv6-cidr-blocks");
 			THEN(intent_imds(it, path));
 		case DI_TYPE_NAME:
 			THEN(intent_imds(it, "meta-data/instance-type"));
@@ -881,25 +1158,27 @@ intent_next(struct intent *it)
 		/* By count it is not idempotent: a repeat adds more. */
 		if ((rc = ec2_req_ips(&f, true, &it->req.ip, err,
 		    sizeof(err))) == 0)
-			THEN(intent_ec2(it, EC2_ASSIGN_IPS, &f,
-			    it->req.ip.naddrs > 0));
+			THEN(intent_ec2(it, f.ipv6 ? EC2_ASSIGN_IPV6 :
+			    EC2_ASSIGN_IPS, &f, it->req.ip.naddrs > 0));
 		break;
 	case MSG_CLOUD_UNASSIGN_IPS:
 		if ((rc = ec2_req_ips(&f, false, &it->req.ip, err,
 		    sizeof(err))) == 0)
-			THEN(intent_ec2(it, EC2_UNASSIGN_IPS, &f, true));
+			THEN(intent_ec2(it, f.ipv6 ? EC2_UNASSIGN_IPV6 :
+			    EC2_UNASSIGN_IPS, &f, true));
 		break;
 	case MSG_CLOUD_ASSIGN_PREFIXES:
 		/* By count it is not idempotent: a repeat adds more. */
 		if ((rc = ec2_req_prefixes(&f, true, &it->req.px, err,
 		    sizeof(err))) == 0)
-			THEN(intent_ec2(it, EC2_ASSIGN_IPS, &f,
-			    it->req.px.nprefixes > 0));
+			THEN(intent_ec2(it, f.ipv6 ? EC2_ASSIGN_IPV6 :
+			    EC2_ASSIGN_IPS, &f, it->req.px.nprefixes > 0));
 		break;
 	case MSG_CLOUD_UNASSIGN_PREFIXES:
 		if ((rc = ec2_req_prefixes(&f, false, &it->req.px, err,
 		    sizeof(err))) == 0)
-			THEN(intent_ec2(it, EC2_UNASSIGN_IPS, &f, true));
+			THEN(intent_ec2(it, f.ipv6 ? EC2_UNASSIGN_IPV6 :
+			    EC2_UNASSIGN_IPS, &f, true));
 		break;
 	case MSG_CLOUD_DETACH:
 		if ((rc = ec2_req_detach(&f, &it->req.dt, err,

@@ -48,7 +48,8 @@ CLANG = clang
 FUZZ_SECONDS = 30
 FUZZ_EC2_SRC = $(srcdir)/tests/fuzz/fuzz_ec2_xml.c $(srcdir)/cloudd/ec2_xml.c \
 	$(srcdir)/cloudd/ec2_query.c $(srcdir)/common/addr.c $(srcdir)/common/msg.c
-EXTRA_DIST += tests/fuzz/fuzz_ec2_xml.c tests/fuzz/ec2_xml_corpus
+EXTRA_DIST += tests/fuzz/fuzz_ec2_xml.c tests/fuzz/ec2_xml_corpus \
+	tests/fuzz/ec2_xml.dict
 .PHONY: fuzz-ec2-xml
 fuzz-ec2-xml: $(FUZZ_EC2_SRC)
 	@mkdir -p tests/fuzz
@@ -59,7 +60,8 @@ fuzz-ec2-xml: $(FUZZ_EC2_SRC)
 	work=$$(mktemp -d) && \
 	./tests/fuzz/fuzz_ec2_xml -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 $(FUZZ_FLAGS) $$work \
+		-print_final_stats=1 $(FUZZ_FLAGS) \
+		-dict=$(srcdir)/tests/fuzz/ec2_xml.dict $$work \
 		$(srcdir)/tests/fuzz/ec2_xml_corpus; \
 	rc=$$?; rm -rf $$work; exit $$rc
 CLEANFILES += tests/fuzz/fuzz_ec2_xml

@@ -349,6 +349,27 @@ ip_addr_is_reserved(const struct ip_addr *a)
 	return a->family == AF_INET6 && a->bytes[0] == 0;
 }
 
+bool
+ip_addr_is_ipv4_embedded(const struct ip_addr *a)
+{
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	static const uint8_t nat64_local[6] = { 0x00, 0x64, 0xff, 0x9b,
+	    0x00, 0x01 };
+
+	if (a->family != AF_INET6)
+		return false;
+	return v4_mapped(a->bytes) || memcmp(a->bytes, nat64, 12) == 0 ||
+	    memcmp(a->bytes, nat64_local, 6) == 0;
+}
+
+bool
+ip_addr_is_special(const struct ip_addr *a)
+{
+	return ip_addr_is_unspecified(a) || ip_addr_is_loopback(a) ||
+	    ip_addr_is_link_local(a) || ip_addr_is_multicast(a) ||
+	    ip_addr_is_reserved(a) || ip_addr_is_ipv4_embedded(a);
+}
+
 const char *
 ip_prefix_check(const struct ip_prefix *p)
 {

@@ -108,12 +108,22 @@ int		 ip_addr_from_bytes(struct ip_addr *a, int family,
  *   reserved		IPv4's "this network" 0/8 and 240/4 (broadcast
  *			among them); IPv6's ::/8 (unspecified, loopback
  *			and the deprecated IPv4-compatible forms)
+ *   IPv4-embedded	IPv6 only: an address that stands for an IPv4
+ *			one elsewhere, IPv4-mapped ::ffff:0:0/96 (never
+ *			canonical, but bytes may say it) and NAT64's
+ *			64:ff9b::/96 (RFC 6052) and 64:ff9b:1::/48
+ *			(RFC 8215): a host holding one would take
+ *			traffic meant for a translator
+ * ip_addr_is_special() is any of them: what a host's own unicast
+ * address (a pod's, an ENI's) must never be.
  */
 bool		 ip_addr_is_unspecified(const struct ip_addr *a);
 bool		 ip_addr_is_loopback(const struct ip_addr *a);
 bool		 ip_addr_is_link_local(const struct ip_addr *a);
 bool		 ip_addr_is_multicast(const struct ip_addr *a);
 bool		 ip_addr_is_reserved(const struct ip_addr *a);
+bool		 ip_addr_is_ipv4_embedded(const struct ip_addr *a);
+bool		 ip_addr_is_special(const struct ip_addr *a);
 
 /* Canonical address and a length within its family's bits. */
 const char	*ip_prefix_check(const struct ip_prefix *p);

@@ -18,6 +18,15 @@
  * on one ENI (256 addresses, more than a kubelet's pod cap needs). */
 #define ENID_PREFIX_ADDRS	16
 #define ENID_MAX_ENI_PREFIXES	16
+/*
+ * IPv6 on one ENI (issue 35).  Addresses: EC2's most is 50 a type, its
+ * primary IPv6 address among them; the IPv4 figure's room, so that the
+ * largest type fits whole.  /80 prefixes: each holds 2^48 addresses and
+ * a node needs one an ENI (EC2 counts each as one of the 50); 16 leaves
+ * room for what another tool assigned, and more are counted, not kept.
+ */
+#define ENID_MAX_ENI_ADDRS6	64
+#define ENID_MAX_ENI_PREFIXES6	16
 /* Pods holding an address at once, one each (2048); the most
  * pool.max_pods may be. */
 #define ENID_MAX_PODS		(ENID_MAX_ENIS * ENID_MAX_ENI_ADDRS)

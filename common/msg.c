@@ -494,6 +494,31 @@ check_cidrs(uint32_t n, const struct ip_prefix *c, uint32_t max,
 	return NULL;
 }
 
+/* An instance's VPC CIDRs: its IPv4 ones, then its IPv6 ones, each of
+ * them up to its cap. */
+static const char *
+check_vpc_cidrs(uint32_t n, const struct ip_prefix *c)
+{
+	uint32_t i, n4 = 0, n6 = 0;
+
+	if (n > MSG_MAX_VPC_CIDRS)
+		return "too many CIDRs";
+	for (i = 0; i < n; i++) {
+		if (!ip_prefix_valid(&c[i]))
+			return "VPC CIDR is no valid CIDR";
+		if (c[i].addr.family == AF_INET) {
+			if (n6 > 0)
+				return "VPC IPv4 CIDR after an IPv6 one";
+			n4++;
+		} else {
+			n6++;
+		}
+	}
+	if (n4 > MSG_MAX_CIDRS || n6 > MSG_MAX_CIDRS6)
+		return "too many CIDRs";
+	return NULL;
+}
+
 static const char *
 check_status(const struct msg_cloud_status *st)
 {
@@ -512,24 +537,82 @@ msg_prefix_of(const struct ip_addr *first)
 
 	memset(&p, 0, sizeof(p));
 	p.addr = *first;
-	p.len = MSG_PREFIX_LEN;
+	p.len = first->family == AF_INET6 ? MSG_PREFIX6_LEN : MSG_PREFIX_LEN;
 	return p;
 }
 
-/* n prefixes, each the first address of an aligned /MSG_PREFIX_LEN,
- * none twice. */
+static const char *const ipv6_state_names[IPV6_ST_MAX] = {
+	[IPV6_ST_NONE] = "none",
+	[IPV6_ST_ASSOCIATED] = "associated",
+	[IPV6_ST_ASSOCIATING] = "associating",
+	[IPV6_ST_DISASSOCIATING] = "disassociating",
+	[IPV6_ST_DISASSOCIATED] = "disassociated",
+	[IPV6_ST_FAILING] = "failing",
+	[IPV6_ST_FAILED] = "failed",
+};
+
+const char *
+cloud_ipv6_state_name(unsigned int state)
+{
+	return state < IPV6_ST_MAX ? ipv6_state_names[state] : "unknown";
+}
+
+/* An IPv6 field cloudd fills: canonical, IPv6, and an address a host may
+ * hold (ip_addr_is_special: no loopback, link-local, multicast, ...). */
 static const char *
-check_prefixes(uint32_t n, const struct ip_addr *prefixes)
+check_addr6(const struct ip_addr *a, const char *why)
+{
+	if (!ip_addr_valid(a) || a->family != AF_INET6 ||
+	    ip_addr_is_special(a))
+		return why;
+	return NULL;
+}
+
+static bool
+addr_none(const struct ip_addr *a)
+{
+	static const struct ip_addr zero;
+
+	return memcmp(a, &zero, sizeof(zero)) == 0;
+}
+
+static bool
+prefix_none(const struct ip_prefix *p)
+{
+	static const struct ip_prefix zero;
+
+	return memcmp(p, &zero, sizeof(zero)) == 0;
+}
+
+/* An address of family (AF_INET or AF_INET6) as the cloud calls are
+ * asked for and answered: IPv4 by the old fields' rules, IPv6 by
+ * check_addr6. */
+static const char *
+check_addr_of(int family, const struct ip_addr *a, const char *what)
+{
+	if (!ip_addr_valid(a))
+		return what;
+	if (a->family != family)
+		return "address of another family than the message's";
+	return family == AF_INET6 && ip_addr_is_special(a) ? what : NULL;
+}
+
+/* n prefixes of family, each the first address of an aligned
+ * msg_prefix_of() prefix, none twice, at most max. */
+static const char *
+check_prefixes(uint32_t n, const struct ip_addr *prefixes, uint32_t max,
+    int family)
 {
 	struct ip_prefix p;
 	const char *why;
 	uint32_t i, j;
 
-	if (n > MSG_MAX_ENI_PREFIXES)
+	if (n > max)
 		return "too many prefixes";
-	if ((why = check_addrs(n, prefixes, ADDR_WHY("prefix"))) != NULL)
-		return why;
 	for (i = 0; i < n; i++) {
+		if ((why = check_addr_of(family, &prefixes[i],
+		    "prefix is no valid address, or a special one")) != NULL)
+			return why;
 		p = msg_prefix_of(&prefixes[i]);
 		if (!ip_prefix_is_network(&p) ||
 		    ip_addr_is_unspecified(&prefixes[i]))
@@ -539,6 +622,43 @@ check_prefixes(uint32_t n, const struct ip_addr *prefixes)
 				return "prefix twice";
 	}
 	return NULL;
+}
+
+/* The family of a list that must have one (an answer's): its first
+ * entry's, AF_INET for an empty list. */
+static int
+family_of(uint32_t n, const struct ip_addr *a)
+{
+	return n > 0 ? a[0].family : AF_INET;
+}
+
+/* n IPv6 addresses cloudd passes on: usable, none twice. */
+static const char *
+check_addrs6(uint32_t n, const struct ip_addr *a, uint32_t max,
+    const char *field)
+{
+	uint32_t i, j;
+
+	if (n > max)
+		return "too many IPv6 addresses";
+	for (i = 0; i < n; i++) {
+		if (check_addr6(&a[i], field) != NULL)
+			return field;
+		for (j = 0; j < i; j++)
+			if (ip_addr_eq(&a[j], &a[i]))
+				return "IPv6 address twice";
+	}
+	return NULL;
+}
+
+/* A subnet's IPv6 block as cloudd passes it on: an IPv6 /64 network
+ * whose address is no special one. */
+static bool
+cidr6_ok(const struct ip_prefix *p)
+{
+	return ip_prefix_valid(p) && p->addr.family == AF_INET6 &&
+	    p->len == 64 && ip_prefix_is_network(p) &&
+	    !ip_addr_is_special(&p->addr);
 }
 
 /* Does one of n prefixes hold addr? */
@@ -778,9 +898,15 @@ check_CLOUD_INSTANCE(const void *p)
 	if ((why = check_addr(&m->primary_ip,
 	    ADDR_WHY("instance primary address"))) != NULL)
 		return why;
-	if ((why = check_cidrs(m->ncidrs, m->cidrs, MSG_MAX_CIDRS,
-	    CIDR_WHY("VPC CIDR"))) != NULL)
+	if ((why = check_vpc_cidrs(m->ncidrs, m->cidrs)) != NULL)
 		return why;
+	if (!addr_none(&m->primary_ip6) && check_addr6(&m->primary_ip6,
+	    "x") != NULL)
+		return "instance primary IPv6 address not a usable IPv6 one";
+	if (!prefix_none(&m->subnet_cidr6) && !cidr6_ok(&m->subnet_cidr6))
+		return "instance subnet IPv6 CIDR not an IPv6 /64 network";
+	if (m->ipv6_supported > 1)
+		return "instance flag not 0 or 1";
 	return check_sgs(m->nsgs, m->sgs);
 }
 
@@ -805,6 +931,18 @@ check_CLOUD_SUBNET(const void *p)
 
 	if (!STR_OK(m->subnet_id) || !STR_OK(m->az))
 		return "unterminated string in subnet";
+	if (m->ipv6_native > 1)
+		return "subnet flag not 0 or 1";
+	if (m->ipv6_state >= IPV6_ST_MAX)
+		return "unknown subnet IPv6 state";
+	/* Only an associated block is passed on, and it always is. */
+	if (m->ipv6_state == IPV6_ST_ASSOCIATED ? !cidr6_ok(&m->cidr6) :
+	    !prefix_none(&m->cidr6))
+		return "subnet IPv6 CIDR not an associated IPv6 /64 network";
+	/* An IPv6-only subnet has no IPv4 CIDR: none, never 0/0. */
+	if (m->ipv6_native)
+		return prefix_none(&m->cidr) ? NULL :
+		    "IPv6-only subnet with an IPv4 CIDR";
 	return check_cidr(&m->cidr, CIDR_WHY("subnet CIDR"));
 }
 
@@ -823,9 +961,41 @@ check_CLOUD_CREATE_ENI(const void *p)
 		return "too many prefixes";
 	if (m->nprefixes > 0 && m->nsecondary > 0)
 		return "both prefixes and secondary addresses";
+	if (m->nipv6 > 1)
+		return "more than one IPv6 address to create an ENI with";
+	if (m->nipv6 > 0 && m->nprefixes > 0)
+		return "both prefixes and IPv6 addresses";
 	if ((why = check_sgs(m->nsgs, m->sgs)) != NULL)
 		return why;
 	return check_tags(m->ntags, m->tags);
+}
+
+/* An ENI's IPv6 fields (msg.h, struct msg_cloud_eni). */
+static const char *
+check_eni6(const struct msg_cloud_eni *m)
+{
+	const char *why;
+	uint32_t i;
+
+	if (m->ipv6_native > 1)
+		return "eni flag not 0 or 1";
+	if (m->ipv6_native && (m->naddrs > 0 || m->nprefixes > 0 ||
+	    !ip_addr_is_unspecified(&m->primary_ip)))
+		return "IPv6-only eni with IPv4 addresses";
+	if ((why = check_addrs6(m->naddrs6, m->addrs6, MSG_MAX_ENI_ADDRS6,
+	    "eni IPv6 address not a usable IPv6 one")) != NULL)
+		return why;
+	if ((why = check_prefixes(m->nprefixes6, m->prefixes6,
+	    MSG_MAX_ENI_PREFIXES6, AF_INET6)) != NULL)
+		return why;
+	for (i = 0; i < m->naddrs6; i++)
+		if (in_prefixes(&m->addrs6[i], m->nprefixes6, m->prefixes6))
+			return "an IPv6 address of the eni in one of its "
+			    "prefixes";
+	if (m->nbad_addrs6 > MSG_MAX_LEFT_OUT ||
+	    m->nbad_prefixes6 > MSG_MAX_LEFT_OUT)
+		return "too many IPv6 entries left out";
+	return NULL;
 }
 
 static const char *
@@ -849,7 +1019,8 @@ check_CLOUD_ENI(const void *p)
 	    (why = check_addrs(m->naddrs, m->addrs,
 	    ADDR_WHY("eni address"))) != NULL)
 		return why;
-	if ((why = check_prefixes(m->nprefixes, m->prefixes)) != NULL)
+	if ((why = check_prefixes(m->nprefixes, m->prefixes,
+	    MSG_MAX_ENI_PREFIXES, AF_INET)) != NULL)
 		return why;
 	if (m->nbad_prefixes > MSG_MAX_ENI_PREFIXES)
 		return "too many refused prefixes";
@@ -863,6 +1034,8 @@ check_CLOUD_ENI(const void *p)
 	for (i = 0; i < m->naddrs; i++)
 		if (in_prefixes(&m->addrs[i], m->nprefixes, m->prefixes))
 			return "an address of the eni in one of its prefixes";
+	if ((why = check_eni6(m)) != NULL)
+		return why;
 	return check_tags(m->ntags, m->tags);
 }
 
@@ -898,11 +1071,21 @@ check_CLOUD_SET_DOT(const void *p)
 static const char *
 check_ips(const struct msg_cloud_ips *m)
 {
+	const char *why;
+	uint32_t i;
+
 	if (!STR_OK(m->eni_id))
 		return "unterminated eni id";
 	if (m->naddrs > MSG_MAX_ENI_ADDRS || m->count > MSG_MAX_ENI_ADDRS)
 		return "too many addresses";
-	return check_addrs(m->naddrs, m->addrs, ADDR_WHY("eni address"));
+	if (m->family != AF_INET && m->family != AF_INET6)
+		return "address request of no known family";
+	for (i = 0; i < m->naddrs; i++)
+		if ((why = check_addr_of((int)m->family, &m->addrs[i],
+		    "eni address is no valid address, or a special one")) !=
+		    NULL)
+			return why;
+	return NULL;
 }
 
 static const char *
@@ -922,13 +1105,19 @@ check_CLOUD_ASSIGNED(const void *p)
 {
 	const struct msg_cloud_assigned *m = p;
 	const char *why;
+	uint32_t i;
+	int family = family_of(m->naddrs, m->addrs);
 
 	if ((why = check_status(&m->st)) != NULL)
 		return why;
 	if (m->naddrs > MSG_MAX_ENI_ADDRS)
 		return "too many addresses";
-	return check_addrs(m->naddrs, m->addrs,
-	    ADDR_WHY("assigned address"));
+	for (i = 0; i < m->naddrs; i++)
+		if ((why = check_addr_of(family, &m->addrs[i],
+		    "assigned address is no valid address, or a special "
+		    "one")) != NULL)
+			return why;
+	return NULL;
 }
 
 static const char *
@@ -940,7 +1129,10 @@ check_cloud_prefixes(const struct msg_cloud_prefixes *m)
 		return "too many prefixes";
 	if (m->count > 0 && m->nprefixes > 0)
 		return "both a prefix count and prefixes";
-	return check_prefixes(m->nprefixes, m->prefixes);
+	if (m->family != AF_INET && m->family != AF_INET6)
+		return "prefix request of no known family";
+	return check_prefixes(m->nprefixes, m->prefixes,
+	    MSG_MAX_ENI_PREFIXES, (int)m->family);
 }
 
 static const char *
@@ -967,7 +1159,8 @@ check_CLOUD_PREFIXES_ASSIGNED(const void *p)
 
 	if ((why = check_status(&m->st)) != NULL)
 		return why;
-	return check_prefixes(m->nprefixes, m->prefixes);
+	return check_prefixes(m->nprefixes, m->prefixes,
+	    MSG_MAX_ENI_PREFIXES, family_of(m->nprefixes, m->prefixes));
 }
 
 static const char *

@@ -19,9 +19,12 @@
  *
  * Every address is a struct ip_addr and every CIDR a struct ip_prefix
  * (common/addr.h), whatever its family; the checkers refuse one that is
- * not canonical, and for now one that is IPv6, naming the field: enid
- * takes IPv4 only until issue 35's later steps.  Where an address may be
- * absent, absent is IPv4's unspecified address, 0.0.0.0 (a CIDR's: 0/0).
+ * not canonical, and one of the wrong family, naming the field.  The
+ * fields that existed before issue 35 are IPv4 only, and where such an
+ * address may be absent, absent is IPv4's unspecified address, 0.0.0.0
+ * (a CIDR's: 0/0).  The IPv6 fields cloudd fills (named ...6, or
+ * carried beside a family) are IPv6 only and never special
+ * (ip_addr_is_special); absent is the all-zero value, family 0.
  */
 #ifndef ENID_MSG_H
 #define ENID_MSG_H
@@ -36,8 +39,9 @@
 #include "maxima.h"
 
 /* 2: prefixes (EC2 prefix delegation), 3: an instance's vCPUs, 4: netd's
- * SNAT table, 5: what differs in it, 6: struct ip_addr for every address */
-#define MSG_PROTO_VERSION	6
+ * SNAT table, 5: what differs in it, 6: struct ip_addr for every address,
+ * 7: the cloud's IPv6 (ENIs', subnets', the VPC's; asking by family) */
+#define MSG_PROTO_VERSION	7
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -57,7 +61,10 @@
 #define MSG_TAG_KEY_LEN		128
 #define MSG_TAG_VAL_LEN		256
 #define MSG_MAX_TAGS		8
-#define MSG_MAX_CIDRS		8
+#define MSG_MAX_CIDRS		8	/* IPv4 CIDRs of a VPC */
+#define MSG_MAX_CIDRS6		8	/* IPv6 CIDRs of a VPC (EC2's most: 5) */
+/* An instance's VPC CIDRs, both families in one array: IPv4 first. */
+#define MSG_MAX_VPC_CIDRS	(MSG_MAX_CIDRS + MSG_MAX_CIDRS6)
 /* The destinations SNAT leaves alone: the VPC's CIDRs and snat.exclude. */
 #define MSG_MAX_SNAT_CIDRS	(MSG_MAX_CIDRS + ENID_MAX_SNAT_EXCLUDE)
 #define MSG_MAX_SGS		8
@@ -66,7 +73,12 @@
 #define MSG_MAX_INSTANCE_IDS	32	/* per existence check */
 /* An ENI's prefixes share its slots with its secondary addresses. */
 #define MSG_MAX_ENI_PREFIXES	MSG_MAX_ENI_ADDRS
-#define MSG_PREFIX_LEN		28	/* EC2 delegates /28 prefixes only */
+#define MSG_PREFIX_LEN		28	/* EC2 delegates IPv4 /28 prefixes */
+#define MSG_PREFIX6_LEN		80	/* and IPv6 /80 prefixes */
+#define MSG_MAX_ENI_ADDRS6	ENID_MAX_ENI_ADDRS6	/* maxima.h */
+#define MSG_MAX_ENI_PREFIXES6	ENID_MAX_ENI_PREFIXES6
+/* An ENI's IPv6 entries cloudd left out, counted: at most these. */
+#define MSG_MAX_LEFT_OUT	1024
 #define MSG_HYPERVISOR_LEN	16
 #define MSG_MAX_VCPUS		4096	/* EC2's most: 896 (u7in-32tb) */
 
@@ -311,8 +323,10 @@ struct msg_cloud_instance {
 	struct ip_addr	primary_ip;
 	char		subnet_id[MSG_ID_LEN];
 	char		vpc_id[MSG_ID_LEN];
+	/* The VPC's CIDRs from IMDS: its IPv4 ones (1 to MSG_MAX_CIDRS),
+	 * then its IPv6 ones (0 to MSG_MAX_CIDRS6); family tells. */
 	uint32_t	ncidrs;
-	struct ip_prefix cidrs[MSG_MAX_CIDRS];
+	struct ip_prefix cidrs[MSG_MAX_VPC_CIDRS];
 	uint32_t	nsgs;
 	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	max_enis;
@@ -326,6 +340,16 @@ struct msg_cloud_instance {
 	uint8_t		prefixes_ok;	/* nitro or bare metal */
 	uint8_t		pad2[2];
 	uint32_t	vcpus;		/* its default vCPUs; 0: not told */
+	/* IPv6.  From IMDS: the primary ENI's first IPv6 address (ipv6s)
+	 * and its subnet's IPv6 block (subnet-ipv6-cidr-blocks), family 0
+	 * when it has none.  From DescribeInstanceTypes: whether the type
+	 * takes IPv6, and how many IPv6 addresses an ENI of it holds (0:
+	 * not told). */
+	struct ip_addr	primary_ip6;
+	struct ip_prefix subnet_cidr6;
+	uint8_t		ipv6_supported;	/* 0 or 1 */
+	uint8_t		pad3[3];
+	uint32_t	ipv6_per_eni;
 };
 
 struct msg_cloud_describe_subnets {
@@ -334,11 +358,32 @@ struct msg_cloud_describe_subnets {
 	char		ids[MSG_MAX_SUBNETS][MSG_ID_LEN];
 };
 
+/* A subnet's IPv6 block, as DescribeSubnets says of it. */
+enum cloud_ipv6_state {
+	IPV6_ST_NONE = 0,	/* no IPv6 block at all */
+	IPV6_ST_ASSOCIATED,	/* the only usable state */
+	IPV6_ST_ASSOCIATING,
+	IPV6_ST_DISASSOCIATING,
+	IPV6_ST_DISASSOCIATED,
+	IPV6_ST_FAILING,
+	IPV6_ST_FAILED,
+	IPV6_ST_MAX
+};
+
 struct msg_cloud_subnet {	/* a describe-subnets entry */
 	char		subnet_id[MSG_ID_LEN];
 	char		az[MSG_ID_LEN];
+	/* Its IPv4 CIDR; family 0 (all zero) in an IPv6-only subnet
+	 * (ipv6_native), and only there. */
 	struct ip_prefix cidr;
-	uint32_t	available;
+	uint32_t	available;	/* free IPv4 addresses */
+	/* Its IPv6 /64 when ipv6_state is associated; else family 0.
+	 * ipv6_state: the associated block's, or the state of the last
+	 * block listed when none is associated (enum cloud_ipv6_state). */
+	struct ip_prefix cidr6;
+	uint32_t	ipv6_state;
+	uint8_t		ipv6_native;	/* IPv6 only: no IPv4 CIDR */
+	uint8_t		pad[3];
 };
 
 struct msg_cloud_create_eni {
@@ -348,6 +393,10 @@ struct msg_cloud_create_eni {
 	char		sgs[MSG_MAX_SGS][MSG_ID_LEN];
 	uint32_t	nsecondary;
 	uint32_t	nprefixes;	/* /28 prefixes; never with nsecondary */
+	/* IPv6 addresses to create it with, 0 or 1 (Ipv6AddressCount);
+	 * never with nprefixes.  0 asks nothing of IPv6: the request is
+	 * what it was before IPv6. */
+	uint32_t	nipv6;
 	char		client_token[MSG_TOKEN_LEN];
 	char		description[MSG_ERR_LEN];
 	uint32_t	ntags;
@@ -389,6 +438,25 @@ struct msg_cloud_eni {
 	uint32_t	nbad_prefixes;
 	uint32_t	ntags;
 	struct msg_tag	tags[MSG_MAX_TAGS];
+	/*
+	 * IPv6.  An ipv6_native ENI is in an IPv6-only subnet: it has no
+	 * IPv4 address (primary_ip 0.0.0.0, no addrs, no prefixes).
+	 * addrs6: its IPv6 addresses, the one the cloud marks primary
+	 * (isPrimaryIpv6) first if any, then in the answer's order;
+	 * nbad_addrs6 counts those left out (not a usable IPv6 address,
+	 * named twice, or past MSG_MAX_ENI_ADDRS6).  prefixes6: its /80s,
+	 * each by its first address, aligned; nbad_prefixes6 counts those
+	 * left out (not an aligned usable /80, named twice, over one of
+	 * addrs6, or past MSG_MAX_ENI_PREFIXES6): they still take slots.
+	 */
+	uint8_t		ipv6_native;	/* 0 or 1 */
+	uint8_t		pad2[3];
+	uint32_t	naddrs6;
+	struct ip_addr	addrs6[MSG_MAX_ENI_ADDRS6];
+	uint32_t	nbad_addrs6;
+	uint32_t	nprefixes6;
+	struct ip_addr	prefixes6[MSG_MAX_ENI_PREFIXES6];
+	uint32_t	nbad_prefixes6;
 };
 
 struct msg_cloud_attach {
@@ -410,35 +478,43 @@ struct msg_cloud_set_dot {	/* set DeleteOnTermination */
 	uint8_t		pad[3];
 };
 
-struct msg_cloud_ips {		/* assign-ips and unassign-ips */
+/*
+ * assign-ips and unassign-ips, of one family: AF_INET (secondary private
+ * addresses) or AF_INET6 (IPv6 addresses); 0 or another is malformed,
+ * and so is an address in addrs of the other family.
+ */
+struct msg_cloud_ips {
 	uint32_t	deadline_ms;
 	char		eni_id[MSG_ID_LEN];
+	uint32_t	family;		/* AF_INET or AF_INET6 */
 	uint32_t	count;		/* assign: how many, when naddrs is 0 */
 	uint32_t	naddrs;
 	struct ip_addr	addrs[MSG_MAX_ENI_ADDRS];
 };
 
-struct msg_cloud_assigned {
+struct msg_cloud_assigned {	/* of the family asked for */
 	struct msg_cloud_status st;
 	uint32_t	naddrs;
 	struct ip_addr	addrs[MSG_MAX_ENI_ADDRS];
 };
 
 /*
- * assign-prefixes and unassign-prefixes: /MSG_PREFIX_LEN prefixes, each
- * given by its first address.  Assign: count of them when
- * nprefixes is 0, else those.  Unassign: those.  (EC2 takes prefixes and
- * addresses in separate calls.)
+ * assign-prefixes and unassign-prefixes of one family: IPv4 /28s
+ * (AF_INET) or IPv6 /80s (AF_INET6), each given by its first address
+ * (msg_prefix_of).  Assign: count of them when nprefixes is 0, else
+ * those.  Unassign: those.  (EC2 takes prefixes and addresses in
+ * separate calls.)
  */
 struct msg_cloud_prefixes {
 	uint32_t	deadline_ms;
 	char		eni_id[MSG_ID_LEN];
+	uint32_t	family;		/* AF_INET or AF_INET6 */
 	uint32_t	count;
 	uint32_t	nprefixes;
 	struct ip_addr	prefixes[MSG_MAX_ENI_PREFIXES];
 };
 
-struct msg_cloud_prefixes_assigned {
+struct msg_cloud_prefixes_assigned {	/* of the family asked for */
 	struct msg_cloud_status st;
 	uint32_t	nprefixes;
 	struct ip_addr	prefixes[MSG_MAX_ENI_PREFIXES];
@@ -758,7 +834,9 @@ void		 msg_hist_add(struct msg_hist *to, const struct msg_hist *h);
 
 const char	*cloud_outcome_name(unsigned int outcome);
 const char	*msg_status_name(unsigned int status);
-/* The delegated prefix whose first address is first: /MSG_PREFIX_LEN. */
+/* The delegated prefix whose first address is first: /MSG_PREFIX_LEN
+ * for IPv4, /MSG_PREFIX6_LEN for IPv6. */
 struct ip_prefix msg_prefix_of(const struct ip_addr *first);
+const char	*cloud_ipv6_state_name(unsigned int state);
 
 #endif /* ENID_MSG_H */

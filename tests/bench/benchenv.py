@@ -64,6 +64,25 @@ def need_tools(prog, tools=None):
                    "(sh tests/deps.sh)" % (path, pkg))
 
 
+def _cmdline(pid):
+    with open("/proc/%s/cmdline" % pid, "rb") as f:
+        return f.read().split(b"\0")
+
+
+def _forked_sim(pid, argv):
+    """True if pid, whose command line argv is a vpcsim --fork-server's,
+    is a sim that server forked (it keeps the server's command line), not
+    the server itself: its parent is the server, or (the server gone) it
+    runs threads, which the server never does."""
+    try:
+        with open("/proc/%s/status" % pid) as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(status["Threads"]) > 1 or \
+            _cmdline(int(status["PPid"])) == argv
+    except (OSError, KeyError, ValueError):
+        return False
+
+
 def running_sims():
     """[(pid, prefix)] of every vpcsim running on the machine."""
     out = []
@@ -71,12 +90,18 @@ def running_sims():
         if not d.isdigit() or int(d) == os.getpid():
             continue
         try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
+            argv = _cmdline(d)
         except OSError:
             continue
         if not any(a.endswith(b"vpcsim/vpcsim") for a in argv[:3]) or \
                 b"--cleanup" in argv:
+            continue
+        if b"--fork-server" in argv:
+            # The integration tests' fork server (tests/integration/
+            # conftest.py) is no sim; a sim it forked is, but its prefix
+            # is not on its command line.
+            if _forked_sim(d, argv):
+                out.append((int(d), "?"))
             continue
         prefix = "enid"
         for i, a in enumerate(argv[:-1]):

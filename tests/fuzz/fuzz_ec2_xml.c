@@ -1,7 +1,10 @@
 /*
  * libFuzzer target for enid-cloudd's EC2 answer parsing: the first byte
  * picks the action, the rest is the answer.  Whatever parses is also run
- * through the checks that stand between the parser and the broker.
+ * through the checks that stand between the parser and the broker, and
+ * what those pass on must be what the broker's checker takes: for the
+ * IPv6 fields, usable IPv6 addresses and aligned /80s within their caps,
+ * the primary first, what was left out counted.
  *
  *   make fuzz-ec2-xml [FUZZ_SECONDS=N]
  */
@@ -62,6 +65,109 @@ check_instances(const struct ec2_answer *a, bool leave_last)
 	}
 }
 
+#define CHECK(x)	do { if (!(x)) __builtin_trap(); } while (0)
+
+static bool
+usable6(const struct ip_addr *a)
+{
+	return ip_addr_valid(a) && a->family == AF_INET6 &&
+	    !ip_addr_is_special(a) && !ec2_ip6_service(a);
+}
+
+/* An ENI through ec2_eni_to_msg_noting: what it passes on holds. */
+static void
+check_eni(const struct ec2_eni *e)
+{
+	static struct msg_cloud_eni m;
+	struct ec2_left_out lo;
+	struct ip_prefix p;
+	char err[256];
+	uint32_t i, j;
+
+	if (ec2_eni_to_msg_noting(e, &m, err, sizeof(err), &lo) == -1) {
+		CHECK(strlen(err) < sizeof(err));
+		return;
+	}
+	CHECK(m.naddrs6 <= MSG_MAX_ENI_ADDRS6);
+	CHECK(m.nprefixes6 <= MSG_MAX_ENI_PREFIXES6);
+	CHECK(m.nbad_addrs6 <= MSG_MAX_LEFT_OUT);
+	CHECK(m.nbad_prefixes6 <= MSG_MAX_LEFT_OUT);
+	CHECK(m.naddrs6 + m.nbad_addrs6 == e->naddrs6 + e->addrs6_dropped ||
+	    m.nbad_addrs6 == MSG_MAX_LEFT_OUT);
+	CHECK((m.nbad_addrs6 > e->addrs6_dropped) == (lo.addr6[0] != '\0'));
+	CHECK(m.ipv6_native <= 1);
+	if (m.ipv6_native)
+		CHECK(m.naddrs == 0 && m.nprefixes == 0 &&
+		    ip_addr_is_unspecified(&m.primary_ip));
+	for (i = 0; i < m.naddrs6; i++) {
+		CHECK(usable6(&m.addrs6[i]));
+		for (j = 0; j < i; j++)
+			CHECK(!ip_addr_eq(&m.addrs6[i], &m.addrs6[j]));
+	}
+	/* the one marked primary, if it passed, comes first */
+	for (i = 0; i < e->naddrs6; i++)
+		if (e->addr6_primary[i] && m.naddrs6 > 0) {
+			struct ip_addr a;
+
+			if (ec2_ip6_parse(e->addrs6[i], &a, NULL) == 0)
+				CHECK(ip_addr_eq(&a, &m.addrs6[0]));
+			break;
+		}
+	for (i = 0; i < m.nprefixes6; i++) {
+		p = msg_prefix_of(&m.prefixes6[i]);
+		CHECK(usable6(&p.addr) && p.len == MSG_PREFIX6_LEN);
+		CHECK(ip_prefix_is_network(&p));
+		CHECK(!ec2_prefix6_holds_service(&p));
+		for (j = 0; j < m.naddrs6; j++)
+			CHECK(!ip_prefix_contains(&p, &m.addrs6[j]));
+		for (j = 0; j < i; j++)
+			CHECK(!ip_addr_eq(&m.prefixes6[i], &m.prefixes6[j]));
+	}
+}
+
+static void
+check_subnet(const struct ec2_subnet *s)
+{
+	static const struct ip_prefix zero;
+	struct msg_cloud_subnet m;
+	char err[256], note[160];
+
+	memset(&m, 0, sizeof(m));
+	if (ec2_subnet6_to_msg(s, &m, err, sizeof(err), note,
+	    sizeof(note)) == -1) {
+		CHECK(strlen(err) < sizeof(err));
+		return;
+	}
+	CHECK(strlen(note) < sizeof(note));
+	CHECK(m.ipv6_state < IPV6_ST_MAX && m.ipv6_native <= 1);
+	if (m.ipv6_state == IPV6_ST_ASSOCIATED) {
+		CHECK(usable6(&m.cidr6.addr) && m.cidr6.len == 64);
+		CHECK(ip_prefix_is_network(&m.cidr6));
+	} else {
+		CHECK(memcmp(&m.cidr6, &zero, sizeof(zero)) == 0);
+	}
+	if (m.ipv6_native)
+		CHECK(memcmp(&m.cidr, &zero, sizeof(zero)) == 0);
+}
+
+/* An IPv6 assign's or unassign's lists: each entry either refused or a
+ * usable value. */
+static void
+check_assigned6(const struct ec2_answer *a)
+{
+	struct ip_addr x;
+	uint32_t i;
+
+	CHECK(a->naddrs6 <= MSG_MAX_ENI_ADDRS);
+	CHECK(a->nprefixes6 <= MSG_MAX_ENI_PREFIXES);
+	for (i = 0; i < a->naddrs6; i++)
+		if (ec2_ip6_parse(a->addrs6[i], &x, NULL) == 0)
+			CHECK(usable6(&x));
+	for (i = 0; i < a->nprefixes6; i++)
+		if (ec2_prefix6_parse(a->prefixes6[i], &x, NULL) == 0)
+			CHECK(usable6(&x));
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -84,27 +190,48 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ec2_code_ok(a.code);
 	(void)ec2_request_id_ok(a.request_id);
 	ec2_sanitize(a.message);
-	if (a.has_eni)
+	if (a.has_eni) {
 		(void)ec2_eni_to_msg(&a.eni, &m, err, sizeof(err), NULL, 0);
+		check_eni(&a.eni);
+	}
 	switch (act) {
 	case EC2_DESCRIBE_ENIS:
-		for (i = 0; i < a.nitems; i++)
+		for (i = 0; i < a.nitems; i++) {
 			(void)ec2_eni_to_msg(&a.list.enis[i], &m, err,
 			    sizeof(err), NULL, 0);
+			check_eni(&a.list.enis[i]);
+		}
 		break;
 	case EC2_DESCRIBE_INSTANCES:
 		for (i = 0; i < a.nitems; i++) {
 			uint32_t j;
 
-			for (j = 0; j < a.list.instances[i].nenis; j++)
+			for (j = 0; j < a.list.instances[i].nenis; j++) {
 				(void)ec2_eni_to_msg(
 				    &a.list.instances[i].enis[j], &m, err,
 				    sizeof(err), NULL, 0);
+				check_eni(&a.list.instances[i].enis[j]);
+			}
 		}
 		break;
 	case EC2_DESCRIBE_INSTANCE_TYPES:
-		for (i = 0; i < a.nitems; i++)
+		for (i = 0; i < a.nitems; i++) {
+			uint8_t ok;
+			uint32_t per;
+
 			(void)ec2_uint(a.list.types[i].max_enis, 64, &v);
+			if (ec2_type_ipv6(&a.list.types[i], &ok, &per) == 0)
+				CHECK(ok <= 1 &&
+				    per <= EC2_TYPE_MAX_ENI_ADDRS);
+		}
+		break;
+	case EC2_DESCRIBE_SUBNETS:
+		for (i = 0; i < a.nitems; i++)
+			check_subnet(&a.list.subnets[i]);
+		break;
+	case EC2_ASSIGN_IPV6:
+	case EC2_UNASSIGN_IPV6:
+		check_assigned6(&a);
 		break;
 	case EC2_CHECK_INSTANCES:
 		check_instances(&a, size & 1);

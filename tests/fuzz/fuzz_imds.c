@@ -2,9 +2,12 @@
  * libFuzzer target for what enid-cloudd reads from IMDS (cloudd/creds.c):
  * the role credentials document (JSON) and its Expiration, the role
  * listing, the session token, the region, the one-line instance id, MAC
- * and VPC id, and the VPC's CIDR blocks.  The first input byte picks the
- * answer; the rest is its body, handed over as cloudd/http.c hands one:
- * exactly the body's bytes and a NUL after them, or NULL when empty.
+ * and VPC id, the VPC's CIDR blocks and the IPv6 lines (the VPC's and
+ * the subnet's IPv6 blocks, the interface's IPv6 addresses).  The first
+ * input byte picks the answer (the seeds write it as 'M' + its number,
+ * which is its number modulo A_COUNT); the rest is its body, handed over
+ * as cloudd/http.c hands one: exactly the body's bytes and a NUL after
+ * them, or NULL when empty.
  *
  * Invariants, beyond "does not crash":
  * - what is accepted is exactly what the body says: each credential is
@@ -21,6 +24,11 @@
  * - a refused document leaves the credentials all zero and says why in a
  *   terminated message, the same refusal whatever the error buffer's
  *   size; refused CIDR lines leave no block counted.
+ * - the IPv6 lines (vpc-ipv6-cidr-blocks, ipv6s): a line is taken or
+ *   counted, never both and never lost; what is taken is an IPv6 value a
+ *   host may use (no special address, none of EC2's services, a network
+ *   of the lengths asked for) in the body's own text; nothing is written
+ *   past the count asked for.
  *
  *   make fuzz-imds [FUZZ_SECONDS=N]
  */
@@ -59,6 +67,9 @@ enum answer {
 	A_VPC_ID,
 	A_CIDRS,
 	A_EXPIRATION,
+	/* IPv6 */
+	A_CIDRS6,		/* vpc- and subnet-ipv6-cidr-blocks */
+	A_IPV6S,		/* ipv6s */
 	A_COUNT
 };
 
@@ -412,6 +423,118 @@ fuzz_cidrs(const char *body, size_t len)
 	free(lines);
 }
 
+/* The body's non-blank lines (CRs at their ends dropped), or -1 when
+ * imds_cidr6_lines would refuse the body as no text. */
+static int
+count_lines(const char *body, size_t len, char lines[][64], size_t max)
+{
+	size_t i, j, n = 0, end;
+
+	for (i = 0; i < len; i = j + 1) {
+		for (j = i; j < len && body[j] != '\n'; j++)
+			if (body[j] == '\0' || j - i + 1 >= 64)
+				return -1;
+		end = j;
+		while (end > i && body[end - 1] == '\r')
+			end--;
+		if (end == i)
+			continue;
+		if (n < max) {
+			memcpy(lines[n], body + i, end - i);
+			lines[n][end - i] = '\0';
+		}
+		n++;
+	}
+	return (int)n;
+}
+
+static void
+fuzz_cidrs6(const char *body, size_t len, unsigned minlen, unsigned maxlen)
+{
+	static char lines[64][64];
+	struct ip_prefix out[4 + 1];
+	char bad[96], text[IP_PREFIX_STR_LEN];
+	uint32_t n, nbad, k;
+	int nlines, rc;
+	size_t l;
+
+	memset(&out[4], 0xa5, sizeof(out[4]));
+	nlines = count_lines(body, len, lines, 64);
+	rc = imds_cidr6_lines(body, len, minlen, maxlen, out, 4, &n, &nbad,
+	    bad, sizeof(bad));
+	CHECK(rc == (nlines == -1 ? -1 : 0));
+	CHECK(out[4].len == 0xa5);		/* never past max */
+	if (rc == -1) {
+		CHECK(n == 0);
+		return;
+	}
+	CHECK(n <= 4 && n + nbad == (uint32_t)nlines);
+	CHECK((nbad > 0) == (bad[0] != '\0'));
+	CHECK(terminated(bad, sizeof(bad)));
+	for (k = 0; k < n; k++) {
+		CHECK(ip_prefix_valid(&out[k]) &&
+		    out[k].addr.family == AF_INET6);
+		CHECK(out[k].len >= minlen && out[k].len <= maxlen);
+		CHECK(ip_prefix_is_network(&out[k]));
+		CHECK(!ip_addr_is_special(&out[k].addr));
+		CHECK(!ec2_prefix6_holds_service(&out[k]));
+		ip_prefix_format(&out[k], text);
+		/* one of the body's lines, in its very text */
+		for (l = 0; l < (size_t)nlines && l < 64; l++)
+			if (strcmp(lines[l], text) == 0)
+				break;
+		CHECK(l < (size_t)nlines || nlines > 64);
+	}
+}
+
+/* The first non-blank line, as imds_ip6_first reads it: 1 with line,
+ * 0 for none, -1 when a line up to it has a NUL or is too long. */
+static int
+first_line(const char *body, size_t len, char line[64])
+{
+	size_t i, j, end;
+
+	for (i = 0; i < len; i = j + 1) {
+		for (j = i; j < len && body[j] != '\n'; j++)
+			if (body[j] == '\0' || j - i + 1 >= 64)
+				return -1;
+		end = j;
+		while (end > i && body[end - 1] == '\r')
+			end--;
+		if (end == i)
+			continue;
+		memcpy(line, body + i, end - i);
+		line[end - i] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+static void
+fuzz_ipv6s(const char *body, size_t len)
+{
+	struct ip_addr a;
+	char bad[64], text[IP_ADDR_STR_LEN], line[64];
+	const char *why;
+	int first, rc;
+
+	first = first_line(body, len, line);
+	rc = imds_ip6_first(body, len, &a, bad, sizeof(bad), &why);
+	CHECK(rc == 0 || rc == -1);
+	CHECK(terminated(bad, sizeof(bad)));
+	if (rc == -1) {
+		CHECK(all_zero(&a, sizeof(a)));
+		/* no line is no address, and no reason */
+		CHECK((why == NULL) == (first == 0));
+		return;
+	}
+	CHECK(first == 1);
+	CHECK(ip_addr_valid(&a) && a.family == AF_INET6);
+	CHECK(!ip_addr_is_special(&a) && !ec2_ip6_service(&a));
+	ip_addr_format(&a, text);
+	CHECK(strcmp(text, line) == 0);
+}
+
 static void
 fuzz_expiration(const char *body, size_t len)
 {
@@ -466,6 +589,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case A_EXPIRATION:
 		if (body != NULL)
 			fuzz_expiration(body, len);
+		break;
+	case A_CIDRS6:
+		fuzz_cidrs6(body, len, 32, 64);
+		fuzz_cidrs6(body, len, 64, 64);
+		break;
+	case A_IPV6S:
+		fuzz_ipv6s(body, len);
 		break;
 	}
 	free(body);

@@ -31,8 +31,9 @@
  *   checkers: each string field can be strlen()'d within its own bytes
  *   (ASan sees a missing NUL), counts fit their arrays, enums are known,
  *   prefixes are at most 32, the stats'
- *   counters are consistent; every address and CIDR is canonical, IPv4
- *   for now, and formats and parses back to its very bytes.
+ *   counters are consistent; every address and CIDR is canonical, of
+ *   its field's family (the IPv6 ones cloudd fills: no special address;
+ *   absent: all zero), and formats and parses back to its very bytes.
  *
  *   make fuzz-msg [FUZZ_SECONDS=N]
  */
@@ -102,6 +103,48 @@ addr_usable(const struct ip_addr *a)
 	ip_addr_format(a, text);
 	CHECK(ip_addr_parse(text, &back, NULL) == 0);
 	CHECK(memcmp(&back, a, sizeof(back)) == 0);
+}
+
+/* An IPv6 field cloudd fills: canonical, IPv6, no special address,
+ * and the very bytes its text parses back to. */
+static void
+addr6_usable(const struct ip_addr *a)
+{
+	char text[IP_ADDR_STR_LEN];
+	struct ip_addr back;
+
+	CHECK(ip_addr_valid(a) && a->family == AF_INET6);
+	CHECK(!ip_addr_is_special(a));
+	ip_addr_format(a, text);
+	CHECK(ip_addr_parse(text, &back, NULL) == 0);
+	CHECK(memcmp(&back, a, sizeof(back)) == 0);
+}
+
+/* n addresses of one family (a request's or an answer's) */
+static void
+addrs_of_usable(int family, uint32_t n, const struct ip_addr *a)
+{
+	uint32_t i;
+
+	CHECK(family == AF_INET || family == AF_INET6);
+	for (i = 0; i < n; i++) {
+		CHECK(a[i].family == family);
+		if (family == AF_INET)
+			addr_usable(&a[i]);
+		else
+			addr6_usable(&a[i]);
+	}
+}
+
+static bool
+all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n-- > 0)
+		if (*b++ != 0)
+			return false;
+	return true;
 }
 
 static void
@@ -273,9 +316,24 @@ payload_usable(unsigned int type, const void *p)
 		FIELD_LEN(m->subnet_id);
 		FIELD_LEN(m->vpc_id);
 		addr_usable(&m->primary_ip);
-		CHECK(m->ncidrs <= MSG_MAX_CIDRS);
+		CHECK(m->ncidrs <= MSG_MAX_VPC_CIDRS);
+		/* IPv4 first, then IPv6 */
 		for (i = 0; i < m->ncidrs; i++)
-			cidr_usable(&m->cidrs[i]);
+			if (m->cidrs[i].addr.family == AF_INET) {
+				CHECK(i == 0 || m->cidrs[i - 1].addr.family ==
+				    AF_INET);
+				cidr_usable(&m->cidrs[i]);
+			} else {
+				CHECK(ip_prefix_valid(&m->cidrs[i]) &&
+				    m->cidrs[i].addr.family == AF_INET6);
+			}
+		if (!all_zero(&m->primary_ip6, sizeof(m->primary_ip6)))
+			addr6_usable(&m->primary_ip6);
+		if (!all_zero(&m->subnet_cidr6, sizeof(m->subnet_cidr6))) {
+			addr6_usable(&m->subnet_cidr6.addr);
+			CHECK(m->subnet_cidr6.len == 64);
+		}
+		CHECK(m->ipv6_supported <= 1);
 		sgs_usable(m->nsgs, m->sgs);
 		break;
 	}
@@ -292,7 +350,19 @@ payload_usable(unsigned int type, const void *p)
 
 		FIELD_LEN(m->subnet_id);
 		FIELD_LEN(m->az);
-		cidr_usable(&m->cidr);
+		/* none only in an IPv6-only subnet; never 0/0 then */
+		CHECK(m->ipv6_native <= 1);
+		if (m->ipv6_native)
+			CHECK(all_zero(&m->cidr, sizeof(m->cidr)));
+		else
+			cidr_usable(&m->cidr);
+		CHECK(m->ipv6_state < IPV6_ST_MAX);
+		if (m->ipv6_state == IPV6_ST_ASSOCIATED) {
+			addr6_usable(&m->cidr6.addr);
+			CHECK(m->cidr6.len == 64);
+		} else {
+			CHECK(all_zero(&m->cidr6, sizeof(m->cidr6)));
+		}
 		break;
 	}
 	case MSG_CLOUD_CREATE_ENI: {
@@ -320,6 +390,11 @@ payload_usable(unsigned int type, const void *p)
 		addrs_usable(m->naddrs, m->addrs);
 		CHECK(m->nprefixes <= MSG_MAX_ENI_PREFIXES);
 		addrs_usable(m->nprefixes, m->prefixes);
+		CHECK(m->ipv6_native <= 1);
+		CHECK(m->naddrs6 <= MSG_MAX_ENI_ADDRS6);
+		addrs_of_usable(AF_INET6, m->naddrs6, m->addrs6);
+		CHECK(m->nprefixes6 <= MSG_MAX_ENI_PREFIXES6);
+		addrs_of_usable(AF_INET6, m->nprefixes6, m->prefixes6);
 		tags_usable(m->ntags, m->tags);
 		break;
 	}
@@ -348,7 +423,7 @@ payload_usable(unsigned int type, const void *p)
 		FIELD_LEN(m->eni_id);
 		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
 		CHECK(m->count <= MSG_MAX_ENI_ADDRS);
-		addrs_usable(m->naddrs, m->addrs);
+		addrs_of_usable((int)m->family, m->naddrs, m->addrs);
 		break;
 	}
 	case MSG_CLOUD_ASSIGNED: {
@@ -356,7 +431,8 @@ payload_usable(unsigned int type, const void *p)
 
 		status_usable(&m->st);
 		CHECK(m->naddrs <= MSG_MAX_ENI_ADDRS);
-		addrs_usable(m->naddrs, m->addrs);
+		addrs_of_usable(m->naddrs ? m->addrs[0].family : AF_INET,
+		    m->naddrs, m->addrs);
 		break;
 	}
 	case MSG_CLOUD_DETACH: {

@@ -220,6 +220,7 @@ handle_line(const char *line)
 		u.ce.nsgs = jstrs(o, "sgs", u.ce.sgs, MSG_MAX_SGS);
 		u.ce.nsecondary = (uint32_t)jint(o, "secondary", 0);
 		u.ce.nprefixes = (uint32_t)jint(o, "prefixes", 0);
+		u.ce.nipv6 = (uint32_t)jint(o, "ipv6", 0);
 		msg_strlcpy(u.ce.client_token, jstr(o, "token", ""),
 		    sizeof(u.ce.client_token));
 		msg_strlcpy(u.ce.description, jstr(o, "description", ""),
@@ -249,6 +250,7 @@ handle_line(const char *line)
 		u.ip.deadline_ms = deadline;
 		msg_strlcpy(u.ip.eni_id, jstr(o, "eni", ""),
 		    sizeof(u.ip.eni_id));
+		u.ip.family = jint(o, "family", 4) == 6 ? AF_INET6 : AF_INET;
 		u.ip.count = (uint32_t)jint(o, "count", 0);
 		u.ip.naddrs = jaddrs(o, "addrs", u.ip.addrs,
 		    MSG_MAX_ENI_ADDRS);
@@ -261,6 +263,7 @@ handle_line(const char *line)
 		u.px.deadline_ms = deadline;
 		msg_strlcpy(u.px.eni_id, jstr(o, "eni", ""),
 		    sizeof(u.px.eni_id));
+		u.px.family = jint(o, "family", 4) == 6 ? AF_INET6 : AF_INET;
 		u.px.count = (uint32_t)jint(o, "count", 0);
 		u.px.nprefixes = jaddrs(o, "prefixes", u.px.prefixes,
 		    MSG_MAX_ENI_PREFIXES);
@@ -377,8 +380,7 @@ prefixes_json(const struct ip_addr *prefixes, uint32_t n)
 
 	for (i = 0; i < n; i++) {
 		memset(&p, 0, sizeof(p));
-		p.addr = prefixes[i];
-		p.len = MSG_PREFIX_LEN;
+		p = msg_prefix_of(&prefixes[i]);
 		ip_prefix_format(&p, buf);
 		json_object_array_add(a, json_object_new_string(buf));
 	}
@@ -415,6 +417,22 @@ eni_json(const struct msg_cloud_eni *m)
 	    m->nprefixes));
 	json_object_object_add(o, "bad_prefixes",
 	    json_object_new_int64(m->nbad_prefixes));
+	json_object_object_add(o, "ipv6_native",
+	    json_object_new_boolean(m->ipv6_native));
+	a = json_object_new_array();
+	for (i = 0; i < m->naddrs6; i++) {
+		char buf[IP_ADDR_STR_LEN];
+
+		ip_addr_format(&m->addrs6[i], buf);
+		json_object_array_add(a, json_object_new_string(buf));
+	}
+	json_object_object_add(o, "addrs6", a);
+	json_object_object_add(o, "bad_addrs6",
+	    json_object_new_int64(m->nbad_addrs6));
+	json_object_object_add(o, "prefixes6", prefixes_json(m->prefixes6,
+	    m->nprefixes6));
+	json_object_object_add(o, "bad_prefixes6",
+	    json_object_new_int64(m->nbad_prefixes6));
 	t = json_object_new_object();
 	for (i = 0; i < m->ntags; i++)
 		add_str(t, m->tags[i].key, m->tags[i].value);
@@ -445,6 +463,17 @@ handle_answer(const struct msg *m)
 		add_str(e, "cidr", buf);
 		json_object_object_add(e, "available",
 		    json_object_new_int64(s->available));
+		/* IPv6: "" when none (family 0 prints "invalid") */
+		if (s->cidr.addr.family == 0)
+			add_str(e, "cidr", "");
+		if (s->cidr6.addr.family != 0)
+			ip_prefix_format(&s->cidr6, buf);
+		else
+			buf[0] = '\0';
+		add_str(e, "cidr6", buf);
+		add_str(e, "ipv6_state", cloud_ipv6_state_name(s->ipv6_state));
+		json_object_object_add(e, "ipv6_native",
+		    json_object_new_boolean(s->ipv6_native));
 		if (p->entries == NULL)
 			p->entries = json_object_new_array();
 		json_object_array_add(p->entries, e);
@@ -505,6 +534,21 @@ handle_answer(const struct msg *m)
 		    json_object_new_boolean(in->bare_metal));
 		json_object_object_add(o, "prefixes_ok",
 		    json_object_new_boolean(in->prefixes_ok));
+		if (in->primary_ip6.family != 0)
+			add_ip(o, "primary_ip6", &in->primary_ip6);
+		else
+			add_str(o, "primary_ip6", "");
+		{
+			char buf[IP_PREFIX_STR_LEN] = "";
+
+			if (in->subnet_cidr6.addr.family != 0)
+				ip_prefix_format(&in->subnet_cidr6, buf);
+			add_str(o, "subnet_cidr6", buf);
+		}
+		json_object_object_add(o, "ipv6_supported",
+		    json_object_new_boolean(in->ipv6_supported));
+		json_object_object_add(o, "ipv6_per_eni",
+		    json_object_new_int64(in->ipv6_per_eni));
 		break;
 	}
 	case MSG_CLOUD_ENI: {

@@ -10,7 +10,9 @@ import json
 import os
 import pathlib
 import pwd
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -370,6 +372,186 @@ def proc_status(pid):
 
 VPCSIM = os.path.join(SRCDIR, "tests", "vpcsim", "vpcsim")
 
+# A fresh vpcsim spends about 0.15 s of CPU importing its modules before
+# it does anything, and a run of the integration tests starts a few
+# hundred on two busy cores.  So each test process starts one fork server
+# (vpcsim --fork-server, tests/vpcsim/simlib/forkserver.py) the first
+# time it needs a sim, and each sim is a fork of it that runs as a fresh
+# `python3 vpcsim ARGS` would: same arguments, cwd, environment, process
+# group (or a session of its own), log, signals.  ENID_SIM_FORK_SERVER=0
+# starts each sim with Popen instead, as before.
+#
+# A forked sim is the server's child, not the test process's: what stands
+# for its Popen (ForkedSim) waits for it and signals it through a pidfd,
+# which names that process and never another one that reuses its pid.
+
+
+def _startup_env(env):
+    """The variables a Python interpreter reads as it starts: a sim whose
+    environment differs from the server's in one of them could not be a
+    fork of the server, and is started with Popen."""
+    return {k: v for k, v in env.items()
+            if k.startswith(("PYTHON", "LC_")) or k == "LANG"}
+
+
+class _ForkServer:
+    """This test process's vpcsim --fork-server, on a pair of pipes: one
+    JSON request a line in, one answer a line out."""
+
+    def __init__(self):
+        self.owner = os.getpid()
+        self.env = _startup_env(os.environ)
+        self.lock = threading.Lock()
+        # Its stderr is empty unless it failed; then it is the message.
+        self.errors = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", VPCSIM, "--fork-server"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors)
+
+    def _ask(self, req):
+        """The answer to req; the caller holds the lock."""
+        try:
+            self.proc.stdin.write(json.dumps(req).encode() + b"\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = b""
+        if not line:
+            self.errors.seek(0)
+            raise RuntimeError("the vpcsim fork server is gone (%s): %s" % (
+                self.proc.poll(), self.errors.read().decode(errors="replace")))
+        return json.loads(line)
+
+    def start(self, argv, log, new_session):
+        """A ForkedSim for a new sim: vpcsim argv, its output to log."""
+        with self.lock:
+            answer = self._ask({"argv": argv, "log": str(log),
+                                "cwd": os.getcwd(), "env": dict(os.environ),
+                                "setsid": new_session})
+            if "error" in answer:
+                raise RuntimeError("vpcsim fork server: %s" % answer["error"])
+            # Before the next request: the server reaps no child until
+            # then, so the pid is still this sim's (running, or a zombie).
+            return ForkedSim(self, answer["pid"], argv)
+
+    def returncode(self, pid):
+        """The exit status of a sim that has exited (its pidfd said so)."""
+        for _ in range(100):
+            with self.lock:
+                answer = self._ask({"wait": pid})
+            if "returncode" in answer:
+                return answer["returncode"]
+            # Not reaped yet: the pidfd may tell an exit a moment before
+            # waitpid() does.
+            time.sleep(0.01)
+        raise RuntimeError("vpcsim fork server: %s" % answer["error"])
+
+    def close(self):
+        """At exit: EOF ends the server."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc.stdout.close()
+        self.errors.close()
+
+
+_fork_server = {"server": None, "lock": threading.Lock()}
+
+
+def _the_fork_server():
+    """This process's fork server, started the first time.  A process
+    forked from a test process starts its own: the pipes are not its."""
+    with _fork_server["lock"]:
+        s = _fork_server["server"]
+        if s is None or s.owner != os.getpid() or s.proc.poll() is not None:
+            s = _ForkServer()
+            atexit.register(s.close)
+            _fork_server["server"] = s
+        return s
+
+
+class ForkedSim:
+    """Sim.proc for a sim the fork server started: what the tests use of
+    a Popen (pid, args, returncode, poll, wait, send_signal, terminate,
+    kill), with the same meanings, on a pidfd."""
+
+    def __init__(self, server, pid, args):
+        self.server = server
+        self.pid = pid
+        self.args = args
+        self.returncode = None
+        self.pidfd = os.pidfd_open(pid)
+
+    def _exited(self, timeout):
+        """True once the sim has exited; waits up to timeout seconds (None:
+        for ever)."""
+        p = select.poll()
+        p.register(self.pidfd, select.POLLIN)
+        return bool(p.poll(None if timeout is None else int(timeout * 1000)))
+
+    def _collect(self):
+        try:
+            self.returncode = self.server.returncode(self.pid)
+        except RuntimeError:
+            # The server died, and the sim was reparented: its status is
+            # lost.  It has exited all the same; say so.
+            self.returncode = 255
+        os.close(self.pidfd)
+        self.pidfd = None
+
+    def poll(self):
+        if self.returncode is None and self._exited(0):
+            self._collect()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            if not self._exited(timeout):
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._collect()
+        return self.returncode
+
+    def send_signal(self, sig):
+        # As Popen: a sim already waited for is not signalled.
+        if self.poll() is None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def __del__(self):
+        if getattr(self, "pidfd", None) is not None:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+
+
+def start_vpcsim(argv, log, new_session=False):
+    """tests/vpcsim/vpcsim with arguments argv, its stdout and stderr to
+    the file log (truncated), in the test process's process group (or a
+    session of its own): a Popen, or a ForkedSim standing for one."""
+    if os.environ.get("ENID_SIM_FORK_SERVER", "1") != "0":
+        server = _the_fork_server()
+        if server.env == _startup_env(os.environ):
+            return server.start(list(argv), log, new_session)
+    with open(log, "w") as f:
+        return subprocess.Popen(["/usr/bin/python3", VPCSIM, *argv],
+                                stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=new_session)
+
 
 class Sim:
     """tests/vpcsim running in the foreground; stopped with SIGTERM."""
@@ -378,17 +560,16 @@ class Sim:
         # Namespaces of our own, so a demo or another run can't collide.
         prefix = prefix or "enidit%d" % os.getpid()
         self.dir = workdir / "sim"
-        self.log = open(workdir / "vpcsim.log", "w")
-        self.proc = subprocess.Popen(
-            ["/usr/bin/python3", VPCSIM, "--nodes", str(nodes),
-             "--state", str(self.dir), "--prefix", prefix, *args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        self.logpath = workdir / "vpcsim.log"
+        self.proc = start_vpcsim(
+            ["--nodes", str(nodes), "--state", str(self.dir),
+             "--prefix", prefix, *args], self.logpath)
         path = self.dir / "endpoints.json"
         end = time.monotonic() + 30
         while not path.exists():
             if self.proc.poll() is not None or time.monotonic() > end:
                 self.stop()
-                pytest.fail("vpcsim did not start: see %s" % self.log.name)
+                pytest.fail("vpcsim did not start: see %s" % self.logpath)
             time.sleep(0.05)
         self.ep = json.loads(path.read_text())
 
@@ -408,7 +589,6 @@ class Sim:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        self.log.close()
 
 
 @pytest.fixture(scope="module")

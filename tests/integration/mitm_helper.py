@@ -53,6 +53,7 @@ HDR = struct.Struct("=HHIII")
 
 ID_LEN, ERR_LEN, CODE_LEN, NAME_LEN = 64, 256, 64, 16
 TAG_KEY, TAG_VAL, MAX_TAGS, MAX_ADDRS = 128, 256, 8, 64
+MAX_ADDRS6, MAX_PREFIXES6 = 64, 16     # common/maxima.h
 
 
 class IpAddr(ctypes.Structure):
@@ -93,7 +94,14 @@ class CloudEni(ctypes.Structure):
                 ("nprefixes", ctypes.c_uint32),
                 ("prefixes", IpAddr * MAX_ADDRS),
                 ("nbad_prefixes", ctypes.c_uint32),
-                ("ntags", ctypes.c_uint32), ("tags", Tag * MAX_TAGS)]
+                ("ntags", ctypes.c_uint32), ("tags", Tag * MAX_TAGS),
+                ("ipv6_native", ctypes.c_uint8), ("pad2", ctypes.c_uint8 * 3),
+                ("naddrs6", ctypes.c_uint32),
+                ("addrs6", IpAddr * MAX_ADDRS6),
+                ("nbad_addrs6", ctypes.c_uint32),
+                ("nprefixes6", ctypes.c_uint32),
+                ("prefixes6", IpAddr * MAX_PREFIXES6),
+                ("nbad_prefixes6", ctypes.c_uint32)]
 
 
 class CloudAssigned(ctypes.Structure):
@@ -104,7 +112,8 @@ class CloudAssigned(ctypes.Structure):
 class CloudPrefixes(ctypes.Structure):
     _fields_ = [("deadline_ms", ctypes.c_uint32),
                 ("eni_id", ctypes.c_char * ID_LEN),
-                ("count", ctypes.c_uint32), ("nprefixes", ctypes.c_uint32),
+                ("family", ctypes.c_uint32), ("count", ctypes.c_uint32),
+                ("nprefixes", ctypes.c_uint32),
                 ("prefixes", IpAddr * MAX_ADDRS)]
 
 
@@ -157,7 +166,8 @@ class PodRule(ctypes.Structure):
 class CloudIps(ctypes.Structure):
     _fields_ = [("deadline_ms", ctypes.c_uint32),
                 ("eni_id", ctypes.c_char * ID_LEN),
-                ("count", ctypes.c_uint32), ("naddrs", ctypes.c_uint32),
+                ("family", ctypes.c_uint32), ("count", ctypes.c_uint32),
+                ("naddrs", ctypes.c_uint32),
                 ("addrs", IpAddr * MAX_ADDRS)]
 
 

@@ -18,11 +18,10 @@ import urllib.request
 
 import pytest
 
-SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 from conftest import BUILDDIR as BUILD  # ENID_BUILDDIR, else build/
+from conftest import start_vpcsim
 CLOUDD = os.path.join(BUILD, "cloudd", "enid-cloudd")
 DRIVE = os.path.join(BUILD, "tests", "integration", "cloudd_drive")
-VPCSIM = os.path.join(SRC, "tests", "vpcsim", "vpcsim")
 # Namespaces of our own, so a demo or another run's sim can't collide.
 PREFIX = "enidcd%d" % os.getpid()
 NETNS = PREFIX + "-node-0"
@@ -38,11 +37,9 @@ def run_sim(prefix, *args):
     """A simulated VPC of two nodes in namespaces named for prefix, for the
     block: its endpoints.json, and "dir" its state directory."""
     d = tempfile.mkdtemp(prefix="cloudd-it-")
-    log = open(os.path.join(d, "vpcsim.log"), "w")
-    proc = subprocess.Popen(["/usr/bin/python3", VPCSIM, "--nodes", "2",
-                             "--state", d, "--rate-scale", "10",
-                             "--prefix", prefix, *args],
-                            stdout=log, stderr=log, start_new_session=True)
+    proc = start_vpcsim(["--nodes", "2", "--state", d, "--rate-scale", "10",
+                         "--prefix", prefix, *args],
+                        os.path.join(d, "vpcsim.log"), new_session=True)
     ep = os.path.join(d, "endpoints.json")
     try:
         for _ in range(300):
@@ -62,7 +59,6 @@ def run_sim(prefix, *args):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -740,6 +736,146 @@ def test_bad_answers(sim):
             assert s["outcome"] == "transient" and s["latency_ms"] >= 2900, s
             assert "deadline" in s["message"] or "no complete answer" in \
                 s["message"], s
+        finally:
+            if d is not None:
+                d.close()
+
+
+# ------------------------------------------------------------------ IPv6
+
+# A stand-in EC2 for the IPv6 calls (issue 35), until the simulated VPC
+# has its IPv6 model: good answers, hostile ones, and an error code
+# cloudd does not know.  GET / says how often each ENI was asked.
+IPV6_SERVER = r"""
+import http.server, json, socketserver, sys, urllib.parse
+NS = b' xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"'
+CALLS = {}
+def addrs(tag, texts):
+    return (b"<" + tag + b">" + b"".join(b"<item>" + t + b"</item>"
+            for t in texts) + b"</" + tag + b">")
+def answer(action, p):
+    eni = p.get("NetworkInterfaceId", [""])[0]
+    CALLS[eni] = CALLS.get(eni, 0) + 1
+    root = action.encode() + b"Response"
+    if eni == "eni-0e0000000000000e":
+        return 503, (b"<Response><Errors><Error><Code>Ipv6Oddity</Code>"
+                     b"<Message>something new</Message></Error></Errors>"
+                     b"<RequestID>r-odd</RequestID></Response>")
+    if action == "AssignIpv6Addresses":
+        if eni == "eni-0b0000000000000b":      # link-local: hostile
+            body = addrs(b"assignedIpv6Addresses", [b"fe80::1"])
+        elif eni == "eni-0c0000000000000c":    # another ENI's answer
+            eni = "eni-0d0000000000000d"
+            body = addrs(b"assignedIpv6Addresses", [b"2600:1f14::5"])
+        elif "Ipv6PrefixCount" in p:
+            body = (b"<assignedIpv6PrefixSet><item><ipv6Prefix>"
+                    b"2600:1f14:0:0:7::/80</ipv6Prefix></item>"
+                    b"</assignedIpv6PrefixSet>")
+        else:
+            n = int(p.get("Ipv6AddressCount", ["0"])[0])
+            body = addrs(b"assignedIpv6Addresses",
+                         [b"2600:1f14::%x" % (i + 5) for i in range(n)])
+    elif action == "UnassignIpv6Addresses":
+        body = addrs(b"unassignedIpv6Addresses",
+                     [a.encode() for k, v in sorted(p.items())
+                      if k.startswith("Ipv6Addresses.") for a in v])
+    elif action == "DescribeSubnets":
+        return 200, (b"<DescribeSubnetsResponse" + NS + b"><requestId>r-s"
+                     b"</requestId><subnetSet><item><subnetId>subnet-4"
+                     b"</subnetId><availabilityZone>us-east-1a"
+                     b"</availabilityZone><cidrBlock>10.0.0.0/20</cidrBlock>"
+                     b"<availableIpAddressCount>9</availableIpAddressCount>"
+                     b"<ipv6CidrBlockAssociationSet><item><ipv6CidrBlock>"
+                     b"2600:1f14:abc:de00::/64</ipv6CidrBlock>"
+                     b"<ipv6CidrBlockState><state>associated</state>"
+                     b"</ipv6CidrBlockState></item>"
+                     b"</ipv6CidrBlockAssociationSet></item>"
+                     b"<item><subnetId>subnet-6</subnetId>"
+                     b"<availabilityZone>us-east-1a</availabilityZone>"
+                     b"<availableIpAddressCount>0</availableIpAddressCount>"
+                     b"<ipv6CidrBlockAssociationSet><item><ipv6CidrBlock>"
+                     b"2600:1f14:abc:de01::/64</ipv6CidrBlock>"
+                     b"<ipv6CidrBlockState><state>failing</state>"
+                     b"</ipv6CidrBlockState></item>"
+                     b"</ipv6CidrBlockAssociationSet><ipv6Native>true"
+                     b"</ipv6Native></item></subnetSet>"
+                     b"</DescribeSubnetsResponse>")
+    else:
+        return 404, b""
+    return 200, (b"<" + root + NS + b"><requestId>r-6</requestId>"
+                 b"<networkInterfaceId>" + eni.encode() +
+                 b"</networkInterfaceId>" + body + b"</" + root + b">")
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def reply(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.reply(200, json.dumps(CALLS).encode())
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        p = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        self.reply(*answer(p.get("Action", ["?"])[0], p))
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_ipv6_canned(sim):
+    """IPv6 asked for and answered, end to end through cloudd: addresses
+    and a /80 by count, an unassign by list, a subnet's /64 and an
+    IPv6-only subnet; a hostile answer (a link-local address, another
+    ENI's answer) is refused whole; an unknown error code of an IPv6
+    call is fatal and not retried, whatever its HTTP status."""
+    port = 18783
+    conf = write_conf(sim, "ipv6.conf", ec2_endpoint="http://127.0.0.1:%d/"
+                      % port, region="us-east-1", timeout_ms=2000,
+                      access_key_id="AKIDEXAMPLE", secret_access_key="secret")
+    d = None
+    with node_server(sim, "ipv6_server.py", IPV6_SERVER, port):
+        try:
+            d = Drive(conf, os.path.join(sim["dir"], "ipv6.log"))
+            eni = "eni-0a0000000000000a"
+            a = d.ok("assign-ips", eni=eni, family=6, count=2)
+            assert a["addrs"] == ["2600:1f14::5", "2600:1f14::6"], a
+            a = d.ok("assign-prefixes", eni=eni, family=6, count=1)
+            assert a["prefixes"] == ["2600:1f14:0:0:7::/80"], a
+            d.ok("unassign-ips", eni=eni, family=6, addrs=["2600:1f14::5"])
+            a = d.ok("describe-subnets", ids=["subnet-4", "subnet-6"])
+            s4, s6 = a["entries"]
+            assert (s4["cidr"], s4["cidr6"], s4["ipv6_state"],
+                    s4["ipv6_native"]) == ("10.0.0.0/20",
+                                           "2600:1f14:abc:de00::/64",
+                                           "associated", False), s4
+            assert (s6["cidr"], s6["cidr6"], s6["ipv6_state"],
+                    s6["ipv6_native"]) == ("", "", "failing", True), s6
+
+            a = d.call("assign-ips", eni="eni-0b0000000000000b", family=6,
+                       count=1)
+            assert a["outcome"] == "fatal" and "link-local" in \
+                a["message"] and a["addrs"] == [], a
+            a = d.call("assign-ips", eni="eni-0c0000000000000c", family=6,
+                       count=1)
+            assert a["outcome"] == "fatal" and "another ENI" in \
+                a["message"], a
+            a = d.call("assign-ips", eni="eni-0e0000000000000e", family=6,
+                       count=1)
+            assert (a["outcome"], a["code"]) == ("fatal", "Ipv6Oddity"), a
+            assert "code enid does not know" in d.stderr()
+            calls = json.loads(subprocess.check_output(
+                ["ip", "netns", "exec", NETNS, "/usr/bin/python3", "-c",
+                 "import urllib.request as u; print(u.build_opener("
+                 "u.ProxyHandler({})).open('http://127.0.0.1:%d/')"
+                 ".read().decode())" % port]))
+            assert calls["eni-0e0000000000000e"] == 1, calls
+            # the IPv4 request is what it always was
+            a = d.call("assign-ips", eni=eni, count=1)
+            assert a["outcome"] == "fatal" and a["http_status"] == 404, a
         finally:
             if d is not None:
                 d.close()

@@ -629,7 +629,8 @@ test_ip_addr_order_and_edges(void **state)
 static void
 test_ip_addr_classes(void **state)
 {
-	enum { UNSPEC = 1, LOOP = 2, LL = 4, MCAST = 8, RSVD = 16 };
+	enum { UNSPEC = 1, LOOP = 2, LL = 4, MCAST = 8, RSVD = 16,
+	    V4E = 32 };
 	static const struct {
 		const char *text;
 		unsigned int kinds;
@@ -651,6 +652,13 @@ test_ip_addr_classes(void **state)
 		{ "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", LL },
 		{ "fec0::", 0 }, { "ff00::", MCAST }, { "ff02::1", MCAST },
 		{ "feff::", 0 },
+		/* NAT64's prefixes lie in ::/8 too */
+		{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", RSVD },
+		{ "64:ff9b::", RSVD | V4E }, { "64:ff9b::a00:1", RSVD | V4E },
+		{ "64:ff9b::ffff:ffff", RSVD | V4E },
+		{ "64:ff9b:0:0:1::", RSVD },
+		{ "64:ff9b:1::", RSVD | V4E }, { "64:ff9b:1:ffff::1", RSVD | V4E },
+		{ "64:ff9b:2::", RSVD }, { "2001:db8::1", 0 },
 	};
 	struct ip_addr a;
 	size_t i;
@@ -664,16 +672,26 @@ test_ip_addr_classes(void **state)
 		    (ip_addr_is_loopback(&a) ? LOOP : 0) |
 		    (ip_addr_is_link_local(&a) ? LL : 0) |
 		    (ip_addr_is_multicast(&a) ? MCAST : 0) |
-		    (ip_addr_is_reserved(&a) ? RSVD : 0);
+		    (ip_addr_is_reserved(&a) ? RSVD : 0) |
+		    (ip_addr_is_ipv4_embedded(&a) ? V4E : 0);
 		if (got != k)
 			fail_msg("%s: kinds 0x%x, want 0x%x", cases[i].text,
 			    got, k);
+		assert_int_equal(ip_addr_is_special(&a), k != 0);
 	}
+	/* IPv4-mapped bytes, which no canonical value holds */
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	a.bytes[10] = a.bytes[11] = 0xff;
+	a.bytes[12] = 10;
+	assert_true(ip_addr_is_ipv4_embedded(&a));
+	assert_true(ip_addr_is_special(&a));
 	/* an address never set is none of them */
 	memset(&a, 0, sizeof(a));
 	assert_false(ip_addr_is_unspecified(&a) || ip_addr_is_loopback(&a) ||
 	    ip_addr_is_link_local(&a) || ip_addr_is_multicast(&a) ||
-	    ip_addr_is_reserved(&a));
+	    ip_addr_is_reserved(&a) || ip_addr_is_ipv4_embedded(&a) ||
+	    ip_addr_is_special(&a));
 }
 
 static void

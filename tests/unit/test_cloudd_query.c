@@ -108,6 +108,7 @@ test_other_bodies(void **state)
 	ec2_form_free(&f);
 
 	memset(&ip, 0, sizeof(ip));
+	ip.family = AF_INET;
 	strcpy(ip.eni_id, "eni-1");
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
 	ip.count = 2;
@@ -176,6 +177,7 @@ test_prefix_bodies(void **state)
 	ec2_form_free(&f);
 
 	memset(&px, 0, sizeof(px));
+	px.family = AF_INET;
 	strcpy(px.eni_id, "eni-1");
 	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
 	    -1);	/* neither a count nor a list */
@@ -833,6 +835,7 @@ test_request_edges(void **state)
 	/* assign by count: 1..MSG_MAX_ENI_ADDRS; addresses: not 0, not
 	 * the broadcast */
 	memset(&ip, 0, sizeof(ip));
+	ip.family = AF_INET;
 	strcpy(ip.eni_id, "eni-1");
 	ip.count = MSG_MAX_ENI_ADDRS;
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
@@ -875,6 +878,274 @@ test_classify_edges(void **state)
 	    &r), CO_NOT_FOUND);
 }
 
+/* ---- IPv6 (issue 35) ---- */
+
+static struct ip_addr
+A6(const char *text)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(text, &a, NULL), 0);
+	return a;
+}
+
+/* AssignIpv6Addresses and UnassignIpv6Addresses: their wire names, by
+ * count or by list; never for a request of family AF_INET, whose body
+ * is what it always was; a family of 0, or an address of the other
+ * family, refused before anything is sent. */
+static void
+test_ipv6_bodies(void **state)
+{
+	struct msg_cloud_ips ip;
+	struct msg_cloud_prefixes px;
+	struct ec2_form f;
+	char err[256];
+
+	(void)state;
+	memset(&ip, 0, sizeof(ip));
+	strcpy(ip.eni_id, "eni-1");
+	ip.count = 2;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "assign-ips: address family 0 is neither "
+	    "IPv4 nor IPv6");
+	ip.family = AF_INET;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=AssignPrivateIpAddresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&"
+	    "SecondaryPrivateIpAddressCount=2");
+	assert_false(f.ipv6);
+	ec2_form_free(&f);
+	ip.family = AF_INET6;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=AssignIpv6Addresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv6AddressCount=2");
+	assert_true(f.ipv6);
+	assert_false(f.prefixes);
+	ec2_form_free(&f);
+	ip.count = 0;
+	ip.naddrs = 2;
+	ip.addrs[0] = A6("2600:1f14::5");
+	ip.addrs[1] = A6("2600:1f14::6");
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=AssignIpv6Addresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv6Addresses.1=2600%3A1f14%3A"
+	    "%3A5&Ipv6Addresses.2=2600%3A1f14%3A%3A6");
+	ec2_form_free(&f);
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=UnassignIpv6Addresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv6Addresses.1=2600%3A1f14%3A"
+	    "%3A5&Ipv6Addresses.2=2600%3A1f14%3A%3A6");
+	ec2_form_free(&f);
+	/* an IPv6 address in an IPv4 request, and the other way round */
+	ip.family = AF_INET;
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	ip.family = AF_INET6;
+	ip.addrs[1] = IN4(0x0a000009);
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "unassign-ipv6: entry 2 is not a usable IPv6 "
+	    "address");
+	ip.addrs[1] = A6("fe80::6");
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	ip.addrs[1] = ip.addrs[0];
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "unassign-ipv6: 2600:1f14::5 is listed "
+	    "twice");
+	ip.naddrs = 1;
+	ip.count = 1;
+	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "assign-ipv6: both a count and addresses");
+
+	/* /80 prefixes */
+	memset(&px, 0, sizeof(px));
+	strcpy(px.eni_id, "eni-1");
+	px.count = 1;
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    -1);
+	px.family = AF_INET;
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    0);
+	assert_null(strstr(f.buf, "Ipv6"));
+	ec2_form_free(&f);
+	px.family = AF_INET6;
+	assert_int_equal(ec2_req_prefixes(&f, true, &px, err, sizeof(err)),
+	    0);
+	assert_string_equal(f.buf, "Action=AssignIpv6Addresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv6PrefixCount=1");
+	assert_true(f.ipv6 && f.prefixes);
+	ec2_form_free(&f);
+	px.count = 0;
+	px.nprefixes = 1;
+	px.prefixes[0] = A6("2600:1f14:0:0:7::");
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    0);
+	assert_string_equal(f.buf, "Action=UnassignIpv6Addresses&Version="
+	    "2016-11-15&NetworkInterfaceId=eni-1&Ipv6Prefix.1=2600%3A1f14%3A"
+	    "0%3A0%3A7%3A%3A%2F80");
+	ec2_form_free(&f);
+	px.prefixes[0] = A6("2600:1f14::7:0:0:1");	/* not aligned */
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    -1);
+	assert_string_equal(err, "unassign-ipv6-prefixes: entry 1 is not a "
+	    "usable IPv6 /80");
+	px.prefixes[0] = A6("fd00:ec2::");		/* EC2's services */
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    -1);
+	px.prefixes[0] = IN4(0x0a000410);
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    -1);
+	px.family = AF_INET;
+	assert_int_equal(ec2_req_prefixes(&f, false, &px, err, sizeof(err)),
+	    0);
+	assert_null(strstr(f.buf, "Ipv6"));
+	ec2_form_free(&f);
+}
+
+/* Create with one IPv6 address; without, the very body of before; never
+ * with prefixes. */
+static void
+test_create_eni_ipv6(void **state)
+{
+	struct msg_cloud_create_eni m;
+	struct ec2_form f;
+	char err[256];
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	strcpy(m.subnet_id, "subnet-1");
+	m.nsgs = 1;
+	strcpy(m.sgs[0], "sg-1");
+	strcpy(m.client_token, "t");
+	m.nsecondary = 3;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=CreateNetworkInterface&Version="
+	    "2016-11-15&SubnetId=subnet-1&SecurityGroupId.1=sg-1&"
+	    "SecondaryPrivateIpAddressCount=3&ClientToken=t");
+	assert_false(f.ipv6);
+	ec2_form_free(&f);
+	m.nipv6 = 1;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), 0);
+	assert_string_equal(f.buf, "Action=CreateNetworkInterface&Version="
+	    "2016-11-15&SubnetId=subnet-1&SecurityGroupId.1=sg-1&"
+	    "SecondaryPrivateIpAddressCount=3&Ipv6AddressCount=1&"
+	    "ClientToken=t");
+	assert_true(f.ipv6);
+	ec2_form_free(&f);
+	m.nipv6 = 2;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_string_equal(err, "create-eni: 2 IPv6 addresses (0 or 1)");
+	m.nipv6 = 1;
+	m.nsecondary = 0;
+	m.nprefixes = 1;
+	assert_int_equal(ec2_req_create_eni(&f, &m, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "both prefixes and an IPv6 address"));
+}
+
+/* The rule for IPv6 requests: a code enid does not know is fatal and not
+ * retried, whatever the HTTP status; the messages' wording decides
+ * nothing; known codes keep their classes. */
+static void
+test_classify_ipv6(void **state)
+{
+	enum ec2_retry r;
+	bool known;
+
+	(void)state;
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 400,
+	    "Ipv6AddressLimitExceeded", "too many", &r, &known), CO_FATAL);
+	assert_false(known);
+	assert_int_equal(r, EC2_RETRY_NO);
+	/* the IPv4 rule would take a 5xx for transient */
+	assert_int_equal(ec2_classify(EC2_ASSIGN_IPV6, false, 503, "Odd", "",
+	    &r), CO_TRANSIENT);
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 503, "Odd",
+	    "", &r, &known), CO_FATAL);
+	assert_false(known);
+	assert_int_equal(r, EC2_RETRY_NO);
+	assert_int_equal(ec2_classify_ipv6(EC2_UNASSIGN_IPV6, false, 400,
+	    "Unknown", "address in use", &r, &known), CO_FATAL);
+	assert_false(known);
+	/* known ones as ever */
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 503,
+	    "RequestLimitExceeded", "", &r, &known), CO_THROTTLED);
+	assert_true(known);
+	assert_int_equal(r, EC2_RETRY_ALWAYS);
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 500,
+	    "InternalError", "", &r, &known), CO_TRANSIENT);
+	assert_int_equal(r, EC2_RETRY_IDEMPOTENT);
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, true, 400,
+	    "InsufficientCidrBlocks", "", &r, &known), CO_NO_PREFIX);
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 400,
+	    "PrivateIpAddressLimitExceeded", "", &r, &known),
+	    CO_LIMIT_EXCEEDED);
+	assert_int_equal(ec2_classify_ipv6(EC2_UNASSIGN_IPV6, false, 400,
+	    "InvalidNetworkInterfaceID.NotFound", "", &r, &known),
+	    CO_NOT_FOUND);
+	assert_true(known);
+	/* no guess from a message: known code, fatal */
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 400,
+	    "InvalidParameterValue", "There aren't sufficient free Ipv6 "
+	    "addresses", &r, &known), CO_FATAL);
+	assert_true(known);
+	assert_int_equal(ec2_classify_ipv6(EC2_ASSIGN_IPV6, false, 400,
+	    "AuthFailure", "", &r, &known), CO_FATAL);
+	assert_int_equal(r, EC2_RETRY_REAUTH);
+}
+
+/* IMDS's IPv6 lines: each checked, a bad one left out and named, never
+ * the answer's failure (an IPv4 node must start whatever they say). */
+static void
+test_imds_ipv6(void **state)
+{
+	struct ip_prefix c[4];
+	struct ip_addr a;
+	char bad[160], text[IP_PREFIX_STR_LEN];
+	const char *why;
+	uint32_t n, nbad;
+
+	(void)state;
+	assert_int_equal(imds_cidr6_lines(LIT("2600:1f14:abc:de00::/56\n"
+	    "2600:1f15::/56\r\n\n"), 32, 64, c, 4, &n, &nbad, bad,
+	    sizeof(bad)), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(nbad, 0);
+	ip_prefix_format(&c[1], text);
+	assert_string_equal(text, "2600:1f15::/56");
+	/* a /16, link-local, IPv4, host bits, past max: left out */
+	assert_int_equal(imds_cidr6_lines(LIT("2600::/16\nfe80::/64\n"
+	    "10.0.0.0/16\n2600:1f14::1/56\n2600:1f16::/56\n2600:1f17::/56\n"
+	    "2600:1f18::/56\n"), 32, 64, c, 2, &n, &nbad, bad, sizeof(bad)),
+	    0);
+	assert_int_equal(n, 2);
+	assert_int_equal(nbad, 5);
+	assert_string_equal(bad, "\"2600::/16\": a prefix of another length");
+	/* none, and not text */
+	assert_int_equal(imds_cidr6_lines(NULL, 0, 64, 64, c, 1, &n, &nbad,
+	    bad, sizeof(bad)), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(imds_cidr6_lines(LIT("2600:1f14::/64\0x\n"), 64, 64,
+	    c, 1, &n, &nbad, bad, sizeof(bad)), -1);
+	assert_int_equal(n, 0);
+
+	assert_int_equal(imds_ip6_first(LIT("2600:1f14::10\n2600:1f14::11\n"),
+	    &a, bad, sizeof(bad), &why), 0);
+	assert_true(ip_addr_eq(&a, &(struct ip_addr){ 0 }) == false);
+	ip_addr_format(&a, text);
+	assert_string_equal(text, "2600:1f14::10");
+	assert_int_equal(imds_ip6_first(LIT("fe80::10\n"), &a, bad,
+	    sizeof(bad), &why), -1);
+	assert_string_equal(bad, "fe80::10");
+	assert_string_equal(why, "link-local");
+	assert_int_equal(a.family, 0);
+	assert_int_equal(imds_ip6_first(LIT("\n"), &a, bad, sizeof(bad),
+	    &why), -1);
+	assert_null(why);
+	assert_int_equal(imds_ip6_first(LIT("::ffff:a00:1"), &a, bad,
+	    sizeof(bad), &why), -1);
+	assert_int_equal(imds_ip6_first(LIT("2600:1f14::10\x1b[2J"), &a, bad,
+	    sizeof(bad), &why), -1);
+	assert_string_equal(bad, "2600:1f14::10?[2J");
+}
+
 int
 main(void)
 {
@@ -896,6 +1167,10 @@ main(void)
 		cmocka_unit_test(test_check_edges),
 		cmocka_unit_test(test_request_edges),
 		cmocka_unit_test(test_classify_edges),
+		cmocka_unit_test(test_ipv6_bodies),
+		cmocka_unit_test(test_create_eni_ipv6),
+		cmocka_unit_test(test_classify_ipv6),
+		cmocka_unit_test(test_imds_ipv6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
  * DOCTYPE, too deep, too many entries, fields too long).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -1323,6 +1324,407 @@ test_structure_caps(void **state)
 	free(doc);
 }
 
+/* ---- IPv6 (issue 35) ---- */
+
+/* An ENI listing: eni_item with xml in place of its empty
+ * ipv6AddressesSet (and with its privateIpAddress fields dropped when
+ * v6only), parsed into a (freed by the caller). */
+static int
+eni6_doc(const char *xml, bool v6only, struct ec2_answer *a, char *err)
+{
+	const char *cut = strstr(eni_item, "<ipv6AddressesSet/>");
+	size_t len = sizeof(eni_item) + strlen(xml) + 512;
+	char *doc = malloc(len), *p;
+	int rc;
+
+	assert_non_null(doc);
+	assert_non_null(cut);
+	snprintf(doc, len, "<DescribeNetworkInterfacesResponse" NS
+	    "><networkInterfaceSet>%.*s%s</item></networkInterfaceSet>"
+	    "</DescribeNetworkInterfacesResponse>", (int)(cut - eni_item),
+	    eni_item, xml);
+	if (v6only) {
+		/* no IPv4 at all: rename the IPv4 elements out of the way */
+		while ((p = strstr(doc, "privateIp")) != NULL)
+			memcpy(p, "unrelated", 9);
+	}
+	rc = parse(EC2_DESCRIBE_ENIS, doc, a, err);
+	free(doc);
+	return rc;
+}
+
+/* Each IPv6 field of an ENI, the primary first; each refusal left out,
+ * counted and named, never the ENI's failure. */
+static void
+test_eni_ipv6(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	struct ec2_left_out lo;
+	char err[256], text[IP_ADDR_STR_LEN];
+
+	(void)state;
+	assert_int_equal(eni6_doc("<ipv6AddressesSet>"
+	    "<item><ipv6Address>2600:1f14:abc:de00:1::5</ipv6Address>"
+	    "<isPrimaryIpv6>false</isPrimaryIpv6></item>"
+	    "<item><ipv6Address>2600:1f14:abc:de00:1::4</ipv6Address>"
+	    "<isPrimaryIpv6>true</isPrimaryIpv6></item>"
+	    "<item><ipv6Address>2600:1f14:abc:de00:1::6</ipv6Address></item>"
+	    "</ipv6AddressesSet><ipv6PrefixSet>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00:7::/80</ipv6Prefix></item>"
+	    "</ipv6PrefixSet><ipv6Native>false</ipv6Native>", false, &a,
+	    err), 0);
+	assert_int_equal(a.list.enis[0].naddrs6, 3);
+	assert_true(a.list.enis[0].addr6_primary[1]);
+	assert_int_equal(ec2_eni_to_msg_noting(&a.list.enis[0], &m, err,
+	    sizeof(err), &lo), 0);
+	assert_int_equal(m.ipv6_native, 0);
+	assert_int_equal(m.naddrs6, 3);
+	ip_addr_format(&m.addrs6[0], text);
+	assert_string_equal(text, "2600:1f14:abc:de00:1::4");	/* primary */
+	ip_addr_format(&m.addrs6[1], text);
+	assert_string_equal(text, "2600:1f14:abc:de00:1::5");
+	ip_addr_format(&m.addrs6[2], text);
+	assert_string_equal(text, "2600:1f14:abc:de00:1::6");
+	assert_int_equal(m.nprefixes6, 1);
+	ip_addr_format(&m.prefixes6[0], text);
+	assert_string_equal(text, "2600:1f14:abc:de00:7::");
+	assert_int_equal(m.nbad_addrs6 + m.nbad_prefixes6, 0);
+	assert_int_equal(m.naddrs, 2);		/* IPv4 as before */
+	ec2_answer_free(&a);
+
+	/* the refusals: link-local, IPv4-mapped, loopback, multicast, EC2's
+	 * DNS, not RFC 5952, named twice, IPv4; a /64, an unaligned /80, a
+	 * /80 of multicast, one over an address, one named twice */
+	assert_int_equal(eni6_doc("<ipv6AddressesSet>"
+	    "<item><ipv6Address>fe80::1</ipv6Address></item>"
+	    "<item><ipv6Address>2600:1f14:abc:de00:1::5</ipv6Address></item>"
+	    "<item><ipv6Address>::ffff:a00:5</ipv6Address></item>"
+	    "<item><ipv6Address>::1</ipv6Address></item>"
+	    "<item><ipv6Address>ff02::1</ipv6Address></item>"
+	    "<item><ipv6Address>fd00:ec2::253</ipv6Address></item>"
+	    "<item><ipv6Address>2600:1F14:abc:de00:1::9</ipv6Address></item>"
+	    "<item><ipv6Address>2600:1f14:abc:de00:1::5</ipv6Address></item>"
+	    "<item><ipv6Address>10.0.0.9</ipv6Address></item>"
+	    "<item><ipv6Address>64:ff9b::a00:9</ipv6Address></item>"
+	    "<item/>"
+	    "</ipv6AddressesSet><ipv6PrefixSet>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00::/64</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00:7::1/80</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00:7::/80</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>ff00::/80</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00:1::/80</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>2600:1f14:abc:de00:7::/80</ipv6Prefix></item>"
+	    "<item><ipv6Prefix>fd00:ec2::/80</ipv6Prefix></item>"
+	    "</ipv6PrefixSet>", false, &a, err), 0);
+	assert_int_equal(ec2_eni_to_msg_noting(&a.list.enis[0], &m, err,
+	    sizeof(err), &lo), 0);
+	assert_int_equal(m.naddrs6, 1);
+	assert_int_equal(m.nbad_addrs6, 10);
+	assert_string_equal(lo.addr6, "fe80::1");
+	assert_string_equal(lo.addr6_why, "link-local");
+	assert_int_equal(m.nprefixes6, 1);
+	assert_int_equal(m.nbad_prefixes6, 6);
+	assert_string_equal(lo.prefix6, "2600:1f14:abc:de00::/64");
+	assert_string_equal(lo.prefix6_why, "a prefix of another length");
+	assert_int_equal(m.naddrs, 2);		/* the ENI still goes on */
+	ec2_answer_free(&a);
+	/* each refusal's reason, the same checks one at a time */
+	{
+		static const struct {
+			const char *text, *why;
+		} bad[] = {
+			{ "fe80::1", "link-local" },
+			{ "::1", "loopback" },
+			{ "ff02::1", "multicast" },
+			{ "::", "unspecified" },
+			{ "::a00:1", "reserved (::/8, IPv4-compatible among "
+			    "them)" },
+			{ "64:ff9b::a00:1", "an IPv4-mapped or NAT64 address" },
+			{ "fd00:ec2::254", "one of EC2's service addresses" },
+			{ "fd00:ec2::123", "one of EC2's service addresses" },
+			{ "10.0.0.1", "not IPv6" },
+		};
+		struct ip_addr out;
+		const char *why;
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			why = NULL;
+			assert_int_equal(ec2_ip6_parse(bad[i].text, &out,
+			    &why), -1);
+			assert_string_equal(why, bad[i].why);
+			assert_int_equal(out.family, 0);
+		}
+		assert_int_equal(ec2_ip6_parse("::ffff:a00:1", &out, &why), -1);
+		assert_non_null(strstr(why, "IPv4-mapped"));
+		assert_int_equal(ec2_ip6_parse("fd00:ec2::255", &out, NULL), 0);
+		assert_int_equal(ec2_prefix6_parse("2600:1f14::/80", &out,
+		    &why), 0);
+		assert_int_equal(ec2_prefix6_parse("2600:1f14::/81", &out,
+		    &why), -1);
+		assert_string_equal(why, "a prefix of another length");
+		assert_int_equal(ec2_prefix6_parse("2600:1f14::1:0:0/80",
+		    &out, &why), -1);
+		assert_string_equal(why, "not aligned (host bits set)");
+		assert_int_equal(ec2_prefix6_parse("fd00:ec2::/80", &out,
+		    &why), -1);
+		assert_string_equal(why, "holds one of EC2's service "
+		    "addresses");
+		assert_int_equal(ec2_prefix6_parse("10.0.4.16/28", &out,
+		    &why), -1);
+		assert_string_equal(why, "not IPv6");
+	}
+}
+
+/* ipv6Native: no IPv4 address at all (0.0.0.0 for the primary); one
+ * that has IPv4 addresses anyway, or says neither true nor false, is
+ * refused whole. */
+static void
+test_eni_ipv6_native(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(eni6_doc("<ipv6AddressesSet><item><ipv6Address>"
+	    "2600:1f14:abc:de00:1::5</ipv6Address><isPrimaryIpv6>true"
+	    "</isPrimaryIpv6></item></ipv6AddressesSet>"
+	    "<ipv6Native>true</ipv6Native>", true, &a, err), 0);
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+	    sizeof(err), NULL, 0), 0);
+	assert_int_equal(m.ipv6_native, 1);
+	assert_true(ip_addr_is_unspecified(&m.primary_ip));
+	assert_int_equal(m.primary_ip.family, AF_INET);
+	assert_int_equal(m.naddrs, 0);
+	assert_int_equal(m.naddrs6, 1);
+	ec2_answer_free(&a);
+	assert_int_equal(eni6_doc("<ipv6Native>true</ipv6Native>", false, &a,
+	    err), 0);
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+	    sizeof(err), NULL, 0), -1);
+	assert_non_null(strstr(err, "IPv6-only (ipv6Native), yet with IPv4"));
+	ec2_answer_free(&a);
+	assert_int_equal(eni6_doc("<ipv6Native>yes</ipv6Native>", false, &a,
+	    err), 0);
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+	    sizeof(err), NULL, 0), -1);
+	ec2_answer_free(&a);
+	/* without ipv6Native, no IPv4 address is no ENI */
+	assert_int_equal(eni6_doc("", true, &a, err), 0);
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+	    sizeof(err), NULL, 0), -1);
+	ec2_answer_free(&a);
+}
+
+/* Past the caps: counted, never written past; past MSG_MAX_LEFT_OUT
+ * the answer is refused. */
+static void
+test_eni_ipv6_caps(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_eni m;
+	char err[256], *xml, *p;
+	size_t i, n = MSG_MAX_LEFT_OUT + 8;
+
+	(void)state;
+	xml = malloc(n * 80 + 64);
+	assert_non_null(xml);
+	p = xml + sprintf(xml, "<ipv6AddressesSet>");
+	for (i = 0; i < MSG_MAX_ENI_ADDRS6 + 6; i++)
+		p += sprintf(p, "<item><ipv6Address>2600:1f14::%zx"
+		    "</ipv6Address></item>", i + 1);
+	p += sprintf(p, "</ipv6AddressesSet><ipv6PrefixSet>");
+	for (i = 0; i < MSG_MAX_ENI_PREFIXES6 + 3; i++)
+		p += sprintf(p, "<item><ipv6Prefix>2600:1f15:0:%zx::/80"
+		    "</ipv6Prefix></item>", i + 1);
+	sprintf(p, "</ipv6PrefixSet>");
+	assert_int_equal(eni6_doc(xml, false, &a, err), 0);
+	assert_int_equal(a.list.enis[0].naddrs6, MSG_MAX_ENI_ADDRS6);
+	assert_int_equal(a.list.enis[0].addrs6_dropped, 6);
+	assert_int_equal(ec2_eni_to_msg(&a.list.enis[0], &m, err,
+	    sizeof(err), NULL, 0), 0);
+	assert_int_equal(m.naddrs6, MSG_MAX_ENI_ADDRS6);
+	assert_int_equal(m.nbad_addrs6, 6);
+	assert_int_equal(m.nprefixes6, MSG_MAX_ENI_PREFIXES6);
+	assert_int_equal(m.nbad_prefixes6, 3);
+	ec2_answer_free(&a);
+
+	p = xml + sprintf(xml, "<ipv6AddressesSet>");
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "<item/>");
+	sprintf(p, "</ipv6AddressesSet>");
+	assert_int_equal(eni6_doc(xml, false, &a, err), -1);
+	assert_non_null(strstr(err, "too many entries"));
+	free(xml);
+}
+
+/* A subnet's IPv6 block: only an associated /64 is passed on; the state
+ * otherwise; an IPv6-only subnet has no IPv4 CIDR. */
+static void
+test_subnets_ipv6(void **state)
+{
+	struct ec2_answer a;
+	struct msg_cloud_subnet m;
+	char err[256], note[160], text[IP_PREFIX_STR_LEN];
+
+	(void)state;
+	assert_int_equal(parse(EC2_DESCRIBE_SUBNETS,
+	    "<DescribeSubnetsResponse><subnetSet>"
+	    "<item><subnetId>subnet-1</subnetId><cidrBlock>10.0.0.0/20"
+	    "</cidrBlock><ipv6CidrBlockAssociationSet>"
+	    "<item><ipv6CidrBlock>2600:1f14:abc:de01::/64</ipv6CidrBlock>"
+	    "<ipv6CidrBlockState><state>disassociated</state>"
+	    "</ipv6CidrBlockState></item>"
+	    "<item><ipv6CidrBlock>2600:1f14:abc:de00::/64</ipv6CidrBlock>"
+	    "<associationId>x</associationId><ipv6CidrBlockState><state>"
+	    "associated</state></ipv6CidrBlockState></item>"
+	    "</ipv6CidrBlockAssociationSet><ipv6Native>false</ipv6Native>"
+	    "</item>"
+	    "<item><subnetId>subnet-2</subnetId>"
+	    "<ipv6CidrBlockAssociationSet><item><ipv6CidrBlock>"
+	    "2600:1f14:abc:de02::/64</ipv6CidrBlock><ipv6CidrBlockState>"
+	    "<state>associated</state></ipv6CidrBlockState></item>"
+	    "</ipv6CidrBlockAssociationSet><ipv6Native>true</ipv6Native>"
+	    "</item>"
+	    "<item><subnetId>subnet-3</subnetId><cidrBlock>10.0.16.0/20"
+	    "</cidrBlock><ipv6CidrBlockAssociationSet><item><ipv6CidrBlock>"
+	    "2600:1f14:abc:de03::/64</ipv6CidrBlock><ipv6CidrBlockState>"
+	    "<state>associating</state></ipv6CidrBlockState></item>"
+	    "</ipv6CidrBlockAssociationSet></item>"
+	    "<item><subnetId>subnet-4</subnetId><cidrBlock>10.0.32.0/20"
+	    "</cidrBlock><ipv6CidrBlockAssociationSet><item><ipv6CidrBlock>"
+	    "2600:1f14:abc:de00::/56</ipv6CidrBlock><ipv6CidrBlockState>"
+	    "<state>associated</state></ipv6CidrBlockState></item>"
+	    "<item><ipv6CidrBlock>fe80::/64</ipv6CidrBlock>"
+	    "<ipv6CidrBlockState><state>borrowed</state>"
+	    "</ipv6CidrBlockState></item>"
+	    "</ipv6CidrBlockAssociationSet></item>"
+	    "<item><subnetId>subnet-5</subnetId><cidrBlock>10.0.48.0/20"
+	    "</cidrBlock><ipv6Native>true</ipv6Native></item>"
+	    "</subnetSet></DescribeSubnetsResponse>", &a, err), 0);
+	assert_int_equal(a.nitems, 5);
+	assert_int_equal(a.list.subnets[0].ncidrs6, 2);
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(ec2_subnet6_to_msg(&a.list.subnets[0], &m, err,
+	    sizeof(err), note, sizeof(note)), 0);
+	assert_int_equal(m.ipv6_state, IPV6_ST_ASSOCIATED);
+	ip_prefix_format(&m.cidr6, text);
+	assert_string_equal(text, "2600:1f14:abc:de00::/64");
+	assert_int_equal(m.ipv6_native, 0);
+	assert_string_equal(note, "");
+
+	/* IPv6-only: cidr none (all zero), never 0/0 */
+	memset(&m, 0xff, sizeof(m));
+	assert_int_equal(ec2_subnet6_to_msg(&a.list.subnets[1], &m, err,
+	    sizeof(err), note, sizeof(note)), 0);
+	assert_int_equal(m.ipv6_native, 1);
+	assert_int_equal(m.cidr.addr.family, 0);
+	assert_int_equal(m.cidr.len, 0);
+	assert_int_equal(m.ipv6_state, IPV6_ST_ASSOCIATED);
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(ec2_subnet6_to_msg(&a.list.subnets[2], &m, err,
+	    sizeof(err), note, sizeof(note)), 0);
+	assert_int_equal(m.ipv6_state, IPV6_ST_ASSOCIATING);
+	assert_int_equal(m.cidr6.addr.family, 0);
+
+	/* a /56 said associated, a state nobody knows: no usable block */
+	assert_int_equal(ec2_subnet6_to_msg(&a.list.subnets[3], &m, err,
+	    sizeof(err), note, sizeof(note)), 0);
+	assert_int_equal(m.ipv6_state, IPV6_ST_NONE);
+	assert_int_equal(m.cidr6.addr.family, 0);
+	assert_non_null(strstr(note, "2600:1f14:abc:de00::/56"));
+	assert_non_null(strstr(note, "a prefix of another length"));
+
+	/* IPv6-only, yet with an IPv4 block: the entry contradicts itself */
+	assert_int_equal(ec2_subnet6_to_msg(&a.list.subnets[4], &m, err,
+	    sizeof(err), note, sizeof(note)), -1);
+	assert_non_null(strstr(err, "IPv6-only"));
+	ec2_answer_free(&a);
+
+	assert_int_equal(ec2_ipv6_state("failed"), IPV6_ST_FAILED);
+	assert_int_equal(ec2_ipv6_state("disassociating"),
+	    IPV6_ST_DISASSOCIATING);
+	assert_int_equal(ec2_ipv6_state("none"), IPV6_ST_MAX);
+	assert_int_equal(ec2_ipv6_state(""), IPV6_ST_MAX);
+}
+
+static void
+test_types_ipv6(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+	uint32_t per;
+	uint8_t ok;
+
+	(void)state;
+	assert_int_equal(parse(EC2_DESCRIBE_INSTANCE_TYPES,
+	    "<DescribeInstanceTypesResponse><instanceTypeSet><item>"
+	    "<instanceType>m5.xlarge</instanceType><networkInfo>"
+	    "<ipv6AddressesPerInterface>15</ipv6AddressesPerInterface>"
+	    "<ipv6Supported>true</ipv6Supported></networkInfo></item>"
+	    "<item><instanceType>t1.micro</instanceType><networkInfo>"
+	    "<ipv6Supported>false</ipv6Supported></networkInfo></item>"
+	    "<item><instanceType>x</instanceType><networkInfo>"
+	    "<ipv6Supported>1</ipv6Supported></networkInfo></item>"
+	    "<item><instanceType>y</instanceType><networkInfo>"
+	    "<ipv6AddressesPerInterface>-1</ipv6AddressesPerInterface>"
+	    "</networkInfo></item>"
+	    "</instanceTypeSet></DescribeInstanceTypesResponse>", &a, err), 0);
+	assert_int_equal(ec2_type_ipv6(&a.list.types[0], &ok, &per), 0);
+	assert_int_equal(ok, 1);
+	assert_int_equal(per, 15);
+	assert_int_equal(ec2_type_ipv6(&a.list.types[1], &ok, &per), 0);
+	assert_int_equal(ok, 0);
+	assert_int_equal(per, 0);
+	assert_int_equal(ec2_type_ipv6(&a.list.types[2], &ok, &per), -1);
+	assert_int_equal(ec2_type_ipv6(&a.list.types[3], &ok, &per), -1);
+	ec2_answer_free(&a);
+}
+
+/* AssignIpv6Addresses and UnassignIpv6Addresses answers: the new (or
+ * removed) ones only, as lists of text. */
+static void
+test_assign_ipv6_answers(void **state)
+{
+	struct ec2_answer a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(EC2_ASSIGN_IPV6,
+	    "<AssignIpv6AddressesResponse" NS "><requestId>r</requestId>"
+	    "<networkInterfaceId>eni-1</networkInterfaceId>"
+	    "<assignedIpv6Addresses><item>2600:1f14::5</item>"
+	    "<item>2600:1f14::6</item></assignedIpv6Addresses>"
+	    "<assignedIpv6PrefixSet><item><ipv6Prefix>2600:1f14:0:0:7::/80"
+	    "</ipv6Prefix></item></assignedIpv6PrefixSet>"
+	    "</AssignIpv6AddressesResponse>", &a, err), 0);
+	assert_string_equal(a.eni_id, "eni-1");
+	assert_int_equal(a.naddrs6, 2);
+	assert_string_equal(a.addrs6[1], "2600:1f14::6");
+	assert_int_equal(a.nprefixes6, 1);
+	assert_string_equal(a.prefixes6[0], "2600:1f14:0:0:7::/80");
+	ec2_answer_free(&a);
+	assert_int_equal(parse(EC2_UNASSIGN_IPV6,
+	    "<UnassignIpv6AddressesResponse" NS "><requestId>r</requestId>"
+	    "<networkInterfaceId>eni-1</networkInterfaceId>"
+	    "<unassignedIpv6Addresses><item>2600:1f14::5</item>"
+	    "</unassignedIpv6Addresses><unassignedIpv6PrefixSet/>"
+	    "</UnassignIpv6AddressesResponse>", &a, err), 0);
+	assert_int_equal(a.naddrs6, 1);
+	assert_int_equal(a.nprefixes6, 0);
+	ec2_answer_free(&a);
+	/* the IPv4 action's root is no answer to the IPv6 one */
+	assert_int_equal(parse(EC2_ASSIGN_IPV6,
+	    "<AssignPrivateIpAddressesResponse/>", &a, err), -1);
+	assert_string_equal(ec2_action_name(EC2_ASSIGN_IPV6),
+	    "AssignIpv6Addresses");
+	assert_true(ec2_action_mutating(EC2_UNASSIGN_IPV6));
+}
+
 int
 main(void)
 {
@@ -1342,6 +1744,12 @@ main(void)
 		cmocka_unit_test(test_check_instances_mark),
 		cmocka_unit_test(test_unknown_elements_skipped),
 		cmocka_unit_test(test_tags_over_limit_keep_enid),
+		cmocka_unit_test(test_eni_ipv6),
+		cmocka_unit_test(test_eni_ipv6_native),
+		cmocka_unit_test(test_eni_ipv6_caps),
+		cmocka_unit_test(test_subnets_ipv6),
+		cmocka_unit_test(test_types_ipv6),
+		cmocka_unit_test(test_assign_ipv6_answers),
 		cmocka_unit_test(test_field_caps),
 		cmocka_unit_test(test_text_caps),
 		cmocka_unit_test(test_count_caps),

@@ -103,6 +103,14 @@ base(enum msg_type type, void *payload)
 	case MSG_CLOUD_ENI:
 		((struct msg_cloud_eni *)payload)->primary_ip = none;
 		break;
+	case MSG_CLOUD_ASSIGN_IPS:
+	case MSG_CLOUD_UNASSIGN_IPS:
+		((struct msg_cloud_ips *)payload)->family = AF_INET;
+		break;
+	case MSG_CLOUD_ASSIGN_PREFIXES:
+	case MSG_CLOUD_UNASSIGN_PREFIXES:
+		((struct msg_cloud_prefixes *)payload)->family = AF_INET;
+		break;
 	default:
 		break;
 	}
@@ -396,6 +404,7 @@ struct spoil {
 #define BAD_CIDR(f)	f " is no valid CIDR (unknown family, not " \
 	"canonical, or a length past its family's bits)"
 #define V6(f)		f " is IPv6, which enid does not take yet"
+#define BAD_ADDR6(f)	f " is no valid address, or a special one"
 
 static const struct spoil spoils[] = {
 	SPOIL_U32(MSG_CLOUD_CHECK_INSTANCES, B2C,
@@ -446,7 +455,7 @@ static const struct spoil spoils[] = {
 	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
 	    primary_ip.family, AF_INET6, V6("instance primary address")),
 	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, ncidrs,
-	    1, BAD_CIDR("VPC CIDR")),
+	    1, "VPC CIDR is no valid CIDR"),
 	SPOIL_U8(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet,
 	    cidr.addr.family, AF_INET6, V6("subnet CIDR")),
 	SPOIL_U8(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, primary_ip.family,
@@ -454,11 +463,56 @@ static const struct spoil spoils[] = {
 	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, naddrs, 1,
 	    BAD_ADDR("eni address")),
 	SPOIL_U32(MSG_CLOUD_ASSIGN_IPS, B2C, struct msg_cloud_ips, naddrs, 1,
-	    BAD_ADDR("eni address")),
+	    BAD_ADDR6("eni address")),
 	SPOIL_U32(MSG_CLOUD_UNASSIGN_IPS, B2C, struct msg_cloud_ips, naddrs, 2,
-	    BAD_ADDR("eni address")),
+	    BAD_ADDR6("eni address")),
 	SPOIL_U32(MSG_CLOUD_ASSIGNED, C2B, struct msg_cloud_assigned, naddrs,
-	    1, BAD_ADDR("assigned address")),
+	    1, BAD_ADDR6("assigned address")),
+	/* the family of a request for addresses or prefixes: 4 or 6 */
+	SPOIL_U32(MSG_CLOUD_ASSIGN_IPS, B2C, struct msg_cloud_ips, family, 0,
+	    "address request of no known family"),
+	SPOIL_U32(MSG_CLOUD_UNASSIGN_IPS, B2C, struct msg_cloud_ips, family,
+	    AF_UNIX, "address request of no known family"),
+	SPOIL_U32(MSG_CLOUD_ASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    family, 0, "prefix request of no known family"),
+	SPOIL_U32(MSG_CLOUD_UNASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
+	    family, AF_INET6 + 1, "prefix request of no known family"),
+	/* the IPv6 fields */
+	SPOIL_U32(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
+	    nipv6, 2, "more than one IPv6 address to create an ENI with"),
+	SPOIL_U8(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, ipv6_native, 2,
+	    "eni flag not 0 or 1"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, naddrs6, 1,
+	    "eni IPv6 address not a usable IPv6 one"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, naddrs6,
+	    MSG_MAX_ENI_ADDRS6 + 1, "too many IPv6 addresses"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes6,
+	    MSG_MAX_ENI_PREFIXES6 + 1, "too many prefixes"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes6, 1,
+	    BAD_ADDR6("prefix")),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nbad_addrs6,
+	    MSG_MAX_LEFT_OUT + 1, "too many IPv6 entries left out"),
+	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nbad_prefixes6,
+	    MSG_MAX_LEFT_OUT + 1, "too many IPv6 entries left out"),
+	SPOIL_U8(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, ipv6_native,
+	    2, "subnet flag not 0 or 1"),
+	SPOIL_U32(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, ipv6_state,
+	    IPV6_ST_MAX, "unknown subnet IPv6 state"),
+	SPOIL_U32(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, ipv6_state,
+	    IPV6_ST_ASSOCIATED,
+	    "subnet IPv6 CIDR not an associated IPv6 /64 network"),
+	SPOIL_U8(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, cidr6.len,
+	    64, "subnet IPv6 CIDR not an associated IPv6 /64 network"),
+	SPOIL_U8(MSG_CLOUD_SUBNET, C2B, struct msg_cloud_subnet, ipv6_native,
+	    1, "IPv6-only subnet with an IPv4 CIDR"),
+	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    primary_ip6.family, AF_INET6,
+	    "instance primary IPv6 address not a usable IPv6 one"),
+	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    subnet_cidr6.len, 64,
+	    "instance subnet IPv6 CIDR not an IPv6 /64 network"),
+	SPOIL_U8(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance,
+	    ipv6_supported, 2, "instance flag not 0 or 1"),
 	SPOIL_FILL(MSG_NETD_LINK, N2B, struct msg_netd_link, name,
 	    "unterminated link name"),
 	SPOIL_FILL(MSG_NETD_ADD_POD_ROUTE, B2N, struct msg_netd_pod_route, dev,
@@ -480,7 +534,7 @@ static const struct spoil spoils[] = {
 	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, vpc_id,
 	    "unterminated string in instance"),
 	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, ncidrs,
-	    MSG_MAX_CIDRS + 1, "too many CIDRs"),
+	    MSG_MAX_VPC_CIDRS + 1, "too many CIDRs"),
 	SPOIL_U32(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, nsgs,
 	    MSG_MAX_SGS + 1, "too many security groups"),
 	SPOIL_U32(MSG_CLOUD_DESCRIBE_SUBNETS, B2C,
@@ -538,7 +592,7 @@ static const struct spoil spoils[] = {
 	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes,
 	    MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
 	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nprefixes, 1,
-	    BAD_ADDR("prefix")),	/* a zeroed address has no family */
+	    BAD_ADDR6("prefix")),	/* a zeroed address has no family */
 	SPOIL_U32(MSG_CLOUD_ENI, C2B, struct msg_cloud_eni, nbad_prefixes,
 	    MSG_MAX_ENI_PREFIXES + 1, "too many refused prefixes"),
 	SPOIL_U32(MSG_CLOUD_CREATE_ENI, B2C, struct msg_cloud_create_eni,
@@ -558,10 +612,10 @@ static const struct spoil spoils[] = {
 	SPOIL_U32(MSG_CLOUD_UNASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
 	    nprefixes, MSG_MAX_ENI_PREFIXES + 1, "too many prefixes"),
 	SPOIL_U32(MSG_CLOUD_UNASSIGN_PREFIXES, B2C, struct msg_cloud_prefixes,
-	    nprefixes, 2, BAD_ADDR("prefix")),
+	    nprefixes, 2, BAD_ADDR6("prefix")),
 	SPOIL_U32(MSG_CLOUD_PREFIXES_ASSIGNED, C2B,
 	    struct msg_cloud_prefixes_assigned, nprefixes, 1,
-	    BAD_ADDR("prefix")),
+	    BAD_ADDR6("prefix")),
 	SPOIL_U32(MSG_CLOUD_PREFIXES_ASSIGNED, C2B,
 	    struct msg_cloud_prefixes_assigned, st.outcome, CO_MAX,
 	    "unknown cloud outcome"),
@@ -701,8 +755,8 @@ test_prefixes_checked(void **state)
 	e.nbad_prefixes = MSG_MAX_ENI_ADDRS - 3;
 	assert_null(validate_raw(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
 	    sizeof(e), &e, sizeof(e)));
-	/* IPv6, refused for now with the field named: an address, a
-	 * prefix (an IPv4-mapped one is no IPv6 address at all) */
+	/* IPv6 in the IPv4 fields: refused, the field named; an
+	 * IPv4-mapped one is no IPv6 address at all */
 	assert_int_equal(ip_addr_parse("2600:1f14::10", &e.addrs[0], NULL), 0);
 	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
 	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
@@ -711,15 +765,16 @@ test_prefixes_checked(void **state)
 	assert_int_equal(ip_addr_parse("2600:1f14::", &e.prefixes[1], NULL), 0);
 	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
 	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
-	    "prefix is IPv6, which enid does not take yet");
+	    "address of another family than the message's");
 	e.prefixes[1].bytes[10] = e.prefixes[1].bytes[11] = 0xff;
 	memset(e.prefixes[1].bytes, 0, 10);
 	assert_string_equal(validate_raw(PEER_CLOUDD, PEER_BROKER,
 	    MSG_CLOUD_ENI, sizeof(e), &e, sizeof(e)),
-	    "prefix is no valid address (unknown family, or not canonical)");
+	    "prefix is no valid address, or a special one");
 	e.prefixes[1] = IN4(0x0a000420);
 
 	memset(&p, 0, sizeof(p));
+	p.family = AF_INET;
 	p.nprefixes = 1;
 	p.prefixes[0] = IN4(0x0a00040f);
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
@@ -1222,6 +1277,187 @@ test_answers_column(void **state)
 	    MSG_NETD_RULE);
 }
 
+static struct ip_addr
+A6(const char *text)
+{
+	struct ip_addr a;
+
+	assert_int_equal(ip_addr_parse(text, &a, NULL), 0);
+	return a;
+}
+
+static const char *
+check(enum msg_peer from, enum msg_peer to, enum msg_type type,
+    const void *p, size_t size)
+{
+	return validate_raw(from, to, type, size, p, size);
+}
+
+/* The IPv6 fields cloudd fills, and the family of the requests. */
+static void
+test_ipv6_fields_checked(void **state)
+{
+	static struct msg_cloud_eni e;
+	static struct msg_cloud_instance in;
+	struct msg_cloud_subnet sn;
+	struct msg_cloud_ips ips;
+	struct msg_cloud_prefixes px;
+	struct msg_cloud_assigned as;
+	struct msg_cloud_create_eni c;
+	uint32_t i;
+
+	(void)state;
+	/* an ENI's addresses and /80s */
+	base(MSG_CLOUD_ENI, &e);
+	e.naddrs6 = 2;
+	e.addrs6[0] = A6("2600:1f14:abc:de00:1::5");
+	e.addrs6[1] = A6("2600:1f14:abc:de00:2::9");
+	e.nprefixes6 = 1;
+	e.prefixes6[0] = A6("2600:1f14:abc:de00:3::");
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI, &e,
+	    sizeof(e)));
+	e.addrs6[1] = A6("fe80::1");
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "eni IPv6 address not a usable IPv6 one");
+	e.addrs6[1] = IN4(0x0a000001);
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "eni IPv6 address not a usable IPv6 one");
+	e.addrs6[1] = e.addrs6[0];
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "IPv6 address twice");
+	e.addrs6[1] = A6("2600:1f14:abc:de00:3::9");	/* in the /80 */
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)),
+	    "an IPv6 address of the eni in one of its prefixes");
+	e.addrs6[1] = A6("2600:1f14:abc:de00:2::9");
+	e.prefixes6[0] = A6("2600:1f14:abc:de00:3:1::");	/* not /80 */
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "prefix not aligned");
+	e.prefixes6[0] = A6("ff02::");
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "prefix is no valid address, or a special one");
+	e.prefixes6[0] = A6("2600:1f14:abc:de00:3::");
+	/* IPv6-only: no IPv4 address at all */
+	e.ipv6_native = 1;
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI, &e,
+	    sizeof(e)));
+	e.primary_ip = IN4(0x0a000005);
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ENI,
+	    &e, sizeof(e)), "IPv6-only eni with IPv4 addresses");
+
+	/* the VPC's CIDRs: IPv4 first, each family up to its cap */
+	base(MSG_CLOUD_INSTANCE, &in);
+	in.ncidrs = 2;
+	assert_int_equal(ip_prefix_parse("10.0.0.0/16", &in.cidrs[0], NULL), 0);
+	assert_int_equal(ip_prefix_parse("2600:1f14:abc:de00::/56",
+	    &in.cidrs[1], NULL), 0);
+	in.primary_ip6 = A6("2600:1f14:abc:de00::10");
+	assert_int_equal(ip_prefix_parse("2600:1f14:abc:de00::/64",
+	    &in.subnet_cidr6, NULL), 0);
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_INSTANCE, &in,
+	    sizeof(in)));
+	in.cidrs[2] = in.cidrs[0];
+	in.ncidrs = 3;
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_INSTANCE, &in, sizeof(in)),
+	    "VPC IPv4 CIDR after an IPv6 one");
+	for (i = 0; i <= MSG_MAX_CIDRS; i++)
+		in.cidrs[i] = in.cidrs[0];
+	in.ncidrs = MSG_MAX_CIDRS + 1;
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_INSTANCE, &in, sizeof(in)), "too many CIDRs");
+	in.ncidrs = 1;
+	in.primary_ip6 = A6("::1");
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_INSTANCE, &in, sizeof(in)),
+	    "instance primary IPv6 address not a usable IPv6 one");
+	memset(&in.primary_ip6, 0, sizeof(in.primary_ip6));	/* none */
+	assert_int_equal(ip_prefix_parse("2600:1f14:abc:de00::1/64",
+	    &in.subnet_cidr6, NULL), 0);
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_INSTANCE, &in, sizeof(in)),
+	    "instance subnet IPv6 CIDR not an IPv6 /64 network");
+
+	/* a subnet: IPv6-only ones have no IPv4 CIDR, never 0/0 */
+	base(MSG_CLOUD_SUBNET, &sn);
+	sn.ipv6_state = IPV6_ST_ASSOCIATED;
+	assert_int_equal(ip_prefix_parse("2600:1f14:abc:de00::/64", &sn.cidr6,
+	    NULL), 0);
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET, &sn,
+	    sizeof(sn)));
+	sn.ipv6_native = 1;
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET,
+	    &sn, sizeof(sn)), "IPv6-only subnet with an IPv4 CIDR");
+	memset(&sn.cidr, 0, sizeof(sn.cidr));
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET, &sn,
+	    sizeof(sn)));
+	sn.ipv6_native = 0;
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET,
+	    &sn, sizeof(sn)), BAD_CIDR("subnet CIDR"));
+	base(MSG_CLOUD_SUBNET, &sn);
+	sn.ipv6_state = IPV6_ST_DISASSOCIATED;
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET, &sn,
+	    sizeof(sn)));
+	assert_int_equal(ip_prefix_parse("2600:1f14:abc:de00::/64", &sn.cidr6,
+	    NULL), 0);
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_SUBNET,
+	    &sn, sizeof(sn)),
+	    "subnet IPv6 CIDR not an associated IPv6 /64 network");
+	assert_string_equal(cloud_ipv6_state_name(IPV6_ST_FAILING), "failing");
+	assert_string_equal(cloud_ipv6_state_name(IPV6_ST_MAX), "unknown");
+
+	/* requests: every address of the family asked for */
+	base(MSG_CLOUD_ASSIGN_IPS, &ips);
+	ips.family = AF_INET6;
+	ips.naddrs = 1;
+	ips.addrs[0] = A6("2600:1f14:abc:de00::20");
+	assert_null(check(PEER_BROKER, PEER_CLOUDD, MSG_CLOUD_ASSIGN_IPS, &ips,
+	    sizeof(ips)));
+	ips.addrs[0] = IN4(0x0a000020);
+	assert_string_equal(check(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_IPS, &ips, sizeof(ips)),
+	    "address of another family than the message's");
+	ips.family = AF_INET;
+	assert_null(check(PEER_BROKER, PEER_CLOUDD, MSG_CLOUD_ASSIGN_IPS, &ips,
+	    sizeof(ips)));
+	ips.family = 0;
+	assert_string_equal(check(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_UNASSIGN_IPS, &ips, sizeof(ips)),
+	    "address request of no known family");
+	base(MSG_CLOUD_ASSIGN_PREFIXES, &px);
+	px.family = AF_INET6;
+	px.nprefixes = 1;
+	px.prefixes[0] = A6("2600:1f14:abc:de00:7::");
+	assert_null(check(PEER_BROKER, PEER_CLOUDD, MSG_CLOUD_ASSIGN_PREFIXES,
+	    &px, sizeof(px)));
+	px.prefixes[0] = A6("2600:1f14:abc:de00:7::10");
+	assert_string_equal(check(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_ASSIGN_PREFIXES, &px, sizeof(px)), "prefix not aligned");
+	/* answers: one family throughout */
+	base(MSG_CLOUD_ASSIGNED, &as);
+	as.naddrs = 2;
+	as.addrs[0] = A6("2600:1f14:abc:de00::20");
+	as.addrs[1] = IN4(0x0a000020);
+	assert_string_equal(check(PEER_CLOUDD, PEER_BROKER,
+	    MSG_CLOUD_ASSIGNED, &as, sizeof(as)),
+	    "address of another family than the message's");
+	as.addrs[1] = A6("2600:1f14:abc:de00::21");
+	assert_null(check(PEER_CLOUDD, PEER_BROKER, MSG_CLOUD_ASSIGNED, &as,
+	    sizeof(as)));
+
+	/* create: one IPv6 address at most, never with prefixes */
+	memset(&c, 0, sizeof(c));
+	c.nipv6 = 1;
+	c.nsecondary = 3;
+	assert_null(check(PEER_BROKER, PEER_CLOUDD, MSG_CLOUD_CREATE_ENI, &c,
+	    sizeof(c)));
+	c.nsecondary = 0;
+	c.nprefixes = 1;
+	assert_string_equal(check(PEER_BROKER, PEER_CLOUDD,
+	    MSG_CLOUD_CREATE_ENI, &c, sizeof(c)),
+	    "both prefixes and IPv6 addresses");
+}
+
 int
 main(void)
 {
@@ -1238,6 +1474,7 @@ main(void)
 		cmocka_unit_test(test_snat_state_differs),
 		cmocka_unit_test(test_array_entries_checked_within_count),
 		cmocka_unit_test(test_prefixes_checked),
+		cmocka_unit_test(test_ipv6_fields_checked),
 		cmocka_unit_test(test_rejects_descriptors),
 		cmocka_unit_test(test_rejects_oversized_datagram),
 		cmocka_unit_test(test_send_refuses_misuse),

@@ -100,12 +100,13 @@ class Sim:
 class Agent:
     """A nodeagent.py process inside a node namespace (JSON lines)."""
 
-    def __init__(self, ns, ep):
+    def __init__(self, ns, ep, **endpoints):
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, PY, os.path.join(HERE, "nodeagent.py")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        out = self.req({"op": "setup", "region": ep["region"],
-                        "static": ep["static_credentials"]})
+        # endpoints: ec2_host and imds, for a node that has IPv6 only.
+        out = self.req(dict({"op": "setup", "region": ep["region"],
+                             "static": ep["static_credentials"]}, **endpoints))
         assert out.get("has_token"), out
 
     def req(self, r, timeout=30):

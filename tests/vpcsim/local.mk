@@ -8,11 +8,13 @@ EXTRA_DIST += tests/vpcsim/vpcsim tests/vpcsim/README.md tests/vpcsim/run-tests 
 	tests/vpcsim/simlib/imds.py tests/vpcsim/simlib/control.py \
 	tests/vpcsim/simlib/outside.py tests/vpcsim/test_vpcsim_outside.py \
 	tests/vpcsim/simlib/peered.py tests/vpcsim/test_vpcsim_peered.py \
+	tests/vpcsim/simlib/forkserver.py \
 	tests/vpcsim/test_vpcsim_ec2.py tests/vpcsim/test_vpcsim_imds.py \
 	tests/vpcsim/test_vpcsim_dataplane.py tests/vpcsim/test_vpcsim_faults.py \
 	tests/vpcsim/test_vpcsim_badinput.py tests/vpcsim/test_vpcsim_lifecycle.py \
 	tests/vpcsim/test_vpcsim_links.py tests/vpcsim/test_vpcsim_prefixes.py \
-	tests/vpcsim/shapecheck.py
+	tests/vpcsim/shapecheck.py tests/vpcsim/simlib/ipv6.py \
+	tests/vpcsim/test_vpcsim_ipv6.py tests/vpcsim/test_vpcsim_forkserver.py
 
 .PHONY: check-vpcsim
 check-vpcsim:

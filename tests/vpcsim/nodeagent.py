@@ -40,7 +40,12 @@ class Agent:
         self.region = None
 
     def op_setup(self, r):
+        global EC2_HOST, IMDS
         self.region = r["region"]
+        # A node in the IPv6-only subnet reaches EC2 and IMDS over IPv6
+        # only: setup may name other endpoints.
+        EC2_HOST = r.get("ec2_host", EC2_HOST)
+        IMDS = r.get("imds", IMDS)
         self.static = Credentials(r["static"]["access_key_id"],
                                   r["static"]["secret_access_key"])
         cfg = Config(retries={"mode": "standard", "total_max_attempts": 1},
@@ -214,7 +219,8 @@ class Agent:
 
     def op_imds(self, r):
         """A plain HTTP request to IMDS."""
-        conn = http.client.HTTPConnection("169.254.169.254", 80, timeout=5)
+        conn = http.client.HTTPConnection(r.get("host", "169.254.169.254"), 80,
+                                          timeout=5)
         try:
             conn.request(r.get("method", "GET"), r["path"], body=r.get("body"),
                          headers=r.get("headers", {}))

@@ -363,3 +363,29 @@ def test_curl_sigv4(sim):
                    "-d", "Action=DescribeInstances&Version=2016-11-15",
                    "http://198.18.0.1/")
     assert p.stdout == "200"
+
+
+def test_ipv6_off_by_default(sim, agent):
+    """Without --ipv6 dual there is no IPv6 anywhere, and the answers are
+    those of a sim that never had it."""
+    assert "ipv6" not in sim.ep
+    assert all("ipv6_cidr" not in s for s in sim.ep["subnets"])
+    assert all("primary_ipv6" not in n for n in sim.ep["nodes"])
+    vpc = agent.ok("DescribeVpcs")["Vpcs"]
+    assert [v["VpcId"] for v in vpc] == [sim.ep["vpc_id"]]
+    assert "Ipv6CidrBlockAssociationSet" not in vpc[0]
+    for s in agent.ok("DescribeSubnets")["Subnets"]:
+        assert s["Ipv6CidrBlockAssociationSet"] == [] and "Ipv6Native" not in s
+    node = sim.node(0)
+    e = agent.ok("DescribeNetworkInterfaces", NetworkInterfaceIds=[
+        node["primary_eni"]])["NetworkInterfaces"][0]
+    assert e["Ipv6Addresses"] == [] and "Ipv6Native" not in e
+    err = agent.err("AssignIpv6Addresses", NetworkInterfaceId=node["primary_eni"],
+                    Ipv6AddressCount=1)
+    assert err["code"] == "InvalidParameterValue", err
+    st, out = sim.control("POST", "/subnets/" + node["subnet_id"],
+                          {"ipv6_state": "associated"})
+    assert st == 400, out
+    st, out = sim.control("POST", "/outside/connect",
+                          {"to": "2001:db8:a0b:1200::4", "port": 7})
+    assert st == 400 and "--ipv6" in out["error"], out

@@ -1,11 +1,13 @@
 """Control API (JSON over HTTP on 127.0.0.1 in the root namespace):
 state, fault injection, link delays, subnet capacity, credentials, rates,
 and the world beyond the internet gateway."""
+import ipaddress
 import json
 import time
 import urllib.parse
 
 from . import httpbase, outside, peered
+from . import ipv6 as v6
 
 VALID_CODE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._")
 
@@ -188,6 +190,13 @@ class ControlHandler(httpbase.Handler):
             return self._links(sim, data)
         if path.startswith("/subnets/") and m == "POST":
             return self._subnet(sim, path[len("/subnets/"):], data)
+        if path == "/imds" and m == "POST":
+            if not isinstance(data, dict) or set(data) != {"lag_ms"}:
+                raise BadRequest("expected {\"lag_ms\": MS}")
+            lag = _num(data["lag_ms"], "lag_ms", 0, 3.6e6)
+            with sim.lock:
+                sim.imds_lag_ms = float(lag)
+            return 200, {"lag_ms": lag}
         if path == "/allocation" and m == "POST":
             if not isinstance(data, dict) or set(data) != {"mode"} or \
                     data["mode"] not in ("lowest", "scattered"):
@@ -234,12 +243,17 @@ class ControlHandler(httpbase.Handler):
         [, "via": "internet"|"vpc"|"peered"]}: a TCP client outside the
         node.  Through the internet gateway from the outside host to the
         node's public address, or from the VPC host or the peered host to
-        its primary address."""
-        keys = {"node", "port", "timeout_ms", "send", "via"}
+        its primary address.  With --ipv6 dual, {"to": IPV6, ...} instead
+        of "node" connects to any address of the VPC's /56 (a pod's),
+        untranslated, from the outside host's or the VPC host's IPv6
+        address."""
+        keys = {"node", "port", "timeout_ms", "send", "via", "to"}
         if not isinstance(data, dict):
             raise BadRequest("expected {\"node\": I, \"port\": P}")
         if set(data) - keys:
             raise BadRequest("unknown key(s): %s" % ", ".join(sorted(set(data) - keys)))
+        if "to" in data:
+            return self._connect6(data)
         for k in ("node", "port"):
             if k not in data:
                 raise BadRequest("missing \"%s\"" % k)
@@ -254,6 +268,8 @@ class ControlHandler(httpbase.Handler):
         if via not in ("internet", "vpc", "peered"):
             raise BadRequest("via must be \"internet\", \"vpc\" or \"peered\"")
         private, public = o["nodes"][i]
+        if private is None:
+            raise BadRequest("node %d has no IPv4 address (IPv6-only subnet)" % i)
         if via == "internet":
             r = outside.connect(o["out_ns"], outside.OUTSIDE_HOST, public, port,
                                 timeout / 1000.0, send)
@@ -266,9 +282,43 @@ class ControlHandler(httpbase.Handler):
         r["via"] = via
         return 200, r
 
+    def _connect6(self, data):
+        sim = self.server.sim
+        if "node" in data:
+            raise BadRequest("give \"node\" or \"to\", not both")
+        if not sim.ipv6:
+            raise BadRequest("\"to\" needs --ipv6 dual")
+        to = v6.canon(data["to"]) if isinstance(data["to"], str) else None
+        if to is None or ipaddress.IPv6Address(to) not in \
+                ipaddress.IPv6Network(sim.vpc_cidr6):
+            raise BadRequest("\"to\" must be an IPv6 address of %s" % sim.vpc_cidr6)
+        if "port" not in data:
+            raise BadRequest("missing \"port\"")
+        port = _int(data["port"], "port", 1, 65535)
+        timeout = _num(data.get("timeout_ms", 3000), "timeout_ms", 1, 60000)
+        send = data.get("send")
+        if send is not None and (not isinstance(send, str) or len(send) > 65536):
+            raise BadRequest("send must be a string of at most 65536 characters")
+        via = data.get("via", "internet")
+        if via not in ("internet", "vpc"):
+            raise BadRequest("with \"to\", via must be \"internet\" or \"vpc\"")
+        o = self.server.extra["outside"]
+        if via == "internet":
+            r = outside.connect(o["out_ns"], v6.OUTSIDE_HOST6, to, port,
+                                timeout / 1000.0, send)
+        else:
+            r = outside.connect(o["vpc_ns"], v6.VPC_HOST6, to, port,
+                                timeout / 1000.0, send)
+        r["via"] = via
+        return 200, r
+
     def _subnet(self, sim, sid, data):
         """{"free": N} and/or {"fragment": true, "keep_prefixes": K} or
-        {"fragment": false}."""
+        {"fragment": false}; with --ipv6 dual also {"ipv6_state": STATE},
+        {"ipv6_cidr": false|true} and {"ipv6_auto_assign": BOOL}."""
+        if isinstance(data, dict) and set(data) & {"ipv6_state", "ipv6_cidr",
+                                                    "ipv6_auto_assign"}:
+            return self._subnet6(sim, sid, data)
         keys = {"free", "fragment", "keep_prefixes"}
         if not isinstance(data, dict) or not data or set(data) - keys:
             raise BadRequest("expected {\"free\": N} or {\"fragment\": true|false}"
@@ -292,6 +342,47 @@ class ControlHandler(httpbase.Handler):
             return 200, {"id": s.id, "free": s.free(),
                          "free_prefixes": len(s.free_blocks()),
                          "fragmented": len(s.blockers)}
+
+    def _subnet6(self, sim, sid, data):
+        """A subnet's IPv6 association: its state (only "associated" can
+        be used), gone (false: the subnet is IPv6-less; refused while an
+        ENI holds an IPv6 address or prefix of it) or back (true: its /64
+        again, associated), and whether an ENI created in it gets an IPv6
+        address unasked."""
+        keys = {"ipv6_state", "ipv6_cidr", "ipv6_auto_assign"}
+        if set(data) - keys:
+            raise BadRequest("IPv6 keys go alone: %s" % ", ".join(sorted(keys)))
+        if "ipv6_state" in data and data["ipv6_state"] not in v6.STATES:
+            raise BadRequest("ipv6_state must be one of %s" % ", ".join(v6.STATES))
+        for k in ("ipv6_cidr", "ipv6_auto_assign"):
+            if k in data and not isinstance(data[k], bool):
+                raise BadRequest("%s must be true or false" % k)
+        with sim.lock:
+            s = sim.subnets.get(sid)
+            if s is None:
+                return 404, {"error": "no subnet %s" % sid}
+            if not sim.ipv6:
+                raise BadRequest("the sim runs without --ipv6 dual")
+            if data.get("ipv6_cidr") is False and s.v6 is not None:
+                if s.v6.in_use() or s.v6.blocks:
+                    return 409, {"error": "subnet %s: %d IPv6 addresses and %d "
+                                 "prefixes are in use" % (sid, s.v6.in_use(),
+                                                          len(s.v6.blocks))}
+                s.removed_v6 = s.v6
+                s.v6 = None
+            elif data.get("ipv6_cidr") is True and s.v6 is None:
+                s.v6 = getattr(s, "removed_v6", None)
+                s.v6.state = "associated"
+            if "ipv6_state" in data:
+                if s.v6 is None:
+                    raise BadRequest("subnet %s has no IPv6 CIDR" % sid)
+                s.v6.state = data["ipv6_state"]
+            if "ipv6_auto_assign" in data:
+                s.auto_ipv6 = data["ipv6_auto_assign"]
+            return 200, {"id": s.id,
+                         "ipv6_cidr": str(s.v6.net) if s.v6 else None,
+                         "ipv6_state": s.v6.state if s.v6 else None,
+                         "ipv6_auto_assign": s.auto_ipv6}
 
     def _links(self, sim, data):
         if not isinstance(data, dict):

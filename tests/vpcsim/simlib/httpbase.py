@@ -1,6 +1,7 @@
 """Shared HTTP plumbing: a threaded HTTP/1.1 server that never lets an
 exception reach a client, with bounded body reading."""
 import http.server
+import socket
 import socketserver
 import sys
 
@@ -34,6 +35,11 @@ class Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         # Default prints a traceback to stderr; keep one line instead.
         self.log("http %s: %r" % (client_address, sys.exc_info()[1]))
+
+
+class Server6(Server):
+    """The same on an IPv6 address ((addr, port) as for IPv4)."""
+    address_family = socket.AF_INET6
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

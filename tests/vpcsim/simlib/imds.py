@@ -1,7 +1,17 @@
 """IMDSv2 front end.  One listener at 169.254.169.254:80 in the router
 namespace serves every node; a request's source address (any private
 address assigned to an attached ENI of an instance) says which node asks.
-Tokens are bound to the node that asked for them."""
+Tokens are bound to the node that asked for them.
+
+With --ipv6 dual a second listener answers at [fd00:ec2::254]:80, as EC2's
+IMDS does on Nitro instances: a node is then told by its IPv6 source
+address (an IPv6 address of one of its ENIs, or one inside a /80 one
+holds), which is how a node in an IPv6-only subnet, with no IPv4 address
+at all, is known.  A Xen instance gets 403 there, as an unknown source.
+
+An ENI's addresses and prefixes (local-ipv4s, ipv4-prefix, ipv6s,
+ipv6-prefix) lag behind the API by imds_lag_ms (--imds-lag-ms, POST
+/imds; 0 by default), as EC2's IMDS does."""
 import json
 import secrets
 import time
@@ -50,7 +60,11 @@ class ImdsHandler(httpbase.Handler):
     def _instance(self):
         sim = self.server.sim
         with sim.lock:
-            return sim.instance_by_addr(self.client_address[0])
+            inst = sim.instance_by_addr(self.client_address[0])
+            if inst is not None and self.server.extra.get("ipv6") and \
+                    not sim.prefix_capable(inst.type):
+                return None       # IMDS over IPv6 is a Nitro feature
+            return inst
 
     def _put(self):
         if self.path.split("?")[0] != "/latest/api/token":
@@ -116,42 +130,53 @@ class ImdsHandler(httpbase.Handler):
         macs = {}
         for e in enis:
             s = e.subnet
+            view = sim.imds_view(e)
             macs[e.mac] = {
                 "device-number": str(e.attachment["device_index"]),
                 "interface-id": e.id,
+                # An IPv6-only ENI is named after its instance.
                 "local-hostname": "ip-%s.%s.compute.internal" % (
-                    e.addresses[0].replace(".", "-"), sim.region),
-                "local-ipv4s": list(e.addresses),
+                    e.addresses[0].replace(".", "-"), sim.region)
+                if e.addresses else "%s.%s.compute.internal" % (inst.id, sim.region),
+                "local-ipv4s": view["ipv4"] or None,
                 "mac": e.mac,
                 "owner-id": OWNER_ID,
                 "security-group-ids": list(e.groups),
                 "security-groups": [sim.groups.get(g, g) for g in e.groups],
                 "subnet-id": s.id,
-                "subnet-ipv4-cidr-block": str(s.net),
+                "subnet-ipv4-cidr-block": str(s.net) if s.net else None,
                 "vpc-id": sim.vpc_id,
                 "vpc-ipv4-cidr-block": sim.vpc_cidr,
                 "vpc-ipv4-cidr-blocks": [sim.vpc_cidr],
-            }
-            if e.prefixes:
-                # Listed only while the ENI holds one: without, a GET of
+                # Each listed only while there is one: without, a GET of
                 # it is 404, as on EC2.
-                macs[e.mac]["ipv4-prefix"] = list(e.prefixes)
-                macs[e.mac] = dict(sorted(macs[e.mac].items()))
+                "ipv4-prefix": view["ipv4_prefixes"] or None,
+            }
+            if sim.ipv6:
+                macs[e.mac].update({
+                    "ipv6s": view["ipv6"] or None,
+                    "ipv6-prefix": view["ipv6_prefixes"] or None,
+                    "subnet-ipv6-cidr-blocks": [str(s.v6.net)]
+                    if s.v6 is not None and s.v6.usable() else None,
+                    "vpc-ipv6-cidr-blocks": [sim.vpc_cidr6]})
+            macs[e.mac] = dict(sorted((k, v) for k, v in macs[e.mac].items()
+                                      if v is not None))
         akid, cred = sim.issue_cred(inst)
         cred_doc = json.dumps({
             "Code": "Success", "LastUpdated": iso8601_s(cred["issued"]),
             "Type": "AWS-HMAC", "AccessKeyId": akid,
             "SecretAccessKey": cred["secret"], "Token": cred["token"],
             "Expiration": iso8601_s(cred["expires"])}, indent=2)
-        ip = primary.addresses[0] if primary else ""
+        ip = primary.addresses[0] if primary and primary.addresses else ""
         ident = json.dumps({
             "accountId": OWNER_ID, "architecture": "x86_64",
             "availabilityZone": sim.az, "imageId": "ami-0e1d5171000000000",
             "instanceId": inst.id, "instanceType": inst.type,
-            "pendingTime": iso8601_s(inst.launch), "privateIp": ip,
+            "pendingTime": iso8601_s(inst.launch), "privateIp": ip or None,
             "region": sim.region, "version": "2017-09-30"}, indent=2)
-        host = "ip-%s.%s.compute.internal" % (ip.replace(".", "-"), sim.region)
-        return {
+        host = "ip-%s.%s.compute.internal" % (ip.replace(".", "-"), sim.region) \
+            if ip else "%s.%s.compute.internal" % (inst.id, sim.region)
+        tree = {
             "meta-data": {
                 "ami-id": "ami-0e1d5171000000000",
                 "hostname": host,
@@ -176,3 +201,10 @@ class ImdsHandler(httpbase.Handler):
             },
             "dynamic": {"instance-identity": {"document": ident}},
         }
+        md = tree["meta-data"]
+        if not ip:
+            del md["local-ipv4"]          # an IPv6-only instance has none
+        if sim.ipv6 and primary and primary.ipv6_primary:
+            md["ipv6"] = primary.ipv6_primary
+            tree["meta-data"] = dict(sorted(md.items()))
+        return tree

@@ -20,6 +20,8 @@ import string
 import threading
 import time
 
+from . import ipv6 as v6
+
 NAMESPACE = "http://ec2.amazonaws.com/doc/2016-11-15/"
 OWNER_ID = "111122223333"
 
@@ -153,6 +155,7 @@ ACCEPTS = {
     "DescribeInstanceTypes": [r"InstanceType\.\d+"] + FILTER + PAGING,
     "DescribeSubnets": [r"SubnetId\.\d+"] + FILTER + PAGING,
     "DescribeNetworkInterfaces": [r"NetworkInterfaceId\.\d+"] + FILTER + PAGING,
+    "DescribeVpcs": [r"VpcId\.\d+"] + FILTER + PAGING,
     "CreateNetworkInterface": [
         r"SubnetId", r"SecurityGroupId\.\d+", r"Description",
         r"SecondaryPrivateIpAddressCount", r"PrivateIpAddress",
@@ -160,7 +163,9 @@ ACCEPTS = {
         r"TagSpecification\.\d+\.ResourceType",
         r"TagSpecification\.\d+\.Tag\.\d+\.(Key|Value)",
         r"ClientToken", r"InterfaceType",
-        r"Ipv4PrefixCount", r"Ipv4Prefix\.\d+\.Ipv4Prefix"],
+        r"Ipv4PrefixCount", r"Ipv4Prefix\.\d+\.Ipv4Prefix",
+        r"Ipv6AddressCount", r"Ipv6Addresses\.\d+\.Ipv6Address",
+        r"Ipv6PrefixCount", r"Ipv6Prefix\.\d+\.Ipv6Prefix"],
     "AttachNetworkInterface": [r"NetworkInterfaceId", r"InstanceId",
                                r"DeviceIndex", r"NetworkCardIndex"],
     "ModifyNetworkInterfaceAttribute": [
@@ -173,6 +178,11 @@ ACCEPTS = {
                                  r"Ipv4Prefix\.\d+"],
     "UnassignPrivateIpAddresses": [r"NetworkInterfaceId", r"PrivateIpAddress\.\d+",
                                    r"Ipv4Prefix\.\d+"],
+    "AssignIpv6Addresses": [r"NetworkInterfaceId", r"Ipv6AddressCount",
+                            r"Ipv6Addresses\.\d+", r"Ipv6PrefixCount",
+                            r"Ipv6Prefix\.\d+"],
+    "UnassignIpv6Addresses": [r"NetworkInterfaceId", r"Ipv6Addresses\.\d+",
+                              r"Ipv6Prefix\.\d+"],
     "DetachNetworkInterface": [r"AttachmentId", r"Force"],
     "DeleteNetworkInterface": [r"NetworkInterfaceId"],
     "CreateTags": [r"ResourceId\.\d+", r"Tag\.\d+\.(Key|Value)"],
@@ -183,7 +193,8 @@ ACCEPTS_RE = {a: re.compile("^(?:" + "|".join(COMMON + p) + ")$")
 MUTATING = {"CreateNetworkInterface", "AttachNetworkInterface",
             "ModifyNetworkInterfaceAttribute", "AssignPrivateIpAddresses",
             "UnassignPrivateIpAddresses", "DetachNetworkInterface",
-            "DeleteNetworkInterface", "CreateTags", "DeleteTags"}
+            "DeleteNetworkInterface", "CreateTags", "DeleteTags",
+            "AssignIpv6Addresses", "UnassignIpv6Addresses"}
 
 
 # ---------------------------------------------------------------- rate limits
@@ -207,7 +218,7 @@ def bucket_for(action, params):
         return action
     if action.startswith("Describe"):
         narrowed = any(re.match(r"(Filter|InstanceId|NetworkInterfaceId|SubnetId|"
-                                r"InstanceType)\.\d+", k) for k in params) \
+                                r"InstanceType|VpcId)\.\d+", k) for k in params) \
             or "MaxResults" in params
         return "non-mutating" if narrowed else "unfiltered"
     return "mutating" if action in MUTATING else "non-mutating"
@@ -321,13 +332,19 @@ def _ip(n):
 class Subnet:
     def __init__(self, sid, cidr, az, vpc_id, rng, scattered=False):
         self.id = sid
-        self.net = ipaddress.IPv4Network(cidr)
         self.az = az
         self.vpc_id = vpc_id
-        self.gateway = str(self.net.network_address + 1)
+        # IPv6 (simlib/ipv6.py): the /64's association, or None; an
+        # IPv6-only (ipv6Native) subnet has no IPv4 CIDR at all (cidr
+        # None): no address, no prefix, nothing free.
+        self.v6 = None
+        self.ipv6_native = cidr is None
+        self.auto_ipv6 = False            # assignIpv6AddressOnCreation
+        self.net = ipaddress.IPv4Network(cidr) if cidr else None
+        self.gateway = str(self.net.network_address + 1) if cidr else None
         # EC2 reserves the first four addresses and the last one.
-        self.first = int(self.net.network_address) + 4
-        self.last = int(self.net.broadcast_address) - 1
+        self.first = int(self.net.network_address) + 4 if cidr else 1
+        self.last = int(self.net.broadcast_address) - 1 if cidr else 0
         self.total = self.last - self.first + 1
         self.in_use = set()            # every address held, prefixes' too
         self.prefixes = set()          # the /28s ENIs hold
@@ -340,7 +357,20 @@ class Subnet:
         # subnet's first (.0-.3) and its last (the broadcast address).
         self.block_bases = list(range(int(self.net.network_address) + PREFIX_SIZE,
                                       int(self.net.broadcast_address) + 1 -
-                                      PREFIX_SIZE, PREFIX_SIZE))
+                                      PREFIX_SIZE, PREFIX_SIZE)) if cidr else []
+
+    def v6_or_refuse(self):
+        """The IPv6 block, if the subnet has one associated; EC2 answers
+        any IPv6 request in a subnet without one InvalidParameterValue."""
+        if self.v6 is None or not self.v6.usable():
+            raise Ec2Error("InvalidParameterValue", v6.NO_IPV6 % self.id)
+        return self.v6
+
+    def v4_or_refuse(self):
+        if self.net is None:
+            raise Ec2Error("InvalidParameterValue",
+                           "Subnet '%s' is IPv6-only: it has no IPv4 addresses"
+                           % self.id)
 
     def free(self):
         return max(0, min(self.cap, self.total) - len(self.in_use))
@@ -510,8 +540,14 @@ class Eni:
         self.id = eid
         self.subnet = subnet
         self.mac = mac
-        self.addresses = addresses        # [primary, secondaries...]
+        self.addresses = addresses        # [primary, secondaries...]; [] if IPv6-only
         self.prefixes = []                # delegated /28s, in assignment order
+        self.ipv6 = []                    # IPv6 addresses, in assignment order
+        self.ipv6_prefixes = []           # delegated /80s, in assignment order
+        self.ipv6_primary = None          # a node's own IPv6 address (launch)
+        # IMDS's view of the addresses: [(monotonic time, view)], see
+        # Sim.imds_view.
+        self.imds_hist = []
         self.groups = groups
         self.description = description
         self.tags = {}
@@ -549,14 +585,42 @@ class Sim:
                 s.cap = min(s.total, cfg.subnet_free)
             self.subnets[s.id] = s
         self.subnet_list = list(self.subnets.values())
+        # IPv6 (--ipv6 dual): the VPC gets a /56, each IPv4 subnet a /64 of
+        # it, and a third subnet is IPv6-only (ipv6Native).  Off, nothing
+        # of it exists and every answer is as it was without IPv6.
+        self.ipv6 = getattr(cfg, "ipv6", "off") == "dual"
+        self.vpc_cidr6 = v6.VPC_CIDR6 if self.ipv6 else None
+        self.vpc_assoc6 = hexid("vpc-cidr-assoc-")
+        self.vpc_assoc4 = hexid("vpc-cidr-assoc-")
+        self.native_subnet = None
+        if self.ipv6:
+            for i, s in enumerate(self.subnet_list):
+                s.v6 = v6.Block6(v6.subnet_cidr(i), self.rng)
+            s = Subnet(hexid("subnet-"), None, self.az, self.vpc_id, self.rng,
+                       scattered)
+            s.v6 = v6.Block6(v6.subnet_cidr(len(self.subnet_list)), self.rng)
+            # EC2 requires it of an IPv6-only subnet: an ENI there has
+            # no other address.
+            s.auto_ipv6 = True
+            self.subnets[s.id] = s
+            self.subnet_list.append(s)
+            self.native_subnet = s
+        # How long IMDS lags behind the API for an ENI's addresses and
+        # prefixes (--imds-lag-ms, POST /imds).
+        self.imds_lag_ms = float(getattr(cfg, "imds_lag_ms", 0) or 0)
         # name -> (ENIs, addresses per ENI).  The configured type takes its
         # limits from the flags and the rest of its traits from the catalog.
         self.instance_types = {cfg.instance_type: (cfg.eni_limit, cfg.ip_limit)}
         self.type_traits = {cfg.instance_type: traits_of(cfg.instance_type)}
+        # IPv6 addresses per ENI (ipv6AddressesPerInterface): as many as
+        # IPv4 addresses, as for most of EC2's types, unless --ipv6-limit.
+        self.ipv6_limit_flag = getattr(cfg, "ipv6_limit", None)
+        self.ipv6_limits = {cfg.instance_type: self.ipv6_limit_flag or cfg.ip_limit}
         for name, t in CATALOG.items():
             if name not in self.instance_types:
                 self.instance_types[name] = (t["enis"], t["ips"])
                 self.type_traits[name] = traits_of(name)
+                self.ipv6_limits[name] = t["ips"]
         # The types the nodes were given: an unattached ENI may hold as
         # many addresses as the largest of them allows.
         self.fleet_types = {cfg.instance_type}
@@ -624,6 +688,7 @@ class Sim:
         (--node-limits)."""
         self.instance_types[name] = (enis, ips)
         self.type_traits[name] = dict(self.type_traits[like])
+        self.ipv6_limits[name] = self.ipv6_limit_flag or ips
         self.fleet_types.add(name)
 
     def use_instance_type(self, name):
@@ -640,6 +705,14 @@ class Sim:
     def unattached_ip_limit(self):
         return max(self.instance_types[t][1] for t in self.fleet_types)
 
+    def unattached_ipv6_limit(self):
+        return max(self.ipv6_limits[t] for t in self.fleet_types)
+
+    def eni_ipv6_limit(self, eni):
+        if eni.attachment:
+            return self.ipv6_limits[self.instances[eni.attachment["instance"]].type]
+        return self.unattached_ipv6_limit()
+
     def eni_or_404(self, eid):
         eni = self.enis.get(eid)
         if eni is None:
@@ -648,8 +721,38 @@ class Sim:
         return eni
 
     def sync(self, eni_id):
+        eni = self.enis.get(eni_id)
+        if eni is not None:
+            self.note_imds(eni)
         if self.dataplane:
             self.dataplane.request(eni_id)
+
+    # -------------------------------------------------------------- IMDS lag
+
+    @staticmethod
+    def addr_view(eni):
+        return {"ipv4": list(eni.addresses), "ipv4_prefixes": list(eni.prefixes),
+                "ipv6": list(eni.ipv6), "ipv6_prefixes": list(eni.ipv6_prefixes)}
+
+    def note_imds(self, eni, born=False):
+        """Remember the ENI's addresses as they are now: IMDS shows them
+        once imds_lag_ms has passed.  What an ENI was created with is
+        there from the start."""
+        view = self.addr_view(eni)
+        if eni.imds_hist and eni.imds_hist[-1][1] == view:
+            return
+        eni.imds_hist.append((float("-inf") if born else time.monotonic(), view))
+
+    def imds_view(self, eni):
+        """The ENI's addresses as IMDS shows them: the newest state at
+        least imds_lag_ms old (older ones are forgotten)."""
+        if not eni.imds_hist:
+            return self.addr_view(eni)
+        cutoff = time.monotonic() - self.imds_lag_ms / 1000.0
+        ripe = [i for i, (t, _) in enumerate(eni.imds_hist) if t <= cutoff]
+        i = ripe[-1] if ripe else 0
+        del eni.imds_hist[:i]
+        return eni.imds_hist[0][1]
 
     def count(self, table, action, key=None):
         if key is None:
@@ -660,14 +763,21 @@ class Sim:
 
     # -------------------------------------------------------------- nodes
 
-    def add_node(self, index, netns):
-        """Create an instance with its primary ENI attached at device 0."""
-        subnet = self.subnet_list[0]
+    def add_node(self, index, netns, subnet=None):
+        """Create an instance with its primary ENI attached at device 0.
+        In a subnet with IPv6, the ENI also gets an IPv6 address, as an
+        instance launched with one (and with it as its primary IPv6); in
+        an IPv6-only subnet, that is its only address."""
+        subnet = subnet or self.subnet_list[0]
         inst = Instance(index, hexid("i-"), self.cfg.instance_type, subnet, netns)
         self.instances[inst.id] = inst
-        addr = subnet.allocate(1)
+        addr = subnet.allocate(1) if subnet.net else []
         eni = Eni(hexid("eni-"), subnet, self.new_mac(), addr, [self.default_group],
                   "Primary network interface")
+        if subnet.v6 is not None and subnet.v6.usable():
+            eni.ipv6 = subnet.v6.allocate(1, subnet.scattered)
+            eni.ipv6_primary = eni.ipv6[0]
+        self.note_imds(eni, born=True)
         self.enis[eni.id] = eni
         att = {"id": hexid("eni-attach-"), "instance": inst.id, "device_index": 0,
                "status": "attached", "delete_on_termination": True,
@@ -678,12 +788,21 @@ class Sim:
         self.attachments[att["id"]] = eni.id
         return inst, eni
 
+    def node_subnet(self, name):
+        """The subnet --node-subnet names: "0", "1" or "ipv6-native"
+        (None: the first)."""
+        if name == "ipv6-native":
+            return self.native_subnet
+        return self.subnet_list[int(name or 0)]
+
     def instance_enis(self, iid):
         return sorted((e for e in self.enis.values()
                        if e.attachment and e.attachment["instance"] == iid),
                       key=lambda e: e.attachment["device_index"])
 
     def instance_by_addr(self, addr):
+        if ":" in addr:
+            return self._instance_by_addr6(addr)
         try:
             block = "%s/%d" % (_ip(int(ipaddress.IPv4Address(addr)) &
                                    ~(PREFIX_SIZE - 1)), PREFIX_LEN)
@@ -691,6 +810,16 @@ class Sim:
             return None
         for e in self.enis.values():
             if e.attachment and (addr in e.addresses or block in e.prefixes):
+                return self.instances.get(e.attachment["instance"])
+        return None
+
+    def _instance_by_addr6(self, addr):
+        a = v6.canon(addr)
+        if a is None:
+            return None
+        block = str(ipaddress.IPv6Network((a, v6.PREFIX_LEN6), strict=False))
+        for e in self.enis.values():
+            if e.attachment and (a in e.ipv6 or block in e.ipv6_prefixes):
                 return self.instances.get(e.attachment["instance"])
         return None
 
@@ -838,12 +967,15 @@ class Sim:
              "vpcId": self.vpc_id}
         if not for_instance:
             d["availabilityZone"] = e.subnet.az
+        primary = e.addresses[0] if e.addresses else None
         d.update({
             "description": e.description, "ownerId": OWNER_ID,
             "requesterManaged": e.requester_managed, "status": e.status,
-            "macAddress": e.mac, "privateIpAddress": e.addresses[0],
+            # An IPv6-only ENI has no private IPv4 address, nor a name
+            # made of one.
+            "macAddress": e.mac, "privateIpAddress": primary,
             "privateDnsName": "ip-%s.%s.compute.internal" % (
-                e.addresses[0].replace(".", "-"), self.region),
+                primary.replace(".", "-"), self.region) if primary else None,
             "sourceDestCheck": e.source_dest_check,
             "groupSet": [{"groupId": g, "groupName": self.groups.get(g, g)}
                          for g in e.groups],
@@ -854,11 +986,18 @@ class Sim:
                 {"privateIpAddress": a, "privateDnsName": "ip-%s.%s.compute.internal"
                  % (a.replace(".", "-"), self.region), "primary": i == 0}
                 for i, a in enumerate(e.addresses)],
-            "ipv6AddressesSet": [],
+            "ipv6AddressesSet": [
+                {"ipv6Address": a, "isPrimaryIpv6": a == e.ipv6_primary}
+                for a in e.ipv6],
             # Left out when empty: an answer without prefixes is unchanged.
             "ipv4PrefixSet": [{"ipv4Prefix": p} for p in e.prefixes] or None,
+            "ipv6PrefixSet": [{"ipv6Prefix": p} for p in e.ipv6_prefixes] or None,
             "interfaceType": "interface",
         })
+        if self.ipv6 and not for_instance:
+            # Only with --ipv6: an IPv4-only sim answers as before.
+            d["ipv6Native"] = e.subnet.ipv6_native
+            d["ipv6Address"] = e.ipv6_primary
         return d
 
     def page(self, items, params, key):
@@ -908,13 +1047,17 @@ class Sim:
                     "instanceId": inst.id, "imageId": "ami-0e1d5171000000000",
                     "instanceState": {"code": 16, "name": "running"},
                     "privateDnsName": "ip-%s.%s.compute.internal" % (
-                        prim.addresses[0].replace(".", "-"), self.region) if prim else "",
+                        prim.addresses[0].replace(".", "-"), self.region)
+                    if prim and prim.addresses else
+                    "%s.%s.compute.internal" % (inst.id, self.region) if prim else "",
                     "amiLaunchIndex": 0, "instanceType": inst.type,
                     "launchTime": iso8601(inst.launch),
                     "placement": {"availabilityZone": self.az, "tenancy": "default"},
                     "monitoring": {"state": "disabled"},
                     "subnetId": inst.subnet.id, "vpcId": self.vpc_id,
-                    "privateIpAddress": prim.addresses[0] if prim else None,
+                    "privateIpAddress": prim.addresses[0]
+                    if prim and prim.addresses else None,
+                    "ipv6Address": prim.ipv6_primary if prim else None,
                     "sourceDestCheck": True,
                     "groupSet": [{"groupId": g, "groupName": self.groups[g]}
                                  for g in (prim.groups if prim else [])],
@@ -942,7 +1085,8 @@ class Sim:
             return match_values([e.id for e in self.instance_enis(inst.id)], values)
         if name == "private-ip-address":
             enis = self.instance_enis(inst.id)
-            return match_values(enis[0].addresses[0] if enis else None, values)
+            return match_values(enis[0].addresses[0] if enis and enis[0].addresses
+                                else None, values)
         if name.startswith("tag:"):
             return match_values(inst.tags.get(name[4:]), values)
         if name == "tag-key":
@@ -983,7 +1127,8 @@ class Sim:
                                       "networkPerformance": tr["network"],
                                       "maximumNetworkInterfaces": enis}],
                     "ipv4AddressesPerInterface": ips,
-                    "ipv6AddressesPerInterface": ips, "ipv6Supported": True,
+                    "ipv6AddressesPerInterface": self.ipv6_limits[t],
+                    "ipv6Supported": True,
                     "enaSupport": tr["ena"], "efaSupported": False,
                     "encryptionInTransitSupported": False,
                 },
@@ -1001,16 +1146,28 @@ class Sim:
         for name, values in parse_filters(p):
             subs = [s for s in subs if self._subnet_filter(s, name, values)]
         subs, nt = self.page(subs, p, lambda s: s.id)
-        return {"subnetSet": [{
+        return {"subnetSet": [self._subnet_struct(s) for s in subs],
+                "nextToken": nt}
+
+    def _subnet_struct(self, s):
+        d = {
             "subnetId": s.id, "subnetArn": "arn:aws:ec2:%s:%s:subnet/%s" % (
                 self.region, OWNER_ID, s.id),
             "state": "available", "ownerId": OWNER_ID, "vpcId": s.vpc_id,
-            "cidrBlock": str(s.net), "ipv6CidrBlockAssociationSet": [],
+            "cidrBlock": str(s.net) if s.net else None,
+            "ipv6CidrBlockAssociationSet": [{
+                "associationId": s.v6.assoc_id, "ipv6CidrBlock": str(s.v6.net),
+                "ipv6CidrBlockState": {"state": s.v6.state}}] if s.v6 else [],
             "availableIpAddressCount": s.free(), "availabilityZone": s.az,
             "availabilityZoneId": "use1-az1", "defaultForAz": False,
-            "mapPublicIpOnLaunch": False, "assignIpv6AddressOnCreation": False,
+            "mapPublicIpOnLaunch": False, "assignIpv6AddressOnCreation": s.auto_ipv6,
             "tagSet": [{"key": k, "value": v} for k, v in s.tags.items()],
-        } for s in subs], "nextToken": nt}
+        }
+        if self.ipv6:
+            # Only with --ipv6: an IPv4-only sim answers as before.
+            d["ipv6Native"] = s.ipv6_native
+            d["enableDns64"] = False
+        return d
 
     def _subnet_filter(self, s, name, values):
         if name == "subnet-id":
@@ -1020,7 +1177,13 @@ class Sim:
         if name in ("availability-zone", "availabilityZone"):
             return match_values(s.az, values)
         if name in ("cidr-block", "cidr", "cidrBlock"):
-            return match_values(str(s.net), values)
+            return match_values(str(s.net) if s.net else None, values)
+        if name == "ipv6-cidr-block-association.ipv6-cidr-block":
+            return match_values(str(s.v6.net) if s.v6 else None, values)
+        if name == "ipv6-cidr-block-association.state":
+            return match_values(s.v6.state if s.v6 else None, values)
+        if name == "ipv6-native":
+            return match_values("true" if s.ipv6_native else "false", values)
         if name == "state":
             return match_values("available", values)
         if name.startswith("tag:"):
@@ -1028,6 +1191,45 @@ class Sim:
         if name == "tag-key":
             return match_values(list(s.tags), values)
         raise Ec2Error("InvalidParameterValue", "The filter '%s' is invalid" % name)
+
+    def a_DescribeVpcs(self, p, dry):
+        ids = indexed(p, "VpcId")
+        for i in ids:
+            if i != self.vpc_id:
+                raise Ec2Error("InvalidVpcID.NotFound",
+                               "The vpc ID '%s' does not exist" % i)
+        self.dry(dry)
+        vpcs = [self.vpc_id]
+        for name, values in parse_filters(p):
+            if name == "vpc-id":
+                keep = match_values(self.vpc_id, values)
+            elif name in ("cidr", "cidr-block-association.cidr-block"):
+                keep = match_values(self.vpc_cidr, values)
+            elif name == "ipv6-cidr-block-association.ipv6-cidr-block":
+                keep = match_values(self.vpc_cidr6, values)
+            elif name == "state":
+                keep = match_values("available", values)
+            elif name == "is-default":
+                keep = match_values("false", values)
+            else:
+                raise Ec2Error("InvalidParameterValue",
+                               "The filter '%s' is invalid" % name)
+            vpcs = vpcs if keep else []
+        vpcs, nt = self.page(vpcs, p, lambda v: v)
+        return {"vpcSet": [{
+            "vpcId": v, "ownerId": OWNER_ID, "state": "available",
+            "cidrBlock": self.vpc_cidr, "dhcpOptionsId": "dopt-0e1d5171000000000",
+            "instanceTenancy": "default", "isDefault": False,
+            "cidrBlockAssociationSet": [{
+                "associationId": self.vpc_assoc4, "cidrBlock": self.vpc_cidr,
+                "cidrBlockState": {"state": "associated"}}],
+            "ipv6CidrBlockAssociationSet": [{
+                "associationId": self.vpc_assoc6, "ipv6CidrBlock": self.vpc_cidr6,
+                "ipv6CidrBlockState": {"state": "associated"},
+                "networkBorderGroup": self.region, "ipv6Pool": "Amazon"}]
+            if self.vpc_cidr6 else None,
+            "tagSet": [],
+        } for v in vpcs], "nextToken": nt}
 
     def a_DescribeNetworkInterfaces(self, p, dry):
         ids = indexed(p, "NetworkInterfaceId")
@@ -1052,7 +1254,8 @@ class Sim:
             "vpc-id": self.vpc_id, "status": e.status,
             "availability-zone": e.subnet.az, "mac-address": e.mac,
             "description": e.description, "owner-id": OWNER_ID,
-            "private-ip-address": e.addresses[0],
+            "private-ip-address": e.addresses[0] if e.addresses else None,
+            "ipv6-addresses.ipv6-address": e.ipv6,
             "addresses.private-ip-address": e.addresses,
             "attachment.instance-id": a.get("instance"),
             "attachment.attachment-id": a.get("id"),
@@ -1112,11 +1315,24 @@ class Sim:
                 raise Ec2Error("InvalidGroup.NotFound",
                                "The security group '%s' does not exist" % g)
         count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000) or 0
+        if subnet.net is None and any(
+                k.startswith(("SecondaryPrivateIp", "PrivateIp", "Ipv4Prefix"))
+                for k in p):
+            subnet.v4_or_refuse()
         pcount, named = self._prefix_args(
             p, subnet, [v for g in indexed_groups(p, "Ipv4Prefix")
                         for k, v in g.items() if k == "Ipv4Prefix"],
             count or any(re.match(r"PrivateIpAddresses\.\d+\.", k) for k in p))
         nprefixes = len(named) or pcount
+        req6 = self._ipv6_args(
+            p, subnet, [g["Ipv6Address"] for g in indexed_groups(p, "Ipv6Addresses")
+                        if "Ipv6Address" in g],
+            [g["Ipv6Prefix"] for g in indexed_groups(p, "Ipv6Prefix")
+             if "Ipv6Prefix" in g], auto=True)
+        if subnet.net is None and req6 is None:
+            raise Ec2Error("InvalidParameterValue",
+                           "A network interface in the IPv6-only subnet '%s' needs "
+                           "an IPv6 address or prefix" % sid)
         tags = self._tags_from_specs(p)
         token = p.get("ClientToken")
         fingerprint = json.dumps({k: v for k, v in sorted(p.items())
@@ -1140,16 +1356,48 @@ class Sim:
         if count + nprefixes + 1 > ip_limit:
             raise Ec2Error("PrivateIpAddressLimitExceeded",
                            "Number of private addresses will exceed limit.")
+        if req6 and self._ipv6_wanted(req6) > self.unattached_ipv6_limit():
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
         primary = p.get("PrivateIpAddress")
         if primary and not subnet.contains(primary):
             raise Ec2Error("InvalidParameterValue",
                            "Address %s does not fall within the subnet's address "
                            "range" % primary)
-        if subnet.free() < count + 1:
+        if subnet.net is not None and subnet.free() < count + 1:
             raise Ec2Error("InsufficientFreeAddressesInSubnet",
                            "There are not enough free addresses in subnet '%s' to "
                            "satisfy the requested number of addresses." % sid)
         self.dry(dry)
+        got6, prefixes6 = self._claim_ipv6(subnet, req6)
+        try:
+            addrs, prefixes = self._claim_ipv4(subnet, primary, count, nprefixes,
+                                               named, pcount)
+        except Ec2Error:
+            if subnet.v6 is not None:
+                subnet.v6.release(got6)
+                subnet.v6.release_prefixes(prefixes6)
+            raise
+        eni = Eni(hexid("eni-"), subnet, self.new_mac(), addrs, groups,
+                  p.get("Description", ""))
+        eni.prefixes = prefixes
+        eni.ipv6 = got6
+        eni.ipv6_prefixes = prefixes6
+        eni.tags = tags
+        eni.client_token = token
+        self.note_imds(eni, born=True)
+        self.enis[eni.id] = eni
+        self.log_prefixes("assign", eni, prefixes + prefixes6)
+        snap = self.eni_struct(eni)
+        if token:
+            self.client_tokens[token] = (fingerprint, eni.id, snap)
+        return {"networkInterface": snap, "clientToken": token}
+
+    def _claim_ipv4(self, subnet, primary, count, nprefixes, named, pcount):
+        """A new ENI's IPv4 addresses and /28s: ([primary, ...], [/28s]),
+        nothing in an IPv6-only subnet."""
+        if subnet.net is None:
+            return [], []
         prefixes = []
         if primary:
             subnet.take(primary)
@@ -1168,17 +1416,136 @@ class Sim:
                     raise Ec2Error("InvalidParameterValue", NO_ROOM_FOR_PREFIXES)
                 prefixes = subnet.claim_prefixes(named, pcount)
             addrs = subnet.allocate(count + 1)
-        eni = Eni(hexid("eni-"), subnet, self.new_mac(), addrs, groups,
-                  p.get("Description", ""))
-        eni.prefixes = prefixes
-        eni.tags = tags
-        eni.client_token = token
-        self.enis[eni.id] = eni
+        return addrs, prefixes
+
+    # -------------------------------------------------------------- IPv6
+
+    def _ipv6_args(self, p, subnet, named, named_prefixes, auto=False):
+        """(Ipv6AddressCount, [addresses], Ipv6PrefixCount, [/80s]) of a
+        request, checked, or None if it asks for no IPv6 at all.  With
+        `auto` (CreateNetworkInterface), a subnet that assigns IPv6 on
+        creation gives one address unless the request names any IPv6
+        (Ipv6AddressCount=0 included)."""
+        count = as_int(p, "Ipv6AddressCount", 0, 10000)
+        pcount = as_int(p, "Ipv6PrefixCount", 1, 10000)
+        if count is not None and named:
+            raise Ec2Error("InvalidParameterCombination",
+                           "Specify either Ipv6AddressCount or Ipv6Addresses, "
+                           "not both")
+        if pcount is not None and named_prefixes:
+            raise Ec2Error("InvalidParameterCombination",
+                           "Specify either Ipv6PrefixCount or Ipv6Prefix, not both")
+        addrs = bool(count) or bool(named)
+        prefixes = pcount is not None or bool(named_prefixes)
+        if addrs and prefixes:
+            raise Ec2Error("InvalidParameterCombination",
+                           "IPv6 addresses and IPv6 prefixes cannot be specified "
+                           "in the same request")
+        if auto and count is None and not addrs and not prefixes and \
+                subnet.auto_ipv6 and subnet.v6 is not None and subnet.v6.usable():
+            count, addrs = 1, True
+        if not addrs and not prefixes:
+            return None
+        block = subnet.v6_or_refuse()
+        canon = [block.check_address(a) for a in named]
+        if len(set(canon)) != len(canon):
+            raise Ec2Error("InvalidParameterValue", "Duplicate address requested")
+        pcanon = [block.check_prefix(c) for c in named_prefixes]
+        if len(set(pcanon)) != len(pcanon):
+            raise Ec2Error("InvalidParameterValue", "Duplicate prefix requested")
+        return (count or 0, canon, pcount or 0, pcanon)
+
+    @staticmethod
+    def _ipv6_wanted(req):
+        count, named, pcount, pnamed = req
+        return (len(named) or count) + (len(pnamed) or pcount)
+
+    def _claim_ipv6(self, subnet, req):
+        """([addresses], [/80s]) for a checked request (or None)."""
+        if req is None:
+            return [], []
+        count, named, pcount, pnamed = req
+        block = subnet.v6
+        if named:
+            for a in named:
+                block.take(a)
+            return list(named), []
+        if count:
+            return block.allocate(count, subnet.scattered), []
+        return [], block.claim_prefixes(pnamed, pcount, subnet.scattered)
+
+    def _no_ipv6_prefixes_on(self, inst):
+        return Ec2Error("UnsupportedOperation",
+                        "IPv6 prefixes are not supported on instance type '%s' "
+                        "of instance '%s': it is not a Nitro instance."
+                        % (inst.type, inst.id))
+
+    def a_AssignIpv6Addresses(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        req = self._ipv6_args(p, eni.subnet, indexed(p, "Ipv6Addresses"),
+                              indexed(p, "Ipv6Prefix"))
+        if req is None:
+            need(p, "Ipv6AddressCount")
+            raise Ec2Error("InvalidParameterValue",
+                           "Ipv6AddressCount must be at least 1")
+        if req[2] or req[3]:
+            if eni.attachment:
+                inst = self.instances[eni.attachment["instance"]]
+                if not self.prefix_capable(inst.type):
+                    raise self._no_ipv6_prefixes_on(inst)
+        if len(eni.ipv6) + len(eni.ipv6_prefixes) + self._ipv6_wanted(req) > \
+                self.eni_ipv6_limit(eni):
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        self.dry(dry)
+        got, prefixes = self._claim_ipv6(eni.subnet, req)
+        eni.ipv6.extend(got)
+        eni.ipv6_prefixes.extend(prefixes)
         self.log_prefixes("assign", eni, prefixes)
-        snap = self.eni_struct(eni)
-        if token:
-            self.client_tokens[token] = (fingerprint, eni.id, snap)
-        return {"networkInterface": snap, "clientToken": token}
+        self.sync(eni.id)
+        # Only what this call added, and only the kind it added.
+        return {"assignedIpv6Addresses": got or None,
+                "assignedIpv6PrefixSet": prefixes or None,
+                "networkInterfaceId": eni.id}
+
+    def a_UnassignIpv6Addresses(self, p, dry):
+        eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        addrs = [v6.canon(a) or a for a in indexed(p, "Ipv6Addresses")]
+        prefixes = []
+        for c in indexed(p, "Ipv6Prefix"):
+            try:
+                prefixes.append(str(ipaddress.IPv6Network(c, strict=True)))
+            except ValueError:
+                raise Ec2Error("InvalidParameterValue",
+                               "Invalid IPv6 prefix '%s'" % c)
+        if not addrs and not prefixes:
+            need(p, "Ipv6Addresses.1")
+        for a in addrs:
+            if a not in eni.ipv6:
+                raise Ec2Error("InvalidParameterValue",
+                               "Some of the specified addresses are not assigned "
+                               "to interface %s" % eni.id)
+            if a == eni.ipv6_primary:
+                raise Ec2Error("InvalidParameterValue",
+                               "The primary IPv6 address %s cannot be unassigned."
+                               % a)
+        if any(c not in eni.ipv6_prefixes for c in prefixes):
+            raise Ec2Error("InvalidParameterValue",
+                           "Some of the specified prefixes are not assigned to "
+                           "interface %s" % eni.id)
+        self.dry(dry)
+        gone = [a for a in eni.ipv6 if a in set(addrs)]
+        gone_p = [c for c in eni.ipv6_prefixes if c in set(prefixes)]
+        eni.ipv6 = [a for a in eni.ipv6 if a not in set(gone)]
+        eni.ipv6_prefixes = [c for c in eni.ipv6_prefixes if c not in set(gone_p)]
+        if eni.subnet.v6 is not None:
+            eni.subnet.v6.release(gone)
+            eni.subnet.v6.release_prefixes(gone_p)
+        self.log_prefixes("unassign", eni, gone_p)
+        self.sync(eni.id)
+        return {"networkInterfaceId": eni.id,
+                "unassignedIpv6Addresses": gone or None,
+                "unassignedIpv6PrefixSet": gone_p or None}
 
     def a_DeleteNetworkInterface(self, p, dry):
         eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
@@ -1188,7 +1555,10 @@ class Sim:
         self.dry(dry)
         eni.subnet.release(eni.addresses)
         eni.subnet.release_prefixes(eni.prefixes)
-        self.log_prefixes("delete", eni, eni.prefixes)
+        if eni.subnet.v6 is not None:
+            eni.subnet.v6.release(eni.ipv6)
+            eni.subnet.v6.release_prefixes(eni.ipv6_prefixes)
+        self.log_prefixes("delete", eni, eni.prefixes + eni.ipv6_prefixes)
         self.macs.discard(eni.mac)
         del self.enis[eni.id]
         self.sync(eni.id)
@@ -1231,6 +1601,17 @@ class Sim:
                            "Number of private addresses will exceed limit.")
         if eni.prefixes and not self.prefix_capable(inst.type):
             raise self._no_prefixes_on(inst)
+        if len(eni.ipv6) + len(eni.ipv6_prefixes) > self.ipv6_limits[inst.type]:
+            raise Ec2Error("PrivateIpAddressLimitExceeded",
+                           "Number of private addresses will exceed limit.")
+        if eni.ipv6_prefixes and not self.prefix_capable(inst.type):
+            raise self._no_ipv6_prefixes_on(inst)
+        if eni.subnet.ipv6_native and not self.prefix_capable(inst.type):
+            # IPv6-only subnets are for Nitro instances only.
+            raise Ec2Error("UnsupportedOperation",
+                           "Instance type '%s' of instance '%s' is not supported "
+                           "in the IPv6-only subnet '%s'."
+                           % (inst.type, inst.id, eni.subnet.id))
         self.dry(dry)
         att = {"id": hexid("eni-attach-"), "instance": iid, "device_index": dev,
                "status": "attaching", "delete_on_termination": False,
@@ -1406,6 +1787,7 @@ class Sim:
 
     def a_AssignPrivateIpAddresses(self, p, dry):
         eni = self.eni_or_404(need(p, "NetworkInterfaceId"))
+        eni.subnet.v4_or_refuse()
         explicit = indexed(p, "PrivateIpAddress")
         count = as_int(p, "SecondaryPrivateIpAddressCount", 1, 10000)
         pcount, named = self._prefix_args(p, eni.subnet, indexed(p, "Ipv4Prefix"),
@@ -1481,7 +1863,7 @@ class Sim:
         if not addrs:
             need(p, "PrivateIpAddress.1")
         for a in addrs:
-            if a == eni.addresses[0]:
+            if eni.addresses and a == eni.addresses[0]:
                 raise Ec2Error("InvalidParameterValue",
                                "The primary private IP address %s cannot be "
                                "unassigned." % a)
@@ -1546,6 +1928,22 @@ class Sim:
 
     # -------------------------------------------------------------- state dump
 
+    def _subnet_state(self, s):
+        d = {"id": s.id, "cidr": str(s.net) if s.net else None, "gateway": s.gateway,
+             "az": s.az, "free": s.free(), "in_use": len(s.in_use),
+             "prefixes": len(s.prefixes), "free_prefixes": len(s.free_blocks()),
+             "fragmented": len(s.blockers)}
+        if self.ipv6:
+            b = s.v6
+            d.update({"ipv6_native": s.ipv6_native, "ipv6_auto_assign": s.auto_ipv6,
+                      "ipv6_cidr": str(b.net) if b else None,
+                      "ipv6_state": b.state if b else None,
+                      "ipv6_association_id": b.assoc_id if b else None,
+                      "ipv6_in_use": b.in_use() if b else 0,
+                      "ipv6_prefixes": len(b.blocks) if b else 0,
+                      "ipv6_free_prefixes": b.free_blocks() if b else 0})
+        return d
+
     def state(self):
         dp = self.dataplane.snapshot() if self.dataplane else {}
         enis = []
@@ -1555,7 +1953,9 @@ class Sim:
                 "id": e.id, "status": e.status, "subnet": e.subnet.id, "mac": e.mac,
                 "description": e.description, "addresses": list(e.addresses),
                 "prefixes": list(e.prefixes),
-                "primary_ip": e.addresses[0], "groups": list(e.groups),
+                "ipv6_addresses": list(e.ipv6), "ipv6_prefixes": list(e.ipv6_prefixes),
+                "primary_ip": e.addresses[0] if e.addresses else None,
+                "primary_ipv6": e.ipv6_primary, "groups": list(e.groups),
                 "tags": dict(e.tags),
                 "instance_id": a["instance"] if a else None,
                 "device_index": a["device_index"] if a else None,
@@ -1578,12 +1978,9 @@ class Sim:
                            "enis": [e.id for e in self.instance_enis(i.id)]}
                           for i in self.instances.values()],
             "enis": enis,
-            "subnets": [{"id": s.id, "cidr": str(s.net), "gateway": s.gateway,
-                         "az": s.az, "free": s.free(), "in_use": len(s.in_use),
-                         "prefixes": len(s.prefixes),
-                         "free_prefixes": len(s.free_blocks()),
-                         "fragmented": len(s.blockers)}
-                        for s in self.subnet_list],
+            "subnets": [self._subnet_state(s) for s in self.subnet_list],
+            "ipv6": {"enabled": self.ipv6, "vpc_cidr": self.vpc_cidr6,
+                     "imds_lag_ms": self.imds_lag_ms},
             "allocation": "scattered" if self.subnet_list[0].scattered
             else "lowest",
             "calls": dict(self.calls), "errors": {k: dict(v) for k, v in

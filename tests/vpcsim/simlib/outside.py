@@ -17,6 +17,12 @@ ping, and a "whoami" service on SERVICE_PORT (TCP and UDP) tells a
 client the address and port it saw, then echoes; the VPC host runs the
 same service, so that a test can tell translated traffic from
 untranslated on either side of the gateway.
+
+With --ipv6 dual the outside host also has OUTSIDE_HOST6 (with the same
+ping and whoami service), reached from the VPC untranslated: pods hold
+global addresses of the VPC's /56, EC2 has no NAT66, and the gateway's
+nftables table (family ip) does not see IPv6 at all.  The outside host
+routes back to the VPC's /56 only.
 """
 import ipaddress
 import json
@@ -27,6 +33,7 @@ import subprocess
 import threading
 import time
 
+from . import ipv6 as v6
 from . import netns
 
 OUTSIDE_HOST = "203.0.113.10"      # TEST-NET-3 (RFC 5737)
@@ -68,6 +75,21 @@ def router_cmds():
             # The VPC's route table: everything that is not routed in the
             # VPC goes to the internet gateway.
             "route add default via %s dev %s onlink" % (OUT_NEXT_HOP, IGW_IF)]
+
+
+def router_cmds6():
+    """The VPC route table's IPv6 default: the internet gateway, next hop
+    a link-local label with a permanent neighbour entry."""
+    return ["neigh replace %s lladdr %s dev %s nud permanent"
+            % (v6.OUT_NEXT_HOP6, OUT_MAC, IGW_IF),
+            "route add ::/0 via %s dev %s" % (v6.OUT_NEXT_HOP6, IGW_IF)]
+
+
+def outside_cmds6():
+    return ["addr add %s/128 dev lo nodad" % v6.OUTSIDE_HOST6,
+            "neigh replace %s lladdr %s dev %s nud permanent"
+            % (v6.IGW_NEXT_HOP6, IGW_MAC, OUT_IF),
+            "route add %s via %s dev %s" % (v6.VPC_CIDR6, v6.IGW_NEXT_HOP6, OUT_IF)]
 
 
 def outside_cmds():
@@ -194,9 +216,13 @@ class Whoami:
         self.socks = []
 
     def listen(self, name, ns, addr, port):
+        """Serve on addr (IPv4 or IPv6) in ns; what a name's services see
+        is counted together (an IPv6 address beside the IPv4 ones)."""
+        fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+
         def make():
-            t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            t = socket.socket(fam, socket.SOCK_STREAM)
+            u = socket.socket(fam, socket.SOCK_DGRAM)
             try:
                 t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 t.bind((addr, port))
@@ -213,7 +239,7 @@ class Whoami:
             self.socks.append(s)
             self.sel.register(s, selectors.EVENT_READ, (name, kind))
         with self.lock:
-            self.seen[name] = {"tcp": {}, "udp": {}}
+            self.seen.setdefault(name, {"tcp": {}, "udp": {}})
 
     def start(self):
         self.thread = threading.Thread(target=self._run, name="whoami", daemon=True)
@@ -261,7 +287,7 @@ class Whoami:
                 return
             self._count(name, "udp", peer[0])
             try:
-                s.sendto(("%s %d\n" % peer).encode() + data[:1400], peer)
+                s.sendto(("%s %d\n" % peer[:2]).encode() + data[:1400], peer)
             except OSError:
                 pass
 
@@ -272,7 +298,7 @@ class Whoami:
             except BlockingIOError:
                 return
             self._count(name, "tcp", peer[0])
-            line = ("%s %d\n" % peer).encode()
+            line = ("%s %d\n" % peer[:2]).encode()
             if not self.slots.acquire(blocking=False):
                 try:
                     c.setblocking(False)
@@ -308,10 +334,13 @@ def connect(ns, src, dst, port, timeout_s, send=None, limit=65536):
     returns a dict; "ok" says whether the connection was made."""
     t0 = time.monotonic()
     deadline = t0 + timeout_s
-    res = {"ok": False, "from": src, "to": "%s:%d" % (dst, port)}
+    v6 = ":" in dst
+    res = {"ok": False, "from": src,
+           "to": ("[%s]:%d" if v6 else "%s:%d") % (dst, port)}
 
     def make():
-        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        return socket.socket(socket.AF_INET6 if v6 else socket.AF_INET,
+                             socket.SOCK_STREAM)
     s = netns.socket_in_netns(ns, make)
     try:
         s.bind((src, 0))
@@ -322,7 +351,7 @@ def connect(ns, src, dst, port, timeout_s, send=None, limit=65536):
             res["error"] = "connect: %s" % (e.strerror or str(e) or type(e).__name__)
             return res
         res["ok"] = True
-        res["local"] = "%s:%d" % s.getsockname()
+        res["local"] = ("[%s]:%d" if v6 else "%s:%d") % s.getsockname()[:2]
         got = bytearray()
         eof = False
         try:
