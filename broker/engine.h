@@ -261,6 +261,12 @@ struct subnet {
 	uint64_t		 prefix_inhibited_until; /* refused a /28 */
 	uint32_t		 nsgs;
 	char			 sgs[MSG_MAX_SGS][MSG_ID_LEN];
+	/* IPv6, as the last describe said: its /64 when associated (and
+	 * inside the VPC's IPv6 blocks), else family 0; the block's state
+	 * (enum cloud_ipv6_state); IPv6-only (no IPv4 CIDR). */
+	struct ip_prefix	 cidr6;
+	uint32_t		 ipv6_state;
+	bool			 ipv6_native;
 };
 
 enum engine_phase {

@@ -32,6 +32,7 @@
 #include "enid.h"
 #include "log.h"
 #include "nodelock.h"
+#include "prereq.h"
 #include "proc.h"
 #include "sandbox.h"
 #include "testhook.h"
@@ -583,6 +584,13 @@ main(int argc, char *argv[])
 	 * before a helper, the cloud or the pods' rules are touched. */
 	if (store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
 		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
+	/* IPv6 pods: the node's settings, read while files may be opened
+	 * by path; judged once the cloud names the primary interface. */
+	if (config_family_v6(b.cfg.ip_family)) {
+		if ((b.prereq = malloc(sizeof(*b.prereq))) == NULL)
+			fatal("IPv6 prerequisites");
+		prereq_read(b.prereq, "/proc/sys", "/sys/class/net");
+	}
 
 	if (!foreground) {
 		if (daemon(0, 0) == -1)

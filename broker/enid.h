@@ -240,7 +240,9 @@ struct broker {
 
 	/* instance.c: what the cloud says this node is */
 	enum instance_state	 instance_state;
-	struct msg_cloud_instance instance;
+	struct msg_cloud_instance instance;	/* its IPv4 CIDRs only */
+	uint32_t		 nvpc6;		/* and the VPC's IPv6 ones */
+	struct ip_prefix	 vpc6[MSG_MAX_CIDRS6];
 	char			 instance_error[512];
 	struct loop_timer	 instance_timer;
 	uint32_t		 instance_retry_ms;
@@ -248,6 +250,9 @@ struct broker {
 	struct breq		 instance_req;
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
+	/* The node's IPv6 settings read at start (prereq.h), judged once
+	 * the instance is known; NULL with ip_family ipv4. */
+	struct prereq		*prereq;
 
 	/* the pool: eni.c, eniaddr.c, pods.c, reconcile.c */
 	struct engine		 engine;

@@ -11,6 +11,7 @@
 #include "addr.h"
 #include "enid.h"
 #include "log.h"
+#include "prereq.h"
 
 #define INSTANCE_DEADLINE_MS	20000	/* doubled for each failure, */
 #define INSTANCE_DEADLINE_MAX_MS 320000	/* up to this */
@@ -107,22 +108,62 @@ instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 }
 
 /*
- * The VPC's CIDRs come in both families (IPv4 first); this broker routes,
- * checks and translates IPv4 only, and every reader of the instance's
- * CIDRs (netd's policy, SNAT, the pods' answers, the subnets' checks)
- * takes them as IPv4.  So the IPv6 ones go at the door, until the pool
- * takes IPv6 (issue 35).
+ * The VPC's CIDRs come in both families (IPv4 first).  instance.cidrs
+ * keeps the IPv4 ones, which netd's policy, SNAT, the pods' answers and
+ * the subnets' checks read; the IPv6 ones go to vpc6, which only the
+ * IPv6 pool reads (ip_family dual or ipv6).  An IPv6 CIDR EC2 could give
+ * a VPC is a /44 to /56 (REFERENCE.md); cloudd checked each is canonical
+ * and not special.
  */
 static void
-instance_keep_ipv4_cidrs(struct msg_cloud_instance *in)
+instance_split_cidrs(struct broker *b, struct msg_cloud_instance *in)
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < in->ncidrs && i < MSG_MAX_VPC_CIDRS; i++)
+	b->nvpc6 = 0;
+	for (i = 0; i < in->ncidrs && i < MSG_MAX_VPC_CIDRS; i++) {
 		if (in->cidrs[i].addr.family == AF_INET && n < MSG_MAX_CIDRS)
 			in->cidrs[n++] = in->cidrs[i];
+		else if (in->cidrs[i].addr.family == AF_INET6 &&
+		    b->nvpc6 < MSG_MAX_CIDRS6)
+			b->vpc6[b->nvpc6++] = in->cidrs[i];
+	}
 	memset(&in->cidrs[n], 0, sizeof(in->cidrs) - n * sizeof(in->cidrs[0]));
 	in->ncidrs = n;
+}
+
+static bool
+instance_ipv6_ok(struct broker *b, const struct msg_cloud_instance *in)
+{
+	char lines[PREREQ_MAX_LINES][PREREQ_LINE_LEN];
+	const char *fam = config_family_name(b->cfg.ip_family);
+	size_t i, n, wrong = 0;
+
+	if (!config_family_v6(b->cfg.ip_family))
+		return true;
+	if (!in->ipv6_supported) {
+		log_errorx("configuration: instance type %s does not take "
+		    "IPv6 (ipv6Supported false), and ip_family \"%s\" needs "
+		    "it", in->instance_type, fam);
+		wrong++;
+	}
+	if (!in->prefixes_ok) {
+		log_errorx("configuration: instance type %s is not built on "
+		    "the Nitro system, so its ENIs take no /80 prefix, and "
+		    "ip_family \"%s\" gives pods their IPv6 addresses from "
+		    "one", in->instance_type, fam);
+		wrong++;
+	}
+	n = prereq_judge(b->prereq, b->cfg.ip_family, in->primary_mac, lines,
+	    PREREQ_MAX_LINES);
+	for (i = 0; i < n && i < PREREQ_MAX_LINES; i++)
+		log_errorx("configuration: %s", lines[i]);
+	wrong += n;
+	if (wrong == 0)
+		return true;
+	broker_shutdown(b, 1, "this instance or node cannot have IPv6 pods "
+	    "(above)");
+	return false;
 }
 
 static void
@@ -145,7 +186,7 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		instance_retry(b, why);
 		return;
 	}
-	instance_keep_ipv4_cidrs(&in);
+	instance_split_cidrs(b, &in);
 	/* cloudd checked the fields; these are the ones policy rests on. */
 	if (in.instance_id[0] == '\0' || mac_is_zero(in.primary_mac) ||
 	    in.ncidrs == 0 || in.max_enis == 0 || in.ips_per_eni == 0) {
@@ -161,6 +202,8 @@ instance_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "address (an IPv6-only subnet); pods' traffic leaving the "
 		    "VPC has no node address to be translated to",
 		    in.instance_id, in.primary_eni);
+	if (!instance_ipv6_ok(b, &in))
+		return;
 	b->instance = in;
 	b->instance_state = INSTANCE_KNOWN;
 	b->instance_failures = 0;

@@ -10,7 +10,8 @@ broker_libbrokerlogic_a_SOURCES = broker/pool.c broker/pool.h \
 	broker/lifecycle.c \
 	broker/cnireq.c broker/cnireq.h broker/ctlreq.c broker/ctlreq.h \
 	broker/checkpoint.c broker/checkpoint.h broker/journal.c \
-	broker/journal.h broker/nodelock.c broker/nodelock.h
+	broker/journal.h broker/nodelock.c broker/nodelock.h \
+	broker/prereq.c broker/prereq.h
 broker_libbrokerlogic_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 

@@ -1999,6 +1999,86 @@ reconcile_now(struct broker *b, const char *why)
 
 /* ---- subnets ---- */
 
+/*
+ * A subnet's IPv6 block, as the cloud describes it: kept when it is a
+ * /64 of one of the VPC's IPv6 blocks with no host bits, associated; any
+ * other is no block (and a block outside the VPC is said as a lie).
+ */
+static void
+subnet_learn_ipv6(struct broker *b, struct subnet *s,
+    const struct msg_cloud_subnet *cs)
+{
+	char cidr[IP_PREFIX_STR_LEN];
+	uint32_t i;
+	bool in_vpc = false;
+
+	s->ipv6_native = cs->ipv6_native != 0;
+	s->ipv6_state = cs->ipv6_state < IPV6_ST_MAX ? cs->ipv6_state :
+	    IPV6_ST_NONE;
+	memset(&s->cidr6, 0, sizeof(s->cidr6));
+	if (cs->cidr6.addr.family != AF_INET6 ||
+	    cs->ipv6_state != IPV6_ST_ASSOCIATED)
+		return;
+	for (i = 0; i < b->nvpc6 && i < MSG_MAX_CIDRS6; i++)
+		if (ip_prefix_contains(&b->vpc6[i], &cs->cidr6.addr) &&
+		    cs->cidr6.len >= b->vpc6[i].len)
+			in_vpc = true;
+	ip_prefix_format(&cs->cidr6, cidr);
+	if (!in_vpc || cs->cidr6.len != 64 ||
+	    !ip_prefix_is_network(&cs->cidr6)) {
+		log_security("subnets: %s's IPv6 block is described as %s, "
+		    "not a /64 of the VPC's IPv6 blocks; taken as none",
+		    cs->subnet_id, cidr);
+		return;
+	}
+	s->cidr6 = cs->cidr6;
+}
+
+/*
+ * ip_family dual or ipv6, at the first whole describe: every subnet pods
+ * may take addresses in must give them what they need, or enid does not
+ * start (a configuration error named now, not ADDs failing later).  Dual
+ * needs both families in the subnet; ipv6 an IPv6 block.  True when all
+ * do.
+ */
+static bool
+subnets_ipv6_ok(struct broker *b)
+{
+	struct engine *en = &b->engine;
+	const char *fam = config_family_name(b->cfg.ip_family);
+	uint32_t i, wrong = 0;
+	struct subnet *s;
+
+	if (!config_family_v6(b->cfg.ip_family))
+		return true;
+	for (i = 0; i < en->nsubnets; i++) {
+		s = &en->subnets[i];
+		if (!s->configured || !s->asked)
+			continue;
+		if (s->cidr6.addr.family != AF_INET6) {
+			log_errorx("configuration: subnet %s has no associated "
+			    "IPv6 block (%s), and ip_family \"%s\" gives pods "
+			    "an IPv6 address from it; associate one (aws ec2 "
+			    "associate-subnet-cidr-block --ipv6-cidr-block ...)",
+			    s->id, s->ipv6_state == IPV6_ST_NONE ? "none" :
+			    cloud_ipv6_state_name(s->ipv6_state), fam);
+			wrong++;
+		}
+		if (b->cfg.ip_family == IP_FAMILY_DUAL && s->ipv6_native) {
+			log_errorx("configuration: subnet %s is IPv6-only "
+			    "(ipv6Native), and ip_family \"dual\" gives pods "
+			    "an IPv4 address too; use \"ipv6\" or a "
+			    "dual-stack subnet", s->id);
+			wrong++;
+		}
+	}
+	if (wrong == 0)
+		return true;
+	broker_shutdown(b, 1, "subnets that cannot give pods IPv6 addresses "
+	    "(above)");
+	return false;
+}
+
 static void
 subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
@@ -2033,6 +2113,8 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			if (en->subnets[i].configured && !en->subnets[i].known)
 				log_errorx("subnet %s: the cloud does not "
 				    "describe it; not used", en->subnets[i].id);
+		if (!en->subnets_described && !subnets_ipv6_ok(b))
+			return;
 		if (!en->subnets_described) {
 			en->subnets_described = true;
 			/* The first run's answers waited for this. */
@@ -2053,6 +2135,7 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		    "asked for; ignored", cs.subnet_id);
 		return;
 	}
+	subnet_learn_ipv6(b, s, &cs);
 	/* An IPv6-only subnet has no IPv4 CIDR (family 0): nothing this
 	 * broker, IPv4 only, can take addresses from. */
 	if (cs.cidr.addr.family != AF_INET) {

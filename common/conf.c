@@ -30,6 +30,7 @@ enum key_type {
 	K_SUBNETS,
 	K_CIDRS,	/* snat.exclude: an array of IPv4 CIDR strings */
 	K_MARK,		/* uint32_t with exactly one bit set */
+	K_FAMILY,	/* int: enum ip_family, by its name */
 };
 
 struct key {
@@ -147,6 +148,7 @@ static const struct key top_keys[] = {
 	STR("state_dir", state_dir),
 	{ "log_level", K_LEVEL, OFF(log_level), 0, 0, 0, NULL, NULL },
 	STR("cluster_name", cluster_name),
+	{ "ip_family", K_FAMILY, OFF(ip_family), 0, 0, 0, NULL, NULL },
 	OBJ("cloud", cloud_keys),
 	OBJ("pool", pool_keys),
 	{ "subnets", K_SUBNETS, 0, 0, 0, 0, NULL, NULL },
@@ -158,6 +160,32 @@ static const struct key top_keys[] = {
 	END
 };
 
+static const char *const family_names[] = {
+	[IP_FAMILY_IPV4] = "ipv4",
+	[IP_FAMILY_DUAL] = "dual",
+	[IP_FAMILY_IPV6] = "ipv6",
+};
+
+const char *
+config_family_name(int f)
+{
+	if (f < 0 || (size_t)f >= sizeof(family_names) /
+	    sizeof(family_names[0]))
+		return "?";
+	return family_names[f];
+}
+
+int
+config_family_parse(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(family_names) / sizeof(family_names[0]); i++)
+		if (strcmp(s, family_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 void
 config_defaults(struct enid_config *cfg)
 {
@@ -167,6 +195,7 @@ config_defaults(struct enid_config *cfg)
 	    ENID_RUNTIME_DIR);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", ENID_STATE_DIR);
 	cfg->log_level = LOG_LVL_INFO;
+	cfg->ip_family = IP_FAMILY_IPV4;
 	snprintf(cfg->cluster_name, sizeof(cfg->cluster_name), "kubernetes");
 	snprintf(cfg->cloud.provider, sizeof(cfg->cloud.provider), "ec2");
 	snprintf(cfg->cloud.imds_endpoint, sizeof(cfg->cloud.imds_endpoint),
@@ -494,6 +523,19 @@ parse_value(struct json_object *v, const struct key *k,
 			    type_name(v));
 		*(bool *)(base + k->off) = json_object_get_boolean(v);
 		return 0;
+	case K_FAMILY:
+		if (!json_object_is_type(v, json_type_string))
+			return fail(pe, path, "expected a string, got %s",
+			    type_name(v));
+		if (strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v))
+			return fail(pe, path, "string contains a NUL byte");
+		lvl = config_family_parse(json_object_get_string(v));
+		if (lvl < 0)
+			return fail(pe, path, "unknown family \"%s\" (ipv4, "
+			    "dual, ipv6)", json_object_get_string(v));
+		*(int *)(void *)(base + k->off) = lvl;
+		return 0;
 	case K_LEVEL:
 		if (!json_object_is_type(v, json_type_string))
 			return fail(pe, path, "expected a string, got %s",
@@ -619,6 +661,13 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
 		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",
 		    cfg->pool.max_pods);
+	/* Prefix delegation here is IPv4's /28s; an IPv6 pod's address
+	 * always comes from its ENI's /80, whatever this says. */
+	if (cfg->ip_family == IP_FAMILY_IPV6 && cfg->pool.prefix_delegation)
+		return fail(pe, "pool.prefix_delegation", "delegates IPv4 /28 "
+		    "prefixes, and ip_family \"ipv6\" gives pods no IPv4 "
+		    "address (their IPv6 addresses come from /80 prefixes "
+		    "anyway)");
 	return check_textfile(cfg->metrics_textfile, pe);
 }
 
@@ -751,6 +800,10 @@ obj_to_json(const struct enid_config *cfg, const struct key *tab)
 		case K_BOOL:
 			v = json_object_new_boolean(
 			    *(const bool *)(base + k->off));
+			break;
+		case K_FAMILY:
+			v = json_object_new_string(config_family_name(
+			    *(const int *)(const void *)(base + k->off)));
 			break;
 		case K_LEVEL:
 			v = json_object_new_string(log_level_name(

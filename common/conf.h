@@ -50,6 +50,8 @@ struct enid_config {
 	char		state_dir[CONF_PATH_LEN];
 	int		log_level;			/* enum log_level */
 	char		cluster_name[CONF_STR_LEN];
+	/* The families pods get an address of (enum ip_family). */
+	int		ip_family;
 
 	struct {
 		char		provider[CONF_STR_LEN];
@@ -125,6 +127,33 @@ struct enid_config {
 	 * textfile collector */
 	char		metrics_textfile[CONF_PATH_LEN];
 };
+
+/*
+ * ip_family: ipv4 (the default: pods get an IPv4 address, as before enid
+ * knew IPv6), dual (one address of each family, both from the same ENI)
+ * or ipv6 (an IPv6 address only).
+ */
+enum ip_family {
+	IP_FAMILY_IPV4 = 0,
+	IP_FAMILY_DUAL,
+	IP_FAMILY_IPV6,
+};
+
+/* "ipv4", "dual", "ipv6"; and back: -1 for any other text. */
+const char	*config_family_name(int f);
+int		 config_family_parse(const char *s);
+/* Do pods get an address of this family? */
+static inline bool
+config_family_v4(int f)
+{
+	return f != IP_FAMILY_IPV6;
+}
+
+static inline bool
+config_family_v6(int f)
+{
+	return f != IP_FAMILY_IPV4;
+}
 
 void	config_defaults(struct enid_config *cfg);
 /* Parse text (not necessarily NUL-terminated).  0, or -1 with err set. */

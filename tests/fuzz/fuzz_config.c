@@ -90,6 +90,8 @@ valid(const struct enid_config *c)
 	CHECK(c->cloud.ca_file[0] == '\0' || absolute(c->cloud.ca_file));
 	CHECK(strcmp(c->cloud.provider, "ec2") == 0);
 	CHECK(c->log_level >= LOG_LVL_ERROR && c->log_level <= LOG_LVL_DEBUG);
+	CHECK(c->ip_family >= IP_FAMILY_IPV4 && c->ip_family <= IP_FAMILY_IPV6);
+	CHECK(!(c->ip_family == IP_FAMILY_IPV6 && c->pool.prefix_delegation));
 	CHECK((c->cloud.access_key_id[0] == '\0') ==
 	    (c->cloud.secret_access_key[0] == '\0'));
 	CHECK(c->cloud.session_token[0] == '\0' ||

@@ -37,7 +37,7 @@ endif
 if HAVE_CMOCKA
 UNIT_BROKER = tests/unit/test_checkpoint tests/unit/test_checkpoint_crash \
 	tests/unit/test_journal tests/unit/test_cnireq tests/unit/test_ctlreq \
-	tests/unit/test_nodelock
+	tests/unit/test_nodelock tests/unit/test_prereq
 check_PROGRAMS += $(UNIT_BROKER)
 TESTS += $(UNIT_BROKER)
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c
@@ -52,6 +52,9 @@ tests_unit_test_journal_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_nodelock_SOURCES = tests/unit/test_nodelock.c
 tests_unit_test_nodelock_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_nodelock_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_prereq_SOURCES = tests/unit/test_prereq.c
+tests_unit_test_prereq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
+tests_unit_test_prereq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_cnireq_SOURCES = tests/unit/test_cnireq.c
 tests_unit_test_cnireq_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/broker
 tests_unit_test_cnireq_LDADD = $(BROKER_LIBS) $(CMOCKA_LIBS)

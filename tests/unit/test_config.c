@@ -53,6 +53,15 @@ static const struct bad bad_cases[] = {
 	/* fuzz-config's same_level(): this was the level debug */
 	{ "{\"log_level\": \"debug\\u0000x\"}",
 	  "log_level: string contains a NUL byte" },
+	{ "{\"ip_family\": \"ipv4v6\"}",
+	  "ip_family: unknown family \"ipv4v6\" (ipv4, dual, ipv6)" },
+	{ "{\"ip_family\": \"dual\\u0000\"}",
+	  "ip_family: string contains a NUL byte" },
+	{ "{\"ip_family\": 6}", "ip_family: expected a string, got int" },
+	{ "{\"ip_family\": \"ipv6\", \"pool\": {\"prefix_delegation\": "
+	  "true}}", "pool.prefix_delegation: delegates IPv4 /28 prefixes, and "
+	  "ip_family \"ipv6\" gives pods no IPv4 address (their IPv6 "
+	  "addresses come from /80 prefixes anyway)" },
 	{ "{\"runtime_dir\": \"run/enid\"}",
 	  "runtime_dir: must be an absolute path" },
 	{ "{\"pool\": {\"warm_ip_target\": \"3\"}}",
@@ -288,6 +297,7 @@ test_defaults(void **state)
 	assert_true(cfg.routing.rule_priority_to <
 	    cfg.routing.rule_priority_from);
 	assert_int_equal(cfg.log_level, LOG_LVL_INFO);
+	assert_int_equal(cfg.ip_family, IP_FAMILY_IPV4);
 	assert_true(cfg.leak_gc.enabled);
 	/* SNAT on, random-fully, no exclusions, aws-vpc-cni's mark bit */
 	assert_true(cfg.snat.enabled);
@@ -446,6 +456,7 @@ test_full_config(void **state)
 	    "  \"user\": \"nobody\", \"admin_group\": \"adm\",\n"
 	    "  \"runtime_dir\": \"/tmp/r\", \"state_dir\": \"/tmp/s\",\n"
 	    "  \"log_level\": \"debug\", \"cluster_name\": \"prod\",\n"
+	    "  \"ip_family\": \"dual\",\n"
 	    "  \"cloud\": {\"provider\": \"ec2\", \"region\": \"eu-west-1\",\n"
 	    "    \"ec2_endpoint\": \"http://198.18.0.1/\", \"allow_http\": true,\n"
 	    "    \"rate\": {\"mutating\": {\"capacity\": 5, \"refill_per_s\": 1},\n"
@@ -469,6 +480,7 @@ test_full_config(void **state)
 	assert_string_equal(cfg.user, "nobody");
 	assert_string_equal(cfg.admin_group, "adm");
 	assert_int_equal(cfg.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(cfg.ip_family, IP_FAMILY_DUAL);
 	assert_string_equal(cfg.cloud.region, "eu-west-1");
 	assert_true(cfg.cloud.allow_http);
 	assert_int_equal(cfg.cloud.rate_mutating.capacity, 5);
@@ -993,6 +1005,7 @@ test_config_to_json_round_trip(void **state)
 	const char *text =
 	    "{\"user\": \"nobody\", \"admin_group\": \"adm\",\n"
 	    " \"log_level\": \"warning\", \"cluster_name\": \"prod\",\n"
+	    " \"ip_family\": \"ipv6\",\n"
 	    " \"cloud\": {\"region\": \"eu-west-1\", \"allow_http\": true,\n"
 	    "   \"access_key_id\": \"AKIDEXAMPLE\",\n"
 	    "   \"secret_access_key\": \"wJalrXUtnFEMI\",\n"
@@ -1024,6 +1037,7 @@ test_config_to_json_round_trip(void **state)
 	assert_false(json_object_object_get_ex(cloud, "access_key_id", NULL));
 	assert_false(json_object_object_get_ex(cloud, "session_token", NULL));
 	assert_non_null(strstr(out, "\"log_level\": \"warning\""));
+	assert_non_null(strstr(out, "\"ip_family\": \"ipv6\""));
 	assert_non_null(strstr(out,
 	    "\"metrics_textfile\": \"\\/m\\/enid.prom\""));
 	/* snat.* as the file says them: CIDRs as strings, the mark a number */

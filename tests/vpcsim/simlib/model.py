@@ -292,15 +292,22 @@ class Scheduler:
 # delegation needs a Nitro instance: hypervisor "nitro", or bare metal
 # (which EC2 reports with no hypervisor at all).
 NITRO = {"hypervisor": "nitro", "bare_metal": False, "vcpus": 4,
-         "memory_mib": 16384, "network": "Up to 10 Gigabit", "ena": "required"}
+         "memory_mib": 16384, "network": "Up to 10 Gigabit", "ena": "required",
+         "ipv6": True}
 
 # Real types the sim knows besides the configured one, with EC2's limits:
 # DescribeInstanceTypes lists them, and --node-type gives a node one.
 CATALOG = {
     "m4.large": dict(enis=2, ips=10, hypervisor="xen", bare_metal=False, vcpus=2,
-                     memory_mib=8192, network="Moderate", ena="unsupported"),
+                     memory_mib=8192, network="Moderate", ena="unsupported",
+                     ipv6=True),
     "m5.metal": dict(enis=15, ips=50, hypervisor=None, bare_metal=True, vcpus=96,
-                     memory_mib=393216, network="25 Gigabit", ena="required"),
+                     memory_mib=393216, network="25 Gigabit", ena="required",
+                     ipv6=True),
+    # A previous generation that takes no IPv6 at all (ipv6Supported false).
+    "c1.medium": dict(enis=2, ips=6, hypervisor="xen", bare_metal=False, vcpus=2,
+                      memory_mib=1740, network="Moderate", ena="unsupported",
+                      ipv6=False),
 }
 
 
@@ -763,18 +770,22 @@ class Sim:
 
     # -------------------------------------------------------------- nodes
 
-    def add_node(self, index, netns, subnet=None):
+    def add_node(self, index, netns, subnet=None, itype=None):
         """Create an instance with its primary ENI attached at device 0.
         In a subnet with IPv6, the ENI also gets an IPv6 address, as an
         instance launched with one (and with it as its primary IPv6); in
-        an IPv6-only subnet, that is its only address."""
+        an IPv6-only subnet, that is its only address.  itype: its type
+        (None: the configured one); one with ipv6Supported false gets no
+        IPv6 address."""
         subnet = subnet or self.subnet_list[0]
-        inst = Instance(index, hexid("i-"), self.cfg.instance_type, subnet, netns)
+        inst = Instance(index, hexid("i-"), itype or self.cfg.instance_type,
+                        subnet, netns)
         self.instances[inst.id] = inst
         addr = subnet.allocate(1) if subnet.net else []
         eni = Eni(hexid("eni-"), subnet, self.new_mac(), addr, [self.default_group],
                   "Primary network interface")
-        if subnet.v6 is not None and subnet.v6.usable():
+        if subnet.v6 is not None and subnet.v6.usable() and \
+                self.type_traits[inst.type]["ipv6"]:
             eni.ipv6 = subnet.v6.allocate(1, subnet.scattered)
             eni.ipv6_primary = eni.ipv6[0]
         self.note_imds(eni, born=True)
@@ -1128,7 +1139,7 @@ class Sim:
                                       "maximumNetworkInterfaces": enis}],
                     "ipv4AddressesPerInterface": ips,
                     "ipv6AddressesPerInterface": self.ipv6_limits[t],
-                    "ipv6Supported": True,
+                    "ipv6Supported": tr["ipv6"],
                     "enaSupport": tr["ena"], "efaSupported": False,
                     "encryptionInTransitSupported": False,
                 },
@@ -1488,11 +1499,16 @@ class Sim:
             need(p, "Ipv6AddressCount")
             raise Ec2Error("InvalidParameterValue",
                            "Ipv6AddressCount must be at least 1")
-        if req[2] or req[3]:
-            if eni.attachment:
-                inst = self.instances[eni.attachment["instance"]]
-                if not self.prefix_capable(inst.type):
-                    raise self._no_ipv6_prefixes_on(inst)
+        if eni.attachment:
+            inst = self.instances[eni.attachment["instance"]]
+            # A type with ipv6Supported false takes no IPv6 at all; the
+            # code and wording of the refusal are the sim's.
+            if not self.type_traits[inst.type]["ipv6"]:
+                raise Ec2Error("UnsupportedOperation",
+                               "IPv6 is not supported on instance type '%s' "
+                               "of instance '%s'." % (inst.type, inst.id))
+            if (req[2] or req[3]) and not self.prefix_capable(inst.type):
+                raise self._no_ipv6_prefixes_on(inst)
         if len(eni.ipv6) + len(eni.ipv6_prefixes) + self._ipv6_wanted(req) > \
                 self.eni_ipv6_limit(eni):
             raise Ec2Error("PrivateIpAddressLimitExceeded",
