@@ -181,6 +181,19 @@ struct eni {
 	struct loop_timer	 timer;
 	char			 cause[MSG_ERR_LEN];	/* of the last change */
 	char			 removal[MSG_ERR_LEN];	/* why it is leaving */
+	/*
+	 * IPv6 (ip_family dual or ipv6: eni6.c).  addr6: its own IPv6
+	 * address, family 0 while it has none (the primary's: the node's).
+	 * prefix6: the /80 its pods' IPv6 addresses come from, by its
+	 * first address, family 0 until delegated.  next6: the index in it
+	 * of the next pod's address, only ever raised.  retry6: after a
+	 * failed assign, when to ask again and the backoff.
+	 */
+	struct ip_addr		 addr6;
+	struct ip_addr		 prefix6;
+	uint64_t		 next6;
+	uint64_t		 retry6_at;
+	uint32_t		 retry6_ms;
 };
 
 enum pod_state {
@@ -453,6 +466,17 @@ void	eni_drop_prefix(struct eni *e, uint32_t k, const char *why);
 void	eni_freeze_prefix(struct eni *e, uint32_t k, uint64_t now);
 bool	eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 	    char *why, size_t whylen);
+
+/* eni6.c: an ENI's IPv6.  Learn its own address and /80 from a cloud
+ * entry (how: "created", "reconcile"...), checked; forget those the
+ * entry no longer lists. */
+void	eni6_learn(struct eni *e, const struct msg_cloud_eni *ce,
+	    const char *how);
+/* Ask for what ready ENIs lack (their own address, their /80); returns
+ * when to look again (ms, monotonic; 0: an event will tell). */
+uint64_t eni6_plan(struct broker *b, uint64_t now);
+/* The next pod address of e's /80, in order; family 0 if it has none. */
+struct ip_addr eni6_next(struct eni *e);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
 void	engine_release_addr(struct eni *e, int idx, bool cool);
 /* Cooling addresses whose time is up come free, and unconfirmed ones a

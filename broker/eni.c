@@ -1258,6 +1258,8 @@ created_eni_check(struct broker *b, const struct eni *e,
 		return "more prefixes than were asked for";
 	if (ce->instance_id[0] != '\0')
 		return "an ENI already attached";
+	if (ce->naddrs6 > 1 || ce->nprefixes6 > 0)
+		return "more IPv6 addresses than were asked for";
 	return NULL;
 }
 
@@ -1355,6 +1357,7 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	e->assigning = 0;
 	e->assigning_prefixes = false;
+	eni6_learn(e, &ce, "created with");
 	eni_attach(e);
 }
 
@@ -1401,6 +1404,12 @@ eni_create_send(struct eni *e)
 		req.nprefixes = count;
 	else
 		req.nsecondary = count;
+	/* Its own IPv6 address comes with it, but EC2 takes no IPv6 count
+	 * beside IPv4 prefixes: then it is assigned once the ENI is ready
+	 * (eni6.c), as its /80 always is. */
+	if (config_family_v6(b->cfg.ip_family) && !e->assigning_prefixes &&
+	    s->cidr6.addr.family == AF_INET6)
+		req.nipv6 = 1;
 	msg_strlcpy(req.client_token, e->client_token,
 	    sizeof(req.client_token));
 	snprintf(req.description, sizeof(req.description),
@@ -2105,6 +2114,7 @@ engine_plan_cb(struct loop *l, struct loop_defer *d)
 	pods_serve_waiters(b);
 	setup_turn(b);		/* what waited for those ADDs' rules */
 	engine_drains(b);
+	arm_next(b, eni6_plan(b, now), now);
 	engine_view(b, &f, map);
 	pool_plan(&en->params, &f, now, &pl);
 

@@ -18,7 +18,7 @@ BROKER_LIBS = broker/libbrokerlogic.a $(COMMON_LIBS)
 sbin_PROGRAMS += broker/enid
 broker_enid_SOURCES = broker/enid.c broker/enid.h broker/control.c \
 	broker/req.c broker/instance.c broker/server.c broker/engine.h \
-	broker/eni.c broker/eniaddr.c broker/cni.c broker/pods.c \
+	broker/eni.c broker/eniaddr.c broker/eni6.c broker/cni.c broker/pods.c \
 	broker/reconcile.c broker/metrics.c broker/snat.c broker/trim.c \
 	broker/store.c \
 	broker/store.h broker/writer.c broker/writer.h

@@ -517,6 +517,8 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		return;
 	recon_addresses(r, e, ce, fresh);
 	recon_prefixes(r, e, ce, fresh);
+	if (!eni_addrs_changing(e))
+		eni6_learn(e, ce, "reconcile:");
 }
 
 /*
@@ -704,6 +706,7 @@ recon_adopt(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		    "pool; adopting it", e->id);
 	recon_addresses(r, e, ce, true);
 	recon_prefixes(r, e, ce, true);
+	eni6_learn(e, ce, "reconcile: adopted with");
 	r->rebuilding = false;
 	if (e->dot_pending)
 		eni_set_dot(e);
@@ -814,6 +817,8 @@ recon_attached(struct reconcile_run *r)
 		if (with_netd(e->state)) {
 			recon_addresses(r, e, ce, false);
 			recon_prefixes(r, e, ce, false);
+			if (!eni_addrs_changing(e))
+				eni6_learn(e, ce, "reconcile:");
 		}
 		if (e->ours && !ce->delete_on_termination &&
 		    e->state == ENI_READY) {
