@@ -227,6 +227,7 @@ checkpoint_copy(const struct checkpoint *src, struct checkpoint *dst)
 	memcpy(dst->instance_id, src->instance_id, sizeof(dst->instance_id));
 	dst->generation = src->generation;
 	dst->written = src->written;
+	dst->ipv6 = src->ipv6;
 	if ((src->npods > 0 && (dst->pods = calloc(src->npods,
 	    sizeof(*dst->pods))) == NULL) ||
 	    (src->ncooling > 0 && (dst->cooling = calloc(src->ncooling,
@@ -343,6 +344,13 @@ ckpt_ip_ok(const struct ip_addr *ip)
 	    !ip_addr_is_multicast(ip);
 }
 
+bool
+ckpt_ip6_ok(const struct ip_addr *ip)
+{
+	return ip->family == AF_INET6 && ip_addr_valid(ip) &&
+	    !ip_addr_is_special(ip);
+}
+
 enum str_rule { R_CID, R_IFNAME, R_K8S, R_ENI, R_INSTANCE };
 
 /* size: the string's limit and its NUL (CKPT_CID_LEN...). */
@@ -406,6 +414,19 @@ check_ip(const struct ip_addr *ip, const char *path, struct perr *pe)
 	return 0;
 }
 
+static int
+check_ip6(const struct ip_addr *ip, const char *path, struct perr *pe)
+{
+	char text[IP_ADDR_STR_LEN];
+
+	if (!ckpt_ip6_ok(ip)) {
+		ip_addr_format(ip, text);
+		return fail(pe, path, "%s is not a global or unique local "
+		    "IPv6 unicast address", text);
+	}
+	return 0;
+}
+
 /*
  * One pod's fields.  Every checkpoint write checks every pod; naming the
  * fields ("pods[12].ifname") cost more than the checks themselves (the
@@ -433,7 +454,8 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 	    pe) == -1 ||
 	    check_str(p->k8s_uid, CKPT_UID_LEN, R_K8S, AT("uid"),
 	    pe) == -1 ||
-	    check_ip(&p->ip, AT("ip"), pe) == -1 ||
+	    (p->ip.family != 0 && check_ip(&p->ip, AT("ip"), pe) == -1) ||
+	    (p->ip6.family != 0 && check_ip6(&p->ip6, AT("ip6"), pe) == -1) ||
 	    check_str(p->eni_id, CKPT_ENI_LEN, R_ENI, AT("eni"),
 	    pe) == -1 ||
 	    check_time(p->since, AT("since"), pe) == -1)
@@ -441,6 +463,8 @@ check_pod_fields(const struct ckpt_pod *p, const char *list, size_t i,
 	if (p->host_veth != NULL && !veth_name_ok(p->host_veth))
 		return fail(pe, AT("host_veth"), "not a pod veth name (1 to %d "
 		    "of a-z 0-9)", VETH_NAME_MAX);
+	if (p->ip.family == 0 && p->ip6.family == 0)
+		return fail(pe, AT("ip"), "neither \"ip\" nor \"ip6\" given");
 	return 0;
 }
 
@@ -500,6 +524,7 @@ struct holder {
 	const struct ip_addr *ip;
 	int		cooling;	/* 0: pods[], 1: cooling[] */
 	size_t		idx;
+	const char	*field;		/* "ip" or "ip6" */
 };
 
 /* Where in the file: pods[] first, then cooling[]. */
@@ -532,7 +557,7 @@ check_unique(const struct checkpoint *c, struct perr *pe)
 	const struct ckpt_pod **byname = NULL;
 	struct holder *byip = NULL, *dup = NULL, *first = NULL;
 	const struct ckpt_pod *dpod = NULL, *dfirst = NULL;
-	size_t i, n = c->npods + c->ncooling;
+	size_t i, n = 2 * c->npods + c->ncooling, nip = 0;
 	char text[IP_ADDR_STR_LEN];
 
 	if (n == 0)
@@ -563,13 +588,19 @@ check_unique(const struct checkpoint *c, struct perr *pe)
 		goto out;
 	}
 
-	for (i = 0; i < c->npods; i++)
-		byip[i] = (struct holder){ &c->pods[i].ip, 0, i };
+	/* A pod's two addresses, of two families, never meet. */
+	for (i = 0; i < c->npods; i++) {
+		if (c->pods[i].ip.family != 0)
+			byip[nip++] = (struct holder){ &c->pods[i].ip, 0, i,
+			    "ip" };
+		if (c->pods[i].ip6.family != 0)
+			byip[nip++] = (struct holder){ &c->pods[i].ip6, 0, i,
+			    "ip6" };
+	}
 	for (i = 0; i < c->ncooling; i++)
-		byip[c->npods + i] =
-		    (struct holder){ &c->cooling[i].ip, 1, i };
-	qsort(byip, n, sizeof(*byip), cmp_holder);
-	for (i = 1; i < n; i++)
+		byip[nip++] = (struct holder){ &c->cooling[i].ip, 1, i, "ip" };
+	qsort(byip, nip, sizeof(*byip), cmp_holder);
+	for (i = 1; i < nip; i++)
 		if (ip_addr_eq(byip[i].ip, byip[i - 1].ip) &&
 		    (dup == NULL || cmp_place(&byip[i], dup) < 0)) {
 			dup = &byip[i];
@@ -578,8 +609,9 @@ check_unique(const struct checkpoint *c, struct perr *pe)
 	if (dup != NULL) {
 		ip_addr_format(dup->ip, text);
 		if (!dup->cooling)
-			fail(pe, "", "pods[%zu].ip: %s is also held by "
-			    "pods[%zu]", dup->idx, text, first->idx);
+			fail(pe, "", "pods[%zu].%s: %s is also held by "
+			    "pods[%zu]", dup->idx, dup->field, text,
+			    first->idx);
 		else if (!first->cooling)
 			fail(pe, "", "cooling[%zu].ip: %s is held by "
 			    "pods[%zu]", dup->idx, text, first->idx);
@@ -645,7 +677,7 @@ checkpoint_check(const struct checkpoint *c, char *err, size_t errlen)
 
 /* ---- JSON to struct ---- */
 
-enum ftype { F_STR, F_IP, F_TIME };
+enum ftype { F_STR, F_IP, F_IP6, F_TIME };
 
 struct field {
 	const char	*name;
@@ -664,7 +696,10 @@ static const struct field pod_fields[] = {
 	POD_STR("namespace", k8s_namespace, CKPT_K8S_LEN),
 	POD_STR("name", k8s_name, CKPT_K8S_LEN),
 	POD_STR("uid", k8s_uid, CKPT_UID_LEN),
-	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0, false },
+	/* At least one of the two (check_pod_fields); "ip6" and a missing
+	 * "ip" only in version 4 (get_top). */
+	{ "ip", F_IP, offsetof(struct ckpt_pod, ip), 0, true },
+	{ "ip6", F_IP6, offsetof(struct ckpt_pod, ip6), 0, true },
 	POD_STR("eni", eni_id, CKPT_ENI_LEN),
 	{ "since", F_TIME, offsetof(struct ckpt_pod, since), 0, false },
 	{ "host_veth", F_STR, offsetof(struct ckpt_pod, host_veth),
@@ -820,25 +855,37 @@ get_field(struct json_object *v, const struct field *f, void *base,
 {
 	char *p = (char *)base + f->off;
 	char text[IP_ADDR_STR_LEN];
+	const char *why = NULL;
+	int want;
 
 	switch (f->type) {
 	case F_STR:
 		return get_str_arena(v, a, (const char **)(void *)p, f->size,
 		    path, pe);
 	case F_IP:
+	case F_IP6:
+		/* One text for each address, common/addr's (RFC 5952 for
+		 * IPv6): the record is compared as text (journal.c). */
+		want = f->type == F_IP ? AF_INET : AF_INET6;
 		if (!json_object_is_type(v, json_type_string))
 			return fail(pe, path, "expected a string, got %s",
 			    type_name(v));
 		if ((size_t)json_object_get_string_len(v) >= sizeof(text) ||
 		    strlen(json_object_get_string(v)) !=
 		    (size_t)json_object_get_string_len(v))
-			return fail(pe, path, "not an IPv4 address");
+			return fail(pe, path, "not an %s address",
+			    want == AF_INET ? "IPv4" : "IPv6");
 		memcpy(text, json_object_get_string(v),
 		    (size_t)json_object_get_string_len(v) + 1);
-		if (ip_addr_parse(text, (struct ip_addr *)p, NULL) == -1 ||
-		    ((struct ip_addr *)p)->family != AF_INET)
-			return fail(pe, path, "not an IPv4 address");
-		return 0;
+		if (ip_addr_parse(text, (struct ip_addr *)p, &why) == 0 &&
+		    ((struct ip_addr *)p)->family == want)
+			return 0;
+		if (want == AF_INET6 && why != NULL &&
+		    strchr(text, ':') != NULL)
+			return fail(pe, path, "not an IPv6 address in RFC "
+			    "5952's one text (%s)", why);
+		return fail(pe, path, "not an %s address",
+		    want == AF_INET ? "IPv4" : "IPv6");
 	case F_TIME:
 		return get_int(v, (int64_t *)(void *)p, path, pe);
 	}
@@ -1003,6 +1050,16 @@ get_top(struct json_object *root, struct checkpoint *c, struct perr *pe)
 	for (i = 0; i < nkeys; i++)
 		if (!(seen & (1u << i)))
 			return fail(pe, "", "missing key \"%s\"", keys[i]);
+	/* Before 4, every pod has an IPv4 address and no other. */
+	for (i = 0; i < c->npods && version < 4; i++) {
+		snprintf(kp, sizeof(kp), "pods[%zu]", i);
+		if (c->pods[i].ip6.family != 0)
+			return fail(pe, kp, "\"ip6\" in a version %lld "
+			    "checkpoint (IPv6 came with 4)", (long long)version);
+		if (c->pods[i].ip.family == 0)
+			return fail(pe, kp, "missing key \"ip\"");
+	}
+	c->ipv6 = version >= 4;
 	return 0;
 }
 
@@ -1156,6 +1213,7 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 
 	if (strcmp(a->instance_id, b->instance_id) != 0 ||
 	    a->generation != b->generation ||
+	    checkpoint_version(a) != checkpoint_version(b) ||
 	    a->written != b->written || a->npods != b->npods ||
 	    a->ncooling != b->ncooling)
 		return false;
@@ -1168,6 +1226,7 @@ checkpoint_equal(const struct checkpoint *a, const struct checkpoint *b)
 		    strcmp(p->k8s_name, q->k8s_name) != 0 ||
 		    strcmp(p->k8s_uid, q->k8s_uid) != 0 ||
 		    !ip_addr_eq(&p->ip, &q->ip) ||
+		    !ip_addr_eq(&p->ip6, &q->ip6) ||
 		    strcmp(p->eni_id, q->eni_id) != 0 ||
 		    p->since != q->since || !veth_same(p, q))
 			return false;
@@ -1287,8 +1346,14 @@ put_pod(struct out *o, const struct ckpt_pod *p)
 	put_s(o, ", ");
 	put_str(o, "uid", p->k8s_uid);
 	put_s(o, ", ");
-	put_ip(o, "ip", &p->ip);
-	put_s(o, ", ");
+	if (p->ip.family != 0) {
+		put_ip(o, "ip", &p->ip);
+		put_s(o, ", ");
+	}
+	if (p->ip6.family != 0) {
+		put_ip(o, "ip6", &p->ip6);
+		put_s(o, ", ");
+	}
 	put_str(o, "eni", p->eni_id);
 	put_s(o, ", ");
 	put_int(o, "since", p->since);
@@ -1311,6 +1376,19 @@ put_cooling(struct out *o, const struct ckpt_cooling *k)
 	put_s(o, "}");
 }
 
+int
+checkpoint_version(const struct checkpoint *c)
+{
+	size_t i;
+
+	if (c->ipv6)
+		return CKPT_VERSION;
+	for (i = 0; i < c->npods; i++)
+		if (c->pods[i].ip6.family != 0 || c->pods[i].ip.family == 0)
+			return CKPT_VERSION;
+	return CKPT_VERSION_IPV4;
+}
+
 /*
  * One pod or cooling address a line, so an operator can read and diff it.
  */
@@ -1330,7 +1408,7 @@ checkpoint_format(const struct checkpoint *c, size_t *len)
 	if ((o.buf = malloc(o.cap)) == NULL)
 		return NULL;
 	put_s(&o, "{");
-	put_int(&o, "version", CKPT_VERSION);
+	put_int(&o, "version", checkpoint_version(c));
 	put_s(&o, ", ");
 	put_int(&o, "generation", c->generation);
 	put_s(&o, ", ");
@@ -1395,7 +1473,7 @@ pod_same(const struct ckpt_pod *p, const struct ckpt_pod *q)
 	return strcmp(p->k8s_namespace, q->k8s_namespace) == 0 &&
 	    strcmp(p->k8s_name, q->k8s_name) == 0 &&
 	    strcmp(p->k8s_uid, q->k8s_uid) == 0 &&
-	    ip_addr_eq(&p->ip, &q->ip) &&
+	    ip_addr_eq(&p->ip, &q->ip) && ip_addr_eq(&p->ip6, &q->ip6) &&
 	    strcmp(p->eni_id, q->eni_id) == 0 && p->since == q->since &&
 	    veth_same(p, q);
 }
@@ -1893,6 +1971,7 @@ checkpoint_apply(struct checkpoint *c, const struct ckpt_diff *d, char *err,
 	memcpy(n.instance_id, c->instance_id, sizeof(n.instance_id));
 	n.generation = c->generation;
 	n.written = d->written;
+	n.ipv6 = c->ipv6;
 	if ((np > 0 && (n.pods = calloc(np, sizeof(*n.pods))) == NULL) ||
 	    (nc > 0 && (n.cooling = calloc(nc, sizeof(*n.cooling))) == NULL))
 		goto out;

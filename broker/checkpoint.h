@@ -40,12 +40,17 @@
 
 #define CKPT_FILE		"checkpoint.json"
 /*
- * 3: pods may carry "host_veth" (enid-cni's host end, whose route
- * reconciliation restores); 2: with "generation" (a journal beside it);
- * 1, read as generation 0.  All three are read; a pod without
- * "host_veth" is one whose host route is not enid's to repair.
+ * 4: pods may carry "ip6" (an IPv6 address) and may lack "ip" (an
+ * IPv6-only pod); 3: pods may carry "host_veth" (enid-cni's host end,
+ * whose route reconciliation restores); 2: with "generation" (a journal
+ * beside it); 1, read as generation 0.  All are read; a pod without
+ * "host_veth" is one whose host route is not enid's to repair.  A
+ * checkpoint is written as 4 only when it may hold IPv6 (struct
+ * checkpoint's ipv6); else as 3, which an enid that knows no IPv6 still
+ * reads.
  */
-#define CKPT_VERSION		3
+#define CKPT_VERSION		4
+#define CKPT_VERSION_IPV4	3
 /*
  * Returned for a snapshot or journal of a format newer than this enid's:
  * not damage but a newer enid's record (a downgrade), left in place, and
@@ -107,7 +112,10 @@ struct ckpt_pod {
 	const char	*k8s_uid;
 	const char	*eni_id;
 	const char	*host_veth;	/* NULL: none (enid-ipam, older) */
+	/* Its IPv4 and IPv6 addresses: at least one; family 0 for none
+	 * (an IPv6-only pod, or one with no IPv6 address). */
 	struct ip_addr	 ip;
+	struct ip_addr	 ip6;
 	int64_t		 since;		/* unix seconds: assigned */
 };
 
@@ -122,6 +130,11 @@ struct ckpt_cooling {
 struct checkpoint {
 	char		 instance_id[CKPT_ENI_LEN];
 	int64_t		 generation;	/* the snapshot's; see journal.h */
+	/* May hold IPv6 (ip_family dual or ipv6, or read as version 4):
+	 * written as version 4, which an older enid refuses rather than
+	 * lose a pod's IPv6 address.  A pod with ip6, or without ip, makes
+	 * it so whatever this says. */
+	bool		 ipv6;
 	int64_t		 written;	/* unix seconds */
 	size_t		 npods;
 	struct ckpt_pod	*pods;
@@ -159,6 +172,10 @@ int	checkpoint_peek_version(const char *text, size_t len,
  * memory, or c fails checkpoint_check() (so nothing is ever written that
  * would not load again). */
 char	*checkpoint_format(const struct checkpoint *c, size_t *len);
+/* Pure.  The version c is written as: CKPT_VERSION when it may hold
+ * IPv6 (c->ipv6, or a pod with ip6 or without ip), else
+ * CKPT_VERSION_IPV4. */
+int	checkpoint_version(const struct checkpoint *c);
 void	checkpoint_free(struct checkpoint *c);
 
 /*
@@ -257,6 +274,9 @@ bool	ckpt_ifname_ok(const char *s);
 /* A pod's address: IPv4 (the format's "ip" fields are dotted quads),
  * not 0/8, loopback, multicast or 240/4. */
 bool	ckpt_ip_ok(const struct ip_addr *ip);
+/* A pod's IPv6 address ("ip6", RFC 5952 text): not special
+ * (ip_addr_is_special: link-local, multicast, loopback, ...). */
+bool	ckpt_ip6_ok(const struct ip_addr *ip);
 /* "eni-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */
 bool	ckpt_eni_id_ok(const char *s);
 /* "i-" and 1 or more hex digits, shorter than CKPT_ENI_LEN. */

@@ -214,6 +214,9 @@ struct pod {
 	const char		*k8s_name;
 	const char		*k8s_uid;
 	struct ip_addr		 ip;
+	/* Its IPv6 address, from its ENI's /80 (eni6.c); family 0: none
+	 * (ip_family ipv4, or a pod from before dual was set). */
+	struct ip_addr		 ip6;
 	char			 eni_id[CKPT_ENI_LEN];
 	struct eni		*eni;		/* NULL: its ENI vanished */
 	enum pod_state		 state;

@@ -434,6 +434,10 @@ engine_record(struct broker *b, struct checkpoint *c)
 	msg_strlcpy(c->instance_id, b->instance.instance_id,
 	    sizeof(c->instance_id));
 	c->written = (int64_t)wall;
+	/* Version 4 from the first save of a run that may give pods IPv6:
+	 * a journal record with an IPv6 address never follows a snapshot
+	 * an older enid would take. */
+	c->ipv6 = config_family_v6(b->cfg.ip_family);
 	if (en->npods > 0 &&
 	    (c->pods = calloc(en->npods, sizeof(*c->pods))) == NULL)
 		return -1;
@@ -455,6 +459,7 @@ engine_record(struct broker *b, struct checkpoint *c)
 		cp->k8s_uid = p->k8s_uid;
 		cp->host_veth = p->host_veth[0] != '\0' ? p->host_veth : NULL;
 		cp->ip = p->ip;
+		cp->ip6 = p->ip6;
 		cp->eni_id = p->eni ? p->eni->id : p->eni_id;
 		cp->since = p->since;
 	}
@@ -1191,6 +1196,7 @@ pod_restore(struct broker *b, const struct ckpt_pod *cp)
 		msg_strlcpy(p->host_veth, cp->host_veth,
 		    sizeof(p->host_veth));
 	p->ip = cp->ip;
+	p->ip6 = cp->ip6;
 	p->since = cp->since;
 	p->state = POD_READY;
 	p->restored = true;

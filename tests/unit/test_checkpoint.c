@@ -610,13 +610,13 @@ static const struct bad bad_cases[] = {
 
 	/* version; version 1 has no generation, version 2 one */
 	{ { TOP, "version", DROP }, "missing key \"version\"" },
-	{ { TOP, "version", "4" },
-	  "version: format version 4, newer than the 3 this enid reads (a "
+	{ { TOP, "version", "5" },
+	  "version: format version 5, newer than the 4 this enid reads (a "
 	  "newer enid wrote it)" },
 	{ { TOP, "version", "-1" },
-	  "version: unsupported version -1 (this enid reads 1 to 3)" },
+	  "version: unsupported version -1 (this enid reads 1 to 4)" },
 	{ { TOP, "version", "0" },
-	  "version: unsupported version 0 (this enid reads 1 to 3)" },
+	  "version: unsupported version 0 (this enid reads 1 to 4)" },
 	{ { TOP, "generation", "7" }, "generation: unknown key" },
 	{ { TOP, "version", "2" }, "missing key \"generation\"" },
 	{ { TOP, "version", "\"1\"" },
@@ -1581,7 +1581,7 @@ static void
 test_newer_version_left_in_place(void **state)
 {
 	static const struct { const char *version; int rc; } cases[] = {
-		{ "4", CKPT_NEWER }, { "5", CKPT_NEWER },
+		{ "5", CKPT_NEWER }, { "6", CKPT_NEWER },
 		{ "9223372036854775807", CKPT_NEWER },
 		{ "0", -1 }, { "-3", -1 }, { "\"3\"", -1 }, { "3.0", -1 },
 	};
@@ -1601,13 +1601,13 @@ test_newer_version_left_in_place(void **state)
 	}
 
 	dir_open(&d, "enid-ckpt");
-	text = strdup(build(&(struct spoil){ TOP, "version", "4" }));
+	text = strdup(build(&(struct spoil){ TOP, "version", "5" }));
 	assert_non_null(text);
 	put_file(&d, CKPT_FILE, text);
 	assert_int_equal(checkpoint_load(d.fd, CKPT_FILE, &c, err,
 	    sizeof(err)), CKPT_NEWER);
 	assert_string_equal(err, "checkpoint.json: version: format version "
-	    "4, newer than the 3 this enid reads (a newer enid wrote it); "
+	    "5, newer than the 4 this enid reads (a newer enid wrote it); "
 	    "left in place");
 	assert_int_equal(c.npods, 0);
 	back = slurp(&d, CKPT_FILE, &len);
@@ -1616,6 +1616,121 @@ test_newer_version_left_in_place(void **state)
 	assert_int_equal(entries(&d), 1);	/* nothing moved aside */
 	free(text);
 	dir_close(&d);
+}
+
+/* A checkpoint of one version and the pods given (JSON objects). */
+static const char *
+v_text(int version, const char *pods)
+{
+	static char text[4096];
+
+	snprintf(text, sizeof(text), "{\"version\": %d, \"generation\": 3, "
+	    "\"instance_id\": \"i-1\", \"written\": 1700000000, \"pods\": "
+	    "[%s], \"cooling\": []}", version, pods);
+	return text;
+}
+
+#define POD6(extra) "{\"container_id\": \"c1\", \"ifname\": \"eth0\", "	\
+	"\"namespace\": \"ns\", \"name\": \"p\", \"uid\": \"u\", " extra	\
+	"\"eni\": \"eni-1\", \"since\": 1700000000}"
+#define POD6B(extra) "{\"container_id\": \"c2\", \"ifname\": \"eth0\", "	\
+	"\"namespace\": \"ns\", \"name\": \"q\", \"uid\": \"v\", " extra	\
+	"\"eni\": \"eni-1\", \"since\": 1700000000}"
+
+/*
+ * IPv6 pods (version 4): a dual-stack pod and an IPv6-only one read and
+ * written back as they were, in version 4; an IPv6 address held twice,
+ * one that is special or not in its one text, and IPv6 in an older
+ * version are refused, naming the field.
+ */
+static void
+test_ipv6_pods(void **state)
+{
+	static const struct { int version; const char *pods, *expect; }
+	    bad[] = {
+		{ 3, POD6("\"ip\": \"10.0.0.5\", \"ip6\": \"2001:db8::5\", "),
+		  "pods[0]: \"ip6\" in a version 3 checkpoint (IPv6 came "
+		  "with 4)" },
+		{ 3, POD6(""), "pods[0]: missing key \"ip\"" },
+		{ 4, POD6(""), "pods[0].ip: neither \"ip\" nor \"ip6\" given" },
+		{ 4, POD6("\"ip6\": \"fe80::5\", "), "pods[0].ip6: fe80::5 is "
+		  "not a global or unique local IPv6 unicast address" },
+		{ 4, POD6("\"ip6\": \"ff02::1\", "), "pods[0].ip6: ff02::1 is "
+		  "not a global or unique local IPv6 unicast address" },
+		{ 4, POD6("\"ip6\": \"::ffff:10.0.0.5\", "),
+		  "pods[0].ip6: not an IPv6 address in RFC 5952's one text "
+		  "(IPv6 address with a dotted quad (write it in hex))" },
+		{ 4, POD6("\"ip6\": \"10.0.0.5\", "),
+		  "pods[0].ip6: not an IPv6 address" },
+		{ 4, POD6("\"ip\": \"2001:db8::5\", "),
+		  "pods[0].ip: not an IPv4 address" },
+		{ 4, POD6("\"ip6\": \"2001:DB8::5\", "), "pods[0].ip6: not an IPv6 address in RFC 5952's one text (IPv6 "
+		  "address not in RFC 5952 form (lower case, no leading zeros, "
+		  "the longest run of zero groups as ::))" },
+		{ 4, POD6("\"ip6\": \"2001:db8:0:0::5\", "), "pods[0].ip6: not an IPv6 address in RFC 5952's one text (IPv6 "
+		  "address not in RFC 5952 form (lower case, no leading zeros, "
+		  "the longest run of zero groups as ::))" },
+		{ 4, POD6("\"ip6\": \"2001:db8::5\", ") ", "
+		  POD6B("\"ip6\": \"2001:db8::5\", "),
+		  "pods[1].ip6: 2001:db8::5 is also held by pods[0]" },
+	};
+	struct checkpoint c;
+	char err[512], *out;
+	const char *t;
+	size_t i, len;
+	int64_t v;
+
+	(void)state;
+	for (i = 0; i < N(bad); i++) {
+		t = v_text(bad[i].version, bad[i].pods);
+		if (checkpoint_parse(t, strlen(t), &c, err, sizeof(err)) == 0)
+			fail_msg("case %zu: accepted:\n%s", i, t);
+		if (strcmp(err, bad[i].expect) != 0)
+			fail_msg("case %zu: got \"%s\", expected \"%s\"", i,
+			    err, bad[i].expect);
+	}
+
+	/* Read, written, read back: the same, as version 4. */
+	t = v_text(4, POD6("\"ip\": \"10.0.0.5\", \"ip6\": "
+	    "\"2001:db8:0:1:0:1:0:5\", ") ", " POD6B("\"ip6\": "
+	    "\"2001:db8::6\", "));
+	if (checkpoint_parse(t, strlen(t), &c, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_true(c.ipv6);
+	assert_int_equal(c.npods, 2);
+	assert_int_equal(c.pods[0].ip.family, AF_INET);
+	assert_int_equal(c.pods[0].ip6.family, AF_INET6);
+	assert_int_equal(c.pods[1].ip.family, 0);
+	out = checkpoint_format(&c, &len);
+	assert_non_null(out);
+	assert_int_equal(checkpoint_peek_version(out, len, &v), 0);
+	assert_int_equal(v, 4);
+	assert_non_null(strstr(out, "\"ip\": \"10.0.0.5\", \"ip6\": "
+	    "\"2001:db8:0:1:0:1:0:5\""));
+	assert_non_null(strstr(out, "\"uid\": \"v\", \"ip6\": "
+	    "\"2001:db8::6\""));
+	{
+		struct checkpoint back;
+
+		assert_int_equal(checkpoint_parse(out, len, &back, err,
+		    sizeof(err)), 0);
+		assert_true(checkpoint_equal(&c, &back));
+		checkpoint_free(&back);
+	}
+	free(out);
+	/* With no IPv6 left but the flag, still 4; without either, 3. */
+	c.npods = 0;
+	out = checkpoint_format(&c, &len);
+	assert_int_equal(checkpoint_peek_version(out, len, &v), 0);
+	assert_int_equal(v, 4);
+	free(out);
+	c.ipv6 = false;
+	out = checkpoint_format(&c, &len);
+	assert_int_equal(checkpoint_peek_version(out, len, &v), 0);
+	assert_int_equal(v, 3);
+	free(out);
+	c.npods = 2;
+	checkpoint_free(&c);
 }
 
 /* The version read by hand, as root reads it before the drop: only in
@@ -1659,6 +1774,13 @@ test_peek_version(void **state)
 	assert_int_equal(checkpoint_parse(text, strlen(text), &c, err,
 	    sizeof(err)), 0);
 	free(text);
+	text = checkpoint_format(&c, &len);
+	assert_non_null(text);
+	assert_int_equal(checkpoint_peek_version(text, len, &v), 0);
+	/* IPv4 pods only: the version an enid that knows no IPv6 reads */
+	assert_int_equal(v, CKPT_VERSION_IPV4);
+	free(text);
+	c.ipv6 = true;
 	text = checkpoint_format(&c, &len);
 	assert_non_null(text);
 	assert_int_equal(checkpoint_peek_version(text, len, &v), 0);
@@ -1730,6 +1852,7 @@ main(void)
 		cmocka_unit_test(test_load_unreadable_stays),
 		cmocka_unit_test(test_newer_version_left_in_place),
 		cmocka_unit_test(test_peek_version),
+		cmocka_unit_test(test_ipv6_pods),
 	};
 
 	init_alphabets();

@@ -100,6 +100,16 @@ world_checkpoint(const struct world *w, int64_t written, struct checkpoint *c)
 		p->k8s_name = cdup(c, "pod-%zu \"v%d\"", i, w->pod[i]);
 		p->k8s_uid = cdup(c, "u%zu", i);
 		p->ip = ip_addr_from_in(htonl(0x0a010000u + (uint32_t)i));
+		/* some dual-stack, some IPv6 only (version 4) */
+		if (i % 4 == 1 || i % 7 == 3) {
+			assert_int_equal(ip_addr_parse("2001:db8:0:1:ab::",
+			    &p->ip6, NULL), 0);
+			p->ip6.bytes[14] = (uint8_t)(i >> 8);
+			p->ip6.bytes[15] = (uint8_t)i;
+			c->ipv6 = true;
+		}
+		if (i % 7 == 3)
+			memset(&p->ip, 0, sizeof(p->ip));
 		p->eni_id = cdup(c, "eni-%zx", i / 10);
 		p->since = 1700000000 + (int64_t)i;
 	}
@@ -1091,14 +1101,14 @@ test_store_newer_left_in_place(void **state)
 	/* the snapshot of a newer format: the journal is not even read */
 	reframe(journal, JOURNAL_VERSION);
 	put_bytes(&d, CKPT_JOURNAL_FILE, journal, jlen);
-	p = strstr(snap, "\"version\": 3");
+	p = strstr(snap, "\"version\": ");
 	assert_non_null(p);
 	p[strlen("\"version\": ")] = '9';
 	put_bytes(&d, CKPT_FILE, snap, snaplen);
 	assert_int_equal(ckpt_store_probe(d.fd, err, sizeof(err)),
 	    CKPT_NEWER);
 	assert_int_equal(strncmp(err, "checkpoint.json: version: format "
-	    "version 9, newer than the 3 this enid reads", 70), 0);
+	    "version 9, newer than the 4 this enid reads", 70), 0);
 	assert_int_equal(load(&s, &d, CKPT_JOURNAL_SIZE, &c, note, err),
 	    CKPT_NEWER);
 	assert_non_null(strstr(err, "Run the newer enid"));
@@ -1111,7 +1121,7 @@ test_store_newer_left_in_place(void **state)
 	/* a newer snapshot of another shape: not the probe's to see (it
 	 * parses no JSON), the load refuses it all the same */
 	free(snap);
-	snap = (char *)strdup("{\"generation\": 1, \"version\": 4, "
+	snap = (char *)strdup("{\"generation\": 1, \"version\": 5, "
 	    "\"instance_id\": \"i-1\", \"written\": 1, \"pods\": [], "
 	    "\"cooling\": []}");
 	assert_non_null(snap);
