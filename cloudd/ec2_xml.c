@@ -568,8 +568,10 @@ on_text(struct parser *p, const char *path)
 		    is(path, "unassignedIpv6Addresses/item")) &&
 		    a->naddrs6 > 0)
 			set(p, a->addrs6[a->naddrs6 - 1], sizeof(a->addrs6[0]));
-		else if ((is(path, "assignedIpv6PrefixSet/item/ipv6Prefix") ||
-		    is(path, "unassignedIpv6PrefixSet/item/ipv6Prefix")) &&
+		/* Strings, each its own item (botocore's IpPrefixList): not
+		 * the item/ipv6Prefix of an ENI's ipv6PrefixSet. */
+		else if ((is(path, "assignedIpv6PrefixSet/item") ||
+		    is(path, "unassignedIpv6PrefixSet/item")) &&
 		    a->nprefixes6 > 0)
 			set(p, a->prefixes6[a->nprefixes6 - 1],
 			    sizeof(a->prefixes6[0]));

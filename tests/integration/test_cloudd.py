@@ -768,9 +768,9 @@ def answer(action, p):
             eni = "eni-0d0000000000000d"
             body = addrs(b"assignedIpv6Addresses", [b"2600:1f14::5"])
         elif "Ipv6PrefixCount" in p:
-            body = (b"<assignedIpv6PrefixSet><item><ipv6Prefix>"
-                    b"2600:1f14:0:0:7::/80</ipv6Prefix></item>"
-                    b"</assignedIpv6PrefixSet>")
+            # As botocore models it: each /80 a string item.
+            body = (b"<assignedIpv6PrefixSet><item>2600:1f14:0:0:7::/80"
+                    b"</item></assignedIpv6PrefixSet>")
         else:
             n = int(p.get("Ipv6AddressCount", ["0"])[0])
             body = addrs(b"assignedIpv6Addresses",

@@ -1699,8 +1699,8 @@ test_assign_ipv6_answers(void **state)
 	    "<networkInterfaceId>eni-1</networkInterfaceId>"
 	    "<assignedIpv6Addresses><item>2600:1f14::5</item>"
 	    "<item>2600:1f14::6</item></assignedIpv6Addresses>"
-	    "<assignedIpv6PrefixSet><item><ipv6Prefix>2600:1f14:0:0:7::/80"
-	    "</ipv6Prefix></item></assignedIpv6PrefixSet>"
+	    "<assignedIpv6PrefixSet><item>2600:1f14:0:0:7::/80</item>"
+	    "</assignedIpv6PrefixSet>"
 	    "</AssignIpv6AddressesResponse>", &a, err), 0);
 	assert_string_equal(a.eni_id, "eni-1");
 	assert_int_equal(a.naddrs6, 2);
