@@ -35,6 +35,9 @@
  * same in every pod; the pod reaches it through a static neighbour entry
  * for the host end's MAC. */
 #define CNI_GATEWAY		"169.254.1.1"
+/* The same for IPv6 (as aws-vpc-cni and terway have it): the pod's
+ * default route goes via it, onlink, to the host end's MAC. */
+#define CNI_GATEWAY6		"fe80::1"
 
 /* CNI error codes (the specification's "Error" section) ... */
 #define CNI_ERR_INCOMPATIBLE	1
