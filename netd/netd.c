@@ -495,7 +495,10 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 		snap_tagged(s, r);
 		return;
 	}
-	if (plan_rule_is_pod_to(s->policy, r))
+	/* The cap counts pods per family: a dual-stack pod has a to-rule
+	 * in each. */
+	if (plan_rule_is_pod_to(s->policy, r) &&
+	    r->dst.addr.family == s->pod.family)
 		s->npods++;
 	if (!plan_rule_is_pods(s->policy, r, &s->pod))
 		return;
@@ -834,16 +837,28 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
 	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
-	char gw[IP_ADDR_STR_LEN], what[160];
+	char gw[IP_ADDR_STR_LEN], addr6[IP_ADDR_STR_LEN], what[200];
 	const char *why;
 	int rc, found;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
-	ip_prefix_format(&req.addr, cidr);
-	ip_addr_format(&req.gateway, gw);
-	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s mtu %u",
-	    mac, setup ? "setup" : "teardown", req.table, cidr, gw, req.mtu);
+	/* "none" for an absent address (family 0). */
+	if (req.addr.addr.family != 0)
+		ip_prefix_format(&req.addr, cidr);
+	else
+		snprintf(cidr, sizeof(cidr), "none");
+	if (req.gateway.family != 0)
+		ip_addr_format(&req.gateway, gw);
+	else
+		snprintf(gw, sizeof(gw), "none");
+	if (req.addr6.family != 0)
+		ip_addr_format(&req.addr6, addr6);
+	else
+		snprintf(addr6, sizeof(addr6), "none");
+	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s ipv6 %s "
+	    "mtu %u", mac, setup ? "setup" : "teardown", req.table, cidr, gw,
+	    addr6, req.mtu);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
 	why = setup ? policy_check_setup(&nd->policy, &req) :
@@ -853,8 +868,10 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		return;
 	}
 	/* No half table: without a way out for translated traffic the
-	 * setup fails before the kernel is touched. */
-	if (setup && (why = plan_egress(&nd->policy, &nd->cfg, &eg)) != NULL) {
+	 * setup fails before the kernel is touched.  Only IPv4 traffic is
+	 * translated: an IPv6-only ENI needs no primary gateway. */
+	if (setup && (why = plan_egress(&nd->policy, &nd->cfg, &eg)) != NULL &&
+	    req.addr.addr.family != 0) {
 		mac_format(nd->policy.primary_mac, pmac);
 		log_warnx("%s: %s (primary MAC %s); nothing changed, answering "
 		    "failed", what, why, pmac);
@@ -871,8 +888,11 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, &req.addr.addr,
-	    link.ifindex))
+	if (setup && req.addr.addr.family != 0 &&
+	    !netd_addr_free(nd, m, what, &req.addr.addr, link.ifindex))
+		return;
+	if (setup && req.addr6.family != 0 &&
+	    !netd_addr_free(nd, m, what, &req.addr6, link.ifindex))
 		return;
 
 	memset(&snap, 0, sizeof(snap));
@@ -984,7 +1004,8 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct route_snap *s = arg;
 	struct nd_host_route *h;
 
-	if (r->dst.len != 32 || (!ip_addr_eq(&r->dst.addr, &s->addr) &&
+	if (r->dst.len != ip_family_bits(r->dst.addr.family) ||
+	    (!ip_addr_eq(&r->dst.addr, &s->addr) &&
 	    !(s->ifindex != 0 && r->ifindex == s->ifindex)))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
@@ -1189,7 +1210,7 @@ snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
 	p->to = to;
 	p->primary_ifindex = ifindex;
 	p->connmark = nd->cfg.routing.connmark;
-	p->nvpc = nd->policy.ncidrs;
+	p->nvpc = nd->policy.ncidrs4;	/* an ip table: IPv4's */
 	memcpy(p->vpc, nd->policy.cidrs, sizeof(p->vpc));
 	p->nexclude = nd->cfg.snat.nexclude;
 	memcpy(p->exclude, nd->cfg.snat.exclude, sizeof(p->exclude));
@@ -1254,7 +1275,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		return;
 	}
 	if ((why = snat_check_request(&nd->cfg, nd->policy.cidrs,
-	    nd->policy.ncidrs, &req.to, pa.addrs, pa.n, detail,
+	    nd->policy.ncidrs4, &req.to, pa.addrs, pa.n, detail,
 	    sizeof(detail))) != NULL) {
 		if (pa.overflow)
 			snprintf(detail + strlen(detail), sizeof(detail) -
@@ -1393,7 +1414,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 			to = have.rules[i].stmts[have.rules[i].nstmts -
 			    1].value;
 	st.to = ip_addr_from_in(to);
-	for (i = 0; i < nd->policy.ncidrs && n < MSG_MAX_SNAT_CIDRS; i++)
+	for (i = 0; i < nd->policy.ncidrs4 && n < MSG_MAX_SNAT_CIDRS; i++)
 		st.untranslated[n++] = nd->policy.cidrs[i];
 	for (i = 0; i < nd->cfg.snat.nexclude && n < MSG_MAX_SNAT_CIDRS;
 	    i++, n++)
@@ -1428,7 +1449,8 @@ static void
 netd_set_policy(struct netd *nd, const struct msg *m)
 {
 	struct msg_netd_policy req;
-	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN], cidrs[256];
+	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
+	char cidrs[MSG_MAX_VPC_CIDRS * IP_PREFIX_STR_LEN];
 	char err[MSG_ERR_LEN];
 	const char *why;
 	size_t off = 0;

@@ -134,12 +134,14 @@ test_vpc_policy(void **state)
 	assert_non_null(policy_set_vpc(&p, &m));
 	m.cidrs[0].addr = ipa("0.0.0.0");		/* this network */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ipa("2600:1f14::");		/* IPv6: not yet */
+	m.cidrs[0].addr = ipa("2600:1f14::");		/* IPv6 alone */
+	m.cidrs[0].len = 56;
 	assert_string_equal(policy_set_vpc(&p, &m),
-	    "VPC CIDR is not an IPv4 network");
+	    "no VPC CIDR, or too many");
+	m.cidrs[0].len = 16;
 	m.cidrs[0].addr.family = 0;			/* never set */
 	assert_string_equal(policy_set_vpc(&p, &m),
-	    "VPC CIDR is not an IPv4 network");
+	    "VPC CIDR is not a network");
 	m.cidrs[0].addr = ipa("10.0.0.0");
 	m.primary_mac[0] = 0x01;			/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
@@ -1027,8 +1029,8 @@ test_random_bare(void **state)
 			b[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
 			a->addr.len = a->addr.addr.family == NETD_AF_INET ?
 			    24 : 64;
-			if (!((a->addr.addr.family == NETD_AF_INET &&
-			    a->proto == NETD_PROTO) ||
+			/* netd's own of either family, and link-local */
+			if (!(a->proto == NETD_PROTO ||
 			    (a->addr.addr.family == NETD_AF_INET6 &&
 			    b[0] == 0xfe && (b[1] & 0xc0) == 0x80)))
 				want = false;
