@@ -508,8 +508,13 @@ eni_route6(const struct msg_netd_setup_eni *m, uint32_t ifindex)
 {
 	struct ip_prefix all = any_of(AF_INET6);
 	struct ip_addr router = ec2_router6();
+	struct nd_route r;
 
-	return eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &router, ifindex);
+	r = eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &router, ifindex);
+	/* The metric the kernel gives an IPv6 route added without one
+	 * (IP6_RT_PRIO_USER), named so the route read back is equal. */
+	r.metric = PLAN_METRIC6_DEFAULT;
+	return r;
 }
 
 static bool

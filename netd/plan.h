@@ -26,6 +26,7 @@ _Static_assert(PLAN_MAX_OPS <= MSG_MAX_CHANGED,
     "an answer says how many objects a plan changed");
 #define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
+#define PLAN_METRIC6_DEFAULT	1024	/* IP6_RT_PRIO_USER */
 
 /* A policy rule "[from SRC] [to DST] [fwmark M/MASK] lookup TABLE" at
  * a priority, of one family: src and dst are both IPv4 or both IPv6, and
