@@ -1263,12 +1263,15 @@ check_NETD_SNAT_STATE(const void *p)
 	const char *why;
 
 	if (!STR_OK(m->primary_link) || !STR_OK(m->message) ||
-	    !STR_OK(m->differs))
+	    !STR_OK(m->differs) || !STR_OK(m->src6_differs))
 		return "unterminated string in SNAT state";
-	if (m->enabled > 1 || m->random_fully > 1 || m->in_place > 1)
+	if (m->enabled > 1 || m->random_fully > 1 || m->in_place > 1 ||
+	    m->src6_in_place > 1)
 		return "SNAT state flag not 0 or 1";
 	if (m->in_place && m->differs[0] != '\0')
 		return "SNAT state in place, yet says what differs";
+	if (m->src6_in_place && m->src6_differs[0] != '\0')
+		return "IPv6 source check in place, yet says what differs";
 	if ((why = check_addr(&m->to, ADDR_WHY("SNAT target"))) != NULL)
 		return why;
 	if (m->nuntranslated > MSG_MAX_SNAT_CIDRS)

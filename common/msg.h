@@ -259,7 +259,10 @@ struct msg_netd_snat_state {
 	uint8_t		enabled;	/* snat.enabled in netd's configuration */
 	uint8_t		random_fully;
 	uint8_t		in_place;	/* read back as netd would write it */
-	uint8_t		pad;
+	/* Table ip6 enid, the IPv6 source check of pods' veths, read back
+	 * as netd writes it (version 8; it holds no target, so SNAT off
+	 * or on, it is the same). */
+	uint8_t		src6_in_place;
 	struct ip_addr	to;		/* the target; 0.0.0.0: none */
 	uint32_t	primary_ifindex;	/* 0: not known yet */
 	char		primary_link[MSG_NAME_LEN];
@@ -275,6 +278,13 @@ struct msg_netd_snat_state {
 	 * absent, what in it is not netd's, a rule, the target, the
 	 * connection-mark rule missing); "" when in place (msg.c). */
 	char		differs[MSG_ERR_LEN];
+	/* ip6 enid: times netd wrote it whole, IPv6 packets it dropped
+	 * (from a pod's veth with a source that is not that pod's), and
+	 * what differs, "" when src6_in_place (msg.c). */
+	uint32_t	src6_replaced;
+	uint32_t	pad;
+	uint64_t	src6_dropped;
+	char		src6_differs[MSG_ERR_LEN];
 };
 
 struct msg_netd_dump {		/* request: no fields */

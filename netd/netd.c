@@ -70,6 +70,12 @@ struct netd_snat {
 	char			 message[MSG_ERR_LEN];	/* last outcome */
 };
 
+/* Table ip6 enid, the IPv6 source check of pods' veths. */
+struct netd_src6 {
+	uint32_t		 replaced;	/* whole writes of the table */
+	char			 message[MSG_ERR_LEN];	/* last outcome */
+};
+
 struct netd {
 	struct loop		 loop;
 	struct peer		 peer;		/* the broker */
@@ -79,6 +85,7 @@ struct netd {
 	struct kernel		 kernel;
 	struct nft		 nft;		/* table ip enid */
 	struct netd_snat	 snat;
+	struct netd_src6	 src6;
 	struct kernel_events	 events;
 	bool			 node_stale;	/* re-read the node's links */
 	struct lookup		 lookups[NETD_MAX_LOOKUPS];
@@ -1237,6 +1244,54 @@ snat_fail(struct netd *nd, const struct msg *m, const char *what, int rc,
 }
 
 /*
+ * Make table ip6 enid, the IPv6 source check of pods' veths
+ * (snat_src6_desired), what netd's configuration says: read it back, and
+ * write it whole only if it differs, as the SNAT table.  Run when the
+ * policy is accepted and at each NETD_SNAT.  0 with *changed (1 if it
+ * was written), or -1 (logged, and kept in src6.message).
+ */
+static int
+netd_src6_sync(struct netd *nd, int *changed)
+{
+	static struct snat_table have, want;
+	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
+	int rc;
+
+	*changed = 0;
+	snat_src6_desired(nd->cfg.routing.pod_veth_prefix, &want);
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP6, &have, err,
+	    sizeof(err))) < 0)
+		goto fail;
+	if (snat_table_equal(&have, &want, diff, sizeof(diff))) {
+		snprintf(nd->src6.message, sizeof(nd->src6.message),
+		    "table in place");
+		return 0;
+	}
+	if (have.foreign)
+		log_warnx("ipv6 source check: table ip6 %s holds what netd "
+		    "does not write (%s); replacing it whole", SNAT_TABLE,
+		    diff);
+	else if (have.present)
+		log_warnx("ipv6 source check: table ip6 %s differs (%s); "
+		    "replacing it whole", SNAT_TABLE, diff);
+	if ((rc = nft_write(&nd->nft, &want, err, sizeof(err))) < 0)
+		goto fail;
+	nd->src6.replaced++;
+	*changed = 1;
+	log_info("ipv6 source check: table ip6 %s written: pods' veths "
+	    "(%s*) send IPv6 from their own addresses only", SNAT_TABLE,
+	    nd->cfg.routing.pod_veth_prefix);
+	snprintf(nd->src6.message, sizeof(nd->src6.message), "table written");
+	return 0;
+fail:
+	log_warnx("ipv6 source check: %s; pods' veths are not checked until "
+	    "the next sync", err);
+	snprintf(nd->src6.message, sizeof(nd->src6.message), "failed: %.*s",
+	    (int)sizeof(nd->src6.message) - 9, err);
+	return -1;
+}
+
+/*
  * NETD_SNAT: make table ip enid what netd's configuration and the checked
  * target say; read it back and write it whole only if it differs.  The
  * checks run in the design's order (the policy came first: MF_POLICY);
@@ -1286,7 +1341,8 @@ netd_snat(struct netd *nd, const struct msg *m)
 	}
 	snat_params_of(nd, ip_addr_in4(&req.to), pl->ifindex, &params);
 	snat_desired(&params, &want);
-	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP, &have, err,
+	    sizeof(err))) < 0) {
 		snat_fail(nd, m, what, rc, err);
 		return;
 	}
@@ -1327,6 +1383,11 @@ netd_snat(struct netd *nd, const struct msg *m)
 	snprintf(nd->snat.message, sizeof(nd->snat.message), "%s%s",
 	    changed > (uint32_t)rules ? "table written" : "table in place",
 	    rules > 0 ? ", connection-mark rule put back" : "");
+	/* The IPv6 source check is repaired at each reconcile too; its
+	 * failure is logged and reported (NETD_DUMP_SNAT), not the SNAT
+	 * request's: the IPv4 table stands either way. */
+	if (netd_src6_sync(nd, &rules) == 0)
+		changed += (uint32_t)rules;
 	netd_send_result(nd, m->hdr.id, changed);
 }
 
@@ -1345,6 +1406,29 @@ count_connmark_rule(const struct nd_rule *r, void *arg)
 		c->n++;
 }
 
+/* The IPv6 source check as the kernel holds it now, into st; a table
+ * that cannot be read is reported as not in place, with why. */
+static void
+netd_src6_state(struct netd *nd, struct msg_netd_snat_state *st)
+{
+	static struct snat_table have, want;
+	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
+
+	st->src6_replaced = nd->src6.replaced;
+	snat_src6_desired(nd->cfg.routing.pod_veth_prefix, &want);
+	if (nft_read(&nd->nft, SNAT_FAMILY_IP6, &have, err, sizeof(err)) < 0) {
+		log_warnx("snat state: %s", err);
+		msg_strlcpy(st->src6_differs, err, sizeof(st->src6_differs));
+		return;
+	}
+	st->src6_in_place = snat_table_equal(&have, &want, diff,
+	    sizeof(diff));
+	if (!st->src6_in_place)
+		msg_strlcpy(st->src6_differs, diff, sizeof(st->src6_differs));
+	if (!have.foreign)
+		st->src6_dropped = snat_src6_dropped(&have);
+}
+
 /*
  * NETD_DUMP_SNAT: the table as the kernel holds it now.  In place means
  * the connection-mark rule too: the marks route nothing without it.
@@ -1361,7 +1445,8 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	uint32_t i, n = 0, to = 0;
 	int rc;
 
-	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP, &have, err,
+	    sizeof(err))) < 0) {
 		log_warnx("snat state: %s", err);
 		netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
 		return;
@@ -1442,6 +1527,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 			    nd->snat.message : "no SNAT request yet",
 			    sizeof(st.message));
 	}
+	netd_src6_state(nd, &st);
 	netd_send(nd, MSG_NETD_SNAT_STATE, m->hdr.id, &st, sizeof(st));
 }
 
@@ -1497,6 +1583,9 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 		log_warnx("policy: connection-mark rule: %s; replies to "
 		    "connections that came in on the primary link may leave "
 		    "by an ENI until the next SNAT sync", err);
+	/* The IPv6 source check from the start too (logged if it fails;
+	 * repaired at the next NETD_SNAT). */
+	(void)netd_src6_sync(nd, &changed);
 	msg_chan_permit(&nd->peer.chan, MSG_PERMIT_POLICY);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }

@@ -490,6 +490,10 @@ snat_state(const struct msg *m, double lat)
 	json_str(stdout, st.message);
 	printf(",\"differs\":");
 	json_str(stdout, st.differs);
+	printf(",\"src6_in_place\":%u,\"src6_replaced\":%u,"
+	    "\"src6_dropped\":%llu,\"src6_differs\":", st.src6_in_place,
+	    st.src6_replaced, (unsigned long long)st.src6_dropped);
+	json_str(stdout, st.src6_differs);
 	printf(",\"latency_ms\":%.3f}\n", lat);
 }
 

@@ -381,3 +381,126 @@ def test_foreign_ipv6_rules_left_alone(node, netd):
     assert rules6(node) == ["1536:\tfrom %s lookup 101" % POD6_C]
     dump = netd.call("dumprules")
     assert dump["entries"] == [], dump
+
+
+# ---- the IPv6 source check (table ip6 enid) ----
+
+class Pod6:
+    """A pod namespace on a veth named like enid-cni's (PREFIX + hex),
+    with addr/128 (no DAD) and its default route via the host veth's
+    link-local address, and the node's /128 host route to it."""
+
+    def __init__(self, node, veth, addr, n):
+        self.node, self.veth, self.addr = node, veth, addr
+        self.ns = "enid-t-p6-%d-%s" % (n, secrets.token_hex(3))
+        run("ip", "netns", "add", self.ns)
+        podwire.sysctl(self.ns, ("net.ipv6.conf.all.accept_dad", "0"),
+                       ("net.ipv6.conf.default.accept_dad", "0"))
+        node.ip("link", "add", veth, "type", "veth", "peer", "name", "eth0",
+                "netns", self.ns)
+        node.ip("link", "set", veth, "up")
+        ll = "fe80::1:%d" % n
+        node.ip("-6", "addr", "add", ll + "/64", "dev", veth, "nodad")
+        podwire.ip_batch(self.ns, (
+            ("link", "set", "lo", "up"),
+            ("link", "set", "eth0", "up"),
+            ("addr", "add", addr + "/128", "dev", "eth0", "nodad"),
+            ("route", "add", "default", "via", ll, "dev", "eth0")))
+        node.ip("-6", "route", "add", addr + "/128", "dev", veth)
+
+    def add_addr(self, addr):
+        run("ip", "-n", self.ns, "-6", "addr", "add", addr + "/128", "dev",
+            "eth0", "nodad")
+
+    def ping(self, dst, src):
+        return run("ip", "netns", "exec", self.ns, "ping", "-6", "-c", "1",
+                   "-W", "1", "-q", "-I", src, dst, check=False,
+                   timeout=10).returncode == 0
+
+    def remove(self):
+        run("ip", "netns", "del", self.ns, check=False)
+
+
+@pytest.fixture
+def pods6(node):
+    node.sysctl("net.ipv6.conf.all.forwarding", "1")
+    made = []
+    try:
+        for n, (veth, addr) in enumerate((("enid6000000000a", POD6_A),
+                                          ("enid6000000000b", POD6_B),
+                                          ("enid6000000000c", POD6_C)), 1):
+            made.append(Pod6(node, veth, addr, n))
+        yield made
+    finally:
+        for p in made:
+            p.remove()
+
+
+def dump_snat(netd):
+    st = netd.call("dumpsnat")
+    assert st["type"] == "SNAT_STATE", st
+    return st
+
+
+def test_source_check_in_place_from_the_policy(node, netd):
+    """The table is written when the policy is accepted, as nft prints
+    it, and reported in place."""
+    out = run("ip", "netns", "exec", node.name, "nft", "list", "table",
+              "ip6", "enid").stdout
+    assert "chain pod-src" in out, out
+    assert "type filter hook prerouting priority raw; policy accept;" \
+        in out, out
+    assert 'iifname "enid*" ip6 saddr != fe80::/10 fib saddr . iif oif ' \
+        'missing counter packets 0 bytes 0 drop' in out, out
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 1 and st["src6_differs"] == "", st
+    assert st["src6_replaced"] == 1, st
+
+
+def test_pods_send_ipv6_only_from_their_own_addresses(node, netd, pods6):
+    """Through the node: a pod's own address passes (and the answer from
+    the other pod's own), another pod's address and an address of no pod
+    are dropped at the veth and counted; link-local passes."""
+    a, b, c = pods6
+    assert a.ping(POD6_B, POD6_A), "own address dropped"
+    assert dump_snat(netd)["src6_dropped"] == 0
+    a.add_addr(POD6_C)
+    assert not a.ping(POD6_B, POD6_C), "another pod's address passed"
+    st = dump_snat(netd)
+    assert st["src6_dropped"] == 1, st
+    nobody = "2600:1f14:abc:110::99"
+    a.add_addr(nobody)
+    assert not a.ping(POD6_B, nobody), "an address of no pod passed"
+    assert dump_snat(netd)["src6_dropped"] == 2
+    # Link-local (neighbour discovery, the gateway): not looked at.
+    assert run("ip", "netns", "exec", a.ns, "ping", "-6", "-c", "1", "-W",
+               "1", "-q", "fe80::1:1%eth0", check=False).returncode == 0
+    assert a.ping(POD6_B, POD6_A)
+    assert dump_snat(netd)["src6_dropped"] == 2
+
+
+def test_source_check_repaired_at_each_sync(node, netd):
+    """Removed, or given a rule netd does not write, it is written whole
+    again at the next NETD_SNAT; in place, nothing is written."""
+    def nft(*args):
+        return run("ip", "netns", "exec", node.name, "nft", *args)
+
+    r = netd.call("snat to=10.0.0.10")
+    assert r["status"] == "ok", r
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 1 and st["src6_replaced"] == 1, st
+    nft("delete", "table", "ip6", "enid")
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 0 and "absent" in st["src6_differs"], st
+    assert netd.call("snat to=10.0.0.10")["status"] == "ok"
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 1 and st["src6_replaced"] == 2, st
+    nft("add", "rule", "ip6", "enid", "pod-src", "accept")
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 0 and st["src6_differs"], st
+    assert netd.call("snat to=10.0.0.10")["status"] == "ok"
+    st = dump_snat(netd)
+    assert st["src6_in_place"] == 1 and st["src6_replaced"] == 3, st
+    assert "replacing it whole" in netd.logtext()
+    # ip enid, the SNAT table, is another table, IPv4's, left as it is.
+    assert "table ip enid" in nft("list", "tables").stdout
