@@ -504,3 +504,25 @@ def test_source_check_repaired_at_each_sync(node, netd):
     assert "replacing it whole" in netd.logtext()
     # ip enid, the SNAT table, is another table, IPv4's, left as it is.
     assert "table ip enid" in nft("list", "tables").stdout
+
+
+def test_address_configured_on_a_link(node, netd):
+    """An IPv6 address inside the VPC that some link of the node carries
+    (lo here) is the node's, not a pod's or an ENI's to take."""
+    taken = "2600:1f14:abc:110::77"
+    node.ip("-6", "addr", "add", taken + "/128", "dev", "lo")
+    expect_refused(node, netd, "addpod addr=%s table=0" % taken, taken,
+                   "configured on a link")
+    expect_refused(node, netd, SETUP6.replace(ENI6, taken), taken,
+                   "configured on a link")
+
+
+def test_restarted_netd_takes_its_ipv6_eni_back(node, make_netd):
+    """netd's own IPv6 address and routes on an ENI are its own to a
+    restarted netd (tagged): the ENI is declared again, found in place."""
+    netd = make_netd()
+    assert netd.call(SETUP)["status"] == "ok"
+    netd.close()
+    again = make_netd()       # declares eni1: bare but for netd's own
+    r = again.call(SETUP)
+    assert r["status"] == "ok" and r["changed"] == 0, r
