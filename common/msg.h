@@ -236,7 +236,7 @@ struct msg_netd_pod_route {
 };
 
 struct msg_netd_route {		/* a host-route dump entry */
-	struct ip_addr	addr;		/* the route is a /32 or a /128 */
+	struct ip_addr	addr;		/* a /32 or a /128 route */
 	uint32_t	ifindex;
 	char		dev[MSG_NAME_LEN];	/* "" if the link has no name */
 };

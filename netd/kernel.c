@@ -697,11 +697,12 @@ struct rule_prios {
 };
 
 /*
- * A lookup rule of either family at one of the priorities.  Every attribute netd does
- * not set itself marks the rule as having other selectors, also the ones
- * this code was written before: a rule netd cannot fully see is never
- * taken for one of its own.  A fwmark is read as it is (the planner
- * tells netd's connection-mark rule from everyone else's).
+ * A lookup rule of either family at one of the priorities.  Every
+ * attribute netd does not set itself marks the rule as having other
+ * selectors, also the ones this code was written before: a rule netd
+ * cannot fully see is never taken for one of its own.  A fwmark is read
+ * as it is (the planner tells netd's connection-mark rule from everyone
+ * else's).
  */
 static int
 rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
@@ -909,10 +910,10 @@ next_hop_gateway(struct rtnexthop *nh, uint8_t family, struct ip_addr *gw)
 }
 
 /*
- * A route of the table, IPv4 or IPv6, into the kept array.  Read as libnl read it
- * before: one next hop, from RTA_MULTIPATH or from the route's own
- * attributes (the flags then in the header), gives its link, gateway and
- * onlink; several make it multipath; none leaves them unset.
+ * A route of the table, IPv4 or IPv6, into the kept array.  Read as
+ * libnl read it before: one next hop, from RTA_MULTIPATH or from the
+ * route's own attributes (the flags then in the header), gives its link,
+ * gateway and onlink; several make it multipath; none leaves them unset.
  */
 static int
 table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)

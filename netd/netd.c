@@ -72,8 +72,8 @@ struct netd_snat {
 
 /* Table ip6 enid, the IPv6 source check of pods' veths. */
 struct netd_src6 {
-	uint32_t		 replaced;	/* whole writes of the table */
-	char			 message[MSG_ERR_LEN];	/* last outcome */
+	uint32_t		 replaced;	/* whole writes */
+	char			 message[MSG_ERR_LEN];	/* last sync */
 };
 
 struct netd {

@@ -105,8 +105,9 @@ nft_drain(struct nft *n, char *err, size_t errlen)
 	}
 	if (n->dumping)
 		return errf(err, errlen, -EBUSY, "nftables: an earlier dump "
-		    "of table " SNAT_TABLE " still not ended after %u datagrams "
-		    "or %d ms (a huge table?)", recvs, NFT_DEADLINE_MS);
+		    "of table " SNAT_TABLE " still not ended after %u "
+		    "datagrams or %d ms (a huge table?)", recvs,
+		    NFT_DEADLINE_MS);
 	return 0;
 }
 

@@ -3,8 +3,8 @@
  * the privilege drop and the seccomp filter (which allows no new one),
  * through libmnl and libnftnl.  It reads tables "ip enid" and "ip6
  * enid" back into snat.c's data form and writes each whole in one atomic
- * batch; it never names any other table.  Errors are negative errno values with err
- * naming what failed.
+ * batch; it never names any other table.  Errors are negative errno
+ * values with err naming what failed.
  */
 #ifndef ENID_NETD_NFT_H
 #define ENID_NETD_NFT_H

@@ -217,9 +217,10 @@ const char	*plan_egress(const struct netd_policy *p,
  * (none of them for an ENI without an IPv4 address), and with an IPv6
  * address (addr6) ADDR6/128 on the link (no DAD, no prefix route) and
  *   { ::/0 via fe80:ec2::1 dev ENI }
- * and no other netd address (of either family) on the link.  link: its addresses now (NULL:
- * none known); cur: the routes in table T now.  The main table is never
- * touched.  -1 also if SNAT is on without a primary link and gateway.
+ * and no other netd address (of either family) on the link.  link: its
+ * addresses now (NULL: none known); cur: the routes in table T now.  The
+ * main table is never touched.  -1 also if SNAT is on without a primary
+ * link and gateway, or if the ENI has neither address.
  */
 int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
 		    uint32_t ifindex, const struct nd_egress *eg,

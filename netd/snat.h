@@ -48,8 +48,8 @@
 #define SNAT_PRIO_MANGLE	(-150)
 #define SNAT_PRIO_AFTER_DNAT	(-90)	/* dstnat (-100) + 10 */
 #define SNAT_PRIO_SRCNAT	100
-#define SNAT_PRIO_RAW		(-300)	/* before conntrack: a spoofed
-					 * packet makes no connection */
+/* Raw, before conntrack: a spoofed packet makes no connection. */
+#define SNAT_PRIO_RAW		(-300)
 
 enum snat_stmt_kind {
 	SNAT_IIF = 1,		/* meta iif == value */
@@ -97,7 +97,7 @@ struct snat_chain {
 };
 
 struct snat_table {
-	uint8_t		family;		/* SNAT_FAMILY_IP or _IP6 */
+	uint8_t		family;		/* SNAT_FAMILY_IP, _IP6 */
 	bool		present;
 	/* Read back: something netd does not write or cannot parse (what[]
 	 * names the first); such a table is replaced whole. */
@@ -190,7 +190,7 @@ struct snat_expr {
 	uint32_t	flags;		/* fib, nat */
 	uint32_t	family;		/* nat */
 	int32_t		verdict;
-	uint8_t		data[16];	/* cmp, immediate; bitwise mask */
+	uint8_t		data[16];	/* cmp, immediate; bitwise: mask */
 	uint8_t		xor[16];	/* bitwise */
 	uint64_t	packets, bytes;	/* counter */
 };

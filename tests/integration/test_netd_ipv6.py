@@ -19,7 +19,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, PRIMARY_MAC, PROTO, Driver, Netns, run  # noqa
+from netd_helpers import DRIVE, NETD, PROTO, Driver, Netns, run  # noqa
 import podwire  # noqa
 
 ENI1 = "02:00:00:00:00:11"
