@@ -1560,7 +1560,12 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	case MSG_NETD_RULE: {
 		struct msg_netd_rule *ru;
+		const struct msg_netd_rule *in = (const void *)m->u.bytes;
 
+		/* The pool is IPv4's: netd's IPv6 rules (issue 35) are no
+		 * pod's of this broker, and no drift to remove either. */
+		if (in->src.addr.family != AF_INET)
+			return;
 		if ((ru = question_slot(q, RECON_MAX_RULES, sizeof(*ru))) ==
 		    NULL)
 			return;
@@ -1570,7 +1575,11 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	}
 	case MSG_NETD_ROUTE: {
 		struct msg_netd_route *ro;
+		const struct msg_netd_route *in = (const void *)m->u.bytes;
 
+		/* The same for IPv6 pods' host routes. */
+		if (in->addr.family != AF_INET)
+			return;
 		if ((ro = question_slot(q, RECON_MAX_ROUTES, sizeof(*ro))) ==
 		    NULL)
 			return;

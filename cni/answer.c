@@ -8,8 +8,9 @@
  * booleans or (vpc_cidrs) an array of strings; each key appears once and
  * belongs to the command's answer; each string is valid UTF-8 without
  * NUL; after the object comes only the newline.  Then each field's
- * meaning is checked: addresses in dotted quads, "prefix" 32, CIDRs with
- * no host bits, lengths within the fixed buffers.
+ * meaning is checked: each address of the family its field holds (IPv4
+ * in dotted quads, IPv6 in RFC 5952's one text), "prefix" 32, CIDRs with
+ * no host bits, "subnet6" a /64, lengths within the fixed buffers.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ enum kind { K_BOOL, K_STR, K_INT, K_CIDRS };
 enum field {
 	A_OK, A_CODE, A_ERROR,
 	A_IP, A_PREFIX, A_ENI, A_ENI_MAC, A_TABLE, A_SUBNET, A_SUBNET_GW,
-	A_VPC_CIDRS,
+	A_VPC_CIDRS, A_IP6, A_SUBNET6,
 	A_FREE, A_ASSIGNED, A_AVAILABLE, A_REASON, A_LOST, A_LIMITED,
 	A_RELEASED,
 	A_NFIELDS
@@ -56,6 +57,8 @@ static const struct {
 	[A_SUBNET] =	{ "subnet",		K_STR,   F_POD },
 	[A_SUBNET_GW] =	{ "subnet_gateway",	K_STR,   F_POD },
 	[A_VPC_CIDRS] =	{ "vpc_cidrs",		K_CIDRS, F_POD },
+	[A_IP6] =	{ "ip6",		K_STR,   F_POD },
+	[A_SUBNET6] =	{ "subnet6",		K_STR,   F_POD },
 	[A_FREE] =	{ "free",		K_INT,   F_STATUS },
 	[A_ASSIGNED] =	{ "assigned",		K_INT,   F_STATUS },
 	[A_AVAILABLE] =	{ "available",		K_BOOL,  F_STATUS },
@@ -447,14 +450,17 @@ bad:
 	    UINT32_MAX, raw);
 }
 
-/* A string holding an IPv4 address (ip), or a CIDR block with no host
- * bits (cidr), in the one text common/addr.c takes for it. */
+/*
+ * A string holding an address of family (ip), or a CIDR block with no
+ * host bits (cidr; family 0 for either), in the one text common/addr.c
+ * takes for it.
+ */
 static int
-addr_str(struct parser *ps, const char *what, struct ip_addr *ip,
+addr_str(struct parser *ps, const char *what, int family, struct ip_addr *ip,
     struct ip_prefix *cidr)
 {
 	char s[IP_PREFIX_STR_LEN + 8], raw[200];
-	const char *start;
+	const char *start, *want;
 	struct ip_prefix p;
 	struct ip_addr a;
 
@@ -465,23 +471,36 @@ addr_str(struct parser *ps, const char *what, struct ip_addr *ip,
 	if (string(ps, what, s, sizeof(s)) == -1)
 		return -1;
 	if (cidr != NULL ? ip_prefix_parse(s, &p, NULL) == 0 &&
-	    p.addr.family == AF_INET && ip_prefix_is_network(&p) :
-	    ip_addr_parse(s, &a, NULL) == 0 && a.family == AF_INET) {
+	    (family == 0 || p.addr.family == family) &&
+	    ip_prefix_is_network(&p) :
+	    ip_addr_parse(s, &a, NULL) == 0 && a.family == family) {
 		if (cidr != NULL)
 			*cidr = p;
 		else
 			*ip = a;
 		return 0;
 	}
+	if (cidr != NULL)
+		want = family == AF_INET ? "a CIDR block a.b.c.d/n with no "
+		    "host bits" : family == AF_INET6 ? "an IPv6 CIDR block "
+		    "in RFC 5952 text with no host bits" : "a CIDR block "
+		    "(a.b.c.d/n, or IPv6 in RFC 5952 text) with no host bits";
+	else
+		want = family == AF_INET ? "an IPv4 address a.b.c.d" :
+		    "an IPv6 address in RFC 5952 text";
 	shown(start, (size_t)(ps->p - start), raw, sizeof(raw));
-	return refuse(ps, "%s %s is not %s", what, raw, cidr != NULL ?
-	    "a CIDR block a.b.c.d/n with no host bits" :
-	    "an IPv4 address a.b.c.d");
+	return refuse(ps, "%s %s is not %s", what, raw, want);
 }
 
+/* The VPC's CIDR blocks: its IPv4 ones, then its IPv6 ones, up to each
+ * family's cap, an IPv6 one no wider than a /32 nor narrower than a
+ * /64. */
 static int
 cidr_list(struct parser *ps, const char *what, struct cni_answer *a)
 {
+	size_t n4 = 0, n6 = 0;
+	char text[IP_PREFIX_STR_LEN];
+
 	ws(ps);
 	if (!at(ps, '['))
 		return wrong_type(ps, what, K_CIDRS);
@@ -491,11 +510,28 @@ cidr_list(struct parser *ps, const char *what, struct cni_answer *a)
 		return 0;
 	}
 	for (;;) {
+		struct ip_prefix *c = &a->cidrs[a->ncidrs];
+
 		if (a->ncidrs == CNI_ANS_CIDRS)
 			return refuse(ps, "%s has more than %d entries", what,
 			    CNI_ANS_CIDRS);
-		if (addr_str(ps, what, NULL, &a->cidrs[a->ncidrs]) == -1)
+		if (addr_str(ps, what, 0, NULL, c) == -1)
 			return -1;
+		ip_prefix_format(c, text);
+		if (c->addr.family == AF_INET && n6 > 0)
+			return refuse(ps, "%s: the IPv4 block %s comes after "
+			    "an IPv6 one", what, text);
+		if (c->addr.family == AF_INET && ++n4 > CNI_ANS_CIDRS4)
+			return refuse(ps, "%s has more than %d IPv4 blocks",
+			    what, CNI_ANS_CIDRS4);
+		if (c->addr.family == AF_INET6 && ++n6 > CNI_ANS_CIDRS6)
+			return refuse(ps, "%s has more than %d IPv6 blocks",
+			    what, CNI_ANS_CIDRS6);
+		if (c->addr.family == AF_INET6 &&
+		    (c->len < CNI_ANS_CIDR6_MIN || c->len > CNI_ANS_CIDR6_MAX))
+			return refuse(ps, "%s: the IPv6 block %s is not a /%d "
+			    "to /%d", what, text, CNI_ANS_CIDR6_MIN,
+			    CNI_ANS_CIDR6_MAX);
 		a->ncidrs++;
 		if (at(ps, ',')) {
 			ps->p++;
@@ -571,12 +607,27 @@ value(struct parser *ps, enum field f, struct cni_answer *a)
 		}
 		return 0;
 	case A_IP:
-		return addr_str(ps, what, &a->ip, NULL);
+		return addr_str(ps, what, AF_INET, &a->ip, NULL);
+	case A_IP6:
+		return addr_str(ps, what, AF_INET6, &a->ip6, NULL);
 	case A_SUBNET_GW:
-		return addr_str(ps, what, &a->subnet_gateway, NULL);
+		return addr_str(ps, what, AF_INET, &a->subnet_gateway, NULL);
 	case A_SUBNET:
 		a->have_subnet = true;
-		return addr_str(ps, what, NULL, &a->subnet);
+		return addr_str(ps, what, AF_INET, NULL, &a->subnet);
+	case A_SUBNET6:
+		a->have_subnet6 = true;
+		if (addr_str(ps, what, AF_INET6, NULL, &a->subnet6) == -1)
+			return -1;
+		/* An EC2 subnet's IPv6 block is a /64, nothing else. */
+		if (a->subnet6.len != CNI_ANS_SUBNET6_LEN) {
+			char text[IP_PREFIX_STR_LEN];
+
+			ip_prefix_format(&a->subnet6, text);
+			return refuse(ps, "%s %s is not a /%d", what, text,
+			    CNI_ANS_SUBNET6_LEN);
+		}
+		return 0;
 	case A_VPC_CIDRS:
 		return cidr_list(ps, what, a);
 	case A_PREFIX:
@@ -692,8 +743,18 @@ cni_answer_parse(enum cni_cmd cmd, const char *buf, size_t len,
 			    fields[i].name, cmd == CNI_CMD_ADD ? "ADD" :
 			    cmd == CNI_CMD_DEL ? "DEL" : cmd == CNI_CMD_CHECK ?
 			    "CHECK" : cmd == CNI_CMD_GC ? "GC" : "STATUS");
-	if ((cmd == CNI_CMD_ADD || cmd == CNI_CMD_CHECK) && !seen[A_IP])
-		return refuse(&ps, "no \"ip\"");
+	if ((cmd == CNI_CMD_ADD || cmd == CNI_CMD_CHECK) && !seen[A_IP] &&
+	    !seen[A_IP6])
+		return refuse(&ps, "no \"ip\" (nor \"ip6\")");
+	/* Each family's fields come with its address: an IPv6-only pod's
+	 * answer has none of IPv4's. */
+	for (i = 0; i < A_NFIELDS; i++)
+		if (seen[i] && (i == A_PREFIX || i == A_SUBNET ||
+		    i == A_SUBNET_GW) && !seen[A_IP])
+			return refuse(&ps, "field \"%s\" without \"ip\"",
+			    fields[i].name);
+	if (seen[A_SUBNET6] && !seen[A_IP6])
+		return refuse(&ps, "field \"subnet6\" without \"ip6\"");
 	if (cmd == CNI_CMD_STATUS && !seen[A_AVAILABLE])
 		return refuse(&ps, "no \"available\"");
 	return 0;
@@ -702,10 +763,47 @@ cni_answer_parse(enum cni_cmd cmd, const char *buf, size_t len,
 const char *
 cni_addr_special(const struct ip_addr *ip)
 {
+	/* EC2's services on every Nitro ENI, at fd00:ec2::/64's end. */
+	static const struct {
+		const char	*text, *what;
+	} ec2[] = {
+		{ "fd00:ec2::254", "EC2's instance metadata service" },
+		{ "fd00:ec2::253", "EC2's DNS server" },
+		{ "fd00:ec2::123", "EC2's time service" },
+	};
 	struct ip_addr gw;
+	size_t i;
 
-	if (ip->family != AF_INET || !ip_addr_valid(ip))
-		return "not an IPv4 address (all enid hands out yet)";
+	if ((ip->family != AF_INET && ip->family != AF_INET6) ||
+	    !ip_addr_valid(ip))
+		return "neither an IPv4 nor an IPv6 address";
+	if (ip->family == AF_INET6) {
+		if (ip_addr_is_unspecified(ip))
+			return "the unspecified address ::";
+		if (ip_addr_is_loopback(ip))
+			return "the loopback address ::1";
+		/* NAT64's 64:ff9b:: lies in ::/8 too: named first. */
+		if (ip_addr_is_ipv4_embedded(ip))
+			return "IPv4-embedded (IPv4-mapped ::ffff:0:0/96, or "
+			    "NAT64's 64:ff9b::/96 or 64:ff9b:1::/48)";
+		if (ip_addr_is_reserved(ip))
+			return "in ::/8 (reserved: IPv4-compatible and "
+			    "unspecified forms)";
+		if (ip_addr_parse(CNI_GATEWAY6, &gw, NULL) == 0 &&
+		    ip_addr_eq(ip, &gw))
+			return "the pods' own link-local gateway "
+			    CNI_GATEWAY6;
+		if (ip_addr_is_link_local(ip))
+			return "in fe80::/10 (link-local: EC2's router is "
+			    "fe80:ec2::1 there)";
+		if (ip_addr_is_multicast(ip))
+			return "in ff00::/8 (multicast)";
+		for (i = 0; i < sizeof(ec2) / sizeof(ec2[0]); i++)
+			if (ip_addr_parse(ec2[i].text, &gw, NULL) == 0 &&
+			    ip_addr_eq(ip, &gw))
+				return ec2[i].what;
+		return NULL;
+	}
 	if (ip->bytes[0] == 255 && ip->bytes[1] == 255 &&
 	    ip->bytes[2] == 255 && ip->bytes[3] == 255)
 		return "the broadcast address";
@@ -723,4 +821,22 @@ cni_addr_special(const struct ip_addr *ip)
 	if (ip_addr_is_multicast(ip))
 		return "in 224.0.0.0/4 (multicast)";
 	return NULL;
+}
+
+const char *
+cni_addr_outside_vpc(const struct ip_addr *ip, const struct ip_prefix *cidrs,
+    size_t n)
+{
+	size_t i;
+
+	if (ip->family != AF_INET6)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (ip_prefix_contains(&cidrs[i], ip))
+			return NULL;
+	/* A VPC may hold a ULA block of its own, then in cidrs. */
+	if ((ip->bytes[0] & 0xfe) == 0xfc)
+		return "a unique local address (fc00::/7) outside the VPC's "
+		    "IPv6 blocks";
+	return "outside the VPC's IPv6 blocks";
 }

@@ -434,8 +434,8 @@ check_field(struct json_object *o, const char *key, json_type t,
 /*
  * prevResult: the shape of each entry is checked (so a result built from
  * it is well-formed), and the address meant for this attachment is
- * found: the IPv4 address whose interface is CNI_IFNAME in CNI_NETNS, else
- * the first IPv4 address.
+ * found, one a family: the address of that family whose interface is
+ * CNI_IFNAME in CNI_NETNS, else the first of that family.
  */
 static int
 parse_prev(struct json_object *v, struct cni_conf *c, struct cni_error *e)
@@ -481,7 +481,10 @@ parse_prev(struct json_object *v, struct cni_conf *c, struct cni_error *e)
 		}
 	}
 	if (json_object_object_get_ex(v, "ips", &ips)) {
-		uint32_t first = 0;
+		struct ip_addr first[CNI_NFAMILIES];
+		int f;
+
+		memset(first, 0, sizeof(first));
 
 		if (!json_object_is_type(ips, json_type_array))
 			return fail(e, CNI_ERR_INVALID_CONFIG, "prevResult.ips "
@@ -491,8 +494,7 @@ parse_prev(struct json_object *v, struct cni_conf *c, struct cni_error *e)
 			struct json_object *it = json_object_array_get_idx(ips,
 			    i), *a, *idx = NULL;
 			bool v6;
-			uint32_t ip;
-			uint8_t p;
+			struct ip_prefix p;
 
 			if (!json_object_is_type(it, json_type_object) ||
 			    !json_object_object_get_ex(it, "address", &a) ||
@@ -518,17 +520,23 @@ parse_prev(struct json_object *v, struct cni_conf *c, struct cni_error *e)
 			if (check_field(it, "version", json_type_string, "ips",
 			    i, e) == -1)
 				return -1;
-			if (cidr4_parse(json_object_get_string(a), &ip,
-			    &p) != 0)
+			/* One text per address, as the plugin prints it;
+			 * another runtime's spelling is carried, not
+			 * checked. */
+			if (ip_prefix_parse(json_object_get_string(a), &p,
+			    NULL) != 0)
 				continue;
-			if (first == 0)
-				first = ip;
+			f = p.addr.family == AF_INET6 ? CNI_V6 : CNI_V4;
+			if (first[f].family == 0)
+				first[f] = p.addr;
 			if (mine >= 0 && idx != NULL &&
-			    json_object_get_int64(idx) == mine && c->prev_ip == 0)
-				c->prev_ip = ip;
+			    json_object_get_int64(idx) == mine &&
+			    c->prev_ip[f].family == 0)
+				c->prev_ip[f] = p.addr;
 		}
-		if (c->prev_ip == 0)
-			c->prev_ip = first;
+		for (f = 0; f < CNI_NFAMILIES; f++)
+			if (c->prev_ip[f].family == 0)
+				c->prev_ip[f] = first[f];
 	}
 	if (json_object_object_get_ex(v, "routes", &routes)) {
 		static const char *const ints[] = { "mtu", "advmss",
@@ -988,9 +996,10 @@ cni_conf_parse(enum cni_role role, const struct cni_env *env,
 		    "the result of the ADD being checked");
 		goto bad;
 	}
-	if (c->cmd == CNI_CMD_CHECK && c->prev_ip == 0) {
-		fail(e, CNI_ERR_INVALID_CONFIG, "prevResult holds no IPv4 "
-		    "address to check");
+	if (c->cmd == CNI_CMD_CHECK && c->prev_ip[CNI_V4].family == 0 &&
+	    c->prev_ip[CNI_V6].family == 0) {
+		fail(e, CNI_ERR_INVALID_CONFIG, "prevResult holds no address "
+		    "to check");
 		goto bad;
 	}
 	if (c->cmd == CNI_CMD_GC && !c->have_valid) {

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
+
 #define CNI_STDIN_MAX		(256 * 1024)
 #define CNI_ARGS_MAX		4096
 #define CNI_CID_LEN		257	/* container ids: 1 to 256 bytes */
@@ -35,6 +37,9 @@
  * same in every pod; the pod reaches it through a static neighbour entry
  * for the host end's MAC. */
 #define CNI_GATEWAY		"169.254.1.1"
+/* The same for IPv6 (as aws-vpc-cni and terway have it): the pod's
+ * default route goes via it, onlink, to the host end's MAC. */
+#define CNI_GATEWAY6		"fe80::1"
 
 /* CNI error codes (the specification's "Error" section) ... */
 #define CNI_ERR_INCOMPATIBLE	1
@@ -59,6 +64,9 @@
 #define CNI_ERR_ADDR_ROUTED	125	/* the node routes it to another link */
 #define CNI_ERR_UNPROVEN	126	/* enid-netd holds no rule for it */
 #define CNI_ERR_PEER		127	/* cni.sock served by another user */
+
+/* A pod has at most one address of each family, kept in this order. */
+enum { CNI_V4 = 0, CNI_V6, CNI_NFAMILIES };
 
 enum cni_cmd {
 	CNI_CMD_ADD = 0,
@@ -119,8 +127,9 @@ struct cni_conf {
 
 	struct json_object *dns;	/* checked; NULL when not given */
 	struct json_object *prev;	/* prevResult, checked; or NULL */
-	uint32_t	prev_ip;	/* prevResult's address for this
-					 * attachment (network order), or 0 */
+	/* prevResult's addresses for this attachment, one a family
+	 * ([CNI_V4], [CNI_V6]); family 0 where it has none. */
+	struct ip_addr	prev_ip[CNI_NFAMILIES];
 	bool		have_valid;	/* GC: the list was given */
 	size_t		nvalid;
 	struct cni_attachment *valid;	/* malloc'd */
@@ -157,18 +166,22 @@ struct cni_link_info {
 	uint32_t	mtu;
 };
 
-/* What the main role made: the two ends and the pod's address. */
+/* What the main role made: the two ends and the pod's addresses, one a
+ * family (family 0: none), each a host prefix in the pod. */
 struct cni_wired {
 	struct cni_link_info host, pod;
-	uint32_t	ip;		/* network order, /32 in the pod */
+	struct ip_addr	ip[CNI_NFAMILIES];
 };
 
 /* An ADD result in c->version's shape, after c->prev's entries. */
 struct json_object *cni_result_main(const struct cni_conf *c,
 	    const struct cni_wired *w);
-/* The IPAM role's result: ips, routes and dns only. */
-struct json_object *cni_result_ipam(const struct cni_conf *c, uint32_t ip,
-	    uint8_t prefix, uint32_t gateway);
+/* The IPAM role's result: ips, routes and dns only.  One address a
+ * family (family 0: none), each with its prefix length and gateway. */
+struct json_object *cni_result_ipam(const struct cni_conf *c,
+	    const struct ip_addr ip[CNI_NFAMILIES],
+	    const uint8_t prefix[CNI_NFAMILIES],
+	    const struct ip_addr gateway[CNI_NFAMILIES]);
 struct json_object *cni_result_error(const char *version,
 	    const struct cni_error *e);
 struct json_object *cni_result_version(const char *version);

@@ -143,16 +143,21 @@ interface(const struct cni_conf *c, const struct cni_link_info *l,
 }
 
 static struct json_object *
-ip_entry(const struct cni_conf *c, uint32_t ip, uint8_t prefix,
-    uint32_t gw, int ifindex)
+ip_entry(const struct cni_conf *c, const struct ip_addr *ip, uint8_t prefix,
+    const struct ip_addr *gw, int ifindex)
 {
 	struct json_object *o = json_object_new_object();
-	char cidr[CIDR4_STR_LEN], gws[IP4_STR_LEN];
+	struct ip_prefix p;
+	char cidr[IP_PREFIX_STR_LEN], gws[IP_ADDR_STR_LEN];
 
-	cidr4_format(ip, prefix, cidr);
-	ip4_format(gw, gws);
+	memset(&p, 0, sizeof(p));
+	p.addr = *ip;
+	p.len = prefix;
+	ip_prefix_format(&p, cidr);
+	ip_addr_format(gw, gws);
 	if (is_v040(c))
-		json_object_object_add(o, "version", str("4"));
+		json_object_object_add(o, "version",
+		    str(ip->family == AF_INET6 ? "6" : "4"));
 	json_object_object_add(o, "address", str(cidr));
 	json_object_object_add(o, "gateway", str(gws));
 	if (ifindex >= 0)
@@ -162,34 +167,47 @@ ip_entry(const struct cni_conf *c, uint32_t ip, uint8_t prefix,
 }
 
 static struct json_object *
-default_route(uint32_t gw)
+default_route(const struct ip_addr *gw)
 {
 	struct json_object *o = json_object_new_object();
-	char gws[IP4_STR_LEN];
+	char gws[IP_ADDR_STR_LEN];
 
-	ip4_format(gw, gws);
-	json_object_object_add(o, "dst", str("0.0.0.0/0"));
+	ip_addr_format(gw, gws);
+	json_object_object_add(o, "dst", str(gw->family == AF_INET6 ?
+	    "::/0" : "0.0.0.0/0"));
 	json_object_object_add(o, "gw", str(gws));
 	return o;
 }
 
+/*
+ * Both of a dual-stack pod's addresses name the pod's interface: a
+ * runtime (containerd) reports only the addresses on eth0, and its
+ * family order is kubelet's to choose, not this list's.
+ */
 struct json_object *
 cni_result_main(const struct cni_conf *c, const struct cni_wired *w)
 {
+	static const char *const gateway[CNI_NFAMILIES] = {
+		[CNI_V4] = CNI_GATEWAY, [CNI_V6] = CNI_GATEWAY6 };
 	struct json_object *o = json_object_new_object();
 	struct json_object *ifs = json_object_new_array();
 	struct json_object *ips = json_object_new_array();
 	struct json_object *routes = json_object_new_array();
-	uint32_t gw;
-	int base;
+	struct ip_addr gw;
+	int base, f;
 
-	(void)ip4_parse(CNI_GATEWAY, &gw);
 	carry_prev(c, ifs, ips, routes);
 	base = (int)json_object_array_length(ifs);
 	json_object_array_add(ifs, interface(c, &w->host, NULL));
 	json_object_array_add(ifs, interface(c, &w->pod, c->netns));
-	json_object_array_add(ips, ip_entry(c, w->ip, 32, gw, base + 1));
-	json_object_array_add(routes, default_route(gw));
+	for (f = 0; f < CNI_NFAMILIES; f++) {
+		if (w->ip[f].family == 0)
+			continue;
+		(void)ip_addr_parse(gateway[f], &gw, NULL);
+		json_object_array_add(ips, ip_entry(c, &w->ip[f],
+		    (uint8_t)ip_family_bits(w->ip[f].family), &gw, base + 1));
+		json_object_array_add(routes, default_route(&gw));
+	}
 	json_object_object_add(o, "cniVersion", str(c->version));
 	json_object_object_add(o, "interfaces", ifs);
 	json_object_object_add(o, "ips", ips);
@@ -199,15 +217,23 @@ cni_result_main(const struct cni_conf *c, const struct cni_wired *w)
 }
 
 struct json_object *
-cni_result_ipam(const struct cni_conf *c, uint32_t ip, uint8_t prefix,
-    uint32_t gateway)
+cni_result_ipam(const struct cni_conf *c,
+    const struct ip_addr ip[CNI_NFAMILIES],
+    const uint8_t prefix[CNI_NFAMILIES],
+    const struct ip_addr gateway[CNI_NFAMILIES])
 {
 	struct json_object *o = json_object_new_object();
 	struct json_object *ips = json_object_new_array();
 	struct json_object *routes = json_object_new_array();
+	int f;
 
-	json_object_array_add(ips, ip_entry(c, ip, prefix, gateway, -1));
-	json_object_array_add(routes, default_route(gateway));
+	for (f = 0; f < CNI_NFAMILIES; f++) {
+		if (ip[f].family == 0)
+			continue;
+		json_object_array_add(ips, ip_entry(c, &ip[f], prefix[f],
+		    &gateway[f], -1));
+		json_object_array_add(routes, default_route(&gateway[f]));
+	}
 	json_object_object_add(o, "cniVersion", str(c->version));
 	json_object_object_add(o, "ips", ips);
 	json_object_object_add(o, "routes", routes);

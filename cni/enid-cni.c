@@ -477,28 +477,44 @@ refuse(const char *host, int code, const char *fmt, ...)
 }
 
 /*
- * Whether ip may be routed to this pod (enid-cni(8), "Trust"): never a
- * special address, then what the node's kernel holds.  own is the host
- * end's ifindex (0 in the IPAM role).  Refuses, or returns whether main
- * already routes ip through own.
+ * Whether the answer's addresses may be routed to this pod (enid-cni(8),
+ * "Trust"), each of them: never a special address, an IPv6 one inside
+ * the VPC's IPv6 blocks, then what the node's kernel holds.  Both are
+ * vetted before anything is configured.  own is the host end's ifindex
+ * (0 in the IPAM role).  Refuses, or sets have_own[f]: main already
+ * routes that address through own.
  */
-static bool
-vet(const struct ip_addr *ip, int own, const char *host)
+static void
+vet(const struct cni_answer *a, int own, const char *host,
+    bool have_own[CNI_NFAMILIES])
 {
+	const struct ip_addr *ip[CNI_NFAMILIES] = { &a->ip, &a->ip6 };
+	static const char *const field[CNI_NFAMILIES] = { "ip", "ip6" };
 	char ips[IP_ADDR_STR_LEN], err[512];
 	const char *why;
-	bool have_own;
-	int code;
+	int code, f;
 
-	ip_addr_format(ip, ips);
-	if ((why = cni_addr_special(ip)) != NULL)
-		refuse(host, CNI_ERR_ADDR_NEVER, "ADD: enid's answer: \"ip\" "
-		    "%s is %s; never a pod's address", ips, why);
-	if (wire_vet(&cni.w, ip, own, &have_own, &code, err,
-	    sizeof(err)) == -1)
-		refuse(host, code, "ADD: enid's answer: \"ip\" %s: %s", ips,
-		    err);
-	return have_own;
+	for (f = 0; f < CNI_NFAMILIES; f++) {
+		have_own[f] = false;
+		if (ip[f]->family == 0)
+			continue;
+		ip_addr_format(ip[f], ips);
+		if ((why = cni_addr_special(ip[f])) != NULL ||
+		    (why = cni_addr_outside_vpc(ip[f], a->cidrs,
+		    a->ncidrs)) != NULL)
+			refuse(host, CNI_ERR_ADDR_NEVER, "ADD: enid's answer: "
+			    "\"%s\" %s is %s; never a pod's address", field[f],
+			    ips, why);
+	}
+	for (f = 0; f < CNI_NFAMILIES; f++) {
+		if (ip[f]->family == 0)
+			continue;
+		ip_addr_format(ip[f], ips);
+		if (wire_vet(&cni.w, ip[f], own, &have_own[f], &code, err,
+		    sizeof(err)) == -1)
+			refuse(host, code, "ADD: enid's answer: \"%s\" %s: %s",
+			    field[f], ips, err);
+	}
 }
 
 /* ---- the commands ---- */
@@ -526,8 +542,9 @@ cmd_add_main(void)
 	struct cni_wired wired;
 	struct call k;
 	char host[CNI_IFNAME_LEN], err[512] = "";
-	bool reuse = false, created = false, veth_failed = false, have_own;
-	uint32_t ip;
+	bool reuse = false, created = false, veth_failed = false;
+	bool have_own[CNI_NFAMILIES];
+	struct ip_addr ip[CNI_NFAMILIES];
 	int rc;
 
 	open_wire();
@@ -595,7 +612,8 @@ cmd_add_main(void)
 			(void)wire_link_del(&cni.w, host, err, sizeof(err));
 		fail_answer(&cni.ans, "ADD");
 	}
-	ip = ip_addr_in4(&cni.ans.ip);
+	ip[CNI_V4] = cni.ans.ip;
+	ip[CNI_V6] = cni.ans.ip6;
 	if (veth_failed) {
 		release();
 		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
@@ -609,11 +627,12 @@ cmd_add_main(void)
 		goto undo;
 	}
 	/*
-	 * Only the address is taken from the answer; the prefix (32), the
-	 * gateway and the MTU are the plugin's own.  A refusal takes the
-	 * pair this ADD made, and leaves a repeated ADD's as it was.
+	 * Only the addresses are taken from the answer; the prefixes (/32,
+	 * /128), the gateways and the MTU are the plugin's own.  A refusal
+	 * takes the pair this ADD made, and leaves a repeated ADD's as it
+	 * was.
 	 */
-	have_own = vet(&cni.ans.ip, h.ifindex, created ? host : NULL);
+	vet(&cni.ans, h.ifindex, created ? host : NULL, have_own);
 	if ((rc = wire_configure(&cni.w, &h, &p, ip, have_own, err,
 	    sizeof(err))) == 1)
 		refuse(created ? host : NULL, CNI_ERR_ADDR_ROUTED, "ADD: %s",
@@ -622,7 +641,7 @@ cmd_add_main(void)
 		goto undo;
 
 	memset(&wired, 0, sizeof(wired));
-	wired.ip = ip;
+	memcpy(wired.ip, ip, sizeof(wired.ip));
 	memcpy(wired.host.name, h.name, sizeof(h.name));
 	memcpy(wired.host.mac, h.mac, 6);
 	wired.host.mtu = h.mtu;
@@ -647,24 +666,31 @@ undo:
 }
 
 /*
- * The IPAM role's gateway must lie inside the prefix it hands out (ptp
- * adds the default route while only the address's own prefix route
+ * The IPAM role's IPv4 gateway must lie inside the prefix it hands out
+ * (ptp adds the default route while only the address's own prefix route
  * exists) and becomes a /32 on every host end.  The node's own source
  * address toward the pod's address meets both without giving the node an
  * address it did not have; it is the kernel's, not the answer's.  The
  * prefix, which only shapes routes inside the pod, is the answer's subnet
  * or VPC CIDR that holds both (each checked to be a plain CIDR block of
  * /8 or longer), else the longest the two share.
+ *
+ * For IPv6 the gateway is the pods' own link-local fe80::1, which ptp
+ * (1.1.1, measured) puts on the host end as a /128 and reaches in the pod
+ * through its link-local route: a link-local gateway lies on every link,
+ * and the node gets no global address it did not have.  The prefix is
+ * the answer's subnet6 when it holds the address, else a /128.
  */
 static void
 cmd_add_ipam(void)
 {
 	struct json_object *r;
-	struct ip_addr a;
-	uint32_t ip, src, nets[1 + CNI_ANS_CIDRS];
-	uint8_t lens[1 + CNI_ANS_CIDRS], prefix;
+	struct ip_addr a, ip[CNI_NFAMILIES], gw[CNI_NFAMILIES];
+	uint32_t ip4 = 0, src, nets[1 + CNI_ANS_CIDRS];
+	uint8_t lens[1 + CNI_ANS_CIDRS], prefix[CNI_NFAMILIES] = { 0, 0 };
 	size_t n = 0, i;
-	char err[256], ips[IP4_STR_LEN];
+	bool have_own[CNI_NFAMILIES];
+	char err[256], ips[IP_ADDR_STR_LEN];
 
 	if (wire_open(&cni.w, err, sizeof(err)) == -1)
 		cni_fail(CNI_ERR_IO, NULL, "%s", err);
@@ -688,29 +714,45 @@ cmd_add_ipam(void)
 	}
 	if (!cni.ans.ok)
 		fail_answer(&cni.ans, "ADD");
-	ip = ip_addr_in4(&cni.ans.ip);
-	(void)vet(&cni.ans.ip, 0, NULL);
-	if (wire_source_toward(ip, &src, err, sizeof(err)) == -1) {
-		release();
-		cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
-	}
-	a = ip_addr_from_in(src);
-	if (cni_addr_special(&a) != NULL || src == ip) {
-		ip4_format(src, ips);
-		refuse(NULL, CNI_ERR_WIRING, "ADD: the node's source address "
-		    "toward the pod is %s, which no host end may carry", ips);
-	}
-	if (cni.ans.have_subnet && cni.ans.subnet.len >= 8) {
-		nets[n] = ip_addr_in4(&cni.ans.subnet.addr);
-		lens[n++] = cni.ans.subnet.len;
-	}
-	for (i = 0; i < cni.ans.ncidrs; i++)
-		if (cni.ans.cidrs[i].len >= 8) {
-			nets[n] = ip_addr_in4(&cni.ans.cidrs[i].addr);
-			lens[n++] = cni.ans.cidrs[i].len;
+	vet(&cni.ans, 0, NULL, have_own);
+	memset(gw, 0, sizeof(gw));
+	ip[CNI_V4] = cni.ans.ip;
+	ip[CNI_V6] = cni.ans.ip6;
+	if (ip[CNI_V4].family != 0) {
+		ip4 = ip_addr_in4(&ip[CNI_V4]);
+		if (wire_source_toward(&ip[CNI_V4], &a, err,
+		    sizeof(err)) == -1) {
+			release();
+			cni_fail(CNI_ERR_WIRING, NULL, "ADD: %s", err);
 		}
-	prefix = cni_common_prefix(ip, src, nets, lens, n);
-	r = cni_result_ipam(&cni.c, ip, prefix, src);
+		if (cni_addr_special(&a) != NULL || ip_addr_eq(&a,
+		    &ip[CNI_V4])) {
+			ip_addr_format(&a, ips);
+			refuse(NULL, CNI_ERR_WIRING, "ADD: the node's source "
+			    "address toward the pod is %s, which no host end "
+			    "may carry", ips);
+		}
+		src = ip_addr_in4(&a);
+		gw[CNI_V4] = a;
+		if (cni.ans.have_subnet && cni.ans.subnet.len >= 8) {
+			nets[n] = ip_addr_in4(&cni.ans.subnet.addr);
+			lens[n++] = cni.ans.subnet.len;
+		}
+		for (i = 0; i < cni.ans.ncidrs; i++)
+			if (cni.ans.cidrs[i].addr.family == AF_INET &&
+			    cni.ans.cidrs[i].len >= 8) {
+				nets[n] = ip_addr_in4(&cni.ans.cidrs[i].addr);
+				lens[n++] = cni.ans.cidrs[i].len;
+			}
+		prefix[CNI_V4] = cni_common_prefix(ip4, src, nets, lens, n);
+	}
+	if (ip[CNI_V6].family != 0) {
+		(void)ip_addr_parse(CNI_GATEWAY6, &gw[CNI_V6], NULL);
+		prefix[CNI_V6] = cni.ans.have_subnet6 &&
+		    ip_prefix_contains(&cni.ans.subnet6, &ip[CNI_V6]) ?
+		    cni.ans.subnet6.len : 128;
+	}
+	r = cni_result_ipam(&cni.c, ip, prefix, gw);
 	print_json(r);
 	json_object_put(r);
 }
@@ -785,11 +827,18 @@ cmd_check(void)
 {
 	const struct cni_conf *c = &cni.c;
 	struct json_object *req = request("check", true);
-	char ip[IP4_STR_LEN], host[CNI_IFNAME_LEN], err[1024];
+	char ip[IP_ADDR_STR_LEN], host[CNI_IFNAME_LEN], err[1024];
 	int rc;
 
-	ip4_format(c->prev_ip, ip);
-	json_object_object_add(req, "ip", json_object_new_string(ip));
+	/* The broker is asked about each address the runtime holds. */
+	if (c->prev_ip[CNI_V4].family != 0) {
+		ip_addr_format(&c->prev_ip[CNI_V4], ip);
+		json_object_object_add(req, "ip", json_object_new_string(ip));
+	}
+	if (c->prev_ip[CNI_V6].family != 0) {
+		ip_addr_format(&c->prev_ip[CNI_V6], ip);
+		json_object_object_add(req, "ip6", json_object_new_string(ip));
+	}
 	call(req, CNI_CMD_CHECK, "CHECK");
 	if (!cni.ans.ok)
 		fail_answer(&cni.ans, "CHECK");

@@ -3,13 +3,27 @@
  *
  * What a pod gets, in the main role:
  *   node:  <prefix><hash> --veth-- CNI_IFNAME  :pod
+ *          (the host end's accept_ra 0 before it is up: a pod's router
+ *          advertisement never reaches the node's routes)
+ *   IPv4
  *   pod:   ADDR/32 on CNI_IFNAME; 169.254.1.1 dev CNI_IFNAME scope link;
  *          default via 169.254.1.1; neighbour 169.254.1.1 lladdr <host
  *          end's MAC> nud permanent
  *   node:  ADDR/32 dev <host end> scope link
- * The pod never ARPs for its gateway (the entry is permanent), so the host
- * end needs no address and no proxy_arp; the node ARPs for the pod's
- * address on the host end, which the pod answers as for any of its own.
+ *   IPv6
+ *   pod:   disable_ipv6 0 on CNI_IFNAME and lo, accept_dad 0;
+ *          ADDR6/128 nodad on CNI_IFNAME; fe80::1 dev CNI_IFNAME;
+ *          default via fe80::1; neighbour fe80::1 lladdr <host end's MAC>
+ *          nud permanent
+ *   node:  disable_ipv6 0 on the host end; ADDR6/128 dev <host end>;
+ *          neighbour ADDR6 lladdr <pod's MAC> nud permanent
+ * The pod never ARPs nor solicits for its gateway (the entry is
+ * permanent), so the host end needs no address and no proxy_arp; the node
+ * ARPs for the pod's IPv4 address on the host end, which the pod answers
+ * as for any of its own, and has a permanent entry for its IPv6 one.  No
+ * address waits on duplicate address detection: an ADD never waits the
+ * seconds DAD takes.  The two families take the same code path; the
+ * kernel calls differ only by family.
  *
  * Every change is a replace, so running the same wiring twice is harmless.
  * The request libnl has no object for (a namespace id by file descriptor)
@@ -257,39 +271,105 @@ wire_peer_in_pod(struct wire *w, const struct wire_link *host, char *err,
  * file: the IPAM role needs nothing else from the kernel.
  */
 int
-wire_source_toward(uint32_t dst, uint32_t *src, char *err, size_t errlen)
+wire_source_toward(const struct ip_addr *dst, struct ip_addr *src, char *err,
+    size_t errlen)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	char ip[IP4_STR_LEN];
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	char ip[IP_ADDR_STR_LEN];
 	const char *why = NULL;
-	int fd, saved;
+	int fd = -1, saved;
 
-	*src = 0;
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(9);	/* any: nothing is sent */
-	sin.sin_addr.s_addr = dst;
-	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+	memset(src, 0, sizeof(*src));
+	memset(&ss, 0, sizeof(ss));
+	if (dst->family == AF_INET6) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(9);	/* any: nothing is sent */
+		memcpy(&sin6->sin6_addr, dst->bytes, 16);
+		len = sizeof(*sin6);
+	} else {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(9);
+		memcpy(&sin->sin_addr, dst->bytes, 4);
+		len = sizeof(*sin);
+	}
+	if ((fd = socket(dst->family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
 		why = "socket";
-	else if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+	else if (connect(fd, (struct sockaddr *)&ss, len) == -1)
 		why = "route lookup";
-	else if (getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+	else if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
 		why = "getsockname";
 	saved = errno;
 	if (fd != -1)
 		close(fd);
-	if (why == NULL && sin.sin_addr.s_addr == 0) {
+	if (why == NULL && (dst->family == AF_INET6 ?
+	    ip_addr_from_bytes(src, AF_INET6, &sin6->sin6_addr, 16) :
+	    ip_addr_from_bytes(src, AF_INET, &sin->sin_addr, 4)) == -1)
+		why = "getsockname";
+	if (why == NULL && ip_addr_is_unspecified(src)) {
 		why = "route lookup";
 		saved = EADDRNOTAVAIL;
 	}
 	if (why != NULL) {
-		ip4_format(dst, ip);
+		ip_addr_format(dst, ip);
 		snprintf(err, errlen, "the node's source address toward %s: "
 		    "%s: %s", ip, why, strerror(saved));
 		return -1;
 	}
-	*src = sin.sin_addr.s_addr;
+	return 0;
+}
+
+/* ---- sysctls ---- */
+
+/*
+ * Writes value to /proc/sys/net/<key> of the node's namespace or the
+ * pod's: a /proc/sys/net file belongs to the namespace of the process
+ * that opens it, so the pod's is opened from inside it, like the pod's
+ * netlink socket.  IPv6 device settings have no netlink attribute.  0,
+ * 1 when the file does not exist (absent_ok: the kernel has no IPv6),
+ * -1 with err set.
+ */
+static int
+sysctl_write(struct wire *w, bool in_pod, const char *key, const char *value,
+    bool absent_ok, char *err, size_t errlen)
+{
+	char path[128];
+	size_t len = strlen(value);
+	int fd, saved;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/%s", key);
+	if (in_pod && setns(w->podns, CLONE_NEWNET) == -1) {
+		snprintf(err, errlen, "entering the pod's namespace to set %s: "
+		    "%s", key, strerror(errno));
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	saved = errno;
+	if (in_pod && setns(w->hostns, CLONE_NEWNET) == -1) {
+		/* Anything done now would land in the pod: stop here. */
+		fprintf(stderr, "enid-cni: cannot return to the node's network "
+		    "namespace: %s\n", strerror(errno));
+		abort();
+	}
+	if (fd == -1 && saved == ENOENT && absent_ok)
+		return 1;
+	if (fd == -1) {
+		snprintf(err, errlen, "setting %s in the %s namespace: %s", key,
+		    in_pod ? "pod's" : "node's", strerror(saved));
+		return -1;
+	}
+	n = write(fd, value, len);
+	saved = errno;
+	close(fd);
+	if (n != (ssize_t)len) {
+		snprintf(err, errlen, "setting %s to %s in the %s namespace: %s",
+		    key, value, in_pod ? "pod's" : "node's",
+		    n == -1 ? strerror(saved) : "a short write");
+		return -1;
+	}
 	return 0;
 }
 
@@ -333,18 +413,20 @@ wire_get_link(struct wire *w, bool in_pod, const char *name,
 	return 1;
 }
 
-/* Brings the pod's end up (the host end came up with the pair). */
+/* Brings one end of the pair up. */
 static int
-link_up(struct wire *w, const char *ifname, char *err, size_t errlen)
+link_up(struct wire *w, bool in_pod, const char *ifname, char *err,
+    size_t errlen)
 {
 	struct rtnl_link *orig, *change;
 	struct wire_link l;
 	int rc;
 
-	if ((rc = wire_get_link(w, true, ifname, &l, err, errlen)) != 1) {
+	if ((rc = wire_get_link(w, in_pod, ifname, &l, err, errlen)) != 1) {
 		if (rc == 0)
-			snprintf(err, errlen, "%s vanished from the pod's "
-			    "namespace as it was made", ifname);
+			snprintf(err, errlen, "%s vanished from the %s "
+			    "namespace as it was made", ifname, in_pod ?
+			    "pod's" : "node's");
 		return -1;
 	}
 	orig = rtnl_link_alloc();
@@ -357,12 +439,12 @@ link_up(struct wire *w, const char *ifname, char *err, size_t errlen)
 	}
 	rtnl_link_set_ifindex(orig, l.ifindex);
 	rtnl_link_set_flags(change, IFF_UP);
-	rc = rtnl_link_change(w->pod, orig, change, 0);
+	rc = rtnl_link_change(in_pod ? w->pod : w->host, orig, change, 0);
 	rtnl_link_put(change);
 	rtnl_link_put(orig);
 	if (rc < 0) {
-		snprintf(err, errlen, "bringing %s up in the pod: %s", ifname,
-		    nl_geterror(rc));
+		snprintf(err, errlen, "bringing %s up in the %s: %s", ifname,
+		    in_pod ? "pod" : "node", nl_geterror(rc));
 		return -1;
 	}
 	return 0;
@@ -383,9 +465,11 @@ wire_veth_add(struct wire *w, const char *host, const char *ifname,
 	peer = rtnl_link_veth_get_peer(link);
 	rtnl_link_set_name(link, host);
 	rtnl_link_set_name(peer, ifname);
-	/* Only the host end comes up here: the kernel opens the peer before
-	 * the pair is joined, and a veth without its peer refuses to open. */
-	rtnl_link_set_flags(link, IFF_UP);
+	/*
+	 * Both ends come up after the pair is made: the host end once it
+	 * takes no router advertisement (below), the pod's after it, as a
+	 * veth without its peer refuses to open.
+	 */
 	if (mtu > 0) {
 		rtnl_link_set_mtu(link, mtu);
 		rtnl_link_set_mtu(peer, mtu);
@@ -396,9 +480,19 @@ wire_veth_add(struct wire *w, const char *host, const char *ifname,
 	rc = rtnl_link_add(w->host, link, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_veth_release(link);
 	if (rc == 0) {
-		char scratch[128];
+		char scratch[128], key[64];
 
-		if (link_up(w, ifname, err, errlen) == 0)
+		/*
+		 * A pod may send router advertisements, for either family
+		 * of address it is given: the node must never take a route
+		 * or an address from one.  Before the link is up, so that
+		 * not even the first is heard.  A kernel without IPv6 has
+		 * nothing to take them with.
+		 */
+		snprintf(key, sizeof(key), "ipv6/conf/%s/accept_ra", host);
+		if (sysctl_write(w, false, key, "0", true, err, errlen) >= 0 &&
+		    link_up(w, false, host, err, errlen) == 0 &&
+		    link_up(w, true, ifname, err, errlen) == 0)
 			return 0;
 		/* What it made goes with the failure. */
 		(void)wire_link_del(w, host, scratch, sizeof(scratch));
@@ -438,28 +532,46 @@ wire_link_del(struct wire *w, const char *name, char *err, size_t errlen)
 
 /* ---- addresses, routes, neighbours ---- */
 
+/* libnl's form of a, with a prefix length. */
 static struct nl_addr *
-v4(uint32_t a, int prefix)
+nla(const struct ip_addr *a, int prefix)
 {
-	struct nl_addr *n = nl_addr_build(AF_INET, &a, 4);
+	struct nl_addr *n = nl_addr_build(a->family, a->bytes,
+	    ip_family_bits(a->family) / 8);
 
 	if (n != NULL)
 		nl_addr_set_prefixlen(n, prefix);
 	return n;
 }
 
+/* The all-zero address of a family: a default route's destination. */
+static struct ip_addr
+any_of(int family)
+{
+	struct ip_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.family = (uint8_t)family;
+	return a;
+}
+
+/* ip as a host prefix (/32, /128).  No IPv6 address waits on duplicate
+ * address detection (IFA_F_NODAD): nothing else may hold a pod's. */
 static int
-addr_add(struct nl_sock *sk, int ifindex, uint32_t ip)
+addr_add(struct nl_sock *sk, int ifindex, const struct ip_addr *ip)
 {
 	struct rtnl_addr *a;
 	struct nl_addr *local;
 	int rc;
 
-	if ((a = rtnl_addr_alloc()) == NULL || (local = v4(ip, 32)) == NULL) {
+	if ((a = rtnl_addr_alloc()) == NULL || (local = nla(ip,
+	    (int)ip_family_bits(ip->family))) == NULL) {
 		rtnl_addr_put(a);
 		return -NLE_NOMEM;
 	}
 	rtnl_addr_set_ifindex(a, ifindex);
+	if (ip->family == AF_INET6)
+		rtnl_addr_set_flags(a, IFA_F_NODAD);
 	rc = rtnl_addr_set_local(a, local);
 	nl_addr_put(local);
 	if (rc == 0)
@@ -468,12 +580,12 @@ addr_add(struct nl_sock *sk, int ifindex, uint32_t ip)
 	return rc;
 }
 
-static bool	host_route_is_own(struct wire *, uint32_t, int);
+static bool	host_route_is_own(struct wire *, const struct ip_addr *, int);
 
-/* dst/len dev ifindex [via gw]; a gateway of 0 makes it scope link. */
+/* dst/len dev ifindex [via gw]; no gateway (NULL) makes it scope link. */
 static int
-route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
-    uint32_t gw, int flags)
+route_add(struct nl_sock *sk, const struct ip_addr *dst, int len,
+    int ifindex, const struct ip_addr *gw, int flags)
 {
 	struct rtnl_route *r;
 	struct rtnl_nexthop *nh;
@@ -482,16 +594,18 @@ route_add(struct nl_sock *sk, uint32_t dst, int len, int ifindex,
 
 	if ((r = rtnl_route_alloc()) == NULL)
 		return rc;
-	if ((nh = rtnl_route_nh_alloc()) == NULL || (d = v4(dst, len)) ==
-	    NULL || (gw != 0 && (g = v4(gw, 32)) == NULL)) {
+	if ((nh = rtnl_route_nh_alloc()) == NULL || (d = nla(dst, len)) ==
+	    NULL || (gw != NULL && (g = nla(gw,
+	    (int)ip_family_bits(gw->family))) == NULL)) {
 		if (nh != NULL)
 			rtnl_route_nh_free(nh);
 		goto out;
 	}
-	rtnl_route_set_family(r, AF_INET);
+	rtnl_route_set_family(r, dst->family);
 	rtnl_route_set_table(r, RT_TABLE_MAIN);
 	rtnl_route_set_type(r, RTN_UNICAST);
-	rtnl_route_set_scope(r, gw != 0 ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
+	rtnl_route_set_scope(r, gw != NULL ? RT_SCOPE_UNIVERSE :
+	    RT_SCOPE_LINK);
 	if ((rc = rtnl_route_set_dst(r, d)) < 0) {
 		rtnl_route_nh_free(nh);
 		goto out;
@@ -509,7 +623,8 @@ out:
 }
 
 static int
-neigh_add(struct nl_sock *sk, int ifindex, uint32_t ip, const uint8_t mac[6])
+neigh_add(struct nl_sock *sk, int ifindex, const struct ip_addr *ip,
+    const uint8_t mac[6])
 {
 	struct rtnl_neigh *n;
 	struct nl_addr *d, *ll;
@@ -517,11 +632,11 @@ neigh_add(struct nl_sock *sk, int ifindex, uint32_t ip, const uint8_t mac[6])
 
 	if ((n = rtnl_neigh_alloc()) == NULL)
 		return rc;
-	d = v4(ip, 32);
+	d = nla(ip, (int)ip_family_bits(ip->family));
 	ll = nl_addr_build(AF_LLC, mac, 6);
 	if (d != NULL && ll != NULL) {
 		rtnl_neigh_set_ifindex(n, ifindex);
-		rtnl_neigh_set_family(n, AF_INET);
+		rtnl_neigh_set_family(n, ip->family);
 		if ((rc = rtnl_neigh_set_dst(n, d)) == 0) {
 			rtnl_neigh_set_lladdr(n, ll);
 			rtnl_neigh_set_state(n, NUD_PERMANENT);
@@ -535,39 +650,98 @@ neigh_add(struct nl_sock *sk, int ifindex, uint32_t ip, const uint8_t mac[6])
 	return rc;
 }
 
-int
-wire_configure(struct wire *w, const struct wire_link *host,
-    const struct wire_link *pod, uint32_t ip, bool have_own, char *err,
+/* The pods' gateway of ip's family. */
+static const char *
+gateway_text(int family)
+{
+	return family == AF_INET6 ? CNI_GATEWAY6 : CNI_GATEWAY;
+}
+
+/*
+ * IPv6 on the pod's interface and lo, without duplicate address
+ * detection: a pod's namespace may have it off (a runtime's default),
+ * and the kernel takes no IPv6 address on a link where it is.
+ */
+static int
+pod_ipv6_on(struct wire *w, const char *ifname, char *err, size_t errlen)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "ipv6/conf/%s/accept_dad", ifname);
+	if (sysctl_write(w, true, key, "0", false, err, errlen) == -1)
+		return -1;
+	snprintf(key, sizeof(key), "ipv6/conf/%s/disable_ipv6", ifname);
+	if (sysctl_write(w, true, key, "0", false, err, errlen) == -1)
+		return -1;
+	return sysctl_write(w, true, "ipv6/conf/lo/disable_ipv6", "0", false,
+	    err, errlen);
+}
+
+/* One address's wiring inside the pod. */
+static int
+configure_pod(struct wire *w, const struct wire_link *host,
+    const struct wire_link *pod, const struct ip_addr *ip, char *err,
     size_t errlen)
 {
-	char ips[IP4_STR_LEN];
-	uint32_t gw;
-	int rc;
+	const char *gws = gateway_text(ip->family);
+	char ips[IP_ADDR_STR_LEN];
+	struct ip_addr gw, any = any_of(ip->family);
+	int bits = (int)ip_family_bits(ip->family), rc;
 
-	(void)ip4_parse(CNI_GATEWAY, &gw);
-	ip4_format(ip, ips);
+	(void)ip_addr_parse(gws, &gw, NULL);
+	ip_addr_format(ip, ips);
+	if (ip->family == AF_INET6 && pod_ipv6_on(w, pod->name, err,
+	    errlen) == -1)
+		return -1;
 	if ((rc = addr_add(w->pod, pod->ifindex, ip)) < 0) {
-		snprintf(err, errlen, "adding %s/32 to %s in the pod: %s", ips,
-		    pod->name, nl_geterror(rc));
+		snprintf(err, errlen, "adding %s/%d to %s in the pod: %s", ips,
+		    bits, pod->name, nl_geterror(rc));
 		return -1;
 	}
 	/* In the pod's namespace a replace is ours to make. */
-	if ((rc = route_add(w->pod, gw, 32, pod->ifindex, 0,
+	if ((rc = route_add(w->pod, &gw, bits, pod->ifindex, NULL,
 	    NLM_F_REPLACE)) < 0) {
 		snprintf(err, errlen, "adding the route to %s dev %s in the "
-		    "pod: %s", CNI_GATEWAY, pod->name, nl_geterror(rc));
+		    "pod: %s", gws, pod->name, nl_geterror(rc));
 		return -1;
 	}
-	if ((rc = route_add(w->pod, 0, 0, pod->ifindex, gw,
+	if ((rc = route_add(w->pod, &any, 0, pod->ifindex, &gw,
 	    NLM_F_REPLACE)) < 0) {
 		snprintf(err, errlen, "adding the default route via %s in the "
-		    "pod: %s", CNI_GATEWAY, nl_geterror(rc));
+		    "pod: %s", gws, nl_geterror(rc));
 		return -1;
 	}
-	if ((rc = neigh_add(w->pod, pod->ifindex, gw, host->mac)) < 0) {
+	if ((rc = neigh_add(w->pod, pod->ifindex, &gw, host->mac)) < 0) {
 		snprintf(err, errlen, "adding the neighbour entry for %s in "
-		    "the pod: %s", CNI_GATEWAY, nl_geterror(rc));
+		    "the pod: %s", gws, nl_geterror(rc));
 		return -1;
+	}
+	return 0;
+}
+
+/* One address's wiring on the node: 0, 1 (someone else's route), -1. */
+static int
+configure_host(struct wire *w, const struct wire_link *host,
+    const struct wire_link *pod, const struct ip_addr *ip, bool have_own,
+    char *err, size_t errlen)
+{
+	char ips[IP_ADDR_STR_LEN], key[64];
+	int bits = (int)ip_family_bits(ip->family), rc;
+
+	ip_addr_format(ip, ips);
+	if (ip->family == AF_INET6) {
+		/* The node's IPv6 may be off on new links by default. */
+		snprintf(key, sizeof(key), "ipv6/conf/%s/disable_ipv6",
+		    host->name);
+		if (sysctl_write(w, false, key, "0", false, err, errlen) == -1)
+			return -1;
+		/* The node never solicits the pod's address either. */
+		if ((rc = neigh_add(w->host, host->ifindex, ip,
+		    pod->mac)) < 0) {
+			snprintf(err, errlen, "adding the neighbour entry for "
+			    "%s on %s: %s", ips, host->name, nl_geterror(rc));
+			return -1;
+		}
 	}
 	if (have_own)
 		return 0;
@@ -575,7 +749,7 @@ wire_configure(struct wire *w, const struct wire_link *host,
 	 * On the node, never a replace: a route to ip that appeared since
 	 * wire_vet looked is someone else's, and stays as it is.
 	 */
-	rc = route_add(w->host, ip, 32, host->ifindex, 0,
+	rc = route_add(w->host, ip, bits, host->ifindex, NULL,
 	    NLM_F_CREATE | NLM_F_EXCL);
 	/* enid-netd may have put this very route back (a reconcile that
 	 * found it missing) since wire_vet looked: that one is ours. */
@@ -592,6 +766,25 @@ wire_configure(struct wire *w, const struct wire_link *host,
 		    "node: %s", ips, host->name, nl_geterror(rc));
 		return -1;
 	}
+	return 0;
+}
+
+int
+wire_configure(struct wire *w, const struct wire_link *host,
+    const struct wire_link *pod, const struct ip_addr ip[CNI_NFAMILIES],
+    const bool have_own[CNI_NFAMILIES], char *err, size_t errlen)
+{
+	int f, rc;
+
+	/* The pod first, whole: the node routes nothing to it before. */
+	for (f = 0; f < CNI_NFAMILIES; f++)
+		if (ip[f].family != 0 && configure_pod(w, host, pod, &ip[f],
+		    err, errlen) == -1)
+			return -1;
+	for (f = 0; f < CNI_NFAMILIES; f++)
+		if (ip[f].family != 0 && (rc = configure_host(w, host, pod,
+		    &ip[f], have_own[f], err, errlen)) != 0)
+			return rc;
 	return 0;
 }
 
@@ -652,6 +845,25 @@ nl_is(struct nl_addr *a, const struct ip_addr *ip)
 	    ip_addr_eq(&x, ip);
 }
 
+/* libnl's prefix a (a route's destination; NULL is the default) holds ip;
+ * the prefix is left in held for a message.  Both are ip's family. */
+static bool
+nl_holds(struct nl_addr *a, const struct ip_addr *ip, struct ip_prefix *held)
+{
+	memset(held, 0, sizeof(*held));
+	held->addr.family = ip->family;
+	if (a == NULL)
+		return true;
+	if (nl_addr_get_len(a) != 0 && ip_addr_from_bytes(&held->addr,
+	    nl_addr_get_family(a), nl_addr_get_binary_addr(a),
+	    nl_addr_get_len(a)) == -1)
+		return false;
+	held->len = (uint8_t)nl_addr_get_prefixlen(a);
+	return held->addr.family == ip->family &&
+	    held->len <= ip_family_bits(ip->family) &&
+	    ip_prefix_contains(held, ip);
+}
+
 /*
  * Which of a subnet's addresses EC2 keeps, ip's offset in it: the
  * network (0), the router (1), the DNS server (2), the one held back (3)
@@ -695,8 +907,8 @@ vet_addr(struct nl_object *o, void *arg)
 	struct ip_prefix sub;
 	int len, h;
 
-	if (local == NULL || rtnl_addr_get_family(a) != AF_INET ||
-	    ip_addr_from_bytes(&sub.addr, AF_INET,
+	if (local == NULL || rtnl_addr_get_family(a) != v->ip.family ||
+	    ip_addr_from_bytes(&sub.addr, v->ip.family,
 	    nl_addr_get_binary_addr(local), nl_addr_get_len(local)) == -1 ||
 	    ip_addr_is_unspecified(&sub.addr))
 		return;
@@ -706,8 +918,10 @@ vet_addr(struct nl_object *o, void *arg)
 		    "node (on %s)", v->ips, dev);
 		return;
 	}
+	/* A subnet with a host part of 3 bits or more (an IPv4 /29, an
+	 * IPv6 /125); EC2's IPv6 subnets are /64s, with the same five. */
 	len = (int)nl_addr_get_prefixlen(local);
-	if (len < 1 || len > 29)
+	if (len < 1 || len > (int)ip_family_bits(v->ip.family) - 3)
 		return;
 	memset(sub.pad, 0, sizeof(sub.pad));
 	sub.len = (uint8_t)len;
@@ -735,9 +949,12 @@ vet_nexthop(struct rtnl_nexthop *nh, void *arg)
 }
 
 /*
- * Every table: ip must be no one's gateway, and no route may lead to it
- * already, but the main table's through the host end of this very
- * attachment (an ADD repeated).
+ * Every table: ip must be no one's gateway, and no host route may lead
+ * to it already, but the main table's through the host end of this very
+ * attachment (an ADD repeated).  For IPv6, neither may a route of
+ * another kind than unicast in main (a blackhole, unreachable, prohibit
+ * or local one) hold it: on EC2 those would be where the node keeps an
+ * ENI's /80 from being routed back out, never a pod's.
  */
 static void
 vet_route(struct nl_object *o, void *arg)
@@ -747,16 +964,19 @@ vet_route(struct nl_object *o, void *arg)
 	struct nl_addr *dst = rtnl_route_get_dst(r);
 	struct rtnl_nexthop *nh;
 	char dev[IFNAMSIZ + 16] = "no device", type[32];
+	char net[IP_PREFIX_STR_LEN];
 	uint32_t table = rtnl_route_get_table(r);
+	unsigned int bits = ip_family_bits(v->ip.family);
+	struct ip_prefix held;
 
-	if (rtnl_route_get_family(r) != AF_INET)
+	if (rtnl_route_get_family(r) != v->ip.family)
 		return;
 	nh = rtnl_route_get_nnexthops(r) > 0 ? rtnl_route_nexthop_n(r, 0) :
 	    NULL;
 	v->gateway = false;
 	rtnl_route_foreach_nexthop(r, vet_nexthop, v);
-	if (v->gateway || (dst != NULL && nl_addr_get_prefixlen(dst) == 32 &&
-	    nl_is(dst, &v->ip))) {
+	if (v->gateway || (dst != NULL && nl_addr_get_prefixlen(dst) ==
+	    bits && nl_is(dst, &v->ip))) {
 		if (nh != NULL)
 			ifname_of(rtnl_route_nh_get_ifindex(nh), dev,
 			    sizeof(dev));
@@ -766,7 +986,16 @@ vet_route(struct nl_object *o, void *arg)
 		    "node (table %u, dev %s)", v->ips, table, dev);
 		return;
 	}
-	if (dst == NULL || nl_addr_get_prefixlen(dst) != 32 ||
+	if (v->ip.family == AF_INET6 && table == RT_TABLE_MAIN &&
+	    rtnl_route_get_type(r) != RTN_UNICAST && nl_holds(dst, &v->ip, &held)) {
+		nl_rtntype2str(rtnl_route_get_type(r), type, sizeof(type));
+		ip_prefix_format(&held, net);
+		vet_refuse(v, CNI_ERR_ADDR_ROUTED, "the node routes %s as %s "
+		    "(%s in table %u); enid-cni routes no address the node "
+		    "keeps another way", v->ips, type, net, table);
+		return;
+	}
+	if (dst == NULL || nl_addr_get_prefixlen(dst) != bits ||
 	    !nl_is(dst, &v->ip))
 		return;
 	if (v->own != 0 && table == RT_TABLE_MAIN &&
@@ -784,8 +1013,8 @@ vet_route(struct nl_object *o, void *arg)
 }
 
 /*
- * The proof: "to ip/32 lookup main" tagged by enid-netd, with no other
- * selector.  netd adds one only for an address its own policy accepts
+ * The proof: "to ip/32 lookup main" (IPv6: "to ip/128 lookup main", in
+ * the IPv6 rules) tagged by enid-netd, with no other selector.  netd adds one only for an address its own policy accepts
  * (inside the VPC, none of the node's), and nothing without
  * CAP_NET_ADMIN can add a rule at all.
  */
@@ -805,8 +1034,9 @@ vet_rule(struct nl_msg *msg, void *arg)
 	if (h->nlmsg_type != RTM_NEWRULE || !nlmsg_valid_hdr(h, sizeof(*frh)))
 		return NL_OK;
 	frh = nlmsg_data(h);
-	if (frh->family != AF_INET || frh->action != FR_ACT_TO_TBL ||
-	    frh->dst_len != 32 || frh->src_len != 0 || frh->tos != 0 ||
+	if (frh->family != v->ip.family || frh->action != FR_ACT_TO_TBL ||
+	    frh->dst_len != ip_family_bits(v->ip.family) ||
+	    frh->src_len != 0 || frh->tos != 0 ||
 	    (frh->flags & FIB_RULE_INVERT))
 		return NL_OK;
 	table = frh->table;
@@ -819,9 +1049,8 @@ vet_rule(struct nl_msg *msg, void *arg)
 				table = nla_get_u32(a);
 			break;
 		case FRA_DST:
-			if (nla_len(a) == 4)
-				(void)ip_addr_from_bytes(&dst, AF_INET,
-				    nla_data(a), 4);
+			(void)ip_addr_from_bytes(&dst, frh->family,
+			    nla_data(a), (size_t)nla_len(a));
 			break;
 		case FRA_PROTOCOL:
 			if (nla_len(a) >= 1)
@@ -861,7 +1090,7 @@ dump_rules(struct nl_sock *sk, struct vet *v)
 		return -NLE_NOMEM;
 	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, vet_rule, v);
 	memset(&req, 0, sizeof(req));
-	req.family = AF_INET;
+	req.family = v->ip.family;
 	for (i = 0; i < WIRE_DUMP_TRIES && rc == -NLE_DUMP_INTR; i++) {
 		v->proven = false;
 		if ((rc = nl_send_simple(sk, RTM_GETRULE, NLM_F_DUMP, &req,
@@ -889,7 +1118,8 @@ wire_vet(struct wire *w, const struct ip_addr *ip, int own_ifindex,
 	*have_own = false;
 	*code = CNI_ERR_WIRING;
 	if ((rc = rtnl_addr_alloc_cache(w->host, &addrs)) < 0 ||
-	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &routes)) < 0) {
+	    (rc = rtnl_route_alloc_cache(w->host, ip->family, 0,
+	    &routes)) < 0) {
 		snprintf(err, errlen, "netlink: reading the node's addresses "
 		    "and routes to check %s: %s", v.ips,
 		    nl_geterror(rc));
@@ -911,10 +1141,11 @@ wire_vet(struct wire *w, const struct ip_addr *ip, int own_ifindex,
 	}
 	if (!v.proven) {
 		*code = CNI_ERR_UNPROVEN;
-		snprintf(err, errlen, "enid-netd holds no rule \"to %s lookup "
-		    "main\" (protocol %d) on the node: its policy never "
+		snprintf(err, errlen, "enid-netd holds no rule \"to %s/%u "
+		    "lookup main\" (protocol %d) on the node: its policy never "
 		    "accepted %s, and enid-cni routes no address on enid's "
-		    "word alone", v.ips, ENID_RULE_PROTO, v.ips);
+		    "word alone", v.ips, ip_family_bits(ip->family),
+		    ENID_RULE_PROTO, v.ips);
 		rc = -1;
 		goto out;
 	}
@@ -942,17 +1173,17 @@ missing(char *err, size_t errlen, const char *fmt, const char *a,
 	    item);
 }
 
+/* libnl's a is ip/prefix (for a prefix of 0, any address of its family). */
 static bool
-addr_is(struct nl_addr *a, uint32_t ip, int prefix)
+addr_is(struct nl_addr *a, const struct ip_addr *ip, int prefix)
 {
-	return a != NULL && nl_addr_get_family(a) == AF_INET &&
+	return a != NULL && nl_addr_get_family(a) == ip->family &&
 	    (int)nl_addr_get_prefixlen(a) == prefix &&
-	    (prefix == 0 || (nl_addr_get_len(a) == 4 &&
-	    memcmp(nl_addr_get_binary_addr(a), &ip, 4) == 0));
+	    (prefix == 0 || nl_is(a, ip));
 }
 
 static bool
-has_addr(struct nl_cache *c, int ifindex, uint32_t ip)
+has_addr(struct nl_cache *c, int ifindex, const struct ip_addr *ip)
 {
 	struct nl_object *o;
 
@@ -960,16 +1191,17 @@ has_addr(struct nl_cache *c, int ifindex, uint32_t ip)
 		struct rtnl_addr *a = (struct rtnl_addr *)o;
 
 		if (rtnl_addr_get_ifindex(a) == ifindex &&
-		    addr_is(rtnl_addr_get_local(a), ip, 32))
+		    addr_is(rtnl_addr_get_local(a), ip,
+		    (int)ip_family_bits(ip->family)))
 			return true;
 	}
 	return false;
 }
 
-/* A main-table route to dst/len through ifindex (via gw, if not 0). */
+/* A main-table route to dst/len through ifindex (via gw, if not NULL). */
 static bool
-has_route(struct nl_cache *c, uint32_t dst, int len, int ifindex,
-    uint32_t gw)
+has_route(struct nl_cache *c, const struct ip_addr *dst, int len,
+    int ifindex, const struct ip_addr *gw)
 {
 	struct nl_object *o;
 
@@ -985,27 +1217,30 @@ has_route(struct nl_cache *c, uint32_t dst, int len, int ifindex,
 		nh = rtnl_route_nexthop_n(r, 0);
 		g = rtnl_route_nh_get_gateway(nh);
 		if (rtnl_route_nh_get_ifindex(nh) == ifindex &&
-		    (gw == 0 ? g == NULL : addr_is(g, gw, 32)))
+		    (gw == NULL ? g == NULL : addr_is(g, gw,
+		    (int)ip_family_bits(gw->family))))
 			return true;
 	}
 	return false;
 }
 
 static bool
-host_route_is_own(struct wire *w, uint32_t ip, int ifindex)
+host_route_is_own(struct wire *w, const struct ip_addr *ip, int ifindex)
 {
 	struct nl_cache *c = NULL;
 	bool own;
 
-	if (rtnl_route_alloc_cache(w->host, AF_INET, 0, &c) < 0)
+	if (rtnl_route_alloc_cache(w->host, ip->family, 0, &c) < 0)
 		return false;
-	own = has_route(c, ip, 32, ifindex, 0);
+	own = has_route(c, ip, (int)ip_family_bits(ip->family), ifindex,
+	    NULL);
 	nl_cache_free(c);
 	return own;
 }
 
 static bool
-has_neigh(struct nl_cache *c, int ifindex, uint32_t ip, const uint8_t mac[6])
+has_neigh(struct nl_cache *c, int ifindex, const struct ip_addr *ip,
+    const uint8_t mac[6])
 {
 	struct nl_object *o;
 
@@ -1014,7 +1249,8 @@ has_neigh(struct nl_cache *c, int ifindex, uint32_t ip, const uint8_t mac[6])
 		struct nl_addr *ll = rtnl_neigh_get_lladdr(n);
 
 		if (rtnl_neigh_get_ifindex(n) == ifindex &&
-		    addr_is(rtnl_neigh_get_dst(n), ip, 32) &&
+		    addr_is(rtnl_neigh_get_dst(n), ip,
+		    (int)ip_family_bits(ip->family)) &&
 		    (rtnl_neigh_get_state(n) & NUD_PERMANENT) && ll != NULL &&
 		    nl_addr_get_len(ll) == 6 &&
 		    memcmp(nl_addr_get_binary_addr(ll), mac, 6) == 0)
@@ -1023,26 +1259,80 @@ has_neigh(struct nl_cache *c, int ifindex, uint32_t ip, const uint8_t mac[6])
 	return false;
 }
 
+/* What one address needs, in the pod and on the node; missing() notes
+ * each thing that is not there. */
+static void
+check_one(const struct ip_addr *ip, const struct wire_link *h, int hr,
+    const struct wire_link *p, int pr, const char *host, const char *ifname,
+    struct nl_cache *addrs, struct nl_cache *proutes, struct nl_cache *hroutes,
+    struct nl_cache *pneigh, struct nl_cache *hneigh, char *err,
+    size_t errlen)
+{
+	const char *gws = gateway_text(ip->family);
+	char ips[IP_ADDR_STR_LEN + 8], mac[MAC_STR_LEN];
+	struct ip_addr gw, any = any_of(ip->family);
+	int bits = (int)ip_family_bits(ip->family);
+
+	(void)ip_addr_parse(gws, &gw, NULL);
+	ip_addr_format(ip, ips);
+	if (pr == 1) {
+		if (!has_addr(addrs, p->ifindex, ip)) {
+			size_t n = strlen(ips);
+
+			snprintf(ips + n, sizeof(ips) - n, "/%d", bits);
+			missing(err, errlen, "the address %s is missing on %s "
+			    "in the pod", ips, ifname);
+			ip_addr_format(ip, ips);
+		}
+		if (!has_route(proutes, &gw, bits, p->ifindex, NULL))
+			missing(err, errlen, "the route to the gateway %s dev "
+			    "%s is missing in the pod", gws, ifname);
+		if (!has_route(proutes, &any, 0, p->ifindex, &gw))
+			missing(err, errlen, "the default route via %s dev %s "
+			    "is missing in the pod", gws, ifname);
+	}
+	if (pr == 1 && hr == 1 && !has_neigh(pneigh, p->ifindex, &gw,
+	    h->mac)) {
+		mac_format(h->mac, mac);
+		missing(err, errlen, gw.family == AF_INET6 ?
+		    "the permanent neighbour entry " CNI_GATEWAY6 " lladdr %s "
+		    "on %s is missing in the pod" :
+		    "the permanent neighbour entry " CNI_GATEWAY " lladdr %s "
+		    "on %s is missing in the pod", mac, ifname);
+	}
+	if (hr == 1 && !has_route(hroutes, ip, bits, h->ifindex, NULL))
+		missing(err, errlen, "the route to %s dev %s is missing on the "
+		    "node", ips, host);
+	if (ip->family == AF_INET6 && hr == 1 && pr == 1 &&
+	    !has_neigh(hneigh, h->ifindex, ip, p->mac)) {
+		mac_format(p->mac, mac);
+		snprintf(ips + strlen(ips), sizeof(ips) - strlen(ips),
+		    " lladdr %s", mac);
+		missing(err, errlen, "the permanent neighbour entry %s on %s "
+		    "is missing on the node", ips, host);
+	}
+}
+
 int
-wire_check(struct wire *w, const char *host, const char *ifname, uint32_t ip,
-    char *err, size_t errlen)
+wire_check(struct wire *w, const char *host, const char *ifname,
+    const struct ip_addr ip[CNI_NFAMILIES], char *err, size_t errlen)
 {
 	struct nl_cache *addrs = NULL, *proutes = NULL, *hroutes = NULL;
-	struct nl_cache *neigh = NULL;
+	struct nl_cache *pneigh = NULL, *hneigh = NULL;
 	struct wire_link h, p;
-	char ips[IP4_STR_LEN], mac[MAC_STR_LEN], scratch[256];
-	uint32_t gw;
-	int rc, hr, pr, in;
+	char scratch[256];
+	int rc, hr, pr, in, f;
 
-	(void)ip4_parse(CNI_GATEWAY, &gw);
-	ip4_format(ip, ips);
 	if ((hr = wire_get_link(w, false, host, &h, err, errlen)) < 0 ||
 	    (pr = wire_get_link(w, true, ifname, &p, err, errlen)) < 0)
 		return -1;
 	if ((rc = rtnl_addr_alloc_cache(w->pod, &addrs)) < 0 ||
-	    (rc = rtnl_route_alloc_cache(w->pod, AF_INET, 0, &proutes)) < 0 ||
-	    (rc = rtnl_route_alloc_cache(w->host, AF_INET, 0, &hroutes)) < 0 ||
-	    (rc = rtnl_neigh_alloc_cache(w->pod, &neigh)) < 0) {
+	    (rc = rtnl_route_alloc_cache(w->pod, AF_UNSPEC, 0,
+	    &proutes)) < 0 ||
+	    (rc = rtnl_route_alloc_cache(w->host, AF_UNSPEC, 0,
+	    &hroutes)) < 0 ||
+	    (rc = rtnl_neigh_alloc_cache(w->pod, &pneigh)) < 0 ||
+	    (rc = rtnl_neigh_alloc_cache(w->host, &hneigh)) < 0) {
 		snprintf(err, errlen, "netlink: reading addresses, routes and "
 		    "neighbours: %s", nl_geterror(rc));
 		rc = -1;
@@ -1072,30 +1362,16 @@ wire_check(struct wire *w, const char *host, const char *ifname, uint32_t ip,
 			missing(err, errlen, "the host interface %s is not the "
 			    "peer of %s in CNI_NETNS", host, ifname);
 	}
-	if (pr == 1) {
-		if (!has_addr(addrs, p.ifindex, ip))
-			missing(err, errlen, "the address %s/32 is missing on "
-			    "%s in the pod", ips, ifname);
-		if (!has_route(proutes, gw, 32, p.ifindex, 0))
-			missing(err, errlen, "the route to the gateway %s dev "
-			    "%s is missing in the pod", CNI_GATEWAY, ifname);
-		if (!has_route(proutes, 0, 0, p.ifindex, gw))
-			missing(err, errlen, "the default route via %s dev %s "
-			    "is missing in the pod", CNI_GATEWAY, ifname);
-	}
-	if (pr == 1 && hr == 1 && !has_neigh(neigh, p.ifindex, gw, h.mac)) {
-		mac_format(h.mac, mac);
-		missing(err, errlen, "the permanent neighbour entry "
-		    CNI_GATEWAY " lladdr %s on %s is missing in the pod", mac,
-		    ifname);
-	}
-	if (hr == 1 && !has_route(hroutes, ip, 32, h.ifindex, 0))
-		missing(err, errlen, "the route to %s dev %s is missing on the "
-		    "node", ips, host);
+	for (f = 0; f < CNI_NFAMILIES; f++)
+		if (ip[f].family != 0)
+			check_one(&ip[f], &h, hr, &p, pr, host, ifname, addrs,
+			    proutes, hroutes, pneigh, hneigh, err, errlen);
 	rc = err[0] != '\0';
 out:
-	if (neigh != NULL)
-		nl_cache_free(neigh);
+	if (hneigh != NULL)
+		nl_cache_free(hneigh);
+	if (pneigh != NULL)
+		nl_cache_free(pneigh);
 	if (hroutes != NULL)
 		nl_cache_free(hroutes);
 	if (proutes != NULL)

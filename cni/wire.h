@@ -60,34 +60,40 @@ int	wire_veth_add(struct wire *w, const char *host, const char *ifname,
 /* 0 when the link is gone (or never was), -1. */
 int	wire_link_del(struct wire *w, const char *name, char *err,
 	    size_t errlen);
-/* The pod's side, then the host route, which is never a replace: 1 when
- * a route to ip through another link appeared since wire_vet (nothing
- * is changed on the node then), 0, -1. */
+/*
+ * The pod's side, then the node's, for each address of ip (one a family;
+ * family 0: none): the host routes are never a replace.  1 when a route
+ * to an address through another link appeared since wire_vet (no host
+ * route is added then), 0, -1.  have_own[f]: main routes ip[f] through
+ * the host end already (wire_vet said so).
+ */
 int	wire_configure(struct wire *w, const struct wire_link *host,
-	    const struct wire_link *pod, uint32_t ip, bool have_own, char *err,
-	    size_t errlen);
+	    const struct wire_link *pod, const struct ip_addr ip[CNI_NFAMILIES],
+	    const bool have_own[CNI_NFAMILIES], char *err, size_t errlen);
 /* 0 all in place, 1 something is missing (err lists what), -1. */
 int	wire_check(struct wire *w, const char *host, const char *ifname,
-	    uint32_t ip, char *err, size_t errlen);
+	    const struct ip_addr ip[CNI_NFAMILIES], char *err, size_t errlen);
 /* Deletes the host veths named by prefix that keep() does not keep. */
 int	wire_sweep(struct wire *w, const char *prefix,
 	    bool (*keep)(const char *name, void *arg), void *arg,
 	    unsigned *removed, char *err, size_t errlen);
 /*
- * Whether the node may route ip to a pod, from what its kernel holds (the
- * broker's word is not asked): 0 yes, else -1 with err set and *code one
- * of CNI_ERR_ADDR_NEVER (an address of the node, a gateway of any of its
- * tables, a reserved address of a subnet it is on), CNI_ERR_ADDR_ROUTED
- * (a /32 route to ip in any table, other than own_ifindex's in main),
- * CNI_ERR_UNPROVEN (no rule "to ip lookup main" tagged by enid-netd) or
- * CNI_ERR_WIRING (netlink failed).  *have_own is set when main already
+ * Whether the node may route ip (either family) to a pod, from what its
+ * kernel holds (the broker's word is not asked): 0 yes, else -1 with err
+ * set and *code one of CNI_ERR_ADDR_NEVER (an address of the node, a
+ * gateway of any of its tables, a reserved address of a subnet it is
+ * on), CNI_ERR_ADDR_ROUTED (a host route, /32 or /128, to ip in any
+ * table, other than own_ifindex's in main; for IPv6 also a route of
+ * another kind than unicast in main that holds ip), CNI_ERR_UNPROVEN (no
+ * rule "to ip lookup main" tagged by enid-netd, in ip's family's rules)
+ * or CNI_ERR_WIRING (netlink failed).  *have_own is set when main already
  * routes ip through own_ifindex (a repeated ADD's; 0: there is none).
  */
 int	wire_vet(struct wire *w, const struct ip_addr *ip, int own_ifindex,
 	    bool *have_own, int *code, char *err, size_t errlen);
 /* The node's source address toward dst (a route lookup); needs no
  * wire_open. */
-int	wire_source_toward(uint32_t dst, uint32_t *src, char *err,
-	    size_t errlen);
+int	wire_source_toward(const struct ip_addr *dst, struct ip_addr *src,
+	    char *err, size_t errlen);
 
 #endif /* ENID_WIRE_H */

@@ -125,6 +125,7 @@ static const struct key routing_keys[] = {
 	U32("rule_priority_to", routing.rule_priority_to, 1, 32765),
 	U32("rule_priority_from", routing.rule_priority_from, 1, 32765),
 	{ "connmark", K_MARK, OFF(routing.connmark), 0, 0, 0, NULL, NULL },
+	STR("pod_veth_prefix", routing.pod_veth_prefix),
 	END
 };
 
@@ -228,6 +229,8 @@ config_defaults(struct enid_config *cfg)
 	cfg->snat.enabled = true;
 	cfg->snat.random_fully = true;
 	cfg->routing.connmark = CONF_CONNMARK_DEFAULT;
+	memcpy(cfg->routing.pod_veth_prefix, CONF_VETH_PREFIX_DEFAULT,
+	    sizeof(CONF_VETH_PREFIX_DEFAULT));
 	cfg->pool.prefix_freeze_s = 300;
 	cfg->routing.table_base = 100;
 	cfg->routing.rule_priority_to = 512;
@@ -624,6 +627,19 @@ check_textfile(const char *p, struct perr *pe)
 	return 0;
 }
 
+/* As enid-cni takes its veth_prefix: the start of a veth's name. */
+static bool
+veth_prefix_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return i >= 1 && i <= CONF_VETH_PREFIX_MAX;
+}
+
 /* Checks that span keys. */
 static int
 check_config(const struct enid_config *cfg, struct perr *pe)
@@ -657,6 +673,10 @@ check_config(const struct enid_config *cfg, struct perr *pe)
 		    "routing.rule_priority_from (%u), so that traffic to pods "
 		    "is matched first", cfg->routing.rule_priority_to,
 		    cfg->routing.rule_priority_from);
+	if (!veth_prefix_ok(cfg->routing.pod_veth_prefix))
+		return fail(pe, "routing.pod_veth_prefix", "\"%s\" is not 1 to "
+		    "%d of a-z 0-9 (enid-cni's veth_prefix)",
+		    cfg->routing.pod_veth_prefix, CONF_VETH_PREFIX_MAX);
 	if (cfg->pool.minimum_ip_target > 0 && cfg->pool.max_pods > 0 &&
 	    cfg->pool.minimum_ip_target > cfg->pool.max_pods)
 		return fail(pe, "pool.minimum_ip_target", "above max_pods (%u)",

@@ -34,6 +34,9 @@ struct conf_rate {
 };
 
 #define CONF_MAX_SNAT_EXCLUDE	ENID_MAX_SNAT_EXCLUDE
+/* routing.pod_veth_prefix: enid-cni's veth_prefix (CNI_PREFIX_MAX). */
+#define CONF_VETH_PREFIX_MAX	7
+#define CONF_VETH_PREFIX_DEFAULT "enid"
 /* The connection mark's default bit (routing.connmark), as aws-vpc-cni's. */
 #define CONF_CONNMARK_DEFAULT	0x80
 
@@ -105,6 +108,11 @@ struct enid_config {
 		 * a connection that arrived on the primary link keeps its
 		 * replies there ("fwmark M/M lookup main"). */
 		uint32_t	connmark;
+		/* The name prefix of pods' host veths, as the CNI
+		 * conflist's veth_prefix (enid-cni's default "enid"):
+		 * netd's IPv6 source check holds links so named to their
+		 * pods' addresses.  1 to 7 of a-z 0-9. */
+		char		pod_veth_prefix[CONF_VETH_PREFIX_MAX + 1];
 	}		routing;
 
 	/* Pods' traffic beyond the VPC translated to the node's primary

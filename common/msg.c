@@ -494,6 +494,51 @@ check_cidrs(uint32_t n, const struct ip_prefix *c, uint32_t max,
 	return NULL;
 }
 
+/*
+ * netd's address fields that take either family (issue 35): canonical,
+ * IPv4 or IPv6.  A special IPv6 address (link-local, multicast, ...) is
+ * left to netd's policy, which refuses it and says so, as it does an
+ * IPv4 one outside the VPC.
+ */
+static const char *
+check_addr46(const struct ip_addr *a, const char *why)
+{
+	if (!ip_addr_valid(a))
+		return why;
+	return NULL;
+}
+
+/* A rule of either family: both of its prefixes of that family. */
+static const char *
+check_rule_cidrs(const struct ip_prefix *src, const struct ip_prefix *dst)
+{
+	if (!ip_prefix_valid(src))
+		return CIDR_WHY("rule source")[0];
+	if (!ip_prefix_valid(dst))
+		return CIDR_WHY("rule destination")[0];
+	if (src->addr.family != dst->addr.family)
+		return "rule source and destination of different families";
+	return NULL;
+}
+
+/*
+ * A new IPv6-only field (an ENI's addr6): absent (the zeroed value of no
+ * family), or a canonical IPv6 address that is none of the special ones
+ * (common/addr.h): no host's own unicast address is.
+ */
+static const char *
+check_addr6_opt(const struct ip_addr *a, const char *field_none,
+    const char *field_special)
+{
+	static const struct ip_addr none;
+
+	if (a->family == 0)
+		return memcmp(a, &none, sizeof(none)) == 0 ? NULL : field_none;
+	if (!ip_addr_valid(a) || a->family != AF_INET6)
+		return field_none;
+	return ip_addr_is_special(a) ? field_special : NULL;
+}
+
 /* An instance's VPC CIDRs: its IPv4 ones, then its IPv6 ones, each of
  * them up to its cap. */
 static const char *
@@ -740,8 +785,7 @@ check_NETD_POLICY(const void *p)
 {
 	const struct msg_netd_policy *m = p;
 
-	return check_cidrs(m->ncidrs, m->cidrs, MSG_MAX_CIDRS,
-	    CIDR_WHY("VPC CIDR"));
+	return check_vpc_cidrs(m->ncidrs, m->cidrs);
 }
 
 static const char *
@@ -762,21 +806,56 @@ check_NETD_FIND_LINK(const void *p)
 	return check_none(p);
 }
 
+/* An ENI's addresses: IPv4 (with its subnet's length) or none, IPv6 or
+ * none, not both none. */
+static const char *
+check_eni_addrs(const struct msg_netd_setup_eni *m)
+{
+	static const struct ip_prefix none;
+	const char *why;
+
+	if (m->addr.addr.family == 0) {
+		if (memcmp(&m->addr, &none, sizeof(none)) != 0)
+			return "ENI address is no valid CIDR";
+	} else if ((why = check_cidr(&m->addr, CIDR_WHY("ENI address"))) !=
+	    NULL)
+		return why;
+	if ((why = check_addr6_opt(&m->addr6, "ENI IPv6 address is no valid "
+	    "IPv6 address", "ENI IPv6 address is a special one (link-local, "
+	    "multicast, loopback, unspecified or IPv4-embedded)")) != NULL)
+		return why;
+	if (m->addr.addr.family == 0 && m->addr6.family == 0)
+		return "ENI has neither an IPv4 nor an IPv6 address";
+	return NULL;
+}
+
 static const char *
 check_NETD_SETUP_ENI(const void *p)
 {
 	const struct msg_netd_setup_eni *m = p;
 	const char *why;
 
-	if ((why = check_cidr(&m->addr, CIDR_WHY("ENI address"))) != NULL)
+	if ((why = check_eni_addrs(m)) != NULL)
 		return why;
+	if (m->addr.addr.family == 0)
+		return m->gateway.family == 0 ? NULL :
+		    "gateway without an IPv4 address";
 	return check_addr(&m->gateway, ADDR_WHY("gateway"));
 }
 
 static const char *
 check_NETD_TEARDOWN_ENI(const void *p)
 {
-	return check_NETD_SETUP_ENI(p);
+	const struct msg_netd_setup_eni *m = p;
+	const char *why;
+
+	if ((why = check_eni_addrs(m)) != NULL)
+		return why;
+	/* The gateway is not used to tear down: absent or IPv4. */
+	if (m->gateway.family == 0)
+		return check_addr6_opt(&m->gateway, "gateway is no valid "
+		    "address", "gateway is no valid address");
+	return check_addr(&m->gateway, ADDR_WHY("gateway"));
 }
 
 static const char *
@@ -784,7 +863,8 @@ check_NETD_ADD_POD(const void *p)
 {
 	const struct msg_netd_pod_rule *m = p;
 
-	return check_addr(&m->addr, ADDR_WHY("pod address"));
+	return check_addr46(&m->addr, "pod address is no valid address "
+	    "(unknown family, or not canonical)");
 }
 
 static const char *
@@ -817,11 +897,8 @@ static const char *
 check_NETD_RULE(const void *p)
 {
 	const struct msg_netd_rule *m = p;
-	const char *why;
 
-	if ((why = check_cidr(&m->src, CIDR_WHY("rule source"))) != NULL)
-		return why;
-	return check_cidr(&m->dst, CIDR_WHY("rule destination"));
+	return check_rule_cidrs(&m->src, &m->dst);
 }
 
 static const char *
@@ -831,7 +908,8 @@ check_NETD_ADD_POD_ROUTE(const void *p)
 
 	if (!STR_OK(m->dev))
 		return "unterminated device name";
-	return check_addr(&m->addr, ADDR_WHY("pod address"));
+	return check_addr46(&m->addr, "pod address is no valid address "
+	    "(unknown family, or not canonical)");
 }
 
 static const char *
@@ -847,7 +925,8 @@ check_NETD_ROUTE(const void *p)
 
 	if (!STR_OK(m->dev))
 		return "unterminated device name";
-	return check_addr(&m->addr, ADDR_WHY("route destination"));
+	return check_addr46(&m->addr, "route destination is no valid "
+	    "address (unknown family, or not canonical)");
 }
 
 static const char *
@@ -1184,12 +1263,15 @@ check_NETD_SNAT_STATE(const void *p)
 	const char *why;
 
 	if (!STR_OK(m->primary_link) || !STR_OK(m->message) ||
-	    !STR_OK(m->differs))
+	    !STR_OK(m->differs) || !STR_OK(m->src6_differs))
 		return "unterminated string in SNAT state";
-	if (m->enabled > 1 || m->random_fully > 1 || m->in_place > 1)
+	if (m->enabled > 1 || m->random_fully > 1 || m->in_place > 1 ||
+	    m->src6_in_place > 1)
 		return "SNAT state flag not 0 or 1";
 	if (m->in_place && m->differs[0] != '\0')
 		return "SNAT state in place, yet says what differs";
+	if (m->src6_in_place && m->src6_differs[0] != '\0')
+		return "IPv6 source check in place, yet says what differs";
 	if ((why = check_addr(&m->to, ADDR_WHY("SNAT target"))) != NULL)
 		return why;
 	if (m->nuntranslated > MSG_MAX_SNAT_CIDRS)

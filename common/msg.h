@@ -40,8 +40,10 @@
 
 /* 2: prefixes (EC2 prefix delegation), 3: an instance's vCPUs, 4: netd's
  * SNAT table, 5: what differs in it, 6: struct ip_addr for every address,
- * 7: the cloud's IPv6 (ENIs', subnets', the VPC's; asking by family) */
-#define MSG_PROTO_VERSION	7
+ * 7: the cloud's IPv6 (ENIs', subnets', the VPC's; asking by family),
+ * 8: netd's IPv6 (the VPC's IPv6 CIDRs, an ENI's IPv6 address, pods'
+ * rules and host routes of either family) */
+#define MSG_PROTO_VERSION	8
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -147,8 +149,11 @@ struct msg_ping {		/* broker -> child: liveness; answered by PONG */
 struct msg_netd_policy {
 	uint8_t		primary_mac[6];
 	uint8_t		pad[2];
+	/* The VPC's blocks: its IPv4 ones (1 to MSG_MAX_CIDRS), then its
+	 * IPv6 ones (0 to MSG_MAX_CIDRS6), as msg_end's cidrs; family
+	 * tells.  Without an IPv6 block netd takes no IPv6 address. */
 	uint32_t	ncidrs;
-	struct ip_prefix cidrs[MSG_MAX_CIDRS];	/* the VPC's blocks */
+	struct ip_prefix cidrs[MSG_MAX_VPC_CIDRS];
 };
 
 /* Declare (or forget) a MAC as a secondary ENI bound to a table. */
@@ -173,31 +178,55 @@ struct msg_netd_link {		/* answer to find-link; also a dump entry */
 	char		name[MSG_NAME_LEN];
 };
 
+/*
+ * An ENI has an IPv4 address, an IPv6 one or both (an ENI in an IPv6-only
+ * subnet has no IPv4 address); at least one.  Absent is the zeroed value
+ * of no family (family 0).
+ */
 struct msg_netd_setup_eni {
 	uint8_t		mac[6];
 	uint8_t		pad[2];
 	uint32_t	table;
-	/* The ENI's primary address with its subnet's length. */
+	/* The ENI's primary IPv4 address with its subnet's length; family
+	 * 0: none (an IPv6-only ENI), gateway then family 0 too. */
 	struct ip_prefix addr;
-	struct ip_addr	gateway;	/* teardown: unused, 0.0.0.0 */
+	/* addr's subnet's gateway; teardown: unused, 0.0.0.0 or family 0 */
+	struct ip_addr	gateway;
 	uint32_t	mtu;
+	/* The ENI's own IPv6 address (EC2's primary IPv6 one, not one of a
+	 * /80 prefix); family 0: none.  Set up as ADDR/128 on the ENI's
+	 * link (no DAD, no prefix route), with "default via fe80:ec2::1
+	 * dev ENI" in the ENI's table: the VPC router answers at that
+	 * link-local address on every ENI.  Teardown: the same value
+	 * (netd removes its IPv6 address and routes whatever it says). */
+	struct ip_addr	addr6;
 };
 
+/*
+ * A pod's rules: "to ADDR lookup main" at the to-priority and, with a
+ * table, "from ADDR lookup TABLE" at the from-priority, in the address's
+ * own family's rule table (an IPv6 address: AF_INET6 rules, ADDR/128).
+ * A dual-stack pod is two requests, one per address.
+ */
 struct msg_netd_pod_rule {
-	struct ip_addr	addr;		/* the pod's */
+	struct ip_addr	addr;		/* the pod's: IPv4 or IPv6 */
 	uint32_t	table;		/* 0: pod on the primary ENI (no from-rule) */
 };
 
-struct msg_netd_rule {		/* a rule dump entry */
+/* A rule dump entry, IPv4 and IPv6 rules alike: src and dst are of the
+ * rule's family, "all" being that family's 0.0.0.0/0 or ::/0, so a
+ * receiver tells an IPv6 rule by src.addr.family == AF_INET6. */
+struct msg_netd_rule {
 	uint32_t	priority;
 	uint32_t	table;
-	struct ip_prefix src;		/* 0.0.0.0/0 if none */
-	struct ip_prefix dst;		/* 0.0.0.0/0 if none */
+	struct ip_prefix src;		/* 0.0.0.0/0 (::/0) if none */
+	struct ip_prefix dst;		/* 0.0.0.0/0 (::/0) if none */
 };
 
 /*
  * A pod's host route, as enid-cni installs it: "ADDR/32 dev DEV scope
- * link" in the main table.  The request to put one back (netd checks the
+ * link" in the main table, or for an IPv6 address "ADDR/128 dev DEV"
+ * (IPv6 routes have no scope).  The request to put one back (netd checks the
  * address and the device against the kernel, policy_check_pod_route);
  * and a dump entry, one per such route in the main table.
  */
@@ -207,7 +236,7 @@ struct msg_netd_pod_route {
 };
 
 struct msg_netd_route {		/* a host-route dump entry */
-	struct ip_addr	addr;		/* the route is a /32 */
+	struct ip_addr	addr;		/* a /32 or a /128 route */
 	uint32_t	ifindex;
 	char		dev[MSG_NAME_LEN];	/* "" if the link has no name */
 };
@@ -230,7 +259,10 @@ struct msg_netd_snat_state {
 	uint8_t		enabled;	/* snat.enabled in netd's configuration */
 	uint8_t		random_fully;
 	uint8_t		in_place;	/* read back as netd would write it */
-	uint8_t		pad;
+	/* Table ip6 enid, the IPv6 source check of pods' veths, read back
+	 * as netd writes it (version 8; it holds no target, so SNAT off
+	 * or on, it is the same). */
+	uint8_t		src6_in_place;
 	struct ip_addr	to;		/* the target; 0.0.0.0: none */
 	uint32_t	primary_ifindex;	/* 0: not known yet */
 	char		primary_link[MSG_NAME_LEN];
@@ -246,6 +278,13 @@ struct msg_netd_snat_state {
 	 * absent, what in it is not netd's, a rule, the target, the
 	 * connection-mark rule missing); "" when in place (msg.c). */
 	char		differs[MSG_ERR_LEN];
+	/* ip6 enid: times netd wrote it whole, IPv6 packets it dropped
+	 * (from a pod's veth with a source that is not that pod's), and
+	 * what differs, "" when src6_in_place (msg.c). */
+	uint32_t	src6_replaced;
+	uint32_t	pad;
+	uint64_t	src6_dropped;
+	char		src6_differs[MSG_ERR_LEN];
 };
 
 struct msg_netd_dump {		/* request: no fields */

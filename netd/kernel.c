@@ -697,11 +697,12 @@ struct rule_prios {
 };
 
 /*
- * An IPv4 lookup rule at one of the priorities.  Every attribute netd does
- * not set itself marks the rule as having other selectors, also the ones
- * this code was written before: a rule netd cannot fully see is never
- * taken for one of its own.  A fwmark is read as it is (the planner
- * tells netd's connection-mark rule from everyone else's).
+ * A lookup rule of either family at one of the priorities.  Every
+ * attribute netd does not set itself marks the rule as having other
+ * selectors, also the ones this code was written before: a rule netd
+ * cannot fully see is never taken for one of its own.  A fwmark is read
+ * as it is (the planner tells netd's connection-mark rule from everyone
+ * else's).
  */
 static int
 rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
@@ -711,17 +712,20 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	struct nlattr *a;
 	struct nd_rule r;
 	bool have_prio = false, have_mark = false, have_mask = false;
-	int rem, rc;
+	int rem, rc, alen;
 
 	if (hdr->nlmsg_type != RTM_NEWRULE ||
 	    !nlmsg_valid_hdr(hdr, sizeof(*frh)))
 		return 0;
 	frh = nlmsg_data(hdr);
-	if (frh->family != AF_INET || frh->action != FR_ACT_TO_TBL)
+	if ((frh->family != AF_INET && frh->family != AF_INET6) ||
+	    frh->action != FR_ACT_TO_TBL)
 		return 0;
+	alen = frh->family == AF_INET ? 4 : 16;
 	memset(&r, 0, sizeof(r));
 	r.table = frh->table;
-	r.src.addr = r.dst.addr = ip_addr_from_in(0);
+	/* All of the rule's family until an address says otherwise. */
+	r.src.addr.family = r.dst.addr.family = frh->family;
 	r.src.len = frh->src_len;
 	r.dst.len = frh->dst_len;
 	r.other_selectors = frh->tos != 0 || frh->flags != 0;
@@ -736,12 +740,14 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			r.table = attr_u32(a, r.table);
 			break;
 		case FRA_SRC:
-			if (nla_len(a) >= 4)
-				memcpy(r.src.addr.bytes, nla_data(a), 4);
+			if (nla_len(a) >= alen)
+				memcpy(r.src.addr.bytes, nla_data(a),
+				    (size_t)alen);
 			break;
 		case FRA_DST:
-			if (nla_len(a) >= 4)
-				memcpy(r.dst.addr.bytes, nla_data(a), 4);
+			if (nla_len(a) >= alen)
+				memcpy(r.dst.addr.bytes, nla_data(a),
+				    (size_t)alen);
 			break;
 		case FRA_PROTOCOL:
 			if (nla_len(a) >= 1)
@@ -773,7 +779,10 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		r.fwmask = 0xffffffffu;
 	if (r.fwmask == 0)
 		r.fwmark = 0;
-	if (r.src.len > 32 || r.dst.len > 32)
+	/* Past the family's bits, or an address that is no canonical one
+	 * (IPv4-mapped): nothing netd wrote. */
+	if (r.src.len > alen * 8 || r.dst.len > alen * 8 ||
+	    !ip_addr_valid(&r.src.addr) || !ip_addr_valid(&r.dst.addr))
 		r.other_selectors = true;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
 	    sizeof(*k->rules))) < 0)
@@ -792,8 +801,10 @@ kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	size_t i;
 	int rc;
 
+	/* Both families' rules in one dump: netd's pods have rules in
+	 * each. */
 	memset(&req, 0, sizeof(req));
-	req.family = AF_INET;
+	req.family = AF_UNSPEC;
 	if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
 		return rc;
 	for (i = 0; i < k->nrules; i++)
@@ -867,33 +878,42 @@ route_next_hop(const struct nlattr *mp, struct rtnexthop **nh, int *rem)
 	    (*nh)->rtnh_len >= sizeof(**nh) && (*nh)->rtnh_len <= *rem;
 }
 
-/* An IPv4 gateway attribute into *gw; none leaves it unset (family 0). */
+/* A gateway attribute of the route's family into *gw; none leaves it
+ * unset (family 0).  One that makes no canonical address (IPv4-mapped)
+ * keeps the kernel's family and bytes, so it is never taken for none. */
 static void
-gateway4(const struct nlattr *a, struct ip_addr *gw)
+gateway_attr(const struct nlattr *a, uint8_t family, struct ip_addr *gw)
 {
+	size_t len = family == AF_INET ? 4 : 16;
+
 	memset(gw, 0, sizeof(*gw));
-	if (a != NULL && nla_len(a) == 4)
-		*gw = ip_addr_from_in(nla_get_u32((struct nlattr *)a));
+	if (a == NULL || (family != AF_INET && family != AF_INET6) ||
+	    nla_len(a) != (int)len)
+		return;
+	if (ip_addr_from_bytes(gw, family, nla_data(a), len) == -1) {
+		gw->family = family;
+		memcpy(gw->bytes, nla_data(a), len);
+	}
 }
 
-/* The IPv4 gateway among a next hop's attributes, if any. */
+/* The gateway among a next hop's attributes, if any. */
 static void
-next_hop_gateway(struct rtnexthop *nh, struct ip_addr *gw)
+next_hop_gateway(struct rtnexthop *nh, uint8_t family, struct ip_addr *gw)
 {
 	struct nlattr *tb[RTA_MAX + 1];
 
 	if (nla_parse(tb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh),
 	    nh->rtnh_len - (int)sizeof(*nh), NULL) == 0)
-		gateway4(tb[RTA_GATEWAY], gw);
+		gateway_attr(tb[RTA_GATEWAY], family, gw);
 	else
 		memset(gw, 0, sizeof(*gw));
 }
 
 /*
- * An IPv4 route of the table into the kept array.  Read as libnl read it
- * before: one next hop, from RTA_MULTIPATH or from the route's own
- * attributes (the flags then in the header), gives its link, gateway and
- * onlink; several make it multipath; none leaves them unset.
+ * A route of the table, IPv4 or IPv6, into the kept array.  Read as
+ * libnl read it before: one next hop, from RTA_MULTIPATH or from the
+ * route's own attributes (the flags then in the header), gives its link,
+ * gateway and onlink; several make it multipath; none leaves them unset.
  */
 static int
 table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
@@ -903,12 +923,14 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	struct nd_route *nr;
 	struct rtnexthop *nh = NULL;
 	struct nlattr **tb = rm.tb;
-	int rc, rem, n = 0;
+	int rc, rem, n = 0, alen;
 
 	if ((rc = route_msg_parse(hdr, &rm)) <= 0)
 		return rc;
-	if (rm.rtm->rtm_family != AF_INET || rm.table != *table)
+	if ((rm.rtm->rtm_family != AF_INET &&
+	    rm.rtm->rtm_family != AF_INET6) || rm.table != *table)
 		return 0;
+	alen = rm.rtm->rtm_family == AF_INET ? 4 : 16;
 	if ((rc = grow((void **)&k->routes, &k->routes_cap, k->nroutes,
 	    sizeof(*k->routes))) < 0)
 		return rc;
@@ -916,10 +938,11 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	memset(nr, 0, sizeof(*nr));
 	nr->table = rm.table;
 	nr->type = rm.rtm->rtm_type;
-	nr->dst.addr = ip_addr_from_in(0);
+	nr->dst.addr.family = rm.rtm->rtm_family;
 	nr->dst.len = rm.rtm->rtm_dst_len;
-	if (tb[RTA_DST] != NULL && nla_len(tb[RTA_DST]) == 4)
-		memcpy(nr->dst.addr.bytes, nla_data(tb[RTA_DST]), 4);
+	if (tb[RTA_DST] != NULL && nla_len(tb[RTA_DST]) == alen)
+		kernel_prefix(&nr->dst, rm.rtm->rtm_family,
+		    nla_data(tb[RTA_DST]), (size_t)alen, rm.rtm->rtm_dst_len);
 	nr->scope = rm.rtm->rtm_scope;
 	nr->protocol = rm.rtm->rtm_protocol;
 	if (tb[RTA_PRIORITY] != NULL)
@@ -929,7 +952,8 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 			if (n++ > 0)
 				continue;
 			nr->ifindex = (uint32_t)nh->rtnh_ifindex;
-			next_hop_gateway(nh, &nr->gateway);
+			next_hop_gateway(nh, rm.rtm->rtm_family,
+			    &nr->gateway);
 			nr->onlink = (nh->rtnh_flags & RTNH_F_ONLINK) != 0;
 		}
 		if (n > 1) {
@@ -943,7 +967,8 @@ table_route_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	    tb[RTA_VIA] != NULL || tb[RTA_ENCAP] != NULL) {
 		if (tb[RTA_OIF] != NULL)
 			nr->ifindex = attr_u32(tb[RTA_OIF], 0);
-		gateway4(tb[RTA_GATEWAY], &nr->gateway);
+		gateway_attr(tb[RTA_GATEWAY], rm.rtm->rtm_family,
+		    &nr->gateway);
 		nr->onlink = (rm.rtm->rtm_flags & RTNH_F_ONLINK) != 0;
 	}
 	return 0;
@@ -956,9 +981,10 @@ routes_reset(struct kernel *k, void *arg)
 	k->nroutes = 0;
 }
 
-/* The IPv4 routes of one table into k->routes.  Only the table's are
- * read: the kernel filters by RTA_TABLE (a table that does not exist yet
- * is ENOENT, and empty). */
+/* The routes of one table, both families, into k->routes.  Only the
+ * table's are read: the kernel filters by RTA_TABLE (a table that does
+ * not exist yet is ENOENT, and empty; asked for every family, a family
+ * without it says nothing). */
 static int
 table_routes_dump(struct kernel *k, uint32_t table)
 {
@@ -968,7 +994,7 @@ table_routes_dump(struct kernel *k, uint32_t table)
 	int rc;
 
 	memset(&req, 0, sizeof(req));
-	req.rtm_family = AF_INET;
+	req.rtm_family = AF_UNSPEC;
 	rc = raw_dump(k, &rq, table_route_parse, &table, routes_reset);
 	if (rc == -ENOENT) {
 		k->nroutes = 0;
@@ -1210,10 +1236,12 @@ kernel_node_scan(struct kernel *k, struct netd_node *out)
 		}
 	}
 
-	if ((rc = addr_dump(k, AF_INET, 0)) < 0)
+	/* Both families: a pod or an ENI naming the node's own IPv6
+	 * address is refused as an IPv4 one is. */
+	if ((rc = addr_dump(k, AF_UNSPEC, 0)) < 0)
 		return rc;
 	for (i = 0; i < k->naddrs; i++) {
-		if (k->addrs[i].addr.addr.family != AF_INET)
+		if (!ip_addr_valid(&k->addrs[i].addr.addr))
 			continue;
 		for (j = 0; j < out->nlinks; j++)
 			if (out->links[j].ifindex == k->addrs[i].ifindex)
@@ -1271,10 +1299,14 @@ kernel_each_host_route(struct kernel *k, kernel_host_route_cb cb, void *arg)
 		return rc;
 	for (i = 0; i < k->nroutes; i++) {
 		nr = &k->routes[i];
-		/* One next hop, a link and no gateway. */
-		if (nr->type != RTN_UNICAST || nr->scope != RT_SCOPE_LINK ||
-		    nr->multipath || nr->ifindex == 0 || nr->dst.len != 32 ||
-		    nr->gateway.family != 0)
+		/* One next hop, a link and no gateway: a /32 of scope link,
+		 * or a /128 (IPv6 routes have no scope). */
+		if (nr->type != RTN_UNICAST || nr->multipath ||
+		    nr->ifindex == 0 || nr->gateway.family != 0 ||
+		    !ip_addr_valid(&nr->dst.addr) ||
+		    nr->dst.len != ip_family_bits(nr->dst.addr.family) ||
+		    (nr->dst.addr.family == AF_INET &&
+		    nr->scope != RT_SCOPE_LINK))
 			continue;
 		memset(&mr, 0, sizeof(mr));
 		mr.addr = nr->dst.addr;
@@ -1363,8 +1395,13 @@ op_addr(struct kernel *k, const struct nd_op *op)
 		rtnl_addr_set_prefixlen(a, op->u.addr.addr.len);
 		if (op->kind == OP_ADDR_ADD) {
 			/* No connected route in main: the ENI's subnet is
-			 * reached through its own table only. */
-			rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE);
+			 * reached through its own table only.  An IPv6 one
+			 * without DAD: EC2 gave it to this ENI alone, and
+			 * DAD would hold it tentative (unusable) for a
+			 * second or more. */
+			rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE |
+			    (op->u.addr.addr.addr.family == AF_INET6 ?
+			    IFA_F_NODAD : 0));
 			rc = addr_add_tagged(k, a, op->u.addr.proto);
 		} else
 			rc = rtnl_addr_delete(k->req, a, 0);
@@ -1445,7 +1482,8 @@ op_rule(struct kernel *k, const struct nd_op *op)
 
 	if ((r = rtnl_rule_alloc()) == NULL)
 		return -NLE_NOMEM;
-	rtnl_rule_set_family(r, AF_INET);	/* netd's rules are IPv4 */
+	/* The rule's family is its addresses': never a mixed one. */
+	rtnl_rule_set_family(r, nr->src.addr.family);
 	rtnl_rule_set_prio(r, nr->priority);
 	rtnl_rule_set_table(r, nr->table);
 	rtnl_rule_set_action(r, FR_ACT_TO_TBL);

@@ -70,6 +70,12 @@ struct netd_snat {
 	char			 message[MSG_ERR_LEN];	/* last outcome */
 };
 
+/* Table ip6 enid, the IPv6 source check of pods' veths. */
+struct netd_src6 {
+	uint32_t		 replaced;	/* whole writes */
+	char			 message[MSG_ERR_LEN];	/* last sync */
+};
+
 struct netd {
 	struct loop		 loop;
 	struct peer		 peer;		/* the broker */
@@ -79,6 +85,7 @@ struct netd {
 	struct kernel		 kernel;
 	struct nft		 nft;		/* table ip enid */
 	struct netd_snat	 snat;
+	struct netd_src6	 src6;
 	struct kernel_events	 events;
 	bool			 node_stale;	/* re-read the node's links */
 	struct lookup		 lookups[NETD_MAX_LOOKUPS];
@@ -495,7 +502,10 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 		snap_tagged(s, r);
 		return;
 	}
-	if (plan_rule_is_pod_to(s->policy, r))
+	/* The cap counts pods per family: a dual-stack pod has a to-rule
+	 * in each. */
+	if (plan_rule_is_pod_to(s->policy, r) &&
+	    r->dst.addr.family == s->pod.family)
 		s->npods++;
 	if (!plan_rule_is_pods(s->policy, r, &s->pod))
 		return;
@@ -834,16 +844,28 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	struct msg_netd_setup_eni req;
 	struct msg_netd_link link;
 	char mac[MAC_STR_LEN], pmac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
-	char gw[IP_ADDR_STR_LEN], what[160];
+	char gw[IP_ADDR_STR_LEN], addr6[IP_ADDR_STR_LEN], what[200];
 	const char *why;
 	int rc, found;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
 	mac_format(req.mac, mac);
-	ip_prefix_format(&req.addr, cidr);
-	ip_addr_format(&req.gateway, gw);
-	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s mtu %u",
-	    mac, setup ? "setup" : "teardown", req.table, cidr, gw, req.mtu);
+	/* "none" for an absent address (family 0). */
+	if (req.addr.addr.family != 0)
+		ip_prefix_format(&req.addr, cidr);
+	else
+		snprintf(cidr, sizeof(cidr), "none");
+	if (req.gateway.family != 0)
+		ip_addr_format(&req.gateway, gw);
+	else
+		snprintf(gw, sizeof(gw), "none");
+	if (req.addr6.family != 0)
+		ip_addr_format(&req.addr6, addr6);
+	else
+		snprintf(addr6, sizeof(addr6), "none");
+	snprintf(what, sizeof(what), "eni %s %s table %u %s gw %s ipv6 %s "
+	    "mtu %u", mac, setup ? "setup" : "teardown", req.table, cidr, gw,
+	    addr6, req.mtu);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
 	why = setup ? policy_check_setup(&nd->policy, &req) :
@@ -853,8 +875,10 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		return;
 	}
 	/* No half table: without a way out for translated traffic the
-	 * setup fails before the kernel is touched. */
-	if (setup && (why = plan_egress(&nd->policy, &nd->cfg, &eg)) != NULL) {
+	 * setup fails before the kernel is touched.  Only IPv4 traffic is
+	 * translated: an IPv6-only ENI needs no primary gateway. */
+	if (setup && (why = plan_egress(&nd->policy, &nd->cfg, &eg)) != NULL &&
+	    req.addr.addr.family != 0) {
 		mac_format(nd->policy.primary_mac, pmac);
 		log_warnx("%s: %s (primary MAC %s); nothing changed, answering "
 		    "failed", what, why, pmac);
@@ -871,8 +895,11 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		    "found", mac);
 		return;
 	}
-	if (setup && !netd_addr_free(nd, m, what, &req.addr.addr,
-	    link.ifindex))
+	if (setup && req.addr.addr.family != 0 &&
+	    !netd_addr_free(nd, m, what, &req.addr.addr, link.ifindex))
+		return;
+	if (setup && req.addr6.family != 0 &&
+	    !netd_addr_free(nd, m, what, &req.addr6, link.ifindex))
 		return;
 
 	memset(&snap, 0, sizeof(snap));
@@ -984,7 +1011,8 @@ snap_host_route(const struct nd_route *r, void *arg)
 	struct route_snap *s = arg;
 	struct nd_host_route *h;
 
-	if (r->dst.len != 32 || (!ip_addr_eq(&r->dst.addr, &s->addr) &&
+	if (r->dst.len != ip_family_bits(r->dst.addr.family) ||
+	    (!ip_addr_eq(&r->dst.addr, &s->addr) &&
 	    !(s->ifindex != 0 && r->ifindex == s->ifindex)))
 		return;
 	if (s->nroutes == NETD_MAX_SNAPSHOT) {
@@ -1189,7 +1217,7 @@ snat_params_of(const struct netd *nd, uint32_t to, uint32_t ifindex,
 	p->to = to;
 	p->primary_ifindex = ifindex;
 	p->connmark = nd->cfg.routing.connmark;
-	p->nvpc = nd->policy.ncidrs;
+	p->nvpc = nd->policy.ncidrs4;	/* an ip table: IPv4's */
 	memcpy(p->vpc, nd->policy.cidrs, sizeof(p->vpc));
 	p->nexclude = nd->cfg.snat.nexclude;
 	memcpy(p->exclude, nd->cfg.snat.exclude, sizeof(p->exclude));
@@ -1213,6 +1241,54 @@ snat_fail(struct netd *nd, const struct msg *m, const char *what, int rc,
 	snprintf(nd->snat.message, sizeof(nd->snat.message), "failed: %.*s",
 	    (int)sizeof(nd->snat.message) - 9, err);
 	netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
+}
+
+/*
+ * Make table ip6 enid, the IPv6 source check of pods' veths
+ * (snat_src6_desired), what netd's configuration says: read it back, and
+ * write it whole only if it differs, as the SNAT table.  Run when the
+ * policy is accepted and at each NETD_SNAT.  0 with *changed (1 if it
+ * was written), or -1 (logged, and kept in src6.message).
+ */
+static int
+netd_src6_sync(struct netd *nd, int *changed)
+{
+	static struct snat_table have, want;
+	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
+	int rc;
+
+	*changed = 0;
+	snat_src6_desired(nd->cfg.routing.pod_veth_prefix, &want);
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP6, &have, err,
+	    sizeof(err))) < 0)
+		goto fail;
+	if (snat_table_equal(&have, &want, diff, sizeof(diff))) {
+		snprintf(nd->src6.message, sizeof(nd->src6.message),
+		    "table in place");
+		return 0;
+	}
+	if (have.foreign)
+		log_warnx("ipv6 source check: table ip6 %s holds what netd "
+		    "does not write (%s); replacing it whole", SNAT_TABLE,
+		    diff);
+	else if (have.present)
+		log_warnx("ipv6 source check: table ip6 %s differs (%s); "
+		    "replacing it whole", SNAT_TABLE, diff);
+	if ((rc = nft_write(&nd->nft, &want, err, sizeof(err))) < 0)
+		goto fail;
+	nd->src6.replaced++;
+	*changed = 1;
+	log_info("ipv6 source check: table ip6 %s written: pods' veths "
+	    "(%s*) send IPv6 from their own addresses only", SNAT_TABLE,
+	    nd->cfg.routing.pod_veth_prefix);
+	snprintf(nd->src6.message, sizeof(nd->src6.message), "table written");
+	return 0;
+fail:
+	log_warnx("ipv6 source check: %s; pods' veths are not checked until "
+	    "the next sync", err);
+	snprintf(nd->src6.message, sizeof(nd->src6.message), "failed: %.*s",
+	    (int)sizeof(nd->src6.message) - 9, err);
+	return -1;
 }
 
 /*
@@ -1254,7 +1330,7 @@ netd_snat(struct netd *nd, const struct msg *m)
 		return;
 	}
 	if ((why = snat_check_request(&nd->cfg, nd->policy.cidrs,
-	    nd->policy.ncidrs, &req.to, pa.addrs, pa.n, detail,
+	    nd->policy.ncidrs4, &req.to, pa.addrs, pa.n, detail,
 	    sizeof(detail))) != NULL) {
 		if (pa.overflow)
 			snprintf(detail + strlen(detail), sizeof(detail) -
@@ -1265,7 +1341,8 @@ netd_snat(struct netd *nd, const struct msg *m)
 	}
 	snat_params_of(nd, ip_addr_in4(&req.to), pl->ifindex, &params);
 	snat_desired(&params, &want);
-	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP, &have, err,
+	    sizeof(err))) < 0) {
 		snat_fail(nd, m, what, rc, err);
 		return;
 	}
@@ -1306,6 +1383,11 @@ netd_snat(struct netd *nd, const struct msg *m)
 	snprintf(nd->snat.message, sizeof(nd->snat.message), "%s%s",
 	    changed > (uint32_t)rules ? "table written" : "table in place",
 	    rules > 0 ? ", connection-mark rule put back" : "");
+	/* The IPv6 source check is repaired at each reconcile too; its
+	 * failure is logged and reported (NETD_DUMP_SNAT), not the SNAT
+	 * request's: the IPv4 table stands either way. */
+	if (netd_src6_sync(nd, &rules) == 0)
+		changed += (uint32_t)rules;
 	netd_send_result(nd, m->hdr.id, changed);
 }
 
@@ -1324,6 +1406,29 @@ count_connmark_rule(const struct nd_rule *r, void *arg)
 		c->n++;
 }
 
+/* The IPv6 source check as the kernel holds it now, into st; a table
+ * that cannot be read is reported as not in place, with why. */
+static void
+netd_src6_state(struct netd *nd, struct msg_netd_snat_state *st)
+{
+	static struct snat_table have, want;
+	char err[MSG_ERR_LEN], diff[SNAT_WHY_LEN];
+
+	st->src6_replaced = nd->src6.replaced;
+	snat_src6_desired(nd->cfg.routing.pod_veth_prefix, &want);
+	if (nft_read(&nd->nft, SNAT_FAMILY_IP6, &have, err, sizeof(err)) < 0) {
+		log_warnx("snat state: %s", err);
+		msg_strlcpy(st->src6_differs, err, sizeof(st->src6_differs));
+		return;
+	}
+	st->src6_in_place = snat_table_equal(&have, &want, diff,
+	    sizeof(diff));
+	if (!st->src6_in_place)
+		msg_strlcpy(st->src6_differs, diff, sizeof(st->src6_differs));
+	if (!have.foreign)
+		st->src6_dropped = snat_src6_dropped(&have);
+}
+
 /*
  * NETD_DUMP_SNAT: the table as the kernel holds it now.  In place means
  * the connection-mark rule too: the marks route nothing without it.
@@ -1340,7 +1445,8 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	uint32_t i, n = 0, to = 0;
 	int rc;
 
-	if ((rc = nft_read(&nd->nft, &have, err, sizeof(err))) < 0) {
+	if ((rc = nft_read(&nd->nft, SNAT_FAMILY_IP, &have, err,
+	    sizeof(err))) < 0) {
 		log_warnx("snat state: %s", err);
 		netd_result(nd, m->hdr.id, ST_FAILED, -rc, "%s", err);
 		return;
@@ -1393,7 +1499,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 			to = have.rules[i].stmts[have.rules[i].nstmts -
 			    1].value;
 	st.to = ip_addr_from_in(to);
-	for (i = 0; i < nd->policy.ncidrs && n < MSG_MAX_SNAT_CIDRS; i++)
+	for (i = 0; i < nd->policy.ncidrs4 && n < MSG_MAX_SNAT_CIDRS; i++)
 		st.untranslated[n++] = nd->policy.cidrs[i];
 	for (i = 0; i < nd->cfg.snat.nexclude && n < MSG_MAX_SNAT_CIDRS;
 	    i++, n++)
@@ -1421,6 +1527,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 			    nd->snat.message : "no SNAT request yet",
 			    sizeof(st.message));
 	}
+	netd_src6_state(nd, &st);
 	netd_send(nd, MSG_NETD_SNAT_STATE, m->hdr.id, &st, sizeof(st));
 }
 
@@ -1428,7 +1535,8 @@ static void
 netd_set_policy(struct netd *nd, const struct msg *m)
 {
 	struct msg_netd_policy req;
-	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN], cidrs[256];
+	char mac[MAC_STR_LEN], cidr[IP_PREFIX_STR_LEN];
+	char cidrs[MSG_MAX_VPC_CIDRS * IP_PREFIX_STR_LEN];
 	char err[MSG_ERR_LEN];
 	const char *why;
 	size_t off = 0;
@@ -1475,6 +1583,9 @@ netd_set_policy(struct netd *nd, const struct msg *m)
 		log_warnx("policy: connection-mark rule: %s; replies to "
 		    "connections that came in on the primary link may leave "
 		    "by an ENI until the next SNAT sync", err);
+	/* The IPv6 source check from the start too (logged if it fails;
+	 * repaired at the next NETD_SNAT). */
+	(void)netd_src6_sync(nd, &changed);
 	msg_chan_permit(&nd->peer.chan, MSG_PERMIT_POLICY);
 	netd_result(nd, m->hdr.id, ST_OK, 0, "%s", "ok");
 }

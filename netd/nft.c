@@ -25,7 +25,10 @@
 #include "loop.h"
 #include "nft.h"
 
-#define NFT_FAMILY		NFPROTO_IPV4
+/* The family nft_open() probes with: the SNAT table's. */
+#define NFT_PROBE_FAMILY	NFPROTO_IPV4
+_Static_assert(SNAT_FAMILY_IP == NFPROTO_IPV4 &&
+    SNAT_FAMILY_IP6 == NFPROTO_IPV6, "snat.h numbers families as nf_tables");
 #define NFT_RECV_TIMEOUT_S	2	/* one answer from the kernel */
 #define NFT_DEADLINE_MS		5000	/* one whole request or dump */
 #define NFT_MAX_RECVS		4096	/* datagrams per request */
@@ -102,8 +105,9 @@ nft_drain(struct nft *n, char *err, size_t errlen)
 	}
 	if (n->dumping)
 		return errf(err, errlen, -EBUSY, "nftables: an earlier dump "
-		    "of ip " SNAT_TABLE " still not ended after %u datagrams "
-		    "or %d ms (a huge table?)", recvs, NFT_DEADLINE_MS);
+		    "of table " SNAT_TABLE " still not ended after %u "
+		    "datagrams or %d ms (a huge table?)", recvs,
+		    NFT_DEADLINE_MS);
 	return 0;
 }
 
@@ -198,12 +202,12 @@ table_probe_cb(const struct nlmsghdr *h, void *arg)
 }
 
 static struct nlmsghdr *
-table_get(struct nft *n, char *buf)
+table_get(struct nft *n, char *buf, uint8_t family)
 {
 	struct nftnl_table *t;
 	struct nlmsghdr *h;
 
-	h = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFT_FAMILY, NLM_F_ACK,
+	h = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, family, NLM_F_ACK,
 	    ++n->seq);
 	if ((t = nftnl_table_alloc()) == NULL)
 		return NULL;
@@ -237,7 +241,7 @@ nft_open(struct nft *n, char *err, size_t errlen)
 	n->seq = (uint32_t)now_ms();
 	/* Ask once now: a kernel without nf_tables fails here, at start,
 	 * not at the broker's first request. */
-	if ((h = table_get(n, req)) == NULL) {
+	if ((h = table_get(n, req, NFT_PROBE_FAMILY)) == NULL) {
 		snprintf(err, errlen, "nftables: out of memory");
 		goto fail;
 	}
@@ -281,6 +285,7 @@ foreign(struct snat_table *t, const char *fmt, ...)
 
 struct read_ctx {
 	struct snat_table	*t;
+	uint8_t			 family;	/* the table's */
 	uint32_t		 use;		/* the table's object count */
 	uint32_t		 nchains_seen;	/* chains of table enid */
 	uint32_t		 nrules_seen;
@@ -319,13 +324,13 @@ table_cb(const struct nlmsghdr *h, void *arg)
  * libnftnl cannot parse, as a newer kernel's expression or attribute.
  */
 static bool
-msg_of_enid(const struct nlmsghdr *h)
+msg_of_enid(const struct nlmsghdr *h, uint8_t family)
 {
 	const struct nfgenmsg *g = mnl_nlmsg_get_payload(h);
 	const struct nlattr *a;
 
 	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*g)) ||
-	    g->nfgen_family != NFT_FAMILY)
+	    g->nfgen_family != family)
 		return false;
 	mnl_attr_for_each(a, h, sizeof(*g))
 		if (mnl_attr_get_type(a) == NFTA_CHAIN_TABLE)
@@ -354,7 +359,7 @@ chain_cb(const struct nlmsghdr *h, void *arg)
 		/* Another table's chain is none of netd's business; one of
 		 * enid's that libnftnl cannot read is foreign. */
 		nftnl_chain_free(ch);
-		if (msg_of_enid(h)) {
+		if (msg_of_enid(h, rc->family)) {
 			rc->nchains_seen++;
 			foreign(rc->t, "a chain libnftnl cannot read");
 		}
@@ -362,7 +367,7 @@ chain_cb(const struct nlmsghdr *h, void *arg)
 	}
 	/* The kernel dumps every table's chains: only enid's are read. */
 	if (strcmp(nftnl_chain_get_str(ch, NFTNL_CHAIN_TABLE), SNAT_TABLE) ||
-	    nftnl_chain_get_u32(ch, NFTNL_CHAIN_FAMILY) != NFT_FAMILY) {
+	    nftnl_chain_get_u32(ch, NFTNL_CHAIN_FAMILY) != rc->family) {
 		nftnl_chain_free(ch);
 		return 0;
 	}
@@ -544,7 +549,7 @@ rule_cb(const struct nlmsghdr *h, void *arg)
 		 * may be newer): foreign, so the table is replaced rather
 		 * than every read failing. */
 		nftnl_rule_free(r);
-		if (!msg_of_enid(h))
+		if (!msg_of_enid(h, rc->family))
 			return -EBADMSG;
 		rc->nrules_seen++;
 		foreign(t, "a rule libnftnl cannot read (an expression newer "
@@ -552,7 +557,7 @@ rule_cb(const struct nlmsghdr *h, void *arg)
 		return 0;
 	}
 	if (strcmp(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), SNAT_TABLE) != 0 ||
-	    nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY) != NFT_FAMILY)
+	    nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY) != rc->family)
 		goto done;		/* not asked for; never judged */
 	rc->nrules_seen++;
 	chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
@@ -586,12 +591,12 @@ done:
 }
 
 static struct nlmsghdr *
-dump_req(struct nft *n, char *buf, int type)
+dump_req(struct nft *n, char *buf, int type, uint8_t family)
 {
 	struct nlmsghdr *h;
 	struct nftnl_rule *r;
 
-	h = nftnl_nlmsg_build_hdr(buf, (uint16_t)type, NFT_FAMILY, NLM_F_DUMP,
+	h = nftnl_nlmsg_build_hdr(buf, (uint16_t)type, family, NLM_F_DUMP,
 	    ++n->seq);
 	if (type != NFT_MSG_GETRULE)
 		return h;
@@ -605,31 +610,36 @@ dump_req(struct nft *n, char *buf, int type)
 }
 
 int
-nft_read(struct nft *n, struct snat_table *out, char *err, size_t errlen)
+nft_read(struct nft *n, uint8_t family, struct snat_table *out, char *err,
+    size_t errlen)
 {
-	char req[NFT_REQ_LEN];
-	struct read_ctx ctx = { out, 0, 0, 0 };
+	char req[NFT_REQ_LEN], what[64];
+	struct read_ctx ctx = { out, family, 0, 0, 0 };
 	struct nlmsghdr *h;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((h = table_get(n, req)) == NULL)
+	out->family = family;
+	if ((h = table_get(n, req, family)) == NULL)
 		return errf(err, errlen, -ENOMEM, "nftables: out of memory");
-	rc = nft_request(n, h, "GETTABLE ip " SNAT_TABLE, table_cb, &ctx,
-	    err, errlen);
+	snprintf(what, sizeof(what), "GETTABLE %s " SNAT_TABLE,
+	    snat_family_name(family));
+	rc = nft_request(n, h, what, table_cb, &ctx, err, errlen);
 	if (rc == -ENOENT)
 		return 0;		/* absent */
 	if (rc < 0 || out->foreign)
 		return rc;
-	if ((h = dump_req(n, req, NFT_MSG_GETCHAIN)) == NULL)
+	if ((h = dump_req(n, req, NFT_MSG_GETCHAIN, family)) == NULL)
 		return errf(err, errlen, -ENOMEM, "nftables: out of memory");
 	if ((rc = nft_request(n, h, "GETCHAIN dump", chain_cb, &ctx, err,
 	    errlen)) < 0 || out->foreign)
 		return rc;
-	if ((h = dump_req(n, req, NFT_MSG_GETRULE)) == NULL)
+	if ((h = dump_req(n, req, NFT_MSG_GETRULE, family)) == NULL)
 		return errf(err, errlen, -ENOMEM, "nftables: out of memory");
-	if ((rc = nft_request(n, h, "GETRULE dump of ip " SNAT_TABLE, rule_cb,
-	    &ctx, err, errlen)) < 0 || out->foreign)
+	snprintf(what, sizeof(what), "GETRULE dump of %s " SNAT_TABLE,
+	    snat_family_name(family));
+	if ((rc = nft_request(n, h, what, rule_cb, &ctx, err, errlen)) < 0 ||
+	    out->foreign)
 		return rc;
 	/* The table counts its chains, sets, maps, stateful objects and
 	 * flowtables: anything beyond its chains is not netd's. */
@@ -725,8 +735,8 @@ static void
 batch_what(const struct snat_table *t, uint32_t i, char *buf, size_t len)
 {
 	if (i < 3)
-		snprintf(buf, len, "%s table ip %s", i == 1 ? "DELTABLE" :
-		    "NEWTABLE", SNAT_TABLE);
+		snprintf(buf, len, "%s table %s %s", i == 1 ? "DELTABLE" :
+		    "NEWTABLE", snat_family_name(t->family), SNAT_TABLE);
 	else if (i - 3 < t->nchains)
 		snprintf(buf, len, "NEWCHAIN %s", t->chains[i - 3].name);
 	else if (i - 3 - t->nchains < t->nrules) {
@@ -742,7 +752,7 @@ batch_what(const struct snat_table *t, uint32_t i, char *buf, size_t len)
 /* Append one message to the batch; false if it no longer fits. */
 static bool
 batch_table(struct mnl_nlmsg_batch *b, int type, uint16_t flags,
-    uint32_t seq)
+    uint32_t seq, uint8_t family)
 {
 	struct nftnl_table *tb;
 	struct nlmsghdr *h;
@@ -751,7 +761,7 @@ batch_table(struct mnl_nlmsg_batch *b, int type, uint16_t flags,
 		return false;
 	nftnl_table_set_str(tb, NFTNL_TABLE_NAME, SNAT_TABLE);
 	h = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), (uint16_t)type,
-	    NFT_FAMILY, flags | NLM_F_ACK, seq);
+	    family, flags | NLM_F_ACK, seq);
 	nftnl_table_nlmsg_build_payload(h, tb);
 	nftnl_table_free(tb);
 	return mnl_nlmsg_batch_next(b);
@@ -759,7 +769,7 @@ batch_table(struct mnl_nlmsg_batch *b, int type, uint16_t flags,
 
 static bool
 batch_chain(struct mnl_nlmsg_batch *b, const struct snat_chain *c,
-    uint32_t seq)
+    uint32_t seq, uint8_t family)
 {
 	struct nftnl_chain *ch;
 	struct nlmsghdr *h;
@@ -773,7 +783,7 @@ batch_chain(struct mnl_nlmsg_batch *b, const struct snat_chain *c,
 	nftnl_chain_set_s32(ch, NFTNL_CHAIN_PRIO, c->prio);
 	nftnl_chain_set_u32(ch, NFTNL_CHAIN_POLICY, NF_ACCEPT);
 	h = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWCHAIN,
-	    NFT_FAMILY, NLM_F_CREATE | NLM_F_ACK, seq);
+	    family, NLM_F_CREATE | NLM_F_ACK, seq);
 	nftnl_chain_nlmsg_build_payload(h, ch);
 	nftnl_chain_free(ch);
 	return mnl_nlmsg_batch_next(b);
@@ -790,7 +800,7 @@ batch_rule(struct mnl_nlmsg_batch *b, const struct snat_table *t,
 
 	if ((r = nftnl_rule_alloc()) == NULL)
 		return false;
-	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFT_FAMILY);
+	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, t->family);
 	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, SNAT_TABLE);
 	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, t->chains[sr->chain].name);
 	n = snat_rule_exprs(sr, x);
@@ -800,7 +810,7 @@ batch_rule(struct mnl_nlmsg_batch *b, const struct snat_table *t,
 			return false;
 		}
 	h = nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE,
-	    NFT_FAMILY, NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, seq);
+	    t->family, NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, seq);
 	nftnl_rule_nlmsg_build_payload(h, r);
 	nftnl_rule_free(r);
 	return mnl_nlmsg_batch_next(b);
@@ -875,7 +885,8 @@ nft_write(struct nft *n, const struct snat_table *t, char *err,
 	uint32_t first, seq, i;
 	bool ok;
 
-	if (t->nchains > SNAT_MAX_CHAINS || t->nrules > SNAT_MAX_RULES)
+	if (t->nchains > SNAT_MAX_CHAINS || t->nrules > SNAT_MAX_RULES ||
+	    (t->family != NFPROTO_IPV4 && t->family != NFPROTO_IPV6))
 		return errf(err, errlen, -E2BIG, "nftables: a table larger "
 		    "than netd writes");
 	if ((b = mnl_nlmsg_batch_start(n->buf, NFT_BATCH_LIMIT)) == NULL)
@@ -886,11 +897,13 @@ nft_write(struct nft *n, const struct snat_table *t, char *err,
 	first = seq;
 	/* Create (a no-op if it is there), delete, create: the table goes
 	 * whatever it held, also if it vanished since it was read. */
-	ok = ok && batch_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, seq++);
-	ok = ok && batch_table(b, NFT_MSG_DELTABLE, 0, seq++);
-	ok = ok && batch_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, seq++);
+	ok = ok && batch_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, seq++,
+	    t->family);
+	ok = ok && batch_table(b, NFT_MSG_DELTABLE, 0, seq++, t->family);
+	ok = ok && batch_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE, seq++,
+	    t->family);
 	for (i = 0; ok && i < t->nchains; i++)
-		ok = batch_chain(b, &t->chains[i], seq++);
+		ok = batch_chain(b, &t->chains[i], seq++, t->family);
 	for (i = 0; ok && i < t->nrules; i++)
 		ok = t->rules[i].chain < t->nchains &&
 		    batch_rule(b, t, &t->rules[i], seq++);

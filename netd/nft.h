@@ -1,10 +1,10 @@
 /*
  * netd's side of nf_tables: one NETLINK_NETFILTER socket, opened before
  * the privilege drop and the seccomp filter (which allows no new one),
- * through libmnl and libnftnl.  It reads table "ip enid" back into
- * snat.c's data form and writes it whole in one atomic batch; it never
- * names any other table.  Errors are negative errno values with err
- * naming what failed.
+ * through libmnl and libnftnl.  It reads tables "ip enid" and "ip6
+ * enid" back into snat.c's data form and writes each whole in one atomic
+ * batch; it never names any other table.  Errors are negative errno
+ * values with err naming what failed.
  */
 #ifndef ENID_NETD_NFT_H
 #define ENID_NETD_NFT_H
@@ -36,15 +36,15 @@ struct nft {
  */
 int	nft_open(struct nft *n, char *err, size_t errlen);
 
-/* Read table "ip enid" (absent: out->present false; anything netd does
- * not write: out->foreign with out->what naming it, and nothing more is
- * read, so a huge foreign table costs no more than a small one).  0, or
- * a negative errno. */
-int	nft_read(struct nft *n, struct snat_table *out, char *err,
-	    size_t errlen);
+/* Read table enid of family (SNAT_FAMILY_IP or _IP6) (absent:
+ * out->present false; anything netd does not write: out->foreign with
+ * out->what naming it, and nothing more is read, so a huge foreign table
+ * costs no more than a small one).  0, or a negative errno. */
+int	nft_read(struct nft *n, uint8_t family, struct snat_table *out,
+	    char *err, size_t errlen);
 
 /*
- * Replace table "ip enid" with t in one batch (create it if absent,
+ * Replace table enid of t->family with t in one batch (create it if absent,
  * delete it, create it with t's chains and rules), every message
  * acknowledged.  0, or a negative errno naming the refused message; the
  * kernel then changed nothing.

@@ -77,15 +77,42 @@ push_addr(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
 	return 0;
 }
 
-/* From or to all, as a rule or a default route holds it. */
+/* From or to all in a family, as a rule or a default route holds it:
+ * 0.0.0.0/0 or ::/0. */
 static struct ip_prefix
-any4(void)
+any_of(uint8_t family)
 {
 	struct ip_prefix p;
 
 	memset(&p, 0, sizeof(p));
-	p.addr = ip_addr_from_in(0);
+	if (family == AF_INET6)
+		p.addr.family = AF_INET6;
+	else
+		p.addr = ip_addr_from_in(0);
 	return p;
+}
+
+static struct ip_prefix
+any4(void)
+{
+	return any_of(AF_INET);
+}
+
+/* The VPC router's link-local address on every ENI link (REFERENCE.md,
+ * "IPv6 on EC2"): fe80:ec2::1. */
+static struct ip_addr
+ec2_router6(void)
+{
+	struct ip_addr a;
+
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	a.bytes[0] = 0xfe;
+	a.bytes[1] = 0x80;
+	a.bytes[2] = 0x0e;
+	a.bytes[3] = 0xc2;
+	a.bytes[15] = 0x01;
+	return a;
 }
 
 /* addr/32 (or /128). */
@@ -100,20 +127,23 @@ host(const struct ip_addr *addr)
 	return p;
 }
 
-/* The same selector: both all, or the same address and length. */
+/* The same selector: of one family, both all, or the same address and
+ * length.  "All" of IPv4 is not "all" of IPv6: the kernel keeps each
+ * family's rules apart. */
 static bool
 same_sel(const struct ip_prefix *a, const struct ip_prefix *b)
 {
-	return a->len == b->len && (a->len == 0 ||
-	    ip_addr_eq(&a->addr, &b->addr));
+	return a->addr.family == b->addr.family && a->len == b->len &&
+	    (a->len == 0 || ip_addr_eq(&a->addr, &b->addr));
 }
 
-/* An IPv4 address netd put on the link: its tag, on this link. */
+/* An address netd put on the link, of either family: its tag, on this
+ * link, canonical. */
 static bool
 addr_is_netds(const struct nd_ifaddr *a, uint32_t ifindex)
 {
-	return a->ifindex == ifindex && a->addr.addr.family == AF_INET &&
-	    a->proto == NETD_PROTO && a->addr.len <= 32;
+	return a->ifindex == ifindex && a->proto == NETD_PROTO &&
+	    ip_prefix_valid(&a->addr);
 }
 
 
@@ -136,10 +166,11 @@ plan_pod_rules(const struct netd_policy *p, const struct ip_addr *addr,
 {
 	size_t n = 0;
 
+	/* Of the address's family alone: never a mixed-family rule. */
 	memset(out, 0, 2 * sizeof(out[0]));
 	out[n].priority = p->prio_to;
 	out[n].table = NETD_TABLE_MAIN;
-	out[n].src = any4();
+	out[n].src = any_of(addr->family);
 	out[n].dst = host(addr);
 	out[n].protocol = NETD_PROTO;
 	n++;
@@ -147,19 +178,21 @@ plan_pod_rules(const struct netd_policy *p, const struct ip_addr *addr,
 		out[n].priority = p->prio_from;
 		out[n].table = table;
 		out[n].src = host(addr);
-		out[n].dst = any4();
+		out[n].dst = any_of(addr->family);
 		out[n].protocol = NETD_PROTO;
 		n++;
 	}
 	return n;
 }
 
-/* "fwmark M/M lookup main" at prio_to with nothing else, for mark M. */
+/* "fwmark M/M lookup main" at prio_to with nothing else, for mark M: an
+ * IPv4 rule (the marks are set by netd's ip table, IPv4 only). */
 static bool
 rule_is_mark_rule(const struct netd_policy *p, const struct nd_rule *r,
     uint32_t mark)
 {
 	return r->protocol == NETD_PROTO && !r->other_selectors &&
+	    r->src.addr.family == AF_INET &&
 	    r->priority == p->prio_to && r->table == NETD_TABLE_MAIN &&
 	    r->src.len == 0 && r->dst.len == 0 && mark != 0 &&
 	    r->fwmark == mark && r->fwmask == mark;
@@ -184,7 +217,9 @@ plan_rule_owned(const struct netd_policy *p, const struct nd_rule *r)
 bool
 plan_rule_del_takes(const struct nd_rule *d, const struct nd_rule *r)
 {
-	return r->priority == d->priority && r->table == d->table &&
+	/* A delete goes to one family's rules only. */
+	return r->src.addr.family == d->src.addr.family &&
+	    r->priority == d->priority && r->table == d->table &&
 	    r->protocol == d->protocol &&
 	    (d->src.len == 0 || same_sel(&r->src, &d->src)) &&
 	    (d->dst.len == 0 || same_sel(&r->dst, &d->dst)) &&
@@ -288,7 +323,10 @@ bool
 plan_rule_is_pod_to(const struct netd_policy *p, const struct nd_rule *r)
 {
 	return plan_rule_owned(p, r) && rule_unmarked(r) &&
-	    r->priority == p->prio_to && r->dst.len == 32 && r->src.len == 0;
+	    r->priority == p->prio_to && r->src.len == 0 &&
+	    r->dst.addr.family == r->src.addr.family &&
+	    r->dst.len == ip_family_bits(r->dst.addr.family) &&
+	    r->dst.len != 0;
 }
 
 bool
@@ -383,7 +421,8 @@ eni_route(const struct msg_netd_setup_eni *m, const struct ip_prefix *dst,
 	return r;
 }
 
-#define ENI_MAX_ROUTES	(2 + MSG_MAX_SNAT_CIDRS)
+/* IPv4's on-link, VPC, exclusions and default; IPv6's default. */
+#define ENI_MAX_ROUTES	(2 + MSG_MAX_SNAT_CIDRS + 1)
 
 /*
  * The routes of an ENI's table, in the order they must be added: the
@@ -399,6 +438,8 @@ eni_routes(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 	size_t n = 0;
 	uint32_t i;
 
+	if (m->addr.addr.family == 0)
+		return 0;
 	out[n++] = eni_route(m, &gw, PLAN_SCOPE_LINK, NULL, ifindex);
 	if (!eg->snat) {
 		out[n++] = eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &m->gateway,
@@ -434,7 +475,8 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 
 	memset(out, 0, sizeof(*out));
 	out->snat = cfg->snat.enabled;
-	for (i = 0; i < p->ncidrs && out->ncidrs < MSG_MAX_SNAT_CIDRS; i++)
+	/* IPv4's: the egress of IPv4 traffic (IPv6 is never translated). */
+	for (i = 0; i < p->ncidrs4 && out->ncidrs < MSG_MAX_SNAT_CIDRS; i++)
 		out->cidrs[out->ncidrs++] = p->cidrs[i];
 	for (i = 0; i < cfg->snat.nexclude &&
 	    out->ncidrs < MSG_MAX_SNAT_CIDRS; i++) {
@@ -455,6 +497,26 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 	return NULL;
 }
 
+/*
+ * An ENI's IPv6 default route, in its table: to the VPC router's
+ * link-local address on the ENI's own link, which the kernel takes as a
+ * gateway without a route to it.  Not translated (IPv6 has no SNAT here):
+ * what leaves from the ENI's or its pods' IPv6 addresses leaves by it.
+ */
+static struct nd_route
+eni_route6(const struct msg_netd_setup_eni *m, uint32_t ifindex)
+{
+	struct ip_prefix all = any_of(AF_INET6);
+	struct ip_addr router = ec2_router6();
+	struct nd_route r;
+
+	r = eni_route(m, &all, PLAN_SCOPE_UNIVERSE, &router, ifindex);
+	/* The metric the kernel gives an IPv6 route added without one
+	 * (IP6_RT_PRIO_USER), named so the route read back is equal. */
+	r.metric = PLAN_METRIC6_DEFAULT;
+	return r;
+}
+
 static bool
 route_wanted(const struct nd_route *r, const struct nd_route *want,
     size_t nwant)
@@ -473,22 +535,34 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
     const struct nd_route *cur, size_t ncur, struct nd_plan *plan)
 {
 	struct nd_route want[ENI_MAX_ROUTES];
-	size_t nwant, i, j;
+	struct ip_prefix addr6 = host(&m->addr6);
+	size_t nwant = 0, i, j;
 
 	memset(plan, 0, sizeof(*plan));
-	if ((nwant = eni_routes(m, ifindex, eg, want)) == 0)
+	if (m->addr.addr.family == 0 && m->addr6.family == 0)
 		return -1;
+	if (m->addr.addr.family != 0 &&
+	    (nwant = eni_routes(m, ifindex, eg, want)) == 0)
+		return -1;
+	if (m->addr6.family != 0)
+		want[nwant++] = eni_route6(m, ifindex);
 
-	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1 ||
+	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1)
+		return -1;
+	if (m->addr.addr.family != 0 &&
 	    push_addr(plan, OP_ADDR_ADD, ifindex, &m->addr) == -1)
+		return -1;
+	if (m->addr6.family != 0 &&
+	    push_addr(plan, OP_ADDR_ADD, ifindex, &addr6) == -1)
 		return -1;
 	for (i = 0; i < nwant; i++) {
 		if (!route_wanted(&want[i], cur, ncur) &&
 		    push_route(plan, OP_ROUTE_ADD, &want[i]) == -1)
 			return -1;
 	}
-	/* Then netd's other routes in the table: stale (an old link's, or
-	 * the other SNAT setting's). */
+	/* Then netd's other routes in the table, of both families: stale
+	 * (an old link's, the other SNAT setting's, a family the ENI no
+	 * longer has). */
 	for (j = 0; j < ncur; j++) {
 		if (!route_is_netds(&cur[j], m->table) ||
 		    route_wanted(&cur[j], want, nwant))
@@ -501,7 +575,9 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		const struct nd_ifaddr *a = &link->addrs[i];
 
 		if (!addr_is_netds(a, ifindex) ||
-		    ip_prefix_eq(&a->addr, &m->addr))
+		    (m->addr.addr.family != 0 &&
+		    ip_prefix_eq(&a->addr, &m->addr)) ||
+		    (m->addr6.family != 0 && ip_prefix_eq(&a->addr, &addr6)))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex, &a->addr) == -1)
 			return -1;

@@ -26,10 +26,12 @@ _Static_assert(PLAN_MAX_OPS <= MSG_MAX_CHANGED,
     "an answer says how many objects a plan changed");
 #define PLAN_SCOPE_UNIVERSE	0	/* RT_SCOPE_UNIVERSE */
 #define PLAN_SCOPE_LINK		253	/* RT_SCOPE_LINK */
+#define PLAN_METRIC6_DEFAULT	1024	/* IP6_RT_PRIO_USER */
 
-/* An IPv4 policy rule "[from SRC] [to DST] [fwmark M/MASK] lookup TABLE"
- * at a priority.  From or to all: 0.0.0.0/0 (a length 0, whatever the
- * address). */
+/* A policy rule "[from SRC] [to DST] [fwmark M/MASK] lookup TABLE" at
+ * a priority, of one family: src and dst are both IPv4 or both IPv6, and
+ * src's family is the rule's.  From or to all: 0.0.0.0/0 or ::/0 (a
+ * length 0, whatever the address bytes). */
 struct nd_rule {
 	uint32_t	priority;
 	uint32_t	table;
@@ -43,7 +45,7 @@ struct nd_rule {
 	bool		other_selectors;
 };
 
-/* An IPv4 unicast route with at most one next hop. */
+/* A unicast route of either family (dst's) with at most one next hop. */
 struct nd_route {
 	uint32_t	table;
 	struct ip_prefix dst;		/* the default route: 0.0.0.0/0 */
@@ -212,9 +214,13 @@ const char	*plan_egress(const struct netd_policy *p,
  *   SNAT on:  { gateway/32 dev ENI scope link,
  *               each of eg's CIDRs via gateway dev ENI,
  *               default via primary_gw dev primary onlink }
- * and no other netd address on the link.  link: its addresses now (NULL:
- * none known); cur: the routes in table T now.  The main table is never
- * touched.  -1 also if SNAT is on without a primary link and gateway.
+ * (none of them for an ENI without an IPv4 address), and with an IPv6
+ * address (addr6) ADDR6/128 on the link (no DAD, no prefix route) and
+ *   { ::/0 via fe80:ec2::1 dev ENI }
+ * and no other netd address (of either family) on the link.  link: its
+ * addresses now (NULL: none known); cur: the routes in table T now.  The
+ * main table is never touched.  -1 also if SNAT is on without a primary
+ * link and gateway, or if the ENI has neither address.
  */
 int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
 		    uint32_t ifindex, const struct nd_egress *eg,

@@ -165,11 +165,77 @@ special_range(const struct ip_addr *a)
 	    ip_addr_is_link_local(a) || ip_addr_is_multicast(a);
 }
 
+/* One IPv4 block of the VPC. */
+static const char *
+check_vpc_cidr4(const struct ip_prefix *c)
+{
+	if (c->len < NETD_MIN_VPC_PREFIX || c->len > NETD_MAX_VPC_PREFIX)
+		return "VPC CIDR prefix out of range (/16 to /28)";
+	if (!ip_prefix_is_network(c))
+		return "VPC CIDR has host bits set";
+	if (special_range(&c->addr))
+		return "VPC CIDR in a reserved range (this network, "
+		    "loopback, link-local, multicast or reserved)";
+	return NULL;
+}
+
+/* One IPv6 block of the VPC: a unicast network, global or unique local,
+ * never one holding EC2's own service addresses (fd00:ec2::/32). */
+static const char *
+check_vpc_cidr6(const struct ip_prefix *c)
+{
+	static const struct ip_prefix ec2 = { { AF_INET6, { 0 },
+	    { 0xfd, 0x00, 0x0e, 0xc2 } }, 32, { 0 } };
+
+	if (c->len < NETD_MIN_VPC6_PREFIX || c->len > NETD_MAX_VPC6_PREFIX)
+		return "VPC IPv6 CIDR prefix out of range (/44 to /60)";
+	if (!ip_prefix_is_network(c))
+		return "VPC IPv6 CIDR has host bits set";
+	if (ip_addr_is_special(&c->addr))
+		return "VPC IPv6 CIDR in a special range (link-local, "
+		    "multicast, loopback, ::/8 or IPv4-embedded)";
+	if (ip_prefix_overlaps(c, &ec2))
+		return "VPC IPv6 CIDR overlaps EC2's service addresses "
+		    "(fd00:ec2::/32)";
+	return NULL;
+}
+
+/* The VPC's blocks: 1 to MSG_MAX_CIDRS IPv4 ones, then up to
+ * MSG_MAX_CIDRS6 IPv6 ones. */
+static const char *
+check_vpc_cidrs(const struct msg_netd_policy *m)
+{
+	const char *why;
+	uint32_t i, n4 = 0, n6 = 0;
+
+	if (m->ncidrs > MSG_MAX_VPC_CIDRS)
+		return "no VPC CIDR, or too many";
+	for (i = 0; i < m->ncidrs; i++) {
+		const struct ip_prefix *c = &m->cidrs[i];
+
+		if (!ip_prefix_valid(c))
+			return "VPC CIDR is not a network";
+		if (c->addr.family == AF_INET) {
+			if (n6 > 0)
+				return "VPC IPv4 CIDR after an IPv6 one";
+			n4++;
+			why = check_vpc_cidr4(c);
+		} else {
+			n6++;
+			why = check_vpc_cidr6(c);
+		}
+		if (why != NULL)
+			return why;
+	}
+	if (n4 == 0 || n4 > MSG_MAX_CIDRS || n6 > MSG_MAX_CIDRS6)
+		return "no VPC CIDR, or too many";
+	return NULL;
+}
+
 const char *
 policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 {
 	const char *why;
-	uint32_t i;
 
 	if (p->vpc_set)
 		return "policy already set";
@@ -180,24 +246,14 @@ policy_set_vpc(struct netd_policy *p, const struct msg_netd_policy *m)
 	 * refuse the node's own links refuse the primary interface too. */
 	if ((why = policy_check_primary(p, m->primary_mac)) != NULL)
 		return why;
-	if (m->ncidrs == 0 || m->ncidrs > MSG_MAX_CIDRS)
-		return "no VPC CIDR, or too many";
-	for (i = 0; i < m->ncidrs; i++) {
-		if (m->cidrs[i].addr.family != AF_INET ||
-		    !ip_prefix_valid(&m->cidrs[i]))
-			return "VPC CIDR is not an IPv4 network";
-		if (m->cidrs[i].len < NETD_MIN_VPC_PREFIX ||
-		    m->cidrs[i].len > NETD_MAX_VPC_PREFIX)
-			return "VPC CIDR prefix out of range (/16 to /28)";
-		if (!ip_prefix_is_network(&m->cidrs[i]))
-			return "VPC CIDR has host bits set";
-		if (special_range(&m->cidrs[i].addr))
-			return "VPC CIDR in a reserved range (this network, "
-			    "loopback, link-local, multicast or reserved)";
-	}
+	if ((why = check_vpc_cidrs(m)) != NULL)
+		return why;
 	memcpy(p->primary_mac, m->primary_mac, 6);
 	p->ncidrs = m->ncidrs;
 	memcpy(p->cidrs, m->cidrs, m->ncidrs * sizeof(m->cidrs[0]));
+	for (p->ncidrs4 = 0; p->ncidrs4 < p->ncidrs &&
+	    p->cidrs[p->ncidrs4].addr.family == AF_INET; p->ncidrs4++)
+		;
 	p->vpc_set = true;
 	return NULL;
 }
@@ -222,6 +278,39 @@ policy_in_vpc(const struct netd_policy *p, const struct ip_addr *addr)
 		if (ip_prefix_contains(&p->cidrs[i], addr))
 			return true;
 	return false;
+}
+
+/* EC2's IPv6 service addresses on Nitro (REFERENCE.md, "IPv6 on EC2"):
+ * fd00:ec2::254 (IMDS), fd00:ec2::253 (DNS), fd00:ec2::123 (NTP). */
+static bool
+ec2_service_addr(const struct ip_addr *a)
+{
+	static const uint8_t base[14] = { 0xfd, 0x00, 0x0e, 0xc2 };
+
+	uint16_t last;
+
+	if (a->family != AF_INET6 || memcmp(a->bytes, base, 14) != 0)
+		return false;
+	last = (uint16_t)(a->bytes[14] << 8 | a->bytes[15]);
+	return last == 0x254 || last == 0x253 || last == 0x123;
+}
+
+const char *
+policy_check_unicast(const struct netd_policy *p, const struct ip_addr *addr)
+{
+	static const struct ip_prefix ula = { { AF_INET6, { 0 }, { 0xfc } },
+	    7, { 0 } };
+
+	if (ip_addr_is_special(addr))
+		return "address is a special one (unspecified, loopback, "
+		    "link-local, multicast, reserved or IPv4-embedded)";
+	if (ec2_service_addr(addr))
+		return "address is one of EC2's service addresses (IMDS, DNS, "
+		    "NTP at fd00:ec2::)";
+	if (ip_prefix_contains(&ula, addr) && !policy_in_vpc(p, addr))
+		return "address is a unique local one (fc00::/7) outside the "
+		    "VPC's blocks";
+	return NULL;
 }
 
 /* The subnet lies wholly inside one VPC block. */
@@ -370,8 +459,44 @@ policy_check_find_link(const struct netd_policy *p,
 	return NULL;
 }
 
-/* What setup and teardown share: a declared MAC on its own table, and an
- * address whose subnet lies inside the VPC and is not the node's own. */
+/* An ENI's IPv4 address: its subnet inside the VPC, not the node's. */
+static const char *
+check_eni_addr4(const struct netd_policy *p,
+    const struct msg_netd_setup_eni *m)
+{
+	if (m->addr.addr.family != AF_INET)
+		return "ENI address is not IPv4";
+	if (m->addr.len > 32)
+		return "address prefix over 32";
+	if (!policy_in_vpc(p, &m->addr.addr) || !subnet_in_vpc(p, &m->addr))
+		return "ENI address or its subnet outside the VPC CIDRs";
+	if (policy_node_has_addr(p, &m->addr.addr))
+		return "address is one of the node's own (on a default-route "
+		    "link)";
+	return NULL;
+}
+
+/* An ENI's IPv6 address: a unicast one of the VPC's, not the node's. */
+static const char *
+check_eni_addr6(const struct netd_policy *p,
+    const struct msg_netd_setup_eni *m)
+{
+	const char *why;
+
+	if (m->addr6.family != AF_INET6)
+		return "ENI IPv6 address is not IPv6";
+	if ((why = policy_check_unicast(p, &m->addr6)) != NULL)
+		return why;
+	if (!policy_in_vpc(p, &m->addr6))
+		return "ENI IPv6 address outside the VPC's IPv6 CIDRs";
+	if (policy_node_has_addr(p, &m->addr6))
+		return "ENI IPv6 address is one of the node's own (on a "
+		    "default-route link)";
+	return NULL;
+}
+
+/* What setup and teardown share: a declared MAC on its own table, and
+ * addresses inside the VPC that are not the node's own. */
 static const char *
 check_eni_common(const struct netd_policy *p,
     const struct msg_netd_setup_eni *m)
@@ -387,13 +512,12 @@ check_eni_common(const struct netd_policy *p,
 		return "MAC not declared as an ENI";
 	if (e->table != m->table)
 		return "table differs from the one declared for this MAC";
-	if (m->addr.len > 32)
-		return "address prefix over 32";
-	if (!policy_in_vpc(p, &m->addr.addr) || !subnet_in_vpc(p, &m->addr))
-		return "ENI address or its subnet outside the VPC CIDRs";
-	if (policy_node_has_addr(p, &m->addr.addr))
-		return "address is one of the node's own (on a default-route "
-		    "link)";
+	if (m->addr.addr.family == 0 && m->addr6.family == 0)
+		return "ENI has neither an IPv4 nor an IPv6 address";
+	if (m->addr.addr.family != 0 && (why = check_eni_addr4(p, m)) != NULL)
+		return why;
+	if (m->addr6.family != 0 && (why = check_eni_addr6(p, m)) != NULL)
+		return why;
 	return NULL;
 }
 
@@ -405,14 +529,20 @@ policy_check_setup(const struct netd_policy *p,
 
 	if ((why = check_eni_common(p, m)) != NULL)
 		return why;
+	if (m->mtu < NETD_MTU_MIN || m->mtu > NETD_MTU_MAX)
+		return "MTU out of range";
+	if (m->addr6.family != 0 && m->mtu < NETD_MTU_MIN6)
+		return "MTU below IPv6's minimum (1280) for an ENI with an "
+		    "IPv6 address";
+	if (m->addr.addr.family == 0)
+		return m->gateway.family == 0 ? NULL :
+		    "gateway without an IPv4 address";
 	if (!policy_in_vpc(p, &m->gateway))
 		return "gateway outside the VPC CIDRs";
 	if (!ip_prefix_contains(&m->addr, &m->gateway))
 		return "gateway outside the ENI's subnet";
 	if (ip_addr_eq(&m->gateway, &m->addr.addr))
 		return "gateway is the ENI's own address";
-	if (m->mtu < NETD_MTU_MIN || m->mtu > NETD_MTU_MAX)
-		return "MTU out of range";
 	return NULL;
 }
 
@@ -432,6 +562,8 @@ policy_check_pod(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 	const char *why;
 
 	if ((why = check_ready(p)) != NULL)
+		return why;
+	if ((why = policy_check_unicast(p, &m->addr)) != NULL)
 		return why;
 	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
@@ -476,6 +608,7 @@ policy_check_pod_route(const struct netd_policy *p,
 {
 	char ip[IP_PREFIX_STR_LEN];
 	const char *why;
+	unsigned int bits = ip_family_bits(m->addr.family);
 	size_t i;
 
 	*present = false;
@@ -484,14 +617,16 @@ policy_check_pod_route(const struct netd_policy *p,
 		return why;
 	if (!veth_name_ok(m->dev))
 		return "device name is not a pod veth's (1 to 15 of a-z 0-9)";
+	if ((why = policy_check_unicast(p, &m->addr)) != NULL)
+		return why;
 	if (!policy_in_vpc(p, &m->addr))
 		return "pod address outside the VPC CIDRs";
 	if (policy_node_has_addr(p, &m->addr))
 		return "pod address is one of the node's own (on a "
 		    "default-route link)";
 	if (!has_rule)
-		return "the address has no rule of netd's for a pod (to ADDR/32 "
-		    "lookup main)";
+		return "the address has no rule of netd's for a pod (to "
+		    "ADDR/32 or ADDR/128 lookup main)";
 	if (!link->found)
 		return policy_no_such_device;
 	if (policy_node_link_by_ifindex(p, link->ifindex) != NULL ||
@@ -506,11 +641,14 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (ip_addr_eq(&r->dst.addr, &m->addr) && r->dst.len == 32) {
+		if (ip_addr_eq(&r->dst.addr, &m->addr) && r->dst.len == bits) {
+			/* IPv6 routes have no scope: the kernel lists each
+			 * as universe. */
 			if (r->type == NETD_ROUTE_UNICAST && !r->multipath &&
 			    r->gateway.family == 0 &&
 			    r->ifindex == link->ifindex &&
-			    r->scope == NETD_SCOPE_LINK) {
+			    (r->scope == NETD_SCOPE_LINK ||
+			    m->addr.family == AF_INET6)) {
 				*present = true;
 				continue;
 			}
@@ -534,7 +672,10 @@ policy_check_pod_route(const struct netd_policy *p,
 	for (i = 0; i < nroutes; i++) {
 		const struct nd_host_route *r = &routes[i];
 
-		if (r->dst.len == 32 && !ip_addr_eq(&r->dst.addr, &m->addr) &&
+		/* Of the request's family only: a dual-stack pod's veth
+		 * carries its /32 and its /128. */
+		if (r->dst.addr.family == m->addr.family &&
+		    r->dst.len == bits && !ip_addr_eq(&r->dst.addr, &m->addr) &&
 		    !r->multipath && r->type == NETD_ROUTE_UNICAST &&
 		    r->ifindex == link->ifindex) {
 			ip_addr_format(&r->dst.addr, ip);
@@ -616,7 +757,8 @@ policy_check_bare(const struct nd_link_state *s, char *detail,
 		    "judges";
 	for (i = 0; i < s->naddrs; i++) {
 		a = &s->addrs[i];
-		if (a->addr.addr.family == AF_INET && a->proto == NETD_PROTO)
+		if ((a->addr.addr.family == AF_INET ||
+		    a->addr.addr.family == AF_INET6) && a->proto == NETD_PROTO)
 			continue;
 		if (a->addr.addr.family == AF_INET6 &&
 		    ip_addr_is_link_local(&a->addr.addr))

@@ -26,8 +26,13 @@ _Static_assert(NETD_MAX_ENIS >= ENID_MAX_ENIS,
 /* EC2 VPC CIDR blocks are /16 to /28. */
 #define NETD_MIN_VPC_PREFIX	16
 #define NETD_MAX_VPC_PREFIX	28
+/* EC2 VPC IPv6 blocks: Amazon's are /56, BYOIP and IPAM pools' /44 to
+ * /60; a subnet's is a /64. */
+#define NETD_MIN_VPC6_PREFIX	44
+#define NETD_MAX_VPC6_PREFIX	60
 #define NETD_MTU_MIN		576
 #define NETD_MTU_MAX		9216
+#define NETD_MTU_MIN6		1280	/* IPv6's least link MTU */
 #define NETD_MAX_DEADLINE_MS	(10 * 60 * 1000)
 
 /*
@@ -85,8 +90,8 @@ struct netd_node_link {
 
 /*
  * Every link a default route of the main table goes through (each next
- * hop, multipath included) and the IPv4 addresses on those links.  netd's
- * requests are all IPv4, so IPv6 addresses play no part in its checks.
+ * hop, multipath included) and the addresses on those links, IPv4 and
+ * IPv6 (a pod or an ENI naming one of them is refused).
  */
 struct netd_node {
 	uint32_t		nlinks;
@@ -141,7 +146,9 @@ struct netd_policy {
 	bool		vpc_set;	/* NETD_POLICY received */
 	uint8_t		primary_mac[6];
 	uint32_t	ncidrs;
-	struct ip_prefix cidrs[MSG_MAX_CIDRS];	/* IPv4 networks */
+	uint32_t	ncidrs4;	/* the IPv4 ones, first in cidrs */
+	/* The VPC's networks: IPv4 first, then IPv6 (as NETD_POLICY). */
+	struct ip_prefix cidrs[MSG_MAX_VPC_CIDRS];
 
 	uint32_t	nenis;
 	struct netd_eni	enis[NETD_MAX_ENIS];
@@ -189,8 +196,18 @@ const char	*policy_set_vpc(struct netd_policy *p,
 
 bool		 policy_table_allowed(const struct netd_policy *p,
 		    uint32_t table);
-/* addr lies in one of the VPC's blocks, and is not 0.0.0.0. */
+/* addr lies in one of the VPC's blocks (of its family), and is not
+ * 0.0.0.0. */
 bool		 policy_in_vpc(const struct netd_policy *p,
+		    const struct ip_addr *addr);
+/*
+ * What no pod or ENI address may be, whatever the VPC's blocks say: a
+ * special address of either family (common/addr.h), and for IPv6 also
+ * EC2's service addresses (IMDS fd00:ec2::254, DNS fd00:ec2::253, NTP
+ * fd00:ec2::123: a pod holding one would take the node's queries) and a
+ * ULA (fc00::/7) outside the VPC's blocks.  NULL, or why.
+ */
+const char	*policy_check_unicast(const struct netd_policy *p,
 		    const struct ip_addr *addr);
 /* The declared ENI with this MAC, or NULL. */
 const struct netd_eni *policy_eni_by_mac(const struct netd_policy *p,
@@ -257,8 +274,8 @@ struct nd_pod_link {
 	bool		peer_netns;	/* IFLA_LINK_NETNSID: peer elsewhere */
 };
 
-/* A main-table IPv4 route that concerns the request: to the address
- * (of any type: a blackhole is a route to it too), or a /32 through the
+/* A main-table route that concerns the request: to the address (of any
+ * type: a blackhole is a route to it too), or a /32 or /128 through the
  * link. */
 struct nd_host_route {
 	struct ip_prefix dst;

@@ -20,6 +20,11 @@
 #define RTN_LOCAL_TYPE	2		/* RTN_LOCAL: fib's "type local" */
 #define IPHDR_SADDR	12
 #define IPHDR_DADDR	16
+#define IP6HDR_SADDR	8
+/* fe80::/10 as nft matches it: the whole address loaded and masked. */
+#define LL6_MASK	0xffc0
+#define LL6_NET		0xfe80
+#define IP6_ADDR_LEN	16
 #define CT_STATE_NEW	NF_CT_STATE_BIT(IP_CT_NEW)
 /* The kernel adds this to a nat expression's flags when it has an
  * address register, and reports it back. */
@@ -68,6 +73,7 @@ snat_desired(const struct snat_params *p, struct snat_table *out)
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
+	out->family = SNAT_FAMILY_IP;
 	out->present = true;
 	/* Connections arriving on the primary link for the node itself
 	 * (NodePort, host network), marked before DNAT rewrites daddr. */
@@ -120,6 +126,32 @@ snat_desired(const struct snat_params *p, struct snat_table *out)
 	}
 }
 
+void
+snat_src6_desired(const char *veth_prefix, struct snat_table *out)
+{
+	struct snat_rule *r;
+
+	memset(out, 0, sizeof(*out));
+	out->family = SNAT_FAMILY_IP6;
+	out->present = true;
+	add_chain(out, SNAT_CHAIN_POD_SRC, false, SNAT_HOOK_PREROUTING,
+	    SNAT_PRIO_RAW);
+	r = add_rule(out, 0);
+	add_stmt(r, SNAT_IIFNAME_PREFIX, 0, 0);
+	snprintf(r->stmts[0].name, sizeof(r->stmts[0].name), "%s",
+	    veth_prefix);
+	add_stmt(r, SNAT_SADDR6_NOT_LL, 0, 0);
+	add_stmt(r, SNAT_FIB_SADDR_IIF_MISSING, 0, 0);
+	add_stmt(r, SNAT_COUNTER, 0, 0);
+	add_stmt(r, SNAT_DROP, 0, 0);
+}
+
+const char *
+snat_family_name(uint8_t family)
+{
+	return family == SNAT_FAMILY_IP6 ? "ip6" : "ip";
+}
+
 /* ---- formatting and comparison ---- */
 
 static size_t
@@ -162,6 +194,16 @@ fmt_stmt(const struct snat_stmt *s, char *buf, size_t len)
 		ip4_format(s->value, a);
 		return (size_t)snprintf(buf, len, "snat to %s%s", a,
 		    s->fully_random ? " fully-random" : "");
+	case SNAT_IIFNAME_PREFIX:
+		return (size_t)snprintf(buf, len, "iifname \"%.15s*\"",
+		    s->name);
+	case SNAT_SADDR6_NOT_LL:
+		return (size_t)snprintf(buf, len, "ip6 saddr != fe80::/10");
+	case SNAT_FIB_SADDR_IIF_MISSING:
+		return (size_t)snprintf(buf, len, "fib saddr . iif oif "
+		    "missing");
+	case SNAT_DROP:
+		return (size_t)snprintf(buf, len, "drop");
 	default:
 		return (size_t)snprintf(buf, len, "?");
 	}
@@ -198,6 +240,9 @@ static bool
 stmt_equal(const struct snat_stmt *a, const struct snat_stmt *b)
 {
 	if (a->kind != b->kind || a->value != b->value)
+		return false;
+	if (a->kind == SNAT_IIFNAME_PREFIX &&
+	    strncmp(a->name, b->name, sizeof(a->name)) != 0)
 		return false;
 	if ((a->kind == SNAT_SADDR || a->kind == SNAT_DADDR) &&
 	    a->prefix != b->prefix)
@@ -286,7 +331,8 @@ snat_table_equal(const struct snat_table *have,
 	int hc;
 
 	if (!have->present) {
-		snprintf(why, whylen, "table ip %s absent", SNAT_TABLE);
+		snprintf(why, whylen, "table %s %s absent",
+		    snat_family_name(want->family), SNAT_TABLE);
 		return false;
 	}
 	if (have->foreign) {
@@ -348,6 +394,12 @@ snat_marked(const struct snat_table *t)
 {
 	return counted(t, snat_chain_find(t, SNAT_CHAIN_MARK_IN),
 	    SNAT_CT_MARK_OR);
+}
+
+uint64_t
+snat_src6_dropped(const struct snat_table *t)
+{
+	return counted(t, snat_chain_find(t, SNAT_CHAIN_POD_SRC), SNAT_DROP);
 }
 
 /* ---- statements to expressions ---- */
@@ -458,6 +510,43 @@ stmt_exprs(const struct snat_stmt *s, struct snat_expr *out, size_t *n)
 		e->family = NFPROTO_IPV4;
 		e->flags = s->fully_random ? NF_NAT_RANGE_PROTO_RANDOM_FULLY : 0;
 		break;
+	case SNAT_IIFNAME_PREFIX:
+		/* A wildcard name is a compare of its leading bytes only,
+		 * without the NUL, as nft writes "name*". */
+		ex(out, n, SX_META_LOAD, NFT_META_IIFNAME);
+		ex_cmp(out, n, NFT_CMP_EQ, s->name,
+		    (uint32_t)strnlen(s->name, sizeof(s->name) - 1));
+		break;
+	case SNAT_SADDR6_NOT_LL: {
+		static const uint8_t ll_mask[IP6_ADDR_LEN] = { LL6_MASK >> 8,
+		    LL6_MASK & 0xff };
+		static const uint8_t net[IP6_ADDR_LEN] = { LL6_NET >> 8,
+		    LL6_NET & 0xff };
+
+		/* As nft 1.0 writes it: the whole address, masked. */
+		e = ex(out, n, SX_PAYLOAD, NFT_PAYLOAD_NETWORK_HEADER);
+		e->offset = IP6HDR_SADDR;
+		e->len = IP6_ADDR_LEN;
+		e = ex(out, n, SX_BITWISE, 0);
+		e->len = IP6_ADDR_LEN;
+		memcpy(e->data, ll_mask, IP6_ADDR_LEN);
+		ex_cmp(out, n, NFT_CMP_NEQ, net, IP6_ADDR_LEN);
+		break;
+	}
+	case SNAT_FIB_SADDR_IIF_MISSING:
+		/* Is there a route back to the source through the arrival
+		 * link?  A boolean (present) in the register's 4 bytes,
+		 * compared with false. */
+		e = ex(out, n, SX_FIB, NFT_FIB_RESULT_OIF);
+		e->flags = NFTA_FIB_F_SADDR | NFTA_FIB_F_IIF |
+		    NFTA_FIB_F_PRESENT;
+		ex_cmp(out, n, NFT_CMP_EQ, &zero, 4);
+		break;
+	case SNAT_DROP:
+		e = ex(out, n, SX_IMM_VERDICT, 0);
+		e->dreg = NFT_REG_VERDICT;
+		e->verdict = NF_DROP;
+		break;
 	}
 }
 
@@ -548,6 +637,29 @@ mask_prefix(const uint8_t *mask, uint32_t len)
 	return p;
 }
 
+/* payload bitwise cmp-neq: ip6 saddr != fe80::/10, exactly. */
+static int
+parse_saddr6_ll(struct cursor *c, struct snat_rule *r)
+{
+	static const uint8_t zero[IP6_ADDR_LEN];
+	const struct snat_expr *b = peek(c, 1, SX_BITWISE),
+	    *m = peek(c, 2, SX_CMP);
+
+	if (b == NULL || m == NULL || b->len != IP6_ADDR_LEN ||
+	    b->sreg != REG || b->dreg != REG ||
+	    b->data[0] != (LL6_MASK >> 8) ||
+	    b->data[1] != (LL6_MASK & 0xff) ||
+	    memcmp(b->data + 2, zero, IP6_ADDR_LEN - 2) != 0 ||
+	    memcmp(b->xor, zero, IP6_ADDR_LEN) != 0 ||
+	    m->key != NFT_CMP_NEQ || m->len != IP6_ADDR_LEN ||
+	    m->sreg != REG || m->data[0] != (LL6_NET >> 8) ||
+	    m->data[1] != (LL6_NET & 0xff) ||
+	    memcmp(m->data + 2, zero, IP6_ADDR_LEN - 2) != 0)
+		return -1;
+	c->i += 3;
+	return stmt_push(r, SNAT_SADDR6_NOT_LL, 0, 0);
+}
+
 /* payload [bitwise] cmp: ip saddr/daddr with a prefix, at any load
  * length nft may use (a /16 loads 2 bytes). */
 static int
@@ -558,6 +670,9 @@ parse_addr(struct cursor *c, struct snat_rule *r)
 	uint32_t addr, i;
 	int prefix;
 
+	if (p->key == NFT_PAYLOAD_NETWORK_HEADER && p->dreg == REG &&
+	    p->offset == IP6HDR_SADDR && p->len == IP6_ADDR_LEN)
+		return parse_saddr6_ll(c, r);
 	if (p->key != NFT_PAYLOAD_NETWORK_HEADER || p->dreg != REG ||
 	    p->len < 1 || p->len > 4 ||
 	    (p->offset != IPHDR_SADDR && p->offset != IPHDR_DADDR))
@@ -596,6 +711,25 @@ parse_meta(struct cursor *c, struct snat_rule *r)
 
 	if (l->dreg != REG)
 		return -1;
+	if (l->key == NFT_META_IIFNAME) {
+		const struct snat_expr *m = peek(c, 1, SX_CMP);
+		uint32_t i;
+		int rc;
+
+		/* A prefix of a-z 0-9 (no NUL: a wildcard), as netd
+		 * writes it. */
+		if (m == NULL || m->key != NFT_CMP_EQ || m->sreg != REG ||
+		    m->len < 1 || m->len > sizeof(r->stmts[0].name) - 1)
+			return -1;
+		for (i = 0; i < m->len; i++)
+			if (!((m->data[i] >= 'a' && m->data[i] <= 'z') ||
+			    (m->data[i] >= '0' && m->data[i] <= '9')))
+				return -1;
+		c->i += 2;
+		if ((rc = stmt_push(r, SNAT_IIFNAME_PREFIX, 0, 0)) == 0)
+			memcpy(r->stmts[r->nstmts - 1].name, m->data, m->len);
+		return rc;
+	}
 	if (l->key == NFT_META_IIF || l->key == NFT_META_OIF) {
 		const struct snat_expr *m = peek(c, 1, SX_CMP);
 		bool eq = cmp4(m, NFT_CMP_EQ, &v);
@@ -670,6 +804,14 @@ parse_one(struct cursor *c, struct snat_rule *r)
 	case SX_PAYLOAD:
 		return parse_addr(c, r);
 	case SX_FIB:
+		if (e->key == NFT_FIB_RESULT_OIF && e->dreg == REG &&
+		    e->flags == (NFTA_FIB_F_SADDR | NFTA_FIB_F_IIF |
+		    NFTA_FIB_F_PRESENT)) {
+			if (!cmp4(peek(c, 1, SX_CMP), NFT_CMP_EQ, &v) || v != 0)
+				return -1;
+			c->i += 2;
+			return stmt_push(r, SNAT_FIB_SADDR_IIF_MISSING, 0, 0);
+		}
 		if (e->key != NFT_FIB_RESULT_ADDRTYPE || e->dreg != REG ||
 		    e->flags != NFTA_FIB_F_DADDR ||
 		    !cmp4(peek(c, 1, SX_CMP), NFT_CMP_EQ, &v) ||
@@ -685,10 +827,11 @@ parse_one(struct cursor *c, struct snat_rule *r)
 		c->i++;
 		return rc;
 	case SX_IMM_VERDICT:
-		if (e->verdict != NFT_RETURN)
+		if (e->verdict != NFT_RETURN && e->verdict != NF_DROP)
 			return -1;
 		c->i++;
-		return stmt_push(r, SNAT_RETURN, 0, 0);
+		return stmt_push(r, e->verdict == NF_DROP ? SNAT_DROP :
+		    SNAT_RETURN, 0, 0);
 	case SX_IMM_DATA:
 		nat = peek(c, 1, SX_NAT);
 		if (e->len != 4 || e->dreg != REG || nat == NULL ||

@@ -1,5 +1,7 @@
 /*
- * netd's nftables table ("ip enid") as plain data: the table netd wants
+ * netd's nftables tables as plain data: "ip enid" (SNAT and the
+ * connection marks) and "ip6 enid" (the IPv6 source check of pods' host
+ * veths, IPv6 having no rp_filter).  For ip enid: the table netd wants
  * from its configuration and the broker's checked `to`, the table it read
  * back (nft.c fills the same form), the comparison of the two naming the
  * first difference, the rules' expressions as netd writes and parses them,
@@ -34,6 +36,11 @@
 #define SNAT_CHAIN_MARK_IN	"mark-in"
 #define SNAT_CHAIN_MARK_OUT	"mark-out"
 #define SNAT_CHAIN_SNAT_OUT	"snat-out"
+#define SNAT_CHAIN_POD_SRC	"pod-src"	/* ip6 enid's one chain */
+
+/* nf_tables' families (NFPROTO_*): a table is of one. */
+#define SNAT_FAMILY_IP		2
+#define SNAT_FAMILY_IP6		10
 
 /* Hooks and chain types as nf_tables numbers them. */
 #define SNAT_HOOK_PREROUTING	0
@@ -41,6 +48,8 @@
 #define SNAT_PRIO_MANGLE	(-150)
 #define SNAT_PRIO_AFTER_DNAT	(-90)	/* dstnat (-100) + 10 */
 #define SNAT_PRIO_SRCNAT	100
+/* Raw, before conntrack: a spoofed packet makes no connection. */
+#define SNAT_PRIO_RAW		(-300)
 
 enum snat_stmt_kind {
 	SNAT_IIF = 1,		/* meta iif == value */
@@ -57,6 +66,10 @@ enum snat_stmt_kind {
 	SNAT_COUNTER,		/* counter (packets, bytes: read back) */
 	SNAT_RETURN,		/* return */
 	SNAT_SNAT_TO,		/* snat to value [fully-random] */
+	SNAT_IIFNAME_PREFIX,	/* iifname "name*" */
+	SNAT_SADDR6_NOT_LL,	/* ip6 saddr != fe80::/10 */
+	SNAT_FIB_SADDR_IIF_MISSING,	/* fib saddr . iif oif missing */
+	SNAT_DROP,		/* drop */
 };
 
 struct snat_stmt {
@@ -65,6 +78,7 @@ struct snat_stmt {
 	bool		fully_random;	/* SNAT_TO */
 	uint32_t	value;		/* ifindex, mark, or address (network
 					 * order) */
+	char		name[16];	/* IIFNAME_PREFIX: the prefix */
 	uint64_t	packets, bytes;	/* COUNTER: not compared */
 };
 
@@ -83,6 +97,7 @@ struct snat_chain {
 };
 
 struct snat_table {
+	uint8_t		family;		/* SNAT_FAMILY_IP, _IP6 */
 	bool		present;
 	/* Read back: something netd does not write or cannot parse (what[]
 	 * names the first); such a table is replaced whole. */
@@ -108,6 +123,26 @@ struct snat_params {
 };
 
 void	snat_desired(const struct snat_params *p, struct snat_table *out);
+
+/*
+ * Table ip6 enid, the IPv6 source check of pods' host veths:
+ *   chain pod-src (filter, prerouting, raw priority -300, policy accept)
+ *     iifname "PREFIX*" ip6 saddr != fe80::/10
+ *         fib saddr . iif oif missing counter drop
+ * A packet that arrives on a pod's veth (PREFIX: routing.pod_veth_prefix)
+ * leaves only if the kernel's route back to its source goes out of that
+ * same veth: with each pod's /128 host route in main (and netd's "to POD
+ * lookup main" rule before any from-rule), the routes are the list of
+ * each veth's own sources.  Another pod's address, or one of no pod, is
+ * dropped and counted; link-local sources (neighbour discovery) pass.
+ * Other links, the primary's and the ENIs' (where asymmetric routing is
+ * normal), are not looked at.
+ */
+void	snat_src6_desired(const char *veth_prefix, struct snat_table *out);
+/* "ip" or "ip6", for messages. */
+const char *snat_family_name(uint8_t family);
+/* Counter packets of ip6 enid's drop rule: spoofed packets dropped. */
+uint64_t snat_src6_dropped(const struct snat_table *t);
 
 /*
  * Whether have (read back) is want (counters aside).  True if equal;
@@ -155,8 +190,8 @@ struct snat_expr {
 	uint32_t	flags;		/* fib, nat */
 	uint32_t	family;		/* nat */
 	int32_t		verdict;
-	uint8_t		data[4];	/* cmp, immediate; bitwise mask */
-	uint8_t		xor[4];		/* bitwise */
+	uint8_t		data[16];	/* cmp, immediate; bitwise: mask */
+	uint8_t		xor[16];	/* bitwise */
 	uint64_t	packets, bytes;	/* counter */
 };
 

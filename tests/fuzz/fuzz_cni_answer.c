@@ -40,7 +40,7 @@ check_ok(enum cni_cmd cmd, const struct cni_answer *a)
 	if (!a->ok) {
 		/* A failure carries its code, and nothing of a success. */
 		if (a->code[0] == '\0' || a->ip.family != 0 ||
-		    a->ncidrs != 0)
+		    a->ip6.family != 0 || a->ncidrs != 0)
 			__builtin_trap();
 		for (i = 0; a->code[i] != '\0'; i++)
 			if (!((a->code[i] >= 'a' && a->code[i] <= 'z') ||
@@ -51,13 +51,29 @@ check_ok(enum cni_cmd cmd, const struct cni_answer *a)
 	}
 	if (a->ncidrs > CNI_ANS_CIDRS)
 		__builtin_trap();
-	/* Addresses and blocks: canonical IPv4, blocks with no host bits;
-	 * one absent is never set. */
+	/* Addresses and blocks: canonical, each of its field's family,
+	 * blocks with no host bits (IPv4 ones before IPv6 ones, those /32
+	 * to /64, a subnet6 /64); one absent is never set. */
 	for (i = 0; i < a->ncidrs; i++)
 		if (!ip_prefix_valid(&a->cidrs[i]) ||
-		    a->cidrs[i].addr.family != AF_INET ||
-		    !ip_prefix_is_network(&a->cidrs[i]))
+		    !ip_prefix_is_network(&a->cidrs[i]) ||
+		    (a->cidrs[i].addr.family == AF_INET && i > 0 &&
+		    a->cidrs[i - 1].addr.family != AF_INET) ||
+		    (a->cidrs[i].addr.family == AF_INET6 &&
+		    (a->cidrs[i].len < 32 || a->cidrs[i].len > 64)))
 			__builtin_trap();
+	if (a->have_subnet6 && (!ip_prefix_valid(&a->subnet6) ||
+	    a->subnet6.addr.family != AF_INET6 || a->subnet6.len != 64 ||
+	    !ip_prefix_is_network(&a->subnet6) || a->ip6.family == 0))
+		__builtin_trap();
+	if (a->ip6.family != 0 && (a->ip6.family != AF_INET6 ||
+	    !ip_addr_valid(&a->ip6)))
+		__builtin_trap();
+	if ((cmd == CNI_CMD_ADD || cmd == CNI_CMD_CHECK) &&
+	    a->ip.family == 0 && a->ip6.family == 0)
+		__builtin_trap();
+	if (a->have_subnet && a->ip.family == 0)
+		__builtin_trap();
 	if (a->have_subnet && (!ip_prefix_valid(&a->subnet) ||
 	    a->subnet.addr.family != AF_INET ||
 	    !ip_prefix_is_network(&a->subnet)))
@@ -66,7 +82,8 @@ check_ok(enum cni_cmd cmd, const struct cni_answer *a)
 	    !ip_addr_valid(&a->ip)))
 		__builtin_trap();
 	if (cmd != CNI_CMD_ADD && cmd != CNI_CMD_CHECK &&
-	    (a->ip.family != 0 || a->ncidrs != 0 || a->have_subnet))
+	    (a->ip.family != 0 || a->ip6.family != 0 || a->ncidrs != 0 ||
+	    a->have_subnet || a->have_subnet6))
 		__builtin_trap();
 	if (cmd != CNI_CMD_STATUS && (a->available || a->reason[0] != '\0'))
 		__builtin_trap();

@@ -169,6 +169,33 @@ cidr_usable(const struct ip_prefix *c)
 	CHECK(memcmp(&back, c, sizeof(back)) == 0);
 }
 
+/* netd's fields of either family (version 8): canonical, and their
+ * text parses back to the very bytes. */
+static void
+addr46_usable(const struct ip_addr *a)
+{
+	char text[IP_ADDR_STR_LEN];
+	struct ip_addr back;
+
+	CHECK(ip_addr_valid(a));
+	ip_addr_format(a, text);
+	CHECK(ip_addr_parse(text, &back, NULL) == 0);
+	CHECK(memcmp(&back, a, sizeof(back)) == 0);
+}
+
+static void
+cidr46_usable(const struct ip_prefix *c)
+{
+	char text[IP_PREFIX_STR_LEN];
+	struct ip_prefix back;
+
+	CHECK(ip_prefix_valid(c));
+	CHECK(c->len <= ip_family_bits(c->addr.family));
+	ip_prefix_format(c, text);
+	CHECK(ip_prefix_parse(text, &back, NULL) == 0);
+	CHECK(memcmp(&back, c, sizeof(back)) == 0);
+}
+
 static void
 status_usable(const struct msg_cloud_status *st)
 {
@@ -251,29 +278,46 @@ payload_usable(unsigned int type, const void *p)
 	}
 	case MSG_NETD_POLICY: {
 		const struct msg_netd_policy *m = p;
+		bool v6 = false;
 
-		CHECK(m->ncidrs <= MSG_MAX_CIDRS);
-		for (i = 0; i < m->ncidrs; i++)
-			cidr_usable(&m->cidrs[i]);
+		/* IPv4 first, then IPv6 */
+		CHECK(m->ncidrs <= MSG_MAX_VPC_CIDRS);
+		for (i = 0; i < m->ncidrs; i++) {
+			cidr46_usable(&m->cidrs[i]);
+			CHECK(!v6 || m->cidrs[i].addr.family == AF_INET6);
+			v6 = m->cidrs[i].addr.family == AF_INET6;
+		}
 		break;
 	}
 	case MSG_NETD_SETUP_ENI:
 	case MSG_NETD_TEARDOWN_ENI: {
 		const struct msg_netd_setup_eni *m = p;
 
-		cidr_usable(&m->addr);
-		addr_usable(&m->gateway);
+		/* one of the two at least; absent is all zero */
+		CHECK(m->addr.addr.family != 0 || m->addr6.family != 0);
+		if (m->addr.addr.family != 0)
+			cidr_usable(&m->addr);
+		else
+			CHECK(all_zero(&m->addr, sizeof(m->addr)));
+		if (m->gateway.family != 0)
+			addr_usable(&m->gateway);
+		else
+			CHECK(all_zero(&m->gateway, sizeof(m->gateway)));
+		if (m->addr6.family != 0)
+			addr6_usable(&m->addr6);
+		else
+			CHECK(all_zero(&m->addr6, sizeof(m->addr6)));
 		break;
 	}
 	case MSG_NETD_ADD_POD:
 	case MSG_NETD_DEL_POD:
-		addr_usable(&((const struct msg_netd_pod_rule *)p)->addr);
+		addr46_usable(&((const struct msg_netd_pod_rule *)p)->addr);
 		break;
 	case MSG_NETD_ADD_POD_ROUTE:
-		addr_usable(&((const struct msg_netd_pod_route *)p)->addr);
+		addr46_usable(&((const struct msg_netd_pod_route *)p)->addr);
 		break;
 	case MSG_NETD_ROUTE:
-		addr_usable(&((const struct msg_netd_route *)p)->addr);
+		addr46_usable(&((const struct msg_netd_route *)p)->addr);
 		break;
 	case MSG_NETD_SNAT:
 		addr_usable(&((const struct msg_netd_snat *)p)->to);
@@ -293,8 +337,10 @@ payload_usable(unsigned int type, const void *p)
 	case MSG_NETD_RULE: {
 		const struct msg_netd_rule *m = p;
 
-		cidr_usable(&m->src);
-		cidr_usable(&m->dst);
+		/* one family, never mixed */
+		cidr46_usable(&m->src);
+		cidr46_usable(&m->dst);
+		CHECK(m->src.addr.family == m->dst.addr.family);
 		break;
 	}
 	case MSG_NETD_RESULT: {

@@ -11,13 +11,18 @@
  *	hello [version=N]		policy mac=M cidr=C [cidr=C ...]
  *	declare mac=M table=T		forget mac=M table=T
  *	find mac=M deadline=MS		loglevel level=N
- *	setup mac=M table=T addr=A/P gw=G mtu=N
- *	teardown mac=M table=T addr=A/P [gw=G] [mtu=N]
+ *	setup mac=M table=T addr=A/P gw=G mtu=N [addr6=A6]
+ *	teardown mac=M table=T addr=A/P [gw=G] [mtu=N] [addr6=A6]
  *	addpod addr=A table=T		delpod addr=A table=T
  *	dumplinks			dumprules
  *	addroute addr=A dev=NAME	dumproutes
  *	snat to=A			dumpsnat
  *	malformed kind=short|type|dir|check|fds
+ *
+ * In setup and teardown, addr=none and gw=none send the zeroed value of
+ * no family (an IPv6-only ENI, with addr6); addr may be left out when
+ * addr6 is given.  Addresses and CIDRs take either family (cidr= IPv6
+ * ones after the IPv4 ones, as the broker sends them).
  *
  * Requests are sent at once without waiting for earlier answers.  Every
  * answer is one JSON line on stdout with the request id and its latency
@@ -164,6 +169,10 @@ arg_ip(const struct args *a, const char *key, struct ip_addr *ip, bool need)
 	*ip = ip_addr_from_in(0);
 	if (s == NULL)
 		return need ? -1 : 0;
+	if (strcmp(s, "none") == 0) {
+		memset(ip, 0, sizeof(*ip));
+		return 0;
+	}
 	return ip_addr_parse(s, ip, NULL);
 }
 
@@ -329,7 +338,7 @@ command(char *line)
 		for (i = 0; i < a.n; i++) {
 			if (strcmp(a.key[i], "cidr") != 0)
 				continue;
-			if (p.ncidrs == MSG_MAX_CIDRS ||
+			if (p.ncidrs == MSG_MAX_VPC_CIDRS ||
 			    ip_prefix_parse(a.val[i], &p.cidrs[p.ncidrs],
 			    NULL) == -1)
 				goto bad;
@@ -360,9 +369,17 @@ command(char *line)
 		memset(&s, 0, sizeof(s));
 		if (arg_mac(&a, s.mac) == -1 ||
 		    arg_u32(&a, "table", &s.table, true) == -1 ||
-		    c == NULL || ip_prefix_parse(c, &s.addr, NULL) == -1 ||
-		    arg_ip(&a, "gw", &s.gateway, cmd[0] == 's') == -1 ||
+		    (c == NULL && arg(&a, "addr6") == NULL) ||
+		    (c != NULL && strcmp(c, "none") != 0 &&
+		    ip_prefix_parse(c, &s.addr, NULL) == -1) ||
+		    arg_ip(&a, "gw", &s.gateway, cmd[0] == 's' &&
+		    c != NULL) == -1 ||
 		    arg_u32(&a, "mtu", &s.mtu, cmd[0] == 's') == -1)
+			goto bad;
+		if (c == NULL && arg(&a, "gw") == NULL)
+			memset(&s.gateway, 0, sizeof(s.gateway));
+		if (arg(&a, "addr6") != NULL &&
+		    arg_ip(&a, "addr6", &s.addr6, true) == -1)
 			goto bad;
 		send_or_report(id, cmd[0] == 's' ? MSG_NETD_SETUP_ENI :
 		    MSG_NETD_TEARDOWN_ENI, &s, sizeof(s), false);
@@ -473,6 +490,10 @@ snat_state(const struct msg *m, double lat)
 	json_str(stdout, st.message);
 	printf(",\"differs\":");
 	json_str(stdout, st.differs);
+	printf(",\"src6_in_place\":%u,\"src6_replaced\":%u,"
+	    "\"src6_dropped\":%llu,\"src6_differs\":", st.src6_in_place,
+	    st.src6_replaced, (unsigned long long)st.src6_dropped);
+	json_str(stdout, st.src6_differs);
 	printf(",\"latency_ms\":%.3f}\n", lat);
 }
 

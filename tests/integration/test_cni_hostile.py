@@ -483,3 +483,320 @@ def test_broker_reason_reaches_the_runtime_printable(node, fake, role):
         assert ch not in text, out
     assert "pool ?]0;owned? empty ?31m now" in out["msg"], out
     run("ip", "netns", "del", pod)
+
+
+# ---- IPv6 (issue 35) ----
+#
+# The same hostile broker, answering with "ip6": the node gets an IPv6
+# subnet on eth0 and the VPC an IPv6 block; netd's tagged IPv6 rules
+# ("to ADDR/128 lookup main", priority 512, protocol 233) are installed
+# by the test itself, as netd would for an address its policy accepted.
+# Each refusal leaves the node's IPv6 routes, rules and neighbours, as
+# well as everything the IPv4 cases compare, as they were.
+
+VPC6 = "2600:1f14:abc:de00::/56"
+SUBNET6 = "2600:1f14:abc:de00::/64"
+NODE6 = "2600:1f14:abc:de00::10"        # eth0's, /64
+GOOD6 = "2600:1f14:abc:de00:8f::60"     # proven; a plausible answer works
+GOOD6B = "2600:1f14:abc:de00:8f::61"    # the same, for an IPv6-only pod
+OTHER6 = "2600:1f14:abc:de00:8f::50"    # another pod's /128 (dev eni1)
+HOLE6 = "2600:1f14:abc:de00:8f:1:0:5"    # in a blackhole route of main
+TABLE6 = "2600:1f14:abc:de00:8f::52"    # a /128 in table 150
+FORGED6 = "2600:1f14:abc:de00:8f::53"   # a rule without netd's tag
+NEVER6 = "2600:1f14:abc:de00:8f::99"    # in the VPC, never proven
+RULE_PROTO = 233                        # ENID_RULE_PROTO
+
+
+def answer6(ip6, ip=None, **over):
+    """An ADD answer for an IPv6-only pod, or a dual-stack one (ip)."""
+    a = {"ok": True}
+    if ip is not None:
+        a.update({"ip": ip, "prefix": 32, "subnet": "10.0.0.0/20",
+                  "subnet_gateway": "10.0.0.1"})
+    a.update({"ip6": ip6, "eni": "eni-0a97", "eni_mac": ENI1, "table": 0,
+              "subnet6": SUBNET6, "vpc_cidrs": ["10.0.0.0/16", VPC6]})
+    a.update(over)
+    return json.dumps(a, separators=(",", ":")) + "\n"
+
+
+ADDRESS6_CASES = [
+    ("unspecified", raw(answer6("::")), 124, ['"ip6" :: ', "unspecified"]),
+    ("loopback6", raw(answer6("::1")), 124, ["::1", "loopback"]),
+    ("compatible", raw(answer6("::a00:3c")), 124, ["::a00:3c", "::/8"]),
+    ("nat64", raw(answer6("64:ff9b::a00:3c")), 124,
+     ["64:ff9b::a00:3c", "NAT64"]),
+    ("nat64-local", raw(answer6("64:ff9b:1::a00:3c")), 124,
+     ["IPv4-embedded"]),
+    ("pod-gateway6", raw(answer6("fe80::1")), 124,
+     ["fe80::1", "own link-local gateway"]),
+    ("link-local6", raw(answer6("fe80::5")), 124, ["fe80::5", "link-local"]),
+    ("vpc-router6", raw(answer6("fe80:ec2::1")), 124,
+     ["fe80:ec2::1", "link-local"]),
+    ("multicast6", raw(answer6("ff02::1")), 124, ["ff02::1", "multicast"]),
+    ("imds6", raw(answer6("fd00:ec2::254")), 124,
+     ["fd00:ec2::254", "instance metadata"]),
+    ("dns6", raw(answer6("fd00:ec2::253")), 124, ["fd00:ec2::253", "DNS"]),
+    ("ntp6", raw(answer6("fd00:ec2::123")), 124,
+     ["fd00:ec2::123", "time service"]),
+    ("ula-outside", raw(answer6("fd12:3456::5")), 124,
+     ["fd12:3456::5", "unique local", "outside the VPC"]),
+    ("outside-vpc6", raw(answer6("2600:1f14:abc:df00::5")), 124,
+     ["2600:1f14:abc:df00::5", "outside the VPC's IPv6 blocks"]),
+    ("no-vpc-block", raw(answer6(GOOD6, vpc_cidrs=["10.0.0.0/16"])), 124,
+     [GOOD6, "outside the VPC's IPv6 blocks"]),
+    ("node-address6", raw(answer6(NODE6)), 124,
+     [NODE6, "address of the node (on eth0)"]),
+    ("subnet-router6", raw(answer6("2600:1f14:abc:de00::1")), 124,
+     ["2600:1f14:abc:de00::1", "its router"]),
+    ("subnet-network6", raw(answer6("2600:1f14:abc:de00::")), 124,
+     ["its network address"]),
+    ("other-pod6", raw(answer6(OTHER6)), 125,
+     [OTHER6, "already routes", "table 254", "eni1"]),
+    ("blackhole6", raw(answer6(HOLE6)), 125,
+     [HOLE6, "as blackhole", "2600:1f14:abc:de00:8f:1::/96"]),
+    ("table-route6", raw(answer6(TABLE6)), 125, [TABLE6, "table 150"]),
+    ("never-accepted6", raw(answer6(NEVER6)), 126,
+     [NEVER6, "holds no rule", "/128"]),
+    ("untagged-rule6", raw(answer6(FORGED6)), 126, [FORGED6,
+                                                   "holds no rule"]),
+    # Dual-stack: one bad family refuses the pod, the good IPv4 too.
+    ("dual-bad6", raw(answer6("fd00:ec2::254", ip=GOOD)), 124,
+     ['"ip6" fd00:ec2::254']),
+    ("dual-unproven6", raw(answer6(NEVER6, ip=GOOD)), 126, [NEVER6]),
+    ("dual-bad4", raw(answer6(GOOD6, ip="169.254.169.254")), 124,
+     ['"ip" 169.254.169.254']),
+]
+
+MALFORMED6_CASES = [
+    ("ip6-is-v4", raw(answer6(GOOD)), 123,
+     ['"ip6" "%s" is not an IPv6 address' % GOOD]),
+    ("ip-is-v6", raw(answer6(GOOD6, ip=GOOD6B)), 123,
+     ['"ip" "%s" is not an IPv4 address' % GOOD6B]),
+    ("subnet6-is-v4", raw(answer6(GOOD6, subnet6="10.0.0.0/20")), 123,
+     ['"subnet6" "10.0.0.0/20" is not an IPv6 CIDR block']),
+    ("subnet-is-v6", raw(answer6(GOOD6, ip=GOOD, subnet=SUBNET6)), 123,
+     ['"subnet" "%s" is not a CIDR block a.b.c.d/n' % SUBNET6]),
+    ("subnet6-80", raw(answer6(GOOD6, subnet6="2600:1f14:abc:de00::/80")),
+     123, ['"subnet6" 2600:1f14:abc:de00::/80 is not a /64']),
+    ("upper-case", raw(answer6(GOOD6.upper())), 123,
+     ['"ip6" "%s" is not an IPv6 address' % GOOD6.upper()]),
+    ("uncompressed", raw(answer6("2600:1f14:abc:de00:8f:0:0:60")), 123,
+     ['is not an IPv6 address in RFC 5952 text']),
+    ("leading-zero", raw(answer6("2600:1f14:0abc:de00:8f::60")), 123,
+     ['is not an IPv6 address']),
+    ("v4-mapped", raw(answer6("::ffff:10.0.0.60")), 123,
+     ['"ip6" "::ffff:10.0.0.60" is not an IPv6 address']),
+    ("zone-id", raw(answer6("fe80::5%eth0")), 123, ["is not an IPv6"]),
+    ("ip6-cidr", raw(answer6(GOOD6 + "/128")), 123,
+     ['"ip6" "%s/128" is not an IPv6 address' % GOOD6]),
+    ("ip6-number", raw('{"ok":true,"ip6":42}\n'), 123,
+     ['"ip6" must be a string, not 42']),
+    ("v6-block-first", raw(answer6(GOOD6, vpc_cidrs=[VPC6, "10.0.0.0/16"])),
+     123, ["the IPv4 block 10.0.0.0/16 comes after an IPv6 one"]),
+    ("v6-block-wide", raw(answer6(GOOD6, vpc_cidrs=["::/0"])), 123,
+     ["the IPv6 block ::/0 is not a /32 to /64"]),
+    ("prefix-without-ip", raw(answer6(GOOD6, prefix=32)), 123,
+     ['field "prefix" without "ip"']),
+    ("subnet6-without-ip6", raw(answer(GOOD, subnet6=SUBNET6)), 123,
+     ['field "subnet6" without "ip6"']),
+    ("prefix6", raw(answer6(GOOD6, prefix6=128)), 123,
+     ['unknown field "prefix6"']),
+    ("duplicate-ip6", raw(answer6(GOOD6)[:-2] + ',"ip6":"%s"}\n' % NEVER6),
+     123, ['field "ip6" appears twice']),
+]
+
+CASES6 = ADDRESS6_CASES + MALFORMED6_CASES
+
+
+def state6(node):
+    """The IPv4 comparison's, and the node's IPv6 routes of every table,
+    its IPv6 rules and every neighbour entry (one exec)."""
+    route, rule, neigh = podwire.ip_dumps(
+        node.ns.name, ("route", "show", "table", "all"), ("rule",),
+        ("neigh",), family=6)
+    st = node.state()
+    st.update({"route6": route, "rule6": rule, "neigh6": neigh})
+    return st
+
+
+def pod_state6(pod):
+    st = pod_state(pod)
+    st["route6"], st["neigh"] = podwire.ip_dumps(
+        pod, ("route", "show", "table", "all"), ("neigh",), family=6)
+    return st
+
+
+@pytest.fixture(scope="module")
+def node6(node, pod_a):
+    """The node's IPv6: eth0 in the subnet's /64, another pod's /128,
+    a blackhole, a /128 in table 150, and the rules netd would hold.
+    Ready once no address of the node is tentative: the kernel adds a
+    link-local address's routes only after its DAD (pod A's host end's
+    too), which would show as a change in a comparison."""
+    ns = node.ns
+    ns.ip("-6", "addr", "add", NODE6 + "/64", "dev", "eth0", "nodad")
+    ns.ip("-6", "route", "add", OTHER6 + "/128", "dev", "eni1")
+    ns.ip("-6", "route", "add", "blackhole",
+          "2600:1f14:abc:de00:8f:1::/96")
+    ns.ip("-6", "route", "add", TABLE6 + "/128", "dev", "eth0", "table",
+          "150")
+    for addr in (GOOD6, GOOD6B, OTHER6, HOLE6, TABLE6):
+        ns.ip("-6", "rule", "add", "prio", "512", "to", addr + "/128",
+              "lookup", "main", "proto", str(RULE_PROTO))
+    ns.ip("-6", "rule", "add", "prio", "512", "to", FORGED6 + "/128",
+          "lookup", "main", "proto", "static")
+    for _ in range(100):
+        if not ns.ip("-6", "addr", "show", "tentative").strip():
+            break
+        time.sleep(0.1)
+    return node
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name,script,code,needles", CASES6,
+                         ids=[c[0] for c in CASES6])
+def test_ipv6_refused_and_nothing_changes(node6, fake, pod_a, role, name,
+                                          script, code, needles):
+    node = node6
+    pod = node.pod()
+    cid = "h6-%s-%s" % (role, name)
+    before, pod_before = state6(node), pod_state6(pod)
+    a_before = pod_state6(pod_a)
+    fake.set(script)
+    seen = len(fake.requests())
+    rc, out, err = plugin(node, role, "ADD", fake.sock, cid, pod)
+    assert rc != 0 and out is not None, (rc, out, err)
+    assert out["code"] == code, out
+    for n in needles:
+        assert n in out["msg"], (n, out)
+    assert state6(node) == before
+    assert pod_state6(pod) == pod_before
+    ops = [r["op"] for r in fake.requests()[seen:]]
+    assert ops[:2] == ["add", "del"], ops
+    rc, out, err = plugin(node, role, "DEL", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    assert state6(node) == before
+    assert pod_state6(pod) == pod_before
+    assert pod_state6(pod_a) == a_before
+    run("ip", "netns", "del", pod)
+
+
+def check_conf(role, sock, prev):
+    conf, exe = conf_for(role, sock)
+    conf["prevResult"] = prev
+    return conf, exe
+
+
+@pytest.mark.parametrize("ip4,ip6", [(GOOD, GOOD6), (None, GOOD6B)],
+                         ids=["dual-stack", "ipv6-only"])
+def test_ipv6_add_check_del(node6, fake, pod_a, ip4, ip6):
+    """A plausible answer wires the pod: its addresses on eth0 (the IPv6
+    one at once usable: no DAD), the default routes via the link-local
+    gateways with permanent neighbour entries, the node's /128 and its
+    permanent entry for the pod; the pod reaches the node over IPv6;
+    CHECK passes; DEL leaves the node as it was."""
+    node = node6
+    pod = node.pod()
+    cid = "ok6-%s" % ("dual" if ip4 else "v6")
+    before = state6(node)
+    fake.set(raw(answer6(ip6, ip=ip4)))
+    rc, out, err = plugin(node, "main", "ADD", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    want = ([ip4 + "/32"] if ip4 else []) + [ip6 + "/128"]
+    assert [i["address"] for i in out["ips"]] == want, out
+    assert all(i["interface"] == 1 for i in out["ips"]), out
+    assert out["interfaces"][1]["name"] == "eth0", out
+    assert out["ips"][-1]["gateway"] == "fe80::1", out
+    dsts = [(r["dst"], r["gw"]) for r in out["routes"]]
+    assert dsts == ([("0.0.0.0/0", "169.254.1.1")] if ip4 else []) + \
+        [("::/0", "fe80::1")], out
+    host_mac = out["interfaces"][0]["mac"]
+    pod_mac = out["interfaces"][1]["mac"]
+
+    # The pod: both addresses on eth0, the IPv6 one not tentative.
+    addrs = {(a["family"], a["local"], a["prefixlen"]): a
+             for l in podwire.ip_dumps(pod, ("addr", "show", "dev",
+                                             "eth0"))[0]
+             for a in l.get("addr_info", ())}
+    assert ("inet6", ip6, 128) in addrs, addrs
+    a6 = addrs[("inet6", ip6, 128)]
+    assert not a6.get("tentative") and not a6.get("dadfailed"), a6
+    assert a6.get("nodad"), a6
+    assert (("inet", ip4, 32) in addrs) == bool(ip4), addrs
+    routes6, neigh = podwire.ip_dumps(pod, ("route",), ("neigh",),
+                                      family=6)
+    assert {"dst": "default", "gateway": "fe80::1", "dev": "eth0"}.items() \
+        <= next(r for r in routes6 if r["dst"] == "default").items(), routes6
+    gw = [n for n in neigh if n["dst"] == "fe80::1"]
+    assert len(gw) == 1 and gw[0]["lladdr"] == host_mac and \
+        "PERMANENT" in gw[0]["state"], neigh
+    # The node: its /128 through the host end, its permanent entry.
+    host = out["interfaces"][0]["name"]
+    r6 = node.ns.ipj("-6", "route", "show", ip6)
+    assert [r.get("dev") for r in r6] == [host], r6
+    n6 = [n for n in node.ns.ipj("-6", "neigh", "show", "dev", host)
+          if n["dst"] == ip6]
+    assert len(n6) == 1 and n6[0]["lladdr"] == pod_mac and \
+        "PERMANENT" in n6[0]["state"], n6
+    accept_ra = run("ip", "netns", "exec", node.ns.name, "cat",
+                    "/proc/sys/net/ipv6/conf/%s/accept_ra" % host).stdout
+    assert accept_ra.strip() == "0"
+    # Over IPv6, the pod reaches the node at once.
+    r = run("ip", "netns", "exec", pod, "ping", "-6", "-c", "1", "-W", "2",
+            NODE6, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    # CHECK: what the result says is what the kernel holds.
+    fake.set({"answer": answer6(ip6, ip=ip4),
+              "other": answer6(ip6, ip=ip4)})
+    conf, exe = check_conf("main", fake.sock, out)
+    env = {"CNI_COMMAND": "CHECK", "CNI_CONTAINERID": cid,
+           "CNI_IFNAME": "eth0", "CNI_NETNS": "/run/netns/" + pod,
+           "CNI_PATH": os.path.dirname(built("cni/enid-ipam"))}
+    r = subprocess.run(["nsenter", "--net=/run/netns/" + node.ns.name,
+                        exe], input=json.dumps(conf), env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    req = [x["request"] for x in fake.requests() if x["op"] == "check"][-1]
+    assert req.get("ip6") == ip6 and req.get("ip") == ip4, req
+    # ... and a missing neighbour entry is found.
+    run("ip", "-n", pod, "-6", "neigh", "del", "fe80::1", "dev", "eth0")
+    r = subprocess.run(["nsenter", "--net=/run/netns/" + node.ns.name,
+                        exe], input=json.dumps(conf), env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and json.loads(r.stdout)["code"] == 122, \
+        r.stdout
+    assert "fe80::1 lladdr" in json.loads(r.stdout)["msg"], r.stdout
+
+    fake.set(raw(answer6(ip6, ip=ip4)))
+    rc, out, err = plugin(node, "main", "DEL", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    assert state6(node) == before
+    rc, out, err = plugin(node, "main", "DEL", fake.sock, cid, pod)
+    assert rc == 0, (out, err)
+    run("ip", "netns", "del", pod)
+
+
+def test_ipv6_ipam_under_ptp(node6, fake, pod_a):
+    """The IPAM role gives ptp both addresses, the IPv6 one with the
+    pods' link-local gateway; ptp wires it and DEL takes it back."""
+    node = node6
+    pod = node.pod()
+    links = {l["ifname"] for l in node.state()["link"]}
+    fake.set(raw(answer6(GOOD6, ip=GOOD)))
+    rc, out, err = plugin(node, "ipam", "ADD", fake.sock, "ok6-ipam", pod)
+    assert rc == 0, (out, err)
+    ips = {i["address"]: i["gateway"] for i in out["ips"]}
+    assert ips[GOOD6 + "/64"] == "fe80::1", out
+    assert ips[GOOD + "/20"] == PRIMARY_IP, out
+    r6 = node.ns.ipj("-6", "route", "show", GOOD6)
+    assert len(r6) == 1 and r6[0]["dev"] != "eth0", r6
+    rc, out, err = plugin(node, "ipam", "DEL", fake.sock, "ok6-ipam", pod)
+    assert rc == 0, (out, err)
+    # ptp's veth and its routes are gone.  (Not the whole tables: the
+    # kernel adds an earlier host end's link-local routes only once its
+    # DAD is over, seconds later.)
+    assert {l["ifname"] for l in node.state()["link"]} == links
+    assert node.ns.ipj("-6", "route", "show", GOOD6) == []
+    assert node.ns.ipj("route", "show", GOOD) == []
+    run("ip", "netns", "del", pod)

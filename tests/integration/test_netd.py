@@ -322,18 +322,18 @@ def test_malformed_message_is_fatal(ns, netd, kind):
     assert "untrusted" in log, log
 
 
-# IPv6 is not taken yet (issue 35): an address of it anywhere in a
-# request is a malformed message, named by its field, and fatal as any.
+# IPv6 where netd does not take it (issue 35: an ENI's IPv4 address and
+# gateway, the SNAT target) is a malformed message, named by its field,
+# and fatal as any.  Pods' addresses and the ENI's addr6 take it
+# (test_netd_ipv6.py).
 @pytest.mark.parametrize("line,why", [
-    ("addpod addr=fd00:ec2::10 table=0", "pod address is IPv6"),
-    ("addroute addr=2600:1f14::5 dev=enid0a", "pod address is IPv6"),
     ("setup mac=%s table=101 addr=10.0.16.5/20 gw=fe80:ec2::1 mtu=9001"
      % ENI1, "gateway is IPv6"),
     ("teardown mac=%s table=101 addr=2600:1f14::5/64" % ENI1,
      "ENI address is IPv6"),
     ("snat to=fd00::5", "SNAT target is IPv6"),
 ])
-def test_ipv6_is_malformed_for_now(ns, netd, line, why):
+def test_ipv6_where_ipv4_is_malformed(ns, netd, line, why):
     netd.start()
     before = ns.state()
     netd.send(line)
@@ -344,13 +344,23 @@ def test_ipv6_is_malformed_for_now(ns, netd, line, why):
     assert ns.state() == before
 
 
-def test_ipv6_vpc_cidr_is_malformed_for_now(ns, netd):
+def test_ipv6_vpc_cidr_before_ipv4_is_malformed(ns, netd):
+    """The VPC's IPv6 blocks come after its IPv4 ones, as the broker has
+    them from the cloud."""
     assert netd.call("hello")["type"] == "HELLO_ACK"
-    netd.send("policy mac=%s cidr=10.0.0.0/16 cidr=2600:1f14:abc::/56"
+    netd.send("policy mac=%s cidr=2600:1f14:abc::/56 cidr=10.0.0.0/16"
               % PRIMARY_MAC)
     ev = netd.event("exit", timeout=5)
     assert ev["status"] == 1 and ev["signal"] == 0, ev
-    assert "VPC CIDR is IPv6" in netd.logtext()
+    assert "VPC IPv4 CIDR after an IPv6 one" in netd.logtext()
+
+
+def test_ipv6_vpc_cidr_is_taken(ns, netd):
+    assert netd.call("hello")["type"] == "HELLO_ACK"
+    r = netd.call("policy mac=%s cidr=10.0.0.0/16 cidr=2600:1f14:abc::/56"
+                  % PRIMARY_MAC)
+    assert r["status"] == "ok", r
+    assert "VPC 10.0.0.0/16,2600:1f14:abc::/56" in netd.logtext()
 
 
 def test_sandbox(ns, netd):

@@ -159,6 +159,32 @@ def test_route_on_another_device_is_reported_and_left(env):
     ip("-n", env.ns, "route", "del", addr, "dev", veth_b)
 
 
+def test_ipv6_rules_and_routes_are_left_alone(env):
+    """netd dumps its IPv6 pods' rules and /128 host routes too (issue
+    35); an IPv4 broker holds no IPv6 pod, and must neither count them
+    as drift nor remove them: they are left as they are."""
+    pods = add_pods(env, 1, "v6%d")
+    time.sleep(GRACE_S)
+    (cid,) = pods
+    veth = pods[cid][3]
+    pod6 = "2600:1f14:abc:110::a"
+    # As netd makes them: tagged, at enid's priorities, and the plugin's
+    # route on the pod's veth.
+    ip("-n", env.ns, "-6", "rule", "add", "to", pod6 + "/128", "lookup",
+       "main", "pref", "512", "proto", "233")
+    ip("-n", env.ns, "-6", "rule", "add", "from", pod6 + "/128", "lookup",
+       "101", "pref", "1536", "proto", "233")
+    ip("-n", env.ns, "-6", "route", "add", pod6 + "/128", "dev", veth)
+    rules = ip("-n", env.ns, "-6", "rule").stdout
+    route = ip("-n", env.ns, "-6", "route", "show", pod6).stdout
+    assert pod6 in rules and pod6 in route
+    out = env.reconcile()
+    assert out["drifts_fixed"] == 0, out
+    assert ip("-n", env.ns, "-6", "rule").stdout == rules
+    assert ip("-n", env.ns, "-6", "route", "show", pod6).stdout == route
+    assert pod6 not in env.enid.text()
+
+
 def test_enid_ipam_pods_host_route_is_not_enids(env):
     """Under ptp the host route is ptp's: enid-ipam names no veth, and
     reconciliation neither counts nor restores its route, while an

@@ -180,8 +180,8 @@ static const struct bad bad_main[] = {
 	  "prevResult.routes[0].gw" },
 	{ "CHECK", "c", "/n", "e", 0, "{" M "}", 7, "CHECK needs "
 	  "\"prevResult\"" },
-	{ "CHECK", "c", "/n", "e", 0, "{" M ",\"prevResult\":{\"ips\":[{"
-	  "\"address\":\"fd00::1/128\"}]}}", 7, "no IPv4 address" },
+	{ "CHECK", "c", "/n", "e", 0, "{" M ",\"prevResult\":{\"ips\":[]}}",
+	  7, "prevResult holds no address" },
 	{ "GC", 0, 0, 0, 0, "{" M "}", 7, "GC needs "
 	  "\"cni.dev/valid-attachments\"" },
 	{ "GC", 0, 0, 0, 0, "{" M ",\"cni.dev/valid-attachments\":{}}", 7,
@@ -257,7 +257,7 @@ test_prev_result(void **state)
 	    "eth0", NULL };
 	struct cni_conf c;
 	struct cni_error e;
-	uint32_t want;
+	struct ip_addr want;
 
 	(void)state;
 	/* The address of eth0 in this sandbox, not the first one listed. */
@@ -270,15 +270,38 @@ test_prev_result(void **state)
 	    "{\"address\":\"10.0.0.7/32\",\"interface\":2,\"gateway\":"
 	    "\"169.254.1.1\"}],\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":"
 	    "\"169.254.1.1\",\"table\":254}],\"dns\":{}}}", &c, &e), 0);
-	assert_int_equal(ip4_parse("10.0.0.7", &want), 0);
-	assert_int_equal(c.prev_ip, want);
+	assert_int_equal(ip_addr_parse("10.0.0.7", &want, NULL), 0);
+	assert_true(ip_addr_eq(&c.prev_ip[CNI_V4], &want));
+	/* The IPv6 one of eth0 here too, whatever comes first. */
+	assert_int_equal(ip_addr_parse("fd00::2", &want, NULL), 0);
+	assert_true(ip_addr_eq(&c.prev_ip[CNI_V6], &want));
 	cni_conf_free(&c);
-	/* No interface matches: the first IPv4 address. */
+	/* No interface matches: the first IPv4 address; no IPv6 one. */
 	assert_int_equal(parse(CNI_ROLE_MAIN, &env, "{" M ",\"prevResult\":{"
 	    "\"ips\":[{\"address\":\"10.0.0.9/20\"},{\"address\":"
 	    "\"10.0.0.7/32\"}]}}", &c, &e), 0);
-	assert_int_equal(ip4_parse("10.0.0.9", &want), 0);
-	assert_int_equal(c.prev_ip, want);
+	assert_int_equal(ip_addr_parse("10.0.0.9", &want, NULL), 0);
+	assert_true(ip_addr_eq(&c.prev_ip[CNI_V4], &want));
+	assert_int_equal(c.prev_ip[CNI_V6].family, 0);
+	cni_conf_free(&c);
+	/* A dual-stack pod's result, as this plugin prints it. */
+	assert_int_equal(parse(CNI_ROLE_MAIN, &env, "{" M ",\"prevResult\":{"
+	    "\"interfaces\":[{\"name\":\"enid1\"},{\"name\":\"eth0\","
+	    "\"sandbox\":\"/run/netns/p\"}],\"ips\":[{\"address\":"
+	    "\"10.0.0.7/32\",\"gateway\":\"169.254.1.1\",\"interface\":1},"
+	    "{\"address\":\"2600:1f14::5/128\",\"gateway\":\"fe80::1\","
+	    "\"interface\":1}],\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":"
+	    "\"169.254.1.1\"},{\"dst\":\"::/0\",\"gw\":\"fe80::1\"}]}}", &c,
+	    &e), 0);
+	assert_int_equal(ip_addr_parse("2600:1f14::5", &want, NULL), 0);
+	assert_true(ip_addr_eq(&c.prev_ip[CNI_V6], &want));
+	assert_int_equal(c.prev_ip[CNI_V4].family, AF_INET);
+	cni_conf_free(&c);
+	/* An IPv6-only pod's is something to check. */
+	assert_int_equal(parse(CNI_ROLE_MAIN, &env, "{" M ",\"prevResult\":{"
+	    "\"ips\":[{\"address\":\"2600:1f14::5/128\"}]}}", &c, &e), 0);
+	assert_int_equal(c.prev_ip[CNI_V4].family, 0);
+	assert_int_equal(c.prev_ip[CNI_V6].family, AF_INET6);
 	cni_conf_free(&c);
 }
 
@@ -425,7 +448,7 @@ test_results(void **state)
 	struct json_object *r;
 
 	(void)state;
-	assert_int_equal(ip4_parse("10.0.3.4", &w.ip), 0);
+	assert_int_equal(ip_addr_parse("10.0.3.4", &w.ip[CNI_V4], NULL), 0);
 	assert_int_equal(parse(CNI_ROLE_MAIN, &env, "{\"cniVersion\":"
 	    "\"0.4.0\",\"name\":\"n\",\"type\":\"enid-cni\"}", &c, &e), 0);
 	r = cni_result_main(&c, &w);
@@ -461,13 +484,59 @@ test_results(void **state)
 	assert_string_equal(json_object_get_string(at(r, "dns.domain")), "d");
 	json_object_put(r);
 
-	r = cni_result_ipam(&c, w.ip, 20, htonl(0x0a00000a));
-	assert_null(at(r, "interfaces"));
-	assert_null(at(r, "ips.0.interface"));
-	assert_string_equal(json_object_get_string(at(r, "ips.0.address")),
-	    "10.0.3.4/20");
-	assert_string_equal(json_object_get_string(at(r, "ips.0.gateway")),
-	    "10.0.0.10");
+	{
+		uint8_t pfx[CNI_NFAMILIES] = { 20, 64 };
+		struct ip_addr gw[CNI_NFAMILIES];
+
+		memset(gw, 0, sizeof(gw));
+		gw[CNI_V4] = ip_addr_from_in(htonl(0x0a00000a));
+		r = cni_result_ipam(&c, w.ip, pfx, gw);
+		assert_null(at(r, "interfaces"));
+		assert_null(at(r, "ips.0.interface"));
+		assert_string_equal(json_object_get_string(at(r,
+		    "ips.0.address")), "10.0.3.4/20");
+		assert_string_equal(json_object_get_string(at(r,
+		    "ips.0.gateway")), "10.0.0.10");
+		assert_null(at(r, "ips.1"));
+		json_object_put(r);
+
+		/* Dual-stack: both, each with its gateway and route. */
+		assert_int_equal(ip_addr_parse("2600:1f14::5", &w.ip[CNI_V6],
+		    NULL), 0);
+		assert_int_equal(ip_addr_parse("fe80::1", &gw[CNI_V6], NULL),
+		    0);
+		r = cni_result_ipam(&c, w.ip, pfx, gw);
+		assert_string_equal(json_object_get_string(at(r,
+		    "ips.1.address")), "2600:1f14::5/64");
+		assert_string_equal(json_object_get_string(at(r,
+		    "ips.1.gateway")), "fe80::1");
+		assert_string_equal(json_object_get_string(at(r,
+		    "routes.1.dst")), "::/0");
+		json_object_put(r);
+	}
+	/* The main role's: both on the pod's interface, /32 and /128. */
+	r = cni_result_main(&c, &w);
+	assert_string_equal(json_object_get_string(at(r, "ips.2.address")),
+	    "2600:1f14::5/128");
+	assert_int_equal(json_object_get_int(at(r, "ips.1.interface")), 2);
+	assert_int_equal(json_object_get_int(at(r, "ips.2.interface")), 2);
+	assert_string_equal(json_object_get_string(at(r, "ips.2.gateway")),
+	    "fe80::1");
+	assert_string_equal(json_object_get_string(at(r, "routes.0.dst")),
+	    "0.0.0.0/0");
+	assert_string_equal(json_object_get_string(at(r, "routes.1.dst")),
+	    "::/0");
+	assert_string_equal(json_object_get_string(at(r, "routes.1.gw")),
+	    "fe80::1");
+	json_object_put(r);
+	cni_conf_free(&c);
+	/* 0.4.0 names each ip's version. */
+	assert_int_equal(parse(CNI_ROLE_MAIN, &env, "{\"cniVersion\":"
+	    "\"0.4.0\",\"name\":\"n\",\"type\":\"enid-cni\"}", &c, &e), 0);
+	r = cni_result_main(&c, &w);
+	assert_string_equal(json_object_get_string(at(r, "ips.1.version")),
+	    "6");
+	assert_int_equal(json_object_get_int(at(r, "ips.1.interface")), 1);
 	json_object_put(r);
 	cni_conf_free(&c);
 }

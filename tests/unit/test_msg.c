@@ -328,7 +328,7 @@ test_rejects_bad_values(void **state)
 	assert_null(validate_raw(PEER_NETD, PEER_BROKER,
 	    MSG_NETD_RESULT, sizeof(r), &r, sizeof(r)));
 	memset(&pol, 0, sizeof(pol));
-	pol.ncidrs = MSG_MAX_CIDRS + 1;
+	pol.ncidrs = MSG_MAX_VPC_CIDRS + 1;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
 	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
 	    "too many CIDRs");
@@ -337,23 +337,27 @@ test_rejects_bad_values(void **state)
 	pol.cidrs[0].len = 33;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
 	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
-	    "VPC CIDR is no valid CIDR (unknown family, not canonical, or a "
-	    "length past its family's bits)");
+	    "VPC CIDR is no valid CIDR");
 	pol.cidrs[0].len = 16;
 	assert_null(validate_raw(PEER_BROKER, PEER_NETD,
 	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)));
-	/* the second of two, IPv6: named, refused for now */
+	/* the second of two, IPv6: taken since version 8, after the
+	 * IPv4 ones only */
 	pol.ncidrs = 2;
 	assert_int_equal(ip_prefix_parse("2600:1f14:abc::/56", &pol.cidrs[1],
 	    NULL), 0);
+	assert_null(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)));
+	pol.cidrs[2] = pol.cidrs[0];
+	pol.ncidrs = 3;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
 	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
-	    "VPC CIDR is IPv6, which enid does not take yet");
+	    "VPC IPv4 CIDR after an IPv6 one");
+	pol.ncidrs = 2;
 	pol.cidrs[1].len = 129;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
 	    MSG_NETD_POLICY, sizeof(pol), &pol, sizeof(pol)),
-	    "VPC CIDR is no valid CIDR (unknown family, not canonical, or a "
-	    "length past its family's bits)");
+	    "VPC CIDR is no valid CIDR");
 	memset(&ips, 0, sizeof(ips));
 	ips.naddrs = MSG_MAX_ENI_ADDRS + 1;
 	assert_string_equal(validate_raw(PEER_BROKER, PEER_CLOUDD,
@@ -435,15 +439,24 @@ static const struct spoil spoils[] = {
 	SPOIL_U8(MSG_NETD_TEARDOWN_ENI, B2N, struct msg_netd_setup_eni,
 	    gateway.pad[1], 1, BAD_ADDR("gateway")),
 	SPOIL_U8(MSG_NETD_ADD_POD, B2N, struct msg_netd_pod_rule,
-	    addr.family, AF_INET6, V6("pod address")),
+	    addr.family, 7, BAD_ADDR("pod address")),
+	SPOIL_U8(MSG_NETD_SETUP_ENI, B2N, struct msg_netd_setup_eni,
+	    addr.addr.family, 0, "ENI has neither an IPv4 nor an IPv6 address"),
+	SPOIL_U8(MSG_NETD_SETUP_ENI, B2N, struct msg_netd_setup_eni,
+	    addr6.family, AF_INET6, "ENI IPv6 address is a special one "
+	    "(link-local, multicast, loopback, unspecified or IPv4-embedded)"),
+	SPOIL_U8(MSG_NETD_TEARDOWN_ENI, B2N, struct msg_netd_setup_eni,
+	    addr6.family, AF_INET, "ENI IPv6 address is no valid IPv6 address"),
+	SPOIL_U8(MSG_NETD_SETUP_ENI, B2N, struct msg_netd_setup_eni,
+	    addr6.bytes[0], 0x20, "ENI IPv6 address is no valid IPv6 address"),
 	SPOIL_U8(MSG_NETD_ADD_POD, B2N, struct msg_netd_pod_rule,
 	    addr.family, AF_UNSPEC, BAD_ADDR("pod address")),
 	SPOIL_U8(MSG_NETD_DEL_POD, B2N, struct msg_netd_pod_rule,
 	    addr.bytes[4], 1, BAD_ADDR("pod address")),
 	SPOIL_U8(MSG_NETD_ADD_POD_ROUTE, B2N, struct msg_netd_pod_route,
-	    addr.family, AF_INET6, V6("pod address")),
+	    addr.family, 7, BAD_ADDR("pod address")),
 	SPOIL_U8(MSG_NETD_ROUTE, N2B, struct msg_netd_route,
-	    addr.family, AF_INET6, V6("route destination")),
+	    addr.family, 7, BAD_ADDR("route destination")),
 	SPOIL_U8(MSG_NETD_ROUTE, N2B, struct msg_netd_route,
 	    addr.bytes[15], 1, BAD_ADDR("route destination")),
 	SPOIL_U8(MSG_NETD_SNAT, B2N, struct msg_netd_snat, to.family,
@@ -524,7 +537,7 @@ static const struct spoil spoils[] = {
 	SPOIL_U8(MSG_NETD_RULE, N2B, struct msg_netd_rule, dst.len, 33,
 	    BAD_CIDR("rule destination")),
 	SPOIL_U8(MSG_NETD_RULE, N2B, struct msg_netd_rule, dst.addr.family,
-	    AF_INET6, V6("rule destination")),
+	    AF_INET6, "rule source and destination of different families"),
 	SPOIL_U32(MSG_LOG_LEVEL, B2C, struct msg_loglevel, level, 4,
 	    "unknown log level"),
 	SPOIL_FILL(MSG_CLOUD_INSTANCE, C2B, struct msg_cloud_instance, st.code,

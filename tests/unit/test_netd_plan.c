@@ -909,6 +909,230 @@ test_lookup_schedule(void **state)
 	assert_true(plan_lookup_attempts(NETD_MAX_DEADLINE_MS) < 100);
 }
 
+/* ---- IPv6 (issue 35) ---- */
+
+static void
+test_pod_rules6(void **state)
+{
+	struct netd_policy p;
+	struct nd_rule r[2], v4[2];
+	size_t i;
+
+	(void)state;
+	make_policy(&p);
+	assert_int_equal(plan_pod_rules(&p, ipp("2600:1f14:abc:110::a"), 101,
+	    r), 2);
+	/* Each of one family, the address's: never a mixed rule. */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(r[i].src.addr.family, AF_INET6);
+		assert_int_equal(r[i].dst.addr.family, AF_INET6);
+		assert_int_equal(r[i].protocol, NETD_PROTO);
+		assert_true(plan_rule_owned(&p, &r[i]));
+	}
+	assert_int_equal(r[0].priority, 512);
+	assert_int_equal(r[0].table, 254);
+	assert_int_equal(r[0].dst.len, 128);
+	assert_int_equal(r[0].src.len, 0);
+	assert_true(plan_rule_is_pod_to(&p, &r[0]));
+	assert_int_equal(r[1].priority, 1536);
+	assert_int_equal(r[1].table, 101);
+	assert_int_equal(r[1].src.len, 128);
+	assert_true(ip_addr_eq(&r[1].src.addr, ipp("2600:1f14:abc:110::a")));
+	assert_false(plan_rule_is_connmark_shape(&p, &r[0]));
+	/* "All" of one family is not of the other: the kernel keeps them
+	 * apart, and a delete of one never takes the other. */
+	v4[0] = rule(512, 254, NULL, 0, NULL, 0);
+	v4[1] = rule(512, 254, "::", 0, "::", 0);
+	assert_false(plan_rule_equal(&v4[0], &v4[1]));
+	assert_false(plan_rule_del_takes(&v4[0], &v4[1]));
+	assert_false(plan_rule_del_takes(&v4[1], &v4[0]));
+	assert_true(plan_rule_del_takes(&v4[1], &r[0]));
+	/* A connection-mark rule is IPv4's alone. */
+	plan_connmark_rule(&p, &v4[0]);
+	assert_true(plan_rule_is_connmark(&p, &v4[0]));
+	v4[0].src.addr = ipa("::");
+	v4[0].dst.addr = ipa("::");
+	assert_false(plan_rule_is_connmark(&p, &v4[0]));
+	assert_false(plan_rule_owned(&p, &v4[0]));
+}
+
+static void
+test_pod_add_del6(void **state)
+{
+	struct netd_policy p;
+	struct nd_plan plan;
+	struct msg_netd_pod_rule m = { .table = 101 };
+	struct nd_rule c[6];
+
+	(void)state;
+	make_policy(&p);
+	m.addr = ipa("2600:1f14:abc:110::a");
+	/* The same pod's IPv4 rules, a neighbour's, and someone else's rule
+	 * for the very address. */
+	c[0] = rule(512, 254, NULL, 0, "10.0.16.9", 32);
+	c[1] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
+	c[2] = rule(512, 254, "::", 0, "2600:1f14:abc:110::b", 128);
+	c[3] = foreign(rule(512, 254, "::", 0, "2600:1f14:abc:110::a", 128),
+	    false);
+	c[4] = rule(1536, 102, "2600:1f14:abc:110::a", 128, "::", 0);
+	c[5] = rule(512, 254, "::", 0, "2600:1f14:abc:110::a", 128);
+	assert_int_equal(plan_pod_add(&p, &m, c, 6, &plan), 0);
+	/* The from-rule to 101 added, the one to 102 gone. */
+	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
+	assert_int_equal(plan.ops[0].u.rule.table, 101);
+	assert_int_equal(plan.ops[0].u.rule.src.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[1].kind, OP_RULE_DEL);
+	assert_int_equal(plan.ops[1].u.rule.table, 102);
+	assert_int_equal(plan_pod_del(&p, &m, c, 6, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.ops[0].u.rule.table, 102);
+	assert_int_equal(plan.ops[1].u.rule.table, 254);
+	assert_int_equal(plan.ops[1].u.rule.dst.len, 128);
+	assert_true(plan.ops[1].u.rule.protocol == NETD_PROTO);
+	/* The IPv4 address's plan leaves the IPv6 rules. */
+	m.addr = ipa("10.0.16.9");
+	assert_int_equal(plan_pod_del(&p, &m, c, 6, &plan), 0);
+	assert_int_equal(plan.nops, 2);
+	assert_int_equal(plan.ops[0].u.rule.dst.addr.family, AF_INET);
+	assert_int_equal(plan.ops[1].u.rule.src.addr.family, AF_INET);
+}
+
+static void
+test_setup6(void **state)
+{
+	struct msg_netd_setup_eni s = eni();
+	struct nd_egress eg = snat_egress();
+	struct nd_plan plan;
+	struct nd_link_state link;
+	struct nd_route cur[PLAN_MAX_OPS];
+	const struct nd_op *o;
+	size_t i, n;
+
+	(void)state;
+	s.addr6 = ipa("2600:1f14:abc:110::5");
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &plan),
+	    0);
+	assert_int_equal(plan.nops, 6);
+	o = plan.ops;
+	assert_int_equal(o[1].kind, OP_ADDR_ADD);
+	assert_int_equal(o[1].u.addr.addr.addr.family, AF_INET);
+	assert_int_equal(o[2].kind, OP_ADDR_ADD);
+	assert_true(ip_addr_eq(&o[2].u.addr.addr.addr, &s.addr6));
+	assert_int_equal(o[2].u.addr.addr.len, 128);
+	assert_int_equal(o[2].u.addr.proto, NETD_PROTO);
+	assert_int_equal(o[5].kind, OP_ROUTE_ADD);
+	assert_int_equal(o[5].u.route.table, 101);
+	assert_int_equal(o[5].u.route.dst.addr.family, AF_INET6);
+	assert_int_equal(o[5].u.route.dst.len, 0);
+	assert_true(ip_addr_eq(&o[5].u.route.gateway, ipp("fe80:ec2::1")));
+	assert_int_equal(o[5].u.route.ifindex, 7);
+	assert_int_equal(o[5].u.route.metric, PLAN_METRIC6_DEFAULT);
+	assert_int_equal(o[5].u.route.protocol, NETD_PROTO);
+
+	/* In place: counts 0. */
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 20, NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "2600:1f14:abc:110::5", 128,
+	    NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "fe80::1", 64, 0);
+	for (i = n = 0; i < plan.nops; i++)
+		if (plan.ops[i].kind == OP_ROUTE_ADD)
+			cur[n++] = plan.ops[i].u.route;
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, cur, n, &plan),
+	    0);
+	assert_int_equal(plan_changes(&plan, &link), 0);
+
+	/* IPv6-only: no IPv4 route, no need of a primary gateway even with
+	 * SNAT on; the IPv4 address and routes of before go. */
+	memset(&s.addr, 0, sizeof(s.addr));
+	memset(&s.gateway, 0, sizeof(s.gateway));
+	memset(&eg.primary_gw, 0, sizeof(eg.primary_gw));
+	assert_int_equal(plan_eni_setup(&s, 7, &eg, &link, cur, n, &plan), 0);
+	o = plan.ops;
+	assert_int_equal(o[0].kind, OP_LINK_UP);
+	assert_int_equal(o[1].kind, OP_ADDR_ADD);
+	assert_int_equal(o[1].u.addr.addr.addr.family, AF_INET6);
+	for (i = 2; i < plan.nops; i++) {
+		if (o[i].kind == OP_ROUTE_DEL)
+			assert_int_equal(o[i].u.route.dst.addr.family, AF_INET);
+		else if (o[i].kind == OP_ADDR_DEL)
+			assert_int_equal(ip_addr_in4(&o[i].u.addr.addr.addr),
+			    ip("10.0.16.5"));
+		else
+			fail_msg("op %zu: %s", i, plan_op_name(o[i].kind));
+	}
+	assert_int_equal(plan.nops, 2 + 2 + 1);	/* 2 routes, 1 address */
+	assert_int_equal(plan_changes(&plan, &link), 3);
+	/* Neither family: no plan. */
+	memset(&s.addr6, 0, sizeof(s.addr6));
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &plan),
+	    -1);
+}
+
+static void
+test_teardown6(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_setup_eni s = eni();
+	struct nd_plan first, plan;
+	struct nd_route routes[4];
+	struct nd_rule rules[3];
+	struct nd_link_state link;
+	size_t i, n = 0;
+
+	(void)state;
+	make_policy(&p);
+	s.addr6 = ipa("2600:1f14:abc:110::5");
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0,
+	    &first), 0);
+	for (i = 0; i < first.nops; i++)
+		if (first.ops[i].kind == OP_ROUTE_ADD)
+			routes[n++] = first.ops[i].u.route;
+	assert_int_equal(n, 3);
+	routes[n] = routes[2];
+	routes[n++].protocol = 3;	/* someone else's IPv6 default */
+	rules[0] = rule(1536, 101, "2600:1f14:abc:110::a", 128, "::", 0);
+	rules[1] = foreign(rule(1536, 101, "2600:1f14:abc:110::b", 128, "::",
+	    0), false);
+	rules[2] = rule(1536, 101, "10.0.16.9", 32, NULL, 0);
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 20, NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "2600:1f14:abc:110::5", 128,
+	    NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, "fe80::1", 64, 0);
+	assert_int_equal(plan_eni_teardown(&p, &s, 7, &link, routes, n, rules,
+	    3, &plan), 0);
+	/* 2 rules, 3 routes, 2 addresses, link down. */
+	assert_int_equal(plan.nops, 8);
+	assert_int_equal(plan.ops[0].u.rule.src.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[1].u.rule.src.addr.family, AF_INET);
+	assert_int_equal(plan.ops[4].u.route.dst.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[4].u.route.protocol, NETD_PROTO);
+	assert_int_equal(plan.ops[6].kind, OP_ADDR_DEL);
+	assert_int_equal(plan.ops[6].u.addr.addr.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[7].kind, OP_LINK_DOWN);
+}
+
+static void
+test_pod_route6_plan(void **state)
+{
+	struct msg_netd_pod_route m;
+	struct nd_plan plan;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.addr = ipa("2600:1f14:abc:110::a");
+	plan_pod_route(&m, 9, &plan);
+	assert_int_equal(plan.nops, 1);
+	assert_int_equal(plan.ops[0].kind, OP_HOST_ROUTE_ADD);
+	assert_int_equal(plan.ops[0].u.route.dst.len, 128);
+	assert_int_equal(plan.ops[0].u.route.table, 254);
+	assert_int_equal(plan.ops[0].u.route.ifindex, 9);
+}
+
 int
 main(void)
 {
@@ -932,6 +1156,11 @@ main(void)
 		cmocka_unit_test(test_setup_snat_no_gateway),
 		cmocka_unit_test(test_egress),
 		cmocka_unit_test(test_lookup_schedule),
+		cmocka_unit_test(test_pod_rules6),
+		cmocka_unit_test(test_pod_add_del6),
+		cmocka_unit_test(test_setup6),
+		cmocka_unit_test(test_teardown6),
+		cmocka_unit_test(test_pod_route6_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

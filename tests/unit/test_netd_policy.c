@@ -134,12 +134,14 @@ test_vpc_policy(void **state)
 	assert_non_null(policy_set_vpc(&p, &m));
 	m.cidrs[0].addr = ipa("0.0.0.0");		/* this network */
 	assert_non_null(policy_set_vpc(&p, &m));
-	m.cidrs[0].addr = ipa("2600:1f14::");		/* IPv6: not yet */
+	m.cidrs[0].addr = ipa("2600:1f14::");		/* IPv6 alone */
+	m.cidrs[0].len = 56;
 	assert_string_equal(policy_set_vpc(&p, &m),
-	    "VPC CIDR is not an IPv4 network");
+	    "no VPC CIDR, or too many");
+	m.cidrs[0].len = 16;
 	m.cidrs[0].addr.family = 0;			/* never set */
 	assert_string_equal(policy_set_vpc(&p, &m),
-	    "VPC CIDR is not an IPv4 network");
+	    "VPC CIDR is not a network");
 	m.cidrs[0].addr = ipa("10.0.0.0");
 	m.primary_mac[0] = 0x01;			/* multicast */
 	assert_non_null(policy_set_vpc(&p, &m));
@@ -1027,8 +1029,8 @@ test_random_bare(void **state)
 			b[1] = rnd_below(2) ? 0x80 : (uint8_t)rnd();
 			a->addr.len = a->addr.addr.family == NETD_AF_INET ?
 			    24 : 64;
-			if (!((a->addr.addr.family == NETD_AF_INET &&
-			    a->proto == NETD_PROTO) ||
+			/* netd's own of either family, and link-local */
+			if (!(a->proto == NETD_PROTO ||
 			    (a->addr.addr.family == NETD_AF_INET6 &&
 			    b[0] == 0xfe && (b[1] & 0xc0) == 0x80)))
 				want = false;
@@ -1305,6 +1307,259 @@ test_pod_route_other_kinds(void **state)
 	assert_string_equal(detail, "ifindex 41, metric 50");
 }
 
+/* ---- IPv6 (issue 35) ---- */
+
+#define VPC6		"2600:1f14:abc:100::"
+#define NODE6		"2600:1f14:abc:100::10"
+
+/* make_policy's, with VPC6/56 after the IPv4 blocks (and ula, if not
+ * NULL, a /56 of its own) and NODE6 on the primary link. */
+static void
+make_policy6(struct netd_policy *p, const char *ula)
+{
+	struct enid_config cfg;
+	struct msg_netd_policy m;
+	struct netd_node n;
+
+	config_defaults(&cfg);
+	policy_init(p, &cfg);
+	node_view(&n);
+	n.addrs[n.naddrs++] = ipa(NODE6);
+	assert_true(policy_node_merge(p, &n));
+	memset(&m, 0, sizeof(m));
+	memcpy(m.primary_mac, PRIMARY, 6);
+	m.cidrs[m.ncidrs].addr = ipa("10.0.0.0");
+	m.cidrs[m.ncidrs++].len = 16;
+	m.cidrs[m.ncidrs].addr = ipa(VPC6);
+	m.cidrs[m.ncidrs++].len = 56;
+	if (ula != NULL) {
+		m.cidrs[m.ncidrs].addr = ipa(ula);
+		m.cidrs[m.ncidrs++].len = 56;
+	}
+	assert_null(policy_set_vpc(p, &m));
+	assert_int_equal(p->ncidrs, ula ? 3 : 2);
+	assert_int_equal(p->ncidrs4, 1);
+}
+
+static void
+test_vpc_policy6(void **state)
+{
+	static const struct {
+		const char	*net;
+		uint8_t		 len;
+		bool		 ok;
+	} cases[] = {
+		{ "2600:1f14:abc:100::", 56, true },
+		{ "2600:1f14:ab0::", 44, true },
+		{ "2600:1f14:abc:1f0::", 60, true },
+		{ "fd12:3456:789a:100::", 56, true },	/* an IPAM ULA */
+		{ "2600:1f14::", 40, false },		/* too wide */
+		{ "2600:1f14:abc:100::", 64, false },	/* a subnet's */
+		{ "2600:1f14:abc:101::", 56, false },	/* host bits */
+		{ "fe80::", 56, false },
+		{ "ff00::", 56, false },
+		{ "64:ff9b::", 56, false },
+		{ "fd00:ec2::", 56, false },		/* EC2's services */
+		{ "fd00:ec2:10::", 44, false },	/* among them */
+	};
+	struct enid_config cfg;
+	struct netd_policy p;
+	struct msg_netd_policy m;
+	struct netd_node n;
+	size_t i;
+
+	(void)state;
+	config_defaults(&cfg);
+	node_view(&n);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		policy_init(&p, &cfg);
+		assert_true(policy_node_merge(&p, &n));
+		memset(&m, 0, sizeof(m));
+		memcpy(m.primary_mac, PRIMARY, 6);
+		m.ncidrs = 2;
+		m.cidrs[0].addr = ipa("10.0.0.0");
+		m.cidrs[0].len = 16;
+		m.cidrs[1].addr = ipa(cases[i].net);
+		m.cidrs[1].len = cases[i].len;
+		if ((policy_set_vpc(&p, &m) == NULL) != cases[i].ok)
+			fail_msg("%s/%u", cases[i].net, cases[i].len);
+	}
+	/* IPv4 after IPv6, and IPv6 alone, are refused. */
+	policy_init(&p, &cfg);
+	assert_true(policy_node_merge(&p, &n));
+	m.ncidrs = 2;
+	m.cidrs[0].addr = ipa(VPC6);
+	m.cidrs[0].len = 56;
+	m.cidrs[1].addr = ipa("10.0.0.0");
+	m.cidrs[1].len = 16;
+	assert_string_equal(policy_set_vpc(&p, &m),
+	    "VPC IPv4 CIDR after an IPv6 one");
+	m.ncidrs = 1;
+	assert_string_equal(policy_set_vpc(&p, &m), "no VPC CIDR, or too many");
+}
+
+static void
+test_pod6(void **state)
+{
+	static const char *const refused[] = {
+		"::", "::1", "::a00:1", "::ffff:0:a00:1", "fe80::5",
+		"fe80:ec2::1", "ff02::1", "ff05::2", "64:ff9b::a00:1",
+		"64:ff9b:1::5", "fd00:ec2::254", "fd00:ec2::253",
+		"fd00:ec2::123", "fd12::5", "fc00::5", "2600:1f14:abd::5",
+		"2001:db8::5", NODE6,
+	};
+	struct netd_policy p;
+	struct msg_netd_pod_rule m;
+	size_t i;
+
+	(void)state;
+	make_policy6(&p, NULL);
+	declare(&p, ENI1, 101);
+	memset(&m, 0, sizeof(m));
+	m.addr = ipa("2600:1f14:abc:110::a");
+	assert_null(policy_check_pod(&p, &m, true));
+	m.table = 101;
+	assert_null(policy_check_pod(&p, &m, true));
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		m.addr = ipa(refused[i]);
+		/* ::ffff:0:a00:1 is never canonical: its bytes, as a
+		 * kernel or a hostile peer might give them. */
+		if (strcmp(refused[i], "::ffff:0:a00:1") == 0) {
+			memset(&m.addr, 0, sizeof(m.addr));
+			m.addr.family = AF_INET6;
+			m.addr.bytes[10] = m.addr.bytes[11] = 0xff;
+			m.addr.bytes[12] = 10;
+			m.addr.bytes[15] = 1;
+		}
+		if (policy_check_pod(&p, &m, true) == NULL ||
+		    policy_check_pod(&p, &m, false) == NULL)
+			fail_msg("pod %s accepted", refused[i]);
+	}
+	m.addr = ipa("fd00:ec2::254");
+	assert_string_equal(policy_check_pod(&p, &m, true),
+	    "address is one of EC2's service addresses (IMDS, DNS, NTP at "
+	    "fd00:ec2::)");
+	m.addr = ipa("fd12::5");
+	assert_string_equal(policy_check_pod(&p, &m, true),
+	    "address is a unique local one (fc00::/7) outside the VPC's "
+	    "blocks");
+
+	/* A ULA of the VPC's own block is the VPC's; fd00:ec2:: never. */
+	make_policy6(&p, "fd12:3456:789a:100::");
+	m.table = 0;
+	m.addr = ipa("fd12:3456:789a:100::9");
+	assert_null(policy_check_pod(&p, &m, true));
+	m.addr = ipa("fd12:3456:789a:200::9");
+	assert_non_null(policy_check_pod(&p, &m, true));
+
+	/* Without an IPv6 block, no IPv6 pod. */
+	make_policy(&p);
+	m.addr = ipa("2600:1f14:abc:110::a");
+	assert_string_equal(policy_check_pod(&p, &m, true),
+	    "pod address outside the VPC CIDRs");
+}
+
+static void
+test_setup6(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_setup_eni s;
+
+	(void)state;
+	make_policy6(&p, NULL);
+	declare(&p, ENI1, 101);
+	/* Dual-stack, IPv6-only, IPv4-only. */
+	s = setup_req(ENI1, 101);
+	s.addr6 = ipa("2600:1f14:abc:110::5");
+	assert_null(policy_check_setup(&p, &s));
+	assert_null(policy_check_teardown(&p, &s));
+	memset(&s.addr, 0, sizeof(s.addr));
+	memset(&s.gateway, 0, sizeof(s.gateway));
+	assert_null(policy_check_setup(&p, &s));
+	assert_null(policy_check_teardown(&p, &s));
+	s.gateway = ipa("10.0.16.1");
+	assert_string_equal(policy_check_setup(&p, &s),
+	    "gateway without an IPv4 address");
+	memset(&s.gateway, 0, sizeof(s.gateway));
+	s.mtu = 1279;
+	assert_non_null(policy_check_setup(&p, &s));
+	s.mtu = 1280;
+	assert_null(policy_check_setup(&p, &s));
+	memset(&s.addr6, 0, sizeof(s.addr6));
+	assert_string_equal(policy_check_setup(&p, &s),
+	    "ENI has neither an IPv4 nor an IPv6 address");
+	/* The ENI's IPv6 address gets the pods' checks. */
+	s = setup_req(ENI1, 101);
+	s.addr6 = ipa(NODE6);
+	assert_non_null(policy_check_setup(&p, &s));
+	assert_non_null(policy_check_teardown(&p, &s));
+	s.addr6 = ipa("2600:1f14:abd::5");
+	assert_non_null(policy_check_setup(&p, &s));
+	s.addr6 = ipa("fd00:ec2::253");
+	assert_non_null(policy_check_setup(&p, &s));
+	s.addr6 = ipa("fe80::5");
+	assert_non_null(policy_check_setup(&p, &s));
+	s.addr6 = ipa("10.0.16.6");		/* IPv4 in the IPv6 field */
+	assert_non_null(policy_check_setup(&p, &s));
+}
+
+/* An IPv6 host route as the kernel lists it: no scope (universe). */
+static struct nd_host_route
+host_route6(const char *dst, uint32_t ifindex)
+{
+	struct nd_host_route r = host_route(dst, ifindex, NULL);
+
+	r.dst.len = 128;
+	r.scope = 0;
+	return r;
+}
+
+static void
+test_pod_route6(void **state)
+{
+	struct netd_policy p;
+	struct msg_netd_pod_route m;
+	struct nd_pod_link l;
+	struct nd_host_route r[3];
+	bool present;
+
+	(void)state;
+	make_policy6(&p, NULL);
+	pod_veth(&l);
+	route_req(&m, "2600:1f14:abc:110::a", "enid1a2b3c4d5e6");
+	assert_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	assert_false(present);
+	r[0] = host_route6("2600:1f14:abc:110::a", VETH_IFINDEX);
+	assert_null(check_route(&p, &m, true, &l, r, 1, &present));
+	assert_true(present);
+	/* A dual-stack pod's veth carries its /32 too: no other pod's. */
+	r[1] = host_route("10.0.16.9", VETH_IFINDEX, NULL);
+	assert_null(check_route(&p, &m, true, &l, r, 2, &present));
+	assert_true(present);
+	route_req(&m, "10.0.16.9", "enid1a2b3c4d5e6");
+	assert_null(check_route(&p, &m, true, &l, r, 2, &present));
+	assert_true(present);
+	/* Another pod's /128 on the veth. */
+	route_req(&m, "2600:1f14:abc:110::b", "enid1a2b3c4d5e6");
+	assert_string_equal(check_route(&p, &m, true, &l, r, 1, &present),
+	    "the device carries another pod's host route");
+	/* Routed already elsewhere, or as a blackhole. */
+	r[2] = host_route6("2600:1f14:abc:110::b", VETH_IFINDEX + 1);
+	assert_string_equal(check_route(&p, &m, true, &l, r + 2, 1,
+	    &present), "the address is routed already; netd replaces no "
+	    "route");
+	r[2].ifindex = 0;
+	r[2].type = 6;			/* RTN_BLACKHOLE */
+	assert_non_null(check_route(&p, &m, true, &l, r + 2, 1, &present));
+	/* Special and outside addresses. */
+	route_req(&m, "fe80::5", "enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, "fd00:ec2::254", "enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+	route_req(&m, NODE6, "enid1a2b3c4d5e6");
+	assert_non_null(check_route(&p, &m, true, &l, NULL, 0, &present));
+}
+
 int
 main(void)
 {
@@ -1331,6 +1586,10 @@ main(void)
 		cmocka_unit_test(test_random_node_merge),
 		cmocka_unit_test(test_pod_route),
 		cmocka_unit_test(test_pod_route_other_kinds),
+		cmocka_unit_test(test_vpc_policy6),
+		cmocka_unit_test(test_pod6),
+		cmocka_unit_test(test_setup6),
+		cmocka_unit_test(test_pod_route6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

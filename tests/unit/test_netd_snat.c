@@ -523,11 +523,97 @@ test_batch_others_ignored(void **state)
 	assert_int_equal(b.error, 0);
 }
 
+/* ---- ip6 enid: the IPv6 source check of pods' veths ---- */
+
+static void
+test_src6(void **state)
+{
+	struct snat_table want, have, other;
+	struct snat_expr e[SNAT_MAX_EXPRS];
+	char buf[256], why[SNAT_WHY_LEN];
+	size_t n, i;
+
+	(void)state;
+	snat_src6_desired("enid", &want);
+	assert_int_equal(want.family, SNAT_FAMILY_IP6);
+	assert_int_equal(want.nchains, 1);
+	assert_string_equal(want.chains[0].name, "pod-src");
+	assert_int_equal(want.chains[0].hook, SNAT_HOOK_PREROUTING);
+	assert_int_equal(want.chains[0].prio, -300);
+	assert_false(want.chains[0].nat);
+	assert_int_equal(want.nrules, 1);
+	rule_text(&want, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "pod-src: iifname \"enid*\" ip6 saddr != "
+	    "fe80::/10 fib saddr . iif oif missing counter drop");
+	/* Written and read back, it is itself. */
+	roundtrip(&want, &have);
+	assert_true(snat_table_equal(&have, &want, why, sizeof(why)));
+	/* Another prefix is another table. */
+	snat_src6_desired("pod", &other);
+	assert_false(snat_table_equal(&other, &want, why, sizeof(why)));
+	/* The expressions as nft 1.0.6 writes the same rule (its
+	 * --debug=netlink): a prefix compare without NUL, the whole
+	 * address masked, fib's present flag. */
+	n = snat_rule_exprs(&want.rules[0], e);
+	assert_int_equal(n, 9);
+	assert_int_equal(e[1].len, 4);
+	assert_memory_equal(e[1].data, "enid", 4);
+	assert_int_equal(e[2].len, 16);
+	assert_int_equal(e[2].offset, 8);
+	assert_int_equal(e[4].key, NFT_CMP_NEQ);
+	assert_int_equal(e[5].flags, NFTA_FIB_F_SADDR | NFTA_FIB_F_IIF |
+	    NFTA_FIB_F_PRESENT);
+	assert_int_equal(e[8].verdict, NF_DROP);
+	/* What netd does not write is foreign: each expression spoiled. */
+	for (i = 0; i < n; i++) {
+		struct snat_expr bad[SNAT_MAX_EXPRS];
+		struct snat_rule r;
+
+		memcpy(bad, e, sizeof(bad));
+		switch (bad[i].kind) {
+		case SX_CMP:
+			bad[i].data[bad[i].len - 1] ^= 0x01;
+			break;
+		case SX_COUNTER:
+			continue;	/* counts are not compared */
+		case SX_IMM_VERDICT:
+			bad[i].verdict = NF_ACCEPT;
+			break;
+		case SX_FIB:
+			bad[i].flags &= ~(uint32_t)NFTA_FIB_F_IIF;
+			break;
+		case SX_BITWISE:
+			bad[i].data[1] = 0xff;
+			break;
+		default:
+			bad[i].offset ^= 4;
+			bad[i].key ^= 1;
+			break;
+		}
+		if (snat_rule_parse(bad, n, &r, why, sizeof(why)) == 0) {
+			r.chain = 0;
+			have.rules[0] = r;
+			if (snat_table_equal(&have, &want, why, sizeof(why)))
+				fail_msg("expression %zu spoiled, still equal",
+				    i);
+		}
+	}
+	/* The dropped counter. */
+	roundtrip(&want, &have);
+	have.rules[0].stmts[3].packets = 7;
+	assert_int_equal(snat_src6_dropped(&have), 7);
+	/* Absent: named with its family. */
+	memset(&have, 0, sizeof(have));
+	assert_false(snat_table_equal(&have, &want, why, sizeof(why)));
+	assert_string_equal(why, "table ip6 enid absent");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_desired_on),
+		cmocka_unit_test(test_src6),
 		cmocka_unit_test(test_desired_off),
 		cmocka_unit_test(test_roundtrip_equal),
 		cmocka_unit_test(test_parse_nft_short_prefix),
