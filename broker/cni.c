@@ -212,7 +212,15 @@ op_check(struct broker *b, struct jref *ref, struct json_object *req)
 		ip_addr_format(&p->ip, ip);
 		ip_addr_format(&r.ip, want);
 		jref_error(ref, "address-mismatch", "enid holds %s for this "
-		    "attachment, not %s", ip, want);
+		    "attachment, not %s", p->ip.family ? ip : "no IPv4 "
+		    "address", want);
+	} else if (r.ip6.family != AF_UNSPEC &&
+	    !ip_addr_eq(&r.ip6, &p->ip6)) {
+		ip_addr_format(&p->ip6, ip);
+		ip_addr_format(&r.ip6, want);
+		jref_error(ref, "address-mismatch", "enid holds %s for this "
+		    "attachment, not %s", p->ip6.family ? ip : "no IPv6 "
+		    "address", want);
 	} else if (p->eni == NULL || p->eni->state != ENI_READY)
 		jref_error(ref, "eni-unavailable", "its ENI %s is %s",
 		    p->eni ? p->eni->id : p->eni_id,

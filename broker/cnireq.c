@@ -32,6 +32,7 @@ enum field {
 	F_IP = 0x20,
 	F_VALID = 0x40,
 	F_VETH = 0x80,
+	F_IP6 = 0x100,
 };
 
 static const struct {
@@ -44,7 +45,7 @@ static const struct {
 	{ "del", CNI_OP_DEL, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S,
 	  F_CID | F_IFNAME },
 	{ "check", CNI_OP_CHECK, F_OP | F_CID | F_IFNAME | F_NETNS | F_K8S |
-	  F_IP, F_CID | F_IFNAME },
+	  F_IP | F_IP6, F_CID | F_IFNAME },
 	{ "gc", CNI_OP_GC, F_OP | F_VALID, F_VALID },
 	{ "status", CNI_OP_STATUS, F_OP, 0 },
 };
@@ -236,6 +237,8 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			f = F_K8S;
 		else if (strcmp(key, "ip") == 0)
 			f = F_IP;
+		else if (strcmp(key, "ip6") == 0)
+			f = F_IP6;
 		else if (strcmp(key, "valid_attachments") == 0)
 			f = F_VALID;
 		else if (strcmp(key, "host_veth") == 0)
@@ -298,6 +301,19 @@ cni_request_parse(struct json_object *o, struct cni_request *r, char *err,
 			    !ckpt_ip_ok(&r->ip)) {
 				snprintf(err, errlen, "ip: not a unicast IPv4 "
 				    "address");
+				goto fail;
+			}
+			break;
+		}
+		case F_IP6: {
+			char ip[IP_ADDR_STR_LEN + 1];
+
+			if (take_str(v, key, ip, sizeof(ip), err, errlen) == -1)
+				goto fail;
+			if (ip_addr_parse(ip, &r->ip6, NULL) == -1 ||
+			    !ckpt_ip6_ok(&r->ip6)) {
+				snprintf(err, errlen, "ip6: not a unicast IPv6 "
+				    "address in RFC 5952 text");
 				goto fail;
 			}
 			break;

@@ -41,8 +41,10 @@ struct cni_request {
 	/* add: enid-cni's host end of the pod's veth pair ("" from
 	 * enid-ipam), whose host route reconciliation restores */
 	char		host_veth[CKPT_IFNAME_LEN];
-	/* check: the address expected; none (AF_UNSPEC, zero) if not given */
+	/* check: the addresses expected, IPv4 and IPv6; none (AF_UNSPEC,
+	 * zero) if not given */
 	struct ip_addr	ip;
+	struct ip_addr	ip6;
 	size_t		nvalid;		/* gc: the attachments to keep */
 	struct cni_attachment *valid;	/* malloc'd; cni_request_free */
 };

@@ -514,7 +514,9 @@ void	refuse_max_pods(const struct broker *b, struct jref *ref);
  * at six bytes a byte.
  */
 #define POD_ANSWER_MAX	(256 + 6 * MSG_ID_LEN + \
-			    MSG_MAX_CIDRS * (CIDR4_STR_LEN + 3))
+			    MSG_MAX_CIDRS * (CIDR4_STR_LEN + 3) + \
+			    2 * IP_ADDR_STR_LEN + IP_PREFIX_STR_LEN + \
+			    MSG_MAX_CIDRS6 * (IP_PREFIX_STR_LEN + 3))
 size_t	pod_answer(struct broker *b, const struct pod *p, char *buf,
 	    size_t size);
 /* A repeated ADD of a ready pod: the same answer, but no sooner than the

@@ -162,6 +162,12 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 	/* None (0.0.0.0) while s is not described. */
 	req->gateway = s != NULL && s->known ? s->gateway : ip_addr_from_in(0);
 	req->mtu = e->link_mtu;
+	/* Its own IPv6 address, once it has one (eni6.c): the source of
+	 * what the node forwards out of it, with the table's IPv6 default
+	 * route via the VPC router.  Reconciliation sends this again each
+	 * run, so one learnt after set-up is set up then. */
+	if (config_family_v6(e->b->cfg.ip_family))
+		req->addr6 = e->addr6;
 }
 
 /* ---- the lifecycle: one table, one function that moves ---- */

@@ -306,6 +306,8 @@ assign6_done(struct eni *e, const struct msg_cloud_status *st,
 	} else {
 		e->addr6 = *a;
 		log_info("%s: its IPv6 address %s assigned", eni_name(e), ip);
+		/* Set up on its link by the run's table fixes. */
+		reconcile_now(b, "an ENI's own IPv6 address to set up");
 	}
 	e->retry6_ms = 0;
 	e->retry6_at = 0;

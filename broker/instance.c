@@ -98,11 +98,17 @@ static void
 instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 {
 	struct msg_netd_policy pol;
+	uint32_t i;
 
 	memset(&pol, 0, sizeof(pol));
 	memcpy(pol.primary_mac, in->primary_mac, sizeof(pol.primary_mac));
 	pol.ncidrs = in->ncidrs;
 	memcpy(pol.cidrs, in->cidrs, sizeof(pol.cidrs));
+	/* The IPv6 blocks only when pods may have IPv6: without one netd
+	 * takes no IPv6 address at all. */
+	for (i = 0; config_family_v6(b->cfg.ip_family) && i < b->nvpc6 &&
+	    pol.ncidrs < MSG_MAX_VPC_CIDRS; i++)
+		pol.cidrs[pol.ncidrs++] = b->vpc6[i];
 	broker_request(b, &b->policy_req, &b->netd, MSG_NETD_POLICY, &pol,
 	    sizeof(pol), INSTANCE_POLICY_MS, policy_answer, NULL);
 }

@@ -311,10 +311,26 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 		text_add(&t, ",\"subnet\":\"%s\",\"subnet_gateway\":\"%s\"",
 		    cidr, ip);
 	}
+	/* Its IPv6 address and its subnet's /64 (enid-cni(8)): the plugin
+	 * checks the address lies inside the VPC's IPv6 blocks, which then
+	 * follow the IPv4 ones. */
+	if (p->ip6.family == AF_INET6) {
+		ip_addr_format(&p->ip6, ip);
+		text_add(&t, ",\"ip6\":\"%s\"", ip);
+		if (s != NULL && s->cidr6.addr.family == AF_INET6) {
+			ip_prefix_format(&s->cidr6, cidr);
+			text_add(&t, ",\"subnet6\":\"%s\"", cidr);
+		}
+	}
 	text_add(&t, ",\"vpc_cidrs\":[");
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++) {
 		ip_prefix_format(&b->instance.cidrs[i], cidr);
 		text_add(&t, "%s\"%s\"", i > 0 ? "," : "", cidr);
+	}
+	for (i = 0; p->ip6.family == AF_INET6 && i < b->nvpc6 &&
+	    i < MSG_MAX_CIDRS6; i++) {
+		ip_prefix_format(&b->vpc6[i], cidr);
+		text_add(&t, ",\"%s\"", cidr);
 	}
 	text_add(&t, "]}");
 	if (t.len >= size)

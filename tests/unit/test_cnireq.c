@@ -686,6 +686,49 @@ test_ip(void **state)
 	}
 }
 
+/* CHECK's "ip6": a unicast IPv6 address in RFC 5952 text, nothing else;
+ * only CHECK takes it. */
+static void
+test_check_ip6(void **state)
+{
+	static const struct { const char *s; bool ok; } t[] = {
+		{ "2001:db8:a0b:1200:1::5", true },
+		{ "fd12:3456::1", true },
+		{ "2001:DB8::5", false },
+		{ "2001:db8:0:0::5", false },
+		{ "fe80::1", false },
+		{ "ff02::1", false },
+		{ "::1", false },
+		{ "::", false },
+		{ "::ffff:10.0.1.5", false },
+		{ "64:ff9b::a00:105", false },
+		{ "10.0.1.5", false },
+		{ "2001:db8::5/128", false },
+		{ "[2001:db8::5]", false },
+		{ "", false },
+	};
+	struct cni_request r;
+	struct json_object *o;
+	char want[IP_ADDR_STR_LEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		o = request("check");
+		set_str(o, "ip6", t[i].s);
+		if (t[i].ok) {
+			accepted(o, &r);
+			ip_addr_format(&r.ip6, want);
+			assert_string_equal(want, t[i].s);
+		} else
+			refused(o, "ip6: not a unicast IPv6 address in RFC 5952 "
+			    "text");
+	}
+	o = request("add");
+	set_str(o, "ip6", "2001:db8::5");
+	refused(o, "add: unknown key \"ip6\"");
+}
+
 static void
 test_valid_attachments(void **state)
 {
@@ -945,6 +988,7 @@ main(void)
 		cmocka_unit_test(test_malformed_strings),
 		cmocka_unit_test(test_rules_agree_with_checkpoint),
 		cmocka_unit_test(test_ip),
+		cmocka_unit_test(test_check_ip6),
 		cmocka_unit_test(test_valid_attachments),
 		cmocka_unit_test(test_largest_request_fits_a_line),
 		cmocka_unit_test(test_failure_after_attachments_frees),
