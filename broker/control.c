@@ -277,6 +277,7 @@ eni_json(struct broker *b, const struct eni *e)
 	struct json_object *addrs = json_object_new_array();
 	struct json_object *pfxs = json_object_new_array();
 	char mac[MAC_STR_LEN], ip[IP4_STR_LEN], cidr[CIDR4_STR_LEN];
+	char ip6[IP_ADDR_STR_LEN], cidr6[IP_PREFIX_STR_LEN];
 	uint64_t now = now_ms();
 	uint32_t i;
 
@@ -321,6 +322,20 @@ eni_json(struct broker *b, const struct eni *e)
 		json_object_array_add(pfxs, prefix_json(e, &e->prefixes[i],
 		    now));
 	json_object_object_add(o, "prefixes", pfxs);
+	/* IPv6 (eni6.c): its own address and the /80 its pods' IPv6
+	 * addresses come from, when it has them. */
+	if (e->addr6.family == AF_INET6) {
+		ip_addr_format(&e->addr6, ip6);
+		json_object_object_add(o, "ipv6_address",
+		    json_object_new_string(ip6));
+	}
+	if (e->prefix6.family == AF_INET6) {
+		struct ip_prefix p6 = msg_prefix_of(&e->prefix6);
+
+		ip_prefix_format(&p6, cidr6);
+		json_object_object_add(o, "ipv6_prefix",
+		    json_object_new_string(cidr6));
+	}
 	return o;
 }
 
@@ -331,14 +346,22 @@ pod_json(const struct pod *p)
 	static const char *const pst[] = { "adding", "ready", "deleting" };
 	char ip[IP_ADDR_STR_LEN];
 
-	ip_addr_format(&p->ip, ip);
 	json_object_object_add(o, "container_id",
 	    json_object_new_string(p->container_id));
 	json_object_object_add(o, "ifname", json_object_new_string(p->ifname));
 	json_object_object_add(o, "namespace",
 	    json_object_new_string(p->k8s_namespace));
 	json_object_object_add(o, "name", json_object_new_string(p->k8s_name));
-	json_object_object_add(o, "ip", json_object_new_string(ip));
+	/* Each family's address it holds: an IPv6-only pod has no "ip", a
+	 * pod from before ip_family dual no "ip6". */
+	if (p->ip.family != 0) {
+		ip_addr_format(&p->ip, ip);
+		json_object_object_add(o, "ip", json_object_new_string(ip));
+	}
+	if (p->ip6.family != 0) {
+		ip_addr_format(&p->ip6, ip);
+		json_object_object_add(o, "ip6", json_object_new_string(ip));
+	}
 	json_object_object_add(o, "eni", json_object_new_string(
 	    p->eni ? p->eni->id : p->eni_id));
 	json_object_object_add(o, "state", json_object_new_string(
@@ -366,6 +389,17 @@ subnet_json(const struct subnet *s)
 		json_object_object_add(o, "cidr", json_object_new_string(cidr));
 		json_object_object_add(o, "az", json_object_new_string(s->az));
 	}
+	/* Its IPv6 block when associated, and the block's state. */
+	if (s->cidr6.addr.family == AF_INET6) {
+		ip_prefix_format(&s->cidr6, cidr);
+		json_object_object_add(o, "cidr6", json_object_new_string(cidr));
+	}
+	if (s->ipv6_state != IPV6_ST_NONE)
+		json_object_object_add(o, "ipv6_state", json_object_new_string(
+		    cloud_ipv6_state_name(s->ipv6_state)));
+	if (s->ipv6_native)
+		json_object_object_add(o, "ipv6_native",
+		    json_object_new_boolean(true));
 	json_object_object_add(o, "available",
 	    json_object_new_int((int32_t)s->available));
 	json_object_object_add(o, "inhibited_s", json_object_new_int64(

@@ -321,6 +321,39 @@ render_prefixes(struct broker *b, struct mtext *t)
 	    "will do, until pool.prefix_freeze_s is over", frozen);
 }
 
+/*
+ * Per family: the pods' addresses of each (a dual-stack pod counts in
+ * both), and with ip_family dual or ipv6 the /80s pods take their IPv6
+ * addresses from.
+ */
+static void
+render_families(struct broker *b, struct mtext *t)
+{
+	const struct engine *en = &b->engine;
+	const struct pod *p;
+	uint64_t n4 = 0, n6 = 0, p6 = 0;
+	struct label l = { "family", NULL };
+	uint32_t i;
+
+	TAILQ_FOREACH(p, &en->pods, all) {
+		n4 += p->ip.family != 0;
+		n6 += p->ip6.family != 0;
+	}
+	mt_family(t, "enid_pod_addresses", "gauge", "Pods' addresses held, "
+	    "by family (a dual-stack pod has one of each)");
+	l.value = "ipv4";
+	mt_u64(t, "enid_pod_addresses", &l, 1, n4);
+	l.value = "ipv6";
+	mt_u64(t, "enid_pod_addresses", &l, 1, n6);
+	if (!config_family_v6(b->cfg.ip_family))
+		return;
+	for (i = 0; i < POOL_MAX_ENIS; i++)
+		p6 += en->enis[i].used &&
+		    en->enis[i].prefix6.family == AF_INET6;
+	mt_single(t, "enid_pool_ipv6_prefixes", "gauge", "ENIs' /80 prefixes "
+	    "the pods' IPv6 addresses come from (one an ENI)", p6);
+}
+
 static void
 render_pool(struct broker *b, struct mtext *t)
 {
@@ -377,6 +410,7 @@ render_pool(struct broker *b, struct mtext *t)
 	    b->started_ms)) / 1000);
 	mt_single(t, "enid_pods", "gauge", "Pod attachments holding an "
 	    "address", en->npods);
+	render_families(b, t);
 	mt_single(t, "enid_adds_waiting", "gauge", "ADDs waiting for the "
 	    "pool to grow", en->nwaiters);
 	if (pool_limits(b, &lim)) {
@@ -593,6 +627,16 @@ render_snat(struct broker *b, struct mtext *t)
 	    "enid-netd refused (a target that is not the node's primary "
 	    "address, or SNAT switched against its configuration)",
 	    known ? st->refused : 0);
+	mt_single(t, "enid_pod_ipv6_source_check_in_place", "gauge", "1 if "
+	    "enid-netd read its table ip6 enid (a pod's veth may send IPv6 "
+	    "only from that pod's addresses) back as it writes it; 0 if not, "
+	    "or not known yet", known && st->src6_in_place);
+	mt_single(t, "enid_pod_ipv6_source_dropped_total", "counter", "IPv6 "
+	    "packets from a pod's veth with a source that is not that pod's, "
+	    "dropped", known ? st->src6_dropped : 0);
+	mt_single(t, "enid_pod_ipv6_source_check_replaced_total", "counter",
+	    "Times enid-netd wrote its table ip6 enid whole (absent, or "
+	    "found to differ)", known ? st->src6_replaced : 0);
 	mt_family(t, "enid_snat_syncs_total", "counter", "SNAT syncs the "
 	    "broker asked enid-netd for (after its policy, and at each "
 	    "reconcile run), by result");

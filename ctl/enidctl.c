@@ -363,6 +363,38 @@ addr_str(struct json_object *o, const char *name)
 	return s;
 }
 
+/* An address field an answer may leave out (an IPv6-only pod has no
+ * "ip"): "-" then; else checked as addr_str() does, of family. */
+static const char *
+addr_or_dash(struct json_object *o, const char *name, int family)
+{
+	const char *s, *why;
+	struct ip_addr a;
+
+	if (!json_object_object_get_ex(o, name, NULL))
+		return "-";
+	s = str(o, name);
+	if (ip_addr_parse(s, &a, &why) != 0)
+		malformed("\"%s\" is not an address: %s", name, why);
+	if (a.family != family)
+		malformed("\"%s\" %s is not an %s address", name, s,
+		    family == AF_INET ? "IPv4" : "IPv6");
+	return s;
+}
+
+/* Does any entry of arr have the field name? */
+static bool
+any_has(struct json_object *arr, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < json_object_array_length(arr); i++)
+		if (json_object_object_get_ex(json_object_array_get_idx(arr,
+		    i), name, NULL))
+			return true;
+	return false;
+}
+
 /* A CIDR, its host bits clear. */
 static const char *
 prefix_text(const char *s, const char *name)
@@ -855,6 +887,30 @@ print_prefixes(struct json_object *enis)
 		table_free(&t);
 }
 
+/* Each ENI's own IPv6 address and the /80 its pods' IPv6 addresses
+ * come from, if any ENI has either. */
+static void
+print_ipv6(struct json_object *enis)
+{
+	struct json_object *e;
+	struct table t;
+	size_t i;
+
+	if (!any_has(enis, "ipv6_address") && !any_has(enis, "ipv6_prefix"))
+		return;
+	table_init(&t, "ENI IPV6 PODS-FROM");
+	for (i = 0; i < json_object_array_length(enis); i++) {
+		e = entry(enis, i, "ENI");
+		table_add(&t, "%s", str(e, "id")[0] ? str(e, "id") : "-");
+		table_add(&t, "%s", addr_or_dash(e, "ipv6_address", AF_INET6));
+		if (optional(e, "ipv6_prefix", json_type_string) != NULL)
+			table_add(&t, "%s", prefix_str(e, "ipv6_prefix"));
+		else
+			table_add(&t, "-");
+	}
+	table_print(&t);
+}
+
 static void
 print_enis(struct json_object *ans, const char *arg)
 {
@@ -898,6 +954,7 @@ print_enis(struct json_object *ans, const char *arg)
 	}
 	table_print(&t);
 	print_prefixes(enis);
+	print_ipv6(enis);
 	/* Why an ENI is where it is, when that is not plain "ready". */
 	for (i = 0; i < json_object_array_length(enis); i++) {
 		e = entry(enis, i, "ENI");
@@ -918,9 +975,13 @@ print_pods(struct json_object *ans, const char *arg)
 	const char *ns, *name;
 	struct table t;
 	size_t i;
+	bool v6;
 
 	(void)arg;
-	table_init(&t, "CONTAINER IF IP ENI STATE POD");
+	/* An IPv6 column once any pod has an IPv6 address. */
+	v6 = any_has(pods, "ip6");
+	table_init(&t, v6 ? "CONTAINER IF IP IP6 ENI STATE POD" :
+	    "CONTAINER IF IP ENI STATE POD");
 	for (i = 0; i < json_object_array_length(pods); i++) {
 		p = entry(pods, i, "pod");
 		ns = str(p, "namespace");
@@ -928,7 +989,13 @@ print_pods(struct json_object *ans, const char *arg)
 		/* The runtime's ids are 64 hex digits; -j shows them whole. */
 		table_add(&t, "%.12s", str(p, "container_id"));
 		table_add(&t, "%s", str(p, "ifname"));
-		table_add(&t, "%s", addr_str(p, "ip"));
+		/* Every pod holds an address of one family at least. */
+		if (!json_object_object_get_ex(p, "ip", NULL) &&
+		    !json_object_object_get_ex(p, "ip6", NULL))
+			malformed("a pod without \"ip\" or \"ip6\"");
+		table_add(&t, "%s", addr_or_dash(p, "ip", AF_INET));
+		if (v6)
+			table_add(&t, "%s", addr_or_dash(p, "ip6", AF_INET6));
 		table_add(&t, "%s", str(p, "eni"));
 		table_add(&t, "%s", str(p, "state"));
 		if (ns[0] == '\0' && name[0] == '\0')
@@ -954,9 +1021,13 @@ print_subnets(struct json_object *ans, const char *arg)
 	long long rest;
 	struct table t;
 	size_t i;
+	bool v6;
 
 	(void)arg;
-	table_init(&t, "SUBNET AZ CIDR >FREE PODS RESTING");
+	/* An IPv6 column once any subnet has an IPv6 block or state. */
+	v6 = any_has(subs, "cidr6") || any_has(subs, "ipv6_state");
+	table_init(&t, v6 ? "SUBNET AZ CIDR CIDR6 >FREE PODS RESTING" :
+	    "SUBNET AZ CIDR >FREE PODS RESTING");
 	for (i = 0; i < json_object_array_length(subs); i++) {
 		s = entry(subs, i, "subnet");
 		table_add(&t, "%s", str(s, "id"));
@@ -967,6 +1038,13 @@ print_subnets(struct json_object *ans, const char *arg)
 			table_add(&t, "?");
 			table_add(&t, "?");
 		}
+		if (v6 && optional(s, "cidr6", json_type_string) != NULL)
+			table_add(&t, "%s", prefix_str(s, "cidr6"));
+		else if (v6)
+			/* none associated: its block's state, if any */
+			table_add(&t, "%s", optional(s, "ipv6_state",
+			    json_type_string) != NULL ? str(s, "ipv6_state") :
+			    "-");
 		table_add(&t, "%lld", count(s, "available"));
 		table_add(&t, "%s", flag(s, "configured") ? "yes" : "no");
 		rest = count(s, "inhibited_s");
