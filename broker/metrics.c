@@ -323,8 +323,7 @@ render_prefixes(struct broker *b, struct mtext *t)
 
 /*
  * Per family: the pods' addresses of each (a dual-stack pod counts in
- * both), and with ip_family dual or ipv6 the /80s pods take their IPv6
- * addresses from.
+ * both), and the /80s pods take their IPv6 addresses from.
  */
 static void
 render_families(struct broker *b, struct mtext *t)
@@ -345,13 +344,12 @@ render_families(struct broker *b, struct mtext *t)
 	mt_u64(t, "enid_pod_addresses", &l, 1, n4);
 	l.value = "ipv6";
 	mt_u64(t, "enid_pod_addresses", &l, 1, n6);
-	if (!config_family_v6(b->cfg.ip_family))
-		return;
 	for (i = 0; i < POOL_MAX_ENIS; i++)
 		p6 += en->enis[i].used &&
 		    en->enis[i].prefix6.family == AF_INET6;
 	mt_single(t, "enid_pool_ipv6_prefixes", "gauge", "ENIs' /80 prefixes "
-	    "the pods' IPv6 addresses come from (one an ENI)", p6);
+	    "the pods' IPv6 addresses come from (one an ENI; none with "
+	    "ip_family ipv4)", p6);
 }
 
 static void

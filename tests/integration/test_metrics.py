@@ -567,7 +567,7 @@ def check_dashboard(fams):
         assert g["x"] + g["w"] <= 24, p["title"]
         for t in p.get("targets", []):
             expr = t["expr"]
-            refs = set(re.findall(r"\benid_[a-z_]+", expr))
+            refs = set(re.findall(r"\benid_[a-z0-9_]+", expr))
             assert refs and refs <= names, (p["title"], refs - names)
             used |= refs
             have = set().union(*(labels_of[r] for r in refs)) | {"instance"}
