@@ -82,6 +82,7 @@ acceptable6(struct broker *b, const struct eni *e, const struct ip_addr *a,
     bool prefix, char *why, size_t whylen)
 {
 	const struct ip_prefix *net = subnet6(b, e);
+	const struct ip_addr *node6;
 	struct ip_prefix p;
 	uint64_t lo, last;
 	uint32_t i;
@@ -94,14 +95,6 @@ acceptable6(struct broker *b, const struct eni *e, const struct ip_addr *a,
 		snprintf(why, whylen, "outside its subnet's IPv6 block");
 		return false;
 	}
-	/* EC2 reserves the /64's first four addresses and its last. */
-	lo = low64(a);
-	last = prefix ? lo + ((uint64_t)1 << (128 - MSG_PREFIX6_LEN)) - 1 :
-	    lo;
-	if (lo < 4 || last == UINT64_MAX) {
-		snprintf(why, whylen, "a reserved address of its subnet");
-		return false;
-	}
 	if (prefix) {
 		p = msg_prefix_of(a);
 		if (!ip_addr_eq(&p.addr, a)) {
@@ -109,6 +102,22 @@ acceptable6(struct broker *b, const struct eni *e, const struct ip_addr *a,
 			    MSG_PREFIX6_LEN);
 			return false;
 		}
+	}
+	/* The node's own, as IMDS names it: never a pod's. */
+	node6 = &b->instance.primary_ip6;
+	if (node6->family == AF_INET6 && (prefix ?
+	    ip_prefix_contains(&p, node6) : (!e->primary &&
+	    ip_addr_eq(a, node6)))) {
+		snprintf(why, whylen, "the node's own address, or over it");
+		return false;
+	}
+	/* EC2 reserves the /64's first four addresses and its last. */
+	lo = low64(a);
+	last = prefix ? lo + ((uint64_t)1 << (128 - MSG_PREFIX6_LEN)) - 1 :
+	    lo;
+	if (lo < 4 || last == UINT64_MAX) {
+		snprintf(why, whylen, "a reserved address of its subnet");
+		return false;
 	}
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		const struct eni *o = &b->engine.enis[i];

@@ -19,8 +19,9 @@ A rule binds to the next requests that match it ("request": a type name,
   "answer": TYPE        only answers of this type (default: all)
   "set": {FIELD: V}     change fields of the answer (addresses as text of
                         either family, 0 for 0.0.0.0, "aa:bb:.." MACs,
-                        lists of addresses for "addrs" and "prefixes", a
-                        prefix by its first address; a rule's "src" and
+                        lists of addresses for "addrs", "prefixes",
+                        "addrs6" and "prefixes6", a prefix by its first
+                        address; a rule's "src" and
                         "dst" with "src_len" and "dst_len")
   "drop": true          the answer is not passed on
   "replace": TYPE       the answer becomes one of TYPE, all zero (every
@@ -216,6 +217,8 @@ def blank(cls):
     def fill(x):
         for name, typ in x._fields_:
             v = getattr(x, name)
+            if name.endswith("6"):
+                continue    # IPv6 fields: absent is all zero (msg.h)
             if isinstance(v, IpAddr):
                 v.family = socket.AF_INET
             elif isinstance(v, ctypes.Structure):
@@ -240,8 +243,8 @@ def type_names(msg_h):
 
 def set_fields(obj, changes):
     for k, v in changes.items():
-        if k in ("addrs", "prefixes"):
-            # addresses, or the first addresses of /28 prefixes
+        if k in ("addrs", "prefixes", "addrs6", "prefixes6"):
+            # addresses, or the first addresses of /28 (/80) prefixes
             setattr(obj, "n" + k, len(v))
             for i, a in enumerate(v):
                 getattr(obj, k)[i] = ipaddr(a)

@@ -924,3 +924,59 @@ def test_restored_pods_address_moved_to_another_eni_is_withheld(make_env):
 
 def in_prefix(ip, prefix):
     return ipaddress.ip_address(ip) in ipaddress.ip_network(prefix)
+
+
+# ---- IPv6: the /80s the cloud names (ip_family dual) ----
+
+def test_ipv6_prefixes_that_lie(make_env):
+    """enid-cloudd answers the primary ENI's /80 assign with a /80 over
+    the node's own IPv6 address, then a describe gives the ENI a /80
+    outside its subnet's /64 instead of its own.  Neither is ever used:
+    the assign's real /80 is learnt by the reconciliation its refusal
+    asks for (no second assign), and after the describe's lie the ENI
+    asks for a /80 of its own again."""
+    from test_ipv6_start import set_up_node
+
+    env = make_env(mitm=("enid-cloudd",), reconcile_interval_s=120,
+                   sim_args=LIMITS + ("--ipv6", "dual"), ip_family="dual",
+                   pool=pool_conf(warm_eni_target=0))
+    set_up_node(env)
+    node6 = ipaddress.IPv6Address(env.node["primary_ipv6"])
+    over_node = str(ipaddress.IPv6Network("%s/80" % node6, strict=False)
+                    .network_address)
+    env.rules("enid-cloudd", [
+        {"id": "over-node", "request": "CLOUD_ASSIGN_PREFIXES",
+         "match": {"family": socket.AF_INET6},
+         "set": {"prefixes": [over_node]}}])
+    env.start()
+    env.wait(lambda: env.fired("enid-cloudd", "over-node", "set"), 10,
+             "the lie")
+    primary = env.node["primary_eni"]
+
+    def pods_from():
+        e = next(e for e in env.show("enis") if e["id"] == primary)
+        return e.get("ipv6_prefix")
+    real = env.wait(pods_from, 15, "the /80 the cloud did assign")
+    log = env.log()
+    assert ("assigned IPv6 prefix %s/80 is the node's own address, or over "
+            "it; never used" % over_node) in log, log[-3000:]
+    (cloud,) = next(e for e in env.state()["enis"]
+                    if e["id"] == primary)["ipv6_prefixes"]
+    assert real == cloud != over_node + "/80"
+    assert env.state()["calls"].get("AssignIpv6Addresses") == 1
+
+    outside = "2001:db8:ffff:1:1::"
+    env.rules("enid-cloudd", [
+        {"id": "outside", "request": "CLOUD_DESCRIBE_ENIS",
+         "match": {"filter": 0}, "answer": "CLOUD_ENI",
+         "where": {"device_index": 0},
+         "set": {"prefixes6": [outside]}}])
+    env.reconcile()
+    assert env.fired("enid-cloudd", "outside", "set")
+    log = env.log()
+    assert ("reconcile: IPv6 prefix %s/80 is outside its subnet's IPv6 "
+            "block; never used" % outside) in log, log[-3000:]
+    # The real one was not listed: forgotten, and another asked for.
+    env.wait(lambda: pods_from() not in (None, real), 15, "a new /80")
+    assert pods_from() != outside + "/80"
+    assert env.state()["calls"].get("AssignIpv6Addresses") == 2
