@@ -45,7 +45,8 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: enidctl [-j] [-s socket] command [argument]\n"
-	    "       enidctl [-f file] node-setup [--uplink LINK]\n"
+	    "       enidctl [-f file] node-setup [--uplink LINK] "
+	    "[--proc-sys DIR]\n"
 	    "commands:\n"
 	    "  status           the processes, the instance and the pool\n"
 	    "  show pool        the pool's counts and why it can't grow\n"
@@ -1437,9 +1438,10 @@ int
 main(int argc, char *argv[])
 {
 	const char *path = ENID_RUNTIME_DIR "/ctl.sock";
-	const char *config_path = NULL, *uplink = NULL;
+	const char *config_path = NULL, *uplink = NULL, *procsys = NULL;
 	static const struct option longopts[] = {
 		{ "uplink", required_argument, NULL, 'u' },
+		{ "proc-sys", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct command *cmd;
@@ -1467,6 +1469,9 @@ main(int argc, char *argv[])
 		case 'u':
 			uplink = optarg;
 			break;
+		case 'p':
+			procsys = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -1476,15 +1481,16 @@ main(int argc, char *argv[])
 	if (argc < 1)
 		usage();
 	/* The one command that reads the configuration instead of asking
-	 * the daemon; -f and --uplink mean nothing to the others, -j
-	 * nothing to it. */
+	 * the daemon; -f, --uplink and --proc-sys mean nothing to the
+	 * others, -j nothing to it. */
 	if (strcmp(argv[0], "node-setup") == 0) {
 		if (raw || argc != 1)
 			usage();
 		return nodesetup_run(config_path ? config_path :
-		    ENID_CONF_PATH, uplink);
+		    ENID_CONF_PATH, uplink, procsys ? procsys :
+		    NODESETUP_PROCSYS);
 	}
-	if (config_path != NULL || uplink != NULL)
+	if (config_path != NULL || uplink != NULL || procsys != NULL)
 		usage();
 	cmd = parse_command(argc, argv, &arg);
 	if ((req = json_object_new_object()) == NULL)

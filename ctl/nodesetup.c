@@ -11,6 +11,7 @@
  * stops the run before it has changed anything.
  */
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,12 +22,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <sys/capability.h>
 
 #include "conf.h"
 #include "nodesetup.h"
 
-#define NODESETUP_PROCSYS	"/proc/sys"
 #define NODESETUP_ROUTE4	"/proc/net/route"
 #define NODESETUP_ROUTE6	"/proc/net/ipv6_route"
 /* Far more than a node's routes need, for the two files read whole. */
@@ -254,8 +255,9 @@ hint(int err)
 {
 	switch (err) {
 	case EROFS:
-		return " (a container's /proc/sys is read-only unless the "
-		    "runtime mounts it writable: see enidctl(8))";
+		return " (a container's /proc/sys is read-only: mount the "
+		    "host's /proc/sys/net elsewhere and name it with "
+		    "--proc-sys, see enidctl(8))";
 	case EACCES:
 	case EPERM:
 		return " (the kernel lets only root, or CAP_NET_ADMIN over "
@@ -373,12 +375,14 @@ out:
 }
 
 int
-nodesetup_run(const char *config_path, const char *uplink)
+nodesetup_run(const char *config_path, const char *uplink,
+    const char *procsys)
 {
 	static struct enid_config cfg;
 	struct setting s[NODESETUP_NSETTINGS];
 	char err[1024], link[IF_NAMESIZE], name[NODESETUP_KEY_LEN], got[32];
-	int procfd, rc = 1;
+	struct statfs fs;
+	int procfd, netfd, rc = 1;
 	size_t i;
 
 	/* Before anything is read: a run that cannot write must not look
@@ -400,12 +404,25 @@ nodesetup_run(const char *config_path, const char *uplink)
 		    config_family_name(cfg.ip_family), config_path);
 		return 0;
 	}
-	if ((procfd = open(NODESETUP_PROCSYS, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1) {
-		fprintf(stderr, "enidctl: node-setup: %s: %s\n",
-		    NODESETUP_PROCSYS, strerror(errno));
+	if ((procfd = open(procsys, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1) {
+		fprintf(stderr, "enidctl: node-setup: %s: %s\n", procsys,
+		    strerror(errno));
 		return 1;
 	}
+	/* A mistyped --proc-sys must not find look-alike files to write.
+	 * Its net directory is what counts: a container may have the host's
+	 * bound there alone. */
+	if ((netfd = openat(procfd, "net", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1 || fstatfs(netfd, &fs) == -1 ||
+	    fs.f_type != PROC_SUPER_MAGIC) {
+		fprintf(stderr, "enidctl: node-setup: %s/net is not a proc "
+		    "file system's; nothing changed\n", procsys);
+		if (netfd != -1)
+			close(netfd);
+		goto out;
+	}
+	close(netfd);
 	if (faccessat(procfd, "net/ipv6", F_OK, 0) == -1) {
 		fprintf(stderr, "enidctl: node-setup: this kernel has no IPv6 "
 		    "(booted with ipv6.disable=1?), and ip_family \"%s\" needs "
@@ -419,7 +436,7 @@ nodesetup_run(const char *config_path, const char *uplink)
 		if (read_setting(procfd, s[i].key, s[i].old,
 		    sizeof(s[i].old)) == -1) {
 			fprintf(stderr, "enidctl: node-setup: %s/%s: read: "
-			    "%s; nothing changed\n", NODESETUP_PROCSYS,
+			    "%s; nothing changed\n", procsys,
 			    s[i].key, strerror(errno));
 			goto out;
 		}
@@ -442,7 +459,7 @@ nodesetup_run(const char *config_path, const char *uplink)
 			int e = errno;
 
 			fprintf(stderr, "enidctl: node-setup: %s/%s: write: "
-			    "%s%s\n", NODESETUP_PROCSYS, s[i].key, strerror(e),
+			    "%s%s\n", procsys, s[i].key, strerror(e),
 			    hint(e));
 			goto out;
 		}
@@ -452,7 +469,7 @@ nodesetup_run(const char *config_path, const char *uplink)
 			    strerror(errno));
 		if (strcmp(got, s[i].want) != 0) {
 			fprintf(stderr, "enidctl: node-setup: %s/%s: wrote %s "
-			    "but it reads %s\n", NODESETUP_PROCSYS, s[i].key,
+			    "but it reads %s\n", procsys, s[i].key,
 			    s[i].want, got);
 			goto out;
 		}

@@ -22,11 +22,17 @@ int	nodesetup_uplink(const char *route4, const char *route6,
 	    char name[IF_NAMESIZE], const char **from, char *why,
 	    size_t whylen);
 
+/* Where the kernel's settings are, unless --proc-sys says. */
+#define NODESETUP_PROCSYS	"/proc/sys"
+
 /*
  * Set the settings for the configuration at config_path (uplink NULL:
- * found as above).  Returns the exit status: 0 done (or nothing to do),
- * 1 failed; each failure is reported on stderr.
+ * found as above) under procsys, a proc file system's sys directory: a
+ * container's own /proc/sys is read-only, the host's may be mounted
+ * elsewhere.  Returns the exit status: 0 done (or nothing to do), 1
+ * failed; each failure is reported on stderr.
  */
-int	nodesetup_run(const char *config_path, const char *uplink);
+int	nodesetup_run(const char *config_path, const char *uplink,
+	    const char *procsys);
 
 #endif /* ENID_NODESETUP_H */

@@ -242,3 +242,72 @@ def test_bad_configuration_refused(ns, workdir):
     assert r.stderr.startswith("enidctl: configuration: "), r.stderr
     assert "ipv5" in r.stderr
     assert settings(ns) == before
+
+
+def as_in_a_container(ns, conf, *args):
+    """node-setup as a container runtime leaves it: /proc/sys read-only
+    (runc's readonlyPaths), the host's /proc/sys/net bound writable at
+    /mnt/host/proc/sys/net as the DaemonSet's hostPath volume does at
+    /host/proc/sys/net.  In a mount namespace of its own, on a tmpfs, gone
+    when it exits."""
+    script = ("mount -t tmpfs tmpfs /mnt && "
+              "mkdir -p /mnt/host/proc/sys/net && "
+              "mount --bind /proc/sys/net /mnt/host/proc/sys/net && "
+              "mount --bind /proc/sys /proc/sys && "
+              "mount -o remount,bind,ro /proc/sys && "
+              "exec \"$@\"")
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, "unshare", "-m",
+         "--propagation", "private", "sh", "-c", script, "sh",
+         built("ctl/enidctl"), "-f", conf, "node-setup", *args],
+        capture_output=True, text=True, timeout=30)
+
+
+def test_read_only_proc_sys_refused_naming_the_way_out(ns, workdir):
+    before = settings(ns)
+    r = as_in_a_container(ns, write_conf(workdir, "dual"))
+    assert r.returncode == 1, r.stdout
+    assert r.stderr == (
+        "enidctl: node-setup: /proc/sys/net/ipv6/conf/eth0/accept_ra: "
+        "write: Read-only file system (a container's /proc/sys is "
+        "read-only: mount the host's /proc/sys/net elsewhere and name it "
+        "with --proc-sys, see enidctl(8))\n")
+    assert settings(ns) == before
+
+
+def test_proc_sys_mounted_elsewhere(ns, workdir):
+    r = as_in_a_container(ns, write_conf(workdir, "dual"),
+                          "--proc-sys", "/mnt/host/proc/sys")
+    assert r.returncode == 0, r.stderr
+    assert "sysctl net.ipv6.conf.eth0.accept_ra: 1 -> 2" in r.stdout
+    assert "sysctl net.ipv6.conf.all.forwarding: 0 -> 1" in r.stdout
+    after = settings(ns)
+    assert after["net.ipv6.conf.eth0.accept_ra"] == "2"
+    assert after["net.ipv6.conf.all.forwarding"] == "1"
+
+
+def test_proc_sys_must_be_proc(ns, workdir):
+    fake = workdir / "sys"
+    (fake / "net" / "ipv6" / "conf" / "eth0").mkdir(parents=True)
+    (fake / "net" / "ipv6" / "conf" / "eth0" / "accept_ra").write_text("1\n")
+    before = settings(ns)
+    r = node_setup(ns, write_conf(workdir, "dual"), "--proc-sys", str(fake))
+    assert r.returncode == 1
+    assert r.stderr == ("enidctl: node-setup: %s/net is not a proc file "
+                        "system's; nothing changed\n" % fake)
+    assert (fake / "net" / "ipv6" / "conf" / "eth0" /
+            "accept_ra").read_text() == "1\n"
+    assert settings(ns) == before
+
+
+@pytest.mark.parametrize("args", [
+    ("-j", "node-setup"), ("node-setup", "eth0"),
+    ("-f", "/dev/null", "status"), ("--uplink", "eth0", "status"),
+    ("--proc-sys", "/proc/sys", "metrics"), ("node-setup", "--uplink"),
+])
+def test_usage_errors(args):
+    r = subprocess.run([built("ctl/enidctl"), *args], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    assert "enidctl [-f file] node-setup [--uplink LINK] [--proc-sys DIR]" \
+        in r.stderr
