@@ -7,13 +7,17 @@
  * the terminal only escaped: no control character, C1 control or invalid
  * UTF-8 is printed raw.
  *
+ * node-setup alone does not ask the daemon: it sets the node's IPv6
+ * settings before enid starts (nodesetup.c).
+ *
  * Exit status: 0 done, 1 the daemon is not there, refused, or answered
- * malformed, 2 a usage error (enidctl(8)).
+ * malformed (node-setup: a setting not set), 2 a usage error (enidctl(8)).
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,6 +31,7 @@
 
 #include "addr.h"
 #include "conf.h"
+#include "nodesetup.h"
 
 #define CTL_ANSWER_MAX	(4 * 1024 * 1024)	/* the daemon's own cap */
 #define CTL_TIMEOUT_MS	5000
@@ -40,6 +45,8 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: enidctl [-j] [-s socket] command [argument]\n"
+	    "       enidctl [-f file] node-setup [--uplink LINK] "
+	    "[--proc-sys DIR]\n"
 	    "commands:\n"
 	    "  status           the processes, the instance and the pool\n"
 	    "  show pool        the pool's counts and why it can't grow\n"
@@ -56,7 +63,12 @@ usage(void)
 	    "  drain ENI        no new pods on ENI; released once empty\n"
 	    "  log-level LEVEL  error, warning, info or debug\n"
 	    "  metrics          the metrics, in the Prometheus text format\n"
-	    "-j prints the daemon's answer as JSON.\n");
+	    "  node-setup       as root, before enid starts: set the node's "
+	    "IPv6 settings\n"
+	    "                   that the configuration's ip_family needs\n"
+	    "-j prints the daemon's answer as JSON; -f names the "
+	    "configuration node-setup\n"
+	    "reads (default " ENID_CONF_PATH ").\n");
 	exit(2);
 }
 
@@ -1426,6 +1438,12 @@ int
 main(int argc, char *argv[])
 {
 	const char *path = ENID_RUNTIME_DIR "/ctl.sock";
+	const char *config_path = NULL, *uplink = NULL, *procsys = NULL;
+	static const struct option longopts[] = {
+		{ "uplink", required_argument, NULL, 'u' },
+		{ "proc-sys", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const struct command *cmd;
 	struct json_object *req, *ans;
 	struct json_tokener *tok;
@@ -1436,13 +1454,23 @@ main(int argc, char *argv[])
 	int ch, fd, rc = 0;
 	size_t len;
 
-	while ((ch = getopt(argc, argv, "js:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:js:", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
+		case 'f':
+			config_path = optarg;
+			break;
 		case 'j':
 			raw = true;
 			break;
 		case 's':
 			path = optarg;
+			break;
+		case 'u':
+			uplink = optarg;
+			break;
+		case 'p':
+			procsys = optarg;
 			break;
 		default:
 			usage();
@@ -1451,6 +1479,18 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
+		usage();
+	/* The one command that reads the configuration instead of asking
+	 * the daemon; -f, --uplink and --proc-sys mean nothing to the
+	 * others, -j nothing to it. */
+	if (strcmp(argv[0], "node-setup") == 0) {
+		if (raw || argc != 1)
+			usage();
+		return nodesetup_run(config_path ? config_path :
+		    ENID_CONF_PATH, uplink, procsys ? procsys :
+		    NODESETUP_PROCSYS);
+	}
+	if (config_path != NULL || uplink != NULL || procsys != NULL)
 		usage();
 	cmd = parse_command(argc, argv, &arg);
 	if ((req = json_object_new_object()) == NULL)

@@ -214,6 +214,14 @@ def test_unit_is_built_from_the_template():
         assert os.path.isabs(argv0) and argv0.endswith("/sbin/enid"), argv0
     assert settings["ExecStart"][0].split()[1:] == ["-d"]
     assert settings["ExecStartPre"][0].split()[1:] == ["-n"]
+    # Then the node's IPv6 settings, as root ("+": outside User= and the
+    # sandbox, whose ProtectKernelTunables= makes /proc/sys read-only),
+    # by the enidctl installed beside enid (enidctl(8), node-setup).
+    assert len(settings["ExecStartPre"]) == 2, settings["ExecStartPre"]
+    setup = settings["ExecStartPre"][1].split()
+    enid = settings["ExecStart"][0].split()[0]
+    assert setup == ["+" + enid + "ctl", "node-setup"], setup
+    assert settings["ProtectKernelTunables"] == ["yes"]
 
 
 def test_unit_passes_systemd_analyze_verify():
@@ -641,6 +649,12 @@ def daemonset_docs():
     return kinds["ConfigMap"], kinds["DaemonSet"]
 
 
+def init_container(ds, name):
+    (c,) = [c for c in ds["spec"]["template"]["spec"]["initContainers"]
+            if c["name"] == name]
+    return c
+
+
 def walk(obj):
     yield obj
     if isinstance(obj, dict):
@@ -669,7 +683,7 @@ def test_daemonset_structure():
     host = {v["hostPath"]["path"]: n for n, v in volumes.items()
             if "hostPath" in v}
     assert set(host) == {"/run/enid", "/var/lib/enid", "/opt/cni/bin",
-                         "/etc/cni/net.d"}, host
+                         "/etc/cni/net.d", "/proc/sys/net"}, host
     assert volumes["config"]["configMap"]["name"] == cm["metadata"]["name"]
 
     (enid,) = pod["containers"]
@@ -699,7 +713,33 @@ def test_daemonset_structure():
     assert probe[0].endswith("/enidctl") and probe[1:] == ["status"], probe
     assert enid["resources"]["requests"] and enid["resources"]["limits"]
 
-    (init,) = pod["initContainers"]
+    # The node set up first, so that a node it cannot set up gets no
+    # conflist; then the plugin installed.
+    assert [c["name"] for c in pod["initContainers"]] == \
+        ["node-setup", "install-cni"]
+    setup = init_container(ds, "node-setup")
+    assert setup["command"][:2] == ["/usr/sbin/enidctl", "node-setup"]
+    ssc = setup["securityContext"]
+    # Root, and nothing more: the kernel needs uid 0 alone to write net.*
+    # sysctls; the runtime's read-only /proc/sys is gone round by the
+    # host's /proc/sys/net, writable, where --proc-sys names it.
+    assert ssc["runAsUser"] == 0 and ssc["privileged"] is False
+    assert ssc["allowPrivilegeEscalation"] is False
+    assert ssc["readOnlyRootFilesystem"] is True
+    assert ssc["capabilities"] == {"drop": ["ALL"]}
+    smounts = {m["mountPath"]: m for m in setup["volumeMounts"]}
+    net = smounts["/host/proc/sys/net"]
+    assert net["name"] == host["/proc/sys/net"]
+    assert not net.get("readOnly", False)
+    assert volumes[net["name"]]["hostPath"]["type"] == "Directory"
+    assert setup["command"][2:] == ["--proc-sys", "/host/proc/sys"]
+    assert smounts["/etc/enid"]["name"] == "config"
+    assert smounts["/etc/enid"]["readOnly"] is True
+    # Only the node-setup init container reaches the node's settings.
+    for c in pod["containers"] + [init_container(ds, "install-cni")]:
+        assert all(m["name"] != net["name"] for m in c["volumeMounts"]), c
+
+    init = init_container(ds, "install-cni")
     isc = init["securityContext"]
     assert isc["capabilities"]["drop"] == ["ALL"]
     assert "add" not in isc["capabilities"]
@@ -771,7 +811,7 @@ def test_daemonset_init_container_installs_the_plugin(tmp_path):
     """The init container's program, with its host directories moved
     under a scratch directory: twice, as a restarted pod would."""
     cm, ds = daemonset_docs()
-    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    init = init_container(ds, "install-cni")
     env, bindir, netdir = installer_env(tmp_path, cm, init)
     want_conflist = json.loads(cm["data"]["10-enid.conflist"])
     for _ in range(2):
@@ -837,7 +877,7 @@ def test_daemonset_init_container_leaves_foreign_files(tmp_path, where, name,
     """A file under one of its names that is not enid's: the installer
     fails naming it, and nothing in either directory changes."""
     cm, ds = daemonset_docs()
-    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    init = init_container(ds, "install-cni")
     env, bindir, netdir = installer_env(tmp_path, cm, init)
     path = (bindir if where == "bin" else netdir) / name
     if content is None:
@@ -858,7 +898,7 @@ def test_daemonset_init_container_leaves_foreign_files(tmp_path, where, name,
 @pytest.mark.parametrize("missing", ["CNI_BIN_DIR", "CNI_NET_DIR"])
 def test_daemonset_init_container_needs_both_directories(tmp_path, missing):
     cm, ds = daemonset_docs()
-    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    init = init_container(ds, "install-cni")
     env, bindir, netdir = installer_env(tmp_path, cm, init)
     gone = pathlib.Path(env[missing])
     gone.rmdir()
@@ -876,7 +916,7 @@ def test_daemonset_init_container_writes_nothing_into_an_unwritable_dir(
     """Without write access to the net directory (a user other than its
     owner, as a read-only mount would), nothing is written to either."""
     cm, ds = daemonset_docs()
-    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    init = init_container(ds, "install-cni")
     env, bindir, netdir = installer_env(workdir, cm, init)
     pw = pwd.getpwnam(enid_user)
     os.chown(bindir, pw.pw_uid, pw.pw_gid)

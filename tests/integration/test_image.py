@@ -109,12 +109,21 @@ class Host:
         self.volumes = {v["name"]: v for v in self.pod["volumes"]}
         self.root = d / "host"
         for v in self.volumes.values():
-            if "hostPath" in v:
+            if "hostPath" in v and not self.kernel(v["hostPath"]["path"]):
                 assert v["hostPath"]["type"] == "DirectoryOrCreate", v
                 self.path(v["hostPath"]["path"]).mkdir(parents=True,
                                                        exist_ok=True)
 
+    @staticmethod
+    def kernel(p):
+        """The kernel's own directories are the host's themselves: the
+        node's network settings under /proc/sys/net are those of the
+        namespace of whoever opens them, the sim node's here."""
+        return p == "/proc/sys/net"
+
     def path(self, p):
+        if self.kernel(p):
+            return pathlib.Path(p)
         return self.root / p.lstrip("/")
 
     def configmap_dir(self, vol, overrides):
@@ -242,8 +251,11 @@ class Deploy:
         self.seq = 0
 
     def container(self, which):
-        if which == "init":
-            (c,) = self.host.pod["initContainers"]
+        """"init": the plugin's installer; "node-setup"; else enid."""
+        if which in ("init", "node-setup"):
+            name = "install-cni" if which == "init" else which
+            (c,) = [c for c in self.host.pod["initContainers"]
+                    if c["name"] == name]
         else:
             (c,) = self.host.pod["containers"]
         return c
@@ -402,6 +414,43 @@ def test_image_holds_what_it_should(deploy):
     conf = p("image", "inspect", "--format", "{{.Config.User}}",
              "localhost/enid-it:a").stdout.strip()
     assert conf == "%d:%d" % (ENID_UID, ENID_UID)
+
+
+def test_node_setup_container_sets_up_the_node(deploy):
+    """The node-setup init container as written: root with no capability,
+    not privileged, through the host's /proc/sys/net (its own /proc/sys
+    is read-only).  With the ConfigMap's ip_family (ipv4) it changes
+    nothing; with dual it sets the sim node's default-route link."""
+    ns = deploy.ns
+    keys = ("net.ipv6.conf.all.forwarding",)
+
+    def read(key):
+        def get():
+            with open("/proc/sys/" + key.replace(".", "/")) as f:
+                return f.read().strip()
+        return podwire.in_netns(ns, get)
+
+    (route,) = json.loads(podwire.run("ip", "-n", ns, "-j", "route",
+                                      "show", "default").stdout)
+    up = route["dev"]
+    keys += ("net.ipv6.conf.%s.accept_ra" % up,)
+    before = {k: read(k) for k in keys}
+    name, r = deploy.run("node-setup", "a")
+    deploy.check_settings("node-setup", name)
+    assert "ip_family ipv4" in r.stdout and "nothing changed" in r.stdout, \
+        r.stdout + r.stderr
+    assert {k: read(k) for k in keys} == before
+    saved = deploy.overrides
+    conf = json.loads(saved["enid.conf"])
+    conf["ip_family"] = "dual"
+    deploy.overrides = dict(saved, **{"enid.conf": json.dumps(conf)})
+    try:
+        name, r = deploy.run("node-setup", "a")
+        assert "uplink %s: " % up in r.stdout, r.stdout + r.stderr
+        assert read(keys[0]) == "1" and read(keys[1]) == "2"
+    finally:
+        deploy.overrides = saved
+        podwire.sysctl(ns, *before.items())
 
 
 def test_init_container_installs_atomically_and_again(deploy):

@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-import podwire
-from conftest import write_config
+from conftest import built, write_config
 from poolenv import PoolEnv
 
 _seq = itertools.count()
@@ -44,9 +43,16 @@ def primary_link(env):
 
 
 def set_up_node(env):
-    """What the DaemonSet's init container does (enid.conf(5))."""
-    podwire.sysctl(env.ns, ("net.ipv6.conf.all.forwarding", "1"),
-                   ("net.ipv6.conf.%s.accept_ra" % primary_link(env), "2"))
+    """What the DaemonSet's init container and the unit's ExecStartPre do
+    (enidctl(8), node-setup), with the same configuration as enid: the
+    uplink it finds by the default route must be the link the broker
+    finds by the cloud's MAC, or enid would refuse below."""
+    r = subprocess.run(["ip", "netns", "exec", env.ns, built("ctl/enidctl"),
+                        "-f", str(env.conf), "node-setup"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("uplink %s: " % primary_link(env)), r.stdout
+    return r.stdout
 
 
 def kernel(env):
@@ -91,7 +97,9 @@ def test_node_settings_named_with_their_commands(make_env):
 
     # Set up as the manual says, the same node starts (ip_family ipv6
     # asks the same of it).
-    set_up_node(env)
+    out = set_up_node(env)
+    assert "sysctl net.ipv6.conf.all.forwarding: 0 -> 1\n" in out, out
+    assert "sysctl net.ipv6.conf.%s.accept_ra: 1 -> 2\n" % up in out, out
     env.start()
     env.enid.stop()
 

@@ -395,8 +395,8 @@ def test_the_checks_catch_what_they_should():
          .__setitem__("maxUnavailable", 0)),
         ("not in the ConfigMap", lambda d: pod(d)["volumes"][0]["configMap"]
          ["items"][0].__setitem__("key", "enid.json")),
-        ("is not a valid name", lambda d: pod(d)["initContainers"][0]["env"]
-         [0].__setitem__("name", "1 BAD")),
+        ("is not a valid name", lambda d: pod(d)["initContainers"][-1]
+         ["env"][0].__setitem__("name", "1 BAD")),
     ]
     for what, spoil in rules:
         d = copy.deepcopy(ds)

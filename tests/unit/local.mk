@@ -31,6 +31,16 @@ tests_unit_test_addr_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_addr_LDADD = $(UNIT_LDADD)
 endif
 
+# enidctl node-setup's choice of uplink from the kernel's route texts.
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_nodesetup
+TESTS += tests/unit/test_nodesetup
+tests_unit_test_nodesetup_SOURCES = tests/unit/test_nodesetup.c \
+	ctl/nodesetup.c
+tests_unit_test_nodesetup_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/ctl
+tests_unit_test_nodesetup_LDADD = $(UNIT_LDADD)
+endif
+
 # The broker's checkpoint: text, rules, its journal, and the files (no
 # root needed; as root a case runs a child that gives it up); the lock
 # that keeps a second enid off the node; the CNI and ctl request parsers.
