@@ -415,6 +415,10 @@ struct engine {
 	/* Told as each run starts, by a handler that registered it (the
 	 * SNAT sync, snat.c): the engine calls no handler by name. */
 	void			(*on_reconcile)(struct broker *b);
+	/* Stops enid with an exit code (enid.c registers broker_shutdown):
+	 * a configuration the engine finds it cannot serve. */
+	void			(*on_stop)(struct broker *b, int code,
+				    const char *why);
 	struct engine_stats	 stats;
 };
 

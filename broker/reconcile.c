@@ -2174,8 +2174,8 @@ subnets_ipv6_ok(struct broker *b)
 	}
 	if (wrong == 0)
 		return true;
-	broker_shutdown(b, 1, "subnets that cannot give pods IPv6 addresses "
-	    "(above)");
+	b->engine.on_stop(b, 1, "subnets that cannot give pods IPv6 "
+	    "addresses (above)");
 	return false;
 }
 
