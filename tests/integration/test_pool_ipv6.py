@@ -342,3 +342,40 @@ def test_ip_family_ipv4_gives_pods_no_ipv6(make_env):
     env.reconcile()
     assert len(rules(env, "-6")) == 1
     assert "belong to no pod" not in env.enid.text()
+
+
+def test_reconcile_restores_a_pods_ipv6_host_route(make_env):
+    """enid-cni's pod: its /128 host route deleted, a reconcile puts it
+    back (netd makes it as the plugin did), and counts it as drift."""
+    from test_cni_e2e import Pods, add, host_end, ip
+    env = make_env(ip_family="dual", pool=pool(warm_ip_target=2),
+                   reconcile_interval_s=3600)
+    env.start()
+    assert ready80(env)
+    podns = Pods("h6")
+    try:
+        o = add(env, "h6", podns.new())
+        assert o.ok, o
+        addr6 = [i["address"].split("/")[0] for i in o.out["ips"]
+                 if ":" in i["address"]]
+        assert addr6 == [held(env)["h6"]["ip6"]], (o.out, held(env))
+        addr6, veth = addr6[0], host_end(o.out)
+
+        def route():
+            return ip("-n", env.ns, "-6", "route", "show", "exact",
+                      addr6 + "/128").stdout
+        made = route()
+        assert made.startswith(addr6 + " dev " + veth), made
+        # enid-cni adds the route after the ADD's answer: a run does not
+        # judge a pod answered less than 5 s before it.
+        time.sleep(5.5)
+        assert env.reconcile()["drifts_fixed"] == 0
+        ip("-n", env.ns, "-6", "route", "del", addr6 + "/128", "dev", veth)
+        assert route() == ""
+        a = env.reconcile()
+        assert a["drifts_fixed"] == 1, a
+        assert route() == made
+        assert "pod h6/eth0 at %s is missing its host route" % addr6 in \
+            env.enid.text()
+    finally:
+        podns.cleanup()
