@@ -224,7 +224,24 @@ struct pod {
 	bool			 restored;	/* from the checkpoint */
 	bool			 lost;		/* ENI or address vanished */
 	char			*lost_why;	/* malloc'd, once lost */
-	struct breq		 req;		/* its netd request */
+	/*
+	 * Its netd requests.  A dual-stack pod's rules are two requests,
+	 * one per address (msg.h), sent together, each in a slot of its
+	 * own: req6 for the IPv6 address first, then req for the IPv4 one;
+	 * a pod with one address has req alone, whatever its family.  netd
+	 * answers in order, so req's answer ends the round and req.active
+	 * is true for as long as any of it is out (pods.c, pod_netd_send).
+	 * netd6_failed: req6's answer of this round was not ok.  keep4:
+	 * a lost pod's IPv4 address is another pod's now, whose rules
+	 * stay; its DEL removes its IPv6 rules only.
+	 */
+	struct breq		 req;
+	struct breq		 req6;
+	bool			 netd6_failed;
+	bool			 keep4;
+	/* The id of the last netd request that changed its IPv6 rules: as
+	 * an address's rules_req, for a reconcile's rule dump. */
+	uint32_t		 rules6_req;
 	bool			 netd_waiting;	/* queued for a netd slot */
 	bool			 netd_bg;	/* in netd_bg_queue */
 	TAILQ_ENTRY(pod)	 netd_q;
@@ -329,6 +346,10 @@ struct engine {
 	TAILQ_HEAD(pod_queue, pod) netd_queue;	/* for a slot: ADD, DEL */
 	struct pod_queue	 netd_bg_queue;	/* ...making sure of rules */
 	uint32_t		 netd_inflight;
+	/* The id of the last request that removed a pod's IPv6 rules: the
+	 * pod is gone, and a rule dump asked before it may still show them
+	 * (reconcile, rules_changing). */
+	uint32_t		 rules6_del_req;
 	TAILQ_HEAD(, waiter)	 waiters;
 	uint32_t		 nwaiters;
 
@@ -394,6 +415,10 @@ struct engine {
 	/* Told as each run starts, by a handler that registered it (the
 	 * SNAT sync, snat.c): the engine calls no handler by name. */
 	void			(*on_reconcile)(struct broker *b);
+	/* Stops enid with an exit code (enid.c registers broker_shutdown):
+	 * a configuration the engine finds it cannot serve. */
+	void			(*on_stop)(struct broker *b, int code,
+				    const char *why);
 	struct engine_stats	 stats;
 };
 
@@ -552,8 +577,14 @@ void	waiters_fail_but_cooling(struct broker *b, const uint64_t *frees,
 void	pod_lost(struct pod *p, const char *why);
 /* A reconcile's restore of p's rules: false if none could start. */
 bool	pod_rules_restore(struct pod *p);
+/* A pod other than except, lost or not, whose address (IPv4 or IPv6) is
+ * ip, or NULL. */
 struct pod *pod_with_ip(struct broker *b, const struct ip_addr *ip,
 	    bool lost, const struct pod *except);
+/* Does p hold ip, as its IPv4 or its IPv6 address? */
+bool	pod_has_ip(const struct pod *p, const struct ip_addr *ip);
+/* p's address for a log line: its IPv4 one, else its IPv6 one. */
+const struct ip_addr *pod_main_ip(const struct pod *p);
 /* A pod that keeps ip from ENI e though no ENI holds it (lost, or
  * restored on another ENI and not bound yet), or NULL; and why. */
 struct pod *pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
@@ -561,6 +592,9 @@ struct pod *pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
 const char *pod_keeping_why(const struct pod *p);
 void	pod_restore(struct broker *b, const struct ckpt_pod *cp);
 void	pods_bind_restored(struct broker *b);
+/* e goes: the pods it holds in no address slot (IPv6 only, recovered
+ * from the kernel's rules) are lost. */
+void	pods_eni_leaving(struct eni *e, const char *why);
 void	pod_rules_ensure(struct pod *p);
 
 /* reconcile.c */

@@ -142,6 +142,7 @@ eni_free(struct eni *e)
 	for (i = 0; i < e->naddrs; i++)
 		if (e->addrs[i].pod != NULL)
 			pod_lost(e->addrs[i].pod, "its ENI is gone");
+	pods_eni_leaving(e, "its ENI is gone");
 	if (eni_state_configuring(e->state))
 		setup_turn(b);
 	e->used = false;
@@ -692,6 +693,7 @@ eni_leave_service(struct eni *e, const char *cause)
 		e->addrs[i].pod = NULL;
 		addr_set(e, i, ADDR_PENDING);
 	}
+	pods_eni_leaving(e, "its ENI is being removed");
 	prefixes_not_removing(e);
 	e->assigning = 0;
 	e->assigning_prefixes = false;

@@ -630,6 +630,7 @@ main(int argc, char *argv[])
 	child_spawn(&b, &b.cloudd, helper_dir, foreground, verbose);
 
 	engine_init(&b);
+	b.engine.on_stop = broker_shutdown;
 	metrics_init(&b);
 	dir_own(run_fd, b.cfg.runtime_dir, pw->pw_uid, pw->pw_gid, 0755);
 	close(run_fd);

@@ -114,16 +114,23 @@ pod_new(struct broker *b, const char *cid, const char *ifname,
 	return p;
 }
 
+/*
+ * A pod goes.  A request of its round may still be out (the ADD failed on
+ * one answer, the other not in yet): cancelled, its slot freed once the
+ * pod is out of every queue.
+ */
 static void
 pod_free(struct pod *p)
 {
 	struct broker *b = p->b;
+	uint32_t out = (p->req.active ? 1 : 0) + (p->req6.active ? 1 : 0);
 
 	if (p->recon_restore) {
 		p->recon_restore = false;
 		reconcile_restored(b);
 	}
 	broker_request_cancel(b, &p->req);
+	broker_request_cancel(b, &p->req6);
 	if (p->netd_waiting && p->netd_bg)
 		TAILQ_REMOVE(&b->engine.netd_bg_queue, p, netd_q);
 	else if (p->netd_waiting)
@@ -133,6 +140,10 @@ pod_free(struct pod *p)
 	b->engine.npods--;
 	free(p->lost_why);
 	free(p);
+	if (out > 0) {
+		b->engine.netd_inflight -= out;
+		pods_netd_run(b);
+	}
 }
 
 /* The pod's slot in its ENI's addresses, or -1. */
@@ -154,7 +165,7 @@ pod_lost(struct pod *p, const char *why)
 {
 	char ip[IP_ADDR_STR_LEN];
 
-	ip_addr_format(&p->ip, ip);
+	ip_addr_format(pod_main_ip(p), ip);
 	log_warnx("pod %s/%s (%s/%s) at %s: %s; it has no working address "
 	    "until it is deleted", p->container_id, p->ifname,
 	    p->k8s_namespace[0] ? p->k8s_namespace : "-",
@@ -180,9 +191,24 @@ pod_with_ip(struct broker *b, const struct ip_addr *ip, bool lost,
 	struct pod *p;
 
 	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (p != except && p->lost == lost && ip_addr_eq(&p->ip, ip))
+		if (p != except && p->lost == lost && pod_has_ip(p, ip))
 			return p;
 	return NULL;
+}
+
+/* A pod without an IPv4 address (one the kernel's IPv6 rules recovered)
+ * has family 0 there, which no address given here has. */
+bool
+pod_has_ip(const struct pod *p, const struct ip_addr *ip)
+{
+	return ip->family != AF_UNSPEC && (ip_addr_eq(&p->ip, ip) ||
+	    ip_addr_eq(&p->ip6, ip));
+}
+
+const struct ip_addr *
+pod_main_ip(const struct pod *p)
+{
+	return p->ip.family != AF_UNSPEC ? &p->ip : &p->ip6;
 }
 
 /*
@@ -201,7 +227,7 @@ pod_keeping_ip(struct broker *b, const struct ip_addr *ip,
 	struct pod *p;
 
 	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (ip_addr_eq(&p->ip, ip) && p->eni == NULL &&
+		if (pod_has_ip(p, ip) && p->eni == NULL &&
 		    (p->lost || strcmp(p->eni_id, e->id) != 0))
 			return p;
 	return NULL;
@@ -383,7 +409,8 @@ addr_cooling_until(const struct eni_addr *a, uint64_t now, time_t wall)
 	return 0;
 }
 
-/* Does a pod that is not lost, or a lost one before p, have p's address? */
+/* Does a pod that is not lost, or a lost one before p, have one of p's
+ * addresses? */
 static bool
 lost_pod_shadowed(struct broker *b, const struct pod *p)
 {
@@ -395,7 +422,8 @@ lost_pod_shadowed(struct broker *b, const struct pod *p)
 			before = false;
 			continue;
 		}
-		if (ip_addr_eq(&q->ip, &p->ip) && (!q->lost || before))
+		if ((pod_has_ip(q, &p->ip) || pod_has_ip(q, &p->ip6)) &&
+		    (!q->lost || before))
 			return true;
 	}
 	return false;
@@ -526,6 +554,35 @@ engine_record(struct broker *b, struct checkpoint *c)
 
 static void	pod_netd_answer(struct broker *, void *, const struct msg *,
 		    bool);
+static void	pod_netd6_answer(struct broker *, void *, const struct msg *,
+		    bool);
+
+/*
+ * The addresses of p's next round of rule requests, in the order they
+ * go: a dual-stack pod's IPv6 one first, on req6, so that req, sent last,
+ * is answered last (netd answers in order) and its answer ends the round.
+ * A lost pod whose IPv4 address is another's now (keep4) has its IPv6
+ * one alone.  How many: each takes a slot.
+ */
+static uint32_t
+pod_round_addrs(const struct pod *p, const struct ip_addr *out[2])
+{
+	uint32_t n = 0;
+
+	if (p->ip6.family == AF_INET6)
+		out[n++] = &p->ip6;
+	if (p->ip.family == AF_INET && !p->keep4)
+		out[n++] = &p->ip;
+	return n;
+}
+
+static uint32_t
+pod_round_slots(const struct pod *p)
+{
+	const struct ip_addr *addrs[2];
+
+	return pod_round_addrs(p, addrs);
+}
 
 /*
  * Send what waits for a slot.  A queued pod may need no request after all
@@ -540,15 +597,16 @@ pods_netd_run(struct broker *b)
 	struct engine *en = &b->engine;
 	struct pod *p;
 
-	while (en->netd_inflight < ENGINE_MAX_NETD_INFLIGHT &&
-	    (p = TAILQ_FIRST(&en->netd_queue)) != NULL) {
+	while ((p = TAILQ_FIRST(&en->netd_queue)) != NULL &&
+	    en->netd_inflight + pod_round_slots(p) <=
+	    ENGINE_MAX_NETD_INFLIGHT) {
 		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
 	}
-	while (en->netd_inflight < ENGINE_MAX_NETD_BG &&
-	    TAILQ_EMPTY(&en->netd_queue) && !engine_setup_waiting(b) &&
-	    (p = TAILQ_FIRST(&en->netd_bg_queue)) != NULL) {
+	while (TAILQ_EMPTY(&en->netd_queue) && !engine_setup_waiting(b) &&
+	    (p = TAILQ_FIRST(&en->netd_bg_queue)) != NULL &&
+	    en->netd_inflight + pod_round_slots(p) <= ENGINE_MAX_NETD_BG) {
 		TAILQ_REMOVE(&en->netd_bg_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
@@ -598,6 +656,10 @@ pod_netd_unqueue_bg(struct pod *p, bool send)
  * (engine_setup_waiting): after a restart an ADD waits for the set-up of
  * the ENI with free addresses, which netd would otherwise take only after
  * the restored pods of the ENIs ready already (issue 34).
+ *
+ * A dual-stack pod's two requests go together (pod_round_addrs), so that
+ * its ADD takes one round trip to netd, not two; it waits until both
+ * slots are free.
  */
 void
 pod_netd_send(struct pod *p)
@@ -605,12 +667,14 @@ pod_netd_send(struct pod *p)
 	struct broker *b = p->b;
 	struct engine *en = &b->engine;
 	struct msg_netd_pod_rule req;
+	const struct ip_addr *addrs[2];
+	uint32_t i, n = pod_round_addrs(p, addrs);
 	bool bg;
 	struct eni_addr *a;
 
 	/* No runtime waits for it (a repeated ADD of a restored pod does). */
 	bg = p->state == POD_READY && p->add_ref.server == NULL;
-	if (en->netd_inflight >= (bg ? ENGINE_MAX_NETD_BG :
+	if (en->netd_inflight + n > (bg ? ENGINE_MAX_NETD_BG :
 	    ENGINE_MAX_NETD_INFLIGHT) ||
 	    (bg && (!TAILQ_EMPTY(&en->netd_queue) ||
 	    engine_setup_waiting(b)))) {
@@ -639,18 +703,49 @@ pod_netd_send(struct pod *p)
 			pod_del_start(p);
 		return;
 	}
-	en->netd_inflight++;
-	memset(&req, 0, sizeof(req));
-	req.addr = p->ip;
-	req.table = p->eni != NULL ? p->eni->table : 0;
-	broker_request(b, &p->req, &b->netd, p->state == POD_DELETING ?
-	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
-	    ENGINE_NETD_DEADLINE_MS, p->state == POD_READY ? pod_rules_answer :
-	    pod_netd_answer, p);
-	/* So that a reconcile whose rule dump was asked before this does
-	 * not take the change on its way for drift. */
-	if ((a = engine_addr(b, ip_addr_in4(&p->ip))) != NULL)
-		a->rules_req = p->req.id;
+	p->netd6_failed = false;
+	for (i = 0; i < n; i++) {
+		struct breq *rq = i == n - 1 ? &p->req : &p->req6;
+
+		en->netd_inflight++;
+		memset(&req, 0, sizeof(req));
+		req.addr = *addrs[i];
+		req.table = p->eni != NULL ? p->eni->table : 0;
+		broker_request(b, rq, &b->netd, p->state == POD_DELETING ?
+		    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
+		    ENGINE_NETD_DEADLINE_MS, rq == &p->req6 ?
+		    pod_netd6_answer : p->state == POD_READY ?
+		    pod_rules_answer : pod_netd_answer, p);
+		/* So that a reconcile whose rule dump was asked before this
+		 * does not take the change on its way for drift.  An IPv6
+		 * address is the pod's alone (never handed out again), and
+		 * once the pod is gone the engine's last removal stands for
+		 * it. */
+		if (addrs[i]->family == AF_INET6) {
+			p->rules6_req = rq->id;
+			if (p->state == POD_DELETING)
+				en->rules6_del_req = rq->id;
+		} else if ((a = engine_addr(b, ip_addr_in4(addrs[i]))) !=
+		    NULL)
+			a->rules_req = rq->id;
+	}
+}
+
+/*
+ * req's answer ends p's round.  A req6 still out (both deadlines fell
+ * due together) is given up as unanswered: the round is over for every
+ * test of req.active (cni.c), and never half over.
+ */
+static void
+pod_round_end(struct pod *p)
+{
+	if (!p->req6.active)
+		return;
+	broker_request_cancel(p->b, &p->req6);
+	p->netd6_failed = true;
+	log_warnx("pod %s/%s: enid-netd did not answer its IPv6 rule request "
+	    "in time", p->container_id, p->ifname);
+	netd_slot_free(p->b);
 }
 
 /* One pod a GC released is gone: the GC is answered with the last. */
@@ -729,11 +824,12 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
 	struct pod *p = arg;
 	struct msg_result r;
-	char ip[IP_ADDR_STR_LEN];
+	char ip[IP_ADDR_STR_LEN], ip6[IP_ADDR_STR_LEN] = "";
 
 	(void)final;
 	netd_slot_free(b);
-	ip_addr_format(&p->ip, ip);
+	pod_round_end(p);
+	ip_addr_format(pod_main_ip(p), ip);
 	if (m != NULL)
 		memcpy(&r, m->u.bytes, sizeof(r));
 	if (p->state == POD_ADDING) {
@@ -749,6 +845,12 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			    msg_status_name(r.status), r.message);
 			return;
 		}
+		if (p->netd6_failed) {
+			pod_add_failed(p, "netd", "setting up the pod's IPv6 "
+			    "routing rules failed: enid-netd did not answer "
+			    "in time");
+			return;
+		}
 		if (p->lost) {
 			/* Its ENI or address went while netd worked: the
 			 * address would not route. */
@@ -760,9 +862,12 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		p->state = POD_READY;
 		p->answered_ms = now_ms();
 		b->engine.stats.adds_ok++;
-		log_info("pod %s/%s (%s/%s): %s on %s", p->container_id,
+		if (p->ip.family == AF_INET && p->ip6.family == AF_INET6)
+			ip_addr_format(&p->ip6, ip6);
+		log_info("pod %s/%s (%s/%s): %s%s%s on %s", p->container_id,
 		    p->ifname, p->k8s_namespace[0] ? p->k8s_namespace : "-",
 		    p->k8s_name[0] ? p->k8s_name : "-", ip,
+		    ip6[0] != '\0' ? " and " : "", ip6,
 		    p->eni ? p->eni->id : "?");
 		/* Once the save started with the pod (pod_take) is on disk:
 		 * becoming ready changes nothing that save keeps, so no save
@@ -788,10 +893,54 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_warnx("pod %s/%s at %s: rule removal: %s: %s; "
 		    "reconciliation removes what is left", p->container_id,
 		    p->ifname, ip, msg_status_name(r.status), r.message);
+	else if (p->netd6_failed)
+		log_info("pod %s/%s: %s released; reconciliation removes what "
+		    "is left of its IPv6 rules", p->container_id, p->ifname,
+		    ip);
 	else
 		log_info("pod %s/%s: %s released", p->container_id, p->ifname,
 		    ip);
 	pod_gone(p);
+}
+
+/*
+ * A dual-stack pod's IPv6 request is answered; its other one, sent after
+ * it, is answered after (netd answers in order), and that answer ends the
+ * round.  Not ok: an ADD fails at once and whole (its IPv4 request is
+ * cancelled: pod_free), so that no pod is ever answered with one family
+ * of two; a removal or a making sure goes on, and its end knows.
+ */
+static void
+pod_netd6_answer(struct broker *b, void *arg, const struct msg *m, bool final)
+{
+	struct pod *p = arg;
+	struct msg_result r;
+	char ip[IP_ADDR_STR_LEN], why[MSG_ERR_LEN + 64];
+
+	(void)final;
+	netd_slot_free(b);
+	if (m != NULL) {
+		memcpy(&r, m->u.bytes, sizeof(r));
+		if (r.status == ST_OK)
+			return;
+		snprintf(why, sizeof(why), "%s: %s",
+		    msg_status_name(r.status), r.message);
+	} else
+		snprintf(why, sizeof(why), "enid-netd did not answer in time");
+	p->netd6_failed = true;
+	if (p->state == POD_ADDING) {
+		pod_add_failed(p, "netd", "setting up the pod's IPv6 routing "
+		    "rules failed: %s", why);
+		return;
+	}
+	ip_addr_format(&p->ip6, ip);
+	if (p->state == POD_DELETING)
+		log_warnx("pod %s/%s at %s: IPv6 rule removal: %s; "
+		    "reconciliation removes what is left", p->container_id,
+		    p->ifname, ip, why);
+	else
+		log_warnx("pod %s/%s: restoring its IPv6 rules (%s): %s",
+		    p->container_id, p->ifname, ip, why);
 }
 
 void
@@ -802,13 +951,19 @@ pod_del_start(struct pod *p)
 	p->state = POD_DELETING;
 	p->del_wanted = false;
 	/* A lost pod's address may be another pod's by now (a checkpoint
-	 * that held it twice): the rules for it are that pod's, and stay. */
-	if (p->lost && pod_with_ip(p->b, &p->ip, false, p) != NULL) {
+	 * that held it twice): the rules for it are that pod's, and stay.
+	 * Its IPv6 address is its own (never handed out twice): those
+	 * rules go. */
+	if (p->lost && p->ip.family == AF_INET &&
+	    pod_with_ip(p->b, &p->ip, false, p) != NULL) {
 		ip_addr_format(&p->ip, ip);
 		log_info("pod %s/%s: released; %s is another pod's now, whose "
 		    "rules stay", p->container_id, p->ifname, ip);
-		pod_gone(p);
-		return;
+		if (p->ip6.family != AF_INET6) {
+			pod_gone(p);
+			return;
+		}
+		p->keep4 = true;
 	}
 	pod_netd_send(p);
 }
@@ -819,11 +974,14 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 {
 	struct pod *p = arg;
 	struct msg_result r;
+	bool ok;
 
 	(void)final;
 	netd_slot_free(b);
+	pod_round_end(p);
 	if (m != NULL)
 		memcpy(&r, m->u.bytes, sizeof(r));
+	ok = m != NULL && r.status == ST_OK && !p->netd6_failed;
 	if (m == NULL)
 		log_warnx("pod %s/%s: restoring its rules: enid-netd did not "
 		    "answer in time", p->container_id, p->ifname);
@@ -840,7 +998,7 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		struct jref ref = p->add_ref;
 
 		p->add_ref.server = NULL;
-		if (m != NULL && r.status == ST_OK && !p->lost)
+		if (ok && !p->lost)
 			pod_answer_again(b, &ref, p);
 		else if (p->lost)
 			jref_error(&ref, "address-lost", "this attachment's "
@@ -849,7 +1007,8 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		else
 			jref_error(&ref, "netd", "restoring the pod's routing "
 			    "rules failed: %s", m == NULL ? "enid-netd did not "
-			    "answer in time" : r.message);
+			    "answer in time" : r.status != ST_OK ? r.message :
+			    "its IPv6 rules were not restored");
 	}
 	/* A DEL or GC that came meanwhile goes ahead either way. */
 	if (p->del_wanted)
@@ -887,10 +1046,25 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
     const char *ifname, const char *ns, const char *name, const char *uid,
     const char *veth, struct eni *e)
 {
-	struct pod *p = pod_new(b, cid, ifname, ns, name, uid);
+	struct pod *p;
+	struct ip_addr ip6;
 	uint64_t now = now_ms();
 	int best;
 
+	/* Dual-stack: an address of each family, or none (pods_pick_eni
+	 * took an ENI with its /80; only a /80 used up, in 2109, lacks
+	 * one). */
+	memset(&ip6, 0, sizeof(ip6));
+	if (b->cfg.ip_family == IP_FAMILY_DUAL &&
+	    (ip6 = eni6_next(e)).family != AF_INET6) {
+		log_warnx("pool: %s has no IPv6 address left for pod %s/%s",
+		    e->id, cid, ifname);
+		b->engine.stats.adds_failed++;
+		jref_error(ref, "no-address", "%s has no IPv6 address left",
+		    e->id);
+		return;
+	}
+	p = pod_new(b, cid, ifname, ns, name, uid);
 	msg_strlcpy(p->host_veth, veth, sizeof(p->host_veth));
 	/* The fullest prefix's, or the single address rested longest. */
 	best = eni_pick_addr(e, now);
@@ -899,6 +1073,7 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
 	e->addrs[best].pod = p;
 	p->ip = ip_addr_from_in(e->addrs[best].ip);
+	p->ip6 = ip6;
 	p->eni = e;
 	msg_strlcpy(p->eni_id, e->id, sizeof(p->eni_id));
 	p->state = POD_ADDING;
@@ -906,11 +1081,14 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	p->add_ref = *ref;
 	ref->server = NULL;
 	if (log_get_level() >= LOG_LVL_DEBUG) {
-		char ip[IP_ADDR_STR_LEN];
+		char ip[IP_ADDR_STR_LEN], ip6s[IP_ADDR_STR_LEN] = "";
 
 		ip_addr_format(&p->ip, ip);
-		log_debug("pod %s/%s: %s taken on %s; its rules asked for",
-		    p->container_id, p->ifname, ip, e->id);
+		if (p->ip6.family == AF_INET6)
+			ip_addr_format(&p->ip6, ip6s);
+		log_debug("pod %s/%s: %s%s%s taken on %s; its rules asked for",
+		    p->container_id, p->ifname, ip, ip6s[0] ? " and " : "",
+		    ip6s, e->id);
 	}
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
@@ -925,7 +1103,13 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	engine_kick(b);
 }
 
-/* The ENI to take from now, or NULL. */
+/*
+ * The ENI to take from now, or NULL.  Dual-stack, only one with its /80
+ * as well: an ADD that finds free IPv4 addresses only on ENIs still
+ * waiting for theirs waits (the /80's assign kicks the engine), and the
+ * pool does not grow for it, its planning counting IPv4 addresses
+ * (every ENI's /80 is asked for by eni6_plan).
+ */
 struct eni *
 pods_pick_eni(struct broker *b)
 {
@@ -933,13 +1117,15 @@ pods_pick_eni(struct broker *b)
 	uint64_t now = now_ms();
 	uint32_t i, j, nfree, nbest = 0, assigned;
 	bool best_thawed = false, thawed;
+	bool dual = b->cfg.ip_family == IP_FAMILY_DUAL;
 	int k;
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
 
 		if (!e->used || e->state != ENI_READY ||
-		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured)
+		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured ||
+		    (dual && e->prefix6.family != AF_INET6))
 			continue;
 		nfree = assigned = 0;
 		thawed = false;
@@ -1218,6 +1404,39 @@ pod_restore(struct broker *b, const struct ckpt_pod *cp)
 	p->restored = true;
 }
 
+void
+pods_eni_leaving(struct eni *e, const char *why)
+{
+	struct pod *p;
+
+	TAILQ_FOREACH(p, &e->b->engine.pods, all)
+		if (p->eni == e && p->ip.family != AF_INET)
+			pod_lost(p, why);
+}
+
+/*
+ * e's next pod IPv6 address comes after ip6, if ip6 is of its /80: a
+ * restored pod's, or one the kernel's rules recovered.  eni6_next's clock
+ * floor keeps it past them too, unless the clock went back.
+ */
+static void
+eni6_skip_past(struct eni *e, const struct ip_addr *ip6)
+{
+	struct ip_prefix pfx;
+	uint64_t idx = 0;
+	int i;
+
+	if (e->prefix6.family != AF_INET6 || ip6->family != AF_INET6)
+		return;
+	pfx = msg_prefix_of(&e->prefix6);
+	if (!ip_prefix_contains(&pfx, ip6))
+		return;
+	for (i = MSG_PREFIX6_LEN / 8; i < 16; i++)
+		idx = idx << 8 | ip6->bytes[i];
+	if (e->next6 <= idx)
+		e->next6 = idx + 1;
+}
+
 /*
  * Restored pods find their addresses once their ENIs are ready again;
  * restored cooling addresses cool on.  Called after every ENI set-up and
@@ -1246,6 +1465,18 @@ pods_bind_restored(struct broker *b)
 			    !eni_state_arriving(e->state)))
 				pod_lost(p, "its ENI vanished while enid was "
 				    "down");
+			continue;
+		}
+		eni6_skip_past(e, &p->ip6);
+		if (p->ip.family != AF_INET) {
+			/* IPv6 only (recovered from the kernel's rules): no
+			 * slot of the ENI's to take; its /80 is the ENI's
+			 * until the ENI goes. */
+			p->eni = e;
+			p->restored = false;
+			log_info("pod %s/%s: restored at %s", p->container_id,
+			    p->ifname, e->id);
+			pod_rules_ensure(p);
 			continue;
 		}
 		idx = eni_addr_index(e, ip_addr_in4(&p->ip));

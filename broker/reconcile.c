@@ -50,7 +50,7 @@
 #include "log.h"
 
 #define RECON_MAX_ENIS		(2 * POOL_MAX_ENIS)
-#define RECON_MAX_RULES		(2 * CKPT_MAX_PODS + 64)
+#define RECON_MAX_RULES		(4 * CKPT_MAX_PODS + 64) /* dual: 4 a pod */
 #define RECON_MAX_FIXES		64	/* stale rules removed per run */
 #define RECON_RETRY_MS		5000
 #define RECON_MAX_LEAKS		16	/* deleted per run */
@@ -149,7 +149,7 @@ struct reconcile_run {
 	}			 table_fixes[POOL_MAX_ENIS];
 	size_t			 ntable_fixes;
 	struct breq		 fixes[RECON_MAX_FIXES];
-	uint32_t		 fix_ips[RECON_MAX_FIXES];
+	struct ip_addr		 fix_ips[RECON_MAX_FIXES];
 	size_t			 nfixes, fixes_out;
 	size_t			 nleaks;
 	struct msg_cloud_eni	 leaks[RECON_MAX_LEAKS];
@@ -913,29 +913,53 @@ recon_ours(struct reconcile_run *r)
 /* ---- step 3: netd's rules ---- */
 
 /*
+ * Are the pods' IPv6 rules and host routes judged?  With ip_family dual
+ * (issue 35).  Otherwise netd's IPv6 entries are dropped as they come:
+ * they are no pod's of this broker, and no drift to remove either.
+ */
+static bool
+recon_ipv6(const struct broker *b)
+{
+	return b->cfg.ip_family == IP_FAMILY_DUAL;
+}
+
+/* Is p a pod rule's: one address, /32 or /128 by its family? */
+static bool
+host_prefix(const struct ip_prefix *p)
+{
+	return p->addr.family != AF_UNSPEC &&
+	    p->len == ip_family_bits(p->addr.family);
+}
+
+/*
  * Did a pod rule change for ip go to netd after the rule dump was asked?
  * netd answers in order, so one sent before is in the dump; one sent
  * after is enid's own work in flight, which the dump may not show: not
- * drift (issue 27).  Request ids only grow.
+ * drift (issue 27).  Request ids only grow.  An IPv4 address keeps its
+ * last change (its rules_req) across pods; an IPv6 one is a single pod's,
+ * whose own counts, and once that pod is gone the engine's last removal
+ * of IPv6 rules stands for them all.
  */
 static bool
-rules_changing(const struct reconcile_run *r, uint32_t ip)
+rules_changing(const struct reconcile_run *r, const struct ip_addr *ip)
 {
-	const struct eni_addr *a = engine_addr(r->b, ip);
+	const struct eni_addr *a;
+	const struct pod *p;
+	uint32_t req = 0;
 
-	return a != NULL && a->rules_req != 0 &&
-	    (int32_t)(a->rules_req - r->rules_id) > 0;
+	if (ip->family == AF_INET6) {
+		if ((p = pod_with_ip(r->b, ip, false, NULL)) == NULL)
+			p = pod_with_ip(r->b, ip, true, NULL);
+		req = p != NULL ? p->rules6_req : r->b->engine.rules6_del_req;
+	} else if ((a = engine_addr(r->b, ip_addr_in4(ip))) != NULL)
+		req = a->rules_req;
+	return req != 0 && (int32_t)(req - r->rules_id) > 0;
 }
 
 static struct pod *
 pod_by_ip(struct broker *b, const struct ip_addr *ip)
 {
-	struct pod *p;
-
-	TAILQ_FOREACH(p, &b->engine.pods, all)
-		if (ip_addr_eq(&p->ip, ip) && !p->lost)
-			return p;
-	return NULL;
+	return pod_with_ip(b, ip, false, NULL);
 }
 
 static void
@@ -976,7 +1000,45 @@ reconcile_restored(struct broker *b)
  * "enid-recovered-<ip>" so it is never handed out twice and its pod keeps
  * its routing; the runtime's next CNI GC, which never lists that name,
  * gives it back.
+ *
+ * With ip_family dual an IPv6 address is recovered the same way, if it
+ * lies in the /80 of one of the pool's ENIs, as a record of its own
+ * ("enid-recovered-" and the address, ':' written '-'): the kernel's
+ * rules do not say which IPv4 address went with it, so a dual-stack pod
+ * comes back as two records.  Binding it (pods_bind_restored) moves the
+ * ENI's next IPv6 address past it: it is never handed out again.
  */
+static const struct eni *
+recover_eni(struct broker *b, const struct ip_addr *ip)
+{
+	uint32_t dst = ip_addr_in4(ip);
+	struct ip_prefix pfx;
+	size_t k;
+	int idx;
+
+	for (k = 0; k < POOL_MAX_ENIS; k++) {
+		const struct eni *c = &b->engine.enis[k];
+
+		if (!c->used || !(eni_state_arriving(c->state) ||
+		    c->state == ENI_READY || eni_state_draining(c->state)))
+			continue;
+		if (ip->family == AF_INET6) {
+			if (c->prefix6.family != AF_INET6)
+				continue;
+			pfx = msg_prefix_of(&c->prefix6);
+			if (ip_prefix_contains(&pfx, ip))
+				return c;
+			continue;
+		}
+		if (c->primary_ip != dst &&
+		    (idx = eni_addr_index(c, dst)) >= 0 &&
+		    (c->addrs[idx].state == ADDR_FREE ||
+		    c->addrs[idx].state == ADDR_PENDING))
+			return c;
+	}
+	return NULL;
+}
+
 static void
 recon_recover_pods(struct reconcile_run *r)
 {
@@ -987,28 +1049,16 @@ recon_recover_pods(struct reconcile_run *r)
 
 	for (i = 0; i < r->nrules; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
-		uint32_t dst = ip_addr_in4(&ru->dst.addr);
 		struct ckpt_pod cp;
-		char ip[IP4_STR_LEN], cid[CKPT_CID_LEN];
-		const struct eni *e = NULL;
+		char ip[IP_ADDR_STR_LEN], cid[CKPT_CID_LEN];
+		const struct eni *e;
 
 		if (ru->priority != cfg->routing.rule_priority_to ||
-		    ru->dst.len != 32 || pod_by_ip(b, &ru->dst.addr) != NULL)
+		    !host_prefix(&ru->dst) ||
+		    pod_by_ip(b, &ru->dst.addr) != NULL)
 			continue;
-		for (k = 0; k < POOL_MAX_ENIS && e == NULL; k++) {
-			const struct eni *c = &b->engine.enis[k];
-			int idx;
-
-			if (c->used && c->primary_ip != dst &&
-			    (eni_state_arriving(c->state) ||
-			    c->state == ENI_READY ||
-			    eni_state_draining(c->state)) &&
-			    (idx = eni_addr_index(c, dst)) >= 0 &&
-			    (c->addrs[idx].state == ADDR_FREE ||
-			    c->addrs[idx].state == ADDR_PENDING))
-				e = c;
-		}
-		ip4_format(dst, ip);
+		e = recover_eni(b, &ru->dst.addr);
+		ip_addr_format(&ru->dst.addr, ip);
 		if (e == NULL && r->deferred) {
 			/* Maybe on an ENI of a subnet not described yet:
 			 * the run that adopts it judges the address. */
@@ -1023,12 +1073,18 @@ recon_recover_pods(struct reconcile_run *r)
 			continue;
 		}
 		snprintf(cid, sizeof(cid), "enid-recovered-%s", ip);
+		for (k = 0; cid[k] != '\0'; k++)
+			if (cid[k] == ':')
+				cid[k] = '-';
 		memset(&cp, 0, sizeof(cp));
 		cp.container_id = cid;
 		cp.ifname = "eth0";
 		cp.k8s_namespace = cp.k8s_name = cp.k8s_uid = "";
 		cp.eni_id = e->id;
-		cp.ip = ru->dst.addr;
+		if (ru->dst.addr.family == AF_INET6)
+			cp.ip6 = ru->dst.addr;
+		else
+			cp.ip = ru->dst.addr;
 		cp.since = (int64_t)time(NULL);
 		pod_restore(b, &cp);
 		log_warnx("reconcile: %s on %s is routed to a pod no "
@@ -1075,70 +1131,81 @@ recon_rules(struct reconcile_run *r)
 	    !b->engine.rebuild_from_kernel; i++) {
 		const struct msg_netd_rule *ru = &r->rules[i];
 		const struct ip_addr *at;
-		uint32_t ip;
 		bool dup = false;
 
 		if (ru->priority == cfg->routing.rule_priority_to &&
-		    ru->dst.len == 32)
+		    host_prefix(&ru->dst))
 			at = &ru->dst.addr;
 		else if (ru->priority == cfg->routing.rule_priority_from &&
-		    ru->src.len == 32)
+		    host_prefix(&ru->src))
 			at = &ru->src.addr;
 		else
 			continue;
-		ip = ip_addr_in4(at);
 		p = pod_by_ip(b, at);
 		if (p != NULL && (p->state != POD_READY ||
 		    ru->priority == cfg->routing.rule_priority_to ||
 		    (p->eni != NULL && ru->table == p->eni->table)))
 			continue;
 		for (j = 0; j < r->nfixes; j++)
-			if (r->fix_ips[j] == ip)
+			if (ip_addr_eq(&r->fix_ips[j], at))
 				dup = true;
-		if (dup || p != NULL || rules_changing(r, ip))
+		if (dup || p != NULL || rules_changing(r, at))
 			continue;
-		r->fix_ips[r->nfixes++] = ip;
+		r->fix_ips[r->nfixes++] = *at;
 	}
 	for (i = 0; i < r->nfixes; i++) {
 		struct msg_netd_pod_rule req;
-		char ip[IP4_STR_LEN];
+		char ip[IP_ADDR_STR_LEN];
 
-		ip4_format(r->fix_ips[i], ip);
+		ip_addr_format(&r->fix_ips[i], ip);
 		drift(r, "rules for %s belong to no pod; removing them", ip);
 		memset(&req, 0, sizeof(req));
-		req.addr = ip_addr_from_in(r->fix_ips[i]);
+		req.addr = r->fix_ips[i];
 		r->fixes_out++;
 		broker_request(b, &r->fixes[i], &b->netd, MSG_NETD_DEL_POD, &req,
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, fix_answer, r);
 	}
-	/* A pod with an address gets its rules back. */
+	/* A pod with an address gets its rules back: those of each of its
+	 * addresses (with ip_family dual, its IPv6 one's too), at once. */
 	TAILQ_FOREACH(p, &b->engine.pods, all) {
-		bool to = false, from = false;
+		const struct ip_addr *addrs[2] = { &p->ip, &p->ip6 };
+		size_t k;
 
 		if (p->state != POD_READY || p->lost || p->eni == NULL ||
-		    p->eni->state != ENI_READY ||
-		    rules_changing(r, ip_addr_in4(&p->ip)))
+		    p->eni->state != ENI_READY)
 			continue;
-		for (i = 0; i < r->nrules; i++) {
-			const struct msg_netd_rule *ru = &r->rules[i];
-
-			if (ru->priority == cfg->routing.rule_priority_to &&
-			    ip_addr_eq(&ru->dst.addr, &p->ip) &&
-			    ru->dst.len == 32)
-				to = true;
-			if (ru->priority == cfg->routing.rule_priority_from &&
-			    ip_addr_eq(&ru->src.addr, &p->ip) &&
-			    ru->src.len == 32 && ru->table == p->eni->table)
-				from = true;
-		}
-		if (!to || (p->eni->table != 0 && !from)) {
+		for (k = 0; k < 2; k++) {
+			const struct ip_addr *at = addrs[k];
+			bool to = false, from = false;
 			char ip[IP_ADDR_STR_LEN];
 
-			ip_addr_format(&p->ip, ip);
+			if (at->family == AF_UNSPEC ||
+			    (at->family == AF_INET6 && !recon_ipv6(b)) ||
+			    rules_changing(r, at))
+				continue;
+			for (i = 0; i < r->nrules; i++) {
+				const struct msg_netd_rule *ru = &r->rules[i];
+
+				if (ru->priority ==
+				    cfg->routing.rule_priority_to &&
+				    ip_addr_eq(&ru->dst.addr, at) &&
+				    host_prefix(&ru->dst))
+					to = true;
+				if (ru->priority ==
+				    cfg->routing.rule_priority_from &&
+				    ip_addr_eq(&ru->src.addr, at) &&
+				    host_prefix(&ru->src) &&
+				    ru->table == p->eni->table)
+					from = true;
+			}
+			if (to && (p->eni->table == 0 || from))
+				continue;
+			ip_addr_format(at, ip);
 			drift(r, "pod %s/%s at %s is missing its %s rule; "
 			    "restoring it", p->container_id, p->ifname, ip,
 			    !to ? "to" : "from");
 			(void)pod_rules_restore(p);
+			break;
 		}
 	}
 }
@@ -1207,9 +1274,68 @@ routes_send(struct reconcile_run *r)
 		recon_advance(r);
 }
 
+/* p's host route to at (an address of its, if of a family), judged. */
+static void
+recon_pod_route(struct reconcile_run *r, const struct pod *p,
+    const struct ip_addr *at, size_t n)
+{
+	struct recon_question *qr = &r->q[ASK_ROUTES], *ql = &r->q[ASK_LINKS];
+	struct msg_netd_route *routes = qr->entries, key;
+	struct msg_netd_link *links = ql->entries, lkey;
+	const struct msg_netd_route *found;
+	char ip[IP_ADDR_STR_LEN];
+
+	if (at->family == AF_UNSPEC || r->nroute_fixes == n)
+		return;
+	ip_addr_format(at, ip);
+	memset(&key, 0, sizeof(key));
+	key.addr = *at;
+	found = qr->n > 0 ? bsearch(&key, routes, qr->n,
+	    sizeof(*routes), route_cmp) : NULL;
+	if (found != NULL) {
+		/* One of perhaps several to the address: any on the
+		 * pod's veth will do. */
+		const struct msg_netd_route *q = found;
+
+		while (q > routes && ip_addr_eq(&(q - 1)->addr,
+		    &key.addr))
+			q--;
+		for (; q < routes + qr->n && ip_addr_eq(&q->addr,
+		    &key.addr); q++)
+			if (strcmp(q->dev, p->host_veth) == 0)
+				break;
+		if (q < routes + qr->n && ip_addr_eq(&q->addr,
+		    &key.addr))
+			return;
+		log_warnx("reconcile: pod %s/%s at %s is routed through "
+		    "%s, not its host veth %s; left as it is (netd "
+		    "replaces no route)", p->container_id, p->ifname,
+		    ip, found->dev[0] ? found->dev : "another link",
+		    p->host_veth);
+		return;
+	}
+	memset(&lkey, 0, sizeof(lkey));
+	msg_strlcpy(lkey.name, p->host_veth, sizeof(lkey.name));
+	if (ql->n == 0 || bsearch(&lkey, links, ql->n, sizeof(*links),
+	    link_cmp) == NULL) {
+		log_debug("reconcile: pod %s/%s at %s: its host veth %s "
+		    "is gone; its DEL is expected", p->container_id,
+		    p->ifname, ip, p->host_veth);
+		return;
+	}
+	drift(r, "pod %s/%s at %s is missing its host route (dev %s); "
+	    "restoring it", p->container_id, p->ifname, ip,
+	    p->host_veth);
+	r->route_fixes[r->nroute_fixes].addr = key.addr;
+	msg_strlcpy(r->route_fixes[r->nroute_fixes].dev, p->host_veth,
+	    sizeof(r->route_fixes[0].dev));
+	r->nroute_fixes++;
+}
+
 /*
  * Each ready pod enid-cni wired (it named its host veth) must have its
- * host route "ADDR/32 dev VETH scope link" in the main table.  Missing,
+ * host route "ADDR/32 dev VETH scope link" in the main table, and with
+ * ip_family dual "ADDR/128 dev VETH" for its IPv6 address.  Missing,
  * while the veth is there: drift, and netd is asked to put it back (netd
  * judges by its own rule for the address and the veth's kind and peer).
  * Missing with the veth gone: the pod is being deleted, not drift.  Through
@@ -1220,20 +1346,19 @@ recon_routes(struct reconcile_run *r)
 {
 	struct broker *b = r->b;
 	struct recon_question *qr = &r->q[ASK_ROUTES], *ql = &r->q[ASK_LINKS];
-	struct msg_netd_route *routes = qr->entries, key;
-	struct msg_netd_link *links = ql->entries, lkey;
-	const struct msg_netd_route *found;
+	struct msg_netd_route *routes = qr->entries;
+	struct msg_netd_link *links = ql->entries;
 	struct pod *p;
-	char ip[IP_ADDR_STR_LEN];
 	size_t n = 0;
 
 	if (qr->n > 1)
 		qsort(routes, qr->n, sizeof(*routes), route_cmp);
 	if (ql->n > 1)
 		qsort(links, ql->n, sizeof(*links), link_cmp);
+	/* Two a pod at most: its IPv4 address's, its IPv6 one's. */
 	TAILQ_FOREACH(p, &b->engine.pods, all)
 		if (p->host_veth[0] != '\0')
-			n++;
+			n += 2;
 	if (n > 0 && (r->route_fixes = calloc(n, sizeof(*r->route_fixes))) ==
 	    NULL) {
 		log_warnx("reconcile: out of memory for %zu host routes; not "
@@ -1243,52 +1368,11 @@ recon_routes(struct reconcile_run *r)
 	TAILQ_FOREACH(p, &b->engine.pods, all) {
 		if (p->host_veth[0] == '\0' || p->state != POD_READY ||
 		    p->lost || p->eni == NULL || p->eni->state != ENI_READY ||
-		    p->answered_ms + RECON_ROUTE_GRACE_MS > r->routes_asked ||
-		    r->nroute_fixes == n)
+		    p->answered_ms + RECON_ROUTE_GRACE_MS > r->routes_asked)
 			continue;
-		ip_addr_format(&p->ip, ip);
-		memset(&key, 0, sizeof(key));
-		key.addr = p->ip;
-		found = qr->n > 0 ? bsearch(&key, routes, qr->n,
-		    sizeof(*routes), route_cmp) : NULL;
-		if (found != NULL) {
-			/* One of perhaps several to the address: any on the
-			 * pod's veth will do. */
-			const struct msg_netd_route *q = found;
-
-			while (q > routes && ip_addr_eq(&(q - 1)->addr,
-			    &key.addr))
-				q--;
-			for (; q < routes + qr->n && ip_addr_eq(&q->addr,
-			    &key.addr); q++)
-				if (strcmp(q->dev, p->host_veth) == 0)
-					break;
-			if (q < routes + qr->n && ip_addr_eq(&q->addr,
-			    &key.addr))
-				continue;
-			log_warnx("reconcile: pod %s/%s at %s is routed through "
-			    "%s, not its host veth %s; left as it is (netd "
-			    "replaces no route)", p->container_id, p->ifname,
-			    ip, found->dev[0] ? found->dev : "another link",
-			    p->host_veth);
-			continue;
-		}
-		memset(&lkey, 0, sizeof(lkey));
-		msg_strlcpy(lkey.name, p->host_veth, sizeof(lkey.name));
-		if (ql->n == 0 || bsearch(&lkey, links, ql->n, sizeof(*links),
-		    link_cmp) == NULL) {
-			log_debug("reconcile: pod %s/%s at %s: its host veth %s "
-			    "is gone; its DEL is expected", p->container_id,
-			    p->ifname, ip, p->host_veth);
-			continue;
-		}
-		drift(r, "pod %s/%s at %s is missing its host route (dev %s); "
-		    "restoring it", p->container_id, p->ifname, ip,
-		    p->host_veth);
-		r->route_fixes[r->nroute_fixes].addr = key.addr;
-		msg_strlcpy(r->route_fixes[r->nroute_fixes].dev, p->host_veth,
-		    sizeof(r->route_fixes[0].dev));
-		r->nroute_fixes++;
+		recon_pod_route(r, p, &p->ip, n);
+		if (recon_ipv6(b))
+			recon_pod_route(r, p, &p->ip6, n);
 	}
 }
 
@@ -1562,9 +1646,10 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		struct msg_netd_rule *ru;
 		const struct msg_netd_rule *in = (const void *)m->u.bytes;
 
-		/* The pool is IPv4's: netd's IPv6 rules (issue 35) are no
-		 * pod's of this broker, and no drift to remove either. */
-		if (in->src.addr.family != AF_INET)
+		/* IPv6 rules are judged with ip_family dual only
+		 * (recon_ipv6). */
+		if (in->src.addr.family != AF_INET &&
+		    !(in->src.addr.family == AF_INET6 && recon_ipv6(b)))
 			return;
 		if ((ru = question_slot(q, RECON_MAX_RULES, sizeof(*ru))) ==
 		    NULL)
@@ -1578,7 +1663,8 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		const struct msg_netd_route *in = (const void *)m->u.bytes;
 
 		/* The same for IPv6 pods' host routes. */
-		if (in->addr.family != AF_INET)
+		if (in->addr.family != AF_INET &&
+		    !(in->addr.family == AF_INET6 && recon_ipv6(b)))
 			return;
 		if ((ro = question_slot(q, RECON_MAX_ROUTES, sizeof(*ro))) ==
 		    NULL)
@@ -2088,8 +2174,8 @@ subnets_ipv6_ok(struct broker *b)
 	}
 	if (wrong == 0)
 		return true;
-	broker_shutdown(b, 1, "subnets that cannot give pods IPv6 addresses "
-	    "(above)");
+	b->engine.on_stop(b, 1, "subnets that cannot give pods IPv6 "
+	    "addresses (above)");
 	return false;
 }
 

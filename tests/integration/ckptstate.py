@@ -24,6 +24,9 @@ HEADER = struct.Struct("<4sIQQI")        # magic, length, generation, seq, crc
 POD_KEYS = ("container_id", "ifname", "namespace", "name", "uid", "ip",
             "eni", "since")
 POD_OPTIONAL = ("host_veth",)     # enid-cni's pods only (version 3)
+# Version 4: "ip6" (a dual-stack pod's), and a pod the kernel's IPv6 rules
+# recovered has it alone, without "ip".
+POD_ADDRS = ("ip", "ip6")
 COOLING_KEYS = ("ip", "eni", "until")
 DIFF_KEYS = ("written", "pods_removed", "pods_added", "cooling_removed",
              "cooling_added")
@@ -81,8 +84,9 @@ def apply(state, payload, index=0):
         if pods.pop(_pod_key(k), None) is None:
             raise Corrupt("record %d: removes %r, not there" % (index, k))
     for p in d["pods_added"]:
-        if tuple(sorted(k for k in p if k not in POD_OPTIONAL)) != \
-                tuple(sorted(POD_KEYS)) or _pod_key(p) in pods:
+        if tuple(sorted(k for k in p if k not in POD_OPTIONAL + POD_ADDRS)) \
+                != tuple(sorted(k for k in POD_KEYS if k not in POD_ADDRS)) \
+                or not any(k in p for k in POD_ADDRS) or _pod_key(p) in pods:
             raise Corrupt("record %d: adds %r" % (index, p))
         pods[_pod_key(p)] = p
     for k in d["cooling_removed"]:
@@ -93,7 +97,8 @@ def apply(state, payload, index=0):
                 c["ip"] in cooling:
             raise Corrupt("record %d: adds cooling %r" % (index, c))
         cooling[c["ip"]] = c
-    held = [p["ip"] for p in pods.values()] + list(cooling)
+    held = [p[k] for p in pods.values() for k in POD_ADDRS if k in p] + \
+        list(cooling)
     if len(held) != len(set(held)):
         raise Corrupt("record %d: an address held twice" % index)
     state["written"] = d["written"]

@@ -17,7 +17,8 @@ import ckptstate
 import podwire
 from poolenv import PoolEnv
 
-CKPT_VERSION = 3        # broker/checkpoint.h
+CKPT_VERSION = 4        # broker/checkpoint.h: the newest enid reads
+CKPT_VERSION_IPV4 = 3   # what it writes while no pod may have IPv6
 JOURNAL_VERSION = 1     # broker/journal.h: the magic's last byte
 
 
@@ -120,7 +121,7 @@ def test_newer_snapshot_of_another_shape_refused(env):
     path = env.state_dir / ckptstate.SNAPSHOT
     snap = json.loads(path.read_text())
     version = snap.pop("version")
-    assert version == CKPT_VERSION
+    assert version == CKPT_VERSION_IPV4
     snap["version"] = CKPT_VERSION + 1          # last, not first
     path.write_text(json.dumps(snap))
     settled(env)
@@ -211,7 +212,7 @@ def test_version_2_read_and_its_pods_name_no_veth(env):
     a, _ = env.add("cv-new")
     assert a["ok"], a
     snap = json.loads((env.state_dir / ckptstate.SNAPSHOT).read_text())
-    assert snap["version"] == CKPT_VERSION, snap
+    assert snap["version"] == CKPT_VERSION_IPV4, snap
     assert all("host_veth" not in p for p in snap["pods"]), snap
 
 

@@ -29,8 +29,10 @@ VERSIONS = ("0.4.0", "1.0.0", "1.1.0")
 
 # ---- the specification's shapes, per version ----
 
-IP4 = r"^(\d{1,3}\.){3}\d{1,3}$"
-CIDR4 = r"^(\d{1,3}\.){3}\d{1,3}/\d{1,2}$"
+# A dual-stack pod's result has an IPv6 address (and its routes) too.
+IP_ADDR = r"^((\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7})$"
+IP_CIDR = r"^((\d{1,3}\.){3}\d{1,3}/\d{1,2}|" \
+    r"[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}/\d{1,3})$"
 MAC = r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$"
 IFNAME = r"^[^/: \t\n]{1,15}$"
 STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -44,12 +46,12 @@ def result_schema(version, ipam=False):
                             "sandbox": {"type": "string", "minLength": 1}}}
     ip = {"type": "object", "required": ["address"],
           "additionalProperties": False,
-          "properties": {"address": {"type": "string", "pattern": CIDR4},
-                         "gateway": {"type": "string", "pattern": IP4}}}
+          "properties": {"address": {"type": "string", "pattern": IP_CIDR},
+                         "gateway": {"type": "string", "pattern": IP_ADDR}}}
     route = {"type": "object", "required": ["dst"],
              "additionalProperties": False,
-             "properties": {"dst": {"type": "string", "pattern": CIDR4},
-                            "gw": {"type": "string", "pattern": IP4}}}
+             "properties": {"dst": {"type": "string", "pattern": IP_CIDR},
+                            "gw": {"type": "string", "pattern": IP_ADDR}}}
     if version == "0.4.0":
         ip["required"].append("version")
         ip["properties"]["version"] = {"enum": ["4", "6"]}
