@@ -897,41 +897,114 @@ check_addrs6_req(const char *what, const struct ip_addr *a, uint32_t n,
 	return 0;
 }
 
-/* AssignIpv6Addresses / UnassignIpv6Addresses for addresses. */
+/*
+ * The address requests, by family and kind, each with its wire names
+ * (REFERENCE.md): IPv4 addresses and /28s go to Assign/Unassign
+ * PrivateIpAddresses, IPv6 addresses and /80s to Assign/Unassign
+ * Ipv6Addresses.  One builder serves the four.
+ */
+static const struct addr_req {
+	int		 family;
+	bool		 prefixes;
+	const char	*what[2];	/* unassign, assign: in errors */
+	enum ec2_action	 action[2];
+	const char	*count_key, *list_fmt;
+	uint32_t	 max;		/* in one request */
+} addr_reqs[] = {
+	{ AF_INET, false, { "unassign-ips", "assign-ips" },
+	  { EC2_UNASSIGN_IPS, EC2_ASSIGN_IPS },
+	  "SecondaryPrivateIpAddressCount", "PrivateIpAddress.%u",
+	  MSG_MAX_ENI_ADDRS },
+	{ AF_INET6, false, { "unassign-ipv6", "assign-ipv6" },
+	  { EC2_UNASSIGN_IPV6, EC2_ASSIGN_IPV6 },
+	  "Ipv6AddressCount", "Ipv6Addresses.%u", MSG_MAX_ENI_ADDRS },
+	/* EC2 takes at most 49 prefixes a call */
+	{ AF_INET, true, { "unassign-prefixes", "assign-prefixes" },
+	  { EC2_UNASSIGN_IPS, EC2_ASSIGN_IPS },
+	  "Ipv4PrefixCount", "Ipv4Prefix.%u", 49 },
+	{ AF_INET6, true, { "unassign-ipv6-prefixes", "assign-ipv6-prefixes" },
+	  { EC2_UNASSIGN_IPV6, EC2_ASSIGN_IPV6 },
+	  "Ipv6PrefixCount", "Ipv6Prefix.%u", 49 },
+};
+
+/* The IPv4 addresses or /28s of a request the broker sends: usable, and
+ * (prefixes) aligned and none twice. */
 static int
-req_ips6(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
-    char *err, size_t errlen)
+check_addrs4_req(const char *what, const struct ip_addr *a, uint32_t n,
+    bool prefixes, char *err, size_t errlen)
 {
-	const char *what = assign ? "assign-ipv6" : "unassign-ipv6";
-	char ip[IP_ADDR_STR_LEN], num[16];
+	uint32_t i, j, in;
+
+	for (i = 0; i < n; i++) {
+		if (prefixes) {
+			if (!ec2_prefix_ok(&a[i]))
+				BAD("%s: a prefix in the list is not an aligned "
+				    "/%d", what, MSG_PREFIX_LEN);
+			for (j = 0; j < i; j++)
+				if (ip_addr_eq(&a[j], &a[i]))
+					BAD("%s: a prefix is listed twice",
+					    what);
+		} else if (ip_addr_to_in(&a[i], &in) == -1 || in == 0 ||
+		    in == 0xffffffffu)
+			BAD("%s: invalid address in the list", what);
+	}
+	return 0;
+}
+
+/* A count of new ones (assign, n 0) or those listed, never both; in the
+ * list, family's addresses (prefixes: each /28 or /80 by its first). */
+static int
+req_addrs(struct ec2_form *f, bool assign, bool prefixes, uint32_t family,
+    const char *eni_id, uint32_t count, const struct ip_addr *list,
+    uint32_t n, char *err, size_t errlen)
+{
+	const struct addr_req *r = NULL;
+	char text[IP_PREFIX_STR_LEN], num[16];
+	const char *what;
 	uint32_t i;
 
-	if (!ec2_id_ok(m->eni_id, "eni-"))
-		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
-	if (m->naddrs > MSG_MAX_ENI_ADDRS)
-		BAD("%s: %u addresses (at most %u)", what, m->naddrs,
-		    MSG_MAX_ENI_ADDRS);
-	if (!assign && m->naddrs == 0)
-		BAD("%s: no address given", what);
-	if (assign && m->naddrs == 0 &&
-	    (m->count == 0 || m->count > MSG_MAX_ENI_ADDRS))
-		BAD("%s: count %u out of 1-%u", what, m->count,
-		    MSG_MAX_ENI_ADDRS);
-	if (m->naddrs > 0 && m->count > 0)
-		BAD("%s: both a count and addresses", what);
-	if (check_addrs6_req(what, m->addrs, m->naddrs, false, err,
-	    errlen) == -1)
+	for (i = 0; i < sizeof(addr_reqs) / sizeof(addr_reqs[0]); i++)
+		if ((uint32_t)addr_reqs[i].family == family &&
+		    addr_reqs[i].prefixes == prefixes)
+			r = &addr_reqs[i];
+	if (r == NULL)
+		BAD("%s: address family %u is neither IPv4 nor IPv6",
+		    prefixes ? (assign ? "assign-prefixes" :
+		    "unassign-prefixes") : (assign ? "assign-ips" :
+		    "unassign-ips"), family);
+	what = r->what[assign];
+	if (!ec2_id_ok(eni_id, "eni-"))
+		BAD("%s: invalid ENI id \"%.64s\"", what, eni_id);
+	if (!assign && n == 0)
+		BAD("%s: no %s given", what, prefixes ? "prefix" : "address");
+	if (assign && n == 0 && (count == 0 || count > r->max))
+		BAD("%s: count %u out of 1-%u", what, count, r->max);
+	if (n > r->max)
+		BAD("%s: %u %s (at most %u)", what, n, prefixes ? "prefixes" :
+		    "addresses", r->max);
+	if (n > 0 && count > 0)
+		BAD("%s: both a count and %s", what, prefixes ? "prefixes" :
+		    "addresses");
+	if ((family == AF_INET6 ? check_addrs6_req(what, list, n, prefixes,
+	    err, errlen) : check_addrs4_req(what, list, n, prefixes, err,
+	    errlen)) == -1)
 		return -1;
-	ec2_form_init(f, assign ? EC2_ASSIGN_IPV6 : EC2_UNASSIGN_IPV6);
-	f->ipv6 = true;
-	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
-	if (m->naddrs == 0) {
-		snprintf(num, sizeof(num), "%u", m->count);
-		ec2_form_add(f, "Ipv6AddressCount", num);
+	ec2_form_init(f, r->action[assign]);
+	f->prefixes = prefixes;
+	f->ipv6 = family == AF_INET6;
+	ec2_form_add(f, "NetworkInterfaceId", eni_id);
+	if (n == 0) {
+		snprintf(num, sizeof(num), "%u", count);
+		ec2_form_add(f, r->count_key, num);
 	}
-	for (i = 0; i < m->naddrs; i++) {
-		ip_addr_format(&m->addrs[i], ip);
-		ec2_form_addf(f, ip, "Ipv6Addresses.%u", i + 1);
+	for (i = 0; i < n; i++) {
+		if (prefixes) {
+			struct ip_prefix p = msg_prefix_of(&list[i]);
+
+			ip_prefix_format(&p, text);
+		} else
+			ip_addr_format(&list[i], text);
+		ec2_form_addf(f, text, r->list_fmt, i + 1);
 	}
 	return form_done(f, err, errlen);
 }
@@ -940,126 +1013,16 @@ int
 ec2_req_ips(struct ec2_form *f, bool assign, const struct msg_cloud_ips *m,
     char *err, size_t errlen)
 {
-	const char *what = assign ? "assign-ips" : "unassign-ips";
-	char ip[IP_ADDR_STR_LEN], num[16];
-	uint32_t i;
-
-	if (m->family == AF_INET6)
-		return req_ips6(f, assign, m, err, errlen);
-	if (m->family != AF_INET)
-		BAD("%s: address family %u is neither IPv4 nor IPv6", what,
-		    m->family);
-	if (!ec2_id_ok(m->eni_id, "eni-"))
-		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
-	if (!assign && m->naddrs == 0)
-		BAD("%s: no address given", what);
-	if (assign && m->naddrs == 0 &&
-	    (m->count == 0 || m->count > MSG_MAX_ENI_ADDRS))
-		BAD("%s: count %u out of 1-%u", what, m->count,
-		    MSG_MAX_ENI_ADDRS);
-	for (i = 0; i < m->naddrs; i++) {
-		uint32_t in;
-
-		if (ip_addr_to_in(&m->addrs[i], &in) == -1 || in == 0 ||
-		    in == 0xffffffffu)
-			BAD("%s: invalid address in the list", what);
-	}
-	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
-	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
-	if (m->naddrs == 0) {
-		snprintf(num, sizeof(num), "%u", m->count);
-		ec2_form_add(f, "SecondaryPrivateIpAddressCount", num);
-	}
-	for (i = 0; i < m->naddrs; i++) {
-		ip_addr_format(&m->addrs[i], ip);
-		ec2_form_addf(f, ip, "PrivateIpAddress.%u", i + 1);
-	}
-	return form_done(f, err, errlen);
-}
-
-/* AssignIpv6Addresses / UnassignIpv6Addresses for /80 prefixes. */
-static int
-req_prefixes6(struct ec2_form *f, bool assign,
-    const struct msg_cloud_prefixes *m, char *err, size_t errlen)
-{
-	const char *what = assign ? "assign-ipv6-prefixes" :
-	    "unassign-ipv6-prefixes";
-	char cidr[IP_PREFIX_STR_LEN], num[16];
-	uint32_t i;
-
-	if (!ec2_id_ok(m->eni_id, "eni-"))
-		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
-	if (!assign && m->nprefixes == 0)
-		BAD("%s: no prefix given", what);
-	if (assign && m->nprefixes == 0 && (m->count == 0 || m->count > 49))
-		BAD("%s: count %u out of 1-49", what, m->count);
-	if (m->nprefixes > 49)
-		BAD("%s: %u prefixes (at most 49)", what, m->nprefixes);
-	if (m->nprefixes > 0 && m->count > 0)
-		BAD("%s: both a count and prefixes", what);
-	if (check_addrs6_req(what, m->prefixes, m->nprefixes, true, err,
-	    errlen) == -1)
-		return -1;
-	ec2_form_init(f, assign ? EC2_ASSIGN_IPV6 : EC2_UNASSIGN_IPV6);
-	f->prefixes = true;
-	f->ipv6 = true;
-	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
-	if (m->nprefixes == 0) {
-		snprintf(num, sizeof(num), "%u", m->count);
-		ec2_form_add(f, "Ipv6PrefixCount", num);
-	}
-	for (i = 0; i < m->nprefixes; i++) {
-		struct ip_prefix p = msg_prefix_of(&m->prefixes[i]);
-
-		ip_prefix_format(&p, cidr);
-		ec2_form_addf(f, cidr, "Ipv6Prefix.%u", i + 1);
-	}
-	return form_done(f, err, errlen);
+	return req_addrs(f, assign, false, m->family, m->eni_id, m->count,
+	    m->addrs, m->naddrs, err, errlen);
 }
 
 int
 ec2_req_prefixes(struct ec2_form *f, bool assign,
     const struct msg_cloud_prefixes *m, char *err, size_t errlen)
 {
-	const char *what = assign ? "assign-prefixes" : "unassign-prefixes";
-	char cidr[IP_PREFIX_STR_LEN], num[16];
-	uint32_t i, j;
-
-	if (m->family == AF_INET6)
-		return req_prefixes6(f, assign, m, err, errlen);
-	if (m->family != AF_INET)
-		BAD("%s: address family %u is neither IPv4 nor IPv6", what,
-		    m->family);
-	if (!ec2_id_ok(m->eni_id, "eni-"))
-		BAD("%s: invalid ENI id \"%.64s\"", what, m->eni_id);
-	if (!assign && m->nprefixes == 0)
-		BAD("%s: no prefix given", what);
-	if (assign && m->nprefixes == 0 && (m->count == 0 || m->count > 49))
-		BAD("%s: count %u out of 1-49", what, m->count);
-	if (m->nprefixes > 49)
-		BAD("%s: %u prefixes (at most 49)", what, m->nprefixes);
-	for (i = 0; i < m->nprefixes; i++) {
-		if (!ec2_prefix_ok(&m->prefixes[i]))
-			BAD("%s: a prefix in the list is not an aligned /%d",
-			    what, MSG_PREFIX_LEN);
-		for (j = 0; j < i; j++)
-			if (ip_addr_eq(&m->prefixes[j], &m->prefixes[i]))
-				BAD("%s: a prefix is listed twice", what);
-	}
-	ec2_form_init(f, assign ? EC2_ASSIGN_IPS : EC2_UNASSIGN_IPS);
-	f->prefixes = true;
-	ec2_form_add(f, "NetworkInterfaceId", m->eni_id);
-	if (m->nprefixes == 0) {
-		snprintf(num, sizeof(num), "%u", m->count);
-		ec2_form_add(f, "Ipv4PrefixCount", num);
-	}
-	for (i = 0; i < m->nprefixes; i++) {
-		struct ip_prefix p = msg_prefix_of(&m->prefixes[i]);
-
-		ip_prefix_format(&p, cidr);
-		ec2_form_addf(f, cidr, "Ipv4Prefix.%u", i + 1);
-	}
-	return form_done(f, err, errlen);
+	return req_addrs(f, assign, true, m->family, m->eni_id, m->count,
+	    m->prefixes, m->nprefixes, err, errlen);
 }
 
 int

@@ -19,6 +19,7 @@
 
 #include <json-c/json.h>
 
+#include "addr.h"
 #include "cniconf.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,6 +54,8 @@ static void
 check_ok(const struct cni_conf *c)
 {
 	struct cni_wired w;
+	struct ip_addr gw[CNI_NFAMILIES];
+	static const uint8_t prefix[CNI_NFAMILIES] = { 20, 64 };
 	char name[CNI_IFNAME_LEN];
 	size_t i;
 
@@ -76,7 +79,10 @@ check_ok(const struct cni_conf *c)
 		if (!cni_veth_name_ours(c->veth_prefix, name))
 			__builtin_trap();
 	}
-	if (c->cmd == CNI_CMD_CHECK && (c->prev == NULL || c->prev_ip == 0))
+	/* CHECK needs a prevResult naming an address of either family */
+	if (c->cmd == CNI_CMD_CHECK && (c->prev == NULL ||
+	    (c->prev_ip[CNI_V4].family == 0 &&
+	    c->prev_ip[CNI_V6].family == 0)))
 		__builtin_trap();
 	if (c->cmd == CNI_CMD_GC && !c->have_valid)
 		__builtin_trap();
@@ -87,10 +93,15 @@ check_ok(const struct cni_conf *c)
 	memset(&w, 0, sizeof(w));
 	memcpy(w.host.name, "enid0123456789a", 16);
 	memcpy(w.pod.name, "eth0", 5);
-	w.ip = 0x0400000a;
+	/* a dual-stack pod's results, both roles */
+	if (ip_addr_parse("10.0.0.4", &w.ip[CNI_V4], NULL) != 0 ||
+	    ip_addr_parse("2001:db8::1:0:0:4", &w.ip[CNI_V6], NULL) != 0 ||
+	    ip_addr_parse("10.0.0.10", &gw[CNI_V4], NULL) != 0 ||
+	    ip_addr_parse(CNI_GATEWAY6, &gw[CNI_V6], NULL) != 0)
+		__builtin_trap();
 	w.host.mtu = w.pod.mtu = 1500;
 	roundtrip(cni_result_main(c, &w));
-	roundtrip(cni_result_ipam(c, w.ip, 20, 0x0a00000a));
+	roundtrip(cni_result_ipam(c, w.ip, prefix, gw));
 }
 
 int

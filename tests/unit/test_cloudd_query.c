@@ -117,6 +117,10 @@ test_other_bodies(void **state)
 	ec2_form_free(&f);
 	ip.naddrs = 1;
 	ip.addrs[0] = IN4(0x0a000009);
+	/* a count beside the list: which one would be meant? */
+	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "unassign-ips: both a count and addresses");
+	ip.count = 0;
 	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), 0);
 	assert_non_null(strstr(f.buf, "PrivateIpAddress.1=10.0.0.9"));
 	assert_null(strstr(f.buf, "Count"));
@@ -848,8 +852,10 @@ test_request_edges(void **state)
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
 	assert_string_equal(err, "assign-ips: count 65 out of 1-64");
 	ip.naddrs = 1;
+	ip.count = 0;
 	ip.addrs[0] = ip_addr_from_in(0);
 	assert_int_equal(ec2_req_ips(&f, true, &ip, err, sizeof(err)), -1);
+	assert_string_equal(err, "assign-ips: invalid address in the list");
 	ip.addrs[0] = ip_addr_from_in(0xffffffffu);
 	assert_int_equal(ec2_req_ips(&f, false, &ip, err, sizeof(err)), -1);
 	ip.addrs[0] = IN4(0xfffffffe);
