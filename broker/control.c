@@ -480,6 +480,11 @@ pool_limits(struct broker *b, struct pool_limits *l)
 		l->prefix_capacity = POOL_MAX_HELD;
 	l->max_pods = en->params.prefixes ? l->prefix_capacity :
 	    l->pod_capacity;
+	/* IPv6-only pods: a /80 does not run out; the pods enid holds do
+	 * (ENID_MAX_PODS), as max_pods may say fewer. */
+	l->ipv6_only = en->params.ipv6_only;
+	if (l->ipv6_only)
+		l->max_pods = POOL_MAX_HELD;
 	if (l->conf_max_pods != 0 && l->conf_max_pods < l->max_pods)
 		l->max_pods = l->conf_max_pods;
 	l->kubelet_max_pods = kubelet_pods_cap(b->instance.instance_type,
@@ -496,6 +501,13 @@ limits_json(struct broker *b, const struct pool_limits *l)
 	json_object_object_add(o, name, json_object_new_int64((int64_t)(v)))
 	json_object_object_add(o, "instance_type",
 	    json_object_new_string(b->instance.instance_type));
+	/* What the pool counts: IPv4 addresses (ipv4, dual), or ENIs with
+	 * their /80 (ipv6); enid's most pods either way. */
+	json_object_object_add(o, "ip_family",
+	    json_object_new_string(config_family_name(b->cfg.ip_family)));
+	json_object_object_add(o, "pods_driven_by",
+	    json_object_new_string(l->ipv6_only ? "enis" : "ipv4"));
+	ADD_U32("enid_max_pods", POOL_MAX_HELD);
 	ADD_U32("cloud_max_enis", l->cloud_max_enis);
 	ADD_U32("cloud_ips_per_eni", l->cloud_ips_per_eni);
 	ADD_U32("config_max_enis", l->conf_max_enis);

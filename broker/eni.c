@@ -1928,6 +1928,21 @@ subnet_usable(struct broker *b, int idx)
 	    b->engine.subnets[idx].configured;
 }
 
+/* The pods bound to e, or whose address is on it and who wait for it to
+ * come back (restored ones). */
+static uint32_t
+eni_pods(struct broker *b, const struct eni *e)
+{
+	const struct pod *p;
+	uint32_t n = 0;
+
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->eni == e || (p->eni == NULL && !p->lost &&
+		    strcmp(p->eni_id, e->id) == 0))
+			n++;
+	return n;
+}
+
 /* The policy's view of the pool; map[i] is the ENI of view entry i. */
 static void
 engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
@@ -2031,6 +2046,11 @@ engine_view(struct broker *b, struct pool_facts *f, struct eni **map)
 		for (j = 0; j < v->nprefixes; j++)
 			if (e->prefixes[j].removing)
 				v->prefix[j].used++;
+		if (en->params.ipv6_only) {
+			/* Pods, of either family, not IPv4 addresses. */
+			v->has6 = e->prefix6.family == AF_INET6;
+			v->assigned = eni_pods(b, e);
+		}
 	}
 }
 
@@ -2051,6 +2071,9 @@ engine_drains(struct broker *b)
 			    e->addrs[j].state == ADDR_COOLING ||
 			    e->addrs[j].state == ADDR_UNCONFIRMED)
 				busy = true;
+		/* IPv6-only pods hold no slot of its addresses. */
+		if (!busy && eni_pods(b, e) > 0)
+			busy = true;
 		if (!busy)
 			eni_remove(e, "drained: no pod left on it");
 	}
@@ -2376,6 +2399,16 @@ engine_start(struct broker *b)
 	    b->instance.prefixes_ok;
 	en->prefixes_unsupported = b->cfg.pool.prefix_delegation &&
 	    !b->instance.prefixes_ok;
+	/* IPv6-only pods: no IPv4 address is asked for them, prefixes or
+	 * single (pool.c, plan6); the warm and prefix settings are IPv4's. */
+	en->params.ipv6_only = b->cfg.ip_family == IP_FAMILY_IPV6;
+	if (en->params.ipv6_only) {
+		en->params.prefixes = false;
+		en->prefixes_unsupported = false;
+		log_info("pool: ip_family ipv6: pods get IPv6 addresses only, "
+		    "from their ENI's /%d; the pool is driven by ENIs",
+		    MSG_PREFIX6_LEN);
+	}
 	if (en->prefixes_unsupported)
 		log_warnx("pool: prefix_delegation is on, but instance type %s "
 		    "(hypervisor \"%s\"%s) cannot hold prefixes; single "

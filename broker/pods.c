@@ -320,10 +320,15 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 	const struct subnet *s = p->eni && p->eni->subnet >= 0 ?
 	    &b->engine.subnets[p->eni->subnet] : NULL;
 	char ip[IP_ADDR_STR_LEN], cidr[IP_PREFIX_STR_LEN], mac[MAC_STR_LEN];
-	uint32_t i;
+	uint32_t i, n;
 
-	ip_addr_format(&p->ip, ip);
-	text_add(&t, "{\"ok\":true,\"ip\":\"%s\",\"prefix\":32", ip);
+	/* An IPv6-only pod (ip_family ipv6) has no "ip", "prefix",
+	 * "subnet" nor "subnet_gateway": enid-cni wires IPv6 alone. */
+	text_add(&t, "{\"ok\":true");
+	if (p->ip.family == AF_INET) {
+		ip_addr_format(&p->ip, ip);
+		text_add(&t, ",\"ip\":\"%s\",\"prefix\":32", ip);
+	}
 	if (p->eni != NULL) {
 		mac_format(p->eni->mac, mac);
 		text_add(&t, ",\"eni\":");
@@ -331,7 +336,7 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 		text_add(&t, ",\"eni_mac\":\"%s\",\"table\":%d", mac,
 		    (int32_t)p->eni->table);
 	}
-	if (s != NULL) {
+	if (s != NULL && p->ip.family == AF_INET) {
 		ip_prefix_format(&s->cidr, cidr);
 		ip_addr_format(&s->gateway, ip);
 		text_add(&t, ",\"subnet\":\"%s\",\"subnet_gateway\":\"%s\"",
@@ -348,15 +353,19 @@ pod_answer(struct broker *b, const struct pod *p, char *buf, size_t size)
 			text_add(&t, ",\"subnet6\":\"%s\"", cidr);
 		}
 	}
+	/* The VPC's blocks of the pod's families: an IPv6-only pod's
+	 * routes take no IPv4 block. */
 	text_add(&t, ",\"vpc_cidrs\":[");
-	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++) {
+	n = 0;
+	for (i = 0; p->ip.family == AF_INET && i < b->instance.ncidrs &&
+	    i < MSG_MAX_CIDRS; i++) {
 		ip_prefix_format(&b->instance.cidrs[i], cidr);
-		text_add(&t, "%s\"%s\"", i > 0 ? "," : "", cidr);
+		text_add(&t, "%s\"%s\"", n++ > 0 ? "," : "", cidr);
 	}
 	for (i = 0; p->ip6.family == AF_INET6 && i < b->nvpc6 &&
 	    i < MSG_MAX_CIDRS6; i++) {
 		ip_prefix_format(&b->vpc6[i], cidr);
-		text_add(&t, ",\"%s\"", cidr);
+		text_add(&t, "%s\"%s\"", n++ > 0 ? "," : "", cidr);
 	}
 	text_add(&t, "]}");
 	if (t.len >= size)
@@ -1053,9 +1062,9 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 
 	/* Dual-stack: an address of each family, or none (pods_pick_eni
 	 * took an ENI with its /80; only a /80 used up, in 2109, lacks
-	 * one). */
+	 * one).  IPv6-only: the IPv6 one alone. */
 	memset(&ip6, 0, sizeof(ip6));
-	if (b->cfg.ip_family == IP_FAMILY_DUAL &&
+	if (config_family_v6(b->cfg.ip_family) &&
 	    (ip6 = eni6_next(e)).family != AF_INET6) {
 		log_warnx("pool: %s has no IPv6 address left for pod %s/%s",
 		    e->id, cid, ifname);
@@ -1066,13 +1075,17 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	}
 	p = pod_new(b, cid, ifname, ns, name, uid);
 	msg_strlcpy(p->host_veth, veth, sizeof(p->host_veth));
-	/* The fullest prefix's, or the single address rested longest. */
-	best = eni_pick_addr(e, now);
-	if (best < 0)
-		fatalx("pool: %s has no free address after all (bug)", e->id);
-	addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
-	e->addrs[best].pod = p;
-	p->ip = ip_addr_from_in(e->addrs[best].ip);
+	if (config_family_v4(b->cfg.ip_family)) {
+		/* The fullest prefix's, or the single address rested
+		 * longest. */
+		best = eni_pick_addr(e, now);
+		if (best < 0)
+			fatalx("pool: %s has no free address after all (bug)",
+			    e->id);
+		addr_set(e, (uint32_t)best, ADDR_ASSIGNED);
+		e->addrs[best].pod = p;
+		p->ip = ip_addr_from_in(e->addrs[best].ip);
+	}
 	p->ip6 = ip6;
 	p->eni = e;
 	msg_strlcpy(p->eni_id, e->id, sizeof(p->eni_id));
@@ -1083,12 +1096,15 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	if (log_get_level() >= LOG_LVL_DEBUG) {
 		char ip[IP_ADDR_STR_LEN], ip6s[IP_ADDR_STR_LEN] = "";
 
-		ip_addr_format(&p->ip, ip);
+		if (p->ip.family == AF_INET)
+			ip_addr_format(&p->ip, ip);
+		else
+			ip[0] = '\0';
 		if (p->ip6.family == AF_INET6)
 			ip_addr_format(&p->ip6, ip6s);
 		log_debug("pod %s/%s: %s%s%s taken on %s; its rules asked for",
-		    p->container_id, p->ifname, ip, ip6s[0] ? " and " : "",
-		    ip6s, e->id);
+		    p->container_id, p->ifname, ip, ip[0] && ip6s[0] ?
+		    " and " : "", ip6s, e->id);
 	}
 	pod_netd_send(p);
 	/* Recorded now, so the write overlaps netd's work; the answer still
@@ -1103,12 +1119,39 @@ pod_take(struct broker *b, struct jref *ref, const char *cid,
 	engine_kick(b);
 }
 
+/* The ENI an IPv6-only pod's address comes from (pods_pick_eni). */
+static struct eni *
+pick_eni6(struct broker *b)
+{
+	struct eni *best = NULL;
+	uint32_t i, n[POOL_MAX_ENIS];
+	struct pod *p;
+
+	memset(n, 0, sizeof(n));
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->eni != NULL)
+			n[p->eni - b->engine.enis]++;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		if (!e->used || e->state != ENI_READY ||
+		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured ||
+		    e->prefix6.family != AF_INET6)
+			continue;
+		if (best == NULL || n[i] > n[best - b->engine.enis])
+			best = e;
+	}
+	return best;
+}
+
 /*
  * The ENI to take from now, or NULL.  Dual-stack, only one with its /80
  * as well: an ADD that finds free IPv4 addresses only on ENIs still
  * waiting for theirs waits (the /80's assign kicks the engine), and the
  * pool does not grow for it, its planning counting IPv4 addresses
- * (every ENI's /80 is asked for by eni6_plan).
+ * (every ENI's /80 is asked for by eni6_plan).  IPv6-only: any ready
+ * ENI of a configured subnet with its /80, the one with the most pods
+ * (a /80 does not fill up: packing lets an empty one be released).
  */
 struct eni *
 pods_pick_eni(struct broker *b)
@@ -1119,6 +1162,9 @@ pods_pick_eni(struct broker *b)
 	bool best_thawed = false, thawed;
 	bool dual = b->cfg.ip_family == IP_FAMILY_DUAL;
 	int k;
+
+	if (b->cfg.ip_family == IP_FAMILY_IPV6)
+		return pick_eni6(b);
 
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];

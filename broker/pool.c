@@ -24,6 +24,12 @@
  * prefixes none of whose addresses is in use, and freezes the emptiest
  * prefix for a while when none is (plan_shrink).  Blocks of both kinds
  * share an ENI's slots.
+ *
+ * ip_family ipv6 (plan6): no IPv4 address is assigned for pods.  A /80
+ * holds more pods than any node runs, so the pool is one usable ENI with
+ * its /80 (the primary's, if its subnet is configured): growth creates
+ * an ENI only when none is ready or on its way, and an ENI without pods
+ * is released once another serves and the surplus lasted shrink_delay.
  */
 #include <string.h>
 
@@ -653,6 +659,109 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 	wake_at(out, now + p->freeze_ms, now);
 }
 
+/*
+ * ip_family ipv6: the pool in ENIs.  need and have count pods and the
+ * pods the serving ENIs would take more (within max_pods), so that show
+ * and the metrics read as for IPv4.
+ */
+static void
+plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
+    struct pool_plan *out)
+{
+	uint32_t pods = 0, serving = 0, coming = 0, starting = 0, slots = 0;
+	uint32_t cap, i, subnet = 0;
+	bool open = false;
+	uint64_t since;
+
+	for (i = 0; i < f->nenis; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		pods += e->assigned;
+		if (e->state == ENI_READY && e->usable && e->has6)
+			serving++;
+		else if (e->usable && (eni_state_arriving(e->state) ||
+		    e->state == ENI_READY))
+			coming++;	/* on its way, or its /80 is */
+		if (state_uses_slot(e->state))
+			slots++;
+		if (e->state == ENI_CREATING || e->state == ENI_ATTACHING)
+			starting++;
+	}
+	out->used_slots = slots;
+	if (f->attached_enis + starting > out->used_slots)
+		out->used_slots = f->attached_enis + starting;
+	cap = p->max_pods && p->max_pods < POOL_MAX_HELD ? p->max_pods :
+	    POOL_MAX_HELD;
+	out->need = pods + f->waiters;
+	out->have = pods + (serving > 0 && cap > pods ? cap - pods : 0);
+	if (f->waiters > 0 && pods >= cap) {
+		out->blocked = BLOCK_MAX_PODS;
+		return;
+	}
+	if (serving == 0 && coming == 0) {
+		/* Nothing serves pods: one ENI, whether or not an ADD waits
+		 * (creating one takes seconds; the first pod should not). */
+		if (f->growth_backoff_until > now) {
+			out->blocked = BLOCK_BACKOFF;
+			wake_at(out, f->growth_backoff_until, now);
+			return;
+		}
+		if (out->used_slots >= p->max_enis) {
+			out->blocked = p->max_enis_enid ? BLOCK_ENID_LIMIT :
+			    BLOCK_ENI_LIMIT;
+			return;
+		}
+		/* IPv6 addresses do not run out: the first open subnet, the
+		 * one with the most IPv4 addresses among several (an
+		 * ipv6Native one counts none). */
+		for (i = 0; i < f->nsubnets; i++) {
+			if (f->subnets[i].inhibited_until > now &&
+			    f->subnets[i].configured)
+				wake_at(out, f->subnets[i].inhibited_until, now);
+			if (!subnet_open(f, i, now) || (open &&
+			    f->subnets[i].available <=
+			    f->subnets[subnet].available))
+				continue;
+			subnet = i;
+			open = true;
+		}
+		if (!open) {
+			out->blocked = BLOCK_SUBNET_FULL;
+			return;
+		}
+		add_action(out, ACT_CREATE_ENI, 0, subnet, 0);
+		return;
+	}
+	if (coming > 0 || f->waiters > 0 || serving < 2)
+		return;
+	/* More than one serves: those without pods are surplus. */
+	for (i = 0; i < f->nenis && !out->surplus; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		out->surplus = !e->primary && e->state == ENI_READY &&
+		    !e->busy && e->assigned == 0;
+	}
+	if (!out->surplus)
+		return;
+	since = f->surplus_since ? f->surplus_since : now;
+	if (now < since + p->shrink_delay_ms) {
+		wake_at(out, since + p->shrink_delay_ms, now);
+		return;
+	}
+	/* Keep one serving ENI: the primary if it serves, else the one
+	 * with the most pods (the first such). */
+	for (i = 0; i < f->nenis && serving > 1; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		if (e->primary || e->state != ENI_READY || e->busy ||
+		    e->assigned != 0)
+			continue;
+		if (e->usable && e->has6)
+			serving--;
+		add_action(out, ACT_RELEASE_ENI, i, e->subnet, 0);
+	}
+}
+
 void
 pool_plan(const struct pool_params *p, const struct pool_facts *f,
     uint64_t now, struct pool_plan *out)
@@ -664,6 +773,10 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 	    p->minimum_ip_target == 0 && !p->prefixes;
 
 	memset(out, 0, sizeof(*out));
+	if (p->ipv6_only) {
+		plan6(p, f, now, out);
+		return;
+	}
 	for (i = 0; i < f->nenis; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
 

@@ -133,6 +133,9 @@ struct pool_eni_view {
 	uint32_t	prefixes_adding;
 	uint32_t	prefix_addrs;
 	uint32_t	frozen_free;	/* free, in frozen prefixes */
+	/* ip_family ipv6: its /80 is delegated (pods may take from it);
+	 * assigned then counts the pods on it, whatever their families. */
+	bool		has6;
 	struct pool_prefix_view prefix[POOL_MAX_PREFIXES];
 };
 
@@ -159,6 +162,9 @@ struct pool_params {
 	bool		prefixes;
 	uint32_t	warm_prefix_target;	/* free prefixes' worth */
 	uint64_t	freeze_ms;	/* a frozen prefix stays so this long */
+	/* ip_family ipv6: pods take IPv6 addresses only, from their ENI's
+	 * /80; the pool is driven by ENIs, not IPv4 addresses (plan6). */
+	bool		ipv6_only;
 };
 
 struct pool_facts {

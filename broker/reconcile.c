@@ -914,13 +914,13 @@ recon_ours(struct reconcile_run *r)
 
 /*
  * Are the pods' IPv6 rules and host routes judged?  With ip_family dual
- * (issue 35).  Otherwise netd's IPv6 entries are dropped as they come:
+ * or ipv6 (issue 35).  Otherwise netd's IPv6 entries are dropped as they come:
  * they are no pod's of this broker, and no drift to remove either.
  */
 static bool
 recon_ipv6(const struct broker *b)
 {
-	return b->cfg.ip_family == IP_FAMILY_DUAL;
+	return config_family_v6(b->cfg.ip_family);
 }
 
 /* Is p a pod rule's: one address, /32 or /128 by its family? */

@@ -1191,8 +1191,9 @@ static void
 print_limits(struct json_object *ans, const char *arg)
 {
 	struct json_object *l = field(ans, "limits", json_type_object);
+	struct json_object *f;
 	char cfg[64];
-	bool on;
+	bool on, v6;
 
 	(void)arg;
 	fprintf(out, "instance type      %s\n", str(l, "instance_type"));
@@ -1214,15 +1215,40 @@ print_limits(struct json_object *ans, const char *arg)
 	fprintf(out, "ENIs for pods      %lld (the primary %s)\n",
 	    count(l, "pod_enis"), flag(l, "primary_for_pods") ? "included" :
 	    "not: its subnet is not among those configured");
-	fprintf(out, "pod addresses      %lld (%lld ENIs x %lld)\n",
-	    count(l, "pod_capacity"), count(l, "pod_enis"),
-	    count(l, "pod_ips_per_eni"));
-	on = print_limits_prefixes(l);
+	/* ip_family ipv6: a pod takes no IPv4 address, and its ENI's /80
+	 * does not run out; only the pods enid holds bound them. */
+	v6 = (f = optional(l, "pods_driven_by", json_type_string)) != NULL &&
+	    strcmp(json_object_get_string(f), "enis") == 0;
+	if (v6) {
+		fprintf(out, "pod addresses      IPv6 only (ip_family ipv6): "
+		    "each pod the next of its\n"
+		    "                   ENI's /80; the pool is driven by "
+		    "ENIs, not IPv4 addresses\n");
+		fprintf(out, "kubelet max pods   %lld (%s)\n",
+		    count(l, "kubelet_max_pods"),
+		    str(l, "kubelet_max_pods_why"));
+		on = false;
+	} else {
+		fprintf(out, "pod addresses      %lld (%lld ENIs x %lld)\n",
+		    count(l, "pod_capacity"), count(l, "pod_enis"),
+		    count(l, "pod_ips_per_eni"));
+		on = print_limits_prefixes(l);
+	}
 	if (count(l, "config_max_pods") != 0)
 		snprintf(cfg, sizeof(cfg), "pool.max_pods %lld",
 		    count(l, "config_max_pods"));
 	else
 		snprintf(cfg, sizeof(cfg), "pool.max_pods not set");
+	if (v6) {
+		fprintf(out, "max pods           %lld (enid's most %lld, "
+		    "ENID_MAX_PODS; %s)\n", count(l, "max_pods"),
+		    count(l, "enid_max_pods"), cfg);
+		fprintf(out, "warm pool          one ENI of a configured subnet "
+		    "with its /80; the warm\n"
+		    "                   targets count IPv4 addresses and are "
+		    "unused\n");
+		return;
+	}
 	fprintf(out, "max pods           %lld (%s%s)\n", count(l, "max_pods"),
 	    on ? "in prefixes; " : "", cfg);
 	if (on)
