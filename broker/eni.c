@@ -158,10 +158,18 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 	memset(req, 0, sizeof(*req));
 	memcpy(req->mac, e->mac, 6);
 	req->table = e->table;
-	req->addr.addr = ip_addr_from_in(e->primary_ip);
-	req->addr.len = s != NULL ? s->cidr.len : 32;
-	/* None (0.0.0.0) while s is not described. */
-	req->gateway = s != NULL && s->known ? s->gateway : ip_addr_from_in(0);
+	/* An ENI of an IPv6-only subnet has no IPv4 address (primary_ip
+	 * 0): none at all (family 0), nor a gateway; netd then sets up its
+	 * IPv6 alone. */
+	if (e->primary_ip != 0) {
+		req->addr.addr = ip_addr_from_in(e->primary_ip);
+		req->addr.len = s != NULL && s->cidr.addr.family == AF_INET ?
+		    s->cidr.len : 32;
+		/* None (0.0.0.0) while s is not described. */
+		req->gateway = s != NULL && s->known &&
+		    s->gateway.family == AF_INET ? s->gateway :
+		    ip_addr_from_in(0);
+	}
 	req->mtu = e->link_mtu;
 	/* Its own IPv6 address, once it has one (eni6.c): the source of
 	 * what the node forwards out of it, with the table's IPv6 default
@@ -1341,7 +1349,18 @@ create_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 	e->primary_ip = ip_addr_in4(&ce.primary_ip);
 	e->ours = true;
 	s = &b->engine.subnets[e->subnet];
-	if (!eni_addr_acceptable(b, e, e->primary_ip, why, sizeof(why)) &&
+	/* An ENI of an IPv6-only subnet has no IPv4 address at all; any
+	 * other has its primary one, judged as any address. */
+	if (s->known && s->cidr.addr.family != AF_INET) {
+		if (e->primary_ip != 0 || ce.naddrs > 0 || ce.nprefixes > 0) {
+			log_security("%s: an IPv4 address in IPv6-only subnet "
+			    "%s", e->id, s->id);
+			eni_quarantine(e, "it has an IPv4 address in an "
+			    "IPv6-only subnet");
+			return;
+		}
+	} else if (!eni_addr_acceptable(b, e, e->primary_ip, why,
+	    sizeof(why)) &&
 	    strstr(why, "primary address of the ENI") == NULL) {
 		log_security("%s: its primary address is %s", e->id, why);
 		eni_quarantine(e, "its primary address is %s", why);

@@ -137,6 +137,12 @@ eni_addr_acceptable(struct broker *b, const struct eni *e, uint32_t ip,
 		snprintf(why, whylen, "subnet %s is not known", e->subnet_id);
 		return false;
 	}
+	/* An IPv6-only subnet (no IPv4 CIDR, family 0) holds none. */
+	if (s->cidr.addr.family != AF_INET) {
+		snprintf(why, whylen, "an IPv4 address in IPv6-only subnet %s",
+		    s->id);
+		return false;
+	}
 	if (!ip_prefix_contains(&s->cidr, &a)) {
 		snprintf(why, whylen, "outside subnet %s", s->id);
 		return false;

@@ -216,6 +216,9 @@ struct snat {
 	enum snat_result	 last_result;
 	uint64_t		 last_sync_ms;	/* 0: none yet */
 	char			 last_message[MSG_ERR_LEN];
+	/* The node has no IPv4 address (its primary ENI is in an IPv6-only
+	 * subnet): said once, and no sync is sent, ever. */
+	bool			 no_target_said;
 	/* netd's table as the last NETD_DUMP_SNAT found it */
 	struct breq		 dump_req;
 	struct msg_netd_snat_state state;

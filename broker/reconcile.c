@@ -510,9 +510,11 @@ recon_primary(struct reconcile_run *r, const struct msg_cloud_eni *ce)
 		s = subnet_by_id(b, ce->subnet_id);
 		e->subnet = s ? (int)(s - b->engine.subnets) : -1;
 		eni_set_state(e, ENI_READY, "the primary ENI");
-		log_info("%s: the primary ENI, in %s; its secondary addresses "
-		    "are pooled%s", e->id, e->subnet_id, s && s->configured ?
-		    "" : " only if its subnet is configured");
+		log_info("%s: the primary ENI, in %s; %s%s", e->id,
+		    e->subnet_id, b->engine.params.ipv6_only ? "its /80 "
+		    "serves pods" : "its secondary addresses are pooled",
+		    s && s->configured ? "" : " only if its subnet is "
+		    "configured");
 	} else if (!recon_same_link(b, e, ce))
 		return;
 	recon_addresses(r, e, ce, fresh);
@@ -553,6 +555,11 @@ adopt_check(struct reconcile_run *r, const struct msg_cloud_eni *ce,
 		if (o->device_index == ce->device_index)
 			return "the device index of an ENI in the pool";
 	}
+	/* An ENI of an IPv6-only subnet has no IPv4 address to check (its
+	 * IPv6 ones are judged by eni6_learn, as a created ENI's are). */
+	if (s->known && s->cidr.addr.family != AF_INET)
+		return ip_addr_in4(&ce->primary_ip) != 0 || ce->naddrs > 0 ?
+		    "an IPv4 address in an IPv6-only subnet" : NULL;
 	/* Its own address, checked as a created ENI's is. */
 	memset(&probe, 0, sizeof(probe));
 	probe.subnet = (int)(s - b->engine.subnets);
@@ -2236,11 +2243,24 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		return;
 	}
 	subnet_learn_ipv6(b, s, &cs);
-	/* An IPv6-only subnet has no IPv4 CIDR (family 0): nothing this
-	 * broker, IPv4 only, can take addresses from. */
+	/* An IPv6-only subnet has no IPv4 CIDR (family 0): nothing an
+	 * IPv4 pod can take addresses from.  With ip_family ipv6 it is a
+	 * subnet like any other, known by its /64 (subnet_learn_ipv6); its
+	 * ENIs have no IPv4 address, its pods none either.  (dual refuses
+	 * it among the configured ones: subnets_ipv6_ok.) */
+	if (cs.cidr.addr.family != AF_INET && b->cfg.ip_family ==
+	    IP_FAMILY_IPV6 && s->cidr6.addr.family == AF_INET6) {
+		s->known = true;
+		memset(&s->cidr, 0, sizeof(s->cidr));
+		memset(&s->gateway, 0, sizeof(s->gateway));
+		msg_strlcpy(s->az, cs.az, sizeof(s->az));
+		s->available = cs.available;
+		return;
+	}
 	if (cs.cidr.addr.family != AF_INET) {
-		log_errorx("subnet %s: IPv6-only (no IPv4 CIDR), and enid "
-		    "takes IPv4 addresses only; not used", cs.subnet_id);
+		log_errorx("subnet %s: IPv6-only (no IPv4 CIDR), and ip_family "
+		    "\"%s\" gives pods IPv4 addresses; not used", cs.subnet_id,
+		    config_family_name(b->cfg.ip_family));
 		return;
 	}
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++)

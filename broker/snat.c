@@ -135,10 +135,19 @@ snat_sync(struct broker *b, const char *why)
 	memset(&req, 0, sizeof(req));
 	req.to = ip_addr_from_in(snat_target(b));
 	if (b->cfg.snat.enabled && ip_addr_is_unspecified(&req.to)) {
-		sync_record(b, SNAT_FAILED, "the cloud named no primary "
-		    "address for the node");
-		log_warnx("snat: the cloud named no primary address for "
-		    "instance %s; SNAT is not synced", b->instance.instance_id);
+		/* No IPv4 address on the node (an IPv6-only subnet): IPv4
+		 * has nothing to be translated to, and IPv6 never is (EC2
+		 * has no NAT66).  Not a failure, and nothing to try again:
+		 * said once, the start goes on.  An IPv6-only pod reaches
+		 * IPv4 through DNS64 and a NAT gateway, not enid. */
+		sync_record(b, SNAT_FAILED, "the node has no IPv4 address: "
+		    "nothing to translate to");
+		if (!s->no_target_said)
+			log_warnx("snat: instance %s has no IPv4 address (its "
+			    "primary ENI is in an IPv6-only subnet): SNAT has "
+			    "nothing to translate to and is not synced; IPv6 "
+			    "is never translated", b->instance.instance_id);
+		s->no_target_said = true;
 		return;
 	}
 	s->sent_to = ip_addr_in4(&req.to);

@@ -332,8 +332,12 @@ di_described(struct intent *it, const struct ec2_answer *a,
 	if (!ec2_id_ok(p->id, "eni-") || mac_parse(p->mac, mac) == -1)
 		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "
 		    "or address");
-	/* An IPv6-only primary interface has no IPv4 address: 0.0.0.0. */
-	if (strcmp(p->ipv6_native, "true") == 0 && p->private_ip[0] == '\0')
+	/* An IPv6-only primary interface has no IPv4 address: 0.0.0.0.
+	 * DescribeInstances' interfaces carry no ipv6Native (that is
+	 * DescribeNetworkInterfaces'): one without an IPv4 address and with
+	 * an IPv6 one is such an interface too. */
+	if (p->private_ip[0] == '\0' && (strcmp(p->ipv6_native, "true") ==
+	    0 || p->naddrs6 > 0))
 		m->primary_ip = ip_addr_from_in(0);
 	else if (ec2_ip4_parse(p->private_ip, &m->primary_ip) == -1)
 		DI_FAIL("DescribeInstances: invalid primary interface id, MAC "

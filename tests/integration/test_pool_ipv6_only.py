@@ -15,11 +15,15 @@ import pytest
 from test_cni_e2e import Pods, add as cni_add, delete as cni_delete, \
     path_of, ping
 from test_ipv6_start import set_up_node
+from conftest import write_config
 from poolenv import PoolEnv
 
 _seq = itertools.count()
 DUAL = ("--ipv6", "dual", "--ip-limit", "4", "--eni-limit", "3")
 NATIVE = DUAL + ("--node-subnet", "0:ipv6-native")
+# A node without IPv4 asks EC2 and IMDS over IPv6.
+CLOUD6 = {"ec2_endpoint": "http://[2001:2::1]/",
+          "imds_endpoint": "http://[fd00:ec2::254]"}
 VPC_HOST6 = "2001:2::10"
 
 
@@ -168,3 +172,153 @@ def test_ipv6_only_pods_over_cni_sock(make_env):
     assert all(ipaddress.ip_address(again["s7"]["ip6"]) >
                ipaddress.ip_address(a["ip6"]) for a in answers.values())
     assert ipv4_for_pods(env) == [], node_enis(env)
+
+
+def whoami(pod_ns, host, port=7):
+    """What the whoami service at host says of a TCP client in pod_ns:
+    its first line."""
+    code = ("import socket\n"
+            "s = socket.create_connection((%r, %d), timeout=3)\n"
+            "print(s.recv(200).decode().split('\\n')[0])\n" % (host, port))
+    r = subprocess.run(["ip", "netns", "exec", pod_ns, "python3", "-c",
+                        code], capture_output=True, text=True, timeout=20)
+    return r.stdout.strip() if r.returncode == 0 else r.stderr
+
+
+def ping6(pod_ns):
+    """The VPC host answers the pod: a few tries, a link just made may
+    lose the first echo while its neighbours are being resolved."""
+    return any(ping(pod_ns, VPC_HOST6) for _ in range(3))
+
+
+def plugin_pods(env, tag, n):
+    """n pods wired by the real enid-cni: each IPv6 address alone,
+    reaching the VPC host and seen there with its own address."""
+    pods = Pods(tag)
+    env.pods_ns = pods
+    out = {}
+    for i in range(n):
+        cid = "%s%d" % (tag, i)
+        ns = pods.new()
+        r = cni_add(env, cid, ns)
+        assert r.ok, r
+        addrs = [x["address"] for x in r.out["ips"]]
+        assert len(addrs) == 1 and ":" in addrs[0], r.out
+        out[cid] = (ns, r.out, addrs[0].split("/")[0])
+    # The sim installs an ENI's /80 route a moment after the cloud
+    # shows it delegated.
+    env.wait_dataplane()
+    for cid, (ns, _, a6) in out.items():
+        assert ping6(ns), (cid, a6)
+        assert a6 in whoami(ns, VPC_HOST6), (cid, a6)
+    seen = env.sim.control("GET", "/outside")["vpc_host_seen"]["tcp"]
+    assert {a6 for _, _, a6 in out.values()} <= set(seen), seen
+    return out
+
+
+@pytest.fixture
+def pods_cleanup():
+    made = []
+    yield made
+    for env in made:
+        if getattr(env, "pods_ns", None) is not None:
+            env.pods_ns.cleanup()
+
+
+def test_real_plugin_pod_reaches_the_vpc_host(make_env, pods_cleanup):
+    env = make_env()
+    pods_cleanup.append(env)
+    env.start()
+    primary = env.node["primary_eni"]
+    assert wait_for(lambda: primary in prefixes80(env)), node_enis(env)
+    out = plugin_pods(env, "e6", 3)
+    # No IPv4 inside the pods: an IPv6 default route alone.
+    for ns, _, _ in out.values():
+        r4 = subprocess.run(["ip", "-n", ns, "-4", "addr", "show",
+                             "scope", "global"], capture_output=True,
+                            text=True, check=True).stdout
+        assert r4.strip() == "", r4
+    assert ipv4_for_pods(env) == [], node_enis(env)
+    ns, res, _ = out["e62"]
+    r = cni_delete(env, "e62", ns)
+    assert r.ok, r
+    assert "e62" not in {p["container_id"] for p in env.show("pods")}
+
+
+def test_ipv6_native_node_runs_ipv6_only_pods(make_env, pods_cleanup):
+    """The node's primary ENI in the ipv6Native subnet: no ENI has an
+    IPv4 address at all.  enid starts, serves IPv6-only pods from the
+    primary's /80, restarts with them."""
+    env = make_env(sim_args=NATIVE, cloud=CLOUD6)
+    pods_cleanup.append(env)
+    assert env.node["primary_ip"] is None, env.node
+    env.start()
+    primary = env.node["primary_eni"]
+    assert wait_for(lambda: primary in prefixes80(env)), node_enis(env)
+    answers = add6(env, ["n%d" % i for i in range(3)])
+    assert {a["eni"] for a in answers.values()} == {primary}, answers
+    check_pods(env, answers)
+    assert list(node_enis(env)) == [primary], node_enis(env)
+    out = plugin_pods(env, "n6", 2)
+    assert len(out) == 2
+    lim = env.ctl({"op": "show", "what": "limits"})
+    assert lim["ok"] and lim["limits"]["pods_driven_by"] == "enis", lim
+    before = rules(env, "-6")
+    env.kill9()
+    env.start()
+    env.reconcile()
+    assert rules(env, "-6") == before
+    text = "\n".join(e.text() for e in env.enids)
+    assert "belong to no pod" not in text and "missing its" not in text, \
+        text
+    assert {c: p["ip6"] for c, p in held(env).items()
+            if c in answers} == {c: a["ip6"] for c, a in answers.items()}
+
+
+def test_dual_on_an_ipv6_native_node_is_refused(make_env):
+    env = make_env(sim_args=NATIVE, ip_family="dual", cloud=CLOUD6)
+    e = env.start(wait=False)
+    e.proc.wait(30)
+    log = e.text()
+    assert e.proc.returncode == 1, log
+    assert "pool: running" not in log, log
+    assert "is IPv6-only (ipv6Native), and ip_family \"dual\" gives pods " \
+        "an IPv4 address too" in log, log
+
+
+def test_growth_makes_an_eni_in_the_ipv6_native_subnet(make_env,
+                                                       pods_cleanup):
+    """Pods in the ipv6Native subnet, the node's primary elsewhere: the
+    pool creates one ENI there, with its own IPv6 address and no IPv4
+    address at all, and its /80 serves every pod; the primary serves
+    none."""
+    env = make_env()
+    pods_cleanup.append(env)
+    native = env.ep["ipv6"]["native_subnet_id"]
+    env.conf_extra["subnets"] = [{"id": native}]
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    primary = env.node["primary_eni"]
+
+    def grown():
+        enis = [e for k, e in node_enis(env).items() if k != primary]
+        return len(enis) == 1 and enis[0]["ipv6_prefixes"] and enis[0]
+    made = wait_for(grown)
+    assert made, node_enis(env)
+    assert made["subnet"] == native and made["addresses"] == [], made
+    assert len(made["ipv6_addresses"]) == 1, made
+    assert primary not in prefixes80(env), node_enis(env)
+    answers = add6(env, ["g%d" % i for i in range(4)])
+    assert {a["eni"] for a in answers.values()} == {made["id"]}, answers
+    check_pods(env, answers)
+    out = plugin_pods(env, "g6", 2)
+    assert len(out) == 2
+    assert len(node_enis(env)) == 2, node_enis(env)
+    before = rules(env, "-6")
+    env.kill9()
+    env.start()
+    env.reconcile()
+    assert rules(env, "-6") == before
+    assert len(node_enis(env)) == 2, node_enis(env)
+    text = "\n".join(e.text() for e in env.enids)
+    assert "quarantin" not in text, text
