@@ -2691,6 +2691,127 @@ test_prefix_property(void **state)
 	    seen.in_flight > 0);
 }
 
+/* ---- ip_family ipv6: the pool in ENIs (plan6) ---- */
+
+static struct pool_params
+params6(void)
+{
+	struct pool_params p = params(5, 3, 1, 0);
+
+	p.ipv6_only = true;
+	return p;
+}
+
+static void
+test_ipv6_only_no_ipv4_growth(void **state)
+{
+	struct pool_params p = params6();
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* The primary serves with its /80: no address is asked for,
+	 * however the IPv4 targets stand, nor an ENI. */
+	f.enis[0].has6 = true;
+	f.enis[0].assigned = 7;
+	f.waiters = 3;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+	assert_int_equal(pl.need, 10);
+	/* Its /80 on its way: wait for it, grow nothing. */
+	f.enis[0].has6 = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_NONE);
+}
+
+static void
+test_ipv6_only_creates_one_eni(void **state)
+{
+	struct pool_params p = params6();
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+
+	(void)state;
+	/* The primary's subnet is not one pods use: one ENI, even with no
+	 * ADD waiting, in the open subnet with the most (IPv4) room. */
+	f.enis[0].usable = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, 0);
+	assert_int_equal(pl.actions[0].subnet, 0);
+	f.subnets[0].inhibited_until = 5000;
+	pool_plan(&p, &f, 1000, &pl);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, 0);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	/* An ipv6Native subnet counts no IPv4 address: still open. */
+	f.subnets[1].available = 0;
+	pool_plan(&p, &f, 1000, &pl);
+	expect_action(&pl, 0, ACT_CREATE_ENI, 0, 0);
+	assert_int_equal(pl.actions[0].subnet, 1);
+	/* On its way: nothing more. */
+	add_eni(&f, ENI_CREATING, 0, 0, 0);
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	/* No subnet open: blocked, woken when one opens. */
+	f.nenis = 1;
+	f.subnets[1].configured = false;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.blocked, BLOCK_SUBNET_FULL);
+	assert_int_equal(pl.wake, 5000);
+	/* No ENI slot left. */
+	f.subnets[1].configured = true;
+	f.attached_enis = 4;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_ENI_LIMIT);
+	/* Backing off after a failure. */
+	f.attached_enis = 1;
+	f.growth_backoff_until = 3000;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_BACKOFF);
+	assert_int_equal(pl.wake, 3000);
+}
+
+static void
+test_ipv6_only_max_pods_and_release(void **state)
+{
+	struct pool_params p = params6();
+	struct pool_facts f = facts(0, 0, 0);
+	struct pool_plan pl;
+	uint32_t i;
+
+	(void)state;
+	p.max_pods = 4;
+	f.enis[0].has6 = true;
+	f.enis[0].assigned = 4;
+	f.waiters = 1;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_int_equal(pl.blocked, BLOCK_MAX_PODS);
+	/* Two serve, one of them without pods: surplus, released once it
+	 * lasted shrink_delay; never the primary, never one with pods. */
+	f.waiters = 0;
+	i = add_eni(&f, ENI_READY, 0, 0, 0);
+	f.enis[i].has6 = true;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 61000);
+	f.surplus_since = 1000;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 1);
+	expect_action(&pl, 0, ACT_RELEASE_ENI, i, 0);
+	f.enis[i].assigned = 1;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_false(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	/* The primary without pods, the other with: nothing goes. */
+	f.enis[0].assigned = 0;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 0);
+}
+
 int
 main(void)
 {
@@ -2729,6 +2850,9 @@ main(void)
 		cmocka_unit_test(test_prefix_subnet_room),
 		cmocka_unit_test(test_randomized),
 		cmocka_unit_test(test_prefix_property),
+		cmocka_unit_test(test_ipv6_only_no_ipv4_growth),
+		cmocka_unit_test(test_ipv6_only_creates_one_eni),
+		cmocka_unit_test(test_ipv6_only_max_pods_and_release),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
