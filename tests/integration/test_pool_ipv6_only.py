@@ -15,7 +15,7 @@ import pytest
 from test_cni_e2e import Pods, add as cni_add, delete as cni_delete, \
     path_of, ping
 from test_ipv6_start import set_up_node
-from conftest import write_config
+from conftest import built, write_config
 from poolenv import PoolEnv
 
 _seq = itertools.count()
@@ -91,6 +91,13 @@ def ipv4_for_pods(env):
     return out
 
 
+def ctl_text(env, *args):
+    r = subprocess.run([built("ctl/enidctl"), "-s", str(env.ctl_sock),
+                        *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r
+    return r.stdout
+
+
 def add6(env, cids):
     """ADDs in turn, each answered with an IPv6 address alone."""
     answers = {}
@@ -145,7 +152,19 @@ def test_ipv6_only_pods_over_cni_sock(make_env):
     lim = env.ctl({"op": "show", "what": "limits"})
     assert lim["ok"] and lim["limits"]["ip_family"] == "ipv6", lim
     assert lim["limits"]["pods_driven_by"] == "enis", lim
-    assert lim["limits"]["max_pods"] > 6, lim
+    assert lim["limits"]["max_pods"] == lim["limits"]["enid_max_pods"], lim
+    # enidctl's text: the pod's IPv6 address, the limits in ENIs.
+    text = ctl_text(env, "show", "pods")
+    assert answers["s0"]["ip6"] in text, text
+    text = ctl_text(env, "show", "limits")
+    for want in ("pod addresses      IPv6 only (ip_family ipv6)",
+                 "the pool is driven by ENIs, not IPv4 addresses",
+                 "max pods           %d (enid's most %d, ENID_MAX_PODS; "
+                 "pool.max_pods not set)" % (lim["limits"]["max_pods"],
+                                             lim["limits"]["enid_max_pods"]),
+                 "warm pool          one ENI of a configured subnet"):
+        assert want in text, text
+    assert "prefixes " not in text, text
     # DEL: its rule goes; the next pod takes an address past it.
     gone = answers["s5"]["ip6"]
     ans, _ = env.delete("s5")
