@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from test_cni_e2e import Pods, add as cni_add, delete as cni_delete, \
-    path_of, ping
+from test_cni_e2e import Pods, add as cni_add, check as cni_check, \
+    delete as cni_delete, ping
 from test_ipv6_start import set_up_node
 from conftest import built, write_config
 from poolenv import PoolEnv
@@ -259,6 +259,8 @@ def test_real_plugin_pod_reaches_the_vpc_host(make_env, pods_cleanup):
         assert r4.strip() == "", r4
     assert ipv4_for_pods(env) == [], node_enis(env)
     ns, res, _ = out["e62"]
+    r = cni_check(env, "e62", ns, res)
+    assert r.ok, r
     r = cni_delete(env, "e62", ns)
     assert r.ok, r
     assert "e62" not in {p["container_id"] for p in env.show("pods")}
@@ -341,3 +343,27 @@ def test_growth_makes_an_eni_in_the_ipv6_native_subnet(make_env,
     assert len(node_enis(env)) == 2, node_enis(env)
     text = "\n".join(e.text() for e in env.enids)
     assert "quarantin" not in text, text
+    # Without its checkpoint: the ENI of the IPv6-only subnet is taken
+    # in as it is (no IPv4 address to judge), and the pods come back
+    # from the kernel's IPv6 rules, each its own record.
+    env.kill9()
+    aside = env.workdir / "aside"
+    aside.mkdir()
+    for name in os.listdir(env.state_dir):
+        os.rename(env.state_dir / name, aside / name)
+    env.start()
+    env.reconcile()
+    text = env.enid.text()
+    assert "1 ENI taken in" in text, text
+    assert "quarantin" not in text and "not adopted" not in text, text
+    assert "belong to no pod" not in text, text
+    shown = {p["ip6"]: p["container_id"] for p in env.show("pods")}
+    for a in answers.values():
+        assert shown.get(a["ip6"]) == "enid-recovered-" + \
+            a["ip6"].replace(":", "-"), (a, shown)
+    assert rules(env, "-6") == before
+    more = add6(env, ["g9"])
+    assert more["g9"]["eni"] == made["id"], more
+    assert ipaddress.ip_address(more["g9"]["ip6"]) > max(
+        ipaddress.ip_address(a) for a in shown), (more, shown)
+    assert len(node_enis(env)) == 2, node_enis(env)
