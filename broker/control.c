@@ -385,8 +385,12 @@ subnet_json(const struct subnet *s)
 	    json_object_new_boolean(s->configured));
 	json_object_object_add(o, "known", json_object_new_boolean(s->known));
 	if (s->known) {
-		ip_prefix_format(&s->cidr, cidr);
-		json_object_object_add(o, "cidr", json_object_new_string(cidr));
+		/* An IPv6-only subnet (ip_family ipv6) has no IPv4 CIDR. */
+		if (s->cidr.addr.family == AF_INET) {
+			ip_prefix_format(&s->cidr, cidr);
+			json_object_object_add(o, "cidr",
+			    json_object_new_string(cidr));
+		}
 		json_object_object_add(o, "az", json_object_new_string(s->az));
 	}
 	/* Its IPv6 block when associated, and the block's state. */

@@ -1045,7 +1045,11 @@ print_subnets(struct json_object *ans, const char *arg)
 		table_add(&t, "%s", str(s, "id"));
 		if (flag(s, "known")) {
 			table_add(&t, "%s", str(s, "az"));
-			table_add(&t, "%s", prefix_str(s, "cidr"));
+			/* An IPv6-only subnet has no IPv4 CIDR. */
+			if (optional(s, "cidr", json_type_string) != NULL)
+				table_add(&t, "%s", prefix_str(s, "cidr"));
+			else
+				table_add(&t, "-");
 		} else {
 			table_add(&t, "?");
 			table_add(&t, "?");

@@ -343,6 +343,14 @@ def test_growth_makes_an_eni_in_the_ipv6_native_subnet(make_env,
     assert len(node_enis(env)) == 2, node_enis(env)
     text = "\n".join(e.text() for e in env.enids)
     assert "quarantin" not in text, text
+    # show subnets: the IPv6-only one by its /64, no IPv4 CIDR.
+    subs = {x["id"]: x for x in env.show("subnets")}
+    assert subs[native]["known"] and "cidr" not in subs[native], subs
+    assert subs[native]["cidr6"] == "2001:db8:a0b:1202::/64", subs
+    line = [l for l in ctl_text(env, "show", "subnets").splitlines()
+            if l.startswith(native)]
+    assert line and line[0].split()[2:4] == ["-", "2001:db8:a0b:1202::/64"], \
+        line
     # Without its checkpoint: the ENI of the IPv6-only subnet is taken
     # in as it is (no IPv4 address to judge), and the pods come back
     # from the kernel's IPv6 rules, each its own record.
