@@ -660,9 +660,9 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 }
 
 /*
- * ip_family ipv6: the pool in ENIs.  need and have count pods and the
- * pods the serving ENIs would take more (within max_pods), so that show
- * and the metrics read as for IPv4.
+ * ip_family ipv6: the pool in ENIs.  need and have count ENIs that serve
+ * pods: one is needed, have is how many serve (their surplus is what the
+ * engine's log counts).
  */
 static void
 plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
@@ -692,8 +692,8 @@ plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
 		out->used_slots = f->attached_enis + starting;
 	cap = p->max_pods && p->max_pods < POOL_MAX_HELD ? p->max_pods :
 	    POOL_MAX_HELD;
-	out->need = pods + f->waiters;
-	out->have = pods + (serving > 0 && cap > pods ? cap - pods : 0);
+	out->need = 1;
+	out->have = serving;
 	if (f->waiters > 0 && pods >= cap) {
 		out->blocked = BLOCK_MAX_PODS;
 		return;

@@ -375,3 +375,35 @@ def test_growth_makes_an_eni_in_the_ipv6_native_subnet(make_env,
     assert ipaddress.ip_address(more["g9"]["ip6"]) > max(
         ipaddress.ip_address(a) for a in shown), (more, shown)
     assert len(node_enis(env)) == 2, node_enis(env)
+
+
+def test_an_eni_without_pods_goes_once_another_serves(make_env):
+    """Two ENIs serve (the subnets configured changed across a restart):
+    the one without pods is given back after shrink_delay_s; one with
+    pods never is, nor the primary."""
+    env = make_env(pool={"ip_cooldown_s": 0, "add_timeout_s": 30,
+                         "shrink_delay_s": 1})
+    primary = env.node["primary_eni"]
+    other = next(s["id"] for s in env.ep["subnets"]
+                 if s["id"] != env.node["subnet_id"])
+    env.conf_extra["subnets"] = [{"id": other}]
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    made = wait_for(lambda: [k for k, e in node_enis(env).items()
+                             if k != primary and e["ipv6_prefixes"]])
+    assert made and len(made) == 1, node_enis(env)
+    # Both subnets: the primary serves too, and takes the next pods (it
+    # is the first of those with the most pods: none on either).
+    env.kill9()
+    env.conf_extra["subnets"] = [{"id": env.node["subnet_id"]},
+                                 {"id": other}]
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    assert wait_for(lambda: primary in prefixes80(env)), node_enis(env)
+    gone = wait_for(lambda: made[0] not in node_enis(env), timeout=30)
+    assert gone, node_enis(env)
+    text = env.enid.text()
+    assert "%s: ready -> draining" % made[0] in text, text
+    answers = add6(env, ["r0", "r1"])
+    assert {a["eni"] for a in answers.values()} == {primary}, answers
+    assert list(node_enis(env)) == [primary], node_enis(env)
