@@ -187,7 +187,7 @@ struct pool_limits {
 	bool			 primary_for_pods;
 	uint32_t		 pod_capacity;	/* pod_enis x per ENI */
 	uint32_t		 max_pods;	/* in effect */
-	bool			 ipv6_only;	/* ip_family ipv6: by ENIs */
+	bool			 ipv6_only;	/* ip_family ipv6 */
 	/* Prefix delegation: EC2's count, pod_enis x pod_ips_per_eni
 	 * prefixes of 16 addresses; what the pool may hold of it (its
 	 * tables); the pods a kubelet is commonly held to (110 or 250, by

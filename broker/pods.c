@@ -1134,8 +1134,8 @@ pick_eni6(struct broker *b)
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		struct eni *e = &b->engine.enis[i];
 
-		if (!e->used || e->state != ENI_READY ||
-		    e->subnet < 0 || !b->engine.subnets[e->subnet].configured ||
+		if (!e->used || e->state != ENI_READY || e->subnet < 0 ||
+		    !b->engine.subnets[e->subnet].configured ||
 		    e->prefix6.family != AF_INET6)
 			continue;
 		if (best == NULL || n[i] > n[best - b->engine.enis])

@@ -711,13 +711,14 @@ plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
 			    BLOCK_ENI_LIMIT;
 			return;
 		}
-		/* IPv6 addresses do not run out: the first open subnet, the
-		 * one with the most IPv4 addresses among several (an
-		 * ipv6Native one counts none). */
+		/* IPv6 addresses do not run out: any open subnet does; the
+		 * one with the most IPv4 addresses, the first among equals
+		 * (an ipv6Native one counts none). */
 		for (i = 0; i < f->nsubnets; i++) {
-			if (f->subnets[i].inhibited_until > now &&
-			    f->subnets[i].configured)
-				wake_at(out, f->subnets[i].inhibited_until, now);
+			const struct pool_subnet_view *sv = &f->subnets[i];
+
+			if (sv->inhibited_until > now && sv->configured)
+				wake_at(out, sv->inhibited_until, now);
 			if (!subnet_open(f, i, now) || (open &&
 			    f->subnets[i].available <=
 			    f->subnets[subnet].available))

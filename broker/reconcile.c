@@ -2258,9 +2258,9 @@ subnets_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		return;
 	}
 	if (cs.cidr.addr.family != AF_INET) {
-		log_errorx("subnet %s: IPv6-only (no IPv4 CIDR), and ip_family "
-		    "\"%s\" gives pods IPv4 addresses; not used", cs.subnet_id,
-		    config_family_name(b->cfg.ip_family));
+		log_errorx("subnet %s: IPv6-only (no IPv4 CIDR), and "
+		    "ip_family \"%s\" gives pods IPv4 addresses; not used",
+		    cs.subnet_id, config_family_name(b->cfg.ip_family));
 		return;
 	}
 	for (i = 0; i < b->instance.ncidrs && i < MSG_MAX_CIDRS; i++)

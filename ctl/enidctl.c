@@ -1247,8 +1247,8 @@ print_limits(struct json_object *ans, const char *arg)
 		fprintf(out, "max pods           %lld (enid's most %lld, "
 		    "ENID_MAX_PODS; %s)\n", count(l, "max_pods"),
 		    count(l, "enid_max_pods"), cfg);
-		fprintf(out, "warm pool          one ENI of a configured subnet "
-		    "with its /80; the warm\n"
+		fprintf(out, "warm pool          one ENI of a configured "
+		    "subnet with its /80; the warm\n"
 		    "                   targets count IPv4 addresses and are "
 		    "unused\n");
 		return;
