@@ -407,3 +407,21 @@ def test_an_eni_without_pods_goes_once_another_serves(make_env):
     answers = add6(env, ["r0", "r1"])
     assert {a["eni"] for a in answers.values()} == {primary}, answers
     assert list(node_enis(env)) == [primary], node_enis(env)
+
+
+def test_max_pods_caps_ipv6_only_pods(make_env):
+    env = make_env(pool={"ip_cooldown_s": 0, "add_timeout_s": 30,
+                         "max_pods": 3})
+    env.start()
+    assert wait_for(lambda: env.node["primary_eni"] in prefixes80(env))
+    add6(env, ["m0", "m1", "m2"])
+    a, _ = env.add("m3")
+    assert not a["ok"] and a["code"] == "max-pods", a
+    assert "max_pods (3)" in a["error"], a
+    lim = env.show("limits")
+    assert lim["max_pods"] == 3 and lim["config_max_pods"] == 3, lim
+    # One gone, one more fits; the cloud still holds no IPv4 for them.
+    ans, _ = env.delete("m0")
+    assert ans == {"ok": True}, ans
+    add6(env, ["m3"])
+    assert ipv4_for_pods(env) == [], node_enis(env)
