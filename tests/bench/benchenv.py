@@ -192,8 +192,25 @@ def fs_type(path):
     return r.stdout.strip() or "?"
 
 
+def node_setup(ns, conf):
+    """What the DaemonSet's init container does before enid starts on a
+    node with IPv6 pods (enidctl(8) node-setup: the node's IPv6
+    sysctls), with enid's own configuration."""
+    ctl = os.path.join(BUILDDIR, "ctl/enidctl")
+    if not os.access(ctl, os.X_OK):
+        raise RuntimeError("%s is not built" % ctl)
+    r = subprocess.run(["ip", "netns", "exec", ns, ctl, "-f", str(conf),
+                        "node-setup"], capture_output=True, text=True,
+                       timeout=30, check=False)
+    if r.returncode != 0:
+        raise RuntimeError("enidctl node-setup in %s: %s" % (
+            ns, (r.stdout + r.stderr).strip()))
+
+
 class Node:
-    """The sim (one node, the given limits) and enid in node 0.
+    """The sim (one node, the given limits) and enid in node 0; with an
+    ip_family other than ipv4 in the configuration, the node set up for
+    IPv6 first (node_setup; the sim needs --ipv6 dual for it).
 
         with Node("bench", ["--eni-limit", "8"], pool={...}) as n:
             n.wait_pool(lambda p: p["free"] >= 64, 120, "a warm pool")
@@ -240,6 +257,8 @@ class Node:
         self.ctl_sock = self.workdir / "run" / "ctl.sock"
         self.state_dir = self.workdir / "state"
         podwire.prepare_node(self.ns)
+        if self.conf_extra.get("ip_family", "ipv4") != "ipv4":
+            node_setup(self.ns, self.conf)
         self.enid = Enid(self.ns, self.conf, helpers,
                          self.workdir / "enid.log")
         if not self.enid.wait_log("pool: running", 60):
@@ -300,12 +319,12 @@ class Node:
             out[p["name"]] = p["pid"]
         return out
 
-    def pod_rules(self):
-        """enid-netd's pods' rules in the node (its protocol tag, 233):
-        all but its connection-mark rule, "fwmark M/M lookup main" at
-        rule_priority_to, which is no pod's (the integration tests skip
-        it the same way)."""
-        r = subprocess.run(["ip", "-n", self.ns, "-j", "rule"],
+    def pod_rules(self, family="-4"):
+        """enid-netd's pods' rules of a family ("-4" or "-6") in the node
+        (its protocol tag, 233): all but its connection-mark rule,
+        "fwmark M/M lookup main" at rule_priority_to, which is no pod's
+        (the integration tests skip it the same way)."""
+        r = subprocess.run(["ip", family, "-n", self.ns, "-j", "rule"],
                            capture_output=True, text=True, check=True)
         return [x for x in json.loads(r.stdout or "[]")
                 if str(x.get("protocol")) == "233" and "fwmark" not in x]

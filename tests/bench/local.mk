@@ -12,7 +12,7 @@ EXTRA_DIST += tests/bench/bench_broker_run tests/bench/bench_memory \
 	tests/bench/bench_rollout tests/bench/bench_all \
 	tests/bench/bench_profile tests/bench/bench_idle \
 	tests/bench/bench_prefixes tests/bench/bench_snat \
-	tests/bench/bench_restart
+	tests/bench/bench_restart tests/bench/bench_dual
 
 # Every benchmark runs, even after one fails, and one table closes the
 # run (tests/bench/bench_all; doc/performance.md).  BENCH_ONLY=warmup,...
@@ -28,7 +28,11 @@ bench: all
 	BENCH_IDLE_ARGS="$(BENCH_IDLE_ARGS)" \
 	BENCH_PREFIXES_ARGS="$(BENCH_PREFIXES_ARGS)" \
 	BENCH_SNAT_ARGS="$(BENCH_SNAT_ARGS)" \
-	BENCH_RESTART_ARGS="$(BENCH_RESTART_ARGS)" BENCH_ONLY="$(BENCH_ONLY)" \
+	BENCH_RESTART_ARGS="$(BENCH_RESTART_ARGS)" \
+	BENCH_DUAL_ARGS="$(BENCH_DUAL_ARGS)" \
+	BENCH_CNI_DUAL_ARGS="$(BENCH_CNI_DUAL_ARGS)" \
+	BENCH_MEMORY_DUAL_ARGS="$(BENCH_MEMORY_DUAL_ARGS)" \
+	BENCH_ONLY="$(BENCH_ONLY)" \
 	/usr/bin/python3 tests/bench/bench_all
 
 # Where the CPU goes on the broker's ADD path and cloudd's request path
