@@ -582,7 +582,8 @@ main(int argc, char *argv[])
 	    pw->pw_uid, pw->pw_gid);
 	/* A newer enid's checkpoint (a downgrade) stops the start here,
 	 * before a helper, the cloud or the pods' rules are touched. */
-	if (store_probe(state_fd, err, sizeof(err)) == CKPT_NEWER)
+	if (store_probe(state_fd, &b.ckpt_ipv6, err, sizeof(err)) ==
+	    CKPT_NEWER)
 		fatalx("checkpoint in %s: %s", b.cfg.state_dir, err);
 	/* IPv6 pods: the node's settings, read while files may be opened
 	 * by path; judged once the cloud names the primary interface. */

@@ -254,6 +254,10 @@ struct broker {
 	struct breq		 instance_req;
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
+	/* The checkpoint at start may hold pods' IPv6 addresses (store_probe):
+	 * with ip_family ipv4 after dual, those pods' IPv6 rules are still
+	 * to be made sure of and removed. */
+	bool			 ckpt_ipv6;
 	/* The node's IPv6 settings read at start (prereq.h), judged once
 	 * the instance is known; NULL with ip_family ipv4. */
 	struct prereq		*prereq;

@@ -302,6 +302,22 @@ newer_advice(char *err, size_t errlen)
 	    "releases them", CKPT_FILE, CKPT_JOURNAL_FILE);
 }
 
+int64_t
+ckpt_store_version(int dirfd)
+{
+	char cause[512], local[512], *text;
+	int64_t version;
+	size_t len;
+
+	if (ckpt_read_file(dirfd, CKPT_FILE, CKPT_MAX_BYTES, &text, &len,
+	    cause, sizeof(cause), local, sizeof(local)) != 0)
+		return 0;
+	if (checkpoint_peek_version(text, len, &version) != 0)
+		version = 0;
+	free(text);
+	return version;
+}
+
 int
 journal_newer_first(const uint8_t *buf, size_t len, unsigned *version)
 {

@@ -130,6 +130,11 @@ int	ckpt_store_load(struct ckpt_store *s, int dirfd, size_t journal_size,
  * start before anything is touched.
  */
 int	ckpt_store_probe(int dirfd, char *err, size_t errlen);
+/* As root, like ckpt_store_probe: the snapshot's leading "version", or 0
+ * if there is none to read.  It speaks for the journal's records too:
+ * the first save after a load is a snapshot, of CKPT_VERSION whenever
+ * pods may have IPv6 (ip_family dual or ipv6, or such a pod held). */
+int64_t	ckpt_store_version(int dirfd);
 
 /* Pure.  1 and *version if buf starts with a whole record of a newer
  * format than JOURNAL_VERSION; else 0. */

@@ -69,8 +69,9 @@ static void	store_retry(struct loop *, struct loop_timer *);
 static void	answer_done(struct loop *, struct loop_defer *);
 
 int
-store_probe(int dirfd, char *err, size_t errlen)
+store_probe(int dirfd, bool *ipv6, char *err, size_t errlen)
 {
+	*ipv6 = ckpt_store_version(dirfd) > CKPT_VERSION_IPV4;
 	return ckpt_store_probe(dirfd, err, errlen) == CKPT_NEWER ?
 	    CKPT_NEWER : 0;
 }

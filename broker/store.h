@@ -43,9 +43,11 @@ struct store_stats {
  * As root, before anything else is touched: is the record in dirfd of a
  * newer format than this enid's (a downgrade)?  CKPT_NEWER and err names
  * the file, both versions and what an operator can do; else 0.  Reads
- * only, and parses no JSON.
+ * only, and parses no JSON.  *ipv6: the record is of the version that
+ * may hold pods' IPv6 addresses (one an enid with ip_family dual or ipv6
+ * wrote, or kept while such a pod was there).
  */
-int	store_probe(int dirfd, char *err, size_t errlen);
+int	store_probe(int dirfd, bool *ipv6, char *err, size_t errlen);
 
 /* The store, with nothing to save to until store_open. */
 struct store *store_new(struct broker *b, store_build_fn build,

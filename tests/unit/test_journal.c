@@ -1143,6 +1143,31 @@ test_store_newer_left_in_place(void **state)
 	dir_close(&d);
 }
 
+/* The snapshot's version as root reads it before the load: whatever the
+ * rest of the file, 0 when there is none to read. */
+static void
+test_store_version(void **state)
+{
+	static const char *const snaps[] = {
+		"{\"version\": 3, \"generation\": 1}",
+		"{\"version\": 4, \"generation\": 1, \"pods\": [",
+		"{\"generation\": 1, \"version\": 4}",
+		"not json",
+	};
+	static const int64_t want[] = { 3, 4, 0, 0 };
+	struct dir d;
+	size_t i;
+
+	(void)state;
+	dir_open(&d, "enid-journal");
+	assert_int_equal(ckpt_store_version(d.fd), 0);
+	for (i = 0; i < sizeof(snaps) / sizeof(snaps[0]); i++) {
+		put_bytes(&d, CKPT_FILE, snaps[i], strlen(snaps[i]));
+		assert_int_equal(ckpt_store_version(d.fd), want[i]);
+	}
+	dir_close(&d);
+}
+
 /* n pods and ncool cooling addresses, all distinct, of w's instance. */
 static void
 crowd(struct checkpoint *c, size_t n, size_t ncool, int64_t written)
@@ -1779,6 +1804,7 @@ main(void)
 		cmocka_unit_test(test_max_generation),
 		cmocka_unit_test(test_replay_newer_format),
 		cmocka_unit_test(test_store_newer_left_in_place),
+		cmocka_unit_test(test_store_version),
 		cmocka_unit_test(test_store_caps),
 		cmocka_unit_test(test_store_save_and_load),
 		cmocka_unit_test(test_store_full_journal),
