@@ -488,13 +488,36 @@ wipe_json_string(struct json_object *v)
 		    (size_t)json_object_get_string_len(v));
 }
 
+/* A string naming one of a set (a log level, an IP family): its number
+ * by parse(), or an error listing the set. */
+static int
+parse_named(struct json_object *v, int (*parse)(const char *),
+    const char *what, const char *set, int *out, const char *path,
+    struct perr *pe)
+{
+	int n;
+
+	if (!json_object_is_type(v, json_type_string))
+		return fail(pe, path, "expected a string, got %s",
+		    type_name(v));
+	/* "debug\u0000x" would be debug to parse() */
+	if (strlen(json_object_get_string(v)) !=
+	    (size_t)json_object_get_string_len(v))
+		return fail(pe, path, "string contains a NUL byte");
+	if ((n = parse(json_object_get_string(v))) < 0)
+		return fail(pe, path, "unknown %s \"%s\" (%s)", what,
+		    json_object_get_string(v), set);
+	*out = n;
+	return 0;
+}
+
 static int
 parse_value(struct json_object *v, const struct key *k,
     struct enid_config *cfg, const char *path, struct perr *pe)
 {
 	char *base = (char *)cfg;
 	int64_t n;
-	int lvl, rc;
+	int rc;
 
 	switch (k->type) {
 	case K_STR:
@@ -527,32 +550,13 @@ parse_value(struct json_object *v, const struct key *k,
 		*(bool *)(base + k->off) = json_object_get_boolean(v);
 		return 0;
 	case K_FAMILY:
-		if (!json_object_is_type(v, json_type_string))
-			return fail(pe, path, "expected a string, got %s",
-			    type_name(v));
-		if (strlen(json_object_get_string(v)) !=
-		    (size_t)json_object_get_string_len(v))
-			return fail(pe, path, "string contains a NUL byte");
-		lvl = config_family_parse(json_object_get_string(v));
-		if (lvl < 0)
-			return fail(pe, path, "unknown family \"%s\" (ipv4, "
-			    "dual, ipv6)", json_object_get_string(v));
-		*(int *)(void *)(base + k->off) = lvl;
-		return 0;
+		return parse_named(v, config_family_parse, "family",
+		    "ipv4, dual, ipv6", (int *)(void *)(base + k->off), path,
+		    pe);
 	case K_LEVEL:
-		if (!json_object_is_type(v, json_type_string))
-			return fail(pe, path, "expected a string, got %s",
-			    type_name(v));
-		/* "debug\u0000x" would be debug to log_level_parse() */
-		if (strlen(json_object_get_string(v)) !=
-		    (size_t)json_object_get_string_len(v))
-			return fail(pe, path, "string contains a NUL byte");
-		lvl = log_level_parse(json_object_get_string(v));
-		if (lvl < 0)
-			return fail(pe, path, "unknown level \"%s\" (error, "
-			    "warning, info, debug)", json_object_get_string(v));
-		*(int *)(void *)(base + k->off) = lvl;
-		return 0;
+		return parse_named(v, log_level_parse, "level",
+		    "error, warning, info, debug",
+		    (int *)(void *)(base + k->off), path, pe);
 	case K_OBJ:
 		return parse_obj(v, k->sub, cfg, path, pe);
 	case K_SUBNETS:
