@@ -138,7 +138,11 @@ def detach(pd, ag, eid, aid):
 def test_hypervisor_per_instance_type(pd, ag):
     got = {t["InstanceType"]: t for t in ag.ok("DescribeInstanceTypes")[
         "InstanceTypes"]}
-    assert set(got) == {"m5.xlarge", "m4.large", "m5.metal"}
+    assert set(got) == {"m5.xlarge", "m4.large", "m5.metal", "c1.medium"}
+    # A previous generation: Xen, and no IPv6 at all.
+    old = got["c1.medium"]
+    assert (old["Hypervisor"], old["BareMetal"]) == ("xen", False)
+    assert old["NetworkInfo"]["Ipv6Supported"] is False
     assert (got["m5.xlarge"]["Hypervisor"], got["m5.xlarge"]["BareMetal"]) == \
         ("nitro", False)
     xen = got["m4.large"]
