@@ -13,6 +13,9 @@ set -eu
 # without buildah.  python3-pytest-xdist runs the integration tests a few
 # at a time (tests/run-all): most of their time is spent waiting.
 # nftables (nft) is the simulated VPC's internet gateway (tests/vpcsim).
+# containerd and python3-grpcio: containerd's CRI runs the shipped conflist
+# against a dual-stack enid (test_cri.py); its pause image is built with
+# build-essential's static libc.
 # libnftnl and libmnl: netd writes its own nftables table over netlink.
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
@@ -21,7 +24,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  python3 python3-pytest python3-pytest-xdist python3-boto3 python3-jsonschema iproute2 iputils-ping procps curl openssl nftables
  containernetworking-plugins mandoc clang libclang-rt-14-dev git
  systemd strace python3-yaml e2fsprogs python3-kubernetes
- podman runc mmdebstrap"
+ podman runc mmdebstrap containerd python3-grpcio"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -29,4 +29,5 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_prefix_burst.py \
 	tests/integration/test_clone_location.py \
 	tests/integration/test_node_setup.py \
-	tests/integration/test_dual_e2e.py
+	tests/integration/test_dual_e2e.py \
+	tests/integration/test_cri.py tests/integration/cri.py
