@@ -127,8 +127,9 @@ def eth0(netns):
 def test_sandbox_status_names_the_pods_addresses(node):
     """RunPodSandbox gets enid's pod.  Dual: PodSandboxStatus names its
     IPv4 address as the pod's IP and its IPv6 address as the additional
-    one (what the kubelet puts in the pod's status.podIPs, IPv4 first as
-    enid-cni answers); IPv6-only: the IPv6 address and nothing more.  The
+    one (what the kubelet puts in the pod's status.podIPs; containerd 1.6
+    puts the result's IPv4 address first, whatever its order);
+    IPv6-only: the IPv6 address and nothing more.  The
     addresses `enidctl show pods` gives, on the sandbox's eth0.
     StopPodSandbox (CNI DEL) releases them: enid holds no pod and the node
     keeps no rule, route or neighbour naming one; RemovePodSandbox forgets
