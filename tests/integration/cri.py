@@ -33,6 +33,7 @@ VARINT, LEN = 0, 2
 
 
 def _varint(n):
+    n &= (1 << 64) - 1      # a negative int64 is its two's complement
     out = bytearray()
     while True:
         b = n & 0x7f
@@ -45,10 +46,11 @@ def _varint(n):
 
 
 def field(num, value):
-    """One field: an int as a varint, str, bytes or a message (bytes
-    already encoded) length-delimited.  None and empty values are left
-    out, as proto3 leaves out defaults."""
-    if value is None or value == "" or value == b"":
+    """One field: an int or bool as a varint, str, bytes or a message
+    (bytes already encoded) length-delimited.  None, zero and empty values
+    are left out, as proto3 leaves out defaults."""
+    if value is None or value in ("", b"") or value is False or \
+            (isinstance(value, int) and value == 0):
         return b""
     if isinstance(value, bool) or isinstance(value, int):
         return _varint(num << 3 | VARINT) + _varint(int(value))

@@ -1,5 +1,6 @@
 """containerd's CRI with the shipped conflist and a dual-stack enid (issue
-35): what a kubelet would see of a pod's addresses.
+35), and an IPv6-only one beside it: what a kubelet would see of a pod's
+addresses.
 
 containerd (Debian's, 1.6) runs in a node of the simulated VPC with
 `--ipv6 dual`, with its own root, state and CNI directories; its CNI
@@ -56,7 +57,7 @@ def install_cni(env, bin_dir, conf_dir, work):
     r = subprocess.run([built("cni/enid-cni-install")], env={
         "ENID_CNI": built("cni/enid-cni"), "CONFLIST": str(conflist),
         "CNI_BIN_DIR": str(bin_dir), "CNI_NET_DIR": str(conf_dir),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        "CNI_VERSION": "auto", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
     # containerd's CNI library sets up every sandbox's loopback with the
