@@ -84,6 +84,10 @@ struct nd_addr {
 enum nd_op_kind {
 	OP_LINK_UP,		/* set IFF_UP and the MTU */
 	OP_LINK_DOWN,
+	/* link.ll6 (an ENI with an IPv6 address): up, the kernel's IPv6
+	 * address generation mode set to none first (netd adds the
+	 * link-local address itself, without DAD); down, set back to
+	 * EUI-64 after. */
 	OP_ADDR_ADD,		/* without a prefix route */
 	OP_ADDR_DEL,
 	OP_ROUTE_ADD,		/* replace */
@@ -99,6 +103,7 @@ struct nd_op {
 		struct {
 			uint32_t ifindex;
 			uint32_t mtu;
+			bool	 ll6;
 		}		link;
 		struct nd_addr	addr;
 		struct nd_route	route;
@@ -230,7 +235,8 @@ int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
 /*
  * Undo setup: netd's from-rules to table T, netd's routes in table T, and,
  * if the link still exists (ifindex != 0), netd's addresses on it (from
- * link) and link down.
+ * link) and link down (with addr6: the kernel's EUI-64 link-local address
+ * generation back on for the link's next up).
  */
 int		 plan_eni_teardown(const struct netd_policy *p,
 		    const struct msg_netd_setup_eni *m, uint32_t ifindex,
