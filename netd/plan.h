@@ -69,6 +69,11 @@ struct nd_route {
  */
 struct nd_egress {
 	bool		snat;
+	/* ip_family dual or ipv6: every ENI's link gets netd's link-local
+	 * address (plan_eni_setup), an ENI set up before its own IPv6
+	 * address is known included, so that its link is ready when the
+	 * address comes (a later setup, the same link up). */
+	bool		ll6;
 	uint32_t	primary_ifindex;
 	struct ip_addr	primary_gw;	/* family 0: none known */
 	uint32_t	ncidrs;
@@ -235,8 +240,9 @@ int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
 /*
  * Undo setup: netd's from-rules to table T, netd's routes in table T, and,
  * if the link still exists (ifindex != 0), netd's addresses on it (from
- * link) and link down (with addr6: the kernel's EUI-64 link-local address
- * generation back on for the link's next up).
+ * link) and link down (with addr6 or netd's link-local address on the
+ * link: the kernel's EUI-64 link-local address generation back on for
+ * the link's next up).
  */
 int		 plan_eni_teardown(const struct netd_policy *p,
 		    const struct msg_netd_setup_eni *m, uint32_t ifindex,

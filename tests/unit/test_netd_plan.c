@@ -1062,10 +1062,31 @@ test_setup6(void **state)
 
 		assert_int_equal(plan_eni_setup(&v4, 7, &no_snat, NULL, NULL,
 		    0, &p4), 0);
+		struct nd_egress dual = no_snat;
+		struct netd_policy pol;
+
 		assert_false(p4.ops[0].u.link.ll6);
 		for (i = 0; i < p4.nops; i++)
 			assert_false(p4.ops[i].kind == OP_ADDR_ADD &&
 			    p4.ops[i].u.addr.addr.addr.family == AF_INET6);
+		/* But with ip_family dual, one set up before its own IPv6
+		 * address is known gets netd's link-local address already,
+		 * and its teardown sets the generation mode back. */
+		dual.ll6 = true;
+		assert_int_equal(plan_eni_setup(&v4, 7, &dual, NULL, NULL,
+		    0, &p4), 0);
+		assert_true(p4.ops[0].u.link.ll6);
+		assert_int_equal(p4.ops[2].kind, OP_ADDR_ADD);
+		assert_true(ip_addr_eq(&p4.ops[2].u.addr.addr.addr, ipp(LL6)));
+		memset(&link, 0, sizeof(link));
+		link.ifindex = 7;
+		link.addrs[link.naddrs++] = ifaddr(7, LL6, 64, NETD_PROTO);
+		make_policy(&pol);
+		assert_int_equal(plan_eni_teardown(&pol, &v4, 7, &link, NULL,
+		    0, NULL, 0, &p4), 0);
+		assert_int_equal(p4.nops, 2);
+		assert_int_equal(p4.ops[1].kind, OP_LINK_DOWN);
+		assert_true(p4.ops[1].u.link.ll6);
 	}
 
 	/* In place: counts 0. */
