@@ -590,3 +590,33 @@ def test_first_packet_through_a_new_eni_is_answered(node, netd, pods6,
         assert "addrgenmode eui64" in node.ip("-d", "link", "show", "eni1")
     finally:
         run("ip", "netns", "del", router, check=False)
+
+
+def test_dual_family_eni_without_addr6_gets_netds_link_local(node,
+                                                             tmp_path):
+    """ip_family dual: an ENI set up before its own IPv6 address is known
+    (IPv4 alone) gets netd's link-local address already, so the later
+    set-up with addr6 finds nothing tentative; teardown sets the mode
+    back.  (ipv4, the default: the kernel's own, test_netd.py.)"""
+    from netd_helpers import CONFIG
+    conf = dict(CONFIG, ip_family="dual")
+    d = Driver(node, str(tmp_path), config=conf)
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        node.sysctl("net.ipv6.conf.eni1.accept_dad", "1")
+        v4 = SETUP.replace(" addr6=%s" % ENI6, "")
+        r = d.call(v4)
+        assert r["status"] == "ok", r
+        assert eni1_addrs(node, 6) == [ENI1_LL6]
+        assert node.ip("-6", "addr", "show", "dev", "eni1",
+                       "tentative").strip() == ""
+        r = d.call(SETUP)
+        assert r["status"] == "ok" and r["changed"] == 2, r  # addr6, ::/0
+        assert sorted(eni1_addrs(node, 6)) == sorted([ENI6, ENI1_LL6])
+        r = d.call("teardown mac=%s table=101 addr=10.0.16.5/20" % ENI1)
+        assert r["status"] == "ok", r
+        assert eni1_addrs(node, 6) == []
+        assert "addrgenmode eui64" in node.ip("-d", "link", "show", "eni1")
+    finally:
+        d.close()
