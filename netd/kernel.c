@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/fib_rules.h>
 #include <linux/if_addr.h>
+#include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
 #include <netlink/netlink.h>
@@ -24,6 +25,7 @@
 #include <netlink/msg.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/route.h>
 #include <netlink/route/rule.h>
 
@@ -1333,6 +1335,22 @@ build_addr(const struct ip_addr *addr, uint8_t len)
 	return a;
 }
 
+/* Set the link's IPv6 address generation mode (rtnetlink's
+ * IFLA_INET6_ADDR_GEN_MODE, no sysctl). */
+static int
+link_gen_mode(struct kernel *k, struct rtnl_link *orig, uint8_t mode)
+{
+	struct rtnl_link *change;
+	int rc;
+
+	if ((change = rtnl_link_alloc()) == NULL)
+		return -NLE_NOMEM;
+	if ((rc = rtnl_link_inet6_set_addr_gen_mode(change, mode)) == 0)
+		rc = rtnl_link_change(k->req, orig, change, 0);
+	rtnl_link_put(change);
+	return rc;
+}
+
 static int
 op_link(struct kernel *k, const struct nd_op *op)
 {
@@ -1346,6 +1364,12 @@ op_link(struct kernel *k, const struct nd_op *op)
 		rc = -NLE_NOMEM;
 		goto out;
 	}
+	/* The generation mode in a request of its own, before the up: in
+	 * one with IFF_UP the kernel applies the flags first, and would
+	 * have made its own (tentative) link-local address already. */
+	if (op->kind == OP_LINK_UP && op->u.link.ll6 &&
+	    (rc = link_gen_mode(k, orig, IN6_ADDR_GEN_MODE_NONE)) < 0)
+		goto out;
 	if (op->kind == OP_LINK_UP) {
 		rtnl_link_set_flags(change, IFF_UP);
 		if (op->u.link.mtu != 0)
@@ -1353,6 +1377,8 @@ op_link(struct kernel *k, const struct nd_op *op)
 	} else
 		rtnl_link_unset_flags(change, IFF_UP);
 	rc = rtnl_link_change(k->req, orig, change, 0);
+	if (rc == 0 && op->kind == OP_LINK_DOWN && op->u.link.ll6)
+		rc = link_gen_mode(k, orig, IN6_ADDR_GEN_MODE_EUI64);
 out:
 	rtnl_link_put(change);
 	rtnl_link_put(orig);
@@ -1398,10 +1424,18 @@ op_addr(struct kernel *k, const struct nd_op *op)
 			 * reached through its own table only.  An IPv6 one
 			 * without DAD: EC2 gave it to this ENI alone, and
 			 * DAD would hold it tentative (unusable) for a
-			 * second or more. */
-			rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE |
-			    (op->u.addr.addr.addr.family == AF_INET6 ?
-			    IFA_F_NODAD : 0));
+			 * second or more.
+			 *
+			 * The ENI's IPv6 link-local address (plan.c's
+			 * eui64_link_local) without DAD too, but with its
+			 * fe80::/64 route in main, as the kernel's own
+			 * link-local address has. */
+			if (ip_addr_is_link_local(&op->u.addr.addr.addr))
+				rtnl_addr_set_flags(a, IFA_F_NODAD);
+			else
+				rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE |
+				    (op->u.addr.addr.addr.family == AF_INET6 ?
+				    IFA_F_NODAD : 0));
 			rc = addr_add_tagged(k, a, op->u.addr.proto);
 		} else
 			rc = rtnl_addr_delete(k->req, a, 0);

@@ -149,7 +149,7 @@ addr_is_netds(const struct nd_ifaddr *a, uint32_t ifindex)
 
 static int
 push_link(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
-    uint32_t mtu)
+    uint32_t mtu, bool ll6)
 {
 	struct nd_op *op;
 
@@ -157,7 +157,38 @@ push_link(struct nd_plan *plan, enum nd_op_kind kind, uint32_t ifindex,
 		return -1;
 	op->u.link.ifindex = ifindex;
 	op->u.link.mtu = mtu;
+	op->u.link.ll6 = ll6;
 	return 0;
+}
+
+/*
+ * The link-local address/64 the kernel would give a link with mac (RFC
+ * 4291's modified EUI-64).  netd adds it itself, without DAD: while the
+ * kernel's own one is tentative (a second or more after the link is up)
+ * the kernel sends no neighbour solicitation for the VPC router
+ * (fe80:ec2::1) on the link, for want of a source address, and a pod's
+ * first packets out of a new ENI wait or are lost.  A MAC is unique on
+ * the VPC's link, so a duplicate is not expected.
+ */
+static struct ip_prefix
+eui64_link_local(const uint8_t mac[6])
+{
+	struct ip_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	p.addr.family = AF_INET6;
+	p.addr.bytes[0] = 0xfe;
+	p.addr.bytes[1] = 0x80;
+	p.addr.bytes[8] = mac[0] ^ 0x02;
+	p.addr.bytes[9] = mac[1];
+	p.addr.bytes[10] = mac[2];
+	p.addr.bytes[11] = 0xff;
+	p.addr.bytes[12] = 0xfe;
+	p.addr.bytes[13] = mac[3];
+	p.addr.bytes[14] = mac[4];
+	p.addr.bytes[15] = mac[5];
+	p.len = 64;
+	return p;
 }
 
 size_t
@@ -475,6 +506,7 @@ plan_egress(const struct netd_policy *p, const struct enid_config *cfg,
 
 	memset(out, 0, sizeof(*out));
 	out->snat = cfg->snat.enabled;
+	out->ll6 = config_family_v6(cfg->ip_family);
 	/* IPv4's: the egress of IPv4 traffic (IPv6 is never translated). */
 	for (i = 0; i < p->ncidrs4 && out->ncidrs < MSG_MAX_SNAT_CIDRS; i++)
 		out->cidrs[out->ncidrs++] = p->cidrs[i];
@@ -536,6 +568,8 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 {
 	struct nd_route want[ENI_MAX_ROUTES];
 	struct ip_prefix addr6 = host(&m->addr6);
+	struct ip_prefix ll6 = eui64_link_local(m->mac);
+	bool v6 = m->addr6.family != 0, ll = v6 || eg->ll6;
 	size_t nwant = 0, i, j;
 
 	memset(plan, 0, sizeof(*plan));
@@ -547,13 +581,25 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 	if (m->addr6.family != 0)
 		want[nwant++] = eni_route6(m, ifindex);
 
-	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu) == -1)
+	if (push_link(plan, OP_LINK_UP, ifindex, m->mtu, ll) == -1)
 		return -1;
 	if (m->addr.addr.family != 0 &&
 	    push_addr(plan, OP_ADDR_ADD, ifindex, &m->addr) == -1)
 		return -1;
-	if (m->addr6.family != 0 &&
-	    push_addr(plan, OP_ADDR_ADD, ifindex, &addr6) == -1)
+	/* The kernel's own address of the same value on a link up before
+	 * (its generation mode was still on) goes first: an add over it
+	 * would not cut its DAD short, and it would stay tentative. */
+	for (i = 0; ll && link != NULL && i < link->naddrs; i++) {
+		const struct nd_ifaddr *a = &link->addrs[i];
+
+		if (a->ifindex == ifindex && a->proto != NETD_PROTO &&
+		    ip_prefix_eq(&a->addr, &ll6) &&
+		    push_addr(plan, OP_ADDR_DEL, ifindex, &a->addr) == -1)
+			return -1;
+	}
+	if (ll && push_addr(plan, OP_ADDR_ADD, ifindex, &ll6) == -1)
+		return -1;
+	if (v6 && push_addr(plan, OP_ADDR_ADD, ifindex, &addr6) == -1)
 		return -1;
 	for (i = 0; i < nwant; i++) {
 		if (!route_wanted(&want[i], cur, ncur) &&
@@ -577,7 +623,8 @@ plan_eni_setup(const struct msg_netd_setup_eni *m, uint32_t ifindex,
 		if (!addr_is_netds(a, ifindex) ||
 		    (m->addr.addr.family != 0 &&
 		    ip_prefix_eq(&a->addr, &m->addr)) ||
-		    (m->addr6.family != 0 && ip_prefix_eq(&a->addr, &addr6)))
+		    (v6 && ip_prefix_eq(&a->addr, &addr6)) ||
+		    (ll && ip_prefix_eq(&a->addr, &ll6)))
 			continue;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex, &a->addr) == -1)
 			return -1;
@@ -592,6 +639,7 @@ plan_eni_teardown(const struct netd_policy *p,
     size_t nroutes, const struct nd_rule *rules, size_t nrules,
     struct nd_plan *plan)
 {
+	bool ll = m->addr6.family != 0;
 	size_t j;
 
 	memset(plan, 0, sizeof(*plan));
@@ -616,11 +664,15 @@ plan_eni_teardown(const struct netd_policy *p,
 	for (j = 0; link != NULL && j < link->naddrs; j++) {
 		if (!addr_is_netds(&link->addrs[j], ifindex))
 			continue;
+		/* netd's link-local address: netd turned the kernel's
+		 * generation off (an ENI set up before its addr6). */
+		if (ip_addr_is_link_local(&link->addrs[j].addr.addr))
+			ll = true;
 		if (push_addr(plan, OP_ADDR_DEL, ifindex,
 		    &link->addrs[j].addr) == -1)
 			return -1;
 	}
-	return push_link(plan, OP_LINK_DOWN, ifindex, 0);
+	return push_link(plan, OP_LINK_DOWN, ifindex, 0, ll);
 }
 
 uint32_t

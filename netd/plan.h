@@ -69,6 +69,11 @@ struct nd_route {
  */
 struct nd_egress {
 	bool		snat;
+	/* ip_family dual or ipv6: every ENI's link gets netd's link-local
+	 * address (plan_eni_setup), an ENI set up before its own IPv6
+	 * address is known included, so that its link is ready when the
+	 * address comes (a later setup, the same link up). */
+	bool		ll6;
 	uint32_t	primary_ifindex;
 	struct ip_addr	primary_gw;	/* family 0: none known */
 	uint32_t	ncidrs;
@@ -84,6 +89,10 @@ struct nd_addr {
 enum nd_op_kind {
 	OP_LINK_UP,		/* set IFF_UP and the MTU */
 	OP_LINK_DOWN,
+	/* link.ll6 (an ENI with an IPv6 address): up, the kernel's IPv6
+	 * address generation mode set to none first (netd adds the
+	 * link-local address itself, without DAD); down, set back to
+	 * EUI-64 after. */
 	OP_ADDR_ADD,		/* without a prefix route */
 	OP_ADDR_DEL,
 	OP_ROUTE_ADD,		/* replace */
@@ -99,6 +108,7 @@ struct nd_op {
 		struct {
 			uint32_t ifindex;
 			uint32_t mtu;
+			bool	 ll6;
 		}		link;
 		struct nd_addr	addr;
 		struct nd_route	route;
@@ -230,7 +240,9 @@ int		 plan_eni_setup(const struct msg_netd_setup_eni *m,
 /*
  * Undo setup: netd's from-rules to table T, netd's routes in table T, and,
  * if the link still exists (ifindex != 0), netd's addresses on it (from
- * link) and link down.
+ * link) and link down (with addr6 or netd's link-local address on the
+ * link: the kernel's EUI-64 link-local address generation back on for
+ * the link's next up).
  */
 int		 plan_eni_teardown(const struct netd_policy *p,
 		    const struct msg_netd_setup_eni *m, uint32_t ifindex,

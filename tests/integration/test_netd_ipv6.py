@@ -526,3 +526,97 @@ def test_restarted_netd_takes_its_ipv6_eni_back(node, make_netd):
     again = make_netd()       # declares eni1: bare but for netd's own
     r = again.call(SETUP)
     assert r["status"] == "ok" and r["changed"] == 0, r
+
+
+ENI1_LL6 = "fe80::ff:fe00:11"           # ENI1's modified EUI-64
+OUTSIDE6 = "2001:db8:ff::10"
+
+
+@pytest.mark.parametrize("up_before", [False, True])
+def test_first_packet_through_a_new_eni_is_answered(node, netd, pods6,
+                                                    up_before):
+    """With DAD on for the ENI's link (as on a real node), a new ENI's
+    link has no tentative address after setup: netd turned the kernel's
+    link-local generation off before the up and added the EUI-64 one
+    without DAD.  Else for a second or more the kernel sends no neighbour
+    solicitation for fe80:ec2::1 there (no source address), and a pod's
+    first packet out waits or is lost.  A link up before (up_before) has
+    the kernel's own tentative address: netd's replaces it.  Teardown
+    gives the link back to the kernel's EUI-64 generation."""
+    router = "enid-t-r6-" + secrets.token_hex(3)
+    run("ip", "netns", "add", router)
+    try:
+        podwire.sysctl(router, ("net.ipv6.conf.all.accept_dad", "0"),
+                       ("net.ipv6.conf.default.accept_dad", "0"))
+        node.ip("link", "set", "eni1p", "netns", router)
+        # The VPC router: fe80:ec2::1 on the ENI's link; it knows which
+        # ENI holds the pod's address (a neighbour entry, as EC2 knows).
+        podwire.ip_batch(router, (
+            ("link", "set", "lo", "up"),
+            ("link", "set", "eni1p", "up"),
+            ("addr", "add", "fe80:ec2::1/64", "dev", "eni1p", "nodad"),
+            ("addr", "add", OUTSIDE6 + "/128", "dev", "lo"),
+            ("route", "add", POD6_A + "/128", "dev", "eni1p"),
+            ("neigh", "add", POD6_A, "lladdr", ENI1, "dev", "eni1p",
+             "nud", "permanent")))
+        node.sysctl("net.ipv6.conf.eni1.accept_dad", "1")
+        if up_before:
+            node.ip("link", "set", "eni1", "up")
+            assert "tentative" in node.ip("-6", "addr", "show", "dev",
+                                          "eni1")
+        r = netd.call(SETUP6)
+        assert r["status"] == "ok", r
+        assert node.ip("-6", "addr", "show", "dev", "eni1",
+                       "tentative").strip() == ""
+        assert ENI1_LL6 in eni1_addrs(node, 6)
+        assert "addrgenmode none" in node.ip("-d", "link", "show", "eni1")
+        assert netd.call("addpod addr=%s table=101" % POD6_A)["status"] \
+            == "ok"
+        out = run("ip", "netns", "exec", pods6[0].ns, "ping", "-6", "-c",
+                  "1", "-W", "1", "-n", "-I", POD6_A, OUTSIDE6,
+                  check=False, timeout=10)
+        assert out.returncode == 0, out.stdout
+        rtt = float(out.stdout.split("time=")[1].split()[0])
+        assert rtt < 200, out.stdout
+        # In place: the link-local address and the mode are no drift.
+        before = state(node)
+        r = netd.call(SETUP6)
+        assert r["status"] == "ok" and r["changed"] == 0, r
+        assert state(node) == before
+        r = netd.call("teardown mac=%s table=101 addr=none addr6=%s"
+                      % (ENI1, ENI6))
+        assert r["status"] == "ok", r
+        assert eni1_addrs(node, 6) == []
+        assert "addrgenmode eui64" in node.ip("-d", "link", "show", "eni1")
+    finally:
+        run("ip", "netns", "del", router, check=False)
+
+
+def test_dual_family_eni_without_addr6_gets_netds_link_local(node,
+                                                             tmp_path):
+    """ip_family dual: an ENI set up before its own IPv6 address is known
+    (IPv4 alone) gets netd's link-local address already, so the later
+    set-up with addr6 finds nothing tentative; teardown sets the mode
+    back.  (ipv4, the default: the kernel's own, test_netd.py.)"""
+    from netd_helpers import CONFIG
+    conf = dict(CONFIG, ip_family="dual")
+    d = Driver(node, str(tmp_path), config=conf)
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        node.sysctl("net.ipv6.conf.eni1.accept_dad", "1")
+        v4 = SETUP.replace(" addr6=%s" % ENI6, "")
+        r = d.call(v4)
+        assert r["status"] == "ok", r
+        assert eni1_addrs(node, 6) == [ENI1_LL6]
+        assert node.ip("-6", "addr", "show", "dev", "eni1",
+                       "tentative").strip() == ""
+        r = d.call(SETUP)
+        assert r["status"] == "ok" and r["changed"] == 2, r  # addr6, ::/0
+        assert sorted(eni1_addrs(node, 6)) == sorted([ENI6, ENI1_LL6])
+        r = d.call("teardown mac=%s table=101 addr=10.0.16.5/20" % ENI1)
+        assert r["status"] == "ok", r
+        assert eni1_addrs(node, 6) == []
+        assert "addrgenmode eui64" in node.ip("-d", "link", "show", "eni1")
+    finally:
+        d.close()

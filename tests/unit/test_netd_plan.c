@@ -81,12 +81,18 @@ ifaddr(uint32_t ifindex, const char *a, uint8_t prefix, uint8_t proto)
 /* SNAT off: an ENI's table as it always was. */
 static const struct nd_egress no_snat;
 
+/* eni()'s MAC's modified EUI-64 link-local address (the U/L bit flipped). */
+#define LL6	"fe80::1a:2bff:fe3c:4d5e"
+
 static struct msg_netd_setup_eni
 eni(void)
 {
 	struct msg_netd_setup_eni s;
 
+	static const uint8_t mac[6] = { 0x02, 0x1a, 0x2b, 0x3c, 0x4d, 0x5e };
+
 	memset(&s, 0, sizeof(s));
+	memcpy(s.mac, mac, sizeof(s.mac));
 	s.table = 101;
 	s.addr.addr = ipa("10.0.16.5");
 	s.addr.len = 20;
@@ -1013,22 +1019,75 @@ test_setup6(void **state)
 	s.addr6 = ipa("2600:1f14:abc:110::5");
 	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, NULL, NULL, 0, &plan),
 	    0);
-	assert_int_equal(plan.nops, 6);
+	assert_int_equal(plan.nops, 7);
 	o = plan.ops;
+	/* The kernel's link-local address generation off before the up. */
+	assert_int_equal(o[0].kind, OP_LINK_UP);
+	assert_true(o[0].u.link.ll6);
 	assert_int_equal(o[1].kind, OP_ADDR_ADD);
 	assert_int_equal(o[1].u.addr.addr.addr.family, AF_INET);
+	/* netd's own link-local address: the MAC's EUI-64, before the
+	 * route through fe80:ec2::1 needs it. */
 	assert_int_equal(o[2].kind, OP_ADDR_ADD);
-	assert_true(ip_addr_eq(&o[2].u.addr.addr.addr, &s.addr6));
-	assert_int_equal(o[2].u.addr.addr.len, 128);
+	assert_true(ip_addr_eq(&o[2].u.addr.addr.addr, ipp(LL6)));
+	assert_int_equal(o[2].u.addr.addr.len, 64);
 	assert_int_equal(o[2].u.addr.proto, NETD_PROTO);
-	assert_int_equal(o[5].kind, OP_ROUTE_ADD);
-	assert_int_equal(o[5].u.route.table, 101);
-	assert_int_equal(o[5].u.route.dst.addr.family, AF_INET6);
-	assert_int_equal(o[5].u.route.dst.len, 0);
-	assert_true(ip_addr_eq(&o[5].u.route.gateway, ipp("fe80:ec2::1")));
-	assert_int_equal(o[5].u.route.ifindex, 7);
-	assert_int_equal(o[5].u.route.metric, PLAN_METRIC6_DEFAULT);
-	assert_int_equal(o[5].u.route.protocol, NETD_PROTO);
+	assert_int_equal(o[3].kind, OP_ADDR_ADD);
+	assert_true(ip_addr_eq(&o[3].u.addr.addr.addr, &s.addr6));
+	assert_int_equal(o[3].u.addr.addr.len, 128);
+	assert_int_equal(o[3].u.addr.proto, NETD_PROTO);
+	assert_int_equal(o[6].kind, OP_ROUTE_ADD);
+	assert_int_equal(o[6].u.route.table, 101);
+	assert_int_equal(o[6].u.route.dst.addr.family, AF_INET6);
+	assert_int_equal(o[6].u.route.dst.len, 0);
+	assert_true(ip_addr_eq(&o[6].u.route.gateway, ipp("fe80:ec2::1")));
+	assert_int_equal(o[6].u.route.ifindex, 7);
+	assert_int_equal(o[6].u.route.metric, PLAN_METRIC6_DEFAULT);
+	assert_int_equal(o[6].u.route.protocol, NETD_PROTO);
+	/* A link up before netd: the kernel's own address of the same value
+	 * (perhaps tentative) goes first, netd's without DAD after. */
+	memset(&link, 0, sizeof(link));
+	link.ifindex = 7;
+	link.addrs[link.naddrs++] = ifaddr(7, LL6, 64, 0);
+	assert_int_equal(plan_eni_setup(&s, 7, &no_snat, &link, NULL, 0,
+	    &plan), 0);
+	assert_int_equal(plan.ops[2].kind, OP_ADDR_DEL);
+	assert_true(ip_addr_eq(&plan.ops[2].u.addr.addr.addr, ipp(LL6)));
+	assert_int_equal(plan.ops[3].kind, OP_ADDR_ADD);
+	assert_true(ip_addr_eq(&plan.ops[3].u.addr.addr.addr, ipp(LL6)));
+	/* An IPv4-only ENI's link is left to the kernel's own. */
+	{
+		struct msg_netd_setup_eni v4 = eni();
+		struct nd_plan p4;
+
+		assert_int_equal(plan_eni_setup(&v4, 7, &no_snat, NULL, NULL,
+		    0, &p4), 0);
+		struct nd_egress dual = no_snat;
+		struct netd_policy pol;
+
+		assert_false(p4.ops[0].u.link.ll6);
+		for (i = 0; i < p4.nops; i++)
+			assert_false(p4.ops[i].kind == OP_ADDR_ADD &&
+			    p4.ops[i].u.addr.addr.addr.family == AF_INET6);
+		/* But with ip_family dual, one set up before its own IPv6
+		 * address is known gets netd's link-local address already,
+		 * and its teardown sets the generation mode back. */
+		dual.ll6 = true;
+		assert_int_equal(plan_eni_setup(&v4, 7, &dual, NULL, NULL,
+		    0, &p4), 0);
+		assert_true(p4.ops[0].u.link.ll6);
+		assert_int_equal(p4.ops[2].kind, OP_ADDR_ADD);
+		assert_true(ip_addr_eq(&p4.ops[2].u.addr.addr.addr, ipp(LL6)));
+		memset(&link, 0, sizeof(link));
+		link.ifindex = 7;
+		link.addrs[link.naddrs++] = ifaddr(7, LL6, 64, NETD_PROTO);
+		make_policy(&pol);
+		assert_int_equal(plan_eni_teardown(&pol, &v4, 7, &link, NULL,
+		    0, NULL, 0, &p4), 0);
+		assert_int_equal(p4.nops, 2);
+		assert_int_equal(p4.ops[1].kind, OP_LINK_DOWN);
+		assert_true(p4.ops[1].u.link.ll6);
+	}
 
 	/* In place: counts 0. */
 	memset(&link, 0, sizeof(link));
@@ -1036,6 +1095,9 @@ test_setup6(void **state)
 	link.addrs[link.naddrs++] = ifaddr(7, "10.0.16.5", 20, NETD_PROTO);
 	link.addrs[link.naddrs++] = ifaddr(7, "2600:1f14:abc:110::5", 128,
 	    NETD_PROTO);
+	link.addrs[link.naddrs++] = ifaddr(7, LL6, 64, NETD_PROTO);
+	/* A link-local address of the kernel's from before: not netd's to
+	 * remove, nor drift. */
 	link.addrs[link.naddrs++] = ifaddr(7, "fe80::1", 64, 0);
 	for (i = n = 0; i < plan.nops; i++)
 		if (plan.ops[i].kind == OP_ROUTE_ADD)
@@ -1053,8 +1115,10 @@ test_setup6(void **state)
 	o = plan.ops;
 	assert_int_equal(o[0].kind, OP_LINK_UP);
 	assert_int_equal(o[1].kind, OP_ADDR_ADD);
-	assert_int_equal(o[1].u.addr.addr.addr.family, AF_INET6);
-	for (i = 2; i < plan.nops; i++) {
+	assert_true(ip_addr_eq(&o[1].u.addr.addr.addr, ipp(LL6)));
+	assert_int_equal(o[2].kind, OP_ADDR_ADD);
+	assert_true(ip_addr_eq(&o[2].u.addr.addr.addr, &s.addr6));
+	for (i = 3; i < plan.nops; i++) {
 		if (o[i].kind == OP_ROUTE_DEL)
 			assert_int_equal(o[i].u.route.dst.addr.family, AF_INET);
 		else if (o[i].kind == OP_ADDR_DEL)
@@ -1063,7 +1127,7 @@ test_setup6(void **state)
 		else
 			fail_msg("op %zu: %s", i, plan_op_name(o[i].kind));
 	}
-	assert_int_equal(plan.nops, 2 + 2 + 1);	/* 2 routes, 1 address */
+	assert_int_equal(plan.nops, 3 + 2 + 1);	/* 2 routes, 1 address */
 	assert_int_equal(plan_changes(&plan, &link), 3);
 	/* Neither family: no plan. */
 	memset(&s.addr6, 0, sizeof(s.addr6));
@@ -1103,17 +1167,21 @@ test_teardown6(void **state)
 	link.addrs[link.naddrs++] = ifaddr(7, "2600:1f14:abc:110::5", 128,
 	    NETD_PROTO);
 	link.addrs[link.naddrs++] = ifaddr(7, "fe80::1", 64, 0);
+	link.addrs[link.naddrs++] = ifaddr(7, LL6, 64, NETD_PROTO);
 	assert_int_equal(plan_eni_teardown(&p, &s, 7, &link, routes, n, rules,
 	    3, &plan), 0);
-	/* 2 rules, 3 routes, 2 addresses, link down. */
-	assert_int_equal(plan.nops, 8);
+	/* 2 rules, 3 routes, 3 addresses (netd's link-local one too, not
+	 * the kernel's), link down with the generation mode back. */
+	assert_int_equal(plan.nops, 9);
 	assert_int_equal(plan.ops[0].u.rule.src.addr.family, AF_INET6);
 	assert_int_equal(plan.ops[1].u.rule.src.addr.family, AF_INET);
 	assert_int_equal(plan.ops[4].u.route.dst.addr.family, AF_INET6);
 	assert_int_equal(plan.ops[4].u.route.protocol, NETD_PROTO);
 	assert_int_equal(plan.ops[6].kind, OP_ADDR_DEL);
 	assert_int_equal(plan.ops[6].u.addr.addr.addr.family, AF_INET6);
-	assert_int_equal(plan.ops[7].kind, OP_LINK_DOWN);
+	assert_true(ip_addr_eq(&plan.ops[7].u.addr.addr.addr, ipp(LL6)));
+	assert_int_equal(plan.ops[8].kind, OP_LINK_DOWN);
+	assert_true(plan.ops[8].u.link.ll6);
 }
 
 static void
