@@ -225,19 +225,12 @@ struct pod {
 	bool			 lost;		/* ENI or address vanished */
 	char			*lost_why;	/* malloc'd, once lost */
 	/*
-	 * Its netd requests.  A dual-stack pod's rules are two requests,
-	 * one per address (msg.h), sent together, each in a slot of its
-	 * own: req6 for the IPv6 address first, then req for the IPv4 one;
-	 * a pod with one address has req alone, whatever its family.  netd
-	 * answers in order, so req's answer ends the round and req.active
-	 * is true for as long as any of it is out (pods.c, pod_netd_send).
-	 * netd6_failed: req6's answer of this round was not ok.  keep4:
-	 * a lost pod's IPv4 address is another pod's now, whose rules
-	 * stay; its DEL removes its IPv6 rules only.
+	 * Its netd request: a dual-stack pod's rules, both families', are
+	 * one (msg.h), in one slot (pods.c, pod_netd_send).  keep4: a lost
+	 * pod's IPv4 address is another pod's now, whose rules stay; its
+	 * DEL removes its IPv6 rules only.
 	 */
 	struct breq		 req;
-	struct breq		 req6;
-	bool			 netd6_failed;
 	bool			 keep4;
 	/* The id of the last netd request that changed its IPv6 rules: as
 	 * an address's rules_req, for a reconcile's rule dump. */

@@ -115,22 +115,20 @@ pod_new(struct broker *b, const char *cid, const char *ifname,
 }
 
 /*
- * A pod goes.  A request of its round may still be out (the ADD failed on
- * one answer, the other not in yet): cancelled, its slot freed once the
- * pod is out of every queue.
+ * A pod goes.  Its request may still be out: cancelled, its slot freed
+ * once the pod is out of every queue.
  */
 static void
 pod_free(struct pod *p)
 {
 	struct broker *b = p->b;
-	uint32_t out = (p->req.active ? 1 : 0) + (p->req6.active ? 1 : 0);
+	uint32_t out = p->req.active ? 1 : 0;
 
 	if (p->recon_restore) {
 		p->recon_restore = false;
 		reconcile_restored(b);
 	}
 	broker_request_cancel(b, &p->req);
-	broker_request_cancel(b, &p->req6);
 	if (p->netd_waiting && p->netd_bg)
 		TAILQ_REMOVE(&b->engine.netd_bg_queue, p, netd_q);
 	else if (p->netd_waiting)
@@ -563,34 +561,22 @@ engine_record(struct broker *b, struct checkpoint *c)
 
 static void	pod_netd_answer(struct broker *, void *, const struct msg *,
 		    bool);
-static void	pod_netd6_answer(struct broker *, void *, const struct msg *,
-		    bool);
 
 /*
- * The addresses of p's next round of rule requests, in the order they
- * go: a dual-stack pod's IPv6 one first, on req6, so that req, sent last,
- * is answered last (netd answers in order) and its answer ends the round.
- * A lost pod whose IPv4 address is another's now (keep4) has its IPv6
- * one alone.  How many: each takes a slot.
+ * The addresses of p's rule request, as msg.h orders them: its IPv4 one
+ * first, then a dual-stack pod's IPv6 one.  A lost pod whose IPv4 address
+ * is another's now (keep4) has its IPv6 one alone.
  */
 static uint32_t
 pod_round_addrs(const struct pod *p, const struct ip_addr *out[2])
 {
 	uint32_t n = 0;
 
-	if (p->ip6.family == AF_INET6)
-		out[n++] = &p->ip6;
 	if (p->ip.family == AF_INET && !p->keep4)
 		out[n++] = &p->ip;
+	if (p->ip6.family == AF_INET6)
+		out[n++] = &p->ip6;
 	return n;
-}
-
-static uint32_t
-pod_round_slots(const struct pod *p)
-{
-	const struct ip_addr *addrs[2];
-
-	return pod_round_addrs(p, addrs);
 }
 
 /*
@@ -607,15 +593,14 @@ pods_netd_run(struct broker *b)
 	struct pod *p;
 
 	while ((p = TAILQ_FIRST(&en->netd_queue)) != NULL &&
-	    en->netd_inflight + pod_round_slots(p) <=
-	    ENGINE_MAX_NETD_INFLIGHT) {
+	    en->netd_inflight < ENGINE_MAX_NETD_INFLIGHT) {
 		TAILQ_REMOVE(&en->netd_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
 	}
 	while (TAILQ_EMPTY(&en->netd_queue) && !engine_setup_waiting(b) &&
 	    (p = TAILQ_FIRST(&en->netd_bg_queue)) != NULL &&
-	    en->netd_inflight + pod_round_slots(p) <= ENGINE_MAX_NETD_BG) {
+	    en->netd_inflight < ENGINE_MAX_NETD_BG) {
 		TAILQ_REMOVE(&en->netd_bg_queue, p, netd_q);
 		p->netd_waiting = false;
 		pod_netd_send(p);
@@ -666,9 +651,8 @@ pod_netd_unqueue_bg(struct pod *p, bool send)
  * the ENI with free addresses, which netd would otherwise take only after
  * the restored pods of the ENIs ready already (issue 34).
  *
- * A dual-stack pod's two requests go together (pod_round_addrs), so that
- * its ADD takes one round trip to netd, not two; it waits until both
- * slots are free.
+ * A dual-stack pod's rules, both families', are one request (msg.h): one
+ * slot, one round trip, and netd checks both before it changes either.
  */
 void
 pod_netd_send(struct pod *p)
@@ -678,12 +662,13 @@ pod_netd_send(struct pod *p)
 	struct msg_netd_pod_rule req;
 	const struct ip_addr *addrs[2];
 	uint32_t i, n = pod_round_addrs(p, addrs);
+	uint32_t id;
 	bool bg;
 	struct eni_addr *a;
 
 	/* No runtime waits for it (a repeated ADD of a restored pod does). */
 	bg = p->state == POD_READY && p->add_ref.server == NULL;
-	if (en->netd_inflight + n > (bg ? ENGINE_MAX_NETD_BG :
+	if (en->netd_inflight >= (bg ? ENGINE_MAX_NETD_BG :
 	    ENGINE_MAX_NETD_INFLIGHT) ||
 	    (bg && (!TAILQ_EMPTY(&en->netd_queue) ||
 	    engine_setup_waiting(b)))) {
@@ -712,49 +697,30 @@ pod_netd_send(struct pod *p)
 			pod_del_start(p);
 		return;
 	}
-	p->netd6_failed = false;
+	en->netd_inflight++;
+	memset(&req, 0, sizeof(req));
+	req.addr = *addrs[0];
+	if (n == 2)
+		req.addr6 = *addrs[1];
+	req.table = p->eni != NULL ? p->eni->table : 0;
+	broker_request(b, &p->req, &b->netd, p->state == POD_DELETING ?
+	    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
+	    ENGINE_NETD_DEADLINE_MS, p->state == POD_READY ?
+	    pod_rules_answer : pod_netd_answer, p);
+	/* So that a reconcile whose rule dump was asked before this does
+	 * not take the change on its way for drift.  An IPv6 address is
+	 * the pod's alone (never handed out again), and once the pod is
+	 * gone the engine's last removal stands for it. */
+	id = p->req.id;
 	for (i = 0; i < n; i++) {
-		struct breq *rq = i == n - 1 ? &p->req : &p->req6;
-
-		en->netd_inflight++;
-		memset(&req, 0, sizeof(req));
-		req.addr = *addrs[i];
-		req.table = p->eni != NULL ? p->eni->table : 0;
-		broker_request(b, rq, &b->netd, p->state == POD_DELETING ?
-		    MSG_NETD_DEL_POD : MSG_NETD_ADD_POD, &req, sizeof(req),
-		    ENGINE_NETD_DEADLINE_MS, rq == &p->req6 ?
-		    pod_netd6_answer : p->state == POD_READY ?
-		    pod_rules_answer : pod_netd_answer, p);
-		/* So that a reconcile whose rule dump was asked before this
-		 * does not take the change on its way for drift.  An IPv6
-		 * address is the pod's alone (never handed out again), and
-		 * once the pod is gone the engine's last removal stands for
-		 * it. */
 		if (addrs[i]->family == AF_INET6) {
-			p->rules6_req = rq->id;
+			p->rules6_req = id;
 			if (p->state == POD_DELETING)
-				en->rules6_del_req = rq->id;
+				en->rules6_del_req = id;
 		} else if ((a = engine_addr(b, ip_addr_in4(addrs[i]))) !=
 		    NULL)
-			a->rules_req = rq->id;
+			a->rules_req = id;
 	}
-}
-
-/*
- * req's answer ends p's round.  A req6 still out (both deadlines fell
- * due together) is given up as unanswered: the round is over for every
- * test of req.active (cni.c), and never half over.
- */
-static void
-pod_round_end(struct pod *p)
-{
-	if (!p->req6.active)
-		return;
-	broker_request_cancel(p->b, &p->req6);
-	p->netd6_failed = true;
-	log_warnx("pod %s/%s: enid-netd did not answer its IPv6 rule request "
-	    "in time", p->container_id, p->ifname);
-	netd_slot_free(p->b);
 }
 
 /* One pod a GC released is gone: the GC is answered with the last. */
@@ -837,7 +803,6 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 
 	(void)final;
 	netd_slot_free(b);
-	pod_round_end(p);
 	ip_addr_format(pod_main_ip(p), ip);
 	if (m != NULL)
 		memcpy(&r, m->u.bytes, sizeof(r));
@@ -852,12 +817,6 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 			pod_add_failed(p, "netd", "setting up the pod's "
 			    "routing rules failed: %s: %s",
 			    msg_status_name(r.status), r.message);
-			return;
-		}
-		if (p->netd6_failed) {
-			pod_add_failed(p, "netd", "setting up the pod's IPv6 "
-			    "routing rules failed: enid-netd did not answer "
-			    "in time");
 			return;
 		}
 		if (p->lost) {
@@ -902,54 +861,10 @@ pod_netd_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		log_warnx("pod %s/%s at %s: rule removal: %s: %s; "
 		    "reconciliation removes what is left", p->container_id,
 		    p->ifname, ip, msg_status_name(r.status), r.message);
-	else if (p->netd6_failed)
-		log_info("pod %s/%s: %s released; reconciliation removes what "
-		    "is left of its IPv6 rules", p->container_id, p->ifname,
-		    ip);
 	else
 		log_info("pod %s/%s: %s released", p->container_id, p->ifname,
 		    ip);
 	pod_gone(p);
-}
-
-/*
- * A dual-stack pod's IPv6 request is answered; its other one, sent after
- * it, is answered after (netd answers in order), and that answer ends the
- * round.  Not ok: an ADD fails at once and whole (its IPv4 request is
- * cancelled: pod_free), so that no pod is ever answered with one family
- * of two; a removal or a making sure goes on, and its end knows.
- */
-static void
-pod_netd6_answer(struct broker *b, void *arg, const struct msg *m, bool final)
-{
-	struct pod *p = arg;
-	struct msg_result r;
-	char ip[IP_ADDR_STR_LEN], why[MSG_ERR_LEN + 64];
-
-	(void)final;
-	netd_slot_free(b);
-	if (m != NULL) {
-		memcpy(&r, m->u.bytes, sizeof(r));
-		if (r.status == ST_OK)
-			return;
-		snprintf(why, sizeof(why), "%s: %s",
-		    msg_status_name(r.status), r.message);
-	} else
-		snprintf(why, sizeof(why), "enid-netd did not answer in time");
-	p->netd6_failed = true;
-	if (p->state == POD_ADDING) {
-		pod_add_failed(p, "netd", "setting up the pod's IPv6 routing "
-		    "rules failed: %s", why);
-		return;
-	}
-	ip_addr_format(&p->ip6, ip);
-	if (p->state == POD_DELETING)
-		log_warnx("pod %s/%s at %s: IPv6 rule removal: %s; "
-		    "reconciliation removes what is left", p->container_id,
-		    p->ifname, ip, why);
-	else
-		log_warnx("pod %s/%s: restoring its IPv6 rules (%s): %s",
-		    p->container_id, p->ifname, ip, why);
 }
 
 void
@@ -987,10 +902,9 @@ pod_rules_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 
 	(void)final;
 	netd_slot_free(b);
-	pod_round_end(p);
 	if (m != NULL)
 		memcpy(&r, m->u.bytes, sizeof(r));
-	ok = m != NULL && r.status == ST_OK && !p->netd6_failed;
+	ok = m != NULL && r.status == ST_OK;
 	if (m == NULL)
 		log_warnx("pod %s/%s: restoring its rules: enid-netd did not "
 		    "answer in time", p->container_id, p->ifname);

@@ -862,9 +862,20 @@ static const char *
 check_NETD_ADD_POD(const void *p)
 {
 	const struct msg_netd_pod_rule *m = p;
+	const char *why;
 
-	return check_addr46(&m->addr, "pod address is no valid address "
-	    "(unknown family, or not canonical)");
+	if ((why = check_addr46(&m->addr, "pod address is no valid address "
+	    "(unknown family, or not canonical)")) != NULL)
+		return why;
+	if ((why = check_addr6_opt(&m->addr6, "pod IPv6 address is no valid "
+	    "IPv6 address", "pod IPv6 address is a special one (link-local, "
+	    "multicast, loopback, unspecified or IPv4-embedded)")) != NULL)
+		return why;
+	/* The second address is the other family's: a pod has one of
+	 * each at most. */
+	if (m->addr6.family != 0 && m->addr.family != AF_INET)
+		return "pod has two IPv6 addresses";
+	return NULL;
 }
 
 static const char *

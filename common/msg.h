@@ -43,7 +43,7 @@
  * 7: the cloud's IPv6 (ENIs', subnets', the VPC's; asking by family),
  * 8: netd's IPv6 (the VPC's IPv6 CIDRs, an ENI's IPv6 address, pods'
  * rules and host routes of either family) */
-#define MSG_PROTO_VERSION	8
+#define MSG_PROTO_VERSION	9
 #define MSG_MAX_PAYLOAD		16384	/* no payload struct may exceed this */
 #define MSG_CHILD_FD		3	/* a child's end of its socketpair */
 /*
@@ -206,11 +206,15 @@ struct msg_netd_setup_eni {
  * A pod's rules: "to ADDR lookup main" at the to-priority and, with a
  * table, "from ADDR lookup TABLE" at the from-priority, in the address's
  * own family's rule table (an IPv6 address: AF_INET6 rules, ADDR/128).
- * A dual-stack pod is two requests, one per address.
+ * A dual-stack pod is one request: its IPv4 address in addr, its IPv6
+ * one in addr6, both families' rules checked, then changed, together
+ * (a refusal changes neither).  A pod with one address, of either
+ * family, has it in addr and addr6 of no family.
  */
 struct msg_netd_pod_rule {
 	struct ip_addr	addr;		/* the pod's: IPv4 or IPv6 */
 	uint32_t	table;		/* 0: pod on the primary ENI (no from-rule) */
+	struct ip_addr	addr6;		/* a dual pod's IPv6 one; family 0: none */
 };
 
 /* A rule dump entry, IPv4 and IPv6 rules alike: src and dst are of the

@@ -468,8 +468,11 @@ netd_event_cb(struct loop *l, struct loop_io *io, uint32_t events)
 struct snapshot {
 	const struct netd_policy *policy;
 	struct ip_addr		 pod;		/* rules: one pod's */
+	struct ip_addr		 pod6;		/* its IPv6 one, dual; or none */
 	uint32_t		 table;		/* rules: only this table's */
 	uint32_t		 npods;		/* pods with netd's rules */
+	uint32_t		 npods6;	/* in pod6's family (dual) */
+	uint32_t		 nown, nown6;	/* of pod's and pod6's rules */
 	uint32_t		 foreign;	/* not netd's: left alone */
 	size_t			 nrules, nroutes;
 	bool			 overflow;
@@ -504,10 +507,18 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 	}
 	/* The cap counts pods per family: a dual-stack pod has a to-rule
 	 * in each. */
-	if (plan_rule_is_pod_to(s->policy, r) &&
-	    r->dst.addr.family == s->pod.family)
-		s->npods++;
-	if (!plan_rule_is_pods(s->policy, r, &s->pod))
+	if (plan_rule_is_pod_to(s->policy, r)) {
+		if (r->dst.addr.family == s->pod.family)
+			s->npods++;
+		else if (r->dst.addr.family == s->pod6.family)
+			s->npods6++;
+	}
+	if (plan_rule_is_pods(s->policy, r, &s->pod))
+		s->nown++;
+	else if (s->pod6.family != 0 &&
+	    plan_rule_is_pods(s->policy, r, &s->pod6))
+		s->nown6++;
+	else
 		return;
 	if (s->nrules == NETD_MAX_SNAPSHOT)
 		s->overflow = true;
@@ -688,8 +699,10 @@ netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
 
 struct holder_ctx {
 	const struct ip_addr	*addr;		/* the request's */
+	const struct ip_addr	*addr2;		/* its second, or NULL */
 	uint32_t		 own_ifindex;	/* the ENI's link, or 0 */
 	uint32_t		 holder;	/* a link holding it, or 0 */
+	const struct ip_addr	*held;		/* which of the two */
 	const char		*why;
 };
 
@@ -698,11 +711,15 @@ addr_holder(const struct nd_ifaddr *a, void *arg)
 {
 	struct holder_ctx *hc = arg;
 
-	if (hc->why != NULL || !ip_addr_eq(&a->addr.addr, hc->addr))
+	if (hc->why != NULL || (!ip_addr_eq(&a->addr.addr, hc->addr) &&
+	    (hc->addr2 == NULL || !ip_addr_eq(&a->addr.addr, hc->addr2))))
 		return;
 	if ((hc->why = policy_check_addr_holder(a->ifindex,
-	    hc->own_ifindex)) != NULL)
+	    hc->own_ifindex)) != NULL) {
 		hc->holder = a->ifindex;
+		hc->held = ip_addr_eq(&a->addr.addr, hc->addr) ? hc->addr :
+		    hc->addr2;
+	}
 }
 
 /*
@@ -712,17 +729,25 @@ addr_holder(const struct nd_ifaddr *a, void *arg)
  * would steer the node's traffic.  False if the request was refused or
  * failed (and answered).
  */
-static bool
-netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
-    const struct ip_addr *addr, uint32_t own_ifindex)
+static const char *
+family_name(int family)
 {
-	struct holder_ctx hc = { addr, own_ifindex, 0, NULL };
+	return family == AF_INET6 ? "IPv6" : "IPv4";
+}
+
+static bool
+netd_addrs_free(struct netd *nd, const struct msg *m, const char *what,
+    const struct ip_addr *addr, const struct ip_addr *addr2,
+    uint32_t own_ifindex)
+{
+	struct holder_ctx hc = { addr, addr2, own_ifindex, 0, NULL, NULL };
 	struct msg_netd_link l;
-	char detail[64];
+	char detail[128], held[IP_ADDR_STR_LEN];
 	int rc;
 
-	if ((rc = kernel_each_addr(&nd->kernel, addr->family, 0,
-	    addr_holder, &hc)) < 0) {
+	/* Two addresses (of two families): one dump of both families. */
+	if ((rc = kernel_each_addr(&nd->kernel, addr2 != NULL ? 0 :
+	    addr->family, 0, addr_holder, &hc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}
@@ -730,10 +755,21 @@ netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
 		return true;
 	if (kernel_get_link(&nd->kernel, hc.holder, &l) != 1)
 		snprintf(l.name, sizeof(l.name), "?");
-	snprintf(detail, sizeof(detail), "on %s, ifindex %u", l.name,
-	    hc.holder);
+	/* Of two addresses, the answer says which. */
+	ip_addr_format(hc.held, held);
+	snprintf(detail, sizeof(detail), "%s%s%s%son %s, ifindex %u",
+	    addr2 == NULL ? "" : family_name(hc.held->family),
+	    addr2 == NULL ? "" : " address ", addr2 == NULL ? "" : held,
+	    addr2 == NULL ? "" : " ", l.name, hc.holder);
 	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, hc.why, detail);
 	return false;
+}
+
+static bool
+netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
+    const struct ip_addr *addr, uint32_t own_ifindex)
+{
+	return netd_addrs_free(nd, m, what, addr, NULL, own_ifindex);
 }
 
 /*
@@ -933,45 +969,82 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	    what);
 }
 
+/* The cap, for one of a pod's addresses: its own rules there already, a
+ * repeated add, count for nothing. */
+static bool
+netd_pod_count_ok(struct netd *nd, const struct msg *m, const char *what,
+    const char *family, uint32_t npods, uint32_t nown)
+{
+	const char *why;
+	char detail[64];
+
+	if ((why = policy_check_pod_count(&nd->policy, npods, nown > 0)) ==
+	    NULL)
+		return true;
+	snprintf(detail, sizeof(detail), "%s%s%u pods, at most %u", family,
+	    family[0] != '\0' ? ": " : "", npods, nd->policy.max_pods);
+	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
+	return false;
+}
+
+/*
+ * A pod's rules, a dual-stack pod's both families at once: every check of
+ * both addresses, against the policy and then against one read of the
+ * kernel (its addresses, its rules), before any change, so that a refusal
+ * changes neither family; then one plan, one answer.
+ */
 static void
 netd_pod(struct netd *nd, const struct msg *m, bool adding)
 {
 	static struct snapshot snap;
 	static struct nd_plan plan;
-	struct msg_netd_pod_rule req;
-	char addr[IP_ADDR_STR_LEN], what[96];
+	struct msg_netd_pod_rule req, req6;
+	char addr[IP_ADDR_STR_LEN], addr6[IP_ADDR_STR_LEN] = "", what[128];
 	const char *why;
+	bool dual;
 	int rc;
 
 	memcpy(&req, m->u.bytes, sizeof(req));
+	dual = req.addr6.family != 0;
 	ip_addr_format(&req.addr, addr);
-	snprintf(what, sizeof(what), "pod %s %s rules (table %u)", addr,
-	    adding ? "add" : "del", req.table);
+	if (dual)
+		ip_addr_format(&req.addr6, addr6);
+	snprintf(what, sizeof(what), "pod %s%s%s %s rules (table %u)", addr,
+	    dual ? " and " : "", addr6, adding ? "add" : "del", req.table);
 	if (!node_current(nd, m->hdr.id, what))
 		return;
+	/* The IPv6 address as a request of its own, for the policy's
+	 * checks of one address. */
+	memset(&req6, 0, sizeof(req6));
+	req6.addr = req.addr6;
+	req6.table = req.table;
 	if ((why = policy_check_pod(&nd->policy, &req, adding)) != NULL) {
-		netd_refuse(nd, m, what, why);
+		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why,
+		    dual ? "its IPv4 address" : NULL);
 		return;
 	}
-	if (!netd_addr_free(nd, m, what, &req.addr, 0))
+	if (dual && (why = policy_check_pod(&nd->policy, &req6, adding)) !=
+	    NULL) {
+		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why,
+		    "its IPv6 address");
+		return;
+	}
+	if (!netd_addrs_free(nd, m, what, &req.addr, dual ? &req.addr6 : NULL,
+	    0))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
 	snap.pod = req.addr;
+	snap.pod6 = req.addr6;
 	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
 	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
 		return;
 	}
-	if (adding && (why = policy_check_pod_count(&nd->policy, snap.npods,
-	    snap.nrules > 0)) != NULL) {
-		char detail[64];
-
-		snprintf(detail, sizeof(detail), "%u pods, at most %u",
-		    snap.npods, nd->policy.max_pods);
-		netd_refuse_id(nd, m->hdr.id, m->hdr.type, what, why, detail);
+	if (adding && (!netd_pod_count_ok(nd, m, what, dual ? "IPv4" : "",
+	    snap.npods, snap.nown) || (dual && !netd_pod_count_ok(nd, m, what,
+	    "IPv6", snap.npods6, snap.nown6))))
 		return;
-	}
 	rc = adding ?
 	    plan_pod_add(&nd->policy, &req, snap.rules, snap.nrules, &plan) :
 	    plan_pod_del(&nd->policy, &req, snap.rules, snap.nrules, &plan);

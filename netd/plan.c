@@ -390,16 +390,27 @@ route_is_netds(const struct nd_route *r, uint32_t table)
 	return r->table == table && r->protocol == NETD_PROTO;
 }
 
+/* Whether r is one of the rules of m's pod, of either of its addresses. */
+static bool
+rule_is_req_pods(const struct netd_policy *p, const struct nd_rule *r,
+    const struct msg_netd_pod_rule *m)
+{
+	return plan_rule_is_pods(p, r, &m->addr) ||
+	    (m->addr6.family != 0 && plan_rule_is_pods(p, r, &m->addr6));
+}
+
 int
 plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
     const struct nd_rule *cur, size_t ncur, struct nd_plan *plan)
 {
-	struct nd_rule want[2];
+	struct nd_rule want[4];
 	size_t nwant, i, j;
 	bool found;
 
 	memset(plan, 0, sizeof(*plan));
 	nwant = plan_pod_rules(p, &m->addr, m->table, want);
+	if (m->addr6.family != 0)
+		nwant += plan_pod_rules(p, &m->addr6, m->table, want + nwant);
 	/* Add first, so the pod is never without its rules. */
 	for (i = 0; i < nwant; i++) {
 		found = false;
@@ -409,7 +420,7 @@ plan_pod_add(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 			return -1;
 	}
 	for (j = 0; j < ncur; j++) {
-		if (!plan_rule_is_pods(p, &cur[j], &m->addr))
+		if (!rule_is_req_pods(p, &cur[j], m))
 			continue;
 		found = false;
 		for (i = 0; i < nwant && !found; i++)
@@ -428,7 +439,7 @@ plan_pod_del(const struct netd_policy *p, const struct msg_netd_pod_rule *m,
 
 	memset(plan, 0, sizeof(*plan));
 	for (j = 0; j < ncur; j++)
-		if (plan_rule_is_pods(p, &cur[j], &m->addr) &&
+		if (rule_is_req_pods(p, &cur[j], m) &&
 		    push_rule(plan, OP_RULE_DEL, &cur[j]) == -1)
 			return -1;
 	return 0;

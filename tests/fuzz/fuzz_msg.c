@@ -310,9 +310,17 @@ payload_usable(unsigned int type, const void *p)
 		break;
 	}
 	case MSG_NETD_ADD_POD:
-	case MSG_NETD_DEL_POD:
-		addr46_usable(&((const struct msg_netd_pod_rule *)p)->addr);
+	case MSG_NETD_DEL_POD: {
+		const struct msg_netd_pod_rule *m = p;
+
+		addr46_usable(&m->addr);
+		if (m->addr6.family != 0) {
+			CHECK(m->addr.family == AF_INET);
+			addr6_usable(&m->addr6);
+		} else
+			CHECK(all_zero(&m->addr6, sizeof(m->addr6)));
 		break;
+	}
 	case MSG_NETD_ADD_POD_ROUTE:
 		addr46_usable(&((const struct msg_netd_pod_route *)p)->addr);
 		break;

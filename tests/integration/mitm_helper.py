@@ -161,7 +161,8 @@ class NetdFindLink(ctypes.Structure):
 
 
 class PodRule(ctypes.Structure):
-    _fields_ = [("addr", IpAddr), ("table", ctypes.c_uint32)]
+    _fields_ = [("addr", IpAddr), ("table", ctypes.c_uint32),
+                ("addr6", IpAddr)]
 
 
 class CloudIps(ctypes.Structure):

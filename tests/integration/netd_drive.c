@@ -390,6 +390,9 @@ command(char *line)
 		if (arg_ip(&a, "addr", &r.addr, true) == -1 ||
 		    arg_u32(&a, "table", &r.table, true) == -1)
 			goto bad;
+		if (arg(&a, "addr6") != NULL &&
+		    arg_ip(&a, "addr6", &r.addr6, true) == -1)
+			goto bad;
 		send_or_report(id, cmd[0] == 'a' ? MSG_NETD_ADD_POD :
 		    MSG_NETD_DEL_POD, &r, sizeof(r), false);
 	} else if (strcmp(cmd, "addroute") == 0) {

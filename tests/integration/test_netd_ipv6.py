@@ -180,15 +180,53 @@ def test_pod_rules_in_the_ipv6_rule_table(node, netd):
 
 
 def test_dual_stack_pod_one_rule_set_per_family(node, netd):
-    """A dual-stack pod is two requests, one per address; removing one
-    family's leaves the other's."""
-    for a in (POD4_A, POD6_A):
-        assert netd.call("addpod addr=%s table=101" % a)["status"] == "ok"
+    """A dual-stack pod is one request, its IPv4 address and its IPv6
+    one: both families' rules, one answer; a request of one address
+    takes that family's alone."""
+    line = "addpod addr=%s addr6=%s table=101" % (POD4_A, POD6_A)
+    r = netd.call(line)
+    assert r["status"] == "ok" and r["changed"] == 4, r
     assert len(rules6(node)) == 2 and len(rules4(node)) == 3  # + connmark
+    r = netd.call(line)
+    assert r["status"] == "ok" and r["changed"] == 0, r
     assert netd.call("delpod addr=%s table=101" % POD6_A)["status"] == "ok"
     assert rules6(node) == []
     got = rules4(node)
     assert "1536:\tfrom %s lookup 101 proto %d" % (POD4_A, PROTO) in got
+    # Both again, then both gone in one request.
+    assert netd.call(line)["status"] == "ok"
+    r = netd.call("delpod addr=%s addr6=%s table=101" % (POD4_A, POD6_A))
+    assert r["status"] == "ok" and r["changed"] == 4, r
+    assert rules6(node) == [] and len(rules4(node)) == 1
+
+
+@pytest.mark.parametrize("addr6", EC2_SERVICE6 + [
+    "2600:1f14:abd::5", "2001:db8::5", "fd12::5", NODE6])
+def test_dual_refusal_changes_neither_family(node, netd, addr6):
+    """A dual-stack request whose IPv6 address is refused changes nothing,
+    in either family: the IPv4 rules of the same request are not made."""
+    for line in ("addpod addr=%s addr6=%s table=101",
+                 "addpod addr=%s addr6=%s table=0",
+                 "delpod addr=%s addr6=%s table=0"):
+        expect_refused(node, netd, line % (POD4_A, addr6), addr6)
+
+
+def test_dual_refusal_of_the_ipv4_address_changes_neither(node, netd):
+    """The other way round: an IPv4 address outside the VPC refuses the
+    request before its good IPv6 address gets a rule."""
+    expect_refused(node, netd, "addpod addr=10.99.0.5 addr6=%s table=101" %
+                   POD6_A, "10.99.0.5")
+    assert rules6(node) == []
+
+
+def test_dual_address_on_a_link_changes_neither(node, netd):
+    """One dump of the node's addresses covers both of a dual request's:
+    an IPv6 address a link carries refuses the whole request."""
+    taken = "2600:1f14:abc:110::78"
+    node.ip("-6", "addr", "add", taken + "/128", "dev", "lo")
+    expect_refused(node, netd, "addpod addr=%s addr6=%s table=101" %
+                   (POD4_A, taken), taken, "configured on a link")
+    assert rules6(node) == [] and len(rules4(node)) == 1
 
 
 def test_a_del_takes_only_its_own_128(node, netd):
@@ -296,6 +334,21 @@ def test_special_eni_addr6_is_malformed(node, make_netd, addr):
     ev = netd.event("exit", timeout=5)
     assert ev["status"] == 1, ev
     assert "special" in netd.logtext()
+    assert state(node) == before
+
+
+@pytest.mark.parametrize("addr6", ["fe80::5", "::1", "ff02::1",
+                                   POD6_B, "10.0.16.7"])
+def test_bad_pod_addr6_is_malformed(node, make_netd, addr6):
+    """A pod's addr6 is held by msg.c to a unicast IPv6 address beside an
+    IPv4 one: a special one, a second IPv6 address (addr IPv6 too) or an
+    IPv4 one is a malformed message, fatal, and nothing changes."""
+    netd = make_netd()
+    before = state(node)
+    first = POD6_A if addr6 == POD6_B else POD4_A
+    netd.send("addpod addr=%s addr6=%s table=101" % (first, addr6))
+    ev = netd.event("exit", timeout=5)
+    assert ev["status"] == 1, ev
     assert state(node) == before
 
 

@@ -251,6 +251,29 @@ test_rejects_wrong_direction(void **state)
 	    "message type not allowed in this direction");
 }
 
+/* A dual-stack pod's rule request: its IPv4 address, then its IPv6 one;
+ * never two of one family. */
+static void
+test_pod_rule_addr6(void **state)
+{
+	struct msg_netd_pod_rule pr;
+
+	(void)state;
+	memset(&pr, 0, sizeof(pr));
+	assert_int_equal(ip_addr_parse("10.0.1.5", &pr.addr, NULL), 0);
+	assert_int_equal(ip_addr_parse("2001:db8:1::5", &pr.addr6, NULL), 0);
+	assert_null(validate_raw(PEER_BROKER, PEER_NETD, MSG_NETD_ADD_POD,
+	    sizeof(pr), &pr, sizeof(pr)));
+	assert_int_equal(ip_addr_parse("2001:db8:1::6", &pr.addr, NULL), 0);
+	assert_string_equal(validate_raw(PEER_BROKER, PEER_NETD,
+	    MSG_NETD_DEL_POD, sizeof(pr), &pr, sizeof(pr)),
+	    "pod has two IPv6 addresses");
+	/* An IPv6-only pod: its address in addr, as before. */
+	memset(&pr.addr6, 0, sizeof(pr.addr6));
+	assert_null(validate_raw(PEER_BROKER, PEER_NETD, MSG_NETD_ADD_POD,
+	    sizeof(pr), &pr, sizeof(pr)));
+}
+
 static void
 test_rejects_wrong_length(void **state)
 {
@@ -453,6 +476,13 @@ static const struct spoil spoils[] = {
 	    addr.family, AF_UNSPEC, BAD_ADDR("pod address")),
 	SPOIL_U8(MSG_NETD_DEL_POD, B2N, struct msg_netd_pod_rule,
 	    addr.bytes[4], 1, BAD_ADDR("pod address")),
+	SPOIL_U8(MSG_NETD_ADD_POD, B2N, struct msg_netd_pod_rule,
+	    addr6.family, AF_INET6, "pod IPv6 address is a special one "
+	    "(link-local, multicast, loopback, unspecified or IPv4-embedded)"),
+	SPOIL_U8(MSG_NETD_DEL_POD, B2N, struct msg_netd_pod_rule,
+	    addr6.family, AF_INET, "pod IPv6 address is no valid IPv6 address"),
+	SPOIL_U8(MSG_NETD_ADD_POD, B2N, struct msg_netd_pod_rule,
+	    addr6.bytes[0], 0x20, "pod IPv6 address is no valid IPv6 address"),
 	SPOIL_U8(MSG_NETD_ADD_POD_ROUTE, B2N, struct msg_netd_pod_route,
 	    addr.family, 7, BAD_ADDR("pod address")),
 	SPOIL_U8(MSG_NETD_ROUTE, N2B, struct msg_netd_route,
@@ -1480,6 +1510,7 @@ main(void)
 		cmocka_unit_test(test_fields_survive),
 		cmocka_unit_test(test_rejects_unknown_type),
 		cmocka_unit_test(test_rejects_wrong_direction),
+		cmocka_unit_test(test_pod_rule_addr6),
 		cmocka_unit_test(test_rejects_wrong_length),
 		cmocka_unit_test(test_rejects_unterminated_strings),
 		cmocka_unit_test(test_rejects_bad_values),

@@ -197,6 +197,55 @@ test_pod_add_moves_table(void **state)
 	assert_int_equal(plan.ops[0].u.rule.priority, 1536);
 }
 
+/* A dual-stack pod's request: both addresses' rules in one plan, the
+ * adds first; a move and a delete take both families' stale ones and no
+ * other pod's. */
+static void
+test_pod_dual(void **state)
+{
+	struct netd_policy p;
+	struct nd_plan plan;
+	struct msg_netd_pod_rule m = { .table = 101 };
+	struct nd_rule cur[6];
+	size_t n;
+
+	(void)state;
+	make_policy(&p);
+	m.addr = ipa("10.0.16.9");
+	m.addr6 = ipa("2600:1f14:abc:110::a");
+	assert_int_equal(plan_pod_add(&p, &m, NULL, 0, &plan), 0);
+	assert_int_equal(plan.nops, 4);
+	for (n = 0; n < 4; n++)
+		assert_int_equal(plan.ops[n].kind, OP_RULE_ADD);
+	assert_int_equal(plan.ops[2].u.rule.dst.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[3].u.rule.src.addr.family, AF_INET6);
+
+	/* What it made, and another pod's: in place, nothing to do. */
+	n = plan_pod_rules(&p, &m.addr, 101, cur);
+	n += plan_pod_rules(&p, &m.addr6, 101, cur + n);
+	n += plan_pod_rules(&p, ipp("2600:1f14:abc:110::b"), 101, cur + n);
+	assert_int_equal(n, 6);
+	assert_int_equal(plan_pod_add(&p, &m, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 0);
+
+	/* Moved to table 102: two adds, then both families' stale
+	 * from-rules go. */
+	m.table = 102;
+	assert_int_equal(plan_pod_add(&p, &m, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 4);
+	assert_int_equal(plan.ops[0].kind, OP_RULE_ADD);
+	assert_int_equal(plan.ops[1].kind, OP_RULE_ADD);
+	assert_int_equal(plan.ops[2].kind, OP_RULE_DEL);
+	assert_int_equal(plan.ops[2].u.rule.src.addr.family, AF_INET);
+	assert_int_equal(plan.ops[3].kind, OP_RULE_DEL);
+	assert_int_equal(plan.ops[3].u.rule.src.addr.family, AF_INET6);
+	assert_int_equal(plan.ops[3].u.rule.table, 101);
+
+	/* Deleted: its four, not the other pod's two. */
+	assert_int_equal(plan_pod_del(&p, &m, cur, n, &plan), 0);
+	assert_int_equal(plan.nops, 4);
+}
+
 static void
 test_pod_del(void **state)
 {
@@ -1209,6 +1258,7 @@ main(void)
 		cmocka_unit_test(test_pod_add_fresh),
 		cmocka_unit_test(test_pod_add_idempotent),
 		cmocka_unit_test(test_pod_add_moves_table),
+		cmocka_unit_test(test_pod_dual),
 		cmocka_unit_test(test_pod_del),
 		cmocka_unit_test(test_pod_foreign_rules),
 		cmocka_unit_test(test_setup_fresh),
