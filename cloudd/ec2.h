@@ -249,7 +249,8 @@ int	ec2_ip4_parse(const char *s, struct ip_addr *out);
 /*
  * IPv6 as the cloud names it, each refused unless a host could hold it:
  * canonical RFC 5952 text (ip_addr_parse), IPv6, no special address
- * (ip_addr_is_special) and none of EC2's own services (ec2_ip6_service).
+ * (ip_addr_is_special) and none of EC2's own services
+ * (ip_addr_ec2_service).
  * 0, or -1 with *why (if why is not NULL) saying what is wrong and *out
  * all zero.
  *   ec2_ip6_parse	an address (ipv6Address, ipv6s)
@@ -263,10 +264,8 @@ int	ec2_ip6_parse(const char *s, struct ip_addr *out, const char **why);
 int	ec2_prefix6_parse(const char *s, struct ip_addr *out, const char **why);
 int	ec2_cidr6_parse(const char *s, unsigned minlen, unsigned maxlen,
 	    struct ip_prefix *out, const char **why);
-/* EC2's IPv6 services on Nitro (IMDS fd00:ec2::254, DNS fd00:ec2::253,
- * NTP fd00:ec2::123): never an ENI's or a pod's.  For a prefix: it
- * holds one of them. */
-bool	ec2_ip6_service(const struct ip_addr *a);
+/* Does the prefix hold one of EC2's IPv6 service addresses
+ * (ip_addr_ec2_service)? */
 bool	ec2_prefix6_holds_service(const struct ip_prefix *p);
 /* "associated" -> IPV6_ST_ASSOCIATED, ...; IPV6_ST_MAX for text that
  * names no state ("" and "none" included). */

@@ -200,19 +200,6 @@ ec2_prefix_parse(const char *s, struct ip_addr *out)
 /* ---- IPv6 ---- */
 
 bool
-ec2_ip6_service(const struct ip_addr *a)
-{
-	/* fd00:ec2::254, ::253 and ::123: the last two bytes differ */
-	static const uint8_t base[14] = { 0xfd, 0x00, 0x0e, 0xc2 };
-
-	if (a->family != AF_INET6 || memcmp(a->bytes, base, 14) != 0)
-		return false;
-	return (a->bytes[14] == 0x02 && (a->bytes[15] == 0x54 ||
-	    a->bytes[15] == 0x53)) || (a->bytes[14] == 0x01 &&
-	    a->bytes[15] == 0x23);
-}
-
-bool
 ec2_prefix6_holds_service(const struct ip_prefix *p)
 {
 	static const char *const services[] = {
@@ -248,7 +235,7 @@ ip6_unusable(const struct ip_addr *a)
 		return "reserved (::/8, IPv4-compatible among them)";
 	if (ip_addr_is_special(a))
 		return "special";
-	if (ec2_ip6_service(a))
+	if (ip_addr_ec2_service(a) != NULL)
 		return "one of EC2's service addresses";
 	return NULL;
 }

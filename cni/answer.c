@@ -763,16 +763,7 @@ cni_answer_parse(enum cni_cmd cmd, const char *buf, size_t len,
 const char *
 cni_addr_special(const struct ip_addr *ip)
 {
-	/* EC2's services on every Nitro ENI, at fd00:ec2::/64's end. */
-	static const struct {
-		const char	*text, *what;
-	} ec2[] = {
-		{ "fd00:ec2::254", "EC2's instance metadata service" },
-		{ "fd00:ec2::253", "EC2's DNS server" },
-		{ "fd00:ec2::123", "EC2's time service" },
-	};
 	struct ip_addr gw;
-	size_t i;
 
 	if ((ip->family != AF_INET && ip->family != AF_INET6) ||
 	    !ip_addr_valid(ip))
@@ -798,11 +789,8 @@ cni_addr_special(const struct ip_addr *ip)
 			    "fe80:ec2::1 there)";
 		if (ip_addr_is_multicast(ip))
 			return "in ff00::/8 (multicast)";
-		for (i = 0; i < sizeof(ec2) / sizeof(ec2[0]); i++)
-			if (ip_addr_parse(ec2[i].text, &gw, NULL) == 0 &&
-			    ip_addr_eq(ip, &gw))
-				return ec2[i].what;
-		return NULL;
+		/* EC2's services on every Nitro ENI */
+		return ip_addr_ec2_service(ip);
 	}
 	if (ip->bytes[0] == 255 && ip->bytes[1] == 255 &&
 	    ip->bytes[2] == 255 && ip->bytes[3] == 255)

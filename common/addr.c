@@ -371,6 +371,27 @@ ip_addr_is_special(const struct ip_addr *a)
 }
 
 const char *
+ip_addr_ec2_service(const struct ip_addr *a)
+{
+	/* fd00:ec2::254, ::253 and ::123: only the last two bytes differ */
+	static const uint8_t base[14] = { 0xfd, 0x00, 0x0e, 0xc2 };
+	uint16_t last;
+
+	if (a->family != AF_INET6 || memcmp(a->bytes, base, 14) != 0)
+		return NULL;
+	last = (uint16_t)(a->bytes[14] << 8 | a->bytes[15]);
+	switch (last) {
+	case 0x254:
+		return "EC2's instance metadata service";
+	case 0x253:
+		return "EC2's DNS server";
+	case 0x123:
+		return "EC2's time service";
+	}
+	return NULL;
+}
+
+const char *
 ip_prefix_check(const struct ip_prefix *p)
 {
 	const char *why;

@@ -124,6 +124,10 @@ bool		 ip_addr_is_multicast(const struct ip_addr *a);
 bool		 ip_addr_is_reserved(const struct ip_addr *a);
 bool		 ip_addr_is_ipv4_embedded(const struct ip_addr *a);
 bool		 ip_addr_is_special(const struct ip_addr *a);
+/* One of EC2's IPv6 service addresses on Nitro (REFERENCE.md): IMDS
+ * fd00:ec2::254, DNS fd00:ec2::253, NTP fd00:ec2::123, never an ENI's
+ * or a pod's.  Its name, or NULL for any other address. */
+const char	*ip_addr_ec2_service(const struct ip_addr *a);
 
 /* Canonical address and a length within its family's bits. */
 const char	*ip_prefix_check(const struct ip_prefix *p);

@@ -280,21 +280,6 @@ policy_in_vpc(const struct netd_policy *p, const struct ip_addr *addr)
 	return false;
 }
 
-/* EC2's IPv6 service addresses on Nitro (REFERENCE.md, "IPv6 on EC2"):
- * fd00:ec2::254 (IMDS), fd00:ec2::253 (DNS), fd00:ec2::123 (NTP). */
-static bool
-ec2_service_addr(const struct ip_addr *a)
-{
-	static const uint8_t base[14] = { 0xfd, 0x00, 0x0e, 0xc2 };
-
-	uint16_t last;
-
-	if (a->family != AF_INET6 || memcmp(a->bytes, base, 14) != 0)
-		return false;
-	last = (uint16_t)(a->bytes[14] << 8 | a->bytes[15]);
-	return last == 0x254 || last == 0x253 || last == 0x123;
-}
-
 const char *
 policy_check_unicast(const struct netd_policy *p, const struct ip_addr *addr)
 {
@@ -304,7 +289,7 @@ policy_check_unicast(const struct netd_policy *p, const struct ip_addr *addr)
 	if (ip_addr_is_special(addr))
 		return "address is a special one (unspecified, loopback, "
 		    "link-local, multicast, reserved or IPv4-embedded)";
-	if (ec2_service_addr(addr))
+	if (ip_addr_ec2_service(addr) != NULL)
 		return "address is one of EC2's service addresses (IMDS, DNS, "
 		    "NTP at fd00:ec2::)";
 	if (ip_prefix_contains(&ula, addr) && !policy_in_vpc(p, addr))

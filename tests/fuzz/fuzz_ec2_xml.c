@@ -71,7 +71,7 @@ static bool
 usable6(const struct ip_addr *a)
 {
 	return ip_addr_valid(a) && a->family == AF_INET6 &&
-	    !ip_addr_is_special(a) && !ec2_ip6_service(a);
+	    !ip_addr_is_special(a) && ip_addr_ec2_service(a) == NULL;
 }
 
 /* An ENI through ec2_eni_to_msg_noting: what it passes on holds. */
