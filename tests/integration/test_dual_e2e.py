@@ -112,22 +112,17 @@ def add_pods(env, cids):
     """ADDs in parallel, each in a namespace of its own: {cid: (netns,
     result)}.  Then what a first ping would lose is waited for: the sim
     routes a /80 or an address just assigned to its ENI a moment after
-    the cloud's answer (as EC2 does); and the node's primary link (eth0)
-    the sim made a moment before has its link-local address tentative
-    for a second or two (duplicate address detection; a real node's is
-    up long before enid starts), and while it is the kernel sends no
-    neighbour solicitation for the VPC router (fe80:ec2::1) there.
-    Nothing waits for an ENI's link: netd gives it a link-local address
-    without DAD (doc/design.md, netd's IPv6 section)."""
+    the cloud's answer (as EC2 does).  Nothing waits for duplicate
+    address detection: the sim brings the node's primary link (eth0) up
+    without it, as an EC2 node's is long up, and netd gives an ENI's
+    link its link-local address without it (doc/design.md, netd's IPv6
+    section)."""
     nss = {cid: env.podns.new() for cid in cids}
     with concurrent.futures.ThreadPoolExecutor(len(cids)) as ex:
         outs = dict(zip(cids, ex.map(lambda c: add(env, c, nss[c]), cids)))
     for cid, o in outs.items():
         assert o.ok, (cid, o)
     env.wait_dataplane()
-    env.wait(lambda: ip("-n", env.ns, "-6", "-o", "addr", "show", "dev",
-                        "eth0", "tentative").stdout.strip() == "", 10,
-             "no tentative IPv6 address on the node's primary link")
     return {cid: (nss[cid], outs[cid].out) for cid in cids}
 
 
