@@ -498,6 +498,9 @@ void	eni6_learn(struct eni *e, const struct msg_cloud_eni *ce,
 uint64_t eni6_plan(struct broker *b, uint64_t now);
 /* The next pod address of e's /80, in order; family 0 if it has none. */
 struct ip_addr eni6_next(struct eni *e);
+/* With ip_family ipv4: once no pod holds an IPv6 address, stop keeping
+ * the pods' IPv6 (broker_ipv6_held). */
+void	eni6_held_check(struct broker *b);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
 void	engine_release_addr(struct eni *e, int idx, bool cool);
 /* Cooling addresses whose time is up come free, and unconfirmed ones a

@@ -174,8 +174,10 @@ eni_setup_request(const struct eni *e, const struct subnet *s,
 	/* Its own IPv6 address, once it has one (eni6.c): the source of
 	 * what the node forwards out of it, with the table's IPv6 default
 	 * route via the VPC router.  Reconciliation sends this again each
-	 * run, so one learnt after set-up is set up then. */
-	if (config_family_v6(e->b->cfg.ip_family))
+	 * run, so one learnt after set-up is set up then.  With ipv4 too
+	 * while pods of an earlier dual hold IPv6 addresses: those on a
+	 * secondary ENI reply by it. */
+	if (broker_ipv6_held(e->b))
 		req->addr6 = e->addr6;
 }
 
@@ -2382,6 +2384,9 @@ engine_restore(struct broker *b)
 	}
 	for (i = 0; i < en->restored.npods; i++)
 		pod_restore(b, &en->restored.pods[i]);
+	/* With ipv4, a version 4 checkpoint without a pod of IPv6 keeps
+	 * nothing of it. */
+	eni6_held_check(b);
 	log_info("checkpoint: %zu pods and %zu cooling addresses restored "
 	    "(%s)", en->restored.npods, en->restored.ncooling, note);
 	/* The pods are the pool's now; only the cooling addresses are read

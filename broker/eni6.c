@@ -186,7 +186,7 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 	uint32_t np6 = ce->nprefixes6 < MSG_MAX_ENI_PREFIXES6 ?
 	    ce->nprefixes6 : MSG_MAX_ENI_PREFIXES6;
 
-	if (!config_family_v6(b->cfg.ip_family))
+	if (!broker_ipv6_held(b))
 		return;
 	if (e->addr6.family == AF_INET6 && !listed(&e->addr6, ce->addrs6, n6)) {
 		ip_addr_format(&e->addr6, ip);
@@ -221,6 +221,40 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 		log_security("%s: carries %u IPv6 addresses and %u /%d prefixes "
 		    "that are not usable ones; never used", eni_name(e),
 		    ce->nbad_addrs6, ce->nbad_prefixes6, MSG_PREFIX6_LEN);
+}
+
+/*
+ * With ip_family ipv4 after dual: once no pod holds an IPv6 address, none
+ * will again (ipv4 hands out none), and the IPv6 kept for them stops
+ * (broker_ipv6_held): ENIs are set up without their own IPv6 address,
+ * which the next run's table fixes take off their links, with their
+ * tables' IPv6 default routes; the cloud's are no longer learnt, and
+ * those learnt are forgotten here.  The /80s stay the ENIs' in the cloud
+ * and go back with them.  The next snapshot is version 3 again
+ * (checkpoint_version()).  Called once a pod with one is gone and after
+ * the checkpoint's pods are restored, or rebuilt from the kernel.
+ */
+void
+eni6_held_check(struct broker *b)
+{
+	const struct pod *p;
+	uint32_t i;
+
+	if (!b->ckpt_ipv6 || config_family_v6(b->cfg.ip_family))
+		return;
+	TAILQ_FOREACH(p, &b->engine.pods, all)
+		if (p->ip6.family == AF_INET6)
+			return;
+	b->ckpt_ipv6 = false;
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		struct eni *e = &b->engine.enis[i];
+
+		memset(&e->addr6, 0, sizeof(e->addr6));
+		memset(&e->prefix6, 0, sizeof(e->prefix6));
+	}
+	log_info("pool: no pod holds an IPv6 address; with ip_family ipv4 "
+	    "the ENIs' IPv6 is no longer kept for them");
+	reconcile_now(b, "ENIs to set up without their IPv6 address");
 }
 
 /*

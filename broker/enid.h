@@ -254,9 +254,11 @@ struct broker {
 	struct breq		 instance_req;
 	struct breq		 policy_req;
 	bool			 netd_policy_set;
-	/* The checkpoint at start may hold pods' IPv6 addresses (store_probe):
-	 * with ip_family ipv4 after dual, those pods' IPv6 rules are still
-	 * to be made sure of and removed. */
+	/* Pods may hold IPv6 addresses with ip_family ipv4: those of an
+	 * earlier dual, which the switch keeps.  Read at start from the
+	 * checkpoint's version (store_probe), then from the pods restored;
+	 * false once none holds one (eni6_held_check), for good: ipv4
+	 * hands out no IPv6 address.  Read through broker_ipv6_held(). */
 	bool			 ckpt_ipv6;
 	/* The node's IPv6 settings read at start (prereq.h), judged once
 	 * the instance is known; NULL with ip_family ipv4. */
@@ -272,6 +274,21 @@ struct broker {
 	struct metrics		 metrics;
 	struct snat		 snat;
 };
+
+/*
+ * Does the broker keep pods' IPv6 working: learn each ENI's own IPv6
+ * address and /80 from the cloud, set ENIs up with their address (the
+ * table's IPv6 default route with it), judge IPv6 rules and host routes?
+ * With ip_family dual or ipv6; with ipv4 while pods of an earlier dual
+ * hold IPv6 addresses (ckpt_ipv6), whose replies leave by their ENI.
+ * Handing out IPv6 addresses and asking for /80s is dual's and ipv6's
+ * alone (config_family_v6()).
+ */
+static inline bool
+broker_ipv6_held(const struct broker *b)
+{
+	return config_family_v6(b->cfg.ip_family) || b->ckpt_ipv6;
+}
 
 /* server.c.  Open as root (before the drop): 0660 root:group, or 0600
  * root:root for root_only; then start once the loop runs. */

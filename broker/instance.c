@@ -108,9 +108,10 @@ instance_send_policy(struct broker *b, const struct msg_cloud_instance *in)
 	 * takes no IPv6 address at all.  That is also with ip_family ipv4
 	 * when the checkpoint may hold pods of an earlier dual (the switch
 	 * keeps them): their IPv6 rules are restored at start and removed
-	 * at their DEL, which netd would refuse otherwise, and the rules
-	 * would stay (reconciliation judges no IPv6 rule with ipv4). */
-	for (i = 0; (config_family_v6(b->cfg.ip_family) || b->ckpt_ipv6) &&
+	 * at their DEL, which netd would refuse otherwise.  Sent before
+	 * the checkpoint is read, so on its version alone; never narrowed
+	 * after, when the last such pod goes. */
+	for (i = 0; broker_ipv6_held(b) &&
 	    i < b->nvpc6 && pol.ncidrs < MSG_MAX_VPC_CIDRS; i++)
 		pol.cidrs[pol.ncidrs++] = b->vpc6[i];
 	broker_request(b, &b->policy_req, &b->netd, MSG_NETD_POLICY, &pol,

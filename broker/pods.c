@@ -123,6 +123,7 @@ pod_free(struct pod *p)
 {
 	struct broker *b = p->b;
 	uint32_t out = p->req.active ? 1 : 0;
+	bool had6 = p->ip6.family == AF_INET6;
 
 	if (p->recon_restore) {
 		p->recon_restore = false;
@@ -142,6 +143,8 @@ pod_free(struct pod *p)
 		b->engine.netd_inflight -= out;
 		pods_netd_run(b);
 	}
+	if (had6)
+		eni6_held_check(b);
 }
 
 /* The pod's slot in its ENI's addresses, or -1. */

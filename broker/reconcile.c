@@ -920,15 +920,12 @@ recon_ours(struct reconcile_run *r)
 /* ---- step 3: netd's rules ---- */
 
 /*
- * Are the pods' IPv6 rules and host routes judged?  With ip_family dual
- * or ipv6 (issue 35).  Otherwise netd's IPv6 entries are dropped as they come:
- * they are no pod's of this broker, and no drift to remove either.
+ * The pods' IPv6 rules and host routes are judged while the broker keeps
+ * pods' IPv6 (broker_ipv6_held: ip_family dual or ipv6, or ipv4 while
+ * pods of an earlier dual hold IPv6 addresses).  Otherwise netd's IPv6
+ * entries are dropped as they come: they are no pod's of this broker,
+ * and no drift to remove either.
  */
-static bool
-recon_ipv6(const struct broker *b)
-{
-	return config_family_v6(b->cfg.ip_family);
-}
 
 /* Is p a pod rule's: one address, /32 or /128 by its family? */
 static bool
@@ -1123,9 +1120,11 @@ recon_rules(struct reconcile_run *r)
 		 * and their addresses would look free. */
 		if (r->deferred)
 			return;
-		if (b->engine.nstart_skipped == 0)
+		if (b->engine.nstart_skipped == 0) {
 			b->engine.rebuild_from_kernel = false;
-		else
+			/* Rebuilt: with ipv4, has any IPv6 pod come back? */
+			eni6_held_check(b);
+		} else
 			log_info("reconcile: the rules of addresses no pod "
 			    "holds are kept while %u ENI%s attaching or "
 			    "detaching at the start %s not adopted or gone",
@@ -1173,7 +1172,7 @@ recon_rules(struct reconcile_run *r)
 		    sizeof(req), ENGINE_NETD_DEADLINE_MS, fix_answer, r);
 	}
 	/* A pod with an address gets its rules back: those of each of its
-	 * addresses (with ip_family dual, its IPv6 one's too), at once. */
+	 * addresses (its IPv6 one's too, broker_ipv6_held), at once. */
 	TAILQ_FOREACH(p, &b->engine.pods, all) {
 		const struct ip_addr *addrs[2] = { &p->ip, &p->ip6 };
 		size_t k;
@@ -1187,7 +1186,7 @@ recon_rules(struct reconcile_run *r)
 			char ip[IP_ADDR_STR_LEN];
 
 			if (at->family == AF_UNSPEC ||
-			    (at->family == AF_INET6 && !recon_ipv6(b)) ||
+			    (at->family == AF_INET6 && !broker_ipv6_held(b)) ||
 			    rules_changing(r, at))
 				continue;
 			for (i = 0; i < r->nrules; i++) {
@@ -1378,7 +1377,7 @@ recon_routes(struct reconcile_run *r)
 		    p->answered_ms + RECON_ROUTE_GRACE_MS > r->routes_asked)
 			continue;
 		recon_pod_route(r, p, &p->ip, n);
-		if (recon_ipv6(b))
+		if (broker_ipv6_held(b))
 			recon_pod_route(r, p, &p->ip6, n);
 	}
 }
@@ -1653,10 +1652,10 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 		struct msg_netd_rule *ru;
 		const struct msg_netd_rule *in = (const void *)m->u.bytes;
 
-		/* IPv6 rules are judged with ip_family dual only
-		 * (recon_ipv6). */
+		/* IPv6 rules are judged while pods may hold IPv6
+		 * (broker_ipv6_held). */
 		if (in->src.addr.family != AF_INET &&
-		    !(in->src.addr.family == AF_INET6 && recon_ipv6(b)))
+		    !(in->src.addr.family == AF_INET6 && broker_ipv6_held(b)))
 			return;
 		if ((ru = question_slot(q, RECON_MAX_RULES, sizeof(*ru))) ==
 		    NULL)
@@ -1671,7 +1670,7 @@ question_answer(struct broker *b, void *arg, const struct msg *m, bool final)
 
 		/* The same for IPv6 pods' host routes. */
 		if (in->addr.family != AF_INET &&
-		    !(in->addr.family == AF_INET6 && recon_ipv6(b)))
+		    !(in->addr.family == AF_INET6 && broker_ipv6_held(b)))
 			return;
 		if ((ro = question_slot(q, RECON_MAX_ROUTES, sizeof(*ro))) ==
 		    NULL)

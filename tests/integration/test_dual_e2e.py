@@ -112,22 +112,17 @@ def add_pods(env, cids):
     """ADDs in parallel, each in a namespace of its own: {cid: (netns,
     result)}.  Then what a first ping would lose is waited for: the sim
     routes a /80 or an address just assigned to its ENI a moment after
-    the cloud's answer (as EC2 does); and the node's primary link (eth0)
-    the sim made a moment before has its link-local address tentative
-    for a second or two (duplicate address detection; a real node's is
-    up long before enid starts), and while it is the kernel sends no
-    neighbour solicitation for the VPC router (fe80:ec2::1) there.
-    Nothing waits for an ENI's link: netd gives it a link-local address
-    without DAD (doc/design.md, netd's IPv6 section)."""
+    the cloud's answer (as EC2 does).  Nothing waits for duplicate
+    address detection: the sim brings the node's primary link (eth0) up
+    without it, as an EC2 node's is long up, and netd gives an ENI's
+    link its link-local address without it (doc/design.md, netd's IPv6
+    section)."""
     nss = {cid: env.podns.new() for cid in cids}
     with concurrent.futures.ThreadPoolExecutor(len(cids)) as ex:
         outs = dict(zip(cids, ex.map(lambda c: add(env, c, nss[c]), cids)))
     for cid, o in outs.items():
         assert o.ok, (cid, o)
     env.wait_dataplane()
-    env.wait(lambda: ip("-n", env.ns, "-6", "-o", "addr", "show", "dev",
-                        "eth0", "tentative").stdout.strip() == "", 10,
-             "no tentative IPv6 address on the node's primary link")
     return {cid: (nss[cid], outs[cid].out) for cid in cids}
 
 
@@ -398,19 +393,25 @@ def test_ipv4_to_dual_keeps_ipv4_pods(switch_env):
     assert rows["d1"]["IP6"] == now["d1"]["ip6"], rows
 
 
+def table6(env, eni_id):
+    """The IPv6 routes of an ENI's table, as `ip -6 route` says them."""
+    t = {e["id"]: e["table"] for e in env.show("enis")}[eni_id]
+    return ip("-n", env.ns, "-6", "route", "show", "table",
+              str(t)).stdout.strip()
+
+
 def test_dual_to_ipv4_keeps_dual_pods(switch_env):
     """dual -> ipv4: the running pods stay, the dual-stack ones with their
     IPv6 addresses (`enidctl show pods` still shows them), their IPv6
     rules and host routes, and the checkpoint stays version 4 while one
-    is there; new pods get IPv4 only, and a DEL of a dual-stack pod still
-    removes both families' rules.
+    is there; new pods get IPv4 only.
 
-    What such a pod can still reach over IPv6 depends on its ENI: on the
-    primary ENI it goes by the node's own IPv6 default route and works;
-    on a secondary ENI it does not, since enid with ip_family ipv4 sets
-    its ENIs up without their IPv6 address and their table's IPv6 default
-    route (netd removes them): its IPv4 works, and the runtime's next
-    recreation of the pod gives it IPv4 alone."""
+    Their IPv6 keeps working on a secondary ENI too: while pods hold IPv6
+    addresses, enid with ip_family ipv4 still learns each ENI's own IPv6
+    address and /80 from the cloud and sets the ENIs up with their
+    address and their table's IPv6 default route, as with dual (on the
+    primary ENI a pod goes by the node's own IPv6 default route).  It
+    asks for no /80 and hands out no IPv6 address."""
     env = switch_env
     pods = held(env)
     dual = {cid: pods[cid] for cid in ("d1", "d2")}
@@ -430,21 +431,72 @@ def test_dual_to_ipv4_keeps_dual_pods(switch_env):
         env.enid.text()
     snap = json.loads((env.state_dir / ckptstate.SNAPSHOT).read_text())
     assert snap["version"] == 4, snap["version"]
+    assert "default via fe80:ec2::1" in table6(env, dual["d2"]["eni"]), \
+        table6(env, dual["d2"]["eni"])
     for cid, (pod_ns, res) in SWITCHED.items():
         assert ping(pod_ns, VPC_HOST4), cid
         assert check(env, cid, pod_ns, res).ok, cid
-    assert ping(SWITCHED["d1"][0], VPC_HOST6)
-    assert ping(SWITCHED["d1"][0], OUT_HOST6)
-    assert not ping(SWITCHED["d2"][0], VPC_HOST6, wait=1)
+    for cid in ("d1", "d2"):
+        for host in (VPC_HOST6, OUT_HOST6):
+            assert ping(SWITCHED[cid][0], host), (cid, host, dual[cid])
+        assert whoami(SWITCHED[cid][0], VPC_HOST6) == dual[cid]["ip6"]
+    assert not set(spoofed(env)) & {p["ip6"] for p in dual.values()}
     head, rows = show_pods_text(env)
     assert rows["d1"]["IP6"] == dual["d1"]["ip6"], rows
+    assert rows["d2"]["IP6"] == dual["d2"]["ip6"], rows
     new = add_pods(env, ["v4c"])
+    SWITCHED.update(new)
     res = new["v4c"][1]
     assert list(addrs(res)) == [4] and \
         [r["dst"] for r in res["routes"]] == ["0.0.0.0/0"], res
     assert "ip6" not in held(env)["v4c"]
     assert ping(new["v4c"][0], VPC_HOST4)
-    # A DEL of a dual-stack pod removes its IPv6 rules with ipv4 too.
+    # No /80 asked for with ipv4: only the ones of before.
+    assert "assigning a /80" not in env.enid.text(), env.enid.text()
+
+
+def test_dual_to_ipv4_kill9_keeps_and_repairs_ipv6(switch_env):
+    """A kill -9 of enid with ip_family ipv4 and dual-stack pods: the
+    start learns from the checkpoint that pods hold IPv6 addresses, and a
+    dual pod on a secondary ENI still reaches both hosts over IPv6; a
+    deleted IPv6 from rule or /128 host route of it is put back by a
+    reconcile."""
+    env = switch_env
+    d2 = held(env)["d2"]
+    pod_ns = SWITCHED["d2"][0]
+    before = (rules_for(env, d2["ip6"]), host_routes(env, d2))
+    env.kill9()
+    env.start()
+    env.reconcile()
+    assert (rules_for(env, d2["ip6"]), host_routes(env, d2)) == before
+    assert "default via fe80:ec2::1" in table6(env, d2["eni"])
+    for host in (VPC_HOST6, OUT_HOST6):
+        assert ping(pod_ns, host), (host, d2)
+    # A run does not judge a pod's host route in its first 5 s after its
+    # answer, which a restored pod is past.
+    frm = [r for r in before[0] if r[1] != "all"]
+    assert len(frm) == 1, before
+    prio, src, _, table = frm[0]
+    ip("-n", env.ns, "-6", "rule", "del", "priority", str(prio), "from",
+       src, "table", table)
+    ip("-n", env.ns, "-6", "route", "del", d2["ip6"] + "/128", "dev",
+       host_end(SWITCHED["d2"][1]))
+    assert rules_for(env, d2["ip6"]) != before[0]
+    a = env.reconcile()
+    assert a["drifts_fixed"] >= 2, a
+    assert (rules_for(env, d2["ip6"]), host_routes(env, d2)) == before
+    assert ping(pod_ns, VPC_HOST6), d2
+
+
+def test_dual_to_ipv4_last_dual_pod_gone(switch_env):
+    """A DEL of a dual-stack pod removes both families' rules with ipv4
+    too.  Once the last one is gone, enid with ipv4 keeps no IPv6: the
+    ENIs are set up without their IPv6 address (their tables lose their
+    IPv6 default route), and the next snapshot, at the next start, is
+    version 3 again."""
+    env = switch_env
+    pods = held(env)
+    dual = {cid: pods[cid] for cid in ("d1", "d2")}
     for cid in ("d1", "d2"):
         pod_ns, res = SWITCHED.pop(cid)
         o = delete(env, cid, pod_ns, prev=res)
@@ -452,3 +504,17 @@ def test_dual_to_ipv4_keeps_dual_pods(switch_env):
         for a in (dual[cid]["ip"], dual[cid]["ip6"]):
             assert node_has(env, a) == [], (cid, a, node_has(env, a))
     assert "IPv6 rule removal" not in env.enid.text(), env.enid.text()
+    assert "no pod holds an IPv6 address" in env.enid.text()
+    env.reconcile()
+    assert "fe80:ec2::1" not in table6(env, dual["d2"]["eni"])
+    assert all("ipv6_address" not in e and "ipv6_prefix" not in e
+               for e in env.show("enis")), env.show("enis")
+    for cid, (pod_ns, _) in SWITCHED.items():
+        assert ping(pod_ns, VPC_HOST4), cid
+    restart_as(env, "ipv4")
+    snap = json.loads((env.state_dir / ckptstate.SNAPSHOT).read_text())
+    assert snap["version"] == 3, snap["version"]
+    assert "fe80:ec2::1" not in table6(env, dual["d2"]["eni"])
+    for cid, (pod_ns, res) in SWITCHED.items():
+        assert ping(pod_ns, VPC_HOST4), cid
+        assert check(env, cid, pod_ns, res).ok, cid

@@ -791,6 +791,27 @@ def test_pod_in_a_80_reaches_the_vpc_and_the_outside(s6, ag):
     s6.wait_dataplane()
 
 
+def test_node_primary_link_without_dad(s6):
+    """Each node's eth0 has DAD off and so no tentative address: its
+    link-local address (the MAC's EUI-64) is usable from the start, as an
+    EC2 node's long-up primary link is, and a first packet to the router
+    needs no wait.  An ENI's link keeps the kernel's default."""
+    for i in range(3):
+        n = s6.node(i)
+        ns = n["netns"]
+        got = s6.nsexec(ns, "sysctl", "-n",
+                        "net.ipv6.conf.eth0.accept_dad").stdout.strip()
+        assert got == "0", (i, got)
+        shown = json.loads(s6.nsexec(ns, "ip", "-6", "-j", "addr", "show",
+                                     "dev", "eth0").stdout)[0]["addr_info"]
+        assert not [a for a in shown if a.get("tentative")], (i, shown)
+        assert link_local(n["primary_mac"]) in \
+            [a["local"] for a in shown], (i, shown)
+        default = s6.nsexec(ns, "sysctl", "-n",
+                            "net.ipv6.conf.default.accept_dad").stdout.strip()
+        assert default != "0", (i, default)
+
+
 def test_node_to_node_and_outside(s6):
     n0, n2 = s6.node(0), s6.node(2)
     assert ping6(s6, n0["netns"], n0["primary_ipv6"], n2["primary_ipv6"])

@@ -139,6 +139,14 @@ class Dataplane:
             self._link_cmds6(vpc_if, eni.mac, eni.subnet) +
             [c for a in own
              for c in self._deliver_cmds(vpc_if, a, eni.mac, primary=True)])
+        if self.ipv6:
+            # No DAD on eth0, set before it comes up: its link-local
+            # address is usable at once, as an EC2 node's primary link,
+            # up long before anything runs on it, is.  While it is
+            # tentative (a second or two) the kernel sends no neighbour
+            # solicitation for the router, and a first packet waits.
+            # eth0 alone: an ENI's link is the daemon's to bring up.
+            netns.sysctl(ns, ("net.ipv6.conf.eth0.accept_dad", 0))
         cmds = ["link set lo up"]
         if eni.addresses:
             cmds.append("addr add %s/%d dev eth0" % (eni.addresses[0], prefixlen))
