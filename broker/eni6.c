@@ -196,9 +196,15 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 	}
 	if (e->prefix6.family == AF_INET6 &&
 	    !listed(&e->prefix6, ce->prefixes6, np6)) {
+		char why[IP_ADDR_STR_LEN + 64];
+
 		ip_addr_format(&e->prefix6, ip);
 		log_warnx("%s: the cloud no longer delegates its prefix %s/%d; "
 		    "forgotten", eni_name(e), ip, MSG_PREFIX6_LEN);
+		/* Its pods' IPv6 addresses are routed nowhere now. */
+		snprintf(why, sizeof(why), "the cloud no longer delegates "
+		    "its /%d %s", MSG_PREFIX6_LEN, ip);
+		pods_prefix6_gone(e, &e->prefix6, why);
 		memset(&e->prefix6, 0, sizeof(e->prefix6));
 	}
 	/* The primary ENI's own address is the node's, never a pod's: it
@@ -254,6 +260,33 @@ eni6_next(struct eni *e)
 	set_low64(&a, low64(&a) | e->next6);
 	e->next6++;
 	return a;
+}
+
+bool
+eni6_pod_addr_ok(const struct eni *e, const struct ip_addr *a, char *why,
+    size_t whylen)
+{
+	char ip[IP_ADDR_STR_LEN];
+	uint32_t i;
+
+	ip_addr_format(a, ip);
+	if (e->prefix6.family == AF_INET6 && !in_prefix6(e, a)) {
+		snprintf(why, whylen, "its IPv6 address %s is not of %s's /%d",
+		    ip, eni_name(e), MSG_PREFIX6_LEN);
+		return false;
+	}
+	/* Its /80 not known yet: another's is known not to be e's. */
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &e->b->engine.enis[i];
+
+		if (o->used && o != e && in_prefix6(o, a)) {
+			snprintf(why, whylen, "its IPv6 address %s is not of "
+			    "%s's /%d but %s's", ip, eni_name(e),
+			    MSG_PREFIX6_LEN, eni_name(o));
+			return false;
+		}
+	}
+	return true;
 }
 
 /* ---- asking the cloud ---- */

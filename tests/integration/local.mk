@@ -19,6 +19,7 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_pool_field.py tests/integration/test_ipv6_start.py \
 	tests/integration/test_pool_ipv6.py \
 	tests/integration/test_pool_ipv6_only.py \
+	tests/integration/test_pool_ipv6_restore.py \
 	tests/integration/test_pool_operate.py \
 	tests/integration/test_reconcile_routes.py \
 	tests/integration/test_one_per_node.py \
