@@ -164,6 +164,39 @@ first_acceptable(struct broker *b, const struct eni *e,
 	return NULL;
 }
 
+/*
+ * Of the /80s the cloud lists for e, the acceptable one that holds a
+ * restored pod of e's, if any: an ENI has one /80 at a time, but one
+ * named beside it (by hand, or a cloud that lists two) must not take
+ * its place across a restart, and have its pods judged not e's
+ * (eni6_pod_addr_ok).
+ */
+static const struct ip_addr *
+restored_pods_prefix(struct broker *b, const struct eni *e,
+    const struct ip_addr *list, uint32_t n)
+{
+	const struct pod *p;
+	struct ip_prefix pfx;
+	char why[160];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (list[i].family != AF_INET6)
+			continue;
+		pfx = msg_prefix_of(&list[i]);
+		TAILQ_FOREACH(p, &b->engine.pods, all)
+			if (p->restored && p->eni == NULL &&
+			    p->ip6.family == AF_INET6 &&
+			    strcmp(p->eni_id, e->id) == 0 &&
+			    ip_prefix_contains(&pfx, &p->ip6))
+				break;
+		if (p != NULL && acceptable6(b, e, &list[i], true, why,
+		    sizeof(why)))
+			return &list[i];
+	}
+	return NULL;
+}
+
 static bool
 listed(const struct ip_addr *want, const struct ip_addr *list, uint32_t n)
 {
@@ -215,8 +248,9 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 		ip_addr_format(a, ip);
 		log_info("%s: its IPv6 address is %s", eni_name(e), ip);
 	}
-	if (e->prefix6.family != AF_INET6 && (a = first_acceptable(b, e,
-	    ce->prefixes6, np6, true, how)) != NULL) {
+	if (e->prefix6.family != AF_INET6 && ((a = restored_pods_prefix(b, e,
+	    ce->prefixes6, np6)) != NULL || (a = first_acceptable(b, e,
+	    ce->prefixes6, np6, true, how)) != NULL)) {
 		e->prefix6 = *a;
 		ip_addr_format(a, ip);
 		log_info("%s: pods' IPv6 addresses come from %s/%d",

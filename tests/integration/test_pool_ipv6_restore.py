@@ -122,3 +122,42 @@ def test_pods_of_a_80_the_cloud_took_back_are_lost(make_env):
     assert ans == {"ok": True}, ans
     assert rules_for(env, pods["t0"]["ip"]) == [] and \
         rules_for(env, pods["t0"]["ip6"]) == []
+
+
+def test_a_second_80_listed_first_keeps_the_pods_80(make_env):
+    """An ENI with a second /80 (one assigned by hand while enid was
+    down), listed before the one its pods are in: at the restart the pods'
+    /80 stays the ENI's, and the pods theirs; none is lost."""
+    env = make_env(ip_family="dual", pool=pool(warm_ip_target=2),
+                   reconcile_interval_s=3600)
+    env.start()
+    p80 = ready80(env)
+    answers, pods = add_dual(env, ["s0", "s1"])
+    eni = answers["s0"]["eni"]
+    mine = str(p80[eni])
+    env.enid.stop()
+    ec2 = env.ec2()
+    # The cloud lists /80s in the order assigned: the hand-made one first.
+    extra = ec2.assign_ipv6_addresses(NetworkInterfaceId=eni,
+                                      Ipv6PrefixCount=1)
+    extra = extra["AssignedIpv6Prefixes"]
+    for gone in ([mine], extra):
+        ec2.unassign_ipv6_addresses(NetworkInterfaceId=eni,
+                                    Ipv6Prefixes=gone)
+    for back in (extra, [mine]):
+        ec2.assign_ipv6_addresses(NetworkInterfaceId=eni, Ipv6Prefixes=back)
+    listed = [e for e in env.state()["enis"] if e["id"] == eni][0]
+    assert listed["ipv6_prefixes"][1] == mine, listed
+    e = env.start()
+    assert e.wait_log("reconcile: done", 30), e.text()
+    env.reconcile()
+    byid = {p["container_id"]: p for p in env.show("pods")}
+    for cid in ("s0", "s1"):
+        assert byid[cid]["state"] == "ready", byid[cid]
+        assert byid[cid]["ip6"] == pods[cid]["ip6"], byid[cid]
+        assert len(rules_for(env, pods[cid]["ip6"])) >= 1, cid
+    a, _ = env.add("s2")
+    assert a["ok"], a
+    if a["eni"] == eni:
+        assert ipaddress.ip_address(a["ip6"]) in \
+            ipaddress.ip_network(mine), (a, mine)
