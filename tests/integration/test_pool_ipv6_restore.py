@@ -13,6 +13,7 @@ from test_pool_ipv6 import (add_dual, held, make_env, pool,  # noqa: F401
                             prefixes80, ready80, rules_for,
                             wait_for)
 import ckptstate
+from test_pool_hostile import pool_addrs
 
 
 def rewrite(env, change):
@@ -122,6 +123,12 @@ def test_pods_of_a_80_the_cloud_took_back_are_lost(make_env):
     assert ans == {"ok": True}, ans
     assert rules_for(env, pods["t0"]["ip"]) == [] and \
         rules_for(env, pods["t0"]["ip6"]) == []
+    # Held out of the pool while its pod lives; once deleted, back in it
+    # (by the next reconciliation at the latest): nothing is leaked.
+    assert pods["t1"]["ip"] not in pool_addrs(env), pool_addrs(env)
+    env.reconcile()
+    assert pool_addrs(env).get(pods["t0"]["ip"], (None,))[0] == eni, \
+        pool_addrs(env)
 
 
 def test_a_second_80_listed_first_keeps_the_pods_80(make_env):
