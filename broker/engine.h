@@ -501,6 +501,12 @@ struct ip_addr eni6_next(struct eni *e);
 /* With ip_family ipv4: once no pod holds an IPv6 address, stop keeping
  * the pods' IPv6 (broker_ipv6_held). */
 void	eni6_held_check(struct broker *b);
+
+/* Can a be e's pod's IPv6 address (a restored pod's)?  Not if e's /80
+ * is known and a lies outside it, or a lies in another ENI's /80; why
+ * says which. */
+bool	eni6_pod_addr_ok(const struct eni *e, const struct ip_addr *a,
+	    char *why, size_t whylen);
 void	engine_withhold_addr(struct broker *b, const struct pod *p);
 void	engine_release_addr(struct eni *e, int idx, bool cool);
 /* Cooling addresses whose time is up come free, and unconfirmed ones a
@@ -591,6 +597,10 @@ void	pods_bind_restored(struct broker *b);
 /* e goes: the pods it holds in no address slot (IPv6 only, recovered
  * from the kernel's rules) are lost. */
 void	pods_eni_leaving(struct eni *e, const char *why);
+/* e's /80 (prefix6) is the cloud's no longer: the pods with an IPv6
+ * address in it are lost, their IPv4 addresses out of the pool. */
+void	pods_prefix6_gone(struct eni *e, const struct ip_addr *prefix6,
+	    const char *why);
 void	pod_rules_ensure(struct pod *p);
 
 /* reconcile.c */

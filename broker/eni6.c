@@ -164,6 +164,39 @@ first_acceptable(struct broker *b, const struct eni *e,
 	return NULL;
 }
 
+/*
+ * Of the /80s the cloud lists for e, the acceptable one that holds a
+ * restored pod of e's, if any: an ENI has one /80 at a time, but one
+ * named beside it (by hand, or a cloud that lists two) must not take
+ * its place across a restart, and have its pods judged not e's
+ * (eni6_pod_addr_ok).
+ */
+static const struct ip_addr *
+restored_pods_prefix(struct broker *b, const struct eni *e,
+    const struct ip_addr *list, uint32_t n)
+{
+	const struct pod *p;
+	struct ip_prefix pfx;
+	char why[160];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (list[i].family != AF_INET6)
+			continue;
+		pfx = msg_prefix_of(&list[i]);
+		TAILQ_FOREACH(p, &b->engine.pods, all)
+			if (p->restored && p->eni == NULL &&
+			    p->ip6.family == AF_INET6 &&
+			    strcmp(p->eni_id, e->id) == 0 &&
+			    ip_prefix_contains(&pfx, &p->ip6))
+				break;
+		if (p != NULL && acceptable6(b, e, &list[i], true, why,
+		    sizeof(why)))
+			return &list[i];
+	}
+	return NULL;
+}
+
 static bool
 listed(const struct ip_addr *want, const struct ip_addr *list, uint32_t n)
 {
@@ -196,9 +229,15 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 	}
 	if (e->prefix6.family == AF_INET6 &&
 	    !listed(&e->prefix6, ce->prefixes6, np6)) {
+		char why[IP_ADDR_STR_LEN + 64];
+
 		ip_addr_format(&e->prefix6, ip);
 		log_warnx("%s: the cloud no longer delegates its prefix %s/%d; "
 		    "forgotten", eni_name(e), ip, MSG_PREFIX6_LEN);
+		/* Its pods' IPv6 addresses are routed nowhere now. */
+		snprintf(why, sizeof(why), "the cloud no longer delegates "
+		    "its /%d %s", MSG_PREFIX6_LEN, ip);
+		pods_prefix6_gone(e, &e->prefix6, why);
 		memset(&e->prefix6, 0, sizeof(e->prefix6));
 	}
 	/* The primary ENI's own address is the node's, never a pod's: it
@@ -209,8 +248,9 @@ eni6_learn(struct eni *e, const struct msg_cloud_eni *ce, const char *how)
 		ip_addr_format(a, ip);
 		log_info("%s: its IPv6 address is %s", eni_name(e), ip);
 	}
-	if (e->prefix6.family != AF_INET6 && (a = first_acceptable(b, e,
-	    ce->prefixes6, np6, true, how)) != NULL) {
+	if (e->prefix6.family != AF_INET6 && ((a = restored_pods_prefix(b, e,
+	    ce->prefixes6, np6)) != NULL || (a = first_acceptable(b, e,
+	    ce->prefixes6, np6, true, how)) != NULL)) {
 		e->prefix6 = *a;
 		ip_addr_format(a, ip);
 		log_info("%s: pods' IPv6 addresses come from %s/%d",
@@ -288,6 +328,33 @@ eni6_next(struct eni *e)
 	set_low64(&a, low64(&a) | e->next6);
 	e->next6++;
 	return a;
+}
+
+bool
+eni6_pod_addr_ok(const struct eni *e, const struct ip_addr *a, char *why,
+    size_t whylen)
+{
+	char ip[IP_ADDR_STR_LEN];
+	uint32_t i;
+
+	ip_addr_format(a, ip);
+	if (e->prefix6.family == AF_INET6 && !in_prefix6(e, a)) {
+		snprintf(why, whylen, "its IPv6 address %s is not of %s's /%d",
+		    ip, eni_name(e), MSG_PREFIX6_LEN);
+		return false;
+	}
+	/* Its /80 not known yet: another's is known not to be e's. */
+	for (i = 0; i < POOL_MAX_ENIS; i++) {
+		const struct eni *o = &e->b->engine.enis[i];
+
+		if (o->used && o != e && in_prefix6(o, a)) {
+			snprintf(why, whylen, "its IPv6 address %s is not of "
+			    "%s's /%d but %s's", ip, eni_name(e),
+			    MSG_PREFIX6_LEN, eni_name(o));
+			return false;
+		}
+	}
+	return true;
 }
 
 /* ---- asking the cloud ---- */

@@ -1377,6 +1377,28 @@ pods_eni_leaving(struct eni *e, const char *why)
 			pod_lost(p, why);
 }
 
+void
+pods_prefix6_gone(struct eni *e, const struct ip_addr *prefix6,
+    const char *why)
+{
+	struct ip_prefix pfx = msg_prefix_of(prefix6);
+	struct pod *p;
+	int idx;
+
+	TAILQ_FOREACH(p, &e->b->engine.pods, all) {
+		if (p->eni != e || p->ip6.family != AF_INET6 ||
+		    !ip_prefix_contains(&pfx, &p->ip6))
+			continue;
+		idx = pod_addr(p);
+		pod_lost(p, why);
+		/* Its IPv4 address leaves the pool with it, kept from any
+		 * other pod until its DEL (pod_keeping_ip), as one the
+		 * cloud took back is (eni_drop_addr). */
+		if (idx >= 0)
+			e->addrs[idx] = e->addrs[--e->naddrs];
+	}
+}
+
 /*
  * e's next pod IPv6 address comes after ip6, if ip6 is of its /80: a
  * restored pod's, or one the kernel's rules recovered.  eni6_next's clock
@@ -1416,6 +1438,7 @@ pods_bind_restored(struct broker *b)
 	size_t i;
 
 	TAILQ_FOREACH(p, &en->pods, all) {
+		char why6[IP_ADDR_STR_LEN + 96];
 		struct eni *e;
 		int idx;
 
@@ -1430,7 +1453,19 @@ pods_bind_restored(struct broker *b)
 				    "down");
 			continue;
 		}
-		eni6_skip_past(e, &p->ip6);
+		/* Whichever ENI's /80 holds it hands out none up to it: a
+		 * lost pod keeps its address configured until its DEL. */
+		for (i = 0; i < POOL_MAX_ENIS; i++)
+			if (en->enis[i].used)
+				eni6_skip_past(&en->enis[i], &p->ip6);
+		/* An IPv6 address outside its ENI's /80 is routed by the
+		 * cloud elsewhere or nowhere: no rules for it, as for an
+		 * IPv4 address its ENI no longer has. */
+		if (p->ip6.family == AF_INET6 &&
+		    !eni6_pod_addr_ok(e, &p->ip6, why6, sizeof(why6))) {
+			pod_lost(p, why6);
+			continue;
+		}
 		if (p->ip.family != AF_INET) {
 			/* IPv6 only (recovered from the kernel's rules): no
 			 * slot of the ENI's to take; its /80 is the ENI's

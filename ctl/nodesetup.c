@@ -203,13 +203,34 @@ dotted(const char *key, char *out, size_t len)
 			out[i] = '.';
 }
 
+/*
+ * A setting's file, opened through netfd, the net directory found to be
+ * proc's, never by its path from --proc-sys again: that directory may be
+ * one another user can change, and a net swapped in after the check
+ * (a symlink to look-alike files) would have root write where it points.
+ * Inside proc no sysctl is a symlink; O_NOFOLLOW holds the last step to
+ * that.
+ */
 static int
-read_setting(int procfd, const char *key, char *buf, size_t len)
+open_setting(int netfd, const char *key, int flags)
+{
+	static const char net[] = "net/";
+
+	if (strncmp(key, net, sizeof(net) - 1) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return openat(netfd, key + sizeof(net) - 1, flags | O_NOFOLLOW |
+	    O_CLOEXEC);
+}
+
+static int
+read_setting(int netfd, const char *key, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd, saved;
 
-	if ((fd = openat(procfd, key, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = open_setting(netfd, key, O_RDONLY)) == -1)
 		return -1;
 	n = read(fd, buf, len - 1);
 	saved = errno;
@@ -224,7 +245,7 @@ read_setting(int procfd, const char *key, char *buf, size_t len)
 }
 
 static int
-write_setting(int procfd, const struct setting *s)
+write_setting(int netfd, const struct setting *s)
 {
 	char text[16];
 	size_t len;
@@ -232,7 +253,7 @@ write_setting(int procfd, const struct setting *s)
 	int fd, saved;
 
 	len = (size_t)snprintf(text, sizeof(text), "%s\n", s->want);
-	if ((fd = openat(procfd, s->key, O_WRONLY | O_CLOEXEC)) == -1)
+	if ((fd = open_setting(netfd, s->key, O_WRONLY)) == -1)
 		return -1;
 	n = write(fd, text, len);
 	saved = errno;
@@ -382,7 +403,7 @@ nodesetup_run(const char *config_path, const char *uplink,
 	struct setting s[NODESETUP_NSETTINGS];
 	char err[1024], link[IF_NAMESIZE], name[NODESETUP_KEY_LEN], got[32];
 	struct statfs fs;
-	int procfd, netfd, rc = 1;
+	int procfd, netfd = -1, rc = 1;
 	size_t i;
 
 	/* Before anything is read: a run that cannot write must not look
@@ -418,12 +439,9 @@ nodesetup_run(const char *config_path, const char *uplink,
 	    fs.f_type != PROC_SUPER_MAGIC) {
 		fprintf(stderr, "enidctl: node-setup: %s/net is not a proc "
 		    "file system's; nothing changed\n", procsys);
-		if (netfd != -1)
-			close(netfd);
 		goto out;
 	}
-	close(netfd);
-	if (faccessat(procfd, "net/ipv6", F_OK, 0) == -1) {
+	if (faccessat(netfd, "ipv6", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
 		fprintf(stderr, "enidctl: node-setup: this kernel has no IPv6 "
 		    "(booted with ipv6.disable=1?), and ip_family \"%s\" needs "
 		    "it; nothing changed\n", config_family_name(cfg.ip_family));
@@ -433,7 +451,7 @@ nodesetup_run(const char *config_path, const char *uplink,
 		goto out;
 	plan(s, link);
 	for (i = 0; i < NODESETUP_NSETTINGS; i++)
-		if (read_setting(procfd, s[i].key, s[i].old,
+		if (read_setting(netfd, s[i].key, s[i].old,
 		    sizeof(s[i].old)) == -1) {
 			fprintf(stderr, "enidctl: node-setup: %s/%s: read: "
 			    "%s; nothing changed\n", procsys,
@@ -443,7 +461,7 @@ nodesetup_run(const char *config_path, const char *uplink,
 	for (i = 0; i < NODESETUP_NSETTINGS; i++) {
 		dotted(s[i].key, name, sizeof(name));
 		/* Read again: an earlier write to all.* may have set it. */
-		if (read_setting(procfd, s[i].key, got, sizeof(got)) == 0 &&
+		if (read_setting(netfd, s[i].key, got, sizeof(got)) == 0 &&
 		    strcmp(got, s[i].want) == 0) {
 			if (strcmp(s[i].old, s[i].want) == 0)
 				printf("sysctl %s: already %s\n", name,
@@ -455,7 +473,7 @@ nodesetup_run(const char *config_path, const char *uplink,
 			fflush(stdout);
 			continue;
 		}
-		if (write_setting(procfd, &s[i]) == -1) {
+		if (write_setting(netfd, &s[i]) == -1) {
 			int e = errno;
 
 			fprintf(stderr, "enidctl: node-setup: %s/%s: write: "
@@ -464,7 +482,7 @@ nodesetup_run(const char *config_path, const char *uplink,
 			goto out;
 		}
 		/* The kernel may take a write and keep another value. */
-		if (read_setting(procfd, s[i].key, got, sizeof(got)) == -1)
+		if (read_setting(netfd, s[i].key, got, sizeof(got)) == -1)
 			snprintf(got, sizeof(got), "nothing (%s)",
 			    strerror(errno));
 		if (strcmp(got, s[i].want) != 0) {
@@ -478,6 +496,8 @@ nodesetup_run(const char *config_path, const char *uplink,
 	}
 	rc = 0;
 out:
+	if (netfd != -1)
+		close(netfd);
 	close(procfd);
 	return rc;
 }

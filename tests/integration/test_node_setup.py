@@ -14,6 +14,8 @@ carries the value to "default" and to every link).
 import json
 import os
 import secrets
+import threading
+import time
 import subprocess
 
 import pytest
@@ -311,3 +313,46 @@ def test_usage_errors(args):
     assert r.returncode == 2, (args, r.stdout, r.stderr)
     assert "enidctl [-f file] node-setup [--uplink LINK] [--proc-sys DIR]" \
         in r.stderr
+
+
+def test_proc_sys_swapped_after_the_check_writes_nothing_else(ns, workdir):
+    """--proc-sys in a directory another user may change: its net entry
+    swapped between a proc one and a look-alike of plain files while
+    node-setup runs.  The settings are written only through the net
+    directory checked to be proc's, never into the look-alike (which, a
+    symlink away, could be any file root may write)."""
+    top = workdir / "procsys"
+    top.mkdir()
+    decoy = workdir / "decoy" / "net"
+    files = {}
+    for link in ("all", "default", "eth0"):
+        d = decoy / "ipv6" / "conf" / link
+        d.mkdir(parents=True)
+        for key, value in (("disable_ipv6", "1\n"), ("accept_ra", "1\n"),
+                           ("forwarding", "0\n")):
+            (d / key).write_text(value)
+            files[d / key] = value
+    conf = write_conf(workdir, "dual")
+    stop = threading.Event()
+
+    def flip():
+        targets = ("/proc/sys/net", str(decoy))
+        i = 0
+        end = time.monotonic() + 60
+        while not stop.is_set() and time.monotonic() < end:
+            tmp = top / ("net.%d" % (i % 2))
+            os.symlink(targets[i % 2], tmp)
+            os.replace(tmp, top / "net")
+            i += 1
+    t = threading.Thread(target=flip)
+    t.start()
+    try:
+        for _ in range(60):
+            node_setup(ns, conf, "--proc-sys", str(top))
+            if any(p.read_text() != v for p, v in files.items()):
+                break
+    finally:
+        stop.set()
+        t.join()
+    assert {str(p): p.read_text() for p in files} == \
+        {str(p): v for p, v in files.items()}

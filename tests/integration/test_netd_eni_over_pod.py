@@ -1,0 +1,30 @@
+"""An ENI's own address set up over a running pod's (issue 35's review):
+netd holds a pod's rule "to ADDR lookup main" for it, and a set-up that
+puts ADDR on the ENI's link would make it the node's own (the local table
+goes before every rule), taking the pod's inbound traffic to the node.
+netd checks an ENI's address against the node's links only, so a broker
+that lies is believed.  Recorded as expected failures until netd also
+refuses an ENI address that one of its pod rules holds; the fix reads
+netd's rules, which another change is reworking."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_netd_ipv6 import (ENI6, POD4_A, POD6_A, SETUP, expect_refused,  # noqa
+                            make_netd, netd, node, pytestmark)
+
+
+@pytest.mark.xfail(strict=True, reason="netd does not check an ENI's "
+                   "address against its pods' rules")
+@pytest.mark.parametrize("family", [4, 6])
+def test_eni_address_over_a_pods_is_refused(node, netd, family):
+    assert netd.call(SETUP)["status"] == "ok"
+    r = netd.call("addpod addr=%s addr6=%s table=101" % (POD4_A, POD6_A))
+    assert r["status"] == "ok", r
+    if family == 6:
+        line = SETUP.replace("addr6=%s" % ENI6, "addr6=%s" % POD6_A)
+    else:
+        line = SETUP.replace("addr=10.0.16.5/20", "addr=%s/20" % POD4_A)
+    expect_refused(node, netd, line, "pod")
