@@ -772,6 +772,73 @@ netd_addr_free(struct netd *nd, const struct msg *m, const char *what,
 	return netd_addrs_free(nd, m, what, addr, NULL, own_ifindex);
 }
 
+/* The ENI set-up's addresses, and the first pod rule found naming one. */
+struct pod_rule_ctx {
+	const struct ip_addr	*addr, *addr2;
+	uint32_t		 prio_to, prio_from;
+	const struct ip_addr	*held;
+	uint32_t		 priority;
+};
+
+static void
+pod_rule_holder(const struct nd_rule *r, void *arg)
+{
+	struct pod_rule_ctx *pc = arg;
+	const struct ip_prefix *p;
+	const struct ip_addr *want[2] = { pc->addr, pc->addr2 };
+	size_t i;
+
+	if (pc->held != NULL)
+		return;
+	p = r->priority == pc->prio_to ? &r->dst : &r->src;
+	if (p->len != ip_family_bits(p->addr.family))
+		return;
+	for (i = 0; i < 2; i++)
+		if (want[i] != NULL && want[i]->family != 0 &&
+		    ip_addr_eq(&p->addr, want[i])) {
+			pc->held = want[i];
+			pc->priority = r->priority;
+			return;
+		}
+}
+
+/*
+ * The other half of an ENI address's check: the address is no pod's.  A
+ * pod's address is on no link of the node (the pod holds it in its own
+ * namespace), so the links' dump cannot tell; the kernel's pod rules can.
+ * Put on the ENI's link, the address would be the node's own (the local
+ * table goes before every rule), and the pod's inbound traffic would end
+ * at the node.  Any full-length rule at the pods' priorities counts, not
+ * only netd's: whoever steers that address, it is not free.  False if
+ * the request was refused or failed (and answered).
+ */
+static bool
+netd_addrs_no_pod(struct netd *nd, const struct msg *m, const char *what,
+    const struct ip_addr *addr, const struct ip_addr *addr2)
+{
+	struct pod_rule_ctx pc = { addr, addr2, nd->policy.prio_to,
+	    nd->policy.prio_from, NULL, 0 };
+	char detail[128], held[IP_ADDR_STR_LEN];
+	int rc;
+
+	if ((addr == NULL || addr->family == 0) &&
+	    (addr2 == NULL || addr2->family == 0))
+		return true;
+	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	    nd->policy.prio_from, pod_rule_holder, &pc)) < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return false;
+	}
+	if (pc.held == NULL)
+		return true;
+	ip_addr_format(pc.held, held);
+	snprintf(detail, sizeof(detail), "%s address %s, rule priority %u",
+	    family_name(pc.held->family), held, pc.priority);
+	netd_refuse_id(nd, m->hdr.id, m->hdr.type, what,
+	    "the address is a pod's (a pod rule names it)", detail);
+	return false;
+}
+
 /*
  * The link with the request's MAC, if the kernel has it: usable (not the
  * node's own, bare), or refused.  Returns 1 with *link and *st filled, 0
@@ -936,6 +1003,9 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 		return;
 	if (setup && req.addr6.family != 0 &&
 	    !netd_addr_free(nd, m, what, &req.addr6, link.ifindex))
+		return;
+	if (setup && !netd_addrs_no_pod(nd, m, what, &req.addr.addr,
+	    &req.addr6))
 		return;
 
 	memset(&snap, 0, sizeof(snap));

@@ -2,10 +2,9 @@
 netd holds a pod's rule "to ADDR lookup main" for it, and a set-up that
 puts ADDR on the ENI's link would make it the node's own (the local table
 goes before every rule), taking the pod's inbound traffic to the node.
-netd checks an ENI's address against the node's links only, so a broker
-that lies is believed.  Recorded as expected failures until netd also
-refuses an ENI address that one of its pod rules holds; the fix reads
-netd's rules, which another change is reworking."""
+A pod's address is on no link of the node, so netd's check against the
+links' addresses cannot see it; netd reads its pod rules too and refuses,
+in either family, with the kernel unchanged."""
 import os
 import sys
 
@@ -16,8 +15,6 @@ from test_netd_ipv6 import (ENI6, POD4_A, POD6_A, SETUP, expect_refused,  # noqa
                             make_netd, netd, node, pytestmark)
 
 
-@pytest.mark.xfail(strict=True, reason="netd does not check an ENI's "
-                   "address against its pods' rules")
 @pytest.mark.parametrize("family", [4, 6])
 def test_eni_address_over_a_pods_is_refused(node, netd, family):
     assert netd.call(SETUP)["status"] == "ok"
