@@ -37,6 +37,9 @@
 #define KERNEL_RCVBUF		(1024 * 1024)
 #define KERNEL_MAX_DUMP		(1024 * 1024)	/* entries in one dump */
 #define KERNEL_NO_SUPPRESS	0xffffffffu	/* FRA_SUPPRESS_*: unset */
+/* recv batches of rule notifications read before a use of the view; a
+ * socket holding more is dropped and the rules dumped instead. */
+#define KERNEL_RULE_EVENT_BUDGET	256
 
 _Static_assert(NETD_AF_INET == AF_INET && NETD_AF_INET6 == AF_INET6,
     "policy.h's address families are the kernel's");
@@ -101,9 +104,9 @@ attr_u32(const struct nlattr *a, uint32_t otherwise)
 /*
  * The socket's use: requests (libnl's objects and caches), netd's own dumps
  * (strictly checked, so the kernel filters them by what the request names
- * and refuses what it cannot filter), or events.
+ * and refuses what it cannot filter), events, or rule events.
  */
-enum sock_use { SOCK_REQ, SOCK_DUMP, SOCK_EVENTS };
+enum sock_use { SOCK_REQ, SOCK_DUMP, SOCK_EVENTS, SOCK_RULES };
 
 static struct nl_sock *
 open_sock(enum sock_use use, char *err, size_t errlen)
@@ -115,7 +118,7 @@ open_sock(enum sock_use use, char *err, size_t errlen)
 		snprintf(err, errlen, "netlink: out of memory");
 		return NULL;
 	}
-	if (use == SOCK_EVENTS) {
+	if (use == SOCK_EVENTS || use == SOCK_RULES) {
 		/* Notifications carry no sequence numbers of ours. */
 		nl_socket_disable_seq_check(sk);
 		nl_socket_disable_auto_ack(sk);
@@ -149,6 +152,17 @@ open_sock(enum sock_use use, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	if (use == SOCK_RULES) {
+		/* Read only before a use of the rule view, never from the
+		 * loop: nonblocking, and an overrun costs one dump. */
+		if ((rc = nl_socket_add_memberships(sk, RTNLGRP_IPV4_RULE,
+		    RTNLGRP_IPV6_RULE, 0)) < 0 ||
+		    (rc = nl_socket_set_nonblocking(sk)) < 0) {
+			snprintf(err, errlen, "netlink: rule events: %s",
+			    nl_geterror(rc));
+			goto fail;
+		}
+	}
 	return sk;
 fail:
 	nl_socket_free(sk);
@@ -165,20 +179,25 @@ kernel_open(struct kernel *k, char *err, size_t errlen)
 		goto fail;
 	if ((k->ev = open_sock(SOCK_EVENTS, err, errlen)) == NULL)
 		goto fail;
+	if ((k->rule_ev = open_sock(SOCK_RULES, err, errlen)) == NULL)
+		goto fail;
 	k->ev_cb = nl_socket_get_cb(k->ev);
+	k->rule_cb = nl_socket_get_cb(k->rule_ev);
 	if ((k->dump_cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL) {
 		snprintf(err, errlen, "netlink: out of memory");
 		goto fail;
 	}
 	return 0;
 fail:
+	if (k->rule_ev != NULL)
+		nl_socket_free(k->rule_ev);
 	if (k->ev != NULL)
 		nl_socket_free(k->ev);
 	if (k->dump != NULL)
 		nl_socket_free(k->dump);
 	if (k->req != NULL)
 		nl_socket_free(k->req);
-	k->ev = k->dump = k->req = NULL;
+	k->rule_ev = k->ev = k->dump = k->req = NULL;
 	return -1;
 }
 
@@ -478,13 +497,19 @@ link_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
  * read since the last whole dump, that dump is still the kernel's links.
  */
 static bool
-events_unread(struct kernel *k)
+sock_unread(struct nl_sock *sk)
 {
 	char c;
 
-	return recvfrom(nl_socket_get_fd(k->ev), &c, 1,
+	return recvfrom(nl_socket_get_fd(sk), &c, 1,
 	    MSG_PEEK | MSG_DONTWAIT, NULL, NULL) != -1 ||
 	    (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static bool
+events_unread(struct kernel *k)
+{
+	return sock_unread(k->ev);
 }
 
 /*
@@ -699,25 +724,25 @@ struct rule_prios {
 };
 
 /*
- * A lookup rule of either family at one of the priorities.  Every
- * attribute netd does not set itself marks the rule as having other
- * selectors, also the ones this code was written before: a rule netd
- * cannot fully see is never taken for one of its own.  A fwmark is read
- * as it is (the planner tells netd's connection-mark rule from everyone
- * else's).
+ * A lookup rule of either family at one of the priorities into *out: 1,
+ * or 0 if the message is no such rule.  Every attribute netd does not set
+ * itself marks the rule as having other selectors, also the ones this
+ * code was written before: a rule netd cannot fully see is never taken for
+ * one of its own.  A fwmark is read as it is (the planner tells netd's
+ * connection-mark rule from everyone else's).  A dump's rules and a
+ * notification's are read here alike, so the view judges as a dump does.
  */
 static int
-rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+rule_read(struct nlmsghdr *hdr, const struct rule_prios *pr,
+    struct nd_rule *out)
 {
-	const struct rule_prios *pr = arg;
 	struct fib_rule_hdr *frh;
 	struct nlattr *a;
 	struct nd_rule r;
 	bool have_prio = false, have_mark = false, have_mask = false;
-	int rem, rc, alen;
+	int rem, alen;
 
-	if (hdr->nlmsg_type != RTM_NEWRULE ||
-	    !nlmsg_valid_hdr(hdr, sizeof(*frh)))
+	if (!nlmsg_valid_hdr(hdr, sizeof(*frh)))
 		return 0;
 	frh = nlmsg_data(hdr);
 	if ((frh->family != AF_INET && frh->family != AF_INET6) ||
@@ -786,6 +811,18 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if (r.src.len > alen * 8 || r.dst.len > alen * 8 ||
 	    !ip_addr_valid(&r.src.addr) || !ip_addr_valid(&r.dst.addr))
 		r.other_selectors = true;
+	*out = r;
+	return 1;
+}
+
+static int
+rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct nd_rule r;
+	int rc;
+
+	if (hdr->nlmsg_type != RTM_NEWRULE || rule_read(hdr, arg, &r) != 1)
+		return 0;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
 	    sizeof(*k->rules))) < 0)
 		return rc;
@@ -793,25 +830,201 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	return 0;
 }
 
-int
-kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
-    kernel_rule_cb cb, void *arg)
+/* Whether two rules read alike (rule_read()'s every field). */
+static bool
+rule_same(const struct nd_rule *a, const struct nd_rule *b)
+{
+	return a->priority == b->priority && a->table == b->table &&
+	    a->fwmark == b->fwmark && a->fwmask == b->fwmask &&
+	    a->protocol == b->protocol &&
+	    a->other_selectors == b->other_selectors &&
+	    a->src.len == b->src.len && a->dst.len == b->dst.len &&
+	    a->src.addr.family == b->src.addr.family &&
+	    a->dst.addr.family == b->dst.addr.family &&
+	    memcmp(a->src.addr.bytes, b->src.addr.bytes,
+	    sizeof(a->src.addr.bytes)) == 0 &&
+	    memcmp(a->dst.addr.bytes, b->dst.addr.bytes,
+	    sizeof(a->dst.addr.bytes)) == 0;
+}
+
+/*
+ * Where the kernel's dump shows a rule: IPv4's rules before IPv6's (the
+ * order in which each namespace registers the families), each family's
+ * by priority, a new rule after the others of its priority.  netd's
+ * decisions do not depend on the order; the view keeps it anyway, so
+ * that it is a dump's to the letter.
+ */
+static bool
+rule_before(const struct nd_rule *a, const struct nd_rule *b)
+{
+	int fa = a->dst.addr.family == AF_INET ? 0 : 1;
+	int fb = b->dst.addr.family == AF_INET ? 0 : 1;
+
+	return fa != fb ? fa < fb : a->priority <= b->priority;
+}
+
+/*
+ * One notification applied to the view.  A rule the kernel removed is
+ * found by what netd reads of it: two rules that read alike are
+ * interchangeable to every decision of netd's, so which one goes does not
+ * matter, but one must, and identical rules (ip rule add makes them
+ * without complaint) are kept once each.  A removal the view has no rule
+ * for, or no room for an addition, leaves the view in doubt.
+ */
+static int
+rule_event(struct nl_msg *msg, void *arg)
+{
+	struct kernel *k = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct rule_prios pr = { k->rules_prio[0], k->rules_prio[1] };
+	struct nd_rule r;
+	size_t i;
+
+	if (k->rules_doubt || (hdr->nlmsg_type != RTM_NEWRULE &&
+	    hdr->nlmsg_type != RTM_DELRULE) || rule_read(hdr, &pr, &r) != 1)
+		return NL_OK;
+	if (hdr->nlmsg_type == RTM_DELRULE) {
+		for (i = k->nrules; i-- > 0; )
+			if (rule_same(&k->rules[i], &r))
+				break;
+		if (i == (size_t)-1) {
+			k->rules_doubt = true;
+			return NL_OK;
+		}
+		memmove(&k->rules[i], &k->rules[i + 1],
+		    (k->nrules - i - 1) * sizeof(*k->rules));
+		k->nrules--;
+		return NL_OK;
+	}
+	if (grow((void **)&k->rules, &k->rules_cap, k->nrules,
+	    sizeof(*k->rules)) < 0) {
+		k->rules_doubt = true;
+		return NL_OK;
+	}
+	for (i = k->nrules; i > 0 && !rule_before(&k->rules[i - 1], &r); i--)
+		;
+	memmove(&k->rules[i + 1], &k->rules[i],
+	    (k->nrules - i) * sizeof(*k->rules));
+	k->rules[i] = r;
+	k->nrules++;
+	return NL_OK;
+}
+
+/*
+ * Read every queued rule notification, applying each (apply) or throwing
+ * it away: 0 if the socket is empty now, -ENOBUFS if notifications were
+ * lost (the socket overran) or more are queued than the budget reads, or
+ * another negative errno.
+ */
+static int
+rules_drain(struct kernel *k, bool apply)
+{
+	int i, rc, lost = 0;
+
+	if (apply)
+		nl_cb_set(k->rule_cb, NL_CB_VALID, NL_CB_CUSTOM, rule_event, k);
+	else
+		nl_cb_set(k->rule_cb, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
+	for (i = 0; i < KERNEL_RULE_EVENT_BUDGET; i++) {
+		rc = nl_recvmsgs_report(k->rule_ev, k->rule_cb);
+		if (rc == 0 || rc == -NLE_AGAIN)
+			return lost;
+		if (rc == -NLE_NOMEM) {		/* ENOBUFS: events lost */
+			lost = -ENOBUFS;
+			continue;
+		}
+		if (rc < 0)
+			return -nlerr_errno(rc);
+	}
+	return -ENOBUFS;
+}
+
+/* Whether the view is kept for priority p. */
+static bool
+rules_kept(const struct kernel *k, uint32_t p)
+{
+	return p == k->rules_prio[0] || p == k->rules_prio[1];
+}
+
+/*
+ * The view made current for priorities a and b.  The notifications queued
+ * are applied; with none kept, or lost ones, or one the view cannot take,
+ * the socket is emptied and the rules dumped.  A change made while the
+ * dump runs may show both in the dump and as a notification after it;
+ * the dump is then done again, and if changes keep coming its rules are
+ * handed out once and not kept.  A change the dump showed whose
+ * notification is queued only after the check (a window of a few
+ * instructions wide where the kernel's dump does not take the lock its
+ * changes hold) would leave a rule too many in the view: the
+ * reconciliation's dump (kernel_rules_forget()) ends it.
+ */
+static int
+rules_sync(struct kernel *k, uint32_t a, uint32_t b)
 {
 	struct fib_rule_hdr req;
 	struct dump_req rq = { RTM_GETRULE, &req, sizeof(req), 0, { { 0, 0 } } };
-	struct rule_prios pr = { prio_a, prio_b };
-	size_t i;
-	int rc;
+	struct rule_prios pr = { a, b };
+	int i, rc;
 
+	if (k->rules_current && rules_kept(k, a) && rules_kept(k, b)) {
+		rc = rules_drain(k, true);
+		if (rc == 0 && !k->rules_doubt)
+			return 0;
+		if (rc < 0 && rc != -ENOBUFS)
+			return rc;
+		if (rc == -ENOBUFS)
+			k->rules_lost++;
+	}
+	/* Asked for one priority, the view keeps the one it kept besides:
+	 * netd reads its two priorities one at a time and both at once,
+	 * and the view should settle on the two, not flip between them. */
+	if (a == b && k->rules_prio_set)
+		b = k->rules_prio[0] != a ? k->rules_prio[0] : k->rules_prio[1];
+	pr.b = b;
+	k->rules_current = k->rules_doubt = false;
+	k->rules_prio[0] = a;
+	k->rules_prio[1] = b;
+	k->rules_prio_set = true;
 	/* Both families' rules in one dump: netd's pods have rules in
 	 * each. */
 	memset(&req, 0, sizeof(req));
 	req.family = AF_UNSPEC;
-	if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
-		return rc;
-	for (i = 0; i < k->nrules; i++)
-		cb(&k->rules[i], arg);
+	for (i = 0; i < KERNEL_DUMP_TRIES; i++) {
+		if ((rc = rules_drain(k, false)) < 0 && rc != -ENOBUFS)
+			return rc;
+		if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
+			return rc;
+		if (!sock_unread(k->rule_ev)) {
+			k->rules_current = true;
+			return 0;
+		}
+	}
 	return 0;
+}
+
+int
+kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
+    kernel_rule_cb cb, void *arg)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = rules_sync(k, prio_a, prio_b)) < 0) {
+		k->rules_current = false;
+		return rc;
+	}
+	/* The view may keep another priority besides. */
+	for (i = 0; i < k->nrules; i++)
+		if (k->rules[i].priority == prio_a ||
+		    k->rules[i].priority == prio_b)
+			cb(&k->rules[i], arg);
+	return 0;
+}
+
+void
+kernel_rules_forget(struct kernel *k)
+{
+	k->rules_current = false;
 }
 
 /* ---- routes ---- */
