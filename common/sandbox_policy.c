@@ -130,6 +130,9 @@ static const struct sb_rule netd_rules[] = {
 	 * links, addresses, routes, rules and the one socket netd holds for
 	 * its table. */
 	ALLOW_IF2("socket", ARG_EQ(0, AF_NETLINK), ARG_EQ(2, NETLINK_ROUTE)),
+	/* the acks of several rule changes sent at once, read in one call
+	 * (kernel.c, rule_batch) */
+	ALLOW("recvmmsg"),
 };
 
 static const struct sb_rule cloudd_rules[] = {

@@ -29,7 +29,6 @@ struct kernel {
 	struct nl_cb	*ev_cb;		/* its callbacks */
 	struct nl_cb	*dump_cb;	/* callbacks of netd's own dumps */
 	struct nl_sock	*rule_ev;	/* rule notifications, both families */
-	struct nl_cb	*rule_cb;	/* its callbacks */
 
 	/* What netd's own dumps collect before handing it out; kept and
 	 * reused, so a dump allocates only when the kernel holds more than
