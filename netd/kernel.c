@@ -32,6 +32,7 @@
 
 #include "addr.h"
 #include "kernel.h"
+#include "testhook.h"
 
 #define KERNEL_EVENT_BUDGET	64	/* recv batches per wakeup */
 #define KERNEL_DUMP_TRIES	3	/* a dump interrupted by a change */
@@ -1940,6 +1941,10 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 		iov[idx].iov_base = h;
 		iov[idx].iov_len = h->nlmsg_len;
 		err[idx] = 1;		/* no ack yet */
+		/* Sanitizer builds' tests only: a family the kernel has
+		 * no rules of, which it refuses. */
+		if (testhook_rule_fail() == (int)idx + 1)
+			((struct fib_rule_hdr *)nlmsg_data(h))->family = 0xff;
 	}
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_name = &kern;

@@ -215,3 +215,78 @@ def test_requests_during_a_churn(node, netd, tmp_path):
     ok(netd, "addpod addr=%s table=101" % POD4_C, 0)
     assert not [l for l in node.ip("-4", "rule").splitlines()
                 if "to 10.0.2" in l]
+
+
+def sanitizer_build():
+    """The rule-failure hook is compiled into sanitizer builds alone."""
+    return b"__asan_init" in open(NETD, "rb").read()
+
+
+@pytest.fixture
+def failing_netd(node, tmp_path, monkeypatch):
+    """netd with ENID_TEST_NETD_RULE_FAIL=2: the second rule change of
+    every run sent at once is refused by the kernel."""
+    if not sanitizer_build():
+        pytest.skip("the test hook is in sanitizer builds only")
+    monkeypatch.setenv("ENID_TEST_NETD_RULE_FAIL", "2")
+    d = Driver(node, str(tmp_path))
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        yield d
+    finally:
+        d.close()
+
+
+def test_a_failed_change_undoes_the_later_ones(node, failing_netd):
+    """A dual-stack pod's 4 rule adds go at once; the kernel refuses the
+    second and makes the other three.  netd answers with the second's
+    failure and undoes the third and fourth, so the kernel holds what
+    stopping at the failure leaves: the first alone."""
+    r = failing_netd.call("addpod " + DUAL_A)
+    assert r["status"] == "failed", r
+    assert "2 undone, 0 left made" in r["message"], r
+    assert rules(node, "-4", POD4_A) == [
+        "512:\tfrom all to %s lookup main proto %d" % (POD4_A, PROTO)]
+    assert rules(node, "-6", POD6_A) == []
+
+
+def test_an_undo_that_could_take_another_rule_is_left(node, failing_netd):
+    """The undo of an add is a delete, which the kernel matches on what it
+    names: with a tagged rule of another selector for the same address,
+    it could take that one, so the add is left made and the answer says
+    so."""
+    node.ip("-6", "rule", "add", "to", POD6_A, "iif", "lo", "lookup",
+            "main", "pref", "512", "proto", str(PROTO))
+    r = failing_netd.call("addpod " + DUAL_A)
+    assert r["status"] == "failed", r
+    assert "1 undone, 1 left made" in r["message"], r
+    got = rules(node, "-6", POD6_A)
+    assert "512:\tfrom all to %s iif lo lookup main proto %d" % (
+        POD6_A, PROTO) in got, got
+    assert "512:\tfrom all to %s lookup main proto %d" % (POD6_A, PROTO) \
+        in got, got
+    assert len(got) == 2, got
+
+
+def test_a_failed_delete_puts_the_later_ones_back(node, netd, tmp_path,
+                                                  monkeypatch):
+    """The deletes of a dual-stack pod's 4 rules go at once; the kernel
+    refuses the second: the third and fourth are added back, and the
+    pod keeps all but the first."""
+    if not sanitizer_build():
+        pytest.skip("the test hook is in sanitizer builds only")
+    ok(netd, "addpod " + DUAL_A, 4)
+    netd.close()
+    monkeypatch.setenv("ENID_TEST_NETD_RULE_FAIL", "2")
+    (tmp_path / "again").mkdir()
+    d = Driver(node, str(tmp_path / "again"))
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        r = d.call("delpod " + DUAL_A)
+        assert r["status"] == "failed" and "2 undone" in r["message"], r
+        assert len(rules(node, "-4", POD4_A)) == 1
+        assert len(rules(node, "-6", POD6_A)) == 2
+    finally:
+        d.close()
