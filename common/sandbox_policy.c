@@ -120,16 +120,20 @@ static const struct sb_rule broker_rules[] = {
 };
 
 static const struct sb_rule netd_rules[] = {
-	/* Netlink only.  The two rtnetlink sockets (requests, link events),
-	 * the one NETLINK_NETFILTER socket for netd's own table ip enid
-	 * (nft.c) and the socketpair are open before the drop; libnl and
-	 * libmnl then only send and receive on them (common list).  A new
+	/* Netlink only.  The rtnetlink sockets (requests, netd's own dumps,
+	 * link events, rule events), the one NETLINK_NETFILTER socket for
+	 * netd's own table ip enid (nft.c) and the socketpair are open
+	 * before the drop; libnl and libmnl then only send and receive on
+	 * them (common list).  A new
 	 * socket may only be another NETLINK_ROUTE one, which gives nothing
 	 * the open ones don't; a new netfilter, XFRM (IPsec) or generic
 	 * netlink socket would reach what CAP_NET_ADMIN allows beyond
 	 * links, addresses, routes, rules and the one socket netd holds for
 	 * its table. */
 	ALLOW_IF2("socket", ARG_EQ(0, AF_NETLINK), ARG_EQ(2, NETLINK_ROUTE)),
+	/* several datagrams a call on those sockets: the acks of rule
+	 * changes sent at once, rule notifications (kernel.c) */
+	ALLOW("recvmmsg"),
 };
 
 static const struct sb_rule cloudd_rules[] = {

@@ -37,4 +37,12 @@ bool	testhook_env_passes(const char *var);
  */
 int	testhook_ms(int ms);
 
+/*
+ * enid-netd's rule changes sent at once (netd/kernel.c, rule_batch): with
+ * ENID_TEST_NETD_RULE_FAIL=N (1 to 8), the Nth change of every such run
+ * is sent malformed, so that the kernel refuses it and does the others,
+ * and the undo of the later ones can be tested.  0: none.
+ */
+int	testhook_rule_fail(void);
+
 #endif /* ENID_TESTHOOK_H */

@@ -23,3 +23,9 @@ testhook_ms(int ms)
 {
 	return ms;
 }
+
+int
+testhook_rule_fail(void)
+{
+	return 0;
+}

@@ -97,3 +97,17 @@ testhook_env_passes(const char *var)
 	return strncmp(var, "ENID_TEST_UBSAN=", 16) == 0 ||
 	    strncmp(var, "ENID_TEST_ASAN=", 15) == 0;
 }
+
+int
+testhook_rule_fail(void)
+{
+	static int n = -1;
+	const char *v;
+
+	if (n == -1) {
+		v = getenv("ENID_TEST_NETD_RULE_FAIL");
+		n = v != NULL && v[0] >= '1' && v[0] <= '8' && v[1] == '\0' ?
+		    v[0] - '0' : 0;
+	}
+	return n;
+}

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/fib_rules.h>
@@ -31,12 +32,26 @@
 
 #include "addr.h"
 #include "kernel.h"
+#include "testhook.h"
 
 #define KERNEL_EVENT_BUDGET	64	/* recv batches per wakeup */
 #define KERNEL_DUMP_TRIES	3	/* a dump interrupted by a change */
 #define KERNEL_RCVBUF		(1024 * 1024)
 #define KERNEL_MAX_DUMP		(1024 * 1024)	/* entries in one dump */
 #define KERNEL_NO_SUPPRESS	0xffffffffu	/* FRA_SUPPRESS_*: unset */
+/* recvmmsg calls of rule notifications read before a use of the view; a
+ * socket holding more is dropped and the rules dumped instead. */
+#define KERNEL_RULE_EVENT_BUDGET	256
+/* Rule notifications read a call, and the room for each (a rule's
+ * notification is well under 200 bytes; a longer one is cut and read as
+ * a doubt). */
+#define KERNEL_EVENT_BATCH	16
+#define KERNEL_EVENT_LEN	1024
+/* Rule changes of one kind sent in one message (a dual-stack pod's are
+ * 4); the ack read back of each, its error and the request's header. */
+#define KERNEL_BATCH		8
+#define KERNEL_ACK_LEN		256
+#define KERNEL_BATCH_SEQ	1
 
 _Static_assert(NETD_AF_INET == AF_INET && NETD_AF_INET6 == AF_INET6,
     "policy.h's address families are the kernel's");
@@ -101,9 +116,9 @@ attr_u32(const struct nlattr *a, uint32_t otherwise)
 /*
  * The socket's use: requests (libnl's objects and caches), netd's own dumps
  * (strictly checked, so the kernel filters them by what the request names
- * and refuses what it cannot filter), or events.
+ * and refuses what it cannot filter), events, or rule events.
  */
-enum sock_use { SOCK_REQ, SOCK_DUMP, SOCK_EVENTS };
+enum sock_use { SOCK_REQ, SOCK_DUMP, SOCK_EVENTS, SOCK_RULES };
 
 static struct nl_sock *
 open_sock(enum sock_use use, char *err, size_t errlen)
@@ -115,7 +130,7 @@ open_sock(enum sock_use use, char *err, size_t errlen)
 		snprintf(err, errlen, "netlink: out of memory");
 		return NULL;
 	}
-	if (use == SOCK_EVENTS) {
+	if (use == SOCK_EVENTS || use == SOCK_RULES) {
 		/* Notifications carry no sequence numbers of ours. */
 		nl_socket_disable_seq_check(sk);
 		nl_socket_disable_auto_ack(sk);
@@ -149,6 +164,17 @@ open_sock(enum sock_use use, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	if (use == SOCK_RULES) {
+		/* Read only before a use of the rule view, never from the
+		 * loop: nonblocking, and an overrun costs one dump. */
+		if ((rc = nl_socket_add_memberships(sk, RTNLGRP_IPV4_RULE,
+		    RTNLGRP_IPV6_RULE, 0)) < 0 ||
+		    (rc = nl_socket_set_nonblocking(sk)) < 0) {
+			snprintf(err, errlen, "netlink: rule events: %s",
+			    nl_geterror(rc));
+			goto fail;
+		}
+	}
 	return sk;
 fail:
 	nl_socket_free(sk);
@@ -165,6 +191,8 @@ kernel_open(struct kernel *k, char *err, size_t errlen)
 		goto fail;
 	if ((k->ev = open_sock(SOCK_EVENTS, err, errlen)) == NULL)
 		goto fail;
+	if ((k->rule_ev = open_sock(SOCK_RULES, err, errlen)) == NULL)
+		goto fail;
 	k->ev_cb = nl_socket_get_cb(k->ev);
 	if ((k->dump_cb = nl_cb_alloc(NL_CB_DEFAULT)) == NULL) {
 		snprintf(err, errlen, "netlink: out of memory");
@@ -172,13 +200,15 @@ kernel_open(struct kernel *k, char *err, size_t errlen)
 	}
 	return 0;
 fail:
+	if (k->rule_ev != NULL)
+		nl_socket_free(k->rule_ev);
 	if (k->ev != NULL)
 		nl_socket_free(k->ev);
 	if (k->dump != NULL)
 		nl_socket_free(k->dump);
 	if (k->req != NULL)
 		nl_socket_free(k->req);
-	k->ev = k->dump = k->req = NULL;
+	k->rule_ev = k->ev = k->dump = k->req = NULL;
 	return -1;
 }
 
@@ -478,13 +508,19 @@ link_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
  * read since the last whole dump, that dump is still the kernel's links.
  */
 static bool
-events_unread(struct kernel *k)
+sock_unread(struct nl_sock *sk)
 {
 	char c;
 
-	return recvfrom(nl_socket_get_fd(k->ev), &c, 1,
+	return recvfrom(nl_socket_get_fd(sk), &c, 1,
 	    MSG_PEEK | MSG_DONTWAIT, NULL, NULL) != -1 ||
 	    (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static bool
+events_unread(struct kernel *k)
+{
+	return sock_unread(k->ev);
 }
 
 /*
@@ -699,25 +735,25 @@ struct rule_prios {
 };
 
 /*
- * A lookup rule of either family at one of the priorities.  Every
- * attribute netd does not set itself marks the rule as having other
- * selectors, also the ones this code was written before: a rule netd
- * cannot fully see is never taken for one of its own.  A fwmark is read
- * as it is (the planner tells netd's connection-mark rule from everyone
- * else's).
+ * A lookup rule of either family at one of the priorities into *out: 1,
+ * or 0 if the message is no such rule.  Every attribute netd does not set
+ * itself marks the rule as having other selectors, also the ones this
+ * code was written before: a rule netd cannot fully see is never taken for
+ * one of its own.  A fwmark is read as it is (the planner tells netd's
+ * connection-mark rule from everyone else's).  A dump's rules and a
+ * notification's are read here alike, so the view judges as a dump does.
  */
 static int
-rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+rule_read(struct nlmsghdr *hdr, const struct rule_prios *pr,
+    struct nd_rule *out)
 {
-	const struct rule_prios *pr = arg;
 	struct fib_rule_hdr *frh;
 	struct nlattr *a;
 	struct nd_rule r;
 	bool have_prio = false, have_mark = false, have_mask = false;
-	int rem, rc, alen;
+	int rem, alen;
 
-	if (hdr->nlmsg_type != RTM_NEWRULE ||
-	    !nlmsg_valid_hdr(hdr, sizeof(*frh)))
+	if (!nlmsg_valid_hdr(hdr, sizeof(*frh)))
 		return 0;
 	frh = nlmsg_data(hdr);
 	if ((frh->family != AF_INET && frh->family != AF_INET6) ||
@@ -786,6 +822,18 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if (r.src.len > alen * 8 || r.dst.len > alen * 8 ||
 	    !ip_addr_valid(&r.src.addr) || !ip_addr_valid(&r.dst.addr))
 		r.other_selectors = true;
+	*out = r;
+	return 1;
+}
+
+static int
+rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct nd_rule r;
+	int rc;
+
+	if (hdr->nlmsg_type != RTM_NEWRULE || rule_read(hdr, arg, &r) != 1)
+		return 0;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
 	    sizeof(*k->rules))) < 0)
 		return rc;
@@ -793,25 +841,223 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	return 0;
 }
 
-int
-kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
-    kernel_rule_cb cb, void *arg)
+/* Whether two rules read alike (rule_read()'s every field). */
+static bool
+rule_same(const struct nd_rule *a, const struct nd_rule *b)
+{
+	return a->priority == b->priority && a->table == b->table &&
+	    a->fwmark == b->fwmark && a->fwmask == b->fwmask &&
+	    a->protocol == b->protocol &&
+	    a->other_selectors == b->other_selectors &&
+	    a->src.len == b->src.len && a->dst.len == b->dst.len &&
+	    a->src.addr.family == b->src.addr.family &&
+	    a->dst.addr.family == b->dst.addr.family &&
+	    memcmp(a->src.addr.bytes, b->src.addr.bytes,
+	    sizeof(a->src.addr.bytes)) == 0 &&
+	    memcmp(a->dst.addr.bytes, b->dst.addr.bytes,
+	    sizeof(a->dst.addr.bytes)) == 0;
+}
+
+/*
+ * Where the kernel's dump shows a rule: IPv4's rules before IPv6's (the
+ * order in which each namespace registers the families), each family's
+ * by priority, a new rule after the others of its priority.  netd's
+ * decisions do not depend on the order; the view keeps it anyway, so
+ * that it is a dump's to the letter.
+ */
+static bool
+rule_before(const struct nd_rule *a, const struct nd_rule *b)
+{
+	int fa = a->dst.addr.family == AF_INET ? 0 : 1;
+	int fb = b->dst.addr.family == AF_INET ? 0 : 1;
+
+	return fa != fb ? fa < fb : a->priority <= b->priority;
+}
+
+/*
+ * One notification applied to the view.  A rule the kernel removed is
+ * found by what netd reads of it: two rules that read alike are
+ * interchangeable to every decision of netd's, so which one goes does not
+ * matter, but one must, and identical rules (ip rule add makes them
+ * without complaint) are kept once each.  A removal the view has no rule
+ * for, or no room for an addition, leaves the view in doubt.
+ */
+static void
+rule_event(struct kernel *k, struct nlmsghdr *hdr)
+{
+	struct rule_prios pr = { k->rules_prio[0], k->rules_prio[1] };
+	struct nd_rule r;
+	size_t i;
+
+	if (k->rules_doubt || (hdr->nlmsg_type != RTM_NEWRULE &&
+	    hdr->nlmsg_type != RTM_DELRULE) || rule_read(hdr, &pr, &r) != 1)
+		return;
+	if (hdr->nlmsg_type == RTM_DELRULE) {
+		for (i = k->nrules; i-- > 0; )
+			if (rule_same(&k->rules[i], &r))
+				break;
+		if (i == (size_t)-1) {
+			k->rules_doubt = true;
+			return;
+		}
+		memmove(&k->rules[i], &k->rules[i + 1],
+		    (k->nrules - i - 1) * sizeof(*k->rules));
+		k->nrules--;
+		return;
+	}
+	if (grow((void **)&k->rules, &k->rules_cap, k->nrules,
+	    sizeof(*k->rules)) < 0) {
+		k->rules_doubt = true;
+		return;
+	}
+	for (i = k->nrules; i > 0 && !rule_before(&k->rules[i - 1], &r); i--)
+		;
+	memmove(&k->rules[i + 1], &k->rules[i],
+	    (k->nrules - i) * sizeof(*k->rules));
+	k->rules[i] = r;
+	k->nrules++;
+	return;
+}
+
+/*
+ * Read every queued rule notification, applying each (apply) or throwing
+ * it away: 0 if the socket is empty now, -ENOBUFS if notifications were
+ * lost (the socket overran) or more are queued than the budget reads, or
+ * another negative errno.
+ */
+static int
+rules_drain(struct kernel *k, bool apply)
+{
+	static char bufs[KERNEL_EVENT_BATCH][KERNEL_EVENT_LEN];
+	struct iovec iov[KERNEL_EVENT_BATCH];
+	struct mmsghdr mh[KERNEL_EVENT_BATCH];
+	struct nlmsghdr *h;
+	int fd = nl_socket_get_fd(k->rule_ev), i, j, got, lost = 0, len;
+
+	memset(mh, 0, sizeof(mh));
+	for (j = 0; j < KERNEL_EVENT_BATCH; j++) {
+		iov[j].iov_base = bufs[j];
+		iov[j].iov_len = sizeof(bufs[j]);
+		mh[j].msg_hdr.msg_iov = &iov[j];
+		mh[j].msg_hdr.msg_iovlen = 1;
+	}
+	/* Each notification is a datagram of its own: read many a call,
+	 * where libnl reads one (or two, to learn its size). */
+	for (i = 0; i < KERNEL_RULE_EVENT_BUDGET; i++) {
+		got = recvmmsg(fd, mh, KERNEL_EVENT_BATCH, MSG_DONTWAIT, NULL);
+		if (got == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return lost;
+		if (got == -1 && errno == ENOBUFS) {	/* events lost */
+			lost = -ENOBUFS;
+			continue;
+		}
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got == -1)
+			return -errno;
+		for (j = 0; j < got; j++) {
+			/* Cut short, it cannot be read: the view is in doubt. */
+			if (mh[j].msg_hdr.msg_flags & MSG_TRUNC) {
+				k->rules_doubt = true;
+				continue;
+			}
+			len = (int)mh[j].msg_len;
+			for (h = (struct nlmsghdr *)bufs[j]; apply &&
+			    nlmsg_ok(h, len); h = nlmsg_next(h, &len))
+				rule_event(k, h);
+		}
+		if (got < KERNEL_EVENT_BATCH)
+			return lost;
+	}
+	return -ENOBUFS;
+}
+
+/* Whether the view is kept for priority p. */
+static bool
+rules_kept(const struct kernel *k, uint32_t p)
+{
+	return p == k->rules_prio[0] || p == k->rules_prio[1];
+}
+
+/*
+ * The view made current for priorities a and b.  The notifications queued
+ * are applied; with none kept, or lost ones, or one the view cannot take,
+ * the socket is emptied and the rules dumped.  A change made while the
+ * dump runs may show both in the dump and as a notification after it;
+ * the dump is then done again, and if changes keep coming its rules are
+ * handed out once and not kept.  A change the dump showed whose
+ * notification is queued only after the check (a window of a few
+ * instructions, open only where the kernel dumps rules without the lock
+ * its changes take) would leave a rule too many in the view: the
+ * reconciliation's dump (kernel_rules_forget()) ends it.
+ */
+static int
+rules_sync(struct kernel *k, uint32_t a, uint32_t b)
 {
 	struct fib_rule_hdr req;
 	struct dump_req rq = { RTM_GETRULE, &req, sizeof(req), 0, { { 0, 0 } } };
-	struct rule_prios pr = { prio_a, prio_b };
-	size_t i;
-	int rc;
+	struct rule_prios pr = { a, b };
+	int i, rc;
 
+	if (k->rules_current && rules_kept(k, a) && rules_kept(k, b)) {
+		rc = rules_drain(k, true);
+		if (rc == 0 && !k->rules_doubt)
+			return 0;
+		if (rc < 0 && rc != -ENOBUFS)
+			return rc;
+		if (rc == -ENOBUFS)
+			k->rules_lost++;
+	}
+	/* Asked for one priority, the view keeps the one it kept besides:
+	 * netd reads its two priorities one at a time and both at once,
+	 * and the view should settle on the two, not flip between them. */
+	if (a == b && k->rules_prio_set)
+		b = k->rules_prio[0] != a ? k->rules_prio[0] : k->rules_prio[1];
+	pr.b = b;
+	k->rules_current = k->rules_doubt = false;
+	k->rules_prio[0] = a;
+	k->rules_prio[1] = b;
+	k->rules_prio_set = true;
 	/* Both families' rules in one dump: netd's pods have rules in
 	 * each. */
 	memset(&req, 0, sizeof(req));
 	req.family = AF_UNSPEC;
-	if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
-		return rc;
-	for (i = 0; i < k->nrules; i++)
-		cb(&k->rules[i], arg);
+	for (i = 0; i < KERNEL_DUMP_TRIES; i++) {
+		if ((rc = rules_drain(k, false)) < 0 && rc != -ENOBUFS)
+			return rc;
+		if ((rc = raw_dump(k, &rq, rule_parse, &pr, rules_reset)) < 0)
+			return rc;
+		if (!sock_unread(k->rule_ev)) {
+			k->rules_current = true;
+			return 0;
+		}
+	}
 	return 0;
+}
+
+int
+kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
+    kernel_rule_cb cb, void *arg)
+{
+	size_t i;
+	int rc;
+
+	if ((rc = rules_sync(k, prio_a, prio_b)) < 0) {
+		k->rules_current = false;
+		return rc;
+	}
+	/* The view may keep another priority besides. */
+	for (i = 0; i < k->nrules; i++)
+		if (k->rules[i].priority == prio_a ||
+		    k->rules[i].priority == prio_b)
+			cb(&k->rules[i], arg);
+	return 0;
+}
+
+void
+kernel_rules_forget(struct kernel *k)
+{
+	k->rules_current = false;
 }
 
 /* ---- routes ---- */
@@ -1507,7 +1753,7 @@ out:
 }
 
 static int
-op_rule(struct kernel *k, const struct nd_op *op)
+rule_obj(const struct nd_op *op, struct rtnl_rule **out)
 {
 	const struct nd_rule *nr = &op->u.rule;
 	struct rtnl_rule *r;
@@ -1546,14 +1792,30 @@ op_rule(struct kernel *k, const struct nd_op *op)
 		rtnl_rule_set_mark(r, nr->fwmark);
 		rtnl_rule_set_mask(r, nr->fwmask);
 	}
-	if (rc == 0) {
-		/* EXCL: an identical rule (the tag included) is reported,
-		 * not duplicated. */
-		if (op->kind == OP_RULE_ADD)
-			rc = rtnl_rule_add(k->req, r, NLM_F_EXCL);
-		else
-			rc = rtnl_rule_delete(k->req, r, 0);
+	if (rc < 0) {
+		rtnl_rule_put(r);
+		return rc;
 	}
+	*out = r;
+	return 0;
+}
+
+/* EXCL: an identical rule (the tag included) is reported, not
+ * duplicated. */
+#define RULE_ADD_FLAGS	NLM_F_EXCL
+
+static int
+op_rule(struct kernel *k, const struct nd_op *op)
+{
+	struct rtnl_rule *r;
+	int rc;
+
+	if ((rc = rule_obj(op, &r)) < 0)
+		return rc;
+	if (op->kind == OP_RULE_ADD)
+		rc = rtnl_rule_add(k->req, r, RULE_ADD_FLAGS);
+	else
+		rc = rtnl_rule_delete(k->req, r, 0);
 	rtnl_rule_put(r);
 	return rc;
 }
@@ -1624,17 +1886,172 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 	}
 }
 
+
+/*
+ * A run of rule changes of one kind (all adds or all deletes), sent to
+ * the kernel in one message and their acks read in one call: a dual-stack
+ * pod's 4 rule changes cost the system calls of one.  The kernel does
+ * each change of the message in turn and goes on after a failed one,
+ * where kernel_apply() stops; so after a failure the later changes of the
+ * run that took effect are undone, last first, and the kernel holds what
+ * one change at a time, stopping at the failure, would have left.  An
+ * add is undone by a delete, which the kernel matches on what it names
+ * only: one that could take another rule the view holds (a tagged one
+ * with another selector) is left made instead, and said so, as is an
+ * undo the kernel refuses.  Returns the index of the failed change, or
+ * n; *rc its error (libnl's), 0 if none; 0 with *rc set if the message
+ * could not be made or sent (nothing done); -1 with *rc set if the acks
+ * could not be read, when what the kernel did is not known.
+ */
+static ssize_t
+rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
+    char *note, size_t notelen)
+{
+	static char acks[KERNEL_BATCH][KERNEL_ACK_LEN];
+	struct nl_msg *msgs[KERNEL_BATCH];
+	struct iovec iov[KERNEL_BATCH], aiov[KERNEL_BATCH];
+	struct mmsghdr amh[KERNEL_BATCH];
+	struct sockaddr_nl kern = { .nl_family = AF_NETLINK };
+	struct msghdr mh;
+	struct rtnl_rule *r;
+	struct nlmsghdr *h;
+	struct nlmsgerr *e;
+	struct nd_op u;
+	int err[KERNEL_BATCH], fd = nl_socket_get_fd(k->req), got, i, j;
+	size_t f, idx, left = 0, undone = 0, nmsgs = 0;
+
+	*rc = 0;
+	for (idx = 0; idx < n; idx++) {
+		if ((*rc = rule_obj(&ops[idx], &r)) < 0)
+			goto out;
+		*rc = ops[idx].kind == OP_RULE_ADD ?
+		    rtnl_rule_build_add_request(r, RULE_ADD_FLAGS, &msgs[idx]) :
+		    rtnl_rule_build_delete_request(r, 0, &msgs[idx]);
+		rtnl_rule_put(r);
+		if (*rc < 0)
+			goto out;
+		nmsgs++;
+		h = nlmsg_hdr(msgs[idx]);
+		h->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+		/* Not one of libnl's, which it counts ack by ack: these
+		 * acks are read here, before the socket carries anything
+		 * else. */
+		h->nlmsg_seq = KERNEL_BATCH_SEQ;
+		h->nlmsg_pid = nl_socket_get_local_port(k->req);
+		iov[idx].iov_base = h;
+		iov[idx].iov_len = h->nlmsg_len;
+		err[idx] = 1;		/* no ack yet */
+		/* Sanitizer builds' tests only: a family the kernel has
+		 * no rules of, which it refuses. */
+		if (testhook_rule_fail() == (int)idx + 1)
+			((struct fib_rule_hdr *)nlmsg_data(h))->family = 0xff;
+	}
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_name = &kern;
+	mh.msg_namelen = sizeof(kern);
+	mh.msg_iov = iov;
+	mh.msg_iovlen = n;
+	if (sendmsg(fd, &mh, 0) == -1) {
+		/* Nothing was done: the kernel takes the message whole. */
+		*rc = -nl_syserr2nlerr(errno);
+		goto out;
+	}
+	/* The kernel made the changes and queued the acks before sendmsg
+	 * returned: every ack is there to read, in order. */
+	memset(amh, 0, sizeof(amh));
+	for (idx = 0; idx < n; idx++) {
+		aiov[idx].iov_base = acks[idx];
+		aiov[idx].iov_len = sizeof(acks[idx]);
+		amh[idx].msg_hdr.msg_iov = &aiov[idx];
+		amh[idx].msg_hdr.msg_iovlen = 1;
+	}
+	for (i = 0; i < (int)n; i += got) {
+		if ((got = recvmmsg(fd, amh + i, (unsigned)n - (unsigned)i,
+		    MSG_DONTWAIT, NULL)) <= 0) {
+			*rc = -NLE_AGAIN;
+			goto unknown;
+		}
+		for (j = i; j < i + got; j++) {
+			h = (struct nlmsghdr *)acks[j];
+			/* The ack carries the request's header (at least): in
+			 * order, and of this batch. */
+			if (amh[j].msg_len < NLMSG_LENGTH(sizeof(*e)) ||
+			    h->nlmsg_type != NLMSG_ERROR ||
+			    h->nlmsg_seq != KERNEL_BATCH_SEQ) {
+				*rc = -NLE_MSG_TRUNC;
+				goto unknown;
+			}
+			e = nlmsg_data(h);
+			err[j] = e->error;
+		}
+	}
+	for (f = 0; f < n; f++) {
+		*rc = err[f] == 0 ? 0 : -nl_syserr2nlerr(-err[f]);
+		if (!op_done(ops[f].kind, *rc))
+			break;
+	}
+	for (idx = n; f < n && idx-- > f + 1; ) {
+		if (err[idx] != 0)		/* changed nothing */
+			continue;
+		u = ops[idx];
+		u.kind = u.kind == OP_RULE_ADD ? OP_RULE_DEL : OP_RULE_ADD;
+		for (i = 0; u.kind == OP_RULE_DEL && (size_t)i < k->nrules; i++)
+			if (!rule_same(&k->rules[i], &u.u.rule) &&
+			    plan_rule_del_takes(&u.u.rule, &k->rules[i]))
+				break;
+		if ((u.kind == OP_RULE_DEL && (size_t)i < k->nrules) ||
+		    !op_done(u.kind, op_rule(k, &u)))
+			left++;
+		else
+			undone++;
+	}
+	if (f < n && (left > 0 || undone > 0))
+		snprintf(note, notelen, "; of the later changes sent with it, "
+		    "%zu undone, %zu left made", undone, left);
+	for (idx = 0; idx < nmsgs; idx++)
+		nlmsg_free(msgs[idx]);
+	return (ssize_t)f;
+unknown:
+	snprintf(note, notelen, "; the kernel's answers to %zu rule changes "
+	    "sent at once could not be read", n);
+	for (idx = 0; idx < nmsgs; idx++)
+		nlmsg_free(msgs[idx]);
+	return -1;
+out:
+	/* Nothing sent: failed at the first change, nothing done. */
+	for (idx = 0; idx < nmsgs; idx++)
+		nlmsg_free(msgs[idx]);
+	return 0;
+}
+
 int
 kernel_apply(struct kernel *k, const struct nd_plan *plan, char *err,
     size_t errlen)
 {
 	const struct nd_op *op;
-	char what[160];
-	size_t i;
+	char what[160], note[96];
+	size_t i, n;
+	ssize_t f;
 	int rc;
 
 	for (i = 0; i < plan->nops; i++) {
 		op = &plan->ops[i];
+		for (n = 1; (op->kind == OP_RULE_ADD ||
+		    op->kind == OP_RULE_DEL) && i + n < plan->nops &&
+		    n < KERNEL_BATCH && plan->ops[i + n].kind == op->kind; n++)
+			;
+		if (n > 1) {
+			note[0] = '\0';
+			if ((f = rule_batch(k, op, n, &rc, note,
+			    sizeof(note))) == (ssize_t)n) {
+				i += n - 1;
+				continue;
+			}
+			op_describe(f < 0 ? op : op + f, what, sizeof(what));
+			snprintf(err, errlen, "%s: %s%s", what, nl_geterror(rc),
+			    note);
+			return -nlerr_errno(rc);
+		}
 		switch (op->kind) {
 		case OP_LINK_UP:
 		case OP_LINK_DOWN:

@@ -1,10 +1,11 @@
 /*
- * netd's side of rtnetlink, through libnl-route-3: three sockets opened
+ * netd's side of rtnetlink, through libnl-route-3: four sockets opened
  * before the privilege drop (one for requests, one strictly checked for
  * netd's own dumps, which the kernel then filters by link, table or
- * family, and one subscribed to link, address and route events),
- * snapshots into plain structs for the policy and the planner, and the
- * application of a plan.  Errors are negative errno values.
+ * family, one subscribed to link, address and route events, and one to
+ * rule events, which keep netd's view of the rules), snapshots into
+ * plain structs for the policy and the planner, and the application of a
+ * plan.  Errors are negative errno values.
  */
 #ifndef ENID_NETD_KERNEL_H
 #define ENID_NETD_KERNEL_H
@@ -27,12 +28,26 @@ struct kernel {
 	struct nl_sock	*ev;		/* link, address, route notifications */
 	struct nl_cb	*ev_cb;		/* its callbacks */
 	struct nl_cb	*dump_cb;	/* callbacks of netd's own dumps */
+	struct nl_sock	*rule_ev;	/* rule notifications, both families */
 
 	/* What netd's own dumps collect before handing it out; kept and
 	 * reused, so a dump allocates only when the kernel holds more than
 	 * ever before. */
 	struct nd_rule	*rules;
 	size_t		 nrules, rules_cap;
+	/*
+	 * rules is the rule view: the lookup rules at priorities rules_prio
+	 * as a dump would show them now, kept from one dump and the rule
+	 * notifications read since (kernel_each_rule()).  rules_current
+	 * false: no view, the next use dumps.
+	 */
+	bool		 rules_current;
+	bool		 rules_doubt;	/* a notification the view cannot take */
+	bool		 rules_prio_set;
+	uint32_t	 rules_prio[2];
+	/* Times rule notifications were lost (the socket overran) and the
+	 * view was dumped again: for netd's log. */
+	unsigned long	 rules_lost;
 	struct nd_ifaddr *addrs;
 	size_t		 naddrs, addrs_cap;
 	struct kernel_link *links;
@@ -88,11 +103,20 @@ int	kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
 	    kernel_addr_cb cb, void *arg);
 
 /*
- * Every IPv4 "lookup" rule at one of the given priorities, netd's or not:
- * each with its protocol and whether it has selectors netd never sets.
+ * Every "lookup" rule of either family at one of the given priorities,
+ * netd's or not: each with its protocol and whether it has selectors netd
+ * never sets.  Read from the rule view, which is first brought up to date
+ * with every rule notification the kernel has queued (a change's
+ * notification is queued before its ack, so the view is what a dump
+ * would show now); dumped again when there is none yet, it was kept for
+ * other priorities, or notifications were lost or could not be applied.
  */
 int	kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	    kernel_rule_cb cb, void *arg);
+/* Drop the rule view: the next kernel_each_rule() dumps.  For the
+ * broker's reconciliation, so that a view gone wrong in a way netd did
+ * not see (see kernel.c, rules_sync()) lasts one reconciliation at most. */
+void	kernel_rules_forget(struct kernel *k);
 /* Every IPv4 route in table, netd's or not, of every type (nd_route's
  * type: unicast, blackhole, unreachable, prohibit...). */
 int	kernel_each_route(struct kernel *k, uint32_t table, kernel_route_cb cb,

@@ -465,6 +465,22 @@ netd_event_cb(struct loop *l, struct loop_io *io, uint32_t events)
 
 /* ---- snapshots for the planner ---- */
 
+/* kernel_each_rule(), saying so when the rule view was read again whole
+ * because the kernel dropped notifications. */
+static int
+netd_each_rule(struct netd *nd, uint32_t prio_a, uint32_t prio_b,
+    kernel_rule_cb cb, void *arg)
+{
+	unsigned long lost = nd->kernel.rules_lost;
+	int rc;
+
+	rc = kernel_each_rule(&nd->kernel, prio_a, prio_b, cb, arg);
+	if (nd->kernel.rules_lost != lost)
+		log_info("rules: the kernel dropped rule notifications; "
+		    "dumped the rules again");
+	return rc;
+}
+
 struct snapshot {
 	const struct netd_policy *policy;
 	struct ip_addr		 pod;		/* rules: one pod's */
@@ -663,7 +679,7 @@ netd_connmark_sync(struct netd *nd, int *changed, char *err, size_t errlen)
 	*changed = 0;
 	memset(&snap, 0, sizeof(snap));
 	snap.policy = &nd->policy;
-	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
 	    nd->policy.prio_to, snap_mark_rule, &snap)) < 0) {
 		snprintf(err, errlen, "reading the rules at priority %u: %s",
 		    nd->policy.prio_to, strerror(-rc));
@@ -824,7 +840,7 @@ netd_addrs_no_pod(struct netd *nd, const struct msg *m, const char *what,
 	if ((addr == NULL || addr->family == 0) &&
 	    (addr2 == NULL || addr2->family == 0))
 		return true;
-	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
 	    nd->policy.prio_from, pod_rule_holder, &pc)) < 0) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
@@ -1013,7 +1029,7 @@ netd_setup_eni(struct netd *nd, const struct msg *m, bool setup)
 	snap.table = req.table;
 	if ((rc = kernel_each_route(&nd->kernel, req.table, snap_route,
 	    &snap)) < 0 || snap.overflow ||
-	    (!setup && ((rc = kernel_each_rule(&nd->kernel,
+	    (!setup && ((rc = netd_each_rule(nd,
 	    nd->policy.prio_from, nd->policy.prio_from, snap_table_rule,
 	    &snap)) < 0 || snap.overflow))) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
@@ -1106,7 +1122,7 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	snap.policy = &nd->policy;
 	snap.pod = req.addr;
 	snap.pod6 = req.addr6;
-	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
 	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
 		return;
@@ -1206,7 +1222,7 @@ netd_pod_route(struct netd *nd, const struct msg *m)
 		return;
 	}
 	snap.ifindex = link.found ? link.ifindex : 0;
-	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
 	    nd->policy.prio_to, snap_route_rule, &snap)) < 0 ||
 	    (rc = kernel_each_route(&nd->kernel, NETD_TABLE_MAIN,
 	    snap_host_route, &snap)) < 0 || snap.overflow) {
@@ -1299,10 +1315,13 @@ netd_dump(struct netd *nd, const struct msg *m, enum dump_what what)
 
 	if (what == DUMP_LINKS)
 		rc = kernel_each_link(&nd->kernel, dump_link, &dc);
-	else if (what == DUMP_RULES)
-		rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	else if (what == DUMP_RULES) {
+		/* The broker's reconciliation reads what a dump reads now,
+		 * not the view (see kernel_rules_forget()). */
+		kernel_rules_forget(&nd->kernel);
+		rc = netd_each_rule(nd, nd->policy.prio_to,
 		    nd->policy.prio_from, dump_rule, &dc);
-	else
+	} else
 		rc = kernel_each_host_route(&nd->kernel, dump_host_route, &dc);
 	if (rc < 0) {
 		/* Entries sent so far stand; the broker sees no END. */
@@ -1617,7 +1636,7 @@ netd_dump_snat(struct netd *nd, const struct msg *m)
 	}
 	if (!st.in_place)
 		msg_strlcpy(st.differs, diff, sizeof(st.differs));
-	if ((rc = kernel_each_rule(&nd->kernel, nd->policy.prio_to,
+	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
 	    nd->policy.prio_to, count_connmark_rule, &rule)) < 0) {
 		log_warnx("snat state: reading the rules at priority %u: %s",
 		    nd->policy.prio_to, strerror(-rc));
