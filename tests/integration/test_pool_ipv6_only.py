@@ -8,13 +8,13 @@ import itertools
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
 from test_cni_e2e import Pods, add as cni_add, check as cni_check, \
     delete as cni_delete, ping
 from test_ipv6_start import set_up_node
+from test_pool_ipv6 import node_enis, prefixes80, wait_for
 from conftest import built, write_config
 from poolenv import PoolEnv
 
@@ -44,27 +44,6 @@ def make_env(workdir, enid_user, helper_dir):
     yield make
     for env in envs:
         env.stop()
-
-
-def wait_for(what, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.05)
-    return what()
-
-
-def node_enis(env):
-    iid = env.node["instance_id"]
-    return {e["id"]: e for e in env.state()["enis"]
-            if (e.get("attachment") or {}).get("instance_id") == iid}
-
-
-def prefixes80(env):
-    return {k: ipaddress.ip_network(e["ipv6_prefixes"][0])
-            for k, e in node_enis(env).items() if e["ipv6_prefixes"]}
 
 
 def rules(env, family):
