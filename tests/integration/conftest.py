@@ -7,6 +7,7 @@ as an installed enid would exec them from its libexec directory.
 import atexit
 import codecs
 import json
+import contextlib
 import os
 import pathlib
 import pwd
@@ -249,14 +250,32 @@ def workdir():
         shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture
-def helper_dir(workdir):
-    """A directory holding enid-netd and enid-cloudd by absolute path."""
-    d = workdir / "helpers"
+def link_helpers(top):
+    """top/helpers, holding enid-netd and enid-cloudd by absolute path."""
+    d = top / "helpers"
     d.mkdir()
     for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
         os.symlink(built(rel), d / os.path.basename(rel))
     return d
+
+
+@pytest.fixture
+def helper_dir(workdir):
+    """A directory holding enid-netd and enid-cloudd by absolute path."""
+    return link_helpers(workdir)
+
+
+@contextlib.contextmanager
+def module_dir(prefix):
+    """A module's scratch directory, as workdir's, with its helpers/
+    (link_helpers); removed at the end."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(d, 0o755)
+    link_helpers(d)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def write_config(workdir, user, **extra):

@@ -12,16 +12,13 @@ import concurrent.futures
 import itertools
 import json
 import os
-import pathlib
-import shutil
 import subprocess
-import tempfile
 import time
 
 import jsonschema
 import pytest
 
-from conftest import SRCDIR, built, libcni_version
+from conftest import SRCDIR, built, libcni_version, module_dir
 from poolenv import PoolEnv
 
 _seq = itertools.count()
@@ -186,17 +183,8 @@ def path_of(pod_ns):
 
 @pytest.fixture(scope="module")
 def mod_dir(enid_user):
-    d = tempfile.mkdtemp(prefix="enid-cni-e2e-")
-    os.chmod(d, 0o755)
-    d = pathlib.Path(d)
-    h = d / "helpers"
-    h.mkdir()
-    for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
-        os.symlink(built(rel), h / os.path.basename(rel))
-    try:
+    with module_dir("enid-cni-e2e-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def make_env(d, enid_user, tag, sim_args, **pool):

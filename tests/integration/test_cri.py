@@ -14,15 +14,13 @@ import ipaddress
 import json
 import os
 import pathlib
-import shutil
 import subprocess
-import tempfile
 import uuid
 
 import pytest
 
 import cri
-from conftest import SRCDIR, built
+from conftest import SRCDIR, built, module_dir
 from test_dual_e2e import make_env, node_has
 from test_pool_ipv6 import ready80
 
@@ -34,16 +32,8 @@ CONFLIST = os.path.join(SRCDIR, "contrib", "10-enid.conflist")
 
 @pytest.fixture(scope="module")
 def mod_dir(enid_user):
-    d = pathlib.Path(tempfile.mkdtemp(prefix="enid-cri-"))
-    os.chmod(d, 0o755)
-    h = d / "helpers"
-    h.mkdir()
-    for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
-        os.symlink(built(rel), h / os.path.basename(rel))
-    try:
+    with module_dir("enid-cri-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def install_cni(env, bin_dir, conf_dir, work):

@@ -25,16 +25,13 @@ import ipaddress
 import itertools
 import json
 import os
-import pathlib
 import re
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
 import ckptstate
-from conftest import built, write_config
+from conftest import built, module_dir, write_config
 from poolenv import PoolEnv
 from test_cni_e2e import Pods, add, check, delete, host_end, ip, links, \
     path_of, ping
@@ -52,16 +49,8 @@ OUT_HOST4, OUT_HOST6 = "203.0.113.10", "2001:db8:ff::10"
 
 @pytest.fixture(scope="module")
 def mod_dir(enid_user):
-    d = pathlib.Path(tempfile.mkdtemp(prefix="enid-dual-e2e-"))
-    os.chmod(d, 0o755)
-    h = d / "helpers"
-    h.mkdir()
-    for rel in ("netd/enid-netd", "cloudd/enid-cloudd"):
-        os.symlink(built(rel), h / os.path.basename(rel))
-    try:
+    with module_dir("enid-dual-e2e-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def make_env(d, enid_user, tag, ip_family):
