@@ -266,6 +266,8 @@ route_msg_table(struct nlmsghdr *hdr)
 	return rtm->rtm_table;
 }
 
+static void	addr_view_event(struct kernel *, struct nlmsghdr *, uint32_t);
+
 static int
 event_valid(struct nl_msg *msg, void *arg)
 {
@@ -280,9 +282,13 @@ event_valid(struct nl_msg *msg, void *arg)
 		break;
 	case RTM_DELLINK:
 		ctx->k->links_current = false;
+		if (nlmsg_valid_hdr(hdr, sizeof(struct ifinfomsg)))
+			addr_view_event(ctx->k, NULL, (uint32_t)
+			    ((struct ifinfomsg *)nlmsg_data(hdr))->ifi_index);
 		break;
 	case RTM_NEWADDR:
 	case RTM_DELADDR:
+		addr_view_event(ctx->k, hdr, 0);
 		if (nlmsg_valid_hdr(hdr, sizeof(struct ifaddrmsg)))
 			ev->node(((struct ifaddrmsg *)nlmsg_data(hdr))->ifa_index,
 			    ev->arg);
@@ -309,15 +315,20 @@ kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid, &ctx);
 	for (i = 0; i < KERNEL_EVENT_BUDGET; i++) {
 		rc = nl_recvmsgs_report(k->ev, k->ev_cb);
+		if (rc == -NLE_AGAIN)
+			k->ev_congested = false;
 		if (rc == 0 || rc == -NLE_AGAIN)
 			return 0;
 		if (rc == -NLE_NOMEM) {		/* ENOBUFS: events lost */
 			*overrun = true;
-			k->links_current = false;
+			k->links_current = k->aview_current = false;
+			k->ev_congested = true;
 			continue;
 		}
-		if (rc < 0)
+		if (rc < 0) {
+			k->aview_current = false;
 			return -nlerr_errno(rc);
+		}
 	}
 	return 0;
 }
@@ -643,22 +654,27 @@ kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
 static void
 addrs_reset(struct kernel *k, void *arg)
 {
-	(void)arg;
-	k->naddrs = 0;
+	if (arg != NULL)
+		k->naview = 0;
+	else
+		k->naddrs = 0;
 }
 
+/*
+ * An address message into *out: 1, or 0 if it is no address netd reads (a
+ * family other than IPv4's and IPv6's, no address attribute).  *peer: an
+ * IPv4 point-to-point address, whose peer is part of what the kernel tells
+ * it apart by but not of what netd keeps.  A dump's addresses and a
+ * notification's are read here alike.
+ */
 static int
-addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+addr_read(struct nlmsghdr *hdr, struct nd_ifaddr *out, bool *peer)
 {
 	struct ifaddrmsg *ifa;
 	struct nlattr *tb[IFA_MAX + 1], *a;
-	struct nd_ifaddr *e;
 	size_t alen;
-	int rc;
 
-	(void)arg;
-	if (hdr->nlmsg_type != RTM_NEWADDR ||
-	    !nlmsg_valid_hdr(hdr, sizeof(*ifa)))
+	if (!nlmsg_valid_hdr(hdr, sizeof(*ifa)))
 		return 0;
 	ifa = nlmsg_data(hdr);
 	if (nlmsg_parse(hdr, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
@@ -675,16 +691,34 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 		a = tb[IFA_ADDRESS];
 	if (a == NULL || nla_len(a) < (int)alen)
 		return 0;
-	if ((rc = grow((void **)&k->addrs, &k->addrs_cap, k->naddrs,
-	    sizeof(*k->addrs))) < 0)
-		return rc;
-	e = &k->addrs[k->naddrs++];
-	memset(e, 0, sizeof(*e));
-	e->ifindex = ifa->ifa_index;
-	kernel_prefix(&e->addr, ifa->ifa_family, nla_data(a), alen,
+	*peer = tb[IFA_LOCAL] != NULL && tb[IFA_ADDRESS] != NULL &&
+	    (nla_len(tb[IFA_ADDRESS]) < (int)alen ||
+	    memcmp(nla_data(tb[IFA_ADDRESS]), nla_data(a), alen) != 0);
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifa->ifa_index;
+	kernel_prefix(&out->addr, ifa->ifa_family, nla_data(a), alen,
 	    ifa->ifa_prefixlen);
 	if (tb[IFA_PROTO] != NULL && nla_len(tb[IFA_PROTO]) >= 1)
-		e->proto = nla_get_u8(tb[IFA_PROTO]);
+		out->proto = nla_get_u8(tb[IFA_PROTO]);
+	return 1;
+}
+
+/* Into k->addrs, or with arg set into the address view. */
+static int
+addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
+{
+	struct nd_ifaddr e, **arr = arg != NULL ? &k->aview : &k->addrs;
+	size_t *n = arg != NULL ? &k->naview : &k->naddrs;
+	size_t *cap = arg != NULL ? &k->aview_cap : &k->addrs_cap;
+	bool peer;
+	int rc = 0;
+
+	if (hdr->nlmsg_type != RTM_NEWADDR ||
+	    (rc = addr_read(hdr, &e, &peer)) != 1)
+		return rc < 0 ? rc : 0;
+	if ((rc = grow((void **)arr, cap, *n, sizeof(**arr))) < 0)
+		return rc;
+	(*arr)[(*n)++] = e;
 	return 0;
 }
 
@@ -705,20 +739,197 @@ addr_dump(struct kernel *k, uint8_t family, uint32_t ifindex)
 	return raw_dump(k, &rq, addr_parse, NULL, addrs_reset);
 }
 
+/* Whether a and b are the same address to the kernel: the link, the
+ * address and its length (an IPv4 peer aside, see addr_read()). */
+static bool
+addr_same(const struct nd_ifaddr *a, const struct nd_ifaddr *b)
+{
+	return a->ifindex == b->ifindex && a->addr.len == b->addr.len &&
+	    a->addr.addr.family == b->addr.addr.family &&
+	    memcmp(a->addr.addr.bytes, b->addr.addr.bytes,
+	    sizeof(a->addr.addr.bytes)) == 0;
+}
+
+/*
+ * One address notification (or a link's removal, ifindex) applied to the
+ * view.  An address is kept once whatever the notifications say of it:
+ * RTM_NEWADDR puts it in or replaces it (its tag, its flags changed),
+ * RTM_DELADDR takes it out, and one of an address the view does not hold
+ * is no doubt.  So the notifications queued before a dump, read after it,
+ * do no harm: each address ends as its last notification says, and one
+ * without any since the dump as the dump showed it.  Only an IPv4 peer
+ * address's removal is a doubt (two such can differ in their peer alone,
+ * which the view does not keep), and room that cannot be had.
+ */
+static void
+addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
+{
+	struct nd_ifaddr e;
+	bool peer = false;
+	size_t i;
+	int rc;
+
+	if (!k->aview_current)
+		return;
+	if (hdr == NULL) {
+		for (i = k->naview; i-- > 0; )
+			if (k->aview[i].ifindex == ifindex)
+				k->aview[i] = k->aview[--k->naview];
+		return;
+	}
+	if ((rc = addr_read(hdr, &e, &peer)) < 0) {
+		k->aview_current = false;
+		return;
+	}
+	if (rc == 0)
+		return;		/* nothing the dump would keep either */
+	for (i = 0; i < k->naview; i++)
+		if (addr_same(&k->aview[i], &e))
+			break;
+	if (hdr->nlmsg_type == RTM_DELADDR) {
+		if (peer)
+			k->aview_current = false;
+		else if (i < k->naview)
+			k->aview[i] = k->aview[--k->naview];
+		return;
+	}
+	if (i < k->naview) {
+		k->aview[i] = e;
+		return;
+	}
+	if (grow((void **)&k->aview, &k->aview_cap, k->naview,
+	    sizeof(*k->aview)) < 0) {
+		k->aview_current = false;
+		return;
+	}
+	k->aview[k->naview++] = e;
+}
+
+/*
+ * The view made current: used as it is while the event socket holds
+ * nothing unread (the caller has just read it), dumped whole otherwise.
+ * After an overrun the kernel reports the next loss only once a read has
+ * found the socket empty (it clears the socket's congestion then): until
+ * then notifications can go missing without a word, and a dump is used
+ * once and not kept.
+ */
+static int
+addr_view_sync(struct kernel *k)
+{
+	struct ifaddrmsg req;
+	struct dump_req rq = { RTM_GETADDR, &req, sizeof(req), 0, { { 0, 0 } } };
+	int rc;
+
+	if (k->aview_current && !events_unread(k))
+		return 0;
+	if (k->aview_current)
+		k->aview_unread++;
+	k->aview_current = false;
+	k->aview_dumps++;
+	memset(&req, 0, sizeof(req));
+	req.ifa_family = AF_UNSPEC;
+	if ((rc = raw_dump(k, &rq, addr_parse, k, addrs_reset)) == 0)
+		k->aview_current = !k->ev_congested;
+	return rc;
+}
+
 int
 kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
     kernel_addr_cb cb, void *arg)
 {
-	size_t i;
+	const struct nd_ifaddr *v;
+	size_t i, n;
 	int rc;
 
-	if ((rc = addr_dump(k, family, ifindex)) < 0)
-		return rc;
-	for (i = 0; i < k->naddrs; i++)
-		if ((family == 0 || k->addrs[i].addr.addr.family == family) &&
-		    (ifindex == 0 || k->addrs[i].ifindex == ifindex))
-			cb(&k->addrs[i], arg);
+	if (ifindex == 0) {
+		if ((rc = addr_view_sync(k)) < 0)
+			return rc;
+		v = k->aview;
+		n = k->naview;
+	} else {
+		if ((rc = addr_dump(k, family, ifindex)) < 0)
+			return rc;
+		v = k->addrs;
+		n = k->naddrs;
+	}
+	for (i = 0; i < n; i++)
+		if ((family == 0 || v[i].addr.addr.family == family) &&
+		    (ifindex == 0 || v[i].ifindex == ifindex))
+			cb(&v[i], arg);
 	return 0;
+}
+
+/*
+ * The kernel's own lookup of one IPv6 address on any link (inet6's
+ * RTM_GETADDR without a dump, a hash lookup): the address, if some link
+ * holds it, to cb.  0, or a negative errno.
+ */
+int
+kernel_addr6_lookup(struct kernel *k, const struct ip_addr *addr,
+    kernel_addr_cb cb, void *arg)
+{
+	struct {
+		struct nlmsghdr	h;
+		struct ifaddrmsg i;
+		struct nlattr	a;
+		uint8_t		addr[16];
+	} req;
+	char buf[KERNEL_ACK_LEN * 2];
+	struct iovec iov = { &req, sizeof(req) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct nd_ifaddr e;
+	bool peer;
+	ssize_t n;
+	int fd = nl_socket_get_fd(k->dump), e_no, i;
+
+	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(struct ifaddrmsg)) +
+	    NLA_HDRLEN + 16, "no padding in the request");
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = RTM_GETADDR;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.h.nlmsg_seq = ++k->addr6_seq;
+	req.i.ifa_family = AF_INET6;
+	req.a.nla_len = NLA_HDRLEN + 16;
+	req.a.nla_type = IFA_ADDRESS;
+	memcpy(req.addr, addr->bytes, 16);
+	if (sendmsg(fd, &mh, 0) == -1)
+		return -errno;
+	/* The answer is queued before sendmsg returns: the address, or an
+	 * error (EADDRNOTAVAIL: no link holds it). */
+	for (i = 0; ; i++) {
+		/* Something left of an earlier answer is passed over. */
+		if (i == KERNEL_DUMP_TRIES)
+			return -EIO;
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if ((n = recvmsg(fd, &mh, MSG_DONTWAIT)) == -1)
+			return -errno;
+		if ((mh.msg_flags & MSG_TRUNC) || !nlmsg_ok(h, (int)n))
+			return -EIO;
+		if (h->nlmsg_seq == req.h.nlmsg_seq)
+			break;
+	}
+	if (h->nlmsg_type == NLMSG_ERROR) {
+		if (!nlmsg_valid_hdr(h, sizeof(e_no)))
+			return -EIO;
+		memcpy(&e_no, nlmsg_data(h), sizeof(e_no));
+		return e_no == -EADDRNOTAVAIL ? 0 : e_no < 0 ? e_no : -EIO;
+	}
+	if (h->nlmsg_type != RTM_NEWADDR || addr_read(h, &e, &peer) != 1)
+		return -EIO;
+	cb(&e, arg);
+	return 0;
+}
+
+void
+kernel_addrs_forget(struct kernel *k)
+{
+	k->aview_current = false;
 }
 
 /* ---- rules ---- */

@@ -50,6 +50,21 @@ struct kernel {
 	unsigned long	 rules_lost;
 	struct nd_ifaddr *addrs;
 	size_t		 naddrs, addrs_cap;
+	/*
+	 * aview is the address view: every address of every link and
+	 * family, as a dump would show it now, kept from one dump and the
+	 * address notifications the event socket brings (kernel_each_addr()
+	 * of every link).  aview_current false: no view, the next use
+	 * dumps.  For netd's checks and the tests: the dumps made, and the
+	 * uses that found the event socket not read to the end.
+	 */
+	struct nd_ifaddr *aview;
+	size_t		 naview, aview_cap;
+	bool		 aview_current;
+	/* An overrun seen and the event socket not read empty since. */
+	bool		 ev_congested;
+	uint32_t	 addr6_seq;	/* kernel_addr6_lookup()'s requests */
+	unsigned long	 aview_dumps, aview_unread;
 	struct kernel_link *links;
 	size_t		 nlinks, links_cap;
 	/* links is the kernel's: filled by a whole dump, and no link event
@@ -97,10 +112,28 @@ int	kernel_find_link(struct kernel *k, const uint8_t mac[6],
 int	kernel_get_link(struct kernel *k, uint32_t ifindex,
 	    struct msg_netd_link *out);
 
-/* Every address of family (0: every family) on link ifindex (0: every
- * link, lo included), with its IFA_PROTO tag: 0, or a negative errno. */
+/*
+ * Every address of family (0: every family) on link ifindex (0: every
+ * link, lo included), with its IFA_PROTO tag: 0, or a negative errno.
+ * One link's are dumped; every link's come from the address view, which
+ * the event socket's notifications keep (kernel_read_events()): the
+ * caller reads the socket just before, and a view with notifications
+ * still unread, lost, or none yet is dumped again first.
+ */
 int	kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
 	    kernel_addr_cb cb, void *arg);
+/*
+ * Whether a link holds the IPv6 address addr, asked of the kernel itself
+ * (one request, no dump): to cb if so.  For what the view cannot tell
+ * yet: the kernel announces an IPv6 address it adds from its address
+ * work queue, after the change that added it has returned.  0, or a
+ * negative errno.
+ */
+int	kernel_addr6_lookup(struct kernel *k, const struct ip_addr *addr,
+	    kernel_addr_cb cb, void *arg);
+/* Drop the address view: the next use dumps (kernel_rules_forget()'s
+ * twin, for the broker's reconciliation). */
+void	kernel_addrs_forget(struct kernel *k);
 
 /*
  * Every "lookup" rule of either family at one of the given priorities,

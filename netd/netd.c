@@ -751,6 +751,15 @@ family_name(int family)
 	return family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
+static int
+addr6_lookup(struct netd *nd, const struct ip_addr *addr,
+    struct holder_ctx *hc)
+{
+	if (addr->family != NETD_AF_INET6 || hc->why != NULL)
+		return 0;
+	return kernel_addr6_lookup(&nd->kernel, addr, addr_holder, hc);
+}
+
 static bool
 netd_addrs_free(struct netd *nd, const struct msg *m, const char *what,
     const struct ip_addr *addr, const struct ip_addr *addr2,
@@ -761,9 +770,23 @@ netd_addrs_free(struct netd *nd, const struct msg *m, const char *what,
 	char detail[128], held[IP_ADDR_STR_LEN];
 	int rc;
 
-	/* Two addresses (of two families): one dump of both families. */
+	/* From the address view: the events queued are read first (and the
+	 * node's links again if they changed), so it is the kernel's now. */
+	if (!node_current(nd, m->hdr.id, what))
+		return false;
 	if ((rc = kernel_each_addr(&nd->kernel, addr2 != NULL ? 0 :
 	    addr->family, 0, addr_holder, &hc)) < 0) {
+		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
+		return false;
+	}
+	/* An IPv6 address added an instant ago is in the kernel before its
+	 * notification: the kernel's own lookup tells.  It finds one holder:
+	 * for an ENI's address, on its own link and (just added) on another
+	 * too, it may find the ENI's, and the other waits for its
+	 * notification. */
+	if (hc.why == NULL &&
+	    (((rc = addr6_lookup(nd, addr, &hc)) < 0) ||
+	    (addr2 != NULL && (rc = addr6_lookup(nd, addr2, &hc)) < 0))) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}
@@ -1319,6 +1342,7 @@ netd_dump(struct netd *nd, const struct msg *m, enum dump_what what)
 		/* The broker's reconciliation reads what a dump reads now,
 		 * not the view (see kernel_rules_forget()). */
 		kernel_rules_forget(&nd->kernel);
+		kernel_addrs_forget(&nd->kernel);
 		rc = netd_each_rule(nd, nd->policy.prio_to,
 		    nd->policy.prio_from, dump_rule, &dc);
 	} else

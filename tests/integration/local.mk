@@ -17,6 +17,7 @@ EXTRA_DIST += tests/integration/conftest.py tests/integration/test_foundation.py
 	tests/integration/test_netd_hostile.py tests/integration/test_netd_ipv6.py \
 	tests/integration/test_netd_eni_over_pod.py \
 	tests/integration/test_netd_rule_view.py \
+	tests/integration/test_netd_addr_view.py \
 	tests/integration/test_idle.py tests/integration/procstat.py \
 	tests/integration/test_pool_field.py tests/integration/test_ipv6_start.py \
 	tests/integration/test_pool_ipv6.py \

@@ -1,0 +1,157 @@
+"""enid-netd's address view (issue 35): netd keeps every link's addresses
+from one dump and the address notifications its event socket brings,
+instead of a dump per pod request.  These tests add and remove addresses
+behind netd's back between its requests (on a pod's veth, on a link of
+the node's that is no ENI, on lo, in both families; a link removed with
+its addresses; IPv4 peer addresses that differ in their peer alone) and
+check that netd's refusals follow the kernel and not what netd read
+last; and that when netd's event socket overruns (netd stopped while
+thousands of addresses come and go), it dumps again and still decides
+right.  Needs root; a few seconds.
+
+    ENID_BUILDDIR=$PWD/build /usr/bin/python3 -m pytest -q \\
+        tests/integration/test_netd_addr_view.py
+"""
+import os
+import signal
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netd_helpers import DRIVE, NETD, Driver, Netns, run  # noqa
+
+ENI1 = "02:00:00:00:00:11"
+VPC6 = "2600:1f14:abc:100::/56"
+POD4, POD4_B = "10.0.16.9", "10.0.16.20"
+POD6 = "2600:1f14:abc:110::a"
+DUAL = "addr=%s addr6=%s table=101" % (POD4, POD6)
+HELD = "configured on a link"
+CHURN = 3000            # addresses added and removed while netd sleeps
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
+                            os.access(DRIVE, os.X_OK)),
+                       reason="enid-netd or netd_drive not built"),
+]
+
+
+@pytest.fixture
+def node():
+    with Netns() as ns:
+        ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev",
+              "eth0")
+        ns.add_eni("eni1", ENI1)
+        # A pod's veth (its peer would be in the pod) and a link of the
+        # node's that is neither a default-route link nor an ENI.
+        ns.ip("link", "add", "veth0a1b2c3", "type", "veth", "peer", "name",
+              "vpeer0")
+        ns.ip("link", "add", "stor0", "type", "veth", "peer", "name",
+              "stor0p")
+        for dev in ("veth0a1b2c3", "vpeer0", "stor0", "stor0p"):
+            ns.ip("link", "set", dev, "up")
+        yield ns
+
+
+@pytest.fixture
+def netd(node, tmp_path):
+    d = Driver(node, str(tmp_path))
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        yield d
+    finally:
+        d.close()
+
+
+def ok(netd, line):
+    r = netd.call(line)
+    assert r["status"] == "ok", (line, r)
+
+
+def held(netd, line, where=None):
+    r = netd.call(line)
+    assert r["status"] == "refused" and HELD in r["message"], (line, r)
+    if where is not None:
+        assert where in r["message"], (line, r)
+    return r
+
+
+def test_view_follows_addresses_behind_netds_back(node, netd):
+    """An address put on a link after netd last looked makes the pod's
+    request refused; taken off, the same request passes; both families,
+    on a veth, another link of the node's and lo."""
+    ok(netd, "addpod " + DUAL)              # the view is kept from here
+    ok(netd, "delpod " + DUAL)
+    cases = [("-4", POD4 + "/32", "veth0a1b2c3"),
+             ("-6", POD6 + "/128", "veth0a1b2c3"),
+             ("-4", POD4 + "/20", "stor0"),
+             ("-6", POD6 + "/64", "stor0"),
+             ("-4", POD4 + "/32", "lo"),
+             ("-6", POD6 + "/128", "lo")]
+    for fam, addr, dev in cases:
+        node.ip(fam, "addr", "add", addr, "dev", dev, "nodad")
+        r = held(netd, "addpod " + DUAL, dev)
+        assert ("IPv6" if fam == "-6" else "IPv4") in r["message"], r
+        held(netd, "addpod addr=%s table=0" % (POD4 if fam == "-4"
+                                                else POD6))
+        node.ip(fam, "addr", "del", addr, "dev", dev)
+        ok(netd, "addpod " + DUAL)
+        ok(netd, "delpod " + DUAL)
+
+
+def test_link_removed_with_its_addresses(node, netd):
+    """A link deleted with addresses on it takes them along: netd, which
+    refused the address while the link held it, accepts it after."""
+    ok(netd, "addpod addr=%s table=0" % POD4_B)
+    node.ip("addr", "add", POD4 + "/32", "dev", "veth0a1b2c3")
+    node.ip("-6", "addr", "add", POD6 + "/128", "dev", "vpeer0", "nodad")
+    held(netd, "addpod " + DUAL)
+    node.ip("link", "del", "veth0a1b2c3")      # its peer goes with it
+    ok(netd, "addpod " + DUAL)
+    ok(netd, "delpod " + DUAL)
+
+
+def test_peer_addresses_that_differ_in_the_peer(node, netd):
+    """Two IPv4 point-to-point addresses with one local address and two
+    peers are two addresses to the kernel and one to the view: one of
+    them removed, the other still holds the address."""
+    ok(netd, "addpod addr=%s table=0" % POD4)
+    ok(netd, "delpod addr=%s table=0" % POD4)
+    for peer in ("10.0.99.1", "10.0.99.2"):
+        node.ip("addr", "add", POD4_B, "peer", peer, "dev", "stor0")
+    held(netd, "addpod addr=%s table=0" % POD4_B, "stor0")
+    node.ip("addr", "del", POD4_B, "peer", "10.0.99.1", "dev", "stor0")
+    held(netd, "addpod addr=%s table=0" % POD4_B, "stor0")
+    node.ip("addr", "del", POD4_B, "peer", "10.0.99.2", "dev", "stor0")
+    ok(netd, "addpod addr=%s table=0" % POD4_B)
+
+
+def test_lost_notifications_dump_again(node, netd, tmp_path):
+    """Thousands of address changes while netd cannot read overrun its
+    event socket: netd says so, dumps again, and its refusals follow the
+    kernel, also for the changes made before and after the loss."""
+    ok(netd, "addpod " + DUAL)
+    ok(netd, "delpod " + DUAL)
+    batch = str(tmp_path / "churn")
+    with open(batch, "w") as f:
+        for i in range(CHURN):
+            a = "10.0.%d.%d/32" % (200 + i // 250, 1 + i % 250)
+            f.write("addr add %s dev stor0\naddr del %s dev stor0\n" %
+                    (a, a))
+        f.write("addr add %s/128 dev veth0a1b2c3 nodad\n" % POD6)
+    os.kill(netd.pid, signal.SIGSTOP)
+    try:
+        run("ip", "-n", node.name, "-batch", batch, timeout=120)
+    finally:
+        os.kill(netd.pid, signal.SIGCONT)
+    held(netd, "addpod " + DUAL, "veth0a1b2c3")
+    assert "the kernel dropped some" in netd.logtext()
+    node.ip("-6", "addr", "del", POD6 + "/128", "dev", "veth0a1b2c3")
+    node.ip("addr", "add", POD4 + "/32", "dev", "stor0")
+    held(netd, "addpod " + DUAL, "stor0")
+    node.ip("addr", "del", POD4 + "/32", "dev", "stor0")
+    ok(netd, "addpod " + DUAL)
+    assert not [l for l in node.ip("-4", "addr").splitlines()
+                if "10.0.2" in l]
