@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/fib_rules.h>
 #include <linux/if_addr.h>
@@ -934,11 +935,178 @@ kernel_addrs_forget(struct kernel *k)
 
 /* ---- rules ---- */
 
+/* ---- the rule view's index ---- */
+
+static bool	rule_same(const struct nd_rule *, const struct nd_rule *);
+
+/* A slot of the index: a rule under one of its host addresses. */
+struct kernel_rule_slot {
+	struct nd_rule	r;
+	struct ip_addr	key;
+	uint8_t		state;		/* SLOT_* */
+	uint8_t		cls;		/* the class function's */
+};
+
+enum { SLOT_FREE, SLOT_USED, SLOT_DEAD };
+
+static size_t
+rix_hash(const struct ip_addr *a, size_t cap)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+	size_t i;
+
+	h = (h ^ a->family) * 16777619u;
+	for (i = 0; i < sizeof(a->bytes); i++)
+		h = (h ^ a->bytes[i]) * 16777619u;
+	return h & (cap - 1);
+}
+
+static void
+rix_place(struct kernel_rule_slot *tab, size_t cap,
+    const struct kernel_rule_slot *s)
+{
+	size_t i;
+
+	for (i = rix_hash(&s->key, cap); tab[i].state == SLOT_USED;
+	    i = (i + 1) & (cap - 1))
+		;
+	tab[i] = *s;
+	tab[i].state = SLOT_USED;
+}
+
+/* Room for one more: the table at most half full, dead slots counted. */
+static int
+rix_room(struct kernel *k)
+{
+	struct kernel_rule_slot *nt;
+	size_t ncap, i;
+
+	if ((k->rix_used + k->rix_dead + 1) * 2 <= k->rix_cap)
+		return 0;
+	for (ncap = 64; ncap < (k->rix_used + 1) * 4; ncap *= 2)
+		if (ncap >= KERNEL_MAX_DUMP * 4)
+			return -E2BIG;
+	if ((nt = calloc(ncap, sizeof(*nt))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < k->rix_cap; i++)
+		if (k->rix[i].state == SLOT_USED)
+			rix_place(nt, ncap, &k->rix[i]);
+	free(k->rix);
+	k->rix = nt;
+	k->rix_cap = ncap;
+	k->rix_dead = 0;
+	return 0;
+}
+
+/* The host addresses a rule is indexed under: its full-length from, and
+ * its full-length to unless it is the same. */
+static size_t
+rix_keys(const struct nd_rule *r, struct ip_addr keys[2])
+{
+	size_t n = 0;
+
+	if (r->src.len != 0 && r->src.len == ip_family_bits(r->src.addr.family))
+		keys[n++] = r->src.addr;
+	if (r->dst.len != 0 && r->dst.len == ip_family_bits(r->dst.addr.family) &&
+	    (n == 0 || !ip_addr_eq(&keys[0], &r->dst.addr)))
+		keys[n++] = r->dst.addr;
+	return n;
+}
+
+static unsigned
+rix_class(const struct kernel *k, const struct nd_rule *r)
+{
+	return k->rules_class != NULL ? k->rules_class(r, k->rules_class_arg) :
+	    0;
+}
+
+/* A rule come into the view, into its index: 0, or a negative errno
+ * (then the index does not hold the view, and the view is in doubt). */
+static int
+rix_add(struct kernel *k, const struct nd_rule *r)
+{
+	struct kernel_rule_slot s;
+	struct ip_addr keys[2];
+	unsigned cls = rix_class(k, r);
+	size_t n, i;
+	int rc;
+
+	for (i = 0; i < 2; i++)
+		if (cls & KERNEL_RULE_COUNT(i))
+			k->rules_count[i]++;
+	if (cls & KERNEL_RULE_ASIDE) {
+		if ((rc = grow((void **)&k->aside, &k->aside_cap, k->naside,
+		    sizeof(*k->aside))) < 0)
+			return rc;
+		k->aside[k->naside++] = *r;
+		return 0;	/* shown to every request: not by address */
+	}
+	n = rix_keys(r, keys);
+	memset(&s, 0, sizeof(s));
+	s.r = *r;
+	s.cls = (uint8_t)cls;
+	for (i = 0; i < n; i++) {
+		if ((rc = rix_room(k)) < 0)
+			return rc;
+		s.key = keys[i];
+		rix_place(k->rix, k->rix_cap, &s);
+		k->rix_used++;
+	}
+	return 0;
+}
+
+/* A rule gone from the view (one that reads as r), out of its index. */
+static void
+rix_del(struct kernel *k, const struct nd_rule *r)
+{
+	struct ip_addr keys[2];
+	unsigned cls = rix_class(k, r);
+	size_t n, i, j;
+
+	for (i = 0; i < 2; i++)
+		if ((cls & KERNEL_RULE_COUNT(i)) && k->rules_count[i] > 0)
+			k->rules_count[i]--;
+	if (cls & KERNEL_RULE_ASIDE) {
+		for (j = 0; j < k->naside; j++)
+			if (rule_same(&k->aside[j], r)) {
+				k->aside[j] = k->aside[--k->naside];
+				break;
+			}
+		return;
+	}
+	n = rix_keys(r, keys);
+	for (i = 0; i < n && k->rix_cap > 0; i++)
+		for (j = rix_hash(&keys[i], k->rix_cap);
+		    k->rix[j].state != SLOT_FREE; j = (j + 1) & (k->rix_cap - 1))
+			if (k->rix[j].state == SLOT_USED &&
+			    ip_addr_eq(&k->rix[j].key, &keys[i]) &&
+			    rule_same(&k->rix[j].r, r)) {
+				k->rix[j].state = SLOT_DEAD;
+				k->rix_used--;
+				k->rix_dead++;
+				break;
+			}
+}
+
 static void
 rules_reset(struct kernel *k, void *arg)
 {
 	(void)arg;
 	k->nrules = 0;
+	k->naside = 0;
+	k->rules_count[0] = k->rules_count[1] = 0;
+	if (k->rix != NULL)
+		memset(k->rix, 0, k->rix_cap * sizeof(*k->rix));
+	k->rix_used = k->rix_dead = 0;
+}
+
+void
+kernel_rules_classify(struct kernel *k,
+    unsigned (*cls)(const struct nd_rule *, void *), void *arg)
+{
+	k->rules_class = cls;
+	k->rules_class_arg = arg;
+	k->rules_current = false;
 }
 
 struct rule_prios {
@@ -1046,7 +1214,7 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if (hdr->nlmsg_type != RTM_NEWRULE || rule_read(hdr, arg, &r) != 1)
 		return 0;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
-	    sizeof(*k->rules))) < 0)
+	    sizeof(*k->rules))) < 0 || (rc = rix_add(k, &r)) < 0)
 		return rc;
 	k->rules[k->nrules++] = r;
 	return 0;
@@ -1114,10 +1282,11 @@ rule_event(struct kernel *k, struct nlmsghdr *hdr)
 		memmove(&k->rules[i], &k->rules[i + 1],
 		    (k->nrules - i - 1) * sizeof(*k->rules));
 		k->nrules--;
+		rix_del(k, &r);
 		return;
 	}
 	if (grow((void **)&k->rules, &k->rules_cap, k->nrules,
-	    sizeof(*k->rules)) < 0) {
+	    sizeof(*k->rules)) < 0 || rix_add(k, &r) < 0) {
 		k->rules_doubt = true;
 		return;
 	}
@@ -1262,6 +1431,57 @@ kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 		if (k->rules[i].priority == prio_a ||
 		    k->rules[i].priority == prio_b)
 			cb(&k->rules[i], arg);
+	return 0;
+}
+
+int
+kernel_pod_rules(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
+    const struct ip_addr *addrs, size_t n, kernel_rule_cb cb, void *arg,
+    uint32_t counts[2])
+{
+	const struct kernel_rule_slot *s;
+	struct ip_addr keys[2];
+	size_t i, j, m, nk;
+	int rc;
+
+	if ((rc = rules_sync(k, prio_a, prio_b)) < 0) {
+		k->rules_current = false;
+		return rc;
+	}
+	counts[0] = k->rules_count[0];
+	counts[1] = k->rules_count[1];
+	for (i = 0; i < k->naside; i++)
+		if (k->aside[i].priority == prio_a ||
+		    k->aside[i].priority == prio_b)
+			cb(&k->aside[i], arg);
+	for (i = 0; i < n && k->rix_cap > 0; i++) {
+		if (addrs[i].family == 0)
+			continue;
+		/* The same address twice: its rules once. */
+		for (m = 0; m < i; m++)
+			if (ip_addr_eq(&addrs[m], &addrs[i]))
+				break;
+		if (m < i)
+			continue;
+		for (j = rix_hash(&addrs[i], k->rix_cap);
+		    (s = &k->rix[j])->state != SLOT_FREE;
+		    j = (j + 1) & (k->rix_cap - 1)) {
+			if (s->state != SLOT_USED ||
+			    !ip_addr_eq(&s->key, &addrs[i]) ||
+			    (s->r.priority != prio_a &&
+			    s->r.priority != prio_b))
+				continue;
+			/* Indexed under both of its addresses, a rule naming
+			 * two of the request's is shown under the first. */
+			nk = rix_keys(&s->r, keys);
+			for (m = 0; m < i; m++)
+				if (ip_addr_eq(&addrs[m], &keys[0]) ||
+				    (nk == 2 && ip_addr_eq(&addrs[m], &keys[1])))
+					break;
+			if (m == i)
+				cb(&s->r, arg);
+		}
+	}
 	return 0;
 }
 

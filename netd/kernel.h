@@ -48,6 +48,20 @@ struct kernel {
 	/* Times rule notifications were lost (the socket overran) and the
 	 * view was dumped again: for netd's log. */
 	unsigned long	 rules_lost;
+	/*
+	 * The view's index, kept with it (kernel_pod_rules()): its rules
+	 * that name a host address (a full-length from or to) by that
+	 * address, in an open-addressed table; how many of its rules each
+	 * counted class of rules_class's holds; and the rules of the class
+	 * set aside, which every pod request is shown.
+	 */
+	struct kernel_rule_slot *rix;
+	size_t		 rix_cap, rix_used, rix_dead;
+	unsigned	(*rules_class)(const struct nd_rule *, void *);
+	void		*rules_class_arg;
+	uint32_t	 rules_count[2];
+	struct nd_rule	*aside;
+	size_t		 naside, aside_cap;
 	struct nd_ifaddr *addrs;
 	size_t		 naddrs, addrs_cap;
 	/*
@@ -146,6 +160,27 @@ void	kernel_addrs_forget(struct kernel *k);
  */
 int	kernel_each_rule(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 	    kernel_rule_cb cb, void *arg);
+/*
+ * The classes of the view's index: a rule the class function puts in
+ * KERNEL_RULE_COUNT(i) (i 0 or 1) is counted in counts[i], one in
+ * KERNEL_RULE_ASIDE is shown to every kernel_pod_rules().  Set once,
+ * before the first use of the view (a rule's class is taken as it comes
+ * into the view).
+ */
+#define KERNEL_RULE_COUNT(i)	(1u << (i))
+#define KERNEL_RULE_ASIDE	(1u << 2)
+void	kernel_rules_classify(struct kernel *k,
+	    unsigned (*cls)(const struct nd_rule *, void *), void *arg);
+/*
+ * kernel_each_rule() for one pod's addresses (addrs, n of them; one of
+ * family 0 is none): the rules at prio_a or prio_b whose from or to is
+ * exactly one of the addresses (full length), and every rule set aside,
+ * each once, from the view's index instead of a walk of every rule; with
+ * counts[] the view's counts of each counted class.
+ */
+int	kernel_pod_rules(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
+	    const struct ip_addr *addrs, size_t n, kernel_rule_cb cb,
+	    void *arg, uint32_t counts[2]);
 /* Drop the rule view: the next kernel_each_rule() dumps.  For the
  * broker's reconciliation, so that a view gone wrong in a way netd did
  * not see (see kernel.c, rules_sync()) lasts one reconciliation at most. */

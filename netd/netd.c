@@ -481,6 +481,42 @@ netd_each_rule(struct netd *nd, uint32_t prio_a, uint32_t prio_b,
 	return rc;
 }
 
+/*
+ * The classes of the rule view's index: netd's "to POD" rules, each
+ * family's counted (the cap), and the rules with netd's tag that are not
+ * netd's, which every pod request must see (a delete of netd's could
+ * take one).  The policy's priorities and connection mark, which decide
+ * the class, are fixed at start.
+ */
+static unsigned
+netd_rule_class(const struct nd_rule *r, void *arg)
+{
+	const struct netd_policy *p = arg;
+
+	if (!plan_rule_owned(p, r))
+		return r->protocol == NETD_PROTO ? KERNEL_RULE_ASIDE : 0;
+	if (plan_rule_is_pod_to(p, r))
+		return KERNEL_RULE_COUNT(r->dst.addr.family == NETD_AF_INET ?
+		    0 : 1);
+	return 0;
+}
+
+/* kernel_pod_rules(), saying so when the rule view was read again. */
+static int
+netd_pod_rules(struct netd *nd, const struct ip_addr pods[2],
+    kernel_rule_cb cb, void *arg, uint32_t counts[2])
+{
+	unsigned long lost = nd->kernel.rules_lost;
+	int rc;
+
+	rc = kernel_pod_rules(&nd->kernel, nd->policy.prio_to,
+	    nd->policy.prio_from, pods, 2, cb, arg, counts);
+	if (nd->kernel.rules_lost != lost)
+		log_info("rules: the kernel dropped rule notifications; "
+		    "dumped the rules again");
+	return rc;
+}
+
 struct snapshot {
 	const struct netd_policy *policy;
 	struct ip_addr		 pod;		/* rules: one pod's */
@@ -520,14 +556,6 @@ snap_pod_rule(const struct nd_rule *r, void *arg)
 		s->foreign++;
 		snap_tagged(s, r);
 		return;
-	}
-	/* The cap counts pods per family: a dual-stack pod has a to-rule
-	 * in each. */
-	if (plan_rule_is_pod_to(s->policy, r)) {
-		if (r->dst.addr.family == s->pod.family)
-			s->npods++;
-		else if (r->dst.addr.family == s->pod6.family)
-			s->npods6++;
 	}
 	if (plan_rule_is_pods(s->policy, r, &s->pod))
 		s->nown++;
@@ -1108,6 +1136,8 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	static struct snapshot snap;
 	static struct nd_plan plan;
 	struct msg_netd_pod_rule req, req6;
+	struct ip_addr pods[2];
+	uint32_t counts[2];
 	char addr[IP_ADDR_STR_LEN], addr6[IP_ADDR_STR_LEN] = "", what[128];
 	const char *why;
 	bool dual;
@@ -1145,11 +1175,20 @@ netd_pod(struct netd *nd, const struct msg *m, bool adding)
 	snap.policy = &nd->policy;
 	snap.pod = req.addr;
 	snap.pod6 = req.addr6;
-	if ((rc = netd_each_rule(nd, nd->policy.prio_to,
-	    nd->policy.prio_from, snap_pod_rule, &snap)) < 0 || snap.overflow) {
+	/* The pod's own rules and the tagged ones in the way of a delete,
+	 * from the rule view's index: a request costs the same with one pod
+	 * on the node as with hundreds. */
+	pods[0] = req.addr;
+	pods[1] = req.addr6;
+	if ((rc = netd_pod_rules(nd, pods, snap_pod_rule, &snap, counts)) < 0 ||
+	    snap.overflow) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, snap.overflow);
 		return;
 	}
+	/* The cap counts pods per family: a dual-stack pod has a to-rule
+	 * in each, and the index counts them (netd_rule_class()). */
+	snap.npods = counts[req.addr.family == NETD_AF_INET ? 0 : 1];
+	snap.npods6 = dual ? counts[1] : 0;
 	if (adding && (!netd_pod_count_ok(nd, m, what, dual ? "IPv4" : "",
 	    snap.npods, snap.nown) || (dual && !netd_pod_count_ok(nd, m, what,
 	    "IPv6", snap.npods6, snap.nown6))))
@@ -1900,6 +1939,9 @@ main(int argc, char *argv[])
 	if (nft_open(&nd.nft, err, sizeof(err)) == -1)
 		fatalx("%s; enid-netd needs nf_tables for its table ip %s, "
 		    "exiting", err, SNAT_TABLE);
+	/* The rule view's index sorts rules by the policy's priorities and
+	 * connection mark, fixed from here on. */
+	kernel_rules_classify(&nd.kernel, netd_rule_class, &nd.policy);
 	nd.events.link = netd_link_event;
 	nd.events.node = netd_node_event;
 	nd.events.arg = &nd;

@@ -290,3 +290,42 @@ def test_a_failed_delete_puts_the_later_ones_back(node, netd, tmp_path,
         assert len(rules(node, "-6", POD6_A)) == 2
     finally:
         d.close()
+
+
+def test_cap_counts_follow_the_kernel(node, tmp_path):
+    """The cap counts the pods of each family from the view's index,
+    kept as rules come and go: "to POD" rules added and removed behind
+    netd's back count as the kernel holds them, each family apart, and
+    rules that are not netd's (another selector) count for nothing."""
+    cfg = {"user": "enid", "pool": {"max_pods": 2},
+           "routing": {"table_base": 100, "rule_priority_to": 512,
+                       "rule_priority_from": 1536}}
+    d = Driver(node, str(tmp_path), config=cfg)
+    try:
+        d.start(cidrs=("10.0.0.0/16", VPC6))
+        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+        pod6_b, pod6_c = "2600:1f14:abc:110::b", "2600:1f14:abc:110::c"
+        dual_c = "addr=%s addr6=%s table=101" % (POD4_C, pod6_c)
+        ok(d, "addpod " + DUAL_A, 4)
+        # A second IPv6 pod behind netd's back: IPv6 is full, IPv4 not.
+        node.ip("-6", "rule", "add", "to", pod6_b, "lookup", "main",
+                "pref", "512", "proto", str(PROTO))
+        node.ip("-4", "rule", "add", "to", "10.0.16.30", "iif", "lo",
+                "lookup", "main", "pref", "512", "proto", str(PROTO))
+        r = d.call("addpod " + dual_c)
+        assert r["status"] == "refused" and "pod limit" in r["message"] \
+            and "IPv6: 2 pods" in r["message"], r
+        ok(d, "addpod addr=%s table=0" % POD4_B, 1)
+        # Now IPv4 is full too; the IPv6 rule taken away leaves IPv4's.
+        node.ip("-6", "rule", "del", "to", pod6_b, "lookup", "main",
+                "pref", "512", "proto", str(PROTO))
+        r = d.call("addpod " + dual_c)
+        assert r["status"] == "refused" and "IPv4: 2 pods" in r["message"], r
+        # A pod's own rules there already: a repeated add passes.
+        ok(d, "addpod " + DUAL_A, 0)
+        node.ip("-4", "rule", "del", "to", POD4_B, "lookup", "main",
+                "pref", "512", "proto", str(PROTO))
+        ok(d, "addpod " + dual_c, 4)
+        assert len(rules(node, "-6", pod6_c)) == 2
+    finally:
+        d.close()
