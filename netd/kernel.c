@@ -751,6 +751,50 @@ addr_same(const struct nd_ifaddr *a, const struct nd_ifaddr *b)
 	    sizeof(a->addr.addr.bytes)) == 0;
 }
 
+/* An address into the view, in place of slot i if i < k->naview (the
+ * same address, its tag or flags changed). */
+static void
+addr_view_put(struct kernel *k, const struct nd_ifaddr *e, size_t i)
+{
+	if (i < k->naview) {
+		k->aview[i] = *e;
+		return;
+	}
+	if (grow((void **)&k->aview, &k->aview_cap, k->naview,
+	    sizeof(*k->aview)) < 0) {
+		k->aview_current = false;
+		return;
+	}
+	k->aview[k->naview++] = *e;
+}
+
+/*
+ * An address netd has just added, into the view at once.  The kernel
+ * announces an IPv6 address from its address work queue, after the
+ * change that added it has returned (the address is in the kernel
+ * already): without this, a request read before that notification would
+ * not see the ENI address netd itself put on a link an instant ago.  Its
+ * notification, when it comes, replaces it (addr_view_event()).
+ */
+static void
+addr_view_added(struct kernel *k, uint32_t ifindex,
+    const struct ip_prefix *addr, uint8_t proto)
+{
+	struct nd_ifaddr e;
+	size_t i;
+
+	if (!k->aview_current)
+		return;		/* the next use dumps, and sees it */
+	memset(&e, 0, sizeof(e));
+	e.ifindex = ifindex;
+	e.addr = *addr;
+	e.proto = proto;
+	for (i = 0; i < k->naview; i++)
+		if (addr_same(&k->aview[i], &e))
+			break;
+	addr_view_put(k, &e, i);
+}
+
 /*
  * One address notification (or a link's removal, ifindex) applied to the
  * view.  An address is kept once whatever the notifications say of it:
@@ -794,16 +838,7 @@ addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
 			k->aview[i] = k->aview[--k->naview];
 		return;
 	}
-	if (i < k->naview) {
-		k->aview[i] = e;
-		return;
-	}
-	if (grow((void **)&k->aview, &k->aview_cap, k->naview,
-	    sizeof(*k->aview)) < 0) {
-		k->aview_current = false;
-		return;
-	}
-	k->aview[k->naview++] = e;
+	addr_view_put(k, &e, i);
 }
 
 /*
@@ -857,73 +892,6 @@ kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
 		if ((family == 0 || v[i].addr.addr.family == family) &&
 		    (ifindex == 0 || v[i].ifindex == ifindex))
 			cb(&v[i], arg);
-	return 0;
-}
-
-/*
- * The kernel's own lookup of one IPv6 address on any link (inet6's
- * RTM_GETADDR without a dump, a hash lookup): the address, if some link
- * holds it, to cb.  0, or a negative errno.
- */
-int
-kernel_addr6_lookup(struct kernel *k, const struct ip_addr *addr,
-    kernel_addr_cb cb, void *arg)
-{
-	struct {
-		struct nlmsghdr	h;
-		struct ifaddrmsg i;
-		struct nlattr	a;
-		uint8_t		addr[16];
-	} req;
-	char buf[KERNEL_ACK_LEN * 2];
-	struct iovec iov = { &req, sizeof(req) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct nlmsghdr *h = (struct nlmsghdr *)buf;
-	struct nd_ifaddr e;
-	bool peer;
-	ssize_t n;
-	int fd = nl_socket_get_fd(k->dump), e_no, i;
-
-	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(struct ifaddrmsg)) +
-	    NLA_HDRLEN + 16, "no padding in the request");
-	memset(&req, 0, sizeof(req));
-	req.h.nlmsg_len = sizeof(req);
-	req.h.nlmsg_type = RTM_GETADDR;
-	req.h.nlmsg_flags = NLM_F_REQUEST;
-	req.h.nlmsg_seq = ++k->addr6_seq;
-	req.i.ifa_family = AF_INET6;
-	req.a.nla_len = NLA_HDRLEN + 16;
-	req.a.nla_type = IFA_ADDRESS;
-	memcpy(req.addr, addr->bytes, 16);
-	if (sendmsg(fd, &mh, 0) == -1)
-		return -errno;
-	/* The answer is queued before sendmsg returns: the address, or an
-	 * error (EADDRNOTAVAIL: no link holds it). */
-	for (i = 0; ; i++) {
-		/* Something left of an earlier answer is passed over. */
-		if (i == KERNEL_DUMP_TRIES)
-			return -EIO;
-		iov.iov_base = buf;
-		iov.iov_len = sizeof(buf);
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		if ((n = recvmsg(fd, &mh, MSG_DONTWAIT)) == -1)
-			return -errno;
-		if ((mh.msg_flags & MSG_TRUNC) || !nlmsg_ok(h, (int)n))
-			return -EIO;
-		if (h->nlmsg_seq == req.h.nlmsg_seq)
-			break;
-	}
-	if (h->nlmsg_type == NLMSG_ERROR) {
-		if (!nlmsg_valid_hdr(h, sizeof(e_no)))
-			return -EIO;
-		memcpy(&e_no, nlmsg_data(h), sizeof(e_no));
-		return e_no == -EADDRNOTAVAIL ? 0 : e_no < 0 ? e_no : -EIO;
-	}
-	if (h->nlmsg_type != RTM_NEWADDR || addr_read(h, &e, &peer) != 1)
-		return -EIO;
-	cb(&e, arg);
 	return 0;
 }
 
@@ -2113,7 +2081,9 @@ op_addr(struct kernel *k, const struct nd_op *op)
 				rtnl_addr_set_flags(a, IFA_F_NOPREFIXROUTE |
 				    (op->u.addr.addr.addr.family == AF_INET6 ?
 				    IFA_F_NODAD : 0));
-			rc = addr_add_tagged(k, a, op->u.addr.proto);
+			if ((rc = addr_add_tagged(k, a, op->u.addr.proto)) == 0)
+				addr_view_added(k, op->u.addr.ifindex,
+				    &op->u.addr.addr, op->u.addr.proto);
 		} else
 			rc = rtnl_addr_delete(k->req, a, 0);
 	}

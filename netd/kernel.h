@@ -77,7 +77,6 @@ struct kernel {
 	bool		 aview_current;
 	/* An overrun seen and the event socket not read empty since. */
 	bool		 ev_congested;
-	uint32_t	 addr6_seq;	/* kernel_addr6_lookup()'s requests */
 	unsigned long	 aview_dumps, aview_unread;
 	struct kernel_link *links;
 	size_t		 nlinks, links_cap;
@@ -135,15 +134,6 @@ int	kernel_get_link(struct kernel *k, uint32_t ifindex,
  * still unread, lost, or none yet is dumped again first.
  */
 int	kernel_each_addr(struct kernel *k, uint8_t family, uint32_t ifindex,
-	    kernel_addr_cb cb, void *arg);
-/*
- * Whether a link holds the IPv6 address addr, asked of the kernel itself
- * (one request, no dump): to cb if so.  For what the view cannot tell
- * yet: the kernel announces an IPv6 address it adds from its address
- * work queue, after the change that added it has returned.  0, or a
- * negative errno.
- */
-int	kernel_addr6_lookup(struct kernel *k, const struct ip_addr *addr,
 	    kernel_addr_cb cb, void *arg);
 /* Drop the address view: the next use dumps (kernel_rules_forget()'s
  * twin, for the broker's reconciliation). */

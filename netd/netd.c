@@ -779,15 +779,6 @@ family_name(int family)
 	return family == AF_INET6 ? "IPv6" : "IPv4";
 }
 
-static int
-addr6_lookup(struct netd *nd, const struct ip_addr *addr,
-    struct holder_ctx *hc)
-{
-	if (addr->family != NETD_AF_INET6 || hc->why != NULL)
-		return 0;
-	return kernel_addr6_lookup(&nd->kernel, addr, addr_holder, hc);
-}
-
 static bool
 netd_addrs_free(struct netd *nd, const struct msg *m, const char *what,
     const struct ip_addr *addr, const struct ip_addr *addr2,
@@ -799,22 +790,16 @@ netd_addrs_free(struct netd *nd, const struct msg *m, const char *what,
 	int rc;
 
 	/* From the address view: the events queued are read first (and the
-	 * node's links again if they changed), so it is the kernel's now. */
+	 * node's links again if they changed), so it is the kernel's as of
+	 * its last notification.  What netd adds itself is in it at once;
+	 * an IPv6 address somebody else adds counts from its notification,
+	 * which the kernel sends from its work queue an instant after the
+	 * add: the same as an add an instant after this check, which no
+	 * check can stop. */
 	if (!node_current(nd, m->hdr.id, what))
 		return false;
 	if ((rc = kernel_each_addr(&nd->kernel, addr2 != NULL ? 0 :
 	    addr->family, 0, addr_holder, &hc)) < 0) {
-		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
-		return false;
-	}
-	/* An IPv6 address added an instant ago is in the kernel before its
-	 * notification: the kernel's own lookup tells.  It finds one holder:
-	 * for an ENI's address, on its own link and (just added) on another
-	 * too, it may find the ENI's, and the other waits for its
-	 * notification. */
-	if (hc.why == NULL &&
-	    (((rc = addr6_lookup(nd, addr, &hc)) < 0) ||
-	    (addr2 != NULL && (rc = addr6_lookup(nd, addr2, &hc)) < 0))) {
 		netd_snapshot_failed(nd, m->hdr.id, what, rc, false);
 		return false;
 	}

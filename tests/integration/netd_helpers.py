@@ -8,6 +8,9 @@ import json
 import os
 import queue
 import secrets
+import select
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -34,6 +37,8 @@ PRIMARY_IP = "10.0.0.10"        # eth0's, /20
 GATEWAY = "10.0.0.1"            # the main table's default route, via eth0
 VPC = "10.0.0.0/16"
 PROTO = 233                     # netd's tag (NETD_PROTO in netd/policy.h)
+RTMGRP_IPV6_IFADDR = 0x100      # linux/rtnetlink.h
+RTM_NEWADDR = 20
 CONFIG = {"user": "enid",
           "routing": {"table_base": 100, "rule_priority_to": 512,
                       "rule_priority_from": 1536}}
@@ -80,6 +85,38 @@ class Netns:
 
     def __init__(self):
         self.name = "enid-t-netd-" + secrets.token_hex(4)
+
+    def addr_add_announced(self, fam, addr, dev):
+        """`ip addr add ADDR dev DEV nodad`, returning once the kernel has
+        announced the address.  It announces an IPv6 one from its work
+        queue, an instant after the add has returned, and netd counts an
+        address somebody else adds from its announcement (netd.c,
+        netd_addrs_free()): a test waits for it, as a node's own tools
+        have long before a pod comes."""
+        if fam == "-4":
+            self.ip(fam, "addr", "add", addr, "dev", dev)
+            return
+        sk = podwire.in_netns(self.name, lambda: socket.socket(
+            socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE))
+        want = socket.inet_pton(socket.AF_INET6, addr.split("/")[0])
+        try:
+            sk.bind((0, RTMGRP_IPV6_IFADDR))
+            self.ip(fam, "addr", "add", addr, "dev", dev, "nodad")
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                if not select.select([sk], [], [], 0.5)[0]:
+                    continue
+                buf = sk.recv(65536)
+                while len(buf) >= 16:
+                    ln, typ = struct.unpack_from("IH", buf)
+                    if ln < 16:
+                        break
+                    if typ == RTM_NEWADDR and want in buf[16:ln]:
+                        return
+                    buf = buf[(ln + 3) & ~3:]
+            raise AssertionError("no announcement of %s on %s" % (addr, dev))
+        finally:
+            sk.close()
 
     def __enter__(self):
         run("ip", "netns", "add", self.name)

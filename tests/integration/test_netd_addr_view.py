@@ -91,7 +91,7 @@ def test_view_follows_addresses_behind_netds_back(node, netd):
              ("-4", POD4 + "/32", "lo"),
              ("-6", POD6 + "/128", "lo")]
     for fam, addr, dev in cases:
-        node.ip(fam, "addr", "add", addr, "dev", dev, "nodad")
+        node.addr_add_announced(fam, addr, dev)
         r = held(netd, "addpod " + DUAL, dev)
         assert ("IPv6" if fam == "-6" else "IPv4") in r["message"], r
         held(netd, "addpod addr=%s table=0" % (POD4 if fam == "-4"
@@ -106,7 +106,7 @@ def test_link_removed_with_its_addresses(node, netd):
     refused the address while the link held it, accepts it after."""
     ok(netd, "addpod addr=%s table=0" % POD4_B)
     node.ip("addr", "add", POD4 + "/32", "dev", "veth0a1b2c3")
-    node.ip("-6", "addr", "add", POD6 + "/128", "dev", "vpeer0", "nodad")
+    node.addr_add_announced("-6", POD6 + "/128", "vpeer0")
     held(netd, "addpod " + DUAL)
     node.ip("link", "del", "veth0a1b2c3")      # its peer goes with it
     ok(netd, "addpod " + DUAL)

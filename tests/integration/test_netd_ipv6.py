@@ -563,11 +563,29 @@ def test_address_configured_on_a_link(node, netd):
     """An IPv6 address inside the VPC that some link of the node carries
     (lo here) is the node's, not a pod's or an ENI's to take."""
     taken = "2600:1f14:abc:110::77"
-    node.ip("-6", "addr", "add", taken + "/128", "dev", "lo")
+    node.addr_add_announced("-6", taken + "/128", "lo")
     expect_refused(node, netd, "addpod addr=%s table=0" % taken, taken,
                    "configured on a link")
     expect_refused(node, netd, SETUP6.replace(ENI6, taken), taken,
                    "configured on a link")
+
+
+def test_eni_address_taken_the_instant_it_is_set_up(node, netd):
+    """An ENI's IPv6 address, asked for as a pod's in the request right
+    after the ENI's set-up (both sent at once): refused, though the
+    kernel announces the address only later, from its work queue (netd
+    counts what it adds itself at once, kernel.c's addr_view_added())."""
+    for n in range(300):
+        ids = [netd.send(SETUP6), netd.send("addpod addr=%s table=0" % ENI6),
+               netd.send("addpod addr=%s table=101" % ENI6)]
+        r = [netd.wait(rid) for rid in ids]
+        assert r[0]["status"] == "ok", r
+        for x in r[1:]:
+            assert x["status"] == "refused" and \
+                "configured on a link" in x["message"], (n, r)
+        assert netd.call("teardown mac=%s table=101 addr=none addr6=%s"
+                         % (ENI1, ENI6))["status"] == "ok"
+    assert not node.ip("-6", "rule").count(ENI6)
 
 
 def test_restarted_netd_takes_its_ipv6_eni_back(node, make_netd):
