@@ -1303,6 +1303,23 @@ rule_event(struct kernel *k, struct nlmsghdr *hdr)
 	k->nrules++;
 }
 
+/* n receive headers for recvmmsg(2), one buffer of len bytes each, the
+ * buffers one after another from bufs. */
+static void
+mmsg_prepare(struct mmsghdr *mh, struct iovec *iov, char *bufs, size_t len,
+    size_t n)
+{
+	size_t i;
+
+	memset(mh, 0, n * sizeof(*mh));
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = bufs + i * len;
+		iov[i].iov_len = len;
+		mh[i].msg_hdr.msg_iov = &iov[i];
+		mh[i].msg_hdr.msg_iovlen = 1;
+	}
+}
+
 /*
  * Read every queued rule notification, applying each (apply) or throwing
  * it away: 0 if the socket is empty now, -ENOBUFS if notifications were
@@ -1318,13 +1335,7 @@ rules_drain(struct kernel *k, bool apply)
 	struct nlmsghdr *h;
 	int fd = nl_socket_get_fd(k->rule_ev), i, j, got, lost = 0, len;
 
-	memset(mh, 0, sizeof(mh));
-	for (j = 0; j < KERNEL_EVENT_BATCH; j++) {
-		iov[j].iov_base = bufs[j];
-		iov[j].iov_len = sizeof(bufs[j]);
-		mh[j].msg_hdr.msg_iov = &iov[j];
-		mh[j].msg_hdr.msg_iovlen = 1;
-	}
+	mmsg_prepare(mh, iov, bufs[0], sizeof(bufs[0]), KERNEL_EVENT_BATCH);
 	/* Each notification is a datagram of its own: read many a call,
 	 * where libnl reads one (or two, to learn its size). */
 	for (i = 0; i < KERNEL_RULE_EVENT_BUDGET; i++) {
@@ -2395,13 +2406,7 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 	}
 	/* The kernel made the changes and queued the acks before sendmsg
 	 * returned: every ack is there to read, in order. */
-	memset(amh, 0, sizeof(amh));
-	for (idx = 0; idx < n; idx++) {
-		aiov[idx].iov_base = acks[idx];
-		aiov[idx].iov_len = sizeof(acks[idx]);
-		amh[idx].msg_hdr.msg_iov = &aiov[idx];
-		amh[idx].msg_hdr.msg_iovlen = 1;
-	}
+	mmsg_prepare(amh, aiov, acks[0], sizeof(acks[0]), n);
 	for (i = 0; i < (int)n; i += got) {
 		if ((got = recvmmsg(fd, amh + i, (unsigned)n - (unsigned)i,
 		    MSG_DONTWAIT, NULL)) <= 0) {
