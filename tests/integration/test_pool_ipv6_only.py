@@ -135,6 +135,14 @@ def test_ipv6_only_pods_over_cni_sock(make_env):
     # enidctl's text: the pod's IPv6 address, the limits in ENIs.
     text = ctl_text(env, "show", "pods")
     assert answers["s0"]["ip6"] in text, text
+    # The pool: its IPv6 pods and /80s beside the (IPv4) address counts.
+    pool = env.ctl({"op": "show", "what": "pool"})["pool"]
+    assert pool["ip_family"] == "ipv6", pool
+    assert pool["pods_ipv6"] == len(answers), (pool, answers)
+    assert pool["ipv6_prefixes"] == 1, pool
+    assert ("ipv6         %d pods with an IPv6 address, 1 ENIs with a /80 "
+            "(ip_family ipv6)" % len(answers)) in \
+        ctl_text(env, "show", "pool")
     text = ctl_text(env, "show", "limits")
     for want in ("pod addresses      IPv6 only (ip_family ipv6)",
                  "the pool is driven by ENIs, not IPv4 addresses",
