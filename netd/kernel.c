@@ -908,15 +908,20 @@ kernel_addrs_forget(struct kernel *k)
 static bool	rule_same(const struct nd_rule *, const struct nd_rule *);
 
 /* A slot of the index: a rule of k->rules, by its place there, under one
- * of its host addresses. */
+ * of its host addresses, which the rule holds (8 bytes a slot). */
 struct kernel_rule_slot {
-	struct ip_addr	key;
 	uint32_t	pos;		/* in k->rules */
 	uint8_t		state;		/* SLOT_* */
-	uint8_t		cls;		/* the class function's */
+	uint8_t		dst;		/* its key: the rule's to, else from */
 };
 
 enum { SLOT_FREE, SLOT_USED, SLOT_DEAD };
+
+static const struct ip_addr *
+slot_key(const struct kernel *k, const struct kernel_rule_slot *s)
+{
+	return s->dst ? &k->rules[s->pos].dst.addr : &k->rules[s->pos].src.addr;
+}
 
 static size_t
 rix_hash(const struct ip_addr *a, size_t cap)
@@ -932,39 +937,52 @@ rix_hash(const struct ip_addr *a, size_t cap)
 
 static void
 rix_place(struct kernel_rule_slot *tab, size_t cap,
-    const struct kernel_rule_slot *s)
+    const struct kernel_rule_slot *s, const struct ip_addr *key)
 {
 	size_t i;
 
-	for (i = rix_hash(&s->key, cap); tab[i].state == SLOT_USED;
+	for (i = rix_hash(key, cap); tab[i].state == SLOT_USED;
 	    i = (i + 1) & (cap - 1))
 		;
 	tab[i] = *s;
 	tab[i].state = SLOT_USED;
 }
 
-/* Room for one more: the table at most half full, dead slots counted. */
+/*
+ * Room for one more: the table at most 70% full, dead slots counted, and
+ * grown to twice what it holds (a probe then reads 2 slots on average to
+ * find a rule, a few more to find none; a node of 500 dual-stack pods
+ * indexes some 2,000 rules, 4,096 slots of 8 bytes).
+ */
 static int
 rix_room(struct kernel *k)
 {
 	struct kernel_rule_slot *nt;
 	size_t ncap, i;
 
-	if ((k->rix_used + k->rix_dead + 1) * 2 <= k->rix_cap)
+	if ((k->rix_used + k->rix_dead + 1) * 10 <= k->rix_cap * 7)
 		return 0;
-	for (ncap = 64; ncap < (k->rix_used + 1) * 4; ncap *= 2)
+	for (ncap = 64; ncap < (k->rix_used + 1) * 2; ncap *= 2)
 		if (ncap >= KERNEL_MAX_DUMP * 4)
 			return -E2BIG;
 	if ((nt = calloc(ncap, sizeof(*nt))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < k->rix_cap; i++)
 		if (k->rix[i].state == SLOT_USED)
-			rix_place(nt, ncap, &k->rix[i]);
+			rix_place(nt, ncap, &k->rix[i],
+			    slot_key(k, &k->rix[i]));
 	free(k->rix);
 	k->rix = nt;
 	k->rix_cap = ncap;
 	k->rix_dead = 0;
 	return 0;
+}
+
+/* Whether a rule's from is a host address, a key of the index. */
+static bool
+rule_src_keyed(const struct nd_rule *r)
+{
+	return r->src.len != 0 && r->src.len == ip_family_bits(r->src.addr.family);
 }
 
 /* The host addresses a rule is indexed under: its full-length from, and
@@ -974,7 +992,7 @@ rix_keys(const struct nd_rule *r, struct ip_addr keys[2])
 {
 	size_t n = 0;
 
-	if (r->src.len != 0 && r->src.len == ip_family_bits(r->src.addr.family))
+	if (rule_src_keyed(r))
 		keys[n++] = r->src.addr;
 	if (r->dst.len != 0 && r->dst.len == ip_family_bits(r->dst.addr.family) &&
 	    (n == 0 || !ip_addr_eq(&keys[0], &r->dst.addr)))
@@ -1015,12 +1033,12 @@ rix_add(struct kernel *k, size_t pos)
 	n = rix_keys(r, keys);
 	memset(&s, 0, sizeof(s));
 	s.pos = (uint32_t)pos;
-	s.cls = (uint8_t)cls;
 	for (i = 0; i < n; i++) {
 		if ((rc = rix_room(k)) < 0)
 			return rc;
-		s.key = keys[i];
-		rix_place(k->rix, k->rix_cap, &s);
+		/* rix_keys(): the from first, if it is a key at all. */
+		s.dst = i == 1 || !rule_src_keyed(r);
+		rix_place(k->rix, k->rix_cap, &s, &keys[i]);
 		k->rix_used++;
 	}
 	return 0;
@@ -1037,7 +1055,7 @@ rix_slot(const struct kernel *k, const struct ip_addr *key, size_t pos)
 	for (j = rix_hash(key, k->rix_cap); k->rix[j].state != SLOT_FREE;
 	    j = (j + 1) & (k->rix_cap - 1))
 		if (k->rix[j].state == SLOT_USED && k->rix[j].pos == pos &&
-		    ip_addr_eq(&k->rix[j].key, key))
+		    ip_addr_eq(slot_key(k, &k->rix[j]), key))
 			return j;
 	return (size_t)-1;
 }
@@ -1060,7 +1078,7 @@ rules_find(const struct kernel *k, const struct nd_rule *r)
 		for (j = rix_hash(&keys[0], k->rix_cap);
 		    k->rix[j].state != SLOT_FREE; j = (j + 1) & (k->rix_cap - 1))
 			if (k->rix[j].state == SLOT_USED &&
-			    ip_addr_eq(&k->rix[j].key, &keys[0]) &&
+			    ip_addr_eq(slot_key(k, &k->rix[j]), &keys[0]) &&
 			    rule_same(&k->rules[k->rix[j].pos], r))
 				return k->rix[j].pos;
 		return (size_t)-1;
@@ -1482,7 +1500,7 @@ kernel_pod_rules(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 		    (s = &k->rix[j])->state != SLOT_FREE;
 		    j = (j + 1) & (k->rix_cap - 1)) {
 			if (s->state != SLOT_USED ||
-			    !ip_addr_eq(&s->key, &addrs[i]) ||
+			    !ip_addr_eq(slot_key(k, s), &addrs[i]) ||
 			    (k->rules[s->pos].priority != prio_a &&
 			    k->rules[s->pos].priority != prio_b))
 				continue;
