@@ -683,6 +683,47 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 }
 
 /*
+ * ip_family ipv6: the IPv4 addresses ENIs kept from another ip_family (a
+ * node switched to ipv6 with its ENIs).  Nothing hands them out now, so
+ * once the pool is settled and the surplus has lasted they go back to
+ * their subnet: an ENI's free single addresses, else a wholly free /28,
+ * one change an ENI at a time.  A pod's IPv4 address (a dual pod from
+ * before the switch) stays until its DEL, then cools, then goes too.
+ * Whether there were any.
+ */
+static bool
+plan6_ipv4_back(const struct pool_params *p, const struct pool_facts *f,
+    uint64_t now, struct pool_plan *out)
+{
+	uint32_t i, k, n;
+	bool any = false, lasted = false;
+
+	for (i = 0; i < f->nenis; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		if (e->state != ENI_READY || e->busy || e->keep_until > now)
+			continue;
+		for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++)
+			if (e->prefix[k].used == 0 && e->prefix[k].free > 0)
+				break;
+		n = free_singles(e);
+		if (n == 0 && k == e->nprefixes)
+			continue;
+		if (!any) {
+			out->surplus = any = true;
+			if (!(lasted = surplus_lasted(p, f, now, out)))
+				break;
+		}
+		if (n > 0)
+			add_action(out, ACT_UNASSIGN, i, e->subnet, n);
+		else
+			add_action(out, ACT_UNASSIGN_PREFIX, i, e->subnet,
+			    e->prefix[k].free)->prefix = k;
+	}
+	return any && lasted;
+}
+
+/*
  * ip_family ipv6: the pool in ENIs.  need and have count ENIs that serve
  * pods: one is needed, have is how many serve (their surplus is what the
  * engine's log counts).
@@ -755,7 +796,8 @@ plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
 		add_action(out, ACT_CREATE_ENI, 0, subnet, 0);
 		return;
 	}
-	if (coming > 0 || f->waiters > 0 || serving < 2)
+	if (coming > 0 || f->waiters > 0 ||
+	    plan6_ipv4_back(p, f, now, out) || serving < 2)
 		return;
 	/* More than one serves: those without pods are surplus. */
 	for (i = 0; i < f->nenis && !out->surplus; i++) {

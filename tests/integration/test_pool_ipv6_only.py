@@ -396,6 +396,34 @@ def test_an_eni_without_pods_goes_once_another_serves(make_env):
     assert list(node_enis(env)) == [primary], node_enis(env)
 
 
+def test_ipv4_addresses_go_back_after_a_switch_to_ipv6(make_env):
+    """A dual node with a warm pool of IPv4 addresses, switched to ipv6:
+    the IPv4 addresses nothing holds go back to the subnet once
+    shrink_delay_s has passed; a running dual pod's stays until its DEL,
+    then goes too."""
+    env = make_env(ip_family="dual",
+                   pool={"ip_cooldown_s": 0, "add_timeout_s": 30,
+                         "warm_ip_target": 3, "shrink_delay_s": 1})
+    env.start()
+    assert wait_for(lambda: len(ipv4_for_pods(env)) >= 3), node_enis(env)
+    a, _ = env.add("d0")
+    assert a["ok"] and a.get("ip") and a.get("ip6"), a
+    env.kill9()
+    env.conf_extra["ip_family"] = "ipv6"
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    assert wait_for(lambda: ipv4_for_pods(env) == [a["ip"]],
+                    timeout=30), (ipv4_for_pods(env), a)
+    assert held(env)["d0"]["ip"] == a["ip"], held(env)
+    d, _ = env.delete("d0")
+    assert d["ok"], d
+    assert wait_for(lambda: ipv4_for_pods(env) == [], timeout=30), \
+        ipv4_for_pods(env)
+    # The pool still serves: an IPv6-only pod.
+    b = add6(env, ["s0"])
+    assert "ip" not in b["s0"], b
+
+
 def test_max_pods_caps_ipv6_only_pods(make_env):
     env = make_env(pool={"ip_cooldown_s": 0, "add_timeout_s": 30,
                          "max_pods": 3})
