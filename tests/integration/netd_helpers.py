@@ -15,6 +15,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 import podwire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +47,14 @@ CONFIG = {"user": "enid",
 # netd's connection-mark rule (routing.connmark's default 0x80), as
 # `ip rule` prints it.
 CONNMARK_RULE = "512:\tfrom all fwmark 0x80/0x80 lookup main proto %d" % PROTO
+
+# What every test of netd needs: root, and netd and its driver built.
+NEEDS_NETD = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
+                            os.access(DRIVE, os.X_OK)),
+                       reason="enid-netd or netd_drive not built"),
+]
 
 
 def _ip_key(cidr):

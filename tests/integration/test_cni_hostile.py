@@ -37,8 +37,9 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (DRIVE, NETD, PRIMARY_IP, Driver,  # noqa: E402
+from netd_helpers import (PRIMARY_IP, Driver,  # noqa: E402
                           Netns, run)
+from netd_helpers import NEEDS_NETD  # noqa: E402
 from conftest import built, for_unprivileged  # noqa: E402
 import podwire  # noqa: E402
 
@@ -54,11 +55,7 @@ TABLE_ROUTED = "10.0.0.52"  # a /32 in table 150
 FORGED = "10.0.0.53"        # a rule without netd's tag
 NEVER = "10.0.0.99"         # in the VPC, never accepted by netd
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
+pytestmark = NEEDS_NETD + [
     pytest.mark.skipif(not os.access(PTP, os.X_OK),
                        reason="containernetworking-plugins not installed"),
 ]

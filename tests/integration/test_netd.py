@@ -12,8 +12,9 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (CONNMARK_RULE, DRIVE, NETD, PRIMARY_MAC,  # noqa
+from netd_helpers import (CONNMARK_RULE, PRIMARY_MAC,  # noqa
                           PROTO, Driver, Netns, eni_table)
+from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
 ENI2 = "02:00:00:00:00:12"
@@ -21,12 +22,7 @@ SETUP1 = ("setup mac=%s table=101 addr=10.0.16.5/20 gw=10.0.16.1 mtu=9001"
           % ENI1)
 TEARDOWN1 = "teardown mac=%s table=101 addr=10.0.16.5/20" % ENI1
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, Driver, Netns, run  # noqa
+from netd_helpers import Driver, Netns, run  # noqa
+from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
 VPC6 = "2600:1f14:abc:100::/56"
@@ -29,12 +30,7 @@ DUAL = "addr=%s addr6=%s table=101" % (POD4, POD6)
 HELD = "configured on a link"
 CHURN = 3000            # addresses added and removed while netd sleeps
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 @pytest.fixture

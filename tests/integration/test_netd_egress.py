@@ -24,8 +24,9 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (CONFIG, CONNMARK_RULE, DRIVE, GATEWAY,  # noqa
-                          NETD, PROTO, VPC, Driver, Netns, eni_table)
+from netd_helpers import (CONFIG, CONNMARK_RULE, GATEWAY,  # noqa
+                          PROTO, VPC, Driver, Netns, eni_table)
+from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
 SETUP1 = ("setup mac=%s table=101 addr=10.0.16.5/20 gw=10.0.16.1 mtu=9001"
@@ -36,12 +37,7 @@ POD = "10.0.16.9"               # a pod on eni1 (table 101)
 PRIMARY_POD = "10.0.1.7"        # a pod on the primary ENI (no table)
 FOREIGN_MARK_RULE = "512:\tfrom all fwmark 0x80/0x80 lookup 100"
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 def config(**snat):

@@ -21,8 +21,9 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (CONNMARK_RULE, DRIVE, NETD, PRIMARY_IP,  # noqa
+from netd_helpers import (CONNMARK_RULE, PRIMARY_IP,  # noqa
                           PRIMARY_MAC, PROTO, Driver, Netns, run)
+from netd_helpers import NEEDS_NETD  # noqa
 
 UPLINK_MAC = "02:00:00:00:00:02"
 UPLINK_IP = "10.0.4.20"
@@ -38,12 +39,7 @@ ENI3 = "02:00:00:00:00:77"         # bare, given others' routes in turn
 SETUP1 = ("setup mac=%s table=101 addr=10.0.16.5/20 gw=10.0.16.1 mtu=9001"
           % ENI1)
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 @pytest.fixture

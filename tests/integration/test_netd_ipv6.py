@@ -19,7 +19,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, PROTO, Driver, Netns, run  # noqa
+from netd_helpers import PROTO, Driver, Netns, run  # noqa
+from netd_helpers import NEEDS_NETD  # noqa
 import podwire  # noqa
 
 ENI1 = "02:00:00:00:00:11"
@@ -43,12 +44,7 @@ SPECIAL6 = ["::", "::1", "fe80::5", "fe80:ec2::1", "ff02::1", "ff05::2",
             "::ffff:0:a00:1", "::a00:1", "64:ff9b::a00:1", "64:ff9b:1::5"]
 EC2_SERVICE6 = ["fd00:ec2::254", "fd00:ec2::253", "fd00:ec2::123"]
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 def state(ns):

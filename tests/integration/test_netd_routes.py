@@ -16,19 +16,15 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, Driver, Netns, run  # noqa
+from netd_helpers import Driver, Netns, run  # noqa
+from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
 POD_A, POD_B, POD_C = "10.0.16.9", "10.0.16.10", "10.0.16.11"
 VETH_A, VETH_B, VETH_C = "enid0000000000a", "enid0000000000b", \
     "enid0000000000c"
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 @pytest.fixture

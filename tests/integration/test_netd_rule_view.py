@@ -19,7 +19,8 @@ import threading
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import DRIVE, NETD, PROTO, Driver, Netns, run  # noqa
+from netd_helpers import NETD, PROTO, Driver, Netns, run  # noqa
+from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
 VPC6 = "2600:1f14:abc:100::/56"
@@ -28,12 +29,7 @@ POD6_A = "2600:1f14:abc:110::a"
 DUAL_A = "addr=%s addr6=%s table=101" % (POD4_A, POD6_A)
 CHURN = 3000            # foreign rules added and removed behind netd's back
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 # An RTM_NEWRULE without NLM_F_EXCL, which ip(8) always sets: the kernel
 # then adds a rule identical to one it holds.  argv: destination (IPv4),

@@ -15,18 +15,14 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import (CONFIG, DRIVE, NETD, PRIMARY_IP, VPC,  # noqa
+from netd_helpers import (CONFIG, PRIMARY_IP, VPC,  # noqa
                           Driver, Netns, run)
+from netd_helpers import NEEDS_NETD  # noqa
 
 VPC2 = "10.1.0.0/20"
 EXCLUDE = "192.168.0.0/16"
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
-    pytest.mark.skipif(not (os.access(NETD, os.X_OK) and
-                            os.access(DRIVE, os.X_OK)),
-                       reason="enid-netd or netd_drive not built"),
-]
+pytestmark = NEEDS_NETD
 
 
 def config(enabled=True, exclude=(EXCLUDE,), random_fully=True):
