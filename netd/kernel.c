@@ -283,7 +283,12 @@ event_valid(struct nl_msg *msg, void *arg)
 		break;
 	case RTM_DELLINK:
 		ctx->k->links_current = false;
-		if (nlmsg_valid_hdr(hdr, sizeof(struct ifinfomsg)))
+		/* A link's removal is of no family; a bridge announces a
+		 * port's release (the link and its addresses stay) as an
+		 * RTM_DELLINK of its own. */
+		if (nlmsg_valid_hdr(hdr, sizeof(struct ifinfomsg)) &&
+		    ((struct ifinfomsg *)nlmsg_data(hdr))->ifi_family ==
+		    AF_UNSPEC)
 			addr_view_event(ctx->k, NULL, (uint32_t)
 			    ((struct ifinfomsg *)nlmsg_data(hdr))->ifi_index);
 		break;

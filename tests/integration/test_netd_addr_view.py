@@ -155,3 +155,26 @@ def test_lost_notifications_dump_again(node, netd, tmp_path):
     ok(netd, "addpod " + DUAL)
     assert not [l for l in node.ip("-4", "addr").splitlines()
                 if "10.0.2" in l]
+
+
+@pytest.mark.parametrize("how", ["nomaster", "bridge deleted"])
+def test_bridge_port_keeps_its_addresses(node, netd, how):
+    """A link taken out of a bridge (or whose bridge is deleted) keeps its
+    addresses, though the bridge announces the port's removal as an
+    RTM_DELLINK of the bridge's family: the link is still there, and so
+    are its addresses."""
+    ok(netd, "addpod " + DUAL)
+    ok(netd, "delpod " + DUAL)
+    node.ip("link", "add", "br9", "type", "bridge")
+    node.ip("addr", "add", POD4 + "/32", "dev", "stor0")
+    node.addr_add_announced("-6", POD6 + "/128", "stor0")
+    node.ip("link", "set", "stor0", "master", "br9")
+    held(netd, "addpod " + DUAL, "stor0")
+    if how == "nomaster":
+        node.ip("link", "set", "stor0", "nomaster")
+    else:
+        node.ip("link", "del", "br9")
+    assert POD4 in node.ip("-4", "addr", "show", "dev", "stor0")
+    held(netd, "addpod " + DUAL, "stor0")
+    held(netd, "addpod addr=%s table=0" % POD4, "stor0")
+    held(netd, "addpod addr=%s table=0" % POD6, "stor0")
