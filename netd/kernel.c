@@ -660,9 +660,10 @@ kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
 static void
 addrs_reset(struct kernel *k, void *arg)
 {
-	if (arg != NULL)
+	if (arg != NULL) {
 		k->naview = 0;
-	else
+		k->aview_peers = false;
+	} else
 		k->naddrs = 0;
 }
 
@@ -725,6 +726,8 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if ((rc = grow((void **)arr, cap, *n, sizeof(**arr))) < 0)
 		return rc;
 	(*arr)[(*n)++] = e;
+	if (arg != NULL && peer && e.addr.addr.family == AF_INET)
+		k->aview_peers = true;
 	return 0;
 }
 
@@ -809,7 +812,10 @@ addr_view_added(struct kernel *k, uint32_t ifindex,
  * do no harm: each address ends as its last notification says, and one
  * without any since the dump as the dump showed it.  Only an IPv4 peer
  * address's removal is a doubt (two such can differ in their peer alone,
- * which the view does not keep), and room that cannot be had.
+ * which the view does not keep), and, once the view has held an IPv4 peer
+ * address, any IPv4 removal (a plain address and a peer one can share
+ * their local address and length, which the view keeps once); and room
+ * that cannot be had.
  */
 static void
 addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
@@ -836,8 +842,10 @@ addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
 	for (i = 0; i < k->naview; i++)
 		if (addr_same(&k->aview[i], &e))
 			break;
+	if (peer && e.addr.addr.family == AF_INET)
+		k->aview_peers = true;
 	if (hdr->nlmsg_type == RTM_DELADDR) {
-		if (peer)
+		if (peer || (k->aview_peers && e.addr.addr.family == AF_INET))
 			k->aview_current = false;
 		else if (i < k->naview)
 			k->aview[i] = k->aview[--k->naview];

@@ -75,6 +75,9 @@ struct kernel {
 	struct nd_ifaddr *aview;
 	size_t		 naview, aview_cap;
 	bool		 aview_current;
+	/* An IPv4 peer address seen since the view's dump: an IPv4
+	 * removal may be of either of two addresses the view keeps once. */
+	bool		 aview_peers;
 	/* An overrun seen and the event socket not read empty since. */
 	bool		 ev_congested;
 	unsigned long	 aview_dumps, aview_unread;
