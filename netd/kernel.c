@@ -317,7 +317,9 @@ kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	struct event_ctx ctx = { k, ev };
 	int i, rc;
 
-	*overrun = false;
+	/* A loss a look found (events_unread()) is reported here. */
+	*overrun = k->ev_lost;
+	k->ev_lost = false;
 	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid, &ctx);
 	for (i = 0; i < KERNEL_EVENT_BUDGET; i++) {
 		rc = nl_recvmsgs_report(k->ev, k->ev_cb);
@@ -534,10 +536,29 @@ sock_unread(struct nl_sock *sk)
 	    (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/*
+ * sock_unread() of the event socket.  A look that finds the socket's
+ * error takes it, as a read would: an overrun found so is a loss all the
+ * same, and the socket stays congested (dropping every notification
+ * without a word) until it is read empty.  So the look marks what a read
+ * of the loss marks (kernel_read_events()), and the next read reports it.
+ */
 static bool
 events_unread(struct kernel *k)
 {
-	return sock_unread(k->ev);
+	char c;
+
+	if (recvfrom(nl_socket_get_fd(k->ev), &c, 1, MSG_PEEK | MSG_DONTWAIT,
+	    NULL, NULL) != -1)
+		return true;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return false;
+	if (errno == ENOBUFS) {
+		k->ev_lost = k->ev_congested = true;
+		k->links_current = false;
+	}
+	k->aview_current = false;
+	return true;
 }
 
 /*
