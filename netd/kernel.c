@@ -714,13 +714,14 @@ addr_read(struct nlmsghdr *hdr, struct nd_ifaddr *out, bool *peer)
 	else
 		return 0;
 	/* IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
-	 * point-to-point link, and the address itself otherwise. */
+	 * point-to-point link, and the address itself otherwise.  IPv4's
+	 * peer 0.0.0.0 comes as no IFA_ADDRESS at all. */
 	if ((a = tb[IFA_LOCAL]) == NULL)
 		a = tb[IFA_ADDRESS];
 	if (a == NULL || nla_len(a) < (int)alen)
 		return 0;
-	*peer = tb[IFA_LOCAL] != NULL && tb[IFA_ADDRESS] != NULL &&
-	    (nla_len(tb[IFA_ADDRESS]) < (int)alen ||
+	*peer = tb[IFA_LOCAL] != NULL && (tb[IFA_ADDRESS] == NULL ||
+	    nla_len(tb[IFA_ADDRESS]) < (int)alen ||
 	    memcmp(nla_data(tb[IFA_ADDRESS]), nla_data(a), alen) != 0);
 	memset(out, 0, sizeof(*out));
 	out->ifindex = ifa->ifa_index;

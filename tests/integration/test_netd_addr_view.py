@@ -160,23 +160,26 @@ def test_lost_notifications_dump_again(node, netd, tmp_path):
                 if "10.0.2" in l]
 
 
-@pytest.mark.parametrize("plain_first", [True, False])
-def test_plain_address_beside_a_peer_one(node, netd, plain_first):
+@pytest.mark.parametrize("plain_first,peer_addr", [
+    (True, "10.0.99.1/24"), (False, "10.0.99.1/24"), (False, "0.0.0.0/24")])
+def test_plain_address_beside_a_peer_one(node, netd, plain_first,
+                                         peer_addr):
     """An IPv4 address without a peer and a point-to-point one with the
-    same local address and length (the peer in another subnet) are two
+    same local address and length (the peer in another subnet, or none:
+    0.0.0.0, which the kernel announces without IFA_ADDRESS) are two
     addresses to the kernel: the plain one removed, the other still
     holds the address, whichever came first."""
     ok(netd, "addpod addr=%s table=0" % POD4_B)
     ok(netd, "delpod addr=%s table=0" % POD4_B)
     plain = ("addr", "add", POD4_B + "/24", "dev", "stor0")
-    peer = ("addr", "add", POD4_B, "peer", "10.0.99.1/24", "dev", "stor0")
+    peer = ("addr", "add", POD4_B, "peer", peer_addr, "dev", "stor0")
     for a in ((plain, peer) if plain_first else (peer, plain)):
         node.ip(*a)
     held(netd, "addpod addr=%s table=0" % POD4_B, "stor0")
     node.ip("addr", "del", POD4_B + "/24", "dev", "stor0")
     assert POD4_B in node.ip("-4", "addr", "show", "dev", "stor0")
     held(netd, "addpod addr=%s table=0" % POD4_B, "stor0")
-    node.ip("addr", "del", POD4_B, "peer", "10.0.99.1/24", "dev", "stor0")
+    node.ip("addr", "del", POD4_B, "peer", peer_addr, "dev", "stor0")
     ok(netd, "addpod addr=%s table=0" % POD4_B)
 
 
