@@ -278,3 +278,26 @@ def netlink_drained(node):
         if f[1] == "0" and int(f[3], 16) & 0x10 and int(f[4]) != 0:
             return False
     return True
+
+
+def test_link_moved_to_another_namespace_and_back(node, netd):
+    """A link moved out of the node's namespace takes its addresses with
+    it (the kernel flushes them); moved back and given the address
+    again, it holds it again."""
+    ok(netd, "addpod " + DUAL)
+    ok(netd, "delpod " + DUAL)
+    node.ip("addr", "add", POD4 + "/32", "dev", "stor0")
+    node.addr_add_announced("-6", POD6 + "/128", "stor0")
+    held(netd, "addpod " + DUAL, "stor0")
+    other = node.name + "-mv"
+    run("ip", "netns", "add", other)
+    try:
+        node.ip("link", "set", "stor0", "netns", other)
+        ok(netd, "addpod " + DUAL)
+        ok(netd, "delpod " + DUAL)
+        run("ip", "-n", other, "link", "set", "stor0", "netns", node.name)
+        node.ip("link", "set", "stor0", "up")
+        node.ip("addr", "add", POD4 + "/32", "dev", "stor0")
+        held(netd, "addpod addr=%s table=0" % POD4, "stor0")
+    finally:
+        run("ip", "netns", "del", other, check=False)
