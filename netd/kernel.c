@@ -889,9 +889,10 @@ addr_view_sync(struct kernel *k)
 {
 	struct ifaddrmsg req;
 	struct dump_req rq = { RTM_GETADDR, &req, sizeof(req), 0, { { 0, 0 } } };
+	bool unread = events_unread(k);
 	int rc;
 
-	if (k->aview_current && !events_unread(k))
+	if (k->aview_current && !unread)
 		return 0;
 	if (k->aview_current)
 		k->aview_unread++;
@@ -899,8 +900,13 @@ addr_view_sync(struct kernel *k)
 	k->aview_dumps++;
 	memset(&req, 0, sizeof(req));
 	req.ifa_family = AF_UNSPEC;
+	/* Notifications older than the dump still queued would be applied
+	 * after it: a removal of an IPv6 address added again since, whose
+	 * announcement comes only later from the kernel's work queue (netd's
+	 * own add too), would take out what the dump shows.  Such a dump is
+	 * used once; the next use reads the socket empty and dumps again. */
 	if ((rc = raw_dump(k, &rq, addr_parse, k, addrs_reset)) == 0)
-		k->aview_current = !k->ev_congested;
+		k->aview_current = !k->ev_congested && !unread;
 	return rc;
 }
 
