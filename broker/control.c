@@ -127,18 +127,22 @@ pool_json(struct broker *b)
 	struct engine *en = &b->engine;
 	struct json_object *o = json_object_new_object();
 	uint32_t free_, assigned, cooling, other, i, k, nenis = 0;
-	uint32_t nprefixes = 0, nfrozen = 0, nremoving = 0;
+	uint32_t nprefixes = 0, nfrozen = 0, nremoving = 0, pods6 = 0, n80 = 0;
 	uint64_t now = now_ms();
+	const struct pod *p;
 	static const char *const phases[] = { "waiting", "starting",
 	    "running" };
 
 	engine_counts(b, &free_, &assigned, &cooling, &other);
+	TAILQ_FOREACH(p, &en->pods, all)
+		pods6 += p->ip6.family != 0;
 	for (i = 0; i < POOL_MAX_ENIS; i++) {
 		const struct eni *e = &en->enis[i];
 
 		if (!e->used)
 			continue;
 		nenis++;
+		n80 += e->prefix6.family == AF_INET6;
 		for (k = 0; k < e->nprefixes; k++) {
 			nprefixes++;
 			if (e->prefixes[k].frozen_until > now)
@@ -163,6 +167,14 @@ pool_json(struct broker *b)
 	    json_object_new_int((int32_t)en->nwaiters));
 	json_object_object_add(o, "blocked",
 	    json_object_new_string(pool_block_name(en->blocked)));
+	/* IPv6: the pods that hold an address of it, and the ENIs' /80s
+	 * those come from (the counts above are IPv4's). */
+	json_object_object_add(o, "ip_family",
+	    json_object_new_string(config_family_name(b->cfg.ip_family)));
+	json_object_object_add(o, "pods_ipv6",
+	    json_object_new_int((int32_t)pods6));
+	json_object_object_add(o, "ipv6_prefixes",
+	    json_object_new_int((int32_t)n80));
 	if (en->last_failure[0] != '\0') {
 		json_object_object_add(o, "last_failure",
 		    json_object_new_string(en->last_failure));

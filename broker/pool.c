@@ -180,6 +180,29 @@ wake_at(struct pool_plan *out, uint64_t t, uint64_t now)
 		out->wake = t;
 }
 
+/* A secondary ENI ready and in no operation: one that may be given back
+ * once it serves nothing. */
+static bool
+eni_spare(const struct pool_eni_view *e)
+{
+	return !e->primary && e->state == ENI_READY && !e->busy;
+}
+
+/* Whether the surplus has lasted shrink_delay (one seen first now is held
+ * from now); if not, a wake when it will have. */
+static bool
+surplus_lasted(const struct pool_params *p, const struct pool_facts *f,
+    uint64_t now, struct pool_plan *out)
+{
+	uint64_t since = f->surplus_since ? f->surplus_since : now;
+
+	if (now < since + p->shrink_delay_ms) {
+		wake_at(out, since + p->shrink_delay_ms, now);
+		return false;
+	}
+	return true;
+}
+
 static struct pool_action *
 add_action(struct pool_plan *out, enum pool_act type, uint32_t eni,
     uint32_t subnet, uint32_t count)
@@ -562,7 +585,7 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 	for (i = 0; i < f->nenis; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
 
-		if (e->primary || e->state != ENI_READY || e->busy ||
+		if (!eni_spare(e) ||
 		    e->assigned > 0 || e->cooling > 0 || e->adding > 0 ||
 		    e->removing > 0 || e->free > excess)
 			continue;
@@ -660,6 +683,47 @@ plan_shrink(const struct pool_params *p, const struct pool_facts *f,
 }
 
 /*
+ * ip_family ipv6: the IPv4 addresses ENIs kept from another ip_family (a
+ * node switched to ipv6 with its ENIs).  Nothing hands them out now, so
+ * once the pool is settled and the surplus has lasted they go back to
+ * their subnet: an ENI's free single addresses, else a wholly free /28,
+ * one change an ENI at a time.  A pod's IPv4 address (a dual pod from
+ * before the switch) stays until its DEL, then cools, then goes too.
+ * Whether there were any.
+ */
+static bool
+plan6_ipv4_back(const struct pool_params *p, const struct pool_facts *f,
+    uint64_t now, struct pool_plan *out)
+{
+	uint32_t i, k, n;
+	bool any = false, lasted = false;
+
+	for (i = 0; i < f->nenis; i++) {
+		const struct pool_eni_view *e = &f->enis[i];
+
+		if (e->state != ENI_READY || e->busy || e->keep_until > now)
+			continue;
+		for (k = 0; k < e->nprefixes && k < POOL_MAX_PREFIXES; k++)
+			if (e->prefix[k].used == 0 && e->prefix[k].free > 0)
+				break;
+		n = free_singles(e);
+		if (n == 0 && k == e->nprefixes)
+			continue;
+		if (!any) {
+			out->surplus = any = true;
+			if (!(lasted = surplus_lasted(p, f, now, out)))
+				break;
+		}
+		if (n > 0)
+			add_action(out, ACT_UNASSIGN, i, e->subnet, n);
+		else
+			add_action(out, ACT_UNASSIGN_PREFIX, i, e->subnet,
+			    e->prefix[k].free)->prefix = k;
+	}
+	return any && lasted;
+}
+
+/*
  * ip_family ipv6: the pool in ENIs.  need and have count ENIs that serve
  * pods: one is needed, have is how many serve (their surplus is what the
  * engine's log counts).
@@ -671,7 +735,6 @@ plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
 	uint32_t pods = 0, serving = 0, coming = 0, starting = 0, slots = 0;
 	uint32_t cap, i, subnet = 0;
 	bool open = false;
-	uint64_t since;
 
 	for (i = 0; i < f->nenis; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
@@ -733,29 +796,23 @@ plan6(const struct pool_params *p, const struct pool_facts *f, uint64_t now,
 		add_action(out, ACT_CREATE_ENI, 0, subnet, 0);
 		return;
 	}
-	if (coming > 0 || f->waiters > 0 || serving < 2)
+	if (coming > 0 || f->waiters > 0 ||
+	    plan6_ipv4_back(p, f, now, out) || serving < 2)
 		return;
 	/* More than one serves: those without pods are surplus. */
 	for (i = 0; i < f->nenis && !out->surplus; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
 
-		out->surplus = !e->primary && e->state == ENI_READY &&
-		    !e->busy && e->assigned == 0;
+		out->surplus = eni_spare(e) && e->assigned == 0;
 	}
-	if (!out->surplus)
+	if (!out->surplus || !surplus_lasted(p, f, now, out))
 		return;
-	since = f->surplus_since ? f->surplus_since : now;
-	if (now < since + p->shrink_delay_ms) {
-		wake_at(out, since + p->shrink_delay_ms, now);
-		return;
-	}
 	/* Keep one serving ENI: the primary if it serves, else the one
 	 * with the most pods (the first such). */
 	for (i = 0; i < f->nenis && serving > 1; i++) {
 		const struct pool_eni_view *e = &f->enis[i];
 
-		if (e->primary || e->state != ENI_READY || e->busy ||
-		    e->assigned != 0)
+		if (!eni_spare(e) || e->assigned != 0)
 			continue;
 		if (e->usable && e->has6)
 			serving--;
@@ -847,7 +904,6 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		return;
 	{
 		uint32_t excess = out->have - out->need;
-		uint64_t since;
 
 		if (excess > free_)
 			excess = free_;
@@ -857,18 +913,11 @@ pool_plan(const struct pool_params *p, const struct pool_facts *f,
 		for (i = 0; i < f->nenis && !out->surplus; i++) {
 			const struct pool_eni_view *e = &f->enis[i];
 
-			if (!e->primary && e->state == ENI_READY && !e->busy &&
-			    eni_holds(e) == 0)
+			if (eni_spare(e) && eni_holds(e) == 0)
 				out->surplus = true;
 		}
-		if (!out->surplus)
+		if (!out->surplus || !surplus_lasted(p, f, now, out))
 			return;
-		/* A surplus seen first now is held from now. */
-		since = f->surplus_since ? f->surplus_since : now;
-		if (now < since + p->shrink_delay_ms) {
-			wake_at(out, since + p->shrink_delay_ms, now);
-			return;
-		}
 		/* What can't be given back now waits for a pod to leave, an
 		 * operation to end or an ENI's keep_until (a wake above), not
 		 * for the clock: a lasting surplus costs nothing while idle. */

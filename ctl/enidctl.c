@@ -712,6 +712,8 @@ print_pool_prefixes(struct json_object *pool)
 static void
 print_pool_counts(struct json_object *pool)
 {
+	struct json_object *fam;
+
 	fprintf(out, "%-12s %s, %lld ENIs (%lld attached in the cloud), %lld "
 	    "pods, %lld waiting\n", "pool", str(pool, "phase"),
 	    count(pool, "enis"), count(pool, "cloud_attached"),
@@ -720,6 +722,16 @@ print_pool_counts(struct json_object *pool)
 	    "other\n", "addresses", count(pool, "free"),
 	    count(pool, "assigned"), count(pool, "cooling"),
 	    count(pool, "other"));
+	/* The line above is IPv4's; with IPv6 (or pods left with it after
+	 * a switch to ipv4), its pods and /80s.  An older enid says
+	 * nothing of it. */
+	if ((fam = optional(pool, "ip_family", json_type_string)) != NULL &&
+	    (strcmp(json_object_get_string(fam), "ipv4") != 0 ||
+	    count(pool, "pods_ipv6") > 0))
+		fprintf(out, "%-12s %lld pods with an IPv6 address, %lld ENIs "
+		    "with a /80 (ip_family %s)\n", "ipv6",
+		    count(pool, "pods_ipv6"), count(pool, "ipv6_prefixes"),
+		    json_object_get_string(fam));
 	print_pool_prefixes(pool);
 }
 

@@ -948,15 +948,21 @@ kernel_addrs_forget(struct kernel *k)
 
 static bool	rule_same(const struct nd_rule *, const struct nd_rule *);
 
-/* A slot of the index: a rule under one of its host addresses. */
+/* A slot of the index: a rule of k->rules, by its place there, under one
+ * of its host addresses, which the rule holds (8 bytes a slot). */
 struct kernel_rule_slot {
-	struct nd_rule	r;
-	struct ip_addr	key;
+	uint32_t	pos;		/* in k->rules */
 	uint8_t		state;		/* SLOT_* */
-	uint8_t		cls;		/* the class function's */
+	uint8_t		dst;		/* its key: the rule's to, else from */
 };
 
 enum { SLOT_FREE, SLOT_USED, SLOT_DEAD };
+
+static const struct ip_addr *
+slot_key(const struct kernel *k, const struct kernel_rule_slot *s)
+{
+	return s->dst ? &k->rules[s->pos].dst.addr : &k->rules[s->pos].src.addr;
+}
 
 static size_t
 rix_hash(const struct ip_addr *a, size_t cap)
@@ -972,39 +978,52 @@ rix_hash(const struct ip_addr *a, size_t cap)
 
 static void
 rix_place(struct kernel_rule_slot *tab, size_t cap,
-    const struct kernel_rule_slot *s)
+    const struct kernel_rule_slot *s, const struct ip_addr *key)
 {
 	size_t i;
 
-	for (i = rix_hash(&s->key, cap); tab[i].state == SLOT_USED;
+	for (i = rix_hash(key, cap); tab[i].state == SLOT_USED;
 	    i = (i + 1) & (cap - 1))
 		;
 	tab[i] = *s;
 	tab[i].state = SLOT_USED;
 }
 
-/* Room for one more: the table at most half full, dead slots counted. */
+/*
+ * Room for one more: the table at most 70% full, dead slots counted, and
+ * grown to twice what it holds (a probe then reads 2 slots on average to
+ * find a rule, a few more to find none; a node of 500 dual-stack pods
+ * indexes some 2,000 rules, 4,096 slots of 8 bytes).
+ */
 static int
 rix_room(struct kernel *k)
 {
 	struct kernel_rule_slot *nt;
 	size_t ncap, i;
 
-	if ((k->rix_used + k->rix_dead + 1) * 2 <= k->rix_cap)
+	if ((k->rix_used + k->rix_dead + 1) * 10 <= k->rix_cap * 7)
 		return 0;
-	for (ncap = 64; ncap < (k->rix_used + 1) * 4; ncap *= 2)
+	for (ncap = 64; ncap < (k->rix_used + 1) * 2; ncap *= 2)
 		if (ncap >= KERNEL_MAX_DUMP * 4)
 			return -E2BIG;
 	if ((nt = calloc(ncap, sizeof(*nt))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < k->rix_cap; i++)
 		if (k->rix[i].state == SLOT_USED)
-			rix_place(nt, ncap, &k->rix[i]);
+			rix_place(nt, ncap, &k->rix[i],
+			    slot_key(k, &k->rix[i]));
 	free(k->rix);
 	k->rix = nt;
 	k->rix_cap = ncap;
 	k->rix_dead = 0;
 	return 0;
+}
+
+/* Whether a rule's from is a host address, a key of the index. */
+static bool
+rule_src_keyed(const struct nd_rule *r)
+{
+	return r->src.len != 0 && r->src.len == ip_family_bits(r->src.addr.family);
 }
 
 /* The host addresses a rule is indexed under: its full-length from, and
@@ -1014,7 +1033,7 @@ rix_keys(const struct nd_rule *r, struct ip_addr keys[2])
 {
 	size_t n = 0;
 
-	if (r->src.len != 0 && r->src.len == ip_family_bits(r->src.addr.family))
+	if (rule_src_keyed(r))
 		keys[n++] = r->src.addr;
 	if (r->dst.len != 0 && r->dst.len == ip_family_bits(r->dst.addr.family) &&
 	    (n == 0 || !ip_addr_eq(&keys[0], &r->dst.addr)))
@@ -1029,11 +1048,13 @@ rix_class(const struct kernel *k, const struct nd_rule *r)
 	    0;
 }
 
-/* A rule come into the view, into its index: 0, or a negative errno
- * (then the index does not hold the view, and the view is in doubt). */
+/* The rule at k->rules[pos], come into the view, into its index: 0, or a
+ * negative errno (then the index does not hold the view, and the view is
+ * in doubt). */
 static int
-rix_add(struct kernel *k, const struct nd_rule *r)
+rix_add(struct kernel *k, size_t pos)
 {
+	const struct nd_rule *r = &k->rules[pos];
 	struct kernel_rule_slot s;
 	struct ip_addr keys[2];
 	unsigned cls = rix_class(k, r);
@@ -1052,25 +1073,75 @@ rix_add(struct kernel *k, const struct nd_rule *r)
 	}
 	n = rix_keys(r, keys);
 	memset(&s, 0, sizeof(s));
-	s.r = *r;
-	s.cls = (uint8_t)cls;
+	s.pos = (uint32_t)pos;
 	for (i = 0; i < n; i++) {
 		if ((rc = rix_room(k)) < 0)
 			return rc;
-		s.key = keys[i];
-		rix_place(k->rix, k->rix_cap, &s);
+		/* rix_keys(): the from first, if it is a key at all. */
+		s.dst = i == 1 || !rule_src_keyed(r);
+		rix_place(k->rix, k->rix_cap, &s, &keys[i]);
 		k->rix_used++;
 	}
 	return 0;
 }
 
-/* A rule gone from the view (one that reads as r), out of its index. */
-static void
-rix_del(struct kernel *k, const struct nd_rule *r)
+/* The slot of the rule at pos under key, or (size_t)-1. */
+static size_t
+rix_slot(const struct kernel *k, const struct ip_addr *key, size_t pos)
+{
+	size_t j;
+
+	if (k->rix_cap == 0)
+		return (size_t)-1;
+	for (j = rix_hash(key, k->rix_cap); k->rix[j].state != SLOT_FREE;
+	    j = (j + 1) & (k->rix_cap - 1))
+		if (k->rix[j].state == SLOT_USED && k->rix[j].pos == pos &&
+		    ip_addr_eq(slot_key(k, &k->rix[j]), key))
+			return j;
+	return (size_t)-1;
+}
+
+/*
+ * Where in k->rules a rule that reads as r is, or (size_t)-1: through the
+ * index for one it holds (a pod's, by its address), else by a walk (a
+ * rule of an ENI's, or one of another's with netd's tag: few).  Of
+ * identical rules, either: no decision of netd's tells them apart.
+ */
+static size_t
+rules_find(const struct kernel *k, const struct nd_rule *r)
 {
 	struct ip_addr keys[2];
+	size_t i, j;
+
+	if (!(rix_class(k, r) & KERNEL_RULE_ASIDE) && rix_keys(r, keys) > 0) {
+		if (k->rix_cap == 0)
+			return (size_t)-1;
+		for (j = rix_hash(&keys[0], k->rix_cap);
+		    k->rix[j].state != SLOT_FREE; j = (j + 1) & (k->rix_cap - 1))
+			if (k->rix[j].state == SLOT_USED &&
+			    ip_addr_eq(slot_key(k, &k->rix[j]), &keys[0]) &&
+			    rule_same(&k->rules[k->rix[j].pos], r))
+				return k->rix[j].pos;
+		return (size_t)-1;
+	}
+	for (i = k->nrules; i-- > 0; )
+		if (rule_same(&k->rules[i], r))
+			return i;
+	return (size_t)-1;
+}
+
+/*
+ * The rule at k->rules[pos] gone from the view: out of its index, and out
+ * of k->rules, the last rule taking its place (the view keeps no order:
+ * no decision of netd's depends on one).
+ */
+static void
+rules_remove(struct kernel *k, size_t pos)
+{
+	const struct nd_rule *r = &k->rules[pos];
+	struct ip_addr keys[2];
 	unsigned cls = rix_class(k, r);
-	size_t n, i, j;
+	size_t n, i, j, last = k->nrules - 1;
 
 	for (i = 0; i < 2; i++)
 		if ((cls & KERNEL_RULE_COUNT(i)) && k->rules_count[i] > 0)
@@ -1081,20 +1152,24 @@ rix_del(struct kernel *k, const struct nd_rule *r)
 				k->aside[j] = k->aside[--k->naside];
 				break;
 			}
-		return;
-	}
-	n = rix_keys(r, keys);
-	for (i = 0; i < n && k->rix_cap > 0; i++)
-		for (j = rix_hash(&keys[i], k->rix_cap);
-		    k->rix[j].state != SLOT_FREE; j = (j + 1) & (k->rix_cap - 1))
-			if (k->rix[j].state == SLOT_USED &&
-			    ip_addr_eq(&k->rix[j].key, &keys[i]) &&
-			    rule_same(&k->rix[j].r, r)) {
+	} else {
+		n = rix_keys(r, keys);
+		for (i = 0; i < n; i++)
+			if ((j = rix_slot(k, &keys[i], pos)) != (size_t)-1) {
 				k->rix[j].state = SLOT_DEAD;
 				k->rix_used--;
 				k->rix_dead++;
-				break;
 			}
+	}
+	if (pos != last) {
+		k->rules[pos] = k->rules[last];
+		n = (rix_class(k, &k->rules[pos]) & KERNEL_RULE_ASIDE) ? 0 :
+		    rix_keys(&k->rules[pos], keys);
+		for (i = 0; i < n; i++)
+			if ((j = rix_slot(k, &keys[i], last)) != (size_t)-1)
+				k->rix[j].pos = (uint32_t)pos;
+	}
+	k->nrules--;
 }
 
 static void
@@ -1223,9 +1298,12 @@ rule_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if (hdr->nlmsg_type != RTM_NEWRULE || rule_read(hdr, arg, &r) != 1)
 		return 0;
 	if ((rc = grow((void **)&k->rules, &k->rules_cap, k->nrules,
-	    sizeof(*k->rules))) < 0 || (rc = rix_add(k, &r)) < 0)
+	    sizeof(*k->rules))) < 0)
 		return rc;
-	k->rules[k->nrules++] = r;
+	k->rules[k->nrules] = r;
+	if ((rc = rix_add(k, k->nrules)) < 0)
+		return rc;
+	k->nrules++;
 	return 0;
 }
 
@@ -1247,22 +1325,6 @@ rule_same(const struct nd_rule *a, const struct nd_rule *b)
 }
 
 /*
- * Where the kernel's dump shows a rule: IPv4's rules before IPv6's (the
- * order in which each namespace registers the families), each family's
- * by priority, a new rule after the others of its priority.  netd's
- * decisions do not depend on the order; the view keeps it anyway, so
- * that it is a dump's to the letter.
- */
-static bool
-rule_before(const struct nd_rule *a, const struct nd_rule *b)
-{
-	int fa = a->dst.addr.family == AF_INET ? 0 : 1;
-	int fb = b->dst.addr.family == AF_INET ? 0 : 1;
-
-	return fa != fb ? fa < fb : a->priority <= b->priority;
-}
-
-/*
  * One notification applied to the view.  A rule the kernel removed is
  * found by what netd reads of it: two rules that read alike are
  * interchangeable to every decision of netd's, so which one goes does not
@@ -1281,31 +1343,40 @@ rule_event(struct kernel *k, struct nlmsghdr *hdr)
 	    hdr->nlmsg_type != RTM_DELRULE) || rule_read(hdr, &pr, &r) != 1)
 		return;
 	if (hdr->nlmsg_type == RTM_DELRULE) {
-		for (i = k->nrules; i-- > 0; )
-			if (rule_same(&k->rules[i], &r))
-				break;
-		if (i == (size_t)-1) {
+		if ((i = rules_find(k, &r)) == (size_t)-1)
 			k->rules_doubt = true;
-			return;
-		}
-		memmove(&k->rules[i], &k->rules[i + 1],
-		    (k->nrules - i - 1) * sizeof(*k->rules));
-		k->nrules--;
-		rix_del(k, &r);
+		else
+			rules_remove(k, i);
 		return;
 	}
 	if (grow((void **)&k->rules, &k->rules_cap, k->nrules,
-	    sizeof(*k->rules)) < 0 || rix_add(k, &r) < 0) {
+	    sizeof(*k->rules)) < 0) {
 		k->rules_doubt = true;
 		return;
 	}
-	for (i = k->nrules; i > 0 && !rule_before(&k->rules[i - 1], &r); i--)
-		;
-	memmove(&k->rules[i + 1], &k->rules[i],
-	    (k->nrules - i) * sizeof(*k->rules));
-	k->rules[i] = r;
+	k->rules[k->nrules] = r;
+	if (rix_add(k, k->nrules) < 0) {
+		k->rules_doubt = true;
+		return;
+	}
 	k->nrules++;
-	return;
+}
+
+/* n receive headers for recvmmsg(2), one buffer of len bytes each, the
+ * buffers one after another from bufs. */
+static void
+mmsg_prepare(struct mmsghdr *mh, struct iovec *iov, char *bufs, size_t len,
+    size_t n)
+{
+	size_t i;
+
+	memset(mh, 0, n * sizeof(*mh));
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = bufs + i * len;
+		iov[i].iov_len = len;
+		mh[i].msg_hdr.msg_iov = &iov[i];
+		mh[i].msg_hdr.msg_iovlen = 1;
+	}
 }
 
 /*
@@ -1323,13 +1394,7 @@ rules_drain(struct kernel *k, bool apply)
 	struct nlmsghdr *h;
 	int fd = nl_socket_get_fd(k->rule_ev), i, j, got, lost = 0, len;
 
-	memset(mh, 0, sizeof(mh));
-	for (j = 0; j < KERNEL_EVENT_BATCH; j++) {
-		iov[j].iov_base = bufs[j];
-		iov[j].iov_len = sizeof(bufs[j]);
-		mh[j].msg_hdr.msg_iov = &iov[j];
-		mh[j].msg_hdr.msg_iovlen = 1;
-	}
+	mmsg_prepare(mh, iov, bufs[0], sizeof(bufs[0]), KERNEL_EVENT_BATCH);
 	/* Each notification is a datagram of its own: read many a call,
 	 * where libnl reads one (or two, to learn its size). */
 	for (i = 0; i < KERNEL_RULE_EVENT_BUDGET; i++) {
@@ -1476,19 +1541,19 @@ kernel_pod_rules(struct kernel *k, uint32_t prio_a, uint32_t prio_b,
 		    (s = &k->rix[j])->state != SLOT_FREE;
 		    j = (j + 1) & (k->rix_cap - 1)) {
 			if (s->state != SLOT_USED ||
-			    !ip_addr_eq(&s->key, &addrs[i]) ||
-			    (s->r.priority != prio_a &&
-			    s->r.priority != prio_b))
+			    !ip_addr_eq(slot_key(k, s), &addrs[i]) ||
+			    (k->rules[s->pos].priority != prio_a &&
+			    k->rules[s->pos].priority != prio_b))
 				continue;
 			/* Indexed under both of its addresses, a rule naming
 			 * two of the request's is shown under the first. */
-			nk = rix_keys(&s->r, keys);
+			nk = rix_keys(&k->rules[s->pos], keys);
 			for (m = 0; m < i; m++)
 				if (ip_addr_eq(&addrs[m], &keys[0]) ||
 				    (nk == 2 && ip_addr_eq(&addrs[m], &keys[1])))
 					break;
 			if (m == i)
-				cb(&s->r, arg);
+				cb(&k->rules[s->pos], arg);
 		}
 	}
 	return 0;
@@ -2400,13 +2465,7 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 	}
 	/* The kernel made the changes and queued the acks before sendmsg
 	 * returned: every ack is there to read, in order. */
-	memset(amh, 0, sizeof(amh));
-	for (idx = 0; idx < n; idx++) {
-		aiov[idx].iov_base = acks[idx];
-		aiov[idx].iov_len = sizeof(acks[idx]);
-		amh[idx].msg_hdr.msg_iov = &aiov[idx];
-		amh[idx].msg_hdr.msg_iovlen = 1;
-	}
+	mmsg_prepare(amh, aiov, acks[0], sizeof(acks[0]), n);
 	for (i = 0; i < (int)n; i += got) {
 		if ((got = recvmmsg(fd, amh + i, (unsigned)n - (unsigned)i,
 		    MSG_DONTWAIT, NULL)) <= 0) {

@@ -248,6 +248,19 @@ class Driver:
     def call(self, line, timeout=5):
         return self.wait(self.send(line), timeout)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def declare(self, mac, table=101):
+        """The ENI of mac declared as table's: self, for a chain after
+        start()."""
+        r = self.call("declare mac=%s table=%d" % (mac, table))
+        assert r["status"] == "ok", r
+        return self
+
     def start(self, mac=PRIMARY_MAC, cidrs=(VPC,)):
         assert self.call("hello")["type"] == "HELLO_ACK"
         r = self.call("policy mac=%s %s" % (

@@ -483,6 +483,18 @@ CANNED = [
       "95 s",
       "             subnet-1: single addresses there for 86400 s",
       "growth       not blocked"]),
+    # IPv6's line: with ip_family dual or ipv6, or IPv6 pods left after a
+    # switch to ipv4; none for an ipv4 pool without them (POOL_PD above
+    # has no such field, as an older enid's answer).
+    (("show", "pool"), {"op": "show", "what": "pool"},
+     {"pool": dict(POOL, ip_family="dual", pods_ipv6=3, ipv6_prefixes=2)},
+     ["addresses    2 free, 3 assigned, 0 cooling, 0 other",
+      "ipv6         3 pods with an IPv6 address, 2 ENIs with a /80 "
+      "(ip_family dual)"]),
+    (("show", "pool"), {"op": "show", "what": "pool"},
+     {"pool": dict(POOL, ip_family="ipv4", pods_ipv6=1, ipv6_prefixes=1)},
+     ["ipv6         1 pods with an IPv6 address, 1 ENIs with a /80 "
+      "(ip_family ipv4)"]),
     (("show", "pool"), {"op": "show", "what": "pool"},
      {"pool": dict(POOL_PD, prefix_delegation="unsupported", prefixes=0,
                    prefixes_frozen=0, prefixes_removing=0,

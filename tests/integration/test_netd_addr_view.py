@@ -59,13 +59,8 @@ def node():
 
 @pytest.fixture
 def netd(node, tmp_path):
-    d = Driver(node, str(tmp_path))
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
-        yield d
-    finally:
-        d.close()
+    with Driver(node, str(tmp_path)) as d:
+        yield d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
 
 
 def ok(netd, line):

@@ -68,13 +68,8 @@ def node():
 
 @pytest.fixture
 def netd(node, tmp_path):
-    d = Driver(node, str(tmp_path))
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
-        yield d
-    finally:
-        d.close()
+    with Driver(node, str(tmp_path)) as d:
+        yield d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
 
 
 def rules(node, family, addr):
@@ -229,13 +224,8 @@ def failing_netd(node, tmp_path, monkeypatch):
     if not sanitizer_build():
         pytest.skip("the test hook is in sanitizer builds only")
     monkeypatch.setenv("ENID_TEST_NETD_RULE_FAIL", "2")
-    d = Driver(node, str(tmp_path))
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
-        yield d
-    finally:
-        d.close()
+    with Driver(node, str(tmp_path)) as d:
+        yield d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
 
 
 def test_a_failed_change_undoes_the_later_ones(node, failing_netd):
@@ -280,16 +270,12 @@ def test_a_failed_delete_puts_the_later_ones_back(node, netd, tmp_path,
     netd.close()
     monkeypatch.setenv("ENID_TEST_NETD_RULE_FAIL", "2")
     (tmp_path / "again").mkdir()
-    d = Driver(node, str(tmp_path / "again"))
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    with Driver(node, str(tmp_path / "again")) as d:
+        d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
         r = d.call("delpod " + DUAL_A)
         assert r["status"] == "failed" and "2 undone" in r["message"], r
         assert len(rules(node, "-4", POD4_A)) == 1
         assert len(rules(node, "-6", POD6_A)) == 2
-    finally:
-        d.close()
 
 
 def test_cap_counts_follow_the_kernel(node, tmp_path):
@@ -300,10 +286,8 @@ def test_cap_counts_follow_the_kernel(node, tmp_path):
     cfg = {"user": "enid", "pool": {"max_pods": 2},
            "routing": {"table_base": 100, "rule_priority_to": 512,
                        "rule_priority_from": 1536}}
-    d = Driver(node, str(tmp_path), config=cfg)
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    with Driver(node, str(tmp_path), config=cfg) as d:
+        d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
         pod6_b, pod6_c = "2600:1f14:abc:110::b", "2600:1f14:abc:110::c"
         dual_c = "addr=%s addr6=%s table=101" % (POD4_C, pod6_c)
         ok(d, "addpod " + DUAL_A, 4)
@@ -327,8 +311,6 @@ def test_cap_counts_follow_the_kernel(node, tmp_path):
                 "pref", "512", "proto", str(PROTO))
         ok(d, "addpod " + dual_c, 4)
         assert len(rules(node, "-6", pod6_c)) == 2
-    finally:
-        d.close()
 
 
 def test_index_through_tombstones_and_rehash(node, tmp_path):
@@ -339,10 +321,8 @@ def test_index_through_tombstones_and_rehash(node, tmp_path):
     cfg = {"user": "enid", "pool": {"max_pods": 3},
            "routing": {"table_base": 100, "rule_priority_to": 512,
                        "rule_priority_from": 1536}}
-    d = Driver(node, str(tmp_path), config=cfg)
-    try:
-        d.start(cidrs=("10.0.0.0/16", VPC6))
-        assert d.call("declare mac=%s table=101" % ENI1)["status"] == "ok"
+    with Driver(node, str(tmp_path), config=cfg) as d:
+        d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
         keep = ["addr=10.0.17.%d addr6=2600:1f14:abc:111::%x table=101" %
                 (i, i) for i in (1, 2)]
         for k in keep:
@@ -369,5 +349,3 @@ def test_index_through_tombstones_and_rehash(node, tmp_path):
         ok(d, "delpod " + keep[1], 4)
         assert rules(node, "-4", "10.0.17.2") == []
         assert rules(node, "-6", "2600:1f14:abc:111::2") == []
-    finally:
-        d.close()

@@ -135,6 +135,14 @@ def test_ipv6_only_pods_over_cni_sock(make_env):
     # enidctl's text: the pod's IPv6 address, the limits in ENIs.
     text = ctl_text(env, "show", "pods")
     assert answers["s0"]["ip6"] in text, text
+    # The pool: its IPv6 pods and /80s beside the (IPv4) address counts.
+    pool = env.ctl({"op": "show", "what": "pool"})["pool"]
+    assert pool["ip_family"] == "ipv6", pool
+    assert pool["pods_ipv6"] == len(answers), (pool, answers)
+    assert pool["ipv6_prefixes"] == 1, pool
+    assert ("ipv6         %d pods with an IPv6 address, 1 ENIs with a /80 "
+            "(ip_family ipv6)" % len(answers)) in \
+        ctl_text(env, "show", "pool")
     text = ctl_text(env, "show", "limits")
     for want in ("pod addresses      IPv6 only (ip_family ipv6)",
                  "the pool is driven by ENIs, not IPv4 addresses",
@@ -386,6 +394,34 @@ def test_an_eni_without_pods_goes_once_another_serves(make_env):
     answers = add6(env, ["r0", "r1"])
     assert {a["eni"] for a in answers.values()} == {primary}, answers
     assert list(node_enis(env)) == [primary], node_enis(env)
+
+
+def test_ipv4_addresses_go_back_after_a_switch_to_ipv6(make_env):
+    """A dual node with a warm pool of IPv4 addresses, switched to ipv6:
+    the IPv4 addresses nothing holds go back to the subnet once
+    shrink_delay_s has passed; a running dual pod's stays until its DEL,
+    then goes too."""
+    env = make_env(ip_family="dual",
+                   pool={"ip_cooldown_s": 0, "add_timeout_s": 30,
+                         "warm_ip_target": 3, "shrink_delay_s": 1})
+    env.start()
+    assert wait_for(lambda: len(ipv4_for_pods(env)) >= 3), node_enis(env)
+    a, _ = env.add("d0")
+    assert a["ok"] and a.get("ip") and a.get("ip6"), a
+    env.kill9()
+    env.conf_extra["ip_family"] = "ipv6"
+    env.conf = write_config(env.workdir, env.enid_user, **env.conf_extra)
+    env.start()
+    assert wait_for(lambda: ipv4_for_pods(env) == [a["ip"]],
+                    timeout=30), (ipv4_for_pods(env), a)
+    assert held(env)["d0"]["ip"] == a["ip"], held(env)
+    d, _ = env.delete("d0")
+    assert d["ok"], d
+    assert wait_for(lambda: ipv4_for_pods(env) == [], timeout=30), \
+        ipv4_for_pods(env)
+    # The pool still serves: an IPv6-only pod.
+    b = add6(env, ["s0"])
+    assert "ip" not in b["s0"], b
 
 
 def test_max_pods_caps_ipv6_only_pods(make_env):

@@ -2813,6 +2813,60 @@ test_ipv6_only_max_pods_and_release(void **state)
 	assert_int_equal(pl.nactions, 0);
 }
 
+static void
+test_ipv6_only_gives_back_ipv4(void **state)
+{
+	struct pool_params p = params6();
+	struct pool_facts f = facts(0, 0, 5);
+	struct pool_plan pl;
+	uint32_t i;
+
+	(void)state;
+	/* A node switched to ipv6 with its ENIs: the primary keeps 5 free
+	 * IPv4 addresses, a secondary a wholly free /28 and one cooling.
+	 * Given back once the surplus lasted, one change an ENI. */
+	f.enis[0].has6 = true;
+	f.enis[0].assigned = 2;		/* pods, of either family */
+	i = add_eni(&f, ENI_READY, 1, 1, 16);
+	f.enis[i].has6 = true;
+	f.enis[i].nprefixes = 1;
+	f.enis[i].prefix_addrs = 16;
+	f.enis[i].prefix[0].free = 16;
+	pool_plan(&p, &f, 1000, &pl);
+	assert_true(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+	assert_int_equal(pl.wake, 61000);
+	f.surplus_since = 1000;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 2);
+	expect_action(&pl, 0, ACT_UNASSIGN, 0, 5);
+	expect_action(&pl, 1, ACT_UNASSIGN_PREFIX, i, 16);
+	assert_int_equal(pl.actions[1].prefix, 0);
+	/* A prefix with an address cooling is not wholly free; an ENI in
+	 * an operation, or one refused lately, waits. */
+	f.enis[i].prefix[0].free = 15;
+	f.enis[i].prefix[0].used = 1;
+	f.enis[i].free = 15;
+	f.enis[0].busy = true;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	f.enis[0].busy = false;
+	f.enis[0].keep_until = 70000;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	/* Nothing given back while an ADD waits. */
+	f.enis[0].keep_until = 0;
+	f.waiters = 1;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_int_equal(pl.nactions, 0);
+	/* None left: no surplus. */
+	f.waiters = 0;
+	f.enis[0].free = 0;
+	pool_plan(&p, &f, 61000, &pl);
+	assert_false(pl.surplus);
+	assert_int_equal(pl.nactions, 0);
+}
+
 int
 main(void)
 {
@@ -2854,6 +2908,7 @@ main(void)
 		cmocka_unit_test(test_ipv6_only_no_ipv4_growth),
 		cmocka_unit_test(test_ipv6_only_creates_one_eni),
 		cmocka_unit_test(test_ipv6_only_max_pods_and_release),
+		cmocka_unit_test(test_ipv6_only_gives_back_ipv4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
