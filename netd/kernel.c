@@ -283,7 +283,12 @@ event_valid(struct nl_msg *msg, void *arg)
 		break;
 	case RTM_DELLINK:
 		ctx->k->links_current = false;
-		if (nlmsg_valid_hdr(hdr, sizeof(struct ifinfomsg)))
+		/* A link's removal is of no family; a bridge announces a
+		 * port's release (the link and its addresses stay) as an
+		 * RTM_DELLINK of its own. */
+		if (nlmsg_valid_hdr(hdr, sizeof(struct ifinfomsg)) &&
+		    ((struct ifinfomsg *)nlmsg_data(hdr))->ifi_family ==
+		    AF_UNSPEC)
 			addr_view_event(ctx->k, NULL, (uint32_t)
 			    ((struct ifinfomsg *)nlmsg_data(hdr))->ifi_index);
 		break;
@@ -312,7 +317,9 @@ kernel_read_events(struct kernel *k, const struct kernel_events *ev,
 	struct event_ctx ctx = { k, ev };
 	int i, rc;
 
-	*overrun = false;
+	/* A loss a look found (events_unread()) is reported here. */
+	*overrun = k->ev_lost;
+	k->ev_lost = false;
 	nl_cb_set(k->ev_cb, NL_CB_VALID, NL_CB_CUSTOM, event_valid, &ctx);
 	for (i = 0; i < KERNEL_EVENT_BUDGET; i++) {
 		rc = nl_recvmsgs_report(k->ev, k->ev_cb);
@@ -529,10 +536,29 @@ sock_unread(struct nl_sock *sk)
 	    (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/*
+ * sock_unread() of the event socket.  A look that finds the socket's
+ * error takes it, as a read would: an overrun found so is a loss all the
+ * same, and the socket stays congested (dropping every notification
+ * without a word) until it is read empty.  So the look marks what a read
+ * of the loss marks (kernel_read_events()), and the next read reports it.
+ */
 static bool
 events_unread(struct kernel *k)
 {
-	return sock_unread(k->ev);
+	char c;
+
+	if (recvfrom(nl_socket_get_fd(k->ev), &c, 1, MSG_PEEK | MSG_DONTWAIT,
+	    NULL, NULL) != -1)
+		return true;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return false;
+	if (errno == ENOBUFS) {
+		k->ev_lost = k->ev_congested = true;
+		k->links_current = false;
+	}
+	k->aview_current = false;
+	return true;
 }
 
 /*
@@ -655,9 +681,10 @@ kernel_get_link(struct kernel *k, uint32_t ifindex, struct msg_netd_link *out)
 static void
 addrs_reset(struct kernel *k, void *arg)
 {
-	if (arg != NULL)
+	if (arg != NULL) {
 		k->naview = 0;
-	else
+		k->aview_peers = false;
+	} else
 		k->naddrs = 0;
 }
 
@@ -687,13 +714,14 @@ addr_read(struct nlmsghdr *hdr, struct nd_ifaddr *out, bool *peer)
 	else
 		return 0;
 	/* IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
-	 * point-to-point link, and the address itself otherwise. */
+	 * point-to-point link, and the address itself otherwise.  IPv4's
+	 * peer 0.0.0.0 comes as no IFA_ADDRESS at all. */
 	if ((a = tb[IFA_LOCAL]) == NULL)
 		a = tb[IFA_ADDRESS];
 	if (a == NULL || nla_len(a) < (int)alen)
 		return 0;
-	*peer = tb[IFA_LOCAL] != NULL && tb[IFA_ADDRESS] != NULL &&
-	    (nla_len(tb[IFA_ADDRESS]) < (int)alen ||
+	*peer = tb[IFA_LOCAL] != NULL && (tb[IFA_ADDRESS] == NULL ||
+	    nla_len(tb[IFA_ADDRESS]) < (int)alen ||
 	    memcmp(nla_data(tb[IFA_ADDRESS]), nla_data(a), alen) != 0);
 	memset(out, 0, sizeof(*out));
 	out->ifindex = ifa->ifa_index;
@@ -720,6 +748,8 @@ addr_parse(struct kernel *k, struct nlmsghdr *hdr, void *arg)
 	if ((rc = grow((void **)arr, cap, *n, sizeof(**arr))) < 0)
 		return rc;
 	(*arr)[(*n)++] = e;
+	if (arg != NULL && peer && e.addr.addr.family == AF_INET)
+		k->aview_peers = true;
 	return 0;
 }
 
@@ -804,7 +834,10 @@ addr_view_added(struct kernel *k, uint32_t ifindex,
  * do no harm: each address ends as its last notification says, and one
  * without any since the dump as the dump showed it.  Only an IPv4 peer
  * address's removal is a doubt (two such can differ in their peer alone,
- * which the view does not keep), and room that cannot be had.
+ * which the view does not keep), and, once the view has held an IPv4 peer
+ * address, any IPv4 removal (a plain address and a peer one can share
+ * their local address and length, which the view keeps once); and room
+ * that cannot be had.
  */
 static void
 addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
@@ -831,8 +864,10 @@ addr_view_event(struct kernel *k, struct nlmsghdr *hdr, uint32_t ifindex)
 	for (i = 0; i < k->naview; i++)
 		if (addr_same(&k->aview[i], &e))
 			break;
+	if (peer && e.addr.addr.family == AF_INET)
+		k->aview_peers = true;
 	if (hdr->nlmsg_type == RTM_DELADDR) {
-		if (peer)
+		if (peer || (k->aview_peers && e.addr.addr.family == AF_INET))
 			k->aview_current = false;
 		else if (i < k->naview)
 			k->aview[i] = k->aview[--k->naview];
@@ -854,9 +889,10 @@ addr_view_sync(struct kernel *k)
 {
 	struct ifaddrmsg req;
 	struct dump_req rq = { RTM_GETADDR, &req, sizeof(req), 0, { { 0, 0 } } };
+	bool unread = events_unread(k);
 	int rc;
 
-	if (k->aview_current && !events_unread(k))
+	if (k->aview_current && !unread)
 		return 0;
 	if (k->aview_current)
 		k->aview_unread++;
@@ -864,8 +900,13 @@ addr_view_sync(struct kernel *k)
 	k->aview_dumps++;
 	memset(&req, 0, sizeof(req));
 	req.ifa_family = AF_UNSPEC;
+	/* Notifications older than the dump still queued would be applied
+	 * after it: a removal of an IPv6 address added again since, whose
+	 * announcement comes only later from the kernel's work queue (netd's
+	 * own add too), would take out what the dump shows.  Such a dump is
+	 * used once; the next use reads the socket empty and dumps again. */
 	if ((rc = raw_dump(k, &rq, addr_parse, k, addrs_reset)) == 0)
-		k->aview_current = !k->ev_congested;
+		k->aview_current = !k->ev_congested && !unread;
 	return rc;
 }
 

@@ -75,8 +75,12 @@ struct kernel {
 	struct nd_ifaddr *aview;
 	size_t		 naview, aview_cap;
 	bool		 aview_current;
-	/* An overrun seen and the event socket not read empty since. */
-	bool		 ev_congested;
+	/* An IPv4 peer address seen since the view's dump: an IPv4
+	 * removal may be of either of two addresses the view keeps once. */
+	bool		 aview_peers;
+	/* An overrun seen and the event socket not read empty since; one
+	 * seen by a look, not reported yet (events_unread()). */
+	bool		 ev_congested, ev_lost;
 	unsigned long	 aview_dumps, aview_unread;
 	struct kernel_link *links;
 	size_t		 nlinks, links_cap;

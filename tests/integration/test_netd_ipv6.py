@@ -14,7 +14,9 @@ three pod veths have their peers in a pod namespace.
 """
 import os
 import secrets
+import signal
 import sys
+import time
 
 import pytest
 
@@ -687,3 +689,36 @@ def test_dual_family_eni_without_addr6_gets_netds_link_local(node,
         assert "addrgenmode eui64" in node.ip("-d", "link", "show", "eni1")
     finally:
         d.close()
+
+
+def test_eni_address_taken_after_a_burst_of_notifications(node, netd,
+                                                          tmp_path):
+    """The ENI's set-up and pod requests for its address at once, as in
+    test_eni_address_taken_the_instant_it_is_set_up, but with a burst of
+    address changes by somebody else queued on netd's event socket first
+    (more than a read takes): the teardown's removal of the address is
+    then still unread when the set-up dumps the addresses and adds it
+    again, and must not take it out of the view when read later."""
+    flood = str(tmp_path / "flood")
+    for n in range(160):
+        with open(flood, "w") as f:
+            for i in range(40 + (n * 7) % 200):
+                a = "10.0.%d.%d/32" % (200 + i // 250, 1 + i % 250)
+                f.write("addr add %s dev lo\naddr del %s dev lo\n" % (a, a))
+        os.kill(netd.pid, signal.SIGSTOP)
+        try:
+            run("ip", "-n", node.name, "-batch", flood, timeout=60)
+            ids = [netd.send("teardown mac=%s table=101 addr=none addr6=%s"
+                             % (ENI1, ENI6)),
+                   netd.send(SETUP6),
+                   netd.send("addpod addr=%s table=0" % ENI6),
+                   netd.send("addpod addr=%s table=101" % ENI6),
+                   netd.send("addpod addr=%s table=0" % ENI6)]
+            time.sleep(0.02)
+        finally:
+            os.kill(netd.pid, signal.SIGCONT)
+        r = [netd.wait(rid) for rid in ids]
+        assert r[0]["status"] == "ok" and r[1]["status"] == "ok", (n, r)
+        for x in r[2:]:
+            assert x["status"] == "refused" and \
+                "configured on a link" in x["message"], (n, r)

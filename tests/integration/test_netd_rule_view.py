@@ -307,3 +307,41 @@ def test_cap_counts_follow_the_kernel(node, tmp_path):
                 "pref", "512", "proto", str(PROTO))
         ok(d, "addpod " + dual_c, 4)
         assert len(rules(node, "-6", pod6_c)) == 2
+
+
+def test_index_through_tombstones_and_rehash(node, tmp_path):
+    """Hundreds of pods added and deleted through netd leave the index's
+    slots dead and make it grow and rehash: the pods' rules are still
+    found by address (a repeated add changes nothing, a delete takes
+    both), and the cap still counts what the kernel holds."""
+    cfg = {"user": "enid", "pool": {"max_pods": 3},
+           "routing": {"table_base": 100, "rule_priority_to": 512,
+                       "rule_priority_from": 1536}}
+    with Driver(node, str(tmp_path), config=cfg) as d:
+        d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
+        keep = ["addr=10.0.17.%d addr6=2600:1f14:abc:111::%x table=101" %
+                (i, i) for i in (1, 2)]
+        for k in keep:
+            ok(d, "addpod " + k, 4)
+        for i in range(300):
+            pod = "addr=10.0.18.%d addr6=2600:1f14:abc:112::%x table=101" \
+                % (1 + i % 250, 1 + i)
+            ok(d, "addpod " + pod, 4)
+            ok(d, "addpod " + pod, 0)
+            ok(d, "delpod " + pod, 4)
+        for k in keep:
+            ok(d, "addpod " + k, 0)
+        ok(d, "addpod addr=10.0.19.1 addr6=2600:1f14:abc:113::1 table=101", 4)
+        r = d.call("addpod addr=10.0.19.2 addr6=2600:1f14:abc:113::2 "
+                   "table=101")
+        assert r["status"] == "refused" and "pod limit" in r["message"], r
+        # Behind netd's back, one pod's IPv4 and IPv6 "to" rules go.
+        node.ip("-4", "rule", "del", "to", "10.0.17.1", "lookup", "main",
+                "pref", "512", "proto", str(PROTO))
+        node.ip("-6", "rule", "del", "to", "2600:1f14:abc:111::1", "lookup",
+                "main", "pref", "512", "proto", str(PROTO))
+        ok(d, "addpod addr=10.0.19.2 addr6=2600:1f14:abc:113::2 table=101",
+           4)
+        ok(d, "delpod " + keep[1], 4)
+        assert rules(node, "-4", "10.0.17.2") == []
+        assert rules(node, "-6", "2600:1f14:abc:111::2") == []
