@@ -17,13 +17,14 @@ set -eu
 # against a dual-stack enid (test_cri.py); its pause image is built with
 # build-essential's static libc.
 # libnftnl and libmnl: netd writes its own nftables table over netlink.
+# gdb: test_netd_addr_view.py holds netd at one instruction to time a race.
 PKGS="build-essential autoconf automake libtool pkg-config
  libnl-3-dev libnl-route-3-dev libcurl4-openssl-dev libjson-c-dev
  libseccomp-dev libcap-dev libexpat1-dev libcmocka-dev
  libnftnl-dev libmnl-dev
  python3 python3-pytest python3-pytest-xdist python3-boto3 python3-jsonschema iproute2 iputils-ping procps curl openssl nftables
  containernetworking-plugins mandoc clang libclang-rt-14-dev git
- systemd strace python3-yaml e2fsprogs python3-kubernetes
+ systemd strace gdb python3-yaml e2fsprogs python3-kubernetes
  podman runc mmdebstrap containerd python3-grpcio"
 missing=""
 for p in $PKGS; do
