@@ -52,6 +52,7 @@
  * 4); the ack read back of each, its error and the request's header. */
 #define KERNEL_BATCH		8
 #define KERNEL_ACK_LEN		256
+#define KERNEL_MSG_SIZE		1024	/* a message netd builds, at most */
 #define KERNEL_BATCH_SEQ	1
 
 _Static_assert(NETD_AF_INET == AF_INET && NETD_AF_INET6 == AF_INET6,
@@ -186,6 +187,10 @@ int
 kernel_open(struct kernel *k, char *err, size_t errlen)
 {
 	memset(k, 0, sizeof(*k));
+	/* A message libnl builds is a page, zeroed, by default; netd's (a
+	 * rule, a route, an address, a link's flags) take a few hundred
+	 * bytes, and a dual-stack pod's rules are 4 of them. */
+	nlmsg_set_default_size(KERNEL_MSG_SIZE);
 	if ((k->req = open_sock(SOCK_REQ, err, errlen)) == NULL)
 		goto fail;
 	if ((k->dump = open_sock(SOCK_DUMP, err, errlen)) == NULL)
@@ -2396,8 +2401,12 @@ op_describe(const struct nd_op *op, char *buf, size_t len)
 
 /*
  * A run of rule changes of one kind (all adds or all deletes), sent to
- * the kernel in one message and their acks read in one call: a dual-stack
- * pod's 4 rule changes cost the system calls of one.  The kernel does
+ * the kernel in one message and their answers read in one call: a
+ * dual-stack pod's 4 rule changes cost the system calls of one.  Only the
+ * last change asks for an ack: the kernel answers a failed change whether
+ * asked or not, so the answers are the failures and the last change's,
+ * which ends them (each numbered by its change); an ack for each was a
+ * message made and read for nothing, a dual pod's 3.  The kernel does
  * each change of the message in turn and goes on after a failed one,
  * where kernel_apply() stops; so after a failure the later changes of the
  * run that took effect are undone, last first, and the kernel holds what
@@ -2426,6 +2435,7 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 	struct nd_op u;
 	int err[KERNEL_BATCH], fd = nl_socket_get_fd(k->req), got, i, j;
 	size_t f, idx, left = 0, undone = 0, nmsgs = 0;
+	bool last = false;
 
 	*rc = 0;
 	for (idx = 0; idx < n; idx++) {
@@ -2439,15 +2449,18 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 			goto out;
 		nmsgs++;
 		h = nlmsg_hdr(msgs[idx]);
-		h->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
-		/* Not one of libnl's, which it counts ack by ack: these
-		 * acks are read here, before the socket carries anything
-		 * else. */
-		h->nlmsg_seq = KERNEL_BATCH_SEQ;
+		h->nlmsg_flags |= NLM_F_REQUEST;
+		if (idx + 1 == n)
+			h->nlmsg_flags |= NLM_F_ACK;
+		else
+			h->nlmsg_flags &= ~NLM_F_ACK;
+		/* Not libnl's, which it counts ack by ack: these answers
+		 * are read here, before the socket carries anything else. */
+		h->nlmsg_seq = KERNEL_BATCH_SEQ + (uint32_t)idx;
 		h->nlmsg_pid = nl_socket_get_local_port(k->req);
 		iov[idx].iov_base = h;
 		iov[idx].iov_len = h->nlmsg_len;
-		err[idx] = 1;		/* no ack yet */
+		err[idx] = idx + 1 == n ? 1 : 0;  /* done unless answered */
 		/* Sanitizer builds' tests only: a family the kernel has
 		 * no rules of, which it refuses. */
 		if (testhook_rule_fail() == (int)idx + 1)
@@ -2463,28 +2476,34 @@ rule_batch(struct kernel *k, const struct nd_op *ops, size_t n, int *rc,
 		*rc = -nl_syserr2nlerr(errno);
 		goto out;
 	}
-	/* The kernel made the changes and queued the acks before sendmsg
-	 * returned: every ack is there to read, in order. */
+	/* The kernel made the changes and queued the answers before
+	 * sendmsg returned: they are there to read, in order, the last
+	 * change's last. */
 	mmsg_prepare(amh, aiov, acks[0], sizeof(acks[0]), n);
-	for (i = 0; i < (int)n; i += got) {
+	for (i = 0, idx = 0; !last && i < (int)n; i += got) {
 		if ((got = recvmmsg(fd, amh + i, (unsigned)n - (unsigned)i,
-		    MSG_DONTWAIT, NULL)) <= 0) {
-			*rc = -NLE_AGAIN;
-			goto unknown;
-		}
+		    MSG_DONTWAIT, NULL)) <= 0)
+			break;
 		for (j = i; j < i + got; j++) {
 			h = (struct nlmsghdr *)acks[j];
-			/* The ack carries the request's header (at least): in
-			 * order, and of this batch. */
-			if (amh[j].msg_len < NLMSG_LENGTH(sizeof(*e)) ||
+			/* An answer carries its change's header (at least):
+			 * of this batch, in order, none after the last's. */
+			if (last || amh[j].msg_len < NLMSG_LENGTH(sizeof(*e)) ||
 			    h->nlmsg_type != NLMSG_ERROR ||
-			    h->nlmsg_seq != KERNEL_BATCH_SEQ) {
+			    h->nlmsg_seq < KERNEL_BATCH_SEQ + idx ||
+			    h->nlmsg_seq >= KERNEL_BATCH_SEQ + n) {
 				*rc = -NLE_MSG_TRUNC;
 				goto unknown;
 			}
+			idx = h->nlmsg_seq - KERNEL_BATCH_SEQ;
 			e = nlmsg_data(h);
-			err[j] = e->error;
+			err[idx++] = e->error;
+			last = idx == n;
 		}
+	}
+	if (!last) {
+		*rc = -NLE_AGAIN;
+		goto unknown;
 	}
 	for (f = 0; f < n; f++) {
 		*rc = err[f] == 0 ? 0 : -nl_syserr2nlerr(-err[f]);
