@@ -4,6 +4,7 @@ network namespace, and netd_drive (the stand-in broker) running inside it.
 Everything here runs as root and touches only namespaces it creates
 (named enid-t-netd-*); every wait is bounded.
 """
+import contextlib
 import json
 import os
 import queue
@@ -296,3 +297,14 @@ class Driver:
             self.log.flush()
         with open(self.log_path) as f:
             return f.read()
+
+
+@contextlib.contextmanager
+def eni_node(mac):
+    """A node's namespace (Netns) with eth0's IPv6 default route through
+    fe80::1 and one ENI, eni1, of mac."""
+    with Netns() as ns:
+        ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev",
+              "eth0")
+        ns.add_eni("eni1", mac)
+        yield ns

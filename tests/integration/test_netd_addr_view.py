@@ -22,7 +22,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import Driver, Netns, run  # noqa
+from netd_helpers import Driver, eni_node, run  # noqa
 from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
@@ -38,10 +38,7 @@ pytestmark = NEEDS_NETD
 
 @pytest.fixture
 def node():
-    with Netns() as ns:
-        ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev",
-              "eth0")
-        ns.add_eni("eni1", ENI1)
+    with eni_node(ENI1) as ns:
         # A pod's veth (its peer would be in the pod) and a link of the
         # node's that is neither a default-route link nor an ENI.
         ns.ip("link", "add", "veth0a1b2c3", "type", "veth", "peer", "name",
@@ -57,6 +54,18 @@ def node():
 def netd(node, tmp_path):
     with Driver(node, str(tmp_path)) as d:
         yield d.start(cidrs=("10.0.0.0/16", VPC6)).declare(ENI1)
+
+
+def churn(path, tail=""):
+    """An ip -batch file of CHURN IPv4 addresses added and removed on
+    stor0, then tail: its path."""
+    with open(path, "w") as f:
+        for i in range(CHURN):
+            a = "10.0.%d.%d/32" % (200 + i // 250, 1 + i % 250)
+            f.write("addr add %s dev stor0\naddr del %s dev stor0\n" %
+                    (a, a))
+        f.write(tail)
+    return str(path)
 
 
 def ok(netd, line):
@@ -128,13 +137,8 @@ def test_lost_notifications_dump_again(node, netd, tmp_path):
     kernel, also for the changes made before and after the loss."""
     ok(netd, "addpod " + DUAL)
     ok(netd, "delpod " + DUAL)
-    batch = str(tmp_path / "churn")
-    with open(batch, "w") as f:
-        for i in range(CHURN):
-            a = "10.0.%d.%d/32" % (200 + i // 250, 1 + i % 250)
-            f.write("addr add %s dev stor0\naddr del %s dev stor0\n" %
-                    (a, a))
-        f.write("addr add %s/128 dev veth0a1b2c3 nodad\n" % POD6)
+    batch = churn(tmp_path / "churn",
+                  "addr add %s/128 dev veth0a1b2c3 nodad\n" % POD6)
     os.kill(netd.pid, signal.SIGSTOP)
     try:
         run("ip", "-n", node.name, "-batch", batch, timeout=120)
@@ -207,12 +211,7 @@ def test_loss_seen_by_a_peek_is_a_loss(node, netd, tmp_path):
     address added meanwhile must still be seen."""
     ok(netd, "addpod addr=%s table=0" % POD4)
     ok(netd, "delpod addr=%s table=0" % POD4)
-    flood = str(tmp_path / "flood")
-    with open(flood, "w") as f:
-        for i in range(CHURN):
-            a = "10.0.%d.%d/32" % (200 + i // 250, 1 + i % 250)
-            f.write("addr add %s dev stor0\naddr del %s dev stor0\n" %
-                    (a, a))
+    flood = churn(tmp_path / "flood")
     ready, script = str(tmp_path / "ready"), str(tmp_path / "gdb")
     with open(script, "w") as f:
         f.write("set pagination off\n"

@@ -19,7 +19,7 @@ import threading
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netd_helpers import NETD, PROTO, Driver, Netns, run  # noqa
+from netd_helpers import NETD, PROTO, Driver, eni_node, run  # noqa
 from netd_helpers import NEEDS_NETD  # noqa
 
 ENI1 = "02:00:00:00:00:11"
@@ -55,10 +55,7 @@ sys.exit(1 if err else 0)
 
 @pytest.fixture
 def node():
-    with Netns() as ns:
-        ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev",
-              "eth0")
-        ns.add_eni("eni1", ENI1)
+    with eni_node(ENI1) as ns:
         yield ns
 
 
