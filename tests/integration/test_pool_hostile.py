@@ -189,6 +189,10 @@ def test_add_whose_address_goes_while_netd_works_is_refused(make_env):
     env = make_env(mitm=("enid-netd",))
     env.start()
     a = env.add_and_ping("first")
+    # The client made before the hold: within its 4 s (under netd's 5 s
+    # deadline) the unassign and the reconciliation must be done, also on
+    # a busy machine, where making a client alone takes a second or more.
+    ec2 = env.ec2()
     env.rules("enid-netd", [{"id": "hold", "request": "NETD_ADD_POD",
                              "delay_ms": 4000}])
     t, box = add_async(env, "late")
@@ -197,8 +201,8 @@ def test_add_whose_address_goes_while_netd_works_is_refused(make_env):
     p = env.wait(lambda: pod_entry(env, "late"), 5, "the pod")
     assert p["state"] == "adding", p
     eni = p["eni"]
-    env.ec2().unassign_private_ip_addresses(NetworkInterfaceId=eni,
-                                            PrivateIpAddresses=[p["ip"]])
+    ec2.unassign_private_ip_addresses(NetworkInterfaceId=eni,
+                                      PrivateIpAddresses=[p["ip"]])
     env.reconcile()
     t.join(20)
     ans = box["a"]
