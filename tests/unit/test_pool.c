@@ -2775,6 +2775,20 @@ test_ipv6_only_creates_one_eni(void **state)
 	assert_int_equal(pl.wake, 3000);
 }
 
+/* A surplus seen at 1000 ms: nothing yet, a wake when shrink_delay (60 s)
+ * has passed; then planned again at that time, held since 1000. */
+static void
+plan_surplus_lasted(const struct pool_params *p, struct pool_facts *f,
+    struct pool_plan *pl)
+{
+	pool_plan(p, f, 1000, pl);
+	assert_true(pl->surplus);
+	assert_int_equal(pl->nactions, 0);
+	assert_int_equal(pl->wake, 61000);
+	f->surplus_since = 1000;
+	pool_plan(p, f, 61000, pl);
+}
+
 static void
 test_ipv6_only_max_pods_and_release(void **state)
 {
@@ -2795,12 +2809,7 @@ test_ipv6_only_max_pods_and_release(void **state)
 	f.waiters = 0;
 	i = add_eni(&f, ENI_READY, 0, 0, 0);
 	f.enis[i].has6 = true;
-	pool_plan(&p, &f, 1000, &pl);
-	assert_true(pl.surplus);
-	assert_int_equal(pl.nactions, 0);
-	assert_int_equal(pl.wake, 61000);
-	f.surplus_since = 1000;
-	pool_plan(&p, &f, 61000, &pl);
+	plan_surplus_lasted(&p, &f, &pl);
 	assert_int_equal(pl.nactions, 1);
 	expect_action(&pl, 0, ACT_RELEASE_ENI, i, 0);
 	f.enis[i].assigned = 1;
@@ -2832,12 +2841,7 @@ test_ipv6_only_gives_back_ipv4(void **state)
 	f.enis[i].nprefixes = 1;
 	f.enis[i].prefix_addrs = 16;
 	f.enis[i].prefix[0].free = 16;
-	pool_plan(&p, &f, 1000, &pl);
-	assert_true(pl.surplus);
-	assert_int_equal(pl.nactions, 0);
-	assert_int_equal(pl.wake, 61000);
-	f.surplus_since = 1000;
-	pool_plan(&p, &f, 61000, &pl);
+	plan_surplus_lasted(&p, &f, &pl);
 	assert_int_equal(pl.nactions, 2);
 	expect_action(&pl, 0, ACT_UNASSIGN, 0, 5);
 	expect_action(&pl, 1, ACT_UNASSIGN_PREFIX, i, 16);
