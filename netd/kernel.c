@@ -899,10 +899,7 @@ addr_view_sync(struct kernel *k)
 
 	if (k->aview_current && !unread)
 		return 0;
-	if (k->aview_current)
-		k->aview_unread++;
 	k->aview_current = false;
-	k->aview_dumps++;
 	memset(&req, 0, sizeof(req));
 	req.ifa_family = AF_UNSPEC;
 	/* Notifications older than the dump still queued would be applied

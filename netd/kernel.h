@@ -69,8 +69,7 @@ struct kernel {
 	 * family, as a dump would show it now, kept from one dump and the
 	 * address notifications the event socket brings (kernel_each_addr()
 	 * of every link).  aview_current false: no view, the next use
-	 * dumps.  For netd's checks and the tests: the dumps made, and the
-	 * uses that found the event socket not read to the end.
+	 * dumps.
 	 */
 	struct nd_ifaddr *aview;
 	size_t		 naview, aview_cap;
@@ -81,7 +80,6 @@ struct kernel {
 	/* An overrun seen and the event socket not read empty since; one
 	 * seen by a look, not reported yet (events_unread()). */
 	bool		 ev_congested, ev_lost;
-	unsigned long	 aview_dumps, aview_unread;
 	struct kernel_link *links;
 	size_t		 nlinks, links_cap;
 	/* links is the kernel's: filled by a whole dump, and no link event
