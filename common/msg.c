@@ -521,6 +521,15 @@ check_rule_cidrs(const struct ip_prefix *src, const struct ip_prefix *dst)
 	return NULL;
 }
 
+/* An absent address is all zero, no stray byte behind family 0. */
+static const char *
+check_absent(const struct ip_addr *a, const char *why)
+{
+	static const struct ip_addr none;
+
+	return memcmp(a, &none, sizeof(none)) == 0 ? NULL : why;
+}
+
 /*
  * A new IPv6-only field (an ENI's addr6): absent (the zeroed value of no
  * family), or a canonical IPv6 address that is none of the special ones
@@ -530,10 +539,8 @@ static const char *
 check_addr6_opt(const struct ip_addr *a, const char *field_none,
     const char *field_special)
 {
-	static const struct ip_addr none;
-
 	if (a->family == 0)
-		return memcmp(a, &none, sizeof(none)) == 0 ? NULL : field_none;
+		return check_absent(a, field_none);
 	if (!ip_addr_valid(a) || a->family != AF_INET6)
 		return field_none;
 	return ip_addr_is_special(a) ? field_special : NULL;
@@ -838,7 +845,8 @@ check_NETD_SETUP_ENI(const void *p)
 	if ((why = check_eni_addrs(m)) != NULL)
 		return why;
 	if (m->addr.addr.family == 0)
-		return m->gateway.family == 0 ? NULL :
+		return m->gateway.family == 0 ? check_absent(&m->gateway,
+		    "gateway is no valid address") :
 		    "gateway without an IPv4 address";
 	return check_addr(&m->gateway, ADDR_WHY("gateway"));
 }
@@ -853,8 +861,7 @@ check_NETD_TEARDOWN_ENI(const void *p)
 		return why;
 	/* The gateway is not used to tear down: absent or IPv4. */
 	if (m->gateway.family == 0)
-		return check_addr6_opt(&m->gateway, "gateway is no valid "
-		    "address", "gateway is no valid address");
+		return check_absent(&m->gateway, "gateway is no valid address");
 	return check_addr(&m->gateway, ADDR_WHY("gateway"));
 }
 
